@@ -1,0 +1,1 @@
+"""pytest integration for trialrun (registered through the pytest11 entry point)."""

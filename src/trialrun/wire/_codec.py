@@ -1,0 +1,102 @@
+"""The codec contract: one subclass per API, used by the scripted model, the observers and the reference agent."""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar
+
+from ..trajectory import Usage
+from ._types import EncodedResponse, Message, ModelRequest, ModelResponse, ProviderError, Step, ToolSpec, WireError
+
+
+class Codec(ABC):
+    """Reads and writes one provider API's wire format (JSON bodies and server-sent-event streams).
+
+    - `handles(path)`: whether a request path belongs to this API.
+    - `decode_request(body, path)`: a request body (already parsed JSON) -> `ModelRequest`.
+    - `decode_response(body, streamed)`: a response body (bytes; an SSE stream when streamed) -> `ModelResponse`.
+      Raises `WireError` naming what is wrong; never another exception for bad input.
+    - `encode_response(step, request)`: a scripted `Step` -> the response this API would send, as a JSON body or,
+      when `request.stream`, as the SSE event sequence the official SDKs' stream helpers accept.
+    - `encode_error(error)`: a `ProviderError` -> this API's error body and status (with retry-after header).
+    - `encode_request(...)`: what an agent sends (used by the reference agent), non-streaming.
+    """
+
+    api: ClassVar[str]
+
+    @abstractmethod
+    def handles(self, path: str) -> bool: ...
+
+    @abstractmethod
+    def decode_request(self, body: dict[str, Any], path: str = "") -> ModelRequest: ...
+
+    @abstractmethod
+    def decode_response(self, body: bytes, streamed: bool) -> ModelResponse: ...
+
+    @abstractmethod
+    def encode_response(self, step: Step, request: ModelRequest) -> EncodedResponse: ...
+
+    @abstractmethod
+    def encode_error(self, error: ProviderError) -> EncodedResponse: ...
+
+    @abstractmethod
+    def encode_request(
+        self,
+        *,
+        model: str,
+        messages: list[Message],
+        tools: list[ToolSpec],
+        system: str | None = None,
+        max_tokens: int | None = None,
+    ) -> dict[str, Any]: ...
+
+    @abstractmethod
+    def request_path(self, model: str) -> str:
+        """The path (after the base URL) an agent posts to, e.g. "/chat/completions"."""
+
+
+def json_body(data: Any) -> bytes:
+    """Compact, deterministic JSON as APIs send it."""
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def json_response(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> EncodedResponse:
+    return EncodedResponse(status, {"content-type": "application/json", **(headers or {})}, json_body(data))
+
+
+def parse_json(body: bytes | str, what: str) -> Any:
+    """Parse JSON or raise WireError saying where it broke."""
+    try:
+        return json.loads(body)
+    except (ValueError, UnicodeDecodeError) as exc:
+        text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
+        raise WireError(f"{what} is not valid JSON ({exc}); it starts with {text[:80]!r}") from None
+
+
+def parse_arguments(raw: Any, where: str) -> dict[str, Any]:
+    """Tool-call arguments arrive as a JSON string (OpenAI) or an object (Anthropic, Gemini)."""
+    if raw is None or raw == "":
+        return {}
+    if isinstance(raw, dict):
+        return raw
+    if isinstance(raw, str):
+        value = parse_json(raw, f"{where} arguments")
+        if isinstance(value, dict):
+            return value
+        raise WireError(f"{where} arguments are JSON but not an object: {raw[:80]!r}")
+    raise WireError(f"{where} arguments have type {type(raw).__name__}, expected a JSON object or string")
+
+
+def estimate_tokens(text: str) -> int:
+    """A plausible token count (about four characters a token) for usage a script did not give."""
+    return max(1, (len(text) + 3) // 4)
+
+
+def default_usage(step: Step, request: ModelRequest) -> Usage:
+    """Usage for a step that gives none: deterministic, roughly proportional to what was sent and produced."""
+    if step.usage is not None:
+        return step.usage
+    sent = json.dumps(request.body, separators=(",", ":"), default=str) if request.body else ""
+    produced = step.text + "".join(call.name + json.dumps(call.arguments) for call in step.tool_calls)
+    return Usage(input_tokens=estimate_tokens(sent), output_tokens=estimate_tokens(produced) + 5 * len(step.tool_calls))
