@@ -1,6 +1,39 @@
-"""trialrun: test tool-calling LLM agents the way unit tests test code."""
+"""trialrun: test tool-calling LLM agents the way unit tests test code.
 
+Grade what the caller got back (outcome) separately from what the agent did to get there (trajectory), run each
+case k times, and report pass@1 and pass^k.
+"""
+
+from . import expect
 from ._version import __version__
+from .case import Case, CaseError, Problem, TrialContext
+from .expect import Verdict, check
+from .results import CaseResult, RunReport, SkippedCase, TrialError, TrialResult
+from .runner import EvaluationInterrupted, aevaluate, evaluate
 from .trajectory import Denial, Run, ToolCall, ToolResult, Trajectory, Turn, Usage
 
-__all__ = ["__version__", "Denial", "Run", "ToolCall", "ToolResult", "Trajectory", "Turn", "Usage"]
+__all__ = [
+    "__version__",
+    "expect",
+    "Case",
+    "CaseError",
+    "Problem",
+    "TrialContext",
+    "evaluate",
+    "aevaluate",
+    "EvaluationInterrupted",
+    "check",
+    "Verdict",
+    "RunReport",
+    "CaseResult",
+    "TrialResult",
+    "TrialError",
+    "SkippedCase",
+    "Run",
+    "Trajectory",
+    "Turn",
+    "ToolCall",
+    "ToolResult",
+    "Usage",
+    "Denial",
+]

@@ -1,12 +1,451 @@
-"""Placeholder: being written. (The codec for gemini.)"""
+"""Google Gemini `generateContent` / `streamGenerateContent` (REST, `?alt=sse` streams), both directions.
+
+Neutral conventions this codec keeps:
+
+- The model name is in the path (`/v1beta/models/{model}:generateContent`); streaming is the
+  `streamGenerateContent` method. Streams are SSE (`?alt=sse`); a JSON array of chunks (no `alt=sse`) is read too.
+- A `user` (or legacy `function`) content's `functionResponse` parts become ONE `Message(role="tool")`; its text
+  parts follow as a `Message(role="user")`. `model` contents are assistant messages.
+- Tool-call ids: Gemini sends `functionCall.id` only on some models; without one the call's id is None and results
+  are matched by order. A result's `call_id` is the `functionResponse.id` if present, else None.
+- Tool-result content: `functionResponse.response` is an object. The common single-key wrappers are unwrapped when
+  their value is a string (`{"output": s}`, `{"result": s}`, `{"return_value": s}`, `{"content": s}` -> s), and
+  `{"error": ...}` alone marks the result `is_error` (Google's documented convention, used by `encode_request`).
+  Anything else is the compact JSON of the response object.
+- `thought: true` parts are the model's reasoning, not its answer: skipped. Text parts are joined with "" in
+  model messages and responses (stream chunks concatenate), with "\\n" in user content and system instructions.
+- Built-in tools (`googleSearch`, `codeExecution`, ...) have no function name and are not in `ModelRequest.tools`.
+- Usage: `input_tokens` = promptTokenCount + toolUsePromptTokenCount (the cached part included, as Gemini counts
+  it), `cached_input_tokens` = cachedContentTokenCount, `output_tokens` = candidatesTokenCount +
+  thoughtsTokenCount (thinking is billed as output, and Anthropic's output_tokens include it too).
+"""
 
 from __future__ import annotations
 
-from ._codec import Codec
+import hashlib
+import json
+import re
+from typing import Any
+
+from ..trajectory import ToolCall, ToolResult, Usage
+from ._codec import Codec, default_usage, json_body, parse_arguments, parse_json
+from ._sse import parse_sse, render_sse
+from ._types import EncodedResponse, Message, ModelRequest, ModelResponse, ProviderError, Step, ToolSpec, WireError
+
+__all__ = ["GeminiCodec"]
+
+_PATH = re.compile(r"/models/(?P<model>[^/:]+):(?P<method>generateContent|streamGenerateContent)$")
+
+_STATUSES = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    409: "ABORTED",
+    429: "RESOURCE_EXHAUSTED",
+    499: "CANCELLED",
+    500: "INTERNAL",
+    501: "NOT_IMPLEMENTED",
+    503: "UNAVAILABLE",
+    504: "DEADLINE_EXCEEDED",
+}
+
+_RESULT_WRAPPERS = ("output", "result", "return_value", "content")
 
 
-class GeminiCodec:
+class GeminiCodec(Codec):
+    """Reads and writes Gemini generateContent traffic; see the module docstring for the neutral conventions."""
+
     api = "gemini"
 
     def handles(self, path: str) -> bool:
-        return False
+        return _PATH.search(path) is not None
+
+    def request_path(self, model: str) -> str:
+        return f"/v1beta/models/{model}:generateContent"
+
+    # ----------------------------------------------------------------------------------------------- requests
+
+    def decode_request(self, body: dict[str, Any], path: str = "") -> ModelRequest:
+        if not isinstance(body, dict):
+            raise WireError(f"request body is a {type(body).__name__}, expected a JSON object")
+        contents = body.get("contents")
+        if not isinstance(contents, list):
+            raise WireError("request body has no 'contents' list")
+        messages: list[Message] = []
+        for number, content in enumerate(contents):
+            messages.extend(_decode_content(content, f"contents[{number}]"))
+        match = _PATH.search(path)
+        system = body.get("systemInstruction", body.get("system_instruction"))
+        return ModelRequest(
+            api=self.api,
+            model=match.group("model") if match else None,
+            messages=messages,
+            tools=_decode_tools(body.get("tools")),
+            system=_decode_system(system),
+            stream=bool(match and match.group("method") == "streamGenerateContent"),
+            body=body,
+            path=path,
+        )
+
+    def encode_request(
+        self,
+        *,
+        model: str,
+        messages: list[Message],
+        tools: list[ToolSpec],
+        system: str | None = None,
+        max_tokens: int | None = None,
+    ) -> dict[str, Any]:
+        system_parts = [system] if system else []
+        contents: list[dict[str, Any]] = []
+        calls = _CallNames()
+        for message in messages:
+            if message.role == "system":
+                if message.text:
+                    system_parts.append(message.text)
+            elif message.role == "assistant":
+                calls.new_turn(message.tool_calls)
+                parts: list[dict[str, Any]] = [{"text": message.text}] if message.text or not message.tool_calls else []
+                parts.extend({"functionCall": _function_call_json(call)} for call in message.tool_calls)
+                contents.append({"role": "model", "parts": parts})
+            elif message.role == "tool":
+                parts = [{"functionResponse": _function_response_json(r, calls)} for r in message.tool_results]
+                if contents and contents[-1]["role"] == "user" and _only_responses(contents[-1]["parts"]):
+                    contents[-1]["parts"].extend(parts)
+                else:
+                    contents.append({"role": "user", "parts": parts})
+            elif message.role == "user":
+                if contents and contents[-1]["role"] == "user" and _only_responses(contents[-1]["parts"]):
+                    contents[-1]["parts"].append({"text": message.text})
+                else:
+                    contents.append({"role": "user", "parts": [{"text": message.text}]})
+            else:
+                raise ValueError(f"message role {message.role!r} is not one of system, user, assistant, tool")
+        body: dict[str, Any] = {"contents": contents}
+        if system_parts:
+            body["systemInstruction"] = {"parts": [{"text": "\n\n".join(system_parts)}]}
+        if tools:
+            body["tools"] = [{"functionDeclarations": [_declaration_json(tool) for tool in tools]}]
+        if max_tokens:
+            body["generationConfig"] = {"maxOutputTokens": max_tokens}
+        return body
+
+    # ---------------------------------------------------------------------------------------------- responses
+
+    def decode_response(self, body: bytes, streamed: bool) -> ModelResponse:
+        head = body.lstrip()[:1]
+        if head == b"[":
+            chunks = parse_json(body, "response stream (JSON array)")
+            return _decode_chunks(chunks if isinstance(chunks, list) else [chunks])
+        if head == b"{" or (not streamed and not body.lstrip().startswith((b"data:", b"event:", b":"))):
+            return _decode_chunks([parse_json(body, "response body")])
+        events = parse_sse(body)
+        if not events:
+            raise WireError("response stream has no events (empty or truncated)")
+        return _decode_chunks([event.json(f"stream event {n}") for n, event in enumerate(events, start=1)])
+
+    def encode_response(self, step: Step, request: ModelRequest) -> EncodedResponse:
+        if step.error is not None:
+            return self.encode_error(step.error)
+        usage = default_usage(step, request)
+        model = step.model or request.model or "gemini-scripted"
+        digest = hashlib.sha256(
+            json.dumps(
+                [len(request.messages), step.text, [(c.name, c.arguments, c.id) for c in step.tool_calls], model],
+                sort_keys=True,
+                default=str,
+            ).encode()
+        ).hexdigest()
+        response_id = digest[:22]
+        calls = [{"functionCall": _function_call_json(call)} for call in step.tool_calls]
+        if not request.stream:
+            parts = ([{"text": step.text}] if step.text or not calls else []) + calls
+            body = _chunk(parts, model, response_id, _usage_json(usage), finish=True)
+            return EncodedResponse(200, {"content-type": "application/json; charset=UTF-8"}, json_body(body))
+        # A stream: the text in a few chunks, function calls whole (Gemini never splits them), usage on the last.
+        pieces = _pieces(step.text, 3)
+        prompt_only = {"promptTokenCount": usage.input_tokens, "totalTokenCount": usage.input_tokens}
+        chunks = [_chunk([{"text": piece}], model, response_id, prompt_only) for piece in pieces[:-1]]
+        last_parts = ([{"text": pieces[-1]}] if pieces else []) + calls
+        chunks.append(_chunk(last_parts or [{"text": ""}], model, response_id, _usage_json(usage), finish=True))
+        stream = render_sse([(None, chunk) for chunk in chunks])
+        return EncodedResponse(200, {"content-type": "text/event-stream"}, stream)
+
+    def encode_error(self, error: ProviderError) -> EncodedResponse:
+        status = error.type or _STATUSES.get(error.status) or ("INTERNAL" if error.status >= 500 else "INVALID_ARGUMENT")
+        message = error.message or {
+            "RESOURCE_EXHAUSTED": "Resource has been exhausted (e.g. check quota).",
+            "UNAVAILABLE": "The model is overloaded. Please try again later.",
+        }.get(status, status.replace("_", " ").lower())
+        payload: dict[str, Any] = {"code": error.status, "message": message, "status": status}
+        headers = {"content-type": "application/json; charset=UTF-8"}
+        if error.retry_after is not None:
+            seconds = str(int(error.retry_after)) if float(error.retry_after).is_integer() else str(error.retry_after)
+            headers["retry-after"] = seconds
+            payload["details"] = [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": f"{seconds}s"}]
+        return EncodedResponse(error.status, headers, json_body({"error": payload}))
+
+
+# ------------------------------------------------------------------------------------------ request decoding
+
+
+def _parts(content: dict[str, Any], where: str) -> list[dict[str, Any]]:
+    parts = content.get("parts", [])
+    if not isinstance(parts, list) or not all(isinstance(part, dict) for part in parts):
+        raise WireError(f"{where}.parts is not a list of part objects")
+    return parts
+
+
+def _decode_content(content: Any, where: str) -> list[Message]:
+    if not isinstance(content, dict):
+        raise WireError(f"{where} is a {type(content).__name__}, expected an object with 'role' and 'parts'")
+    role = content.get("role", "user")
+    if role not in ("user", "model", "function"):
+        raise WireError(f"{where}.role is {role!r}, expected 'user' or 'model'")
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    results: list[ToolResult] = []
+    for number, part in enumerate(_parts(content, where)):
+        here = f"{where}.parts[{number}]"
+        if "text" in part:
+            if not part.get("thought"):
+                texts.append(_text(part, here))
+        elif "functionCall" in part and role == "model":
+            calls.append(_function_call(part["functionCall"], here))
+        elif "functionResponse" in part:
+            results.append(_function_response(part["functionResponse"], here))
+        # inlineData, fileData, executableCode, codeExecutionResult: not the agent's tool traffic.
+    if role == "model":
+        return [Message(role="assistant", text="".join(texts), tool_calls=calls)]
+    if not results:
+        return [Message(role="user", text="\n".join(texts))]
+    messages = [Message(role="tool", tool_results=results)]
+    if texts:
+        messages.append(Message(role="user", text="\n".join(texts)))
+    return messages
+
+
+def _text(part: dict[str, Any], where: str) -> str:
+    text = part.get("text")
+    if not isinstance(text, str):
+        raise WireError(f"{where}: 'text' is a {type(text).__name__}, expected a string")
+    return text
+
+
+def _function_call(call: Any, where: str) -> ToolCall:
+    if not isinstance(call, dict) or not isinstance(call.get("name"), str) or not call["name"]:
+        raise WireError(f"{where}: functionCall has no 'name'")
+    call_id = call.get("id")
+    if call_id is not None and not isinstance(call_id, str):
+        raise WireError(f"{where}: functionCall 'id' is a {type(call_id).__name__}, expected a string")
+    name = call["name"]
+    return ToolCall(name=name, arguments=parse_arguments(call.get("args"), f"{where} functionCall {name!r}"), id=call_id)
+
+
+def _function_response(response: Any, where: str) -> ToolResult:
+    if not isinstance(response, dict):
+        raise WireError(f"{where}: functionResponse is not an object")
+    call_id = response.get("id")
+    if call_id is not None and not isinstance(call_id, str):
+        raise WireError(f"{where}: functionResponse 'id' is a {type(call_id).__name__}, expected a string")
+    payload = response.get("response", {})
+    if not isinstance(payload, dict):
+        raise WireError(f"{where}: functionResponse 'response' is a {type(payload).__name__}, expected an object")
+    content, is_error = _result_content(payload)
+    return ToolResult(call_id=call_id, content=content, is_error=is_error)
+
+
+def _result_content(payload: dict[str, Any]) -> tuple[str, bool]:
+    if len(payload) == 1:
+        (key, value), = payload.items()
+        if key == "error":
+            return (value if isinstance(value, str) else _compact(value)), True
+        if key in _RESULT_WRAPPERS and isinstance(value, str):
+            return value, False
+    return _compact(payload), False
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def _decode_system(system: Any) -> str | None:
+    if system is None or isinstance(system, str):
+        return system
+    if not isinstance(system, dict):
+        raise WireError(f"'systemInstruction' is a {type(system).__name__}, expected an object with 'parts'")
+    return "\n".join(_text(part, f"systemInstruction.parts[{n}]") for n, part in enumerate(_parts(system, "systemInstruction")) if "text" in part)
+
+
+def _decode_tools(tools: Any) -> list[ToolSpec]:
+    if tools is None:
+        return []
+    if not isinstance(tools, list):
+        raise WireError(f"'tools' is a {type(tools).__name__}, expected a list")
+    specs: list[ToolSpec] = []
+    for number, tool in enumerate(tools):
+        if not isinstance(tool, dict):
+            raise WireError(f"tools[{number}] is not an object")
+        declarations = tool.get("functionDeclarations", tool.get("function_declarations", []))
+        if not isinstance(declarations, list):
+            raise WireError(f"tools[{number}].functionDeclarations is not a list")
+        for index, declaration in enumerate(declarations):
+            where = f"tools[{number}].functionDeclarations[{index}]"
+            if not isinstance(declaration, dict) or not isinstance(declaration.get("name"), str):
+                raise WireError(f"{where} has no string 'name'")
+            schema = next(
+                (declaration[key] for key in ("parametersJsonSchema", "parameters_json_schema", "parameters") if key in declaration),
+                None,
+            )
+            if schema is not None and not isinstance(schema, dict):
+                raise WireError(f"{where} ({declaration['name']}): parameters are not an object")
+            description = declaration.get("description")
+            specs.append(
+                ToolSpec(declaration["name"], description if isinstance(description, str) else "", schema or {})
+            )
+    return specs
+
+
+# ----------------------------------------------------------------------------------------- response decoding
+
+
+def _decode_chunks(chunks: list[Any]) -> ModelResponse:
+    """One response or the chunks of a stream: text concatenated, calls collected, the last usage wins."""
+    if not chunks:
+        raise WireError("response stream has no chunks")
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    usage: Usage | None = None
+    model = response_id = stop_reason = None
+    for number, chunk in enumerate(chunks, start=1):
+        where = "response" if len(chunks) == 1 else f"stream chunk {number}"
+        if not isinstance(chunk, dict):
+            raise WireError(f"{where} is a JSON {type(chunk).__name__}, expected a GenerateContentResponse object")
+        if "error" in chunk:
+            error = chunk["error"]
+            detail = f"{error.get('status', '')} {error.get('message', '')}".strip() if isinstance(error, dict) else error
+            raise WireError(f"{where} is an error: {detail}")
+        candidates = chunk.get("candidates", [])
+        if not isinstance(candidates, list):
+            raise WireError(f"{where}: 'candidates' is not a list")
+        if "candidates" not in chunk and "usageMetadata" not in chunk and "promptFeedback" not in chunk:
+            raise WireError(f"{where} has no 'candidates' (not a GenerateContentResponse)")
+        if candidates:
+            candidate = candidates[0]
+            if not isinstance(candidate, dict):
+                raise WireError(f"{where}: candidates[0] is not an object")
+            content = candidate.get("content") or {}
+            if not isinstance(content, dict):
+                raise WireError(f"{where}: candidates[0].content is not an object")
+            for index, part in enumerate(_parts(content, f"{where} candidates[0].content")):
+                here = f"{where} candidates[0].content.parts[{index}]"
+                if "text" in part and not part.get("thought"):
+                    texts.append(_text(part, here))
+                elif "functionCall" in part:
+                    calls.append(_function_call(part["functionCall"], here))
+            if isinstance(candidate.get("finishReason"), str):
+                stop_reason = candidate["finishReason"]
+        elif isinstance(chunk.get("promptFeedback"), dict) and chunk["promptFeedback"].get("blockReason"):
+            stop_reason = str(chunk["promptFeedback"]["blockReason"])
+        if "usageMetadata" in chunk:
+            usage = _usage(chunk["usageMetadata"], f"{where} usageMetadata")
+        model = chunk.get("modelVersion") if isinstance(chunk.get("modelVersion"), str) else model
+        response_id = chunk.get("responseId") if isinstance(chunk.get("responseId"), str) else response_id
+    return ModelResponse(
+        text="".join(texts), tool_calls=calls, usage=usage, model=model, stop_reason=stop_reason, id=response_id
+    )
+
+
+def _usage(raw: Any, where: str) -> Usage:
+    if not isinstance(raw, dict):
+        raise WireError(f"{where} is a {type(raw).__name__}, expected an object")
+
+    def count(key: str) -> int:
+        value = raw.get(key) or 0
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise WireError(f"{where}.{key} is {value!r}, expected an integer")
+        return value
+
+    return Usage(
+        input_tokens=count("promptTokenCount") + count("toolUsePromptTokenCount"),
+        output_tokens=count("candidatesTokenCount") + count("thoughtsTokenCount"),
+        cached_input_tokens=count("cachedContentTokenCount"),
+    )
+
+
+# ------------------------------------------------------------------------------------------------- encoding
+
+
+def _usage_json(usage: Usage) -> dict[str, int]:
+    data = {
+        "promptTokenCount": usage.input_tokens,
+        "candidatesTokenCount": usage.output_tokens,
+        "totalTokenCount": usage.input_tokens + usage.output_tokens,
+    }
+    if usage.cached_input_tokens:
+        data["cachedContentTokenCount"] = usage.cached_input_tokens
+    return data
+
+
+def _chunk(
+    parts: list[dict[str, Any]], model: str, response_id: str, usage: dict[str, int], finish: bool = False
+) -> dict[str, Any]:
+    candidate: dict[str, Any] = {"content": {"parts": parts, "role": "model"}, "index": 0}
+    if finish:
+        candidate["finishReason"] = "STOP"
+    return {"candidates": [candidate], "usageMetadata": usage, "modelVersion": model, "responseId": response_id}
+
+
+def _pieces(text: str, count: int) -> list[str]:
+    if not text:
+        return []
+    size = max(1, -(-len(text) // count))
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def _function_call_json(call: ToolCall) -> dict[str, Any]:
+    data: dict[str, Any] = {"name": call.name, "args": call.arguments}
+    if call.id is not None:
+        data["id"] = call.id
+    return data
+
+
+class _CallNames:
+    """`functionResponse` needs the function's name, which a neutral ToolResult does not carry: find its call
+    (by id, else the earliest unanswered call of the preceding model message)."""
+
+    def __init__(self) -> None:
+        self._by_id: dict[str, str] = {}
+        self._open: list[ToolCall] = []
+
+    def new_turn(self, calls: list[ToolCall]) -> None:
+        self._open = list(calls)
+        self._by_id.update({call.id: call.name for call in calls if call.id})
+
+    def name_for(self, result: ToolResult) -> str:
+        if result.call_id in self._by_id:
+            self._open = [call for call in self._open if call.id != result.call_id]
+            return self._by_id[result.call_id]
+        if not self._open:
+            raise ValueError(f"tool result (call id {result.call_id!r}) answers no tool call of an earlier message")
+        return self._open.pop(0).name
+
+
+def _function_response_json(result: ToolResult, calls: _CallNames) -> dict[str, Any]:
+    data: dict[str, Any] = {"name": calls.name_for(result)}
+    if result.call_id is not None:
+        data["id"] = result.call_id
+    data["response"] = {"error" if result.is_error else "output": result.content}
+    return data
+
+
+def _only_responses(parts: list[dict[str, Any]]) -> bool:
+    return bool(parts) and all("functionResponse" in part for part in parts)
+
+
+def _declaration_json(tool: ToolSpec) -> dict[str, Any]:
+    data: dict[str, Any] = {"name": tool.name, "description": tool.description}
+    if tool.parameters:
+        data["parametersJsonSchema"] = tool.parameters
+    return data

@@ -1,12 +1,371 @@
-"""Placeholder: being written. (The codec for openai-chat.)"""
+"""OpenAI Chat Completions (`POST .../chat/completions`): requests, JSON responses and chunk streams.
+
+Neutral reading of a request: `system`/`developer` messages become `ModelRequest.system` (joined with blank
+lines); consecutive `tool` messages become ONE neutral tool message carrying all their results, so a turn's
+parallel results stay together as they do in Anthropic's single user message. Tools that are not plain functions
+(`custom`, or any other type) are listed with their own name, or their type when they have none. Custom tool calls
+(free-form input) are read as a call whose arguments are `{"input": <text>}`.
+"""
 
 from __future__ import annotations
 
-from ._codec import Codec
+from typing import Any
+
+from ..trajectory import ToolCall, ToolResult, Usage
+from ._codec import Codec, default_usage, json_response, parse_arguments
+from ._openai_common import (
+    CREATED,
+    argument_fragments,
+    arguments_json,
+    call_ids,
+    content_text,
+    decode_usage,
+    encode_error,
+    event_json,
+    fill_call_ids,
+    make_id,
+    model_name,
+    optional_list,
+    require_dict,
+    require_list,
+    response_seed,
+    split_body,
+    sse_response,
+    stream_error,
+    text_fragments,
+)
+from ._sse import SSEEvent, render_sse
+from ._types import EncodedResponse, Message, ModelRequest, ModelResponse, ProviderError, Step, ToolSpec, WireError
+
+__all__ = ["OpenAIChatCodec"]
+
+_FINGERPRINT = "fp_trialrun"
 
 
-class OpenAIChatCodec:
+class OpenAIChatCodec(Codec):
+    """The Chat Completions wire format, JSON and `chat.completion.chunk` streams."""
+
     api = "openai-chat"
 
     def handles(self, path: str) -> bool:
-        return False
+        return path.rstrip("/").endswith("/chat/completions")
+
+    def request_path(self, model: str) -> str:
+        return "/chat/completions"
+
+    # -- requests ---------------------------------------------------------------------------------------------
+
+    def decode_request(self, body: dict[str, Any], path: str = "") -> ModelRequest:
+        body = require_dict(body, "request body")
+        raw_messages = require_list(body.get("messages"), "request 'messages'")
+        system: list[str] = []
+        messages: list[Message] = []
+        for number, raw in enumerate(raw_messages, start=1):
+            where = f"request message {number}"
+            raw = require_dict(raw, where)
+            role = raw.get("role")
+            if role in ("system", "developer"):
+                system.append(content_text(raw.get("content"), where))
+            elif role == "user":
+                messages.append(Message("user", content_text(raw.get("content"), where)))
+            elif role == "assistant":
+                messages.append(_assistant_message(raw, where))
+            elif role in ("tool", "function"):
+                call_id = raw.get("tool_call_id") if role == "tool" else None
+                result = ToolResult(call_id, content_text(raw.get("content"), where))
+                if messages and messages[-1].role == "tool":
+                    messages[-1].tool_results.append(result)
+                else:
+                    messages.append(Message("tool", tool_results=[result]))
+            else:
+                raise WireError(f"{where} has role {role!r}; expected system, developer, user, assistant or tool")
+        tools = [_tool_spec(tool, f"request tool {n}") for n, tool in enumerate(optional_list(body.get("tools"), "request 'tools'"), 1)]
+        tools += [_function_spec(fn, f"request function {n}") for n, fn in enumerate(optional_list(body.get("functions"), "request 'functions'"), 1)]
+        model = body.get("model")
+        return ModelRequest(
+            api=self.api,
+            model=model if isinstance(model, str) else None,
+            messages=messages,
+            tools=tools,
+            system="\n\n".join(system) if system else None,
+            stream=bool(body.get("stream")),
+            body=body,
+            path=path,
+        )
+
+    def encode_request(
+        self,
+        *,
+        model: str,
+        messages: list[Message],
+        tools: list[ToolSpec],
+        system: str | None = None,
+        max_tokens: int | None = None,
+    ) -> dict[str, Any]:
+        wire: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
+        for message in fill_call_ids(messages):
+            if message.role == "assistant":
+                entry: dict[str, Any] = {"role": "assistant", "content": message.text or None}
+                if message.tool_calls:
+                    entry["tool_calls"] = [_wire_call(call, call.id or "") for call in message.tool_calls]
+                wire.append(entry)
+            elif message.role == "tool":
+                wire += [{"role": "tool", "tool_call_id": r.call_id, "content": r.content} for r in message.tool_results]
+                if message.text:
+                    wire.append({"role": "user", "content": message.text})
+            else:
+                wire.append({"role": message.role, "content": message.text})
+        body: dict[str, Any] = {"model": model, "messages": wire}
+        if tools:
+            body["tools"] = [{"type": "function", "function": _function_wire(tool)} for tool in tools]
+        if max_tokens is not None:
+            body["max_completion_tokens"] = max_tokens
+        return body
+
+    # -- responses --------------------------------------------------------------------------------------------
+
+    def decode_response(self, body: bytes, streamed: bool) -> ModelResponse:
+        data, events = split_body(body, streamed)
+        if events is not None:
+            return _decode_stream(events)
+        data = require_dict(data, "response body")
+        if "error" in data and "choices" not in data:
+            raise WireError(f"response body is an error, not a completion: {str(data['error'])[:200]}")
+        choices = require_list(data.get("choices"), "response 'choices'")
+        response = ModelResponse(
+            usage=decode_usage(data.get("usage"), "prompt_tokens", "completion_tokens", "prompt_tokens_details"),
+            model=data.get("model"),
+            id=data.get("id"),
+        )
+        if not choices:
+            return response
+        choice = require_dict(_first_choice(choices), "response choice")
+        message = require_dict(choice.get("message"), "response choice 'message'")
+        assistant = _assistant_message(message, "response message")
+        response.text = assistant.text
+        response.tool_calls = assistant.tool_calls
+        response.stop_reason = choice.get("finish_reason")
+        return response
+
+    def encode_response(self, step: Step, request: ModelRequest) -> EncodedResponse:
+        seed = response_seed(self.api, step, request)
+        ids = call_ids(step, seed)
+        usage = default_usage(step, request)
+        base = {
+            "id": make_id("chatcmpl-", seed, length=29),
+            "created": CREATED,
+            "model": model_name(step, request),
+            "system_fingerprint": _FINGERPRINT,
+        }
+        finish = "tool_calls" if step.tool_calls else "stop"
+        if not request.stream:
+            message: dict[str, Any] = {"role": "assistant", "content": step.text if step.text or not step.tool_calls else None}
+            message["refusal"] = None
+            message["annotations"] = []
+            if step.tool_calls:
+                message["tool_calls"] = [_wire_call(call, ids[i]) for i, call in enumerate(step.tool_calls)]
+            return json_response(
+                {
+                    "id": base["id"],
+                    "object": "chat.completion",
+                    "created": CREATED,
+                    "model": base["model"],
+                    "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish}],
+                    "usage": _wire_usage(usage),
+                    "service_tier": "default",
+                    "system_fingerprint": _FINGERPRINT,
+                }
+            )
+        options = request.body.get("stream_options")
+        include_usage = isinstance(options, dict) and bool(options.get("include_usage"))
+        chunk = {**{"object": "chat.completion.chunk"}, **base}
+        if include_usage:
+            chunk["usage"] = None
+
+        def delta(payload: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+            return {
+                **chunk,
+                "choices": [{"index": 0, "delta": payload, "logprobs": None, "finish_reason": finish_reason}],
+            }
+
+        events: list[tuple[str | None, Any]] = [
+            (None, delta({"role": "assistant", "content": "" if step.text else None, "refusal": None}))
+        ]
+        events += [(None, delta({"content": piece})) for piece in text_fragments(step.text)]
+        for index, call in enumerate(step.tool_calls):
+            head = {"index": index, "id": ids[index], "type": "function", "function": {"name": call.name, "arguments": ""}}
+            events.append((None, delta({"tool_calls": [head]})))
+            for piece in argument_fragments(arguments_json(call.arguments)):
+                events.append((None, delta({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})))
+        events.append((None, delta({}, finish)))
+        if include_usage:
+            events.append((None, {**chunk, "choices": [], "usage": _wire_usage(usage)}))
+        events.append((None, "[DONE]"))
+        return sse_response(render_sse(events))
+
+    def encode_error(self, error: ProviderError) -> EncodedResponse:
+        return encode_error(error)
+
+
+# -- helpers ------------------------------------------------------------------------------------------------------
+
+
+def _first_choice(choices: list[Any]) -> Any:
+    """The choice with index 0 (the turn); other choices of an `n > 1` request are alternatives, not turns."""
+    for choice in choices:
+        if isinstance(choice, dict) and choice.get("index", 0) == 0:
+            return choice
+    return choices[0]
+
+
+def _assistant_message(raw: dict[str, Any], where: str) -> Message:
+    """An assistant message (request history or response): text plus its tool calls with parsed arguments."""
+    calls: list[ToolCall] = []
+    for number, call in enumerate(optional_list(raw.get("tool_calls"), f"{where} 'tool_calls'"), start=1):
+        calls.append(_tool_call(require_dict(call, f"{where} tool call {number}"), f"{where} tool call {number}"))
+    legacy = raw.get("function_call")
+    if legacy is not None:
+        legacy = require_dict(legacy, f"{where} 'function_call'")
+        calls.append(ToolCall(_name(legacy, f"{where} function_call"), parse_arguments(legacy.get("arguments"), f"{where} function_call")))
+    return Message("assistant", content_text(raw.get("content"), where), calls)
+
+
+def _tool_call(call: dict[str, Any], where: str) -> ToolCall:
+    kind = call.get("type", "function")
+    call_id = call.get("id") if isinstance(call.get("id"), str) else None
+    if kind == "custom":
+        custom = require_dict(call.get("custom"), f"{where} 'custom'")
+        return ToolCall(_name(custom, where), {"input": custom.get("input", "")}, call_id)
+    function = require_dict(call.get("function"), f"{where} 'function'")
+    return ToolCall(_name(function, where), parse_arguments(function.get("arguments"), f"{where} ({function.get('name')})"), call_id)
+
+
+def _name(data: dict[str, Any], where: str) -> str:
+    name = data.get("name")
+    if not isinstance(name, str) or not name:
+        raise WireError(f"{where} has no name")
+    return name
+
+
+def _tool_spec(tool: Any, where: str) -> ToolSpec:
+    tool = require_dict(tool, where)
+    kind = tool.get("type", "function")
+    if kind == "function":
+        return _function_spec(tool.get("function"), where)
+    inner = tool.get(kind) if isinstance(tool.get(kind), dict) else tool
+    name = inner.get("name") if isinstance(inner.get("name"), str) else str(kind)
+    return ToolSpec(name, inner.get("description") or "", {})
+
+
+def _function_spec(function: Any, where: str) -> ToolSpec:
+    function = require_dict(function, f"{where} 'function'")
+    parameters = function.get("parameters")
+    return ToolSpec(_name(function, where), function.get("description") or "", parameters if isinstance(parameters, dict) else {})
+
+
+def _function_wire(tool: ToolSpec) -> dict[str, Any]:
+    function: dict[str, Any] = {"name": tool.name}
+    if tool.description:
+        function["description"] = tool.description
+    if tool.parameters:
+        function["parameters"] = tool.parameters
+    return function
+
+
+def _wire_call(call: ToolCall, call_id: str) -> dict[str, Any]:
+    return {"id": call_id, "type": "function", "function": {"name": call.name, "arguments": arguments_json(call.arguments)}}
+
+
+def _wire_usage(usage: Usage) -> dict[str, Any]:
+    return {
+        "prompt_tokens": usage.input_tokens,
+        "completion_tokens": usage.output_tokens,
+        "total_tokens": usage.input_tokens + usage.output_tokens,
+        "prompt_tokens_details": {"cached_tokens": usage.cached_input_tokens, "audio_tokens": 0},
+        "completion_tokens_details": {
+            "reasoning_tokens": 0,
+            "audio_tokens": 0,
+            "accepted_prediction_tokens": 0,
+            "rejected_prediction_tokens": 0,
+        },
+    }
+
+
+class _PendingCall:
+    """A tool call being assembled from stream deltas (id and name arrive first, arguments in fragments)."""
+
+    __slots__ = ("id", "name", "arguments", "custom")
+
+    def __init__(self) -> None:
+        self.id: str | None = None
+        self.name = ""
+        self.arguments: list[str] = []
+        self.custom = False
+
+
+def _decode_stream(events: list[SSEEvent]) -> ModelResponse:
+    """Assemble a chunk stream: content deltas, tool-call deltas by index, the usage chunk, `[DONE]`."""
+    response = ModelResponse()
+    text: list[str] = []
+    calls: dict[int, _PendingCall] = {}
+    for number, event in enumerate(events, start=1):
+        if event.data.strip() == "[DONE]":
+            break
+        if not event.data.strip():
+            continue
+        chunk = event_json(event, number)
+        if "error" in chunk and not chunk.get("choices"):
+            raise stream_error(chunk, number)
+        response.id = response.id or chunk.get("id")
+        response.model = response.model or chunk.get("model")
+        if chunk.get("usage") is not None:
+            response.usage = decode_usage(chunk["usage"], "prompt_tokens", "completion_tokens", "prompt_tokens_details")
+        for choice in optional_list(chunk.get("choices"), f"stream chunk {number} 'choices'"):
+            choice = require_dict(choice, f"stream chunk {number} choice")
+            if choice.get("index", 0) != 0:
+                continue
+            if choice.get("finish_reason"):
+                response.stop_reason = choice["finish_reason"]
+            delta = choice.get("delta")
+            if delta is None:
+                continue
+            delta = require_dict(delta, f"stream chunk {number} 'delta'")
+            content = delta.get("content")
+            if content:
+                text.append(content_text(content, f"stream chunk {number} delta"))
+            for call in optional_list(delta.get("tool_calls"), f"stream chunk {number} 'tool_calls'"):
+                _merge_call_delta(calls, require_dict(call, f"stream chunk {number} tool call delta"), number)
+    response.text = "".join(text)
+    for index in sorted(calls):
+        pending = calls[index]
+        where = f"streamed tool call {index}"
+        if not pending.name:
+            raise WireError(f"{where} never received a name (stream cut or malformed)")
+        raw = "".join(pending.arguments)
+        arguments = {"input": raw} if pending.custom else parse_arguments(raw, f"{where} ({pending.name})")
+        response.tool_calls.append(ToolCall(pending.name, arguments, pending.id))
+    return response
+
+
+def _merge_call_delta(calls: dict[int, _PendingCall], delta: dict[str, Any], number: int) -> None:
+    index = delta.get("index")
+    if not isinstance(index, int) or isinstance(index, bool):
+        # Some OpenAI-compatible servers omit the index: a delta with an id starts a new call.
+        index = len(calls) if delta.get("id") or not calls else max(calls)
+    pending = calls.setdefault(index, _PendingCall())
+    if isinstance(delta.get("id"), str) and delta["id"] and pending.id is None:
+        pending.id = delta["id"]
+    inner = delta.get("function")
+    if delta.get("type") == "custom" or isinstance(delta.get("custom"), dict):
+        pending.custom = True
+        inner = delta.get("custom")
+    if inner is None:
+        return
+    inner = require_dict(inner, f"stream chunk {number} tool call {index} 'function'")
+    if isinstance(inner.get("name"), str) and inner["name"] and not pending.name:
+        pending.name = inner["name"]
+    fragment = inner.get("input" if pending.custom else "arguments")
+    if fragment is not None:
+        if not isinstance(fragment, str):
+            raise WireError(f"stream chunk {number} tool call {index} arguments are not a string")
+        pending.arguments.append(fragment)

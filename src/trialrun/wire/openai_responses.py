@@ -1,12 +1,457 @@
-"""Placeholder: being written. (The codec for openai-responses.)"""
+"""OpenAI Responses (`POST .../responses`): requests, JSON responses and typed event streams.
+
+Neutral reading of a request: `instructions` plus `system`/`developer` input items become `ModelRequest.system`;
+a `function_call` item joins the assistant message just before it (or starts one), consecutive
+`function_call_output` items form ONE neutral tool message. Built-in tools (`web_search`, `tool_search`,
+`file_search`, `mcp`, ...) are listed under their name, or their type when they have none. Only `function_call`
+and `custom_tool_call` items are tool calls of the agent: reasoning, refusals, compaction and server-side tool
+items (web search, tool search, file search, ...) are skipped, as they are not executed by the agent.
+Only `POST .../responses` is a model call; `/responses/{id}` sub-resources and `/conversations` are not.
+"""
 
 from __future__ import annotations
 
-from ._codec import Codec
+from typing import Any
+
+from ..trajectory import ToolCall, ToolResult, Usage
+from ._codec import Codec, default_usage, json_response, parse_arguments
+from ._openai_common import (
+    CREATED,
+    argument_fragments,
+    arguments_json,
+    call_ids,
+    content_text,
+    decode_usage,
+    encode_error,
+    event_json,
+    fill_call_ids,
+    make_id,
+    model_name,
+    optional_list,
+    require_dict,
+    require_list,
+    response_seed,
+    split_body,
+    sse_response,
+    stream_error,
+    text_fragments,
+)
+from ._sse import SSEEvent, render_sse
+from ._types import EncodedResponse, Message, ModelRequest, ModelResponse, ProviderError, Step, ToolSpec, WireError
+
+__all__ = ["OpenAIResponsesCodec"]
+
+_CALL_TYPES = {"function_call": "arguments", "custom_tool_call": "input"}
+_OUTPUT_TYPES = ("function_call_output", "custom_tool_call_output")
+#: Events whose `response` is the final state of the response (the stream ends there).
+_FINAL_EVENTS = ("response.completed", "response.incomplete")
 
 
-class OpenAIResponsesCodec:
+class OpenAIResponsesCodec(Codec):
+    """The Responses wire format, JSON and `response.*` event streams."""
+
     api = "openai-responses"
 
     def handles(self, path: str) -> bool:
-        return False
+        return path.rstrip("/").endswith("/responses")
+
+    def request_path(self, model: str) -> str:
+        return "/responses"
+
+    # -- requests ---------------------------------------------------------------------------------------------
+
+    def decode_request(self, body: dict[str, Any], path: str = "") -> ModelRequest:
+        body = require_dict(body, "request body")
+        system: list[str] = []
+        instructions = body.get("instructions")
+        if isinstance(instructions, str) and instructions:
+            system.append(instructions)
+        elif isinstance(instructions, list):
+            system += _decode_input(instructions, [], "request 'instructions'")
+        messages: list[Message] = []
+        raw_input = body.get("input")
+        if isinstance(raw_input, str):
+            messages.append(Message("user", raw_input))
+        elif raw_input is not None:
+            system += _decode_input(require_list(raw_input, "request 'input'"), messages, "request input")
+        tools = [_tool_spec(tool, f"request tool {n}") for n, tool in enumerate(optional_list(body.get("tools"), "request 'tools'"), 1)]
+        model = body.get("model")
+        return ModelRequest(
+            api=self.api,
+            model=model if isinstance(model, str) else None,
+            messages=messages,
+            tools=tools,
+            system="\n\n".join(system) if system else None,
+            stream=bool(body.get("stream")),
+            body=body,
+            path=path,
+        )
+
+    def encode_request(
+        self,
+        *,
+        model: str,
+        messages: list[Message],
+        tools: list[ToolSpec],
+        system: str | None = None,
+        max_tokens: int | None = None,
+    ) -> dict[str, Any]:
+        items: list[dict[str, Any]] = []
+        for message in fill_call_ids(messages):
+            if message.role == "tool":
+                items += [{"type": "function_call_output", "call_id": r.call_id, "output": r.content} for r in message.tool_results]
+                if message.text:
+                    items.append({"type": "message", "role": "user", "content": message.text})
+                continue
+            if message.text or not message.tool_calls:
+                items.append({"type": "message", "role": message.role, "content": message.text})
+            items += [
+                {"type": "function_call", "call_id": call.id, "name": call.name, "arguments": arguments_json(call.arguments)}
+                for call in message.tool_calls
+            ]
+        body: dict[str, Any] = {"model": model, "input": items, "store": False}
+        if system:
+            body["instructions"] = system
+        if tools:
+            body["tools"] = [_function_wire(tool) for tool in tools]
+        if max_tokens is not None:
+            body["max_output_tokens"] = max_tokens
+        return body
+
+    # -- responses --------------------------------------------------------------------------------------------
+
+    def decode_response(self, body: bytes, streamed: bool) -> ModelResponse:
+        data, events = split_body(body, streamed)
+        if events is not None:
+            return _decode_stream(events)
+        data = require_dict(data, "response body")
+        if "output" not in data and isinstance(data.get("error"), dict):
+            raise WireError(f"response body is an error, not a response: {str(data['error'])[:200]}")
+        return _decode_response_object(data, "response")
+
+    def encode_response(self, step: Step, request: ModelRequest) -> EncodedResponse:
+        seed = response_seed(self.api, step, request)
+        ids = call_ids(step, seed)
+        usage = default_usage(step, request)
+        response_id = make_id("resp_", seed, length=48)
+        message_id = make_id("msg_", seed, 0, length=48)
+        output: list[dict[str, Any]] = []
+        if step.text or not step.tool_calls:
+            output.append(_message_item(message_id, step.text, "completed"))
+        for index, call in enumerate(step.tool_calls):
+            output.append(_call_item(make_id("fc_", seed, index + 1, length=48), ids[index], call, "completed"))
+        final = _response_object(response_id, model_name(step, request), request, "completed", output, usage)
+        if not request.stream:
+            return json_response(final)
+        events: list[dict[str, Any]] = []
+        started = _response_object(response_id, final["model"], request, "in_progress", [], None)
+        events.append({"type": "response.created", "response": started})
+        events.append({"type": "response.in_progress", "response": started})
+        for output_index, item in enumerate(output):
+            if item["type"] == "message":
+                events += _message_events(item, output_index)
+            else:
+                events += _call_events(item, output_index)
+        events.append({"type": "response.completed", "response": final})
+        for number, event in enumerate(events):
+            event["sequence_number"] = number
+        return sse_response(render_sse([(event["type"], event) for event in events]))
+
+    def encode_error(self, error: ProviderError) -> EncodedResponse:
+        return encode_error(error)
+
+
+# -- requests -------------------------------------------------------------------------------------------------------
+
+
+def _decode_input(items: list[Any], messages: list[Message], where: str) -> list[str]:
+    """Append the neutral messages of `items` to `messages`; return the system/developer texts found."""
+    system: list[str] = []
+    for number, item in enumerate(items, start=1):
+        item_where = f"{where} item {number}"
+        item = require_dict(item, item_where)
+        kind = item.get("type", "message")
+        if kind == "message":
+            role = item.get("role")
+            text = content_text(item.get("content"), item_where)
+            if role in ("system", "developer"):
+                system.append(text)
+            elif role in ("user", "assistant"):
+                messages.append(Message(role, text))
+            else:
+                raise WireError(f"{item_where} has role {role!r}; expected user, assistant, system or developer")
+        elif kind in _CALL_TYPES:
+            call = _tool_call(item, item_where)
+            if messages and messages[-1].role == "assistant":
+                messages[-1].tool_calls.append(call)
+            else:
+                messages.append(Message("assistant", tool_calls=[call]))
+        elif kind in _OUTPUT_TYPES:
+            result = ToolResult(item.get("call_id"), content_text(item.get("output"), item_where))
+            if messages and messages[-1].role == "tool":
+                messages[-1].tool_results.append(result)
+            else:
+                messages.append(Message("tool", tool_results=[result]))
+        # Anything else (reasoning, item_reference, compaction, server-side tool calls and their outputs) is
+        # context the provider keeps, not conversation the agent wrote.
+    return system
+
+
+def _tool_spec(tool: Any, where: str) -> ToolSpec:
+    tool = require_dict(tool, where)
+    kind = tool.get("type", "function")
+    name = tool.get("name")
+    if kind == "function" and not (isinstance(name, str) and name):
+        raise WireError(f"{where} is a function without a name")
+    parameters = tool.get("parameters")
+    return ToolSpec(
+        name if isinstance(name, str) and name else str(kind),
+        tool.get("description") or "",
+        parameters if isinstance(parameters, dict) and kind == "function" else {},
+    )
+
+
+def _function_wire(tool: ToolSpec) -> dict[str, Any]:
+    wire: dict[str, Any] = {"type": "function", "name": tool.name}
+    if tool.description:
+        wire["description"] = tool.description
+    if tool.parameters:
+        wire["parameters"] = tool.parameters
+    return wire
+
+
+# -- responses ------------------------------------------------------------------------------------------------------
+
+
+def _tool_call(item: dict[str, Any], where: str) -> ToolCall:
+    name = item.get("name")
+    if not isinstance(name, str) or not name:
+        raise WireError(f"{where} ({item.get('type')}) has no name")
+    call_id = item.get("call_id") if isinstance(item.get("call_id"), str) else None
+    if item.get("type") == "custom_tool_call":
+        return ToolCall(name, {"input": item.get("input") or ""}, call_id)
+    return ToolCall(name, parse_arguments(item.get("arguments"), f"{where} ({name})"), call_id)
+
+
+def _decode_output(items: list[Any], response: ModelResponse, where: str) -> None:
+    texts: list[str] = []
+    for number, item in enumerate(items, start=1):
+        item_where = f"{where} output item {number}"
+        item = require_dict(item, item_where)
+        kind = item.get("type")
+        if kind == "message":
+            texts.append(content_text(item.get("content"), item_where))
+        elif kind in _CALL_TYPES:
+            response.tool_calls.append(_tool_call(item, item_where))
+    # The SDK's `output_text` joins the message texts without a separator; read them the way users see them.
+    response.text = "".join(texts)
+
+
+def _decode_response_object(data: dict[str, Any], where: str) -> ModelResponse:
+    response = ModelResponse(
+        usage=decode_usage(data.get("usage"), "input_tokens", "output_tokens", "input_tokens_details"),
+        model=data.get("model") if isinstance(data.get("model"), str) else None,
+        id=data.get("id") if isinstance(data.get("id"), str) else None,
+        stop_reason=_stop_reason(data),
+    )
+    _decode_output(require_list(data.get("output"), f"{where} 'output'"), response, where)
+    return response
+
+
+def _stop_reason(data: dict[str, Any]) -> str | None:
+    details = data.get("incomplete_details")
+    if isinstance(details, dict) and isinstance(details.get("reason"), str):
+        return details["reason"]
+    status = data.get("status")
+    return status if isinstance(status, str) else None
+
+
+class _StreamState:
+    """Output items rebuilt from stream events, for a stream cut before its final `response.completed`."""
+
+    def __init__(self) -> None:
+        self.items: dict[int, dict[str, Any]] = {}
+        self.done: set[int] = set()
+        self.texts: dict[int, dict[int, list[str]]] = {}
+        self.arguments: dict[int, list[str]] = {}
+
+    def index_of(self, data: dict[str, Any], number: int) -> int:
+        index = data.get("output_index")
+        if isinstance(index, int) and not isinstance(index, bool):
+            return index
+        item_id = data.get("item_id")
+        for position, item in self.items.items():
+            if item_id is not None and item.get("id") == item_id:
+                return position
+        raise WireError(f"stream event {number} ({data.get('type')}) has no output_index")
+
+    def apply(self, kind: str, data: dict[str, Any], number: int) -> None:
+        if kind in ("response.output_item.added", "response.output_item.done"):
+            if data.get("item") is None:
+                return
+            item = require_dict(data.get("item"), f"stream event {number} ({kind}) 'item'")
+            index = self.index_of(data, number)
+            self.items[index] = item
+            if kind.endswith(".done"):
+                self.done.add(index)
+        elif kind == "response.output_text.delta":
+            index = self.index_of(data, number)
+            part = data.get("content_index", 0)
+            delta = data.get("delta")
+            if not isinstance(delta, str):
+                raise WireError(f"stream event {number} ({kind}) has no 'delta' string")
+            self.texts.setdefault(index, {}).setdefault(part if isinstance(part, int) else 0, []).append(delta)
+        elif kind == "response.output_text.done" and isinstance(data.get("text"), str):
+            index = self.index_of(data, number)
+            part = data.get("content_index", 0)
+            self.texts.setdefault(index, {})[part if isinstance(part, int) else 0] = [data["text"]]
+        elif kind in ("response.function_call_arguments.delta", "response.custom_tool_call_input.delta"):
+            delta = data.get("delta")
+            if not isinstance(delta, str):
+                raise WireError(f"stream event {number} ({kind}) has no 'delta' string")
+            self.arguments.setdefault(self.index_of(data, number), []).append(delta)
+        elif kind == "response.function_call_arguments.done" and isinstance(data.get("arguments"), str):
+            self.arguments[self.index_of(data, number)] = [data["arguments"]]
+
+    def output(self) -> list[dict[str, Any]]:
+        """Items in output order; unfinished ones completed from their deltas."""
+        output: list[dict[str, Any]] = []
+        for index in sorted(self.items):
+            item = dict(self.items[index])
+            if index not in self.done:
+                if item.get("type") == "message" and index in self.texts:
+                    parts = self.texts[index]
+                    item["content"] = [{"type": "output_text", "text": "".join(parts[k])} for k in sorted(parts)]
+                elif item.get("type") in _CALL_TYPES and index in self.arguments:
+                    item[_CALL_TYPES[item["type"]]] = "".join(self.arguments[index])
+            output.append(item)
+        return output
+
+
+def _decode_stream(events: list[SSEEvent]) -> ModelResponse:
+    """Prefer the full response of `response.completed`; rebuild from deltas when the stream was cut short."""
+    state = _StreamState()
+    latest: dict[str, Any] | None = None
+    final: dict[str, Any] | None = None
+    for number, event in enumerate(events, start=1):
+        if event.data.strip() == "[DONE]":
+            break
+        if not event.data.strip():
+            continue
+        data = event_json(event, number)
+        kind = data.get("type") if isinstance(data.get("type"), str) else event.event or ""
+        if kind == "error" or kind == "response.failed":
+            failed = data.get("response")
+            raise stream_error(failed.get("error") or failed if isinstance(failed, dict) else data, number)
+        if isinstance(data.get("response"), dict):
+            latest = data["response"]
+            if kind in _FINAL_EVENTS:
+                final = latest
+        state.apply(kind, data, number)
+    rebuilt = state.output()
+    if final is not None:
+        where = f"stream's final {final.get('status') or 'response'}"
+        output = final.get("output")
+        if not output and rebuilt:
+            final = {**final, "output": rebuilt}
+        elif output is None:
+            final = {**final, "output": []}
+        return _decode_response_object(final, where)
+    response = _decode_response_object({**(latest or {}), "output": rebuilt, "usage": None}, "stream (cut before its end)")
+    response.stop_reason = None
+    return response
+
+
+# -- rendering ------------------------------------------------------------------------------------------------------
+
+
+def _message_item(item_id: str, text: str, status: str) -> dict[str, Any]:
+    content = [{"type": "output_text", "text": text, "annotations": [], "logprobs": []}] if status == "completed" else []
+    return {"id": item_id, "type": "message", "status": status, "role": "assistant", "content": content}
+
+
+def _call_item(item_id: str, call_id: str, call: ToolCall, status: str) -> dict[str, Any]:
+    arguments = arguments_json(call.arguments) if status == "completed" else ""
+    return {"id": item_id, "type": "function_call", "status": status, "call_id": call_id, "name": call.name, "arguments": arguments}
+
+
+def _wire_usage(usage: Usage) -> dict[str, Any]:
+    return {
+        "input_tokens": usage.input_tokens,
+        "input_tokens_details": {"cached_tokens": usage.cached_input_tokens},
+        "output_tokens": usage.output_tokens,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": usage.input_tokens + usage.output_tokens,
+    }
+
+
+def _response_object(
+    response_id: str,
+    model: str,
+    request: ModelRequest,
+    status: str,
+    output: list[dict[str, Any]],
+    usage: Usage | None,
+) -> dict[str, Any]:
+    """The `response` object as the API returns it (echoing the request's settings, as the API does)."""
+    body = request.body
+    instructions = body.get("instructions")
+    return {
+        "id": response_id,
+        "object": "response",
+        "created_at": CREATED,
+        "status": status,
+        "background": False,
+        "error": None,
+        "incomplete_details": None,
+        "instructions": instructions if isinstance(instructions, (str, list)) else None,
+        "max_output_tokens": body.get("max_output_tokens"),
+        "metadata": body.get("metadata") or {},
+        "model": model,
+        "output": output,
+        "parallel_tool_calls": body.get("parallel_tool_calls", True),
+        "previous_response_id": body.get("previous_response_id"),
+        "reasoning": {"effort": None, "summary": None},
+        "service_tier": "default",
+        "store": body.get("store", True),
+        "temperature": 1.0,
+        "text": {"format": {"type": "text"}},
+        "tool_choice": body.get("tool_choice", "auto"),
+        "tools": body.get("tools") if isinstance(body.get("tools"), list) else [],
+        "top_p": 1.0,
+        "truncation": "disabled",
+        "usage": _wire_usage(usage) if usage is not None else None,
+        "user": None,
+    }
+
+
+def _message_events(item: dict[str, Any], output_index: int) -> list[dict[str, Any]]:
+    text = item["content"][0]["text"]
+    part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
+    where = {"item_id": item["id"], "output_index": output_index, "content_index": 0}
+    events: list[dict[str, Any]] = [
+        {"type": "response.output_item.added", "output_index": output_index, "item": _message_item(item["id"], "", "in_progress")},
+        {"type": "response.content_part.added", **where, "part": part},
+    ]
+    events += [{"type": "response.output_text.delta", **where, "delta": piece, "logprobs": []} for piece in text_fragments(text)]
+    events += [
+        {"type": "response.output_text.done", **where, "text": text, "logprobs": []},
+        {"type": "response.content_part.done", **where, "part": {**part, "text": text}},
+        {"type": "response.output_item.done", "output_index": output_index, "item": item},
+    ]
+    return events
+
+
+def _call_events(item: dict[str, Any], output_index: int) -> list[dict[str, Any]]:
+    where = {"item_id": item["id"], "output_index": output_index}
+    added = {**item, "status": "in_progress", "arguments": ""}
+    events: list[dict[str, Any]] = [{"type": "response.output_item.added", "output_index": output_index, "item": added}]
+    events += [
+        {"type": "response.function_call_arguments.delta", **where, "delta": piece}
+        for piece in argument_fragments(item["arguments"])
+    ]
+    events += [
+        {"type": "response.function_call_arguments.done", **where, "name": item["name"], "arguments": item["arguments"]},
+        {"type": "response.output_item.done", "output_index": output_index, "item": item},
+    ]
+    return events

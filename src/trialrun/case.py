@@ -1,0 +1,417 @@
+"""Cases (one behaviour to evaluate), their validation, and the context each trial receives.
+
+A case that cannot be understood is an error raised before anything runs, listing every problem at once: "a case
+that silently does nothing is worse than no case at all".
+"""
+
+from __future__ import annotations
+
+import difflib
+import shutil
+import tempfile
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .expect._base import Grader, as_grader
+from .expect.cost import max_cost_usd as _max_cost_grader
+from .trajectory import Trajectory
+
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = ["Case", "CaseError", "Problem", "TrialContext", "MODES", "validate_cases"]
+
+MODES = ("deterministic", "live_canary")
+_MODE_SPELLINGS = {"deterministic": "deterministic", "livecanary": "live_canary", "live_canary": "live_canary", "live-canary": "live_canary", "live": "live_canary"}
+
+FIELDS = (
+    "name",
+    "invoke",
+    "tags",
+    "mode",
+    "setup",
+    "teardown",
+    "expect_outcome",
+    "expect_trajectory",
+    "max_cost_usd",
+    "timeout_s",
+    "trials",
+    "description",
+    "metadata",
+)
+# The seed's hashtable keys (PowerShell spelling) map onto the Python names.
+_ALIASES = {
+    "tag": "tags",
+    "expectoutcome": "expect_outcome",
+    "expecttrajectory": "expect_trajectory",
+    "maxcostusd": "max_cost_usd",
+    "timeout": "timeout_s",
+    "timeoutseconds": "timeout_s",
+    "trial": "trials",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One thing wrong with a case: where (case name or position, field, file) and what."""
+
+    message: str
+    case: str | None = None
+    index: int | None = None
+    field: str | None = None
+    source: str | None = None
+
+    def __str__(self) -> str:
+        where = []
+        if self.source:
+            where.append(self.source)
+        if self.case:
+            where.append(f"case {self.case!r}")
+        elif self.index is not None:
+            where.append(f"case #{self.index + 1}")
+        if self.field:
+            where.append(f"field {self.field!r}")
+        return f"{', '.join(where)}: {self.message}" if where else self.message
+
+
+class CaseError(ValueError):
+    """Cases that cannot run. `problems` lists every one found, not only the first."""
+
+    def __init__(self, problems: Sequence[Problem | str]) -> None:
+        self.problems = [p if isinstance(p, Problem) else Problem(p) for p in problems]
+        count = len(self.problems)
+        head = f"{count} problem{'s' if count != 1 else ''} in the cases; nothing was run:"
+        super().__init__(head + "".join(f"\n  - {p}" for p in self.problems))
+
+
+def _suggest(key: str, options: Iterable[str]) -> str:
+    close = difflib.get_close_matches(key, list(options), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _normalise_key(key: str) -> str:
+    if key in FIELDS:
+        return key
+    folded = key.replace("-", "_").lower()
+    if folded in FIELDS:
+        return folded
+    return _ALIASES.get(folded.replace("_", ""), key)
+
+
+class Case:
+    """One agent behaviour to evaluate, graded on its outcome, its trajectory and its cost.
+
+    >>> from trialrun import Case, expect
+    >>> case = Case(name="greets", invoke=lambda ctx: "hello", expect_outcome=[expect.contains("hello")])
+    >>> case.mode
+    'deterministic'
+    """
+
+    __slots__ = (
+        "name",
+        "invoke",
+        "tags",
+        "mode",
+        "setup",
+        "teardown",
+        "expect_outcome",
+        "expect_trajectory",
+        "max_cost_usd",
+        "timeout_s",
+        "trials",
+        "description",
+        "metadata",
+        "graders",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        invoke: Callable[[TrialContext], Any],
+        *,
+        tags: Iterable[str] = (),
+        mode: str = "deterministic",
+        setup: Callable[[TrialContext], Any] | None = None,
+        teardown: Callable[[TrialContext], Any] | None = None,
+        expect_outcome: Iterable[Any] = (),
+        expect_trajectory: Iterable[Any] = (),
+        max_cost_usd: float | None = None,
+        timeout_s: float | None = None,
+        trials: int | None = None,
+        description: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        _index: int | None = None,
+        _source: str | None = None,
+    ) -> None:
+        problems: list[Problem] = []
+        label = name if isinstance(name, str) and name.strip() else None
+
+        def bad(field: str, message: str) -> None:
+            problems.append(Problem(message, case=label, index=_index, field=field, source=_source))
+
+        if name is None or (isinstance(name, str) and not name.strip()):
+            bad("name", "a case needs a non-empty name (its unique key)")
+        elif not isinstance(name, str):
+            bad("name", f"must be a string, got {type(name).__name__}")
+        if invoke is None:
+            bad("invoke", "a case needs an invoke (a callable taking the trial context)")
+        elif not callable(invoke):
+            bad("invoke", f"must be callable, got {type(invoke).__name__}")
+        for field, hook in (("setup", setup), ("teardown", teardown)):
+            if hook is not None and not callable(hook):
+                bad(field, f"must be callable or None, got {type(hook).__name__}")
+
+        if isinstance(tags, str):
+            tags = [tags]
+        tag_list: list[str] = []
+        if not isinstance(tags, Iterable):
+            bad("tags", f"must be a list of strings, got {type(tags).__name__}")
+        else:
+            for tag in tags:
+                if isinstance(tag, str) and tag:
+                    tag_list.append(tag)
+                else:
+                    bad("tags", f"every tag must be a non-empty string, got {tag!r}")
+
+        normal_mode = _MODE_SPELLINGS.get(mode.replace(" ", "").lower()) if isinstance(mode, str) else None
+        if normal_mode is None:
+            bad("mode", f"{mode!r} is not a mode; expected 'deterministic' or 'live_canary'")
+
+        graders: list[Grader] = []
+        for field, items, kind in (
+            ("expect_outcome", expect_outcome, "outcome"),
+            ("expect_trajectory", expect_trajectory, "trajectory"),
+        ):
+            if items is None:
+                continue
+            if callable(items) and not isinstance(items, (list, tuple)):
+                items = [items]
+            if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
+                bad(field, f"must be a list of graders, got {type(items).__name__}")
+                continue
+            for position, item in enumerate(items, start=1):
+                try:
+                    grader = as_grader(item, kind)
+                except TypeError as exc:
+                    bad(field, f"item {position}: {exc}")
+                    continue
+                # The list a grader sits in decides what it grades (outcome or trajectory), as in the seed.
+                graders.append(grader if grader.kind == kind else Grader(grader.label, grader.fn, kind))
+
+        if max_cost_usd is not None:
+            if isinstance(max_cost_usd, bool) or not isinstance(max_cost_usd, (int, float)):
+                bad("max_cost_usd", f"must be a number of US dollars, got {type(max_cost_usd).__name__}")
+                max_cost_usd = None
+            elif max_cost_usd < 0:
+                bad("max_cost_usd", f"must not be negative, got {max_cost_usd}")
+                max_cost_usd = None
+            else:
+                graders.append(_max_cost_grader(float(max_cost_usd)))
+
+        if not graders and not any(p.field in ("expect_outcome", "expect_trajectory", "max_cost_usd") for p in problems):
+            bad(
+                "expect_outcome",
+                "no expectation: give at least one of expect_outcome, expect_trajectory or max_cost_usd "
+                "(a case that grades nothing cannot fail)",
+            )
+
+        if timeout_s is not None and (
+            isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or timeout_s <= 0
+        ):
+            bad("timeout_s", f"must be a positive number of seconds, got {timeout_s!r}")
+        if trials is not None and (isinstance(trials, bool) or not isinstance(trials, int) or trials < 1):
+            bad("trials", f"must be a positive integer, got {trials!r}")
+        if description is not None and not isinstance(description, str):
+            bad("description", f"must be a string, got {type(description).__name__}")
+        if metadata is not None and not isinstance(metadata, Mapping):
+            bad("metadata", f"must be a mapping, got {type(metadata).__name__}")
+
+        if problems:
+            raise CaseError(problems)
+
+        self.name: str = name
+        self.invoke = invoke
+        self.tags: tuple[str, ...] = tuple(tag_list)
+        self.mode: str = normal_mode or "deterministic"
+        self.setup = setup
+        self.teardown = teardown
+        self.expect_outcome: tuple[Any, ...] = tuple(expect_outcome or ())
+        self.expect_trajectory: tuple[Any, ...] = tuple(expect_trajectory or ())
+        self.max_cost_usd: float | None = float(max_cost_usd) if max_cost_usd is not None else None
+        self.timeout_s: float | None = float(timeout_s) if timeout_s is not None else None
+        self.trials: int | None = trials
+        self.description = description
+        self.metadata: dict[str, Any] = dict(metadata or {})
+        self.graders: tuple[Grader, ...] = tuple(graders)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, index: int | None = None, source: str | None = None) -> Case:
+        """Build a case from the seed's hashtable form: the same keys as Case's arguments (the seed's PowerShell
+        spellings such as Name, Tag, ExpectOutcome and MaxCostUSD are accepted too). An unknown key is an error."""
+        if not isinstance(data, Mapping):
+            raise CaseError([Problem(f"a case must be a mapping, got {type(data).__name__}", index=index, source=source)])
+        label = data.get("name", data.get("Name"))
+        label = label if isinstance(label, str) and label.strip() else None
+        kwargs: dict[str, Any] = {}
+        problems: list[Problem] = []
+        for key, value in data.items():
+            field = _normalise_key(str(key))
+            if field not in FIELDS:
+                problems.append(
+                    Problem(f"unknown key{_suggest(str(key), FIELDS)}", case=label, index=index, field=str(key), source=source)
+                )
+            elif field in kwargs:
+                problems.append(Problem("given twice (in two spellings)", case=label, index=index, field=field, source=source))
+            else:
+                kwargs[field] = value
+        for required in ("name", "invoke"):
+            kwargs.setdefault(required, None)
+        try:
+            case = cls(**kwargs, _index=index, _source=source)
+        except CaseError as exc:
+            problems.extend(exc.problems)
+            raise CaseError(problems) from None
+        if problems:
+            raise CaseError(problems)
+        return case
+
+    def __repr__(self) -> str:
+        return f"Case({self.name!r}, mode={self.mode!r}, tags={list(self.tags)!r})"
+
+
+def validate_cases(cases: Iterable[Case | Mapping[str, Any]]) -> list[Case]:
+    """Turn Cases and hashtable-style dicts into Cases, checking every one and that names are unique.
+
+    Raises CaseError listing every problem in every case.
+    """
+    if isinstance(cases, (Case, Mapping)):
+        cases = [cases]
+    result: list[Case] = []
+    problems: list[Problem] = []
+    for index, item in enumerate(cases):
+        if isinstance(item, Case):
+            result.append(item)
+            continue
+        try:
+            result.append(Case.from_dict(item, index=index))
+        except CaseError as exc:
+            problems.extend(exc.problems)
+    seen: dict[str, int] = {}
+    for index, case in enumerate(result):
+        if case.name in seen:
+            problems.append(
+                Problem(f"duplicate name: cases #{seen[case.name] + 1} and #{index + 1} are both named {case.name!r}; names must be unique in a run", case=case.name, field="name")
+            )
+        else:
+            seen[case.name] = index
+    if problems:
+        raise CaseError(problems)
+    return result
+
+
+class TrialContext:
+    """What setup, invoke and teardown receive for one trial.
+
+    `trial` is 1-based. `workdir` is a fresh temporary folder (created on first use, removed after teardown).
+    `state` is a dict setup can fill for invoke. The model helpers create transports whose traffic trialrun
+    observes: when invoke returns a plain value, the trajectory read from them becomes the run's trajectory.
+    """
+
+    def __init__(self, case: Case, trial: int, *, run_id: str | None = None) -> None:
+        self.case = case
+        self.trial = trial
+        self.run_id = run_id
+        self.state: dict[str, Any] = {}
+        self._workdir: Path | None = None
+        self._transports: list[Any] = []
+        self._clients: list[Any] = []
+
+    def __repr__(self) -> str:
+        return f"TrialContext(case={self.case.name!r}, trial={self.trial})"
+
+    @property
+    def workdir(self) -> Path:
+        if self._workdir is None:
+            slug = "".join(ch if ch.isalnum() else "-" for ch in self.case.name)[:40]
+            self._workdir = Path(tempfile.mkdtemp(prefix=f"trialrun-{slug}-t{self.trial}-"))
+        return self._workdir
+
+    # -- model transports (the one seam) -------------------------------------------------------------------
+    def _register(self, transport: Any) -> Any:
+        if not any(t is transport for t in self._transports):
+            self._transports.append(transport)
+        return transport
+
+    def scripted(self, steps: Any, **kwargs: Any) -> Any:
+        """A ScriptedModel for this trial, observed."""
+        from .models import ScriptedModel
+
+        return self._register(ScriptedModel(steps, **kwargs))
+
+    def cassette(self, path: str | Path, mode: str = "replay", **kwargs: Any) -> Any:
+        """A Cassette transport for this trial, observed."""
+        from .models import Cassette
+
+        return self._register(Cassette(path, mode, **kwargs))
+
+    def observe(self, transport: Any) -> Any:
+        """Observe any httpx transport (wrapping it when it does not record its own traffic)."""
+        from .models import ModelTransport, ObservedTransport
+
+        if not isinstance(transport, ModelTransport):
+            transport = ObservedTransport(transport)
+        return self._register(transport)
+
+    def http_client(self, transport: Any = None, **kwargs: Any) -> httpx.Client:
+        """An httpx.Client whose traffic is observed (closed after the trial)."""
+        import httpx
+
+        client = httpx.Client(transport=self.observe(transport or httpx.HTTPTransport()), **kwargs)
+        self._clients.append(client)
+        return client
+
+    def async_http_client(self, transport: Any = None, **kwargs: Any) -> httpx.AsyncClient:
+        """An httpx.AsyncClient whose traffic is observed (closed after the trial)."""
+        import httpx
+
+        client = httpx.AsyncClient(transport=self.observe(transport or httpx.AsyncHTTPTransport()), **kwargs)
+        self._clients.append(client)
+        return client
+
+    @property
+    def transports(self) -> list[Any]:
+        return list(self._transports)
+
+    def trajectory(self) -> Trajectory:
+        """The trajectory observed through this trial's transports (in the order they were created)."""
+        if len(self._transports) == 1:
+            return self._transports[0].trajectory()
+        merged = Trajectory()
+        for transport in self._transports:
+            part = transport.trajectory()
+            merged.turns.extend(part.turns)
+            merged.commands.extend(part.commands)
+            merged.denials.extend(part.denials)
+            merged.notes.extend(part.notes)
+        return merged
+
+    def problems(self) -> list[str]:
+        """What the transports saw that must fail the trial (an exhausted script, a cassette miss)."""
+        return [problem for transport in self._transports for problem in getattr(transport, "problems", ())]
+
+    async def _aclose(self) -> None:
+        for client in self._clients:
+            try:
+                if hasattr(client, "aclose"):
+                    await client.aclose()
+                else:
+                    client.close()
+            except Exception:  # noqa: BLE001 - closing is best effort
+                pass
+        self._clients.clear()
+
+    def _cleanup(self) -> None:
+        if self._workdir is not None:
+            shutil.rmtree(self._workdir, ignore_errors=True)

@@ -1,0 +1,41 @@
+"""Graders (`from trialrun import expect`): outcome, trajectory and cost expectations.
+
+Each returns a `Grader`: a callable of (run, ctx) giving a `Verdict(passed, grader, reason, score=None)` whose
+reason says what was seen, for a person reading a CI log.
+"""
+
+from ._base import Grader, Verdict, check
+from .cost import max_cost_usd
+from .outcome import contains, equals, matches, not_contains, satisfies
+from .trajectory import (
+    called,
+    called_in_order,
+    max_tool_calls,
+    max_turns,
+    never_ran,
+    no_denials,
+    no_tool_errors,
+    not_called,
+    trajectory_matches,
+)
+
+__all__ = [
+    "Grader",
+    "Verdict",
+    "check",
+    "equals",
+    "contains",
+    "not_contains",
+    "matches",
+    "satisfies",
+    "called",
+    "not_called",
+    "called_in_order",
+    "trajectory_matches",
+    "max_turns",
+    "max_tool_calls",
+    "no_tool_errors",
+    "no_denials",
+    "never_ran",
+    "max_cost_usd",
+]

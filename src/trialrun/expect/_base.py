@@ -1,0 +1,132 @@
+"""Verdicts and the grader protocol shared by every expectation."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import traceback
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..trajectory import Run
+
+if TYPE_CHECKING:
+    from ..case import TrialContext
+
+__all__ = ["Verdict", "Grader", "as_grader", "check", "grade", "output_text", "clip", "KINDS"]
+
+KINDS = ("outcome", "trajectory", "cost")
+
+
+@dataclass(slots=True)
+class Verdict:
+    """One grader's judgement of one run. `reason` is written for a person reading a CI log."""
+
+    passed: bool
+    grader: str
+    reason: str
+    score: float | None = None
+    kind: str | None = None
+    details: dict[str, Any] | None = None
+
+
+GradeFn = Callable[[Run, "TrialContext | None"], "Verdict | bool"]
+
+
+class Grader:
+    """A named grading function of (run, ctx). Calling it always returns a Verdict."""
+
+    __slots__ = ("label", "fn", "kind")
+
+    def __init__(self, label: str, fn: GradeFn, kind: str = "outcome") -> None:
+        self.label = label
+        self.fn = fn
+        self.kind = kind
+
+    def __call__(self, run: Run, ctx: TrialContext | None = None) -> Verdict:
+        result = self.fn(run, ctx)
+        verdict = _coerce(result, self.label)
+        verdict.kind = verdict.kind or self.kind
+        return verdict
+
+    def __repr__(self) -> str:
+        return self.label
+
+
+def _coerce(result: Any, label: str) -> Verdict:
+    if isinstance(result, Verdict):
+        return result
+    if isinstance(result, bool):
+        return Verdict(result, label, "returned True" if result else "returned False")
+    raise TypeError(f"grader {label} returned {type(result).__name__}; a grader returns a Verdict or a bool")
+
+
+def _label_of(fn: Callable[..., Any]) -> str:
+    return getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
+
+
+def as_grader(obj: Any, kind: str) -> Grader:
+    """Accept a Grader, or any callable of (run, ctx) or (run) returning a Verdict or a bool.
+
+    Raises TypeError for something that cannot grade, so a broken case fails before anything runs.
+    """
+    if isinstance(obj, Grader):
+        return obj
+    if not callable(obj):
+        raise TypeError(f"{obj!r} is not a grader (expected a callable such as expect.contains('...'))")
+    try:
+        params = [
+            p
+            for p in inspect.signature(obj).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
+        ]
+        varargs = any(p.kind is p.VAR_POSITIONAL for p in inspect.signature(obj).parameters.values())
+    except (TypeError, ValueError):
+        params, varargs = [object(), object()], True  # builtins without signatures: assume (run, ctx)
+    if len(params) == 1 and not varargs:
+        one: Callable[[Run], Any] = obj
+        return Grader(_label_of(obj), lambda run, ctx: one(run), kind)
+    if len(params) > 2:
+        raise TypeError(f"grader {_label_of(obj)} takes {len(params)} arguments; a grader takes (run) or (run, ctx)")
+    return Grader(_label_of(obj), obj, kind)
+
+
+def grade(grader: Grader, run: Run, ctx: TrialContext | None) -> Verdict:
+    """Run one grader; a grader that raises yields a failed verdict carrying the error, never an exception."""
+    try:
+        return grader(run, ctx)
+    except Exception as exc:  # noqa: BLE001 - a broken grader is a failed verdict, reported with its error
+        where = traceback.extract_tb(exc.__traceback__)[-1:]
+        at = f" at {where[0].filename}:{where[0].lineno}" if where else ""
+        return Verdict(False, grader.label, f"grader raised {type(exc).__name__}: {exc}{at}", kind=grader.kind)
+
+
+def check(expectations: Iterable[Any], run: Run | Any, ctx: TrialContext | None = None) -> list[Verdict]:
+    """Grade a run against expectations (the seed's Test-ShpEvalExpectation); a non-Run is taken as the output."""
+    if not isinstance(run, Run):
+        run = Run(output=run)
+    verdicts = []
+    for item in expectations:
+        grader = as_grader(item, getattr(item, "kind", "outcome"))
+        verdicts.append(grade(grader, run, ctx))
+    return verdicts
+
+
+def output_text(output: Any) -> str:
+    """The text an outcome grader matches against: strings as they are, other values as JSON (or str)."""
+    if output is None:
+        return ""
+    if isinstance(output, str):
+        return output
+    if isinstance(output, Run):
+        return output_text(output.output)
+    try:
+        return json.dumps(output, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return str(output)
+
+
+def clip(text: str, limit: int = 120) -> str:
+    """Shorten long values in reasons so a CI log stays readable."""
+    return text if len(text) <= limit else text[: limit - 15] + f"... (+{len(text) - limit + 15} chars)"

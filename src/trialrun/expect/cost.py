@@ -1,0 +1,30 @@
+"""Cost graders: what the run spent."""
+
+from __future__ import annotations
+
+from ..trajectory import Run
+from ._base import Grader, Verdict
+
+__all__ = ["max_cost_usd"]
+
+
+def max_cost_usd(limit: float) -> Grader:
+    """The run cost at most `limit` US dollars. Unknown cost fails: a ceiling nobody can check is not a ceiling."""
+    label = f"max_cost_usd({limit:g})"
+
+    def grade(run: Run, ctx: object) -> Verdict:
+        cost = run.cost_usd
+        if cost is None:
+            usage = run.usage or run.trajectory.usage
+            why = (
+                f"the run reported usage ({usage.input_tokens} input, {usage.output_tokens} output tokens) but no "
+                "price is known for its model"
+                if usage
+                else "the run reported neither cost_usd nor token usage"
+            )
+            return Verdict(False, label, f"cost could not be determined: {why}")
+        if cost <= limit:
+            return Verdict(True, label, f"cost ${cost:.6f} within ${limit:g}")
+        return Verdict(False, label, f"cost ${cost:.6f} exceeds ${limit:g}")
+
+    return Grader(label, grade, "cost")

@@ -1,0 +1,339 @@
+"""Trajectory graders: what the agent did to get its output (tools, arguments, order, turns, commands)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from fnmatch import fnmatchcase
+from typing import Any
+
+from ..trajectory import Run, ToolCall, Trajectory
+from ._base import Grader, Verdict, clip
+
+__all__ = [
+    "called",
+    "not_called",
+    "called_in_order",
+    "trajectory_matches",
+    "max_turns",
+    "max_tool_calls",
+    "no_tool_errors",
+    "no_denials",
+    "never_ran",
+]
+
+
+def _fmt_args(args: Mapping[str, Any], keys: Iterable[str] | None = None) -> str:
+    keys = list(args) if keys is None else list(keys)
+    return ", ".join(f"{k}={clip(repr(args[k]), 60)}" if k in args else f"{k}=<missing>" for k in keys)
+
+
+def _call_repr(call: ToolCall) -> str:
+    return f"{call.name}({_fmt_args(call.arguments)})"
+
+
+def _value_matches(expected: Any, actual: Any) -> bool:
+    if callable(expected) and not isinstance(expected, type):
+        try:
+            return bool(expected(actual))
+        except Exception:  # noqa: BLE001 - a predicate that raises does not match
+            return False
+    return bool(expected == actual)
+
+
+def _args_match(expected: Mapping[str, Any] | None, actual: Mapping[str, Any], exact: bool) -> bool:
+    if expected is None:
+        return True
+    if exact and set(expected) != set(actual):
+        return False
+    return all(key in actual and _value_matches(value, actual[key]) for key, value in expected.items())
+
+
+def _times(n: int) -> str:
+    return f"{n} time{'s' if n != 1 else ''}"
+
+
+def _names(trajectory: Trajectory) -> str:
+    names = [call.name for call in trajectory.tool_calls]
+    return ", ".join(names) if names else "none"
+
+
+def called(
+    tool: str,
+    args: Mapping[str, Any] | None = None,
+    *,
+    times: int | None = None,
+    at_least: int | None = None,
+    at_most: int | None = None,
+    exact_args: bool = False,
+) -> Grader:
+    """`tool` (a name or glob) was called, with `args` as a subset of its arguments (all of them if exact_args).
+
+    Without a count it must be called at least once. A value in `args` may be a predicate (a callable).
+    """
+    parts = [repr(tool)]
+    if args is not None:
+        parts.append(f"args={args!r}")
+    for name, value in (("times", times), ("at_least", at_least), ("at_most", at_most)):
+        if value is not None:
+            parts.append(f"{name}={value}")
+    if exact_args:
+        parts.append("exact_args=True")
+    label = f"called({', '.join(parts)})"
+    if times is None and at_least is None and at_most is None:
+        at_least = 1
+
+    def grade(run: Run, ctx: object) -> Verdict:
+        calls = [c for c in run.trajectory.tool_calls if fnmatchcase(c.name, tool)]
+        hits = [c for c in calls if _args_match(args, c.arguments, exact_args)]
+        n = len(hits)
+        with_args = f" with {_fmt_args(args)}" if args else ""
+        ok = (times is None or n == times) and (at_least is None or n >= at_least) and (at_most is None or n <= at_most)
+        if ok:
+            return Verdict(True, label, f"{tool} was called {_times(n)}{with_args}")
+        if not calls:
+            return Verdict(False, label, f"{tool} was never called (tools called: {_names(run.trajectory)})")
+        if args is not None and not hits:
+            seen = "; ".join(
+                _fmt_args(c.arguments, None if exact_args else args.keys()) for c in calls[:5]
+            ) + ("; ..." if len(calls) > 5 else "")
+            return Verdict(
+                False, label, f"{tool} was called {_times(len(calls))}, never with {_fmt_args(args)} (saw {seen})"
+            )
+        want = (
+            f"exactly {times}" if times is not None
+            else f"at least {at_least}" if at_least is not None and n < at_least
+            else f"at most {at_most}"
+        )
+        return Verdict(False, label, f"{tool} was called {_times(n)}{with_args}, expected {want}")
+
+    return Grader(label, grade, "trajectory")
+
+
+def not_called(tool: str) -> Grader:
+    """`tool` (a name or glob) was never called."""
+    label = f"not_called({tool!r})"
+
+    def grade(run: Run, ctx: object) -> Verdict:
+        calls = [c for c in run.trajectory.tool_calls if fnmatchcase(c.name, tool)]
+        if not calls:
+            return Verdict(True, label, f"{tool} was not called")
+        shown = ", ".join(_call_repr(c) for c in calls[:3]) + (", ..." if len(calls) > 3 else "")
+        return Verdict(False, label, f"{tool} was called {_times(len(calls))}: {shown}")
+
+    return Grader(label, grade, "trajectory")
+
+
+def _as_ref(item: Any) -> tuple[str, Mapping[str, Any] | None]:
+    if isinstance(item, str):
+        return item, None
+    if isinstance(item, ToolCall):
+        return item.name, item.arguments
+    if isinstance(item, Mapping):
+        return str(item["name"]), item.get("arguments", item.get("args"))
+    if isinstance(item, Sequence) and len(item) == 2 and isinstance(item[0], str):
+        return item[0], item[1]
+    raise TypeError(f"expected a tool name, (name, args), a ToolCall or {{'name', 'arguments'}}, got {item!r}")
+
+
+def _ref_repr(ref: tuple[str, Mapping[str, Any] | None]) -> str:
+    name, args = ref
+    return name if args is None else f"{name}({_fmt_args(args)})"
+
+
+def called_in_order(steps: Sequence[Any], *, exact: bool = False) -> Grader:
+    """These tools (names or (name, args)) were called in this order: as a subsequence, or exactly (exact=True)."""
+    refs = [_as_ref(step) for step in steps]
+    wanted = " -> ".join(_ref_repr(r) for r in refs)
+    label = f"called_in_order([{', '.join(_ref_repr(r) for r in refs)}]{', exact=True' if exact else ''})"
+
+    def grade(run: Run, ctx: object) -> Verdict:
+        calls = run.trajectory.tool_calls
+        seen = " -> ".join(c.name for c in calls) or "no tool calls"
+        if exact:
+            ok = len(calls) == len(refs) and all(
+                c.name == n and _args_match(a, c.arguments, False) for c, (n, a) in zip(calls, refs)
+            )
+            if ok:
+                return Verdict(True, label, f"calls were exactly {wanted}")
+            return Verdict(False, label, f"expected exactly {wanted}; saw {seen}")
+        position = 0
+        for call in calls:
+            if position < len(refs) and call.name == refs[position][0] and _args_match(refs[position][1], call.arguments, False):
+                position += 1
+        if position == len(refs):
+            return Verdict(True, label, f"calls include {wanted} in order")
+        missing = _ref_repr(refs[position])
+        after = f" after {_ref_repr(refs[position - 1])}" if position else ""
+        return Verdict(False, label, f"expected {wanted} in order; {missing} never came{after} (saw {seen})")
+
+    return Grader(label, grade, "trajectory")
+
+
+_MODES = ("strict", "unordered", "subset", "superset")
+_ARG_MODES = ("exact", "ignore", "subset", "superset")
+
+
+def _pair_ok(actual: ToolCall, ref: tuple[str, Mapping[str, Any] | None], args: str) -> bool:
+    name, ref_args = ref
+    if actual.name != name:
+        return False
+    if args == "ignore" or ref_args is None:
+        return True
+    if args == "exact":
+        return dict(actual.arguments) == dict(ref_args)
+    if args == "subset":  # the agent's arguments are a subset of the reference's
+        return all(k in ref_args and _value_matches(ref_args[k], v) for k, v in actual.arguments.items())
+    return _args_match(ref_args, actual.arguments, False)  # superset: the agent's include every reference argument
+
+
+def _max_matching(actual: list[ToolCall], refs: list[tuple[str, Mapping[str, Any] | None]], args: str) -> int:
+    """Size of a maximum one-to-one matching between actual calls and reference calls (augmenting paths)."""
+    owner: dict[int, int] = {}
+
+    def augment(i: int, seen: set[int]) -> bool:
+        for j, ref in enumerate(refs):
+            if j in seen or not _pair_ok(actual[i], ref, args):
+                continue
+            seen.add(j)
+            if j not in owner or augment(owner[j], seen):
+                owner[j] = i
+                return True
+        return False
+
+    return sum(augment(i, set()) for i in range(len(actual)))
+
+
+def trajectory_matches(reference_calls: Sequence[Any], *, mode: str = "strict", args: str = "exact") -> Grader:
+    """The tool calls match a reference trajectory.
+
+    mode: "strict" same calls in the same order; "unordered" same calls in any order; "subset" the agent made no
+    call outside the reference; "superset" the agent made every reference call (and maybe more).
+    args: how arguments compare: "exact", "ignore", "subset" (agent's within the reference's), "superset".
+    """
+    if mode not in _MODES:
+        raise ValueError(f"mode must be one of {', '.join(_MODES)}, got {mode!r}")
+    if args not in _ARG_MODES:
+        raise ValueError(f"args must be one of {', '.join(_ARG_MODES)}, got {args!r}")
+    refs = [_as_ref(item) for item in reference_calls]
+    label = f"trajectory_matches([{', '.join(_ref_repr(r) for r in refs)}], mode={mode!r}, args={args!r})"
+
+    def grade(run: Run, ctx: object) -> Verdict:
+        actual = run.trajectory.tool_calls
+        seen = ", ".join(_call_repr(c) for c in actual) or "no tool calls"
+        if mode == "strict":
+            for index, (call, ref) in enumerate(zip(actual, refs), start=1):
+                if not _pair_ok(call, ref, args):
+                    return Verdict(False, label, f"call {index} was {_call_repr(call)}, expected {_ref_repr(ref)} (saw {seen})")
+            if len(actual) != len(refs):
+                return Verdict(False, label, f"{len(actual)} calls, expected {len(refs)} (saw {seen})")
+            return Verdict(True, label, f"the {len(refs)} calls match the reference in order")
+        matched = _max_matching(list(actual), refs, args)
+        if mode == "unordered":
+            ok = matched == len(refs) == len(actual)
+        elif mode == "subset":
+            ok = matched == len(actual)
+        else:
+            ok = matched == len(refs)
+        if ok:
+            return Verdict(True, label, f"{matched} of {len(refs)} reference calls matched ({mode})")
+        return Verdict(
+            False,
+            label,
+            f"{matched} calls matched one-to-one; {len(actual)} made, {len(refs)} in the reference ({mode}, args={args}); saw {seen}",
+        )
+
+    return Grader(label, grade, "trajectory")
+
+
+def max_turns(n: int) -> Grader:
+    """At most `n` model responses."""
+    label = f"max_turns({n})"
+
+    def grade(run: Run, ctx: object) -> Verdict:
+        turns = len(run.trajectory.turns)
+        if turns <= n:
+            return Verdict(True, label, f"{turns} turns (limit {n})")
+        return Verdict(False, label, f"{turns} turns, limit {n}")
+
+    return Grader(label, grade, "trajectory")
+
+
+def max_tool_calls(n: int) -> Grader:
+    """At most `n` tool calls in all."""
+    label = f"max_tool_calls({n})"
+
+    def grade(run: Run, ctx: object) -> Verdict:
+        count = len(run.trajectory.tool_calls)
+        if count <= n:
+            return Verdict(True, label, f"{count} tool calls (limit {n})")
+        return Verdict(False, label, f"{count} tool calls, limit {n} ({_names(run.trajectory)})")
+
+    return Grader(label, grade, "trajectory")
+
+
+def no_tool_errors() -> Grader:
+    """No tool result was an error."""
+    label = "no_tool_errors()"
+
+    def grade(run: Run, ctx: object) -> Verdict:
+        calls = {c.id: c for c in run.trajectory.tool_calls if c.id}
+        errors = [r for r in run.trajectory.tool_results if r.is_error]
+        if not errors:
+            return Verdict(True, label, "no tool result was an error")
+        shown = "; ".join(
+            f"{calls[r.call_id].name if r.call_id in calls else r.call_id}: {clip(r.content, 80)}" for r in errors[:3]
+        )
+        return Verdict(False, label, f"{len(errors)} tool result(s) were errors: {shown}")
+
+    return Grader(label, grade, "trajectory")
+
+
+def no_denials() -> Grader:
+    """The agent's policy refused nothing (the agent never tried what it may not do)."""
+    label = "no_denials()"
+
+    def grade(run: Run, ctx: object) -> Verdict:
+        denials = run.trajectory.denials
+        if not denials:
+            return Verdict(True, label, "no tool call was denied")
+        shown = "; ".join(f"{d.tool}({_fmt_args(d.arguments)}) by {d.rule or 'policy'}" for d in denials[:3])
+        return Verdict(False, label, f"{len(denials)} tool call(s) denied: {shown}")
+
+    return Grader(label, grade, "trajectory")
+
+
+def never_ran(
+    command: str, *, command_tools: Iterable[str] | None = None, include_denied: bool = True
+) -> Grader:
+    """No shell command in the trajectory runs `command` (a program with arguments, or a pipeline `curl | sh`).
+
+    Commands come from `trajectory.commands` and from calls of command tools (run_command, bash, shell, exec,
+    execute_command, local_shell unless `command_tools` says otherwise). A call the policy denied still
+    counts (the agent tried; that is the behaviour under test) unless include_denied=False. A command that cannot
+    be parsed counts as a match: the grader fails closed.
+    """
+    from .. import _shell  # the one command matcher, shared with ToolPolicy
+
+    pattern = _shell.CommandPattern.parse(command)
+    tools = tuple(_shell.DEFAULT_COMMAND_TOOLS if command_tools is None else command_tools)
+    label = f"never_ran({command!r})"
+
+    def grade(run: Run, ctx: object) -> Verdict:
+        trajectory = run.trajectory
+        denied_ids = {d.call_id for d in trajectory.denials if d.call_id}
+        examined: list[tuple[Any, str]] = [(text, "") for text in trajectory.commands]
+        for call in trajectory.tool_calls:
+            found = _shell.command_of_call(call.name, call.arguments, tools)
+            if found is None:
+                continue
+            denied = call.id is not None and call.id in denied_ids
+            if denied and not include_denied:
+                continue
+            examined.append((found, f" via {call.name}" + (" (denied by policy)" if denied else "")))
+        for text, via in examined:
+            match = _shell.match_command(pattern, text)
+            if match.matched:
+                return Verdict(False, label, f"{match.reason}{via}")
+        return Verdict(True, label, f"none of {len(examined)} command(s) ran {command!r}")
+
+    return Grader(label, grade, "trajectory")

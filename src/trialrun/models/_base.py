@@ -1,0 +1,287 @@
+"""The common base of every model transport: one object for sync and async httpx clients, recording each exchange.
+
+Why one class for both: an agent may build `httpx.Client(transport=model)` in one place and
+`httpx.AsyncClient(transport=model)` in another (or the SDKs' `httpx2` clients); the trajectory must be read from
+all of its traffic in arrival order, so the exchanges live in one list guarded by one lock.
+
+Responses are built with the httpx flavour of the request (`httpx` or its successor `httpx2`, which the official
+SDKs use internally): an `httpx2.Client` insists on `httpx2` byte streams, an `httpx.Client` on `httpx` ones.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
+from types import ModuleType
+from typing import Any
+
+import httpx
+
+from ..trajectory import Trajectory
+from ..wire import decode_trajectory
+from ..wire._types import Exchange
+
+__all__ = ["ModelTransport", "SENSITIVE_HEADERS", "REDACTED", "flavour", "build_response", "redact_headers"]
+
+REDACTED = "REDACTED"
+
+# Headers whose values are credentials or account identifiers: never kept in a recording (memory or file).
+SENSITIVE_HEADERS = frozenset(
+    {
+        "authorization",
+        "proxy-authorization",
+        "x-api-key",
+        "api-key",
+        "x-goog-api-key",
+        "cookie",
+        "set-cookie",
+        "openai-organization",
+        "openai-project",
+        "anthropic-organization-id",
+    }
+)
+
+# Bodies are recorded decoded, so the headers that describe the bytes on the wire no longer apply.
+_WIRE_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})
+
+
+def flavour(request: Any) -> ModuleType:
+    """The httpx package (`httpx` or `httpx2`) whose classes the request, and so its response, must use."""
+    if type(request).__module__.startswith("httpx2"):
+        return sys.modules["httpx2"]
+    return httpx
+
+
+def build_response(request: Any, status: int, headers: dict[str, str], body: bytes) -> Any:
+    """A complete in-memory response of the request's flavour."""
+    return flavour(request).Response(status, headers=headers, content=body, request=request)
+
+
+def redact_headers(headers: Any) -> dict[str, str]:
+    """Headers as a plain dict with credential values replaced, for anything that is kept."""
+    return {name: (REDACTED if name.lower() in SENSITIVE_HEADERS else value) for name, value in headers.items()}
+
+
+def _recorded_response_headers(headers: Any) -> dict[str, str]:
+    return {
+        name: (REDACTED if name.lower() in SENSITIVE_HEADERS else value)
+        for name, value in headers.items()
+        if name.lower() not in _WIRE_HEADERS
+    }
+
+
+def _decode_content(headers: Any, raw: bytes) -> bytes:
+    """Undo content-encoding (gzip, deflate, br when available) of bytes teed off the wire."""
+    encoding = headers.get("content-encoding", "").strip().lower()
+    if not raw or encoding in ("", "identity"):
+        return raw
+    try:
+        return httpx.Response(200, headers={"content-encoding": encoding}, content=raw).content
+    except httpx.DecodingError:
+        return raw
+
+
+class ModelTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
+    """An httpx transport (sync and async) that records every exchange passing through it.
+
+    - `exchanges`: the recorded `Exchange`s in arrival order (a copy; streamed ones appear when their stream closes).
+    - `trajectory()`: the `Trajectory` the wire codecs read from them.
+    - `problems`: what must fail a trial even if the agent swallowed the HTTP error (script exhausted, cassette
+      miss, unknown API path).
+
+    Subclasses implement `_handle(request)` (the request body is already read); the async entry point runs the same
+    code unless a subclass does real I/O and overrides `_ahandle`.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._slots: list[Exchange | None] = []
+        self._problems: list[str] = []
+
+    # -- public ---------------------------------------------------------------------------------------------------
+
+    @property
+    def exchanges(self) -> list[Exchange]:
+        with self._lock:
+            return [exchange for exchange in self._slots if exchange is not None]
+
+    @property
+    def problems(self) -> list[str]:
+        with self._lock:
+            return list(self._problems)
+
+    def trajectory(self) -> Trajectory:
+        """The trajectory read from the exchanges recorded so far."""
+        return decode_trajectory(self.exchanges)
+
+    # -- httpx entry points ---------------------------------------------------------------------------------------
+
+    def handle_request(self, request: Any) -> Any:
+        request.read()
+        return self._handle(request)
+
+    async def handle_async_request(self, request: Any) -> Any:
+        await request.aread()
+        return await self._ahandle(request)
+
+    def _handle(self, request: Any) -> Any:
+        raise NotImplementedError
+
+    async def _ahandle(self, request: Any) -> Any:
+        return self._handle(request)
+
+    # -- recording ------------------------------------------------------------------------------------------------
+
+    def _problem(self, message: str) -> None:
+        with self._lock:
+            self._problems.append(message)
+
+    def _reserve_locked(self) -> int:
+        """Reserve the next slot (caller holds the lock): the exchange keeps its arrival position."""
+        self._slots.append(None)
+        return len(self._slots) - 1
+
+    def _reserve(self) -> int:
+        with self._lock:
+            return self._reserve_locked()
+
+    def _finish_exchange(self, exchange: Exchange) -> Exchange:
+        """Hook: what is stored for a completed exchange (a recording cassette scrubs and saves here)."""
+        return exchange
+
+    def _fill(self, slot: int, exchange: Exchange) -> None:
+        exchange = self._finish_exchange(exchange)
+        with self._lock:
+            self._slots[slot] = exchange
+        self._after_fill()
+
+    def _after_fill(self) -> None:
+        """Hook called after an exchange is stored (outside the lock)."""
+
+    def _request_part(self, request: Any) -> Exchange:
+        return Exchange(
+            method=request.method,
+            url=str(request.url),
+            request_headers=redact_headers(request.headers),
+            request_body=request.content,
+        )
+
+    def _record(self, slot: int, request: Any, status: int, headers: dict[str, str], body: bytes) -> None:
+        """Record an exchange whose response this transport built itself."""
+        exchange = self._request_part(request)
+        exchange.status = status
+        exchange.response_headers = _recorded_response_headers(headers)
+        exchange.response_body = body
+        self._fill(slot, exchange)
+
+    def _observe(self, slot: int, request: Any, response: Any) -> Any:
+        """Record a response that came from elsewhere, teeing its body when it is still a live stream.
+
+        A streamed body is not buffered before the caller gets it: chunks are copied as the caller reads them, and
+        the exchange is recorded when the stream ends or is closed.
+        """
+        exchange = self._request_part(request)
+        exchange.status = response.status_code
+        exchange.response_headers = _recorded_response_headers(response.headers)
+        module = flavour(response)
+        try:
+            body = response.content
+        except module.ResponseNotRead:
+            pass
+        else:
+            exchange.response_body = body
+            self._fill(slot, exchange)
+            return response
+
+        def done(raw: bytes) -> None:
+            exchange.response_body = _decode_content(response.headers, raw)
+            self._fill(slot, exchange)
+
+        sync_tee, async_tee = _tee_classes(module)
+        if isinstance(response.stream, module.AsyncByteStream) and not isinstance(response.stream, module.SyncByteStream):
+            response.stream = async_tee(response.stream, done)
+        elif isinstance(response.stream, module.SyncByteStream) and not isinstance(response.stream, module.AsyncByteStream):
+            response.stream = sync_tee(response.stream, done)
+        else:  # a stream usable both ways (rare for a live response): tee whichever way it is read
+            response.stream = _both_tee(module)(response.stream, done)
+        return response
+
+
+# -- teeing streams -----------------------------------------------------------------------------------------------
+
+_TEES: dict[str, tuple[type, type]] = {}
+_BOTH_TEES: dict[str, type] = {}
+
+
+class _TeeState:
+    """Chunks seen so far, and a once-only completion callback."""
+
+    __slots__ = ("chunks", "done", "finished")
+
+    def __init__(self, done: Callable[[bytes], None]) -> None:
+        self.chunks: list[bytes] = []
+        self.done = done
+        self.finished = False
+
+    def finish(self) -> None:
+        if not self.finished:
+            self.finished = True
+            self.done(b"".join(self.chunks))
+
+
+def _tee_classes(module: ModuleType) -> tuple[type, type]:
+    """Sync and async tee stream classes deriving from `module`'s byte stream bases (httpx and httpx2 differ)."""
+    cached = _TEES.get(module.__name__)
+    if cached is not None:
+        return cached
+
+    class SyncTee(module.SyncByteStream):  # type: ignore[name-defined,misc]
+        def __init__(self, inner: Any, done: Callable[[bytes], None]) -> None:
+            self._inner = inner
+            self._state = _TeeState(done)
+
+        def __iter__(self) -> Iterator[bytes]:
+            for chunk in self._inner:
+                self._state.chunks.append(chunk)
+                yield chunk
+            self._state.finish()
+
+        def close(self) -> None:
+            try:
+                self._inner.close()
+            finally:
+                self._state.finish()
+
+    class AsyncTee(module.AsyncByteStream):  # type: ignore[name-defined,misc]
+        def __init__(self, inner: Any, done: Callable[[bytes], None]) -> None:
+            self._inner = inner
+            self._state = _TeeState(done)
+
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            async for chunk in self._inner:
+                self._state.chunks.append(chunk)
+                yield chunk
+            self._state.finish()
+
+        async def aclose(self) -> None:
+            try:
+                await self._inner.aclose()
+            finally:
+                self._state.finish()
+
+    _TEES[module.__name__] = (SyncTee, AsyncTee)
+    return SyncTee, AsyncTee
+
+
+def _both_tee(module: ModuleType) -> type:
+    cached = _BOTH_TEES.get(module.__name__)
+    if cached is not None:
+        return cached
+    sync_tee, async_tee = _tee_classes(module)
+
+    class BothTee(sync_tee, async_tee):  # type: ignore[valid-type,misc]
+        pass
+
+    _BOTH_TEES[module.__name__] = BothTee
+    return BothTee

@@ -1,0 +1,231 @@
+"""The live model: forwards an agent's requests to a real provider, with the real key, timeouts and retries.
+
+Used by live canaries and for recording cassettes. The agent keeps whatever base URL and dummy key it was built
+with; the transport rewrites the URL to `base_url`, injects the key from the environment, and retries rate limits,
+server errors and dropped connections, honouring Retry-After, each wait capped, so a canary is not lost to a
+transient 429.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import os
+import time
+from typing import Any
+from urllib.parse import urlsplit
+
+import anyio
+
+from ._base import ModelTransport, flavour
+
+__all__ = ["LiveModel"]
+
+_AUTH_HEADERS = ("authorization", "x-api-key", "api-key", "x-goog-api-key")
+_BACKOFF_BASE = 0.5  # seconds before the first retry without Retry-After; doubles each time
+
+
+def _style(host: str) -> tuple[str, str]:
+    """(auth header, default key environment variable) for a provider host."""
+    host = host.lower()
+    if "anthropic" in host:
+        return "x-api-key", "ANTHROPIC_API_KEY"
+    if "googleapis.com" in host or "generativelanguage" in host:
+        return "x-goog-api-key", "GEMINI_API_KEY"
+    return "authorization", "OPENAI_API_KEY"
+
+
+def _retry_after(headers: Any, now: float) -> float | None:
+    """Seconds the provider asked us to wait: `retry-after-ms`, or `retry-after` in seconds or as an HTTP date."""
+    value = headers.get("retry-after-ms")
+    if value is not None:
+        try:
+            return max(0.0, float(value) / 1000)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - now)
+
+
+def _join_path(base_path: str, request_path: str) -> str:
+    """Put the request's API path under the base URL's path, without doubling a shared prefix such as /v1.
+
+    `/openai/v1` + `/v1/chat/completions` -> `/openai/v1/chat/completions`; `/v1` + `/v1/messages` -> `/v1/messages`.
+    """
+    base = [part for part in base_path.split("/") if part]
+    path = [part for part in request_path.split("/") if part]
+    if base and path[: len(base)] == base:
+        joined = path
+    else:
+        overlap = next((n for n in range(min(len(base), len(path)), 0, -1) if base[-n:] == path[:n]), 0)
+        joined = base + path[overlap:]
+    return "/" + "/".join(joined) + ("/" if request_path.endswith("/") and joined else "")
+
+
+class LiveModel(ModelTransport):
+    """Forwards requests to `base_url` (e.g. "https://api.openai.com/v1") with the key from `api_key_env`.
+
+    - The key goes in `Authorization: Bearer` for OpenAI-style hosts, `x-api-key` for Anthropic, `x-goog-api-key`
+      for Gemini (chosen from the host; `auth_header=` overrides). With neither `api_key` nor `api_key_env`, the key
+      is read from OPENAI_API_KEY / ANTHROPIC_API_KEY / GEMINI_API_KEY when set, else the request's own is kept.
+    - Retries 429, 5xx and connection errors up to `max_retries` times, waiting Retry-After when given, else
+      exponential backoff; every wait is capped at `max_retry_wait` seconds.
+    - `transport`: the transport that reaches the network (default: a real httpx transport; a MockTransport in tests).
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key_env: str | None = None,
+        *,
+        api_key: str | None = None,
+        timeout: float = 60.0,
+        max_retries: int = 3,
+        max_retry_wait: float = 30.0,
+        transport: Any = None,
+        auth_header: str | None = None,
+    ) -> None:
+        super().__init__()
+        parts = urlsplit(base_url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ValueError(f"LiveModel: base_url must be an http(s) URL such as https://api.openai.com/v1, got {base_url!r}")
+        if max_retries < 0 or max_retry_wait < 0 or timeout <= 0:
+            raise ValueError("LiveModel: max_retries and max_retry_wait must be >= 0 and timeout > 0")
+        self.base_url = base_url.rstrip("/")
+        self._scheme, self._netloc, self._base_path = parts.scheme, parts.netloc, parts.path
+        default_header, default_env = _style(parts.hostname or "")
+        self.auth_header = (auth_header or default_header).lower()
+        if api_key is None and api_key_env is not None:
+            api_key = os.environ.get(api_key_env)
+            if not api_key:
+                raise ValueError(
+                    f"LiveModel({base_url!r}): environment variable {api_key_env} is not set; live calls need the "
+                    "provider's API key there"
+                )
+        elif api_key is None:
+            api_key = os.environ.get(default_env) or None
+        self._api_key = api_key
+        self.timeout = float(timeout)
+        self.max_retries = int(max_retries)
+        self.max_retry_wait = float(max_retry_wait)
+        self._transport = transport
+        self._defaults: dict[tuple[str, bool], Any] = {}
+        # Injectable so tests never wait.
+        self._sleep = time.sleep
+        self._async_sleep = anyio.sleep
+        self._clock = time.time
+
+    def __repr__(self) -> str:
+        return f"LiveModel({self.base_url!r})"
+
+    # -- building the upstream request ------------------------------------------------------------------------------
+
+    def _outgoing(self, request: Any) -> Any:
+        module = flavour(request)
+        raw = request.url.raw_path.decode("ascii")
+        path, _, query = raw.partition("?")
+        target = f"{self._scheme}://{self._netloc}{_join_path(self._base_path, path)}" + (f"?{query}" if query else "")
+        headers = [(k, v) for k, v in request.headers.multi_items() if k.lower() != "host"]
+        if self._api_key:
+            headers = [(k, v) for k, v in headers if k.lower() not in _AUTH_HEADERS]
+            value = f"Bearer {self._api_key}" if self.auth_header == "authorization" else self._api_key
+            headers.append((self.auth_header, value))
+        extensions = {**request.extensions, "timeout": module.Timeout(self.timeout).as_dict()}
+        return module.Request(request.method, target, headers=headers, content=request.content, extensions=extensions)
+
+    def _network(self, request: Any, asynchronous: bool) -> Any:
+        if self._transport is not None:
+            return self._transport
+        module = flavour(request)
+        key = (module.__name__, asynchronous)
+        with self._lock:
+            transport = self._defaults.get(key)
+            if transport is None:
+                transport = module.AsyncHTTPTransport() if asynchronous else module.HTTPTransport()
+                self._defaults[key] = transport
+        return transport
+
+    def _wait(self, attempt: int, response: Any) -> float | None:
+        """Seconds to wait before retry `attempt` (1-based), or None when this outcome must not be retried."""
+        if attempt > self.max_retries:
+            return None
+        if response is not None:
+            if response.headers.get("x-should-retry") == "false":
+                return None
+            if response.status_code != 429 and response.status_code < 500:
+                return None
+            asked = _retry_after(response.headers, self._clock())
+            if asked is not None:
+                return min(asked, self.max_retry_wait)
+        return min(_BACKOFF_BASE * 2 ** (attempt - 1), self.max_retry_wait)
+
+    # -- serving ----------------------------------------------------------------------------------------------------
+
+    def _handle(self, request: Any) -> Any:
+        outgoing = self._outgoing(request)
+        transport = self._network(request, False)
+        errors = flavour(request).TransportError
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                response = transport.handle_request(outgoing)
+            except errors:
+                wait = self._wait(attempt, None)
+                if wait is None:
+                    raise
+                self._sleep(wait)
+                continue
+            slot = self._reserve()
+            wait = self._wait(attempt, response)
+            if wait is None:
+                return self._observe(slot, outgoing, response)
+            response.read()
+            response.close()
+            self._observe(slot, outgoing, response)
+            self._sleep(wait)
+
+    async def _ahandle(self, request: Any) -> Any:
+        outgoing = self._outgoing(request)
+        transport = self._network(request, True)
+        errors = flavour(request).TransportError
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                response = await transport.handle_async_request(outgoing)
+            except errors:
+                wait = self._wait(attempt, None)
+                if wait is None:
+                    raise
+                await self._async_sleep(wait)
+                continue
+            slot = self._reserve()
+            wait = self._wait(attempt, response)
+            if wait is None:
+                return self._observe(slot, outgoing, response)
+            await response.aread()
+            await response.aclose()
+            self._observe(slot, outgoing, response)
+            await self._async_sleep(wait)
+
+    def close(self) -> None:
+        for transport in list(self._defaults.values()):
+            if hasattr(transport, "close"):
+                transport.close()
+
+    async def aclose(self) -> None:
+        for transport in list(self._defaults.values()):
+            if hasattr(transport, "aclose"):
+                await transport.aclose()
+            elif hasattr(transport, "close"):
+                transport.close()

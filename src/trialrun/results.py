@@ -1,0 +1,230 @@
+"""The evaluation report: TrialResult, CaseResult and RunReport (versioned, JSON round-trip exact).
+
+The seed's report (ShellPilot.EvalReport) carries SchemaVersion, TrialCount, CaseCount, PassedCaseCount,
+FailedCaseCount, SkippedCaseCount, SkippedCase, PassAt1, PassPowK and the per-case results; these are those,
+in snake_case, plus what a person needs to see why a trial failed.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, computed_field
+
+from . import metrics
+from .expect._base import Verdict
+from .trajectory import Run, Trajectory, Usage
+
+__all__ = ["SCHEMA_VERSION", "TrialError", "TrialResult", "CaseResult", "SkippedCase", "RunReport", "jsonable"]
+
+#: Bumped when a field changes meaning or disappears; readers refuse a newer major version with a clear error.
+SCHEMA_VERSION = "1.0"
+
+
+def jsonable(value: Any) -> Any:
+    """A JSON-safe copy of an output, so reports serialise and round-trip exactly whatever invoke returned."""
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [jsonable(item) for item in value]
+    if isinstance(value, dict):
+        return {str(key): jsonable(item) for key, item in value.items()}
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    try:
+        json.dumps(value)
+        return value
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+class TrialError(BaseModel):
+    """An exception (or timeout, or blocked network call) that failed a trial, with where it happened."""
+
+    model_config = ConfigDict(frozen=True)
+
+    type: str
+    message: str
+    phase: str = Field(description="setup | invoke | grade | teardown | model | network")
+    traceback: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.phase}: {self.type}: {self.message}"
+
+
+class TrialResult(BaseModel):
+    """One trial of one case: what ran, how each kind of grade came out, and why."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=False)
+
+    trial: int
+    passed: bool
+    outcome_passed: bool | None = Field(None, description="None when the case has no outcome graders or grading never ran")
+    trajectory_passed: bool | None = None
+    cost_passed: bool | None = None
+    verdicts: list[Verdict] = Field(default_factory=list)
+    error: TrialError | None = None
+    teardown_error: TrialError | None = None
+    duration_s: float = 0.0
+    cost_usd: float | None = None
+    usage: Usage | None = None
+    score: float | None = None
+    status: str | None = Field(None, description="how the agent's loop ended, when the agent says (e.g. max_turns)")
+    output: Any = None
+    trajectory: Trajectory = Field(default_factory=Trajectory)
+
+    @property
+    def failed_verdicts(self) -> list[Verdict]:
+        return [v for v in self.verdicts if not v.passed]
+
+    def as_run(self) -> Run:
+        return Run(self.output, self.trajectory, self.usage, self.cost_usd, self.status)
+
+
+class SkippedCase(BaseModel):
+    name: str
+    reason: str
+
+
+class CaseResult(BaseModel):
+    """All trials of one case. pass_at_1 is what one attempt is worth; pass_pow_k whether the case is reliable."""
+
+    name: str
+    description: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    mode: str = "deterministic"
+    skipped: bool = False
+    skip_reason: str | None = None
+    passed: bool | None = Field(None, description="every trial passed; None when skipped")
+    pass_at_1: float | None = None
+    pass_pow_k: float | None = None
+    score: float | None = Field(None, description="mean of the trials' scores, when graders give scores")
+    cost_usd: float | None = None
+    trials: list[TrialResult] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def trial_count(self) -> int:
+        return len(self.trials)
+
+    @property
+    def passed_trials(self) -> int:
+        return sum(1 for t in self.trials if t.passed)
+
+    def pass_at(self, k: int) -> float:
+        """Unbiased pass@k (Chen et al. 2021): chance at least one of k trials passes."""
+        return metrics.pass_at_k(self.trial_count, self.passed_trials, k)
+
+    def pass_pow(self, k: int) -> float:
+        """Unbiased pass^k (tau-bench): chance all of k trials pass."""
+        return metrics.pass_pow_k(self.trial_count, self.passed_trials, k)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def pass_at_1_interval(self) -> tuple[float, float] | None:
+        """95% Wilson interval for pass@1: with 5 trials, 4/5 passing is anywhere from 0.38 to 0.96."""
+        if self.skipped or not self.trials:
+            return None
+        return metrics.wilson_interval(self.passed_trials, self.trial_count)
+
+    @classmethod
+    def from_trials(
+        cls, name: str, trials: list[TrialResult], *, tags: list[str], mode: str, description: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> CaseResult:
+        n = len(trials)
+        passed = sum(1 for t in trials if t.passed)
+        scores = [t.score for t in trials if t.score is not None]
+        costs = [t.cost_usd for t in trials]
+        return cls(
+            name=name,
+            description=description,
+            tags=tags,
+            mode=mode,
+            passed=passed == n and n > 0,
+            pass_at_1=passed / n if n else None,
+            pass_pow_k=(1.0 if passed == n else 0.0) if n else None,
+            score=metrics.mean(scores),
+            cost_usd=sum(c for c in costs if c is not None) if any(c is not None for c in costs) else None,
+            trials=trials,
+            metadata=metadata or {},
+        )
+
+
+class RunReport(BaseModel):
+    """The result of one evaluation run."""
+
+    schema_version: str = SCHEMA_VERSION
+    run_id: str | None = None
+    status: str = Field("completed", description="completed | interrupted")
+    started_at: datetime
+    duration_s: float = 0.0
+    trial_count: int = Field(description="trials per case requested for the run")
+    case_count: int = Field(description="selected cases, skipped ones included")
+    passed_case_count: int = 0
+    failed_case_count: int = 0
+    skipped_case_count: int = 0
+    skipped_cases: list[SkippedCase] = Field(default_factory=list)
+    unfinished_cases: list[str] = Field(default_factory=list, description="cases an interruption stopped")
+    pass_at_1: float | None = Field(None, description="mean pass@1 of the graded cases; None when none was graded")
+    pass_pow_k: float | None = Field(None, description="share of graded cases whose every trial passed")
+    score: float | None = None
+    cost_usd: float | None = None
+    config_snapshot: dict[str, Any] = Field(default_factory=dict)
+    cases: list[CaseResult] = Field(default_factory=list)
+
+    @property
+    def graded_cases(self) -> list[CaseResult]:
+        return [c for c in self.cases if not c.skipped]
+
+    @property
+    def failed_cases(self) -> list[CaseResult]:
+        return [c for c in self.cases if c.passed is False]
+
+    @property
+    def passed(self) -> bool:
+        """True when every graded case passed (and the run finished)."""
+        return self.failed_case_count == 0 and self.status == "completed"
+
+    def case(self, name: str) -> CaseResult:
+        for case in self.cases:
+            if case.name == name:
+                return case
+        raise KeyError(f"no case named {name!r} in this report")
+
+    @classmethod
+    def build(
+        cls,
+        cases: list[CaseResult],
+        *,
+        trial_count: int,
+        started_at: datetime,
+        duration_s: float,
+        status: str = "completed",
+        unfinished: list[str] | None = None,
+        run_id: str | None = None,
+        config_snapshot: dict[str, Any] | None = None,
+    ) -> RunReport:
+        graded = [c for c in cases if not c.skipped]
+        costs = [c.cost_usd for c in graded if c.cost_usd is not None]
+        return cls(
+            run_id=run_id,
+            status=status,
+            started_at=started_at,
+            duration_s=duration_s,
+            trial_count=trial_count,
+            case_count=len(cases),
+            passed_case_count=sum(1 for c in graded if c.passed),
+            failed_case_count=sum(1 for c in graded if not c.passed),
+            skipped_case_count=len(cases) - len(graded),
+            skipped_cases=[SkippedCase(name=c.name, reason=c.skip_reason or "skipped") for c in cases if c.skipped],
+            unfinished_cases=unfinished or [],
+            pass_at_1=metrics.mean(c.pass_at_1 for c in graded if c.pass_at_1 is not None),
+            pass_pow_k=metrics.mean(c.pass_pow_k for c in graded if c.pass_pow_k is not None),
+            score=metrics.mean(c.score for c in graded if c.score is not None),
+            cost_usd=sum(costs) if costs else None,
+            config_snapshot=config_snapshot or {},
+            cases=cases,
+        )

@@ -1,0 +1,440 @@
+"""Running cases: selection, the live-canary gate, trials (concurrent), timeouts, setup/teardown, grading.
+
+The seed's semantics, exactly: each selected case runs `trials` times; per trial setup, invoke, grade, and
+teardown even when something raised or the trial timed out. A case fails, it does not throw: every case is
+graded and all are reported together. Live canaries are skipped unless asked for, and listed as skipped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import inspect
+import signal
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
+from typing import Any
+
+from .case import Case, TrialContext, validate_cases
+from .expect._base import Grader, Verdict
+from .results import CaseResult, RunReport, TrialError, TrialResult, jsonable
+from .trajectory import Run, Trajectory
+
+__all__ = ["evaluate", "aevaluate", "select_cases", "EvaluationInterrupted", "DEFAULT_CONCURRENCY"]
+
+#: Trials in flight at once. Agents mostly wait on models, so this is about I/O, not cores.
+DEFAULT_CONCURRENCY = 16
+
+OnTrial = Callable[[Case, TrialResult], None]
+
+
+class EvaluationInterrupted(asyncio.CancelledError, KeyboardInterrupt):
+    """The run was interrupted (Ctrl-C, or its task cancelled). `report` holds every case that finished.
+
+    It is both a CancelledError (so asyncio treats the task as cancelled) and a KeyboardInterrupt (so code that
+    called `evaluate` and catches Ctrl-C catches it).
+    """
+
+    def __init__(self, report: RunReport) -> None:
+        super().__init__(f"evaluation interrupted; {len(report.cases)} case(s) finished")
+        self.report = report
+
+
+class _PhaseFailure(Exception):
+    def __init__(self, phase: str, exc: BaseException) -> None:
+        self.phase = phase
+        self.exc = exc
+
+
+def _error(phase: str, exc: BaseException) -> TrialError:
+    frames = traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-4)
+    return TrialError(type=type(exc).__name__, message=str(exc) or type(exc).__name__, phase=phase, traceback="".join(frames)[-4000:])
+
+
+def select_cases(
+    cases: Sequence[Case],
+    *,
+    names: Iterable[str] | None = None,
+    tags: Iterable[str] | None = None,
+    include_live_canary: bool = False,
+) -> tuple[list[Case], list[tuple[Case, str]]]:
+    """Cases to run and cases to skip (with the reason). Cases filtered out by name or tag are in neither."""
+    wanted_names = None if names is None else ({names} if isinstance(names, str) else set(names))
+    wanted_tags = None if tags is None else ({tags} if isinstance(tags, str) else set(tags))
+    run: list[Case] = []
+    skipped: list[tuple[Case, str]] = []
+    for case in cases:
+        if wanted_names is not None and case.name not in wanted_names:
+            continue
+        if wanted_tags is not None and not wanted_tags.intersection(case.tags):
+            continue
+        if case.mode == "live_canary" and not include_live_canary:
+            skipped.append((case, "live canary: runs only with include_live_canary=True (--include-live-canary)"))
+        else:
+            run.append(case)
+    return run, skipped
+
+
+def _load_optional(module: str) -> Any:
+    """Optional collaborators (the network guard, the price table) resolved once per run, not per trial."""
+    import importlib
+
+    try:
+        return importlib.import_module(f"trialrun.{module}")
+    except ImportError:  # pragma: no cover - both ship with the package
+        return None
+
+
+class _Runner:
+    def __init__(self, concurrency: int, run_id: str | None, on_trial: OnTrial | None) -> None:
+        self.concurrency = max(1, concurrency)
+        self.run_id = run_id
+        self.on_trial = on_trial
+        self.executor = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="trialrun")
+        self.guard = _load_optional("models.guard")
+        self.pricing = _load_optional("agent.pricing")
+
+    def _network_guard(self, case: Case) -> contextlib.AbstractContextManager[list[str]]:
+        """Deterministic cases run with the network blocked (loopback allowed); live canaries may reach providers."""
+        if case.mode != "deterministic" or self.guard is None:
+            return contextlib.nullcontext([])
+        return self.guard.no_network(label=f"deterministic case {case.name!r}")
+
+    def _observed_cost(self, run: Run) -> float | None:
+        """Cost from the trajectory's usage and the price table, when the run did not report it."""
+        if self.pricing is None or not run.trajectory.turns:
+            return None
+        return self.pricing.cost_of_trajectory(run.trajectory)
+
+    async def _in_thread(self, fn: Callable[..., Any], *args: Any) -> Any:
+        loop = asyncio.get_running_loop()
+        context = contextvars.copy_context()
+        return await loop.run_in_executor(self.executor, context.run, fn, *args)
+
+    async def _call(self, fn: Callable[[TrialContext], Any], ctx: TrialContext) -> Any:
+        if inspect.iscoroutinefunction(fn):
+            return await fn(ctx)
+        result = await self._in_thread(fn, ctx)
+        if inspect.isawaitable(result):  # a sync function that returned a coroutine (a lambda around an async call)
+            result = await result
+        return result
+
+    async def _setup_and_invoke(self, case: Case, ctx: TrialContext) -> Any:
+        setup, invoke = case.setup, case.invoke
+        if not inspect.iscoroutinefunction(invoke) and not inspect.iscoroutinefunction(setup):
+            value = await self._in_thread(_sync_setup_invoke, setup, invoke, ctx)
+            if inspect.isawaitable(value):
+                try:
+                    value = await value
+                except Exception as exc:  # noqa: BLE001
+                    raise _PhaseFailure("invoke", exc) from exc
+            return value
+        if setup is not None:
+            try:
+                await self._call(setup, ctx)
+            except Exception as exc:  # noqa: BLE001
+                raise _PhaseFailure("setup", exc) from exc
+        try:
+            return await self._call(invoke, ctx)
+        except Exception as exc:  # noqa: BLE001
+            raise _PhaseFailure("invoke", exc) from exc
+
+    async def _grade(self, graders: Sequence[Grader], run: Run, ctx: TrialContext) -> list[Verdict]:
+        verdicts = []
+        for grader in graders:
+            try:
+                result = grader.fn(run, ctx)
+                if inspect.isawaitable(result):
+                    result = await result
+                if isinstance(result, bool):
+                    result = Verdict(result, grader.label, "returned True" if result else "returned False")
+                elif not isinstance(result, Verdict):
+                    raise TypeError(f"returned {type(result).__name__}; a grader returns a Verdict or a bool")
+                verdict = result
+                verdict.kind = verdict.kind or grader.kind
+            except Exception as exc:  # noqa: BLE001 - a broken grader fails its verdict, not the run
+                verdict = Verdict(False, grader.label, f"grader raised {type(exc).__name__}: {exc}", kind=grader.kind)
+            verdicts.append(verdict)
+        return verdicts
+
+    async def _teardown(self, case: Case, ctx: TrialContext) -> TrialError | None:
+        """Run teardown to completion even if the run is being cancelled (then let the cancellation go on)."""
+        if case.teardown is None and not ctx._clients:
+            ctx._cleanup()
+            return None
+        task = asyncio.ensure_future(self._teardown_body(case, ctx))
+        cancelled: asyncio.CancelledError | None = None
+        while True:
+            try:
+                error = await asyncio.shield(task)
+                break
+            except asyncio.CancelledError as exc:
+                cancelled = exc
+                if task.done():
+                    error = None if task.cancelled() else task.result()
+                    break
+        if cancelled is not None:
+            raise cancelled
+        return error
+
+    async def _teardown_body(self, case: Case, ctx: TrialContext) -> TrialError | None:
+        problem = None
+        if case.teardown is not None:
+            try:
+                await self._call(case.teardown, ctx)
+            except Exception as exc:  # noqa: BLE001
+                problem = _error("teardown", exc)
+        await ctx._aclose()
+        ctx._cleanup()
+        return problem
+
+    async def run_trial(self, case: Case, trial: int) -> TrialResult:
+        ctx = TrialContext(case, trial, run_id=self.run_id)
+        started = time.perf_counter()
+        error: TrialError | None = None
+        run: Run | None = None
+        verdicts: list[Verdict] = []
+        try:
+            with self._network_guard(case) as blocked:
+                try:
+                    if case.timeout_s is None:
+                        value = await self._setup_and_invoke(case, ctx)
+                    else:
+                        value = await asyncio.wait_for(self._setup_and_invoke(case, ctx), case.timeout_s)
+                    run = _as_run(value, ctx)
+                except _PhaseFailure as failure:
+                    error = _error(failure.phase, failure.exc)
+                except asyncio.TimeoutError:
+                    error = TrialError(
+                        type="TimeoutError", message=f"trial timed out after {case.timeout_s:g}s", phase="invoke"
+                    )
+            if error is None and blocked:
+                error = TrialError(type="NetworkBlockedError", message=blocked[0], phase="network")
+            if error is None and (problems := ctx.problems()):
+                error = TrialError(type="ModelError", message="; ".join(problems), phase="model")
+            if run is not None:
+                if run.cost_usd is None:
+                    run.cost_usd = self._observed_cost(run)
+                verdicts = await self._grade(case.graders, run, ctx)
+        finally:
+            teardown_error = await self._teardown(case, ctx)
+        return _trial_result(trial, run, verdicts, error, teardown_error, time.perf_counter() - started)
+
+
+def _sync_setup_invoke(setup: Callable[[TrialContext], Any] | None, invoke: Callable[[TrialContext], Any], ctx: TrialContext) -> Any:
+    """Setup then invoke in ONE worker-thread hop (the common, all-sync case stays cheap)."""
+    if setup is not None:
+        try:
+            setup(ctx)
+        except Exception as exc:  # noqa: BLE001
+            raise _PhaseFailure("setup", exc) from exc
+    try:
+        return invoke(ctx)
+    except Exception as exc:  # noqa: BLE001
+        raise _PhaseFailure("invoke", exc) from exc
+
+
+def _as_run(value: Any, ctx: TrialContext) -> Run:
+    """A returned Run is used as it is (its own trajectory wins); any other value is the output, with the
+    trajectory observed through the trial's transports."""
+    if isinstance(value, Run):
+        trajectory = value.trajectory
+        if ctx._transports and not trajectory.turns and not trajectory.commands and not trajectory.denials:
+            value.trajectory = ctx.trajectory()
+            if value.usage is None:
+                value.usage = value.trajectory.usage
+        return value
+    if ctx._transports:
+        return Run(output=value, trajectory=ctx.trajectory())
+    return Run(output=value)
+
+
+#: Shared by every TrialResult: pydantic otherwise keeps a fresh set of field names per instance (~700 B a trial).
+_FIELDS_SET = set(TrialResult.model_fields)
+
+
+def _trial_result(
+    trial: int, run: Run | None, verdicts: list[Verdict], error: TrialError | None,
+    teardown_error: TrialError | None, duration: float,
+) -> TrialResult:
+    by_kind: dict[str, bool] = {}
+    for verdict in verdicts:
+        kind = verdict.kind or "outcome"
+        by_kind[kind] = by_kind.get(kind, True) and verdict.passed
+    scores = [v.score for v in verdicts if v.score is not None]
+    passed = error is None and all(v.passed for v in verdicts)
+    return TrialResult.model_construct(
+        _FIELDS_SET,
+        trial=trial,
+        passed=passed,
+        outcome_passed=by_kind.get("outcome"),
+        trajectory_passed=by_kind.get("trajectory"),
+        cost_passed=by_kind.get("cost"),
+        verdicts=verdicts,
+        error=error,
+        teardown_error=teardown_error,
+        duration_s=duration,
+        cost_usd=run.cost_usd if run else None,
+        usage=run.usage if run else None,
+        score=sum(scores) / len(scores) if scores else None,
+        status=run.status if run else None,
+        output=jsonable(run.output) if run else None,
+        trajectory=run.trajectory if run else Trajectory(),
+    )
+
+
+async def aevaluate(
+    cases: Iterable[Case | Mapping[str, Any]],
+    trials: int = 1,
+    names: Iterable[str] | None = None,
+    tags: Iterable[str] | None = None,
+    include_live_canary: bool = False,
+    *,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    run_id: str | None = None,
+    config_snapshot: dict[str, Any] | None = None,
+    on_trial: OnTrial | None = None,
+) -> RunReport:
+    """Async `evaluate`: runs on the current event loop. See `evaluate`."""
+    case_list = validate_cases(cases)
+    if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
+        raise ValueError(f"trials must be a positive integer, got {trials!r}")
+    selected, skipped = select_cases(case_list, names=names, tags=tags, include_live_canary=include_live_canary)
+    started_at = datetime.now(timezone.utc)
+    clock = time.perf_counter()
+    runner = _Runner(concurrency, run_id, on_trial)
+    work = [(index, trial) for index, case in enumerate(selected) for trial in range(1, (case.trials or trials) + 1)]
+    results: dict[tuple[int, int], TrialResult] = {}
+    queue: Iterator[tuple[int, int]] = iter(work)
+
+    async def worker() -> None:
+        for index, trial in queue:
+            case = selected[index]
+            result = await runner.run_trial(case, trial)
+            results[index, trial] = result
+            if on_trial is not None:
+                on_trial(case, result)
+
+    workers = [asyncio.ensure_future(worker()) for _ in range(min(runner.concurrency, len(work)) or 0)]
+    interrupted = False
+    try:
+        if workers:
+            await asyncio.gather(*workers)
+    except asyncio.CancelledError:
+        interrupted = True
+        for task in workers:
+            task.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
+    finally:
+        runner.executor.shutdown(wait=not interrupted, cancel_futures=interrupted)
+
+    case_results: list[CaseResult] = []
+    unfinished: list[str] = []
+    skipped_names = {case.name: reason for case, reason in skipped}
+    for case in case_list:
+        if case.name in skipped_names:
+            case_results.append(
+                CaseResult(name=case.name, description=case.description, tags=list(case.tags), mode=case.mode,
+                           skipped=True, skip_reason=skipped_names[case.name], metadata=case.metadata)
+            )
+    for index, case in enumerate(selected):
+        count = case.trials or trials
+        trial_results = [results.get((index, t)) for t in range(1, count + 1)]
+        if any(r is None for r in trial_results):
+            unfinished.append(case.name)
+            continue
+        case_results.append(
+            CaseResult.from_trials(case.name, trial_results, tags=list(case.tags), mode=case.mode,  # type: ignore[arg-type]
+                                   description=case.description, metadata=case.metadata)
+        )
+    order = {case.name: position for position, case in enumerate(case_list)}
+    case_results.sort(key=lambda c: order[c.name])
+    report = RunReport.build(
+        case_results,
+        trial_count=trials,
+        started_at=started_at,
+        duration_s=time.perf_counter() - clock,
+        status="interrupted" if interrupted else "completed",
+        unfinished=unfinished,
+        run_id=run_id,
+        config_snapshot=config_snapshot,
+    )
+    if interrupted:
+        raise EvaluationInterrupted(report)
+    return report
+
+
+def evaluate(
+    cases: Iterable[Case | Mapping[str, Any]],
+    trials: int = 1,
+    names: Iterable[str] | None = None,
+    tags: Iterable[str] | None = None,
+    include_live_canary: bool = False,
+    *,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    run_id: str | None = None,
+    config_snapshot: dict[str, Any] | None = None,
+    on_trial: OnTrial | None = None,
+) -> RunReport:
+    """Run every selected case `trials` times and report pass@1 and pass^k per case and for the run.
+
+    Cases are `Case` objects or the seed's hashtable form (dicts); every problem in them is raised as one
+    `CaseError` before anything runs. `names` keeps the cases with these exact names, `tags` the cases with at
+    least one of these tags. Live canaries are skipped (and listed as skipped) unless `include_live_canary`.
+    A failing case is a result, never an exception. Ctrl-C cancels running trials, runs their teardowns and
+    raises `EvaluationInterrupted` carrying the report of the cases that finished.
+
+    >>> import trialrun as tr
+    >>> report = tr.evaluate([tr.Case(name="greets", invoke=lambda ctx: "hello",
+    ...                               expect_outcome=[tr.expect.contains("hello")])], trials=3)
+    >>> (report.passed_case_count, report.pass_at_1, report.pass_pow_k)
+    (1, 1.0, 1.0)
+    """
+    coro = aevaluate(
+        cases, trials, names, tags, include_live_canary,
+        concurrency=concurrency, run_id=run_id, config_snapshot=config_snapshot, on_trial=on_trial,
+    )
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return _run_with_interrupt(coro)
+    # Called from inside a running event loop (a notebook, an async test): run on a fresh loop in a thread.
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = asyncio.run(coro)
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, name="trialrun-evaluate")
+    thread.start()
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def _run_with_interrupt(coro: Any) -> RunReport:
+    """Run on a new loop; Ctrl-C cancels the run (so teardowns run) instead of killing it mid-trial."""
+    loop = asyncio.new_event_loop()
+    task = loop.create_task(coro)
+    previous = None
+    main = threading.current_thread() is threading.main_thread()
+    if main:
+        previous = signal.getsignal(signal.SIGINT)
+        signal.signal(signal.SIGINT, lambda signum, frame: loop.call_soon_threadsafe(task.cancel))
+    try:
+        return loop.run_until_complete(task)
+    finally:
+        if main:
+            signal.signal(signal.SIGINT, previous)
+        try:
+            loop.run_until_complete(loop.shutdown_asyncgens())
+        finally:
+            loop.close()
