@@ -1,0 +1,263 @@
+"""The runner: sync and async callables, concurrency and ordering, timeouts, teardown, cancellation."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import trialrun as tr
+from trialrun import expect
+
+
+def _case(name: str = "c", invoke=lambda ctx: "hello", **kwargs) -> tr.Case:
+    kwargs.setdefault("expect_outcome", [expect.contains("hello")])
+    return tr.Case(name=name, invoke=invoke, **kwargs)
+
+
+def test_async_invoke_setup_and_teardown() -> None:
+    log: list[str] = []
+
+    async def setup(ctx: tr.TrialContext) -> None:
+        ctx.state["greeting"] = "hello"
+        log.append("setup")
+
+    async def invoke(ctx: tr.TrialContext) -> str:
+        await asyncio.sleep(0)
+        return ctx.state["greeting"]
+
+    async def teardown(ctx: tr.TrialContext) -> None:
+        log.append("teardown")
+
+    report = tr.evaluate([_case("async", invoke, setup=setup, teardown=teardown)], trials=2)
+    assert report.cases[0].passed and log.count("teardown") == 2
+
+
+def test_aevaluate_runs_on_the_current_loop() -> None:
+    async def main() -> tr.RunReport:
+        return await tr.aevaluate([_case()], trials=2)
+
+    assert asyncio.run(main()).cases[0].pass_at_1 == 1.0
+
+
+def test_evaluate_inside_a_running_loop() -> None:
+    async def main() -> tr.RunReport:
+        return tr.evaluate([_case()])
+
+    assert asyncio.run(main()).passed_case_count == 1
+
+
+def test_results_are_ordered_by_case_then_trial_whatever_order_they_finish_in() -> None:
+    def slow_first(ctx: tr.TrialContext) -> str:
+        time.sleep(0.02 * (4 - ctx.trial))
+        return "hello"
+
+    report = tr.evaluate([_case("a", slow_first), _case("b", slow_first)], trials=3, concurrency=6)
+    assert [c.name for c in report.cases] == ["a", "b"]
+    assert [[t.trial for t in c.trials] for c in report.cases] == [[1, 2, 3], [1, 2, 3]]
+
+
+def test_trials_run_concurrently_up_to_the_limit() -> None:
+    active = 0
+    peak = 0
+    lock = threading.Lock()
+
+    def invoke(ctx: tr.TrialContext) -> str:
+        nonlocal active, peak
+        with lock:
+            active += 1
+            peak = max(peak, active)
+        time.sleep(0.03)
+        with lock:
+            active -= 1
+        return "hello"
+
+    started = time.perf_counter()
+    tr.evaluate([_case(f"c{i}", invoke) for i in range(8)], trials=2, concurrency=4)
+    assert peak == 4
+    assert time.perf_counter() - started < 16 * 0.03  # not serial
+
+
+def test_async_trials_overlap() -> None:
+    async def invoke(ctx: tr.TrialContext) -> str:
+        await asyncio.sleep(0.05)
+        return "hello"
+
+    started = time.perf_counter()
+    report = tr.evaluate([_case(f"c{i}", invoke) for i in range(20)], trials=2, concurrency=40)
+    assert report.passed_case_count == 20
+    assert time.perf_counter() - started < 1.0  # 40 x 50 ms serially would be 2 s
+
+
+def test_timeout_fails_the_trial_and_teardown_still_runs() -> None:
+    torn: list[int] = []
+
+    async def hang(ctx: tr.TrialContext) -> str:
+        await asyncio.sleep(10)
+        return "hello"
+
+    case = _case("hangs", hang, timeout_s=0.05, teardown=lambda ctx: torn.append(ctx.trial))
+    started = time.perf_counter()
+    trial = tr.evaluate([case]).cases[0].trials[0]
+    assert time.perf_counter() - started < 2
+    assert not trial.passed and trial.error.type == "TimeoutError"
+    assert trial.error.message == "trial timed out after 0.05s"
+    assert torn == [1]
+
+
+def test_sync_timeout() -> None:
+    case = _case("sleeps", lambda ctx: time.sleep(0.5) or "hello", timeout_s=0.05)
+    trial = tr.evaluate([case]).cases[0].trials[0]
+    assert trial.error is not None and trial.error.type == "TimeoutError"
+
+
+@pytest.mark.parametrize("phase", ["setup", "invoke"])
+def test_errors_name_their_phase_and_teardown_runs(phase: str) -> None:
+    torn: list[int] = []
+
+    def broken(ctx: tr.TrialContext) -> str:
+        raise KeyError("missing")
+
+    hooks = {"setup": broken} if phase == "setup" else {"invoke": broken}
+    case = _case("broken", **{"invoke": lambda ctx: "hello", **hooks}, teardown=lambda ctx: torn.append(1))
+    trial = tr.evaluate([case]).cases[0].trials[0]
+    assert trial.error.phase == phase and trial.error.type == "KeyError"
+    assert torn == [1]
+
+
+def test_a_grader_that_raises_fails_its_verdict_only() -> None:
+    def bad_grader(run, ctx):
+        raise ZeroDivisionError("oops")
+
+    case = _case("g", expect_outcome=[bad_grader, expect.contains("hello")])
+    trial = tr.evaluate([case]).cases[0].trials[0]
+    assert not trial.passed and trial.error is None
+    assert trial.verdicts[0].reason == "grader raised ZeroDivisionError: oops"
+    assert trial.verdicts[1].passed
+
+
+def test_teardown_error_is_recorded_without_hiding_the_grade() -> None:
+    case = _case("t", teardown=lambda ctx: 1 / 0)
+    trial = tr.evaluate([case]).cases[0].trials[0]
+    assert trial.passed and trial.teardown_error.type == "ZeroDivisionError"
+
+
+def test_workdir_is_fresh_per_trial_and_removed_after() -> None:
+    seen: list[Path] = []
+
+    def invoke(ctx: tr.TrialContext) -> str:
+        assert not any(ctx.workdir.iterdir())
+        (ctx.workdir / "f.txt").write_text("x")
+        seen.append(ctx.workdir)
+        return "hello"
+
+    tr.evaluate([_case("w", invoke)], trials=2)
+    assert len(set(seen)) == 2 and not any(p.exists() for p in seen)
+
+
+def test_invoke_may_return_a_run_or_a_value() -> None:
+    trajectory = tr.Trajectory(turns=[tr.Turn(text="hi", usage=tr.Usage(10, 2))])
+    run_case = _case("run", lambda ctx: tr.Run(output="hello", trajectory=trajectory, cost_usd=0.001))
+    report = tr.evaluate([run_case, _case("value")])
+    trial = report.case("run").trials[0]
+    assert trial.trajectory == trajectory and trial.usage == tr.Usage(10, 2) and trial.cost_usd == 0.001
+    value = report.case("value").trials[0]
+    assert value.output == "hello" and value.trajectory == tr.Trajectory()
+
+
+def test_outputs_are_kept_json_safe() -> None:
+    class Thing:
+        def __repr__(self) -> str:
+            return "<Thing>"
+
+    report = tr.evaluate([_case("o", lambda ctx: {"a": (1, 2), "t": Thing(), "hello": True})])
+    assert report.cases[0].trials[0].output == {"a": [1, 2], "t": "<Thing>", "hello": True}
+    tr.RunReport.model_validate_json(report.model_dump_json())
+
+
+def test_per_case_trials_override() -> None:
+    report = tr.evaluate([_case("once", trials=1), _case("default")], trials=3)
+    assert [len(c.trials) for c in report.cases] == [1, 3]
+
+
+def test_trials_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="trials must be a positive integer"):
+        tr.evaluate([_case()], trials=0)
+
+
+def test_nothing_graded_gives_none_not_zero() -> None:
+    report = tr.evaluate([_case("c", mode="live_canary")])
+    assert report.pass_at_1 is None and report.pass_pow_k is None and report.failed_case_count == 0
+
+
+def test_cancelling_the_run_runs_teardowns_and_keeps_finished_cases() -> None:
+    torn: list[str] = []
+    started = asyncio.Event()
+
+    async def quick(ctx: tr.TrialContext) -> str:
+        return "hello"
+
+    async def slow(ctx: tr.TrialContext) -> str:
+        started.set()
+        await asyncio.sleep(10)
+        return "hello"
+
+    async def teardown(ctx: tr.TrialContext) -> None:
+        await asyncio.sleep(0.01)  # teardown that itself awaits must still complete
+        torn.append(ctx.case.name)
+
+    async def main() -> tr.RunReport:
+        task = asyncio.ensure_future(
+            tr.aevaluate([_case("quick", quick, teardown=teardown), _case("slow", slow, teardown=teardown)], concurrency=2)
+        )
+        await started.wait()
+        await asyncio.sleep(0.02)
+        task.cancel()
+        with pytest.raises(tr.EvaluationInterrupted) as info:
+            await task
+        return info.value.report
+
+    report = asyncio.run(main())
+    assert sorted(torn) == ["quick", "slow"]
+    assert report.status == "interrupted"
+    assert [c.name for c in report.cases] == ["quick"] and report.unfinished_cases == ["slow"]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_ctrl_c_in_evaluate_runs_teardown_and_raises_with_the_partial_report(tmp_path: Path) -> None:
+    script = tmp_path / "run.py"
+    marker = tmp_path / "torn.txt"
+    script.write_text(textwrap.dedent(f"""
+        import sys, time, trialrun as tr
+        from trialrun import expect
+        def invoke(ctx):
+            if ctx.case.name == "slow":
+                print("started", flush=True)
+                time.sleep(3)
+            return "hello"
+        def teardown(ctx):
+            with open({str(marker)!r}, "a") as f:
+                f.write(ctx.case.name + "\\n")
+        cases = [tr.Case(name=n, invoke=invoke, teardown=teardown, expect_outcome=[expect.contains("hello")])
+                 for n in ("fast", "slow")]
+        try:
+            tr.evaluate(cases, concurrency=1)
+        except KeyboardInterrupt as exc:
+            print("interrupted", exc.report.status, [c.name for c in exc.report.cases], flush=True)
+            sys.exit(130)
+    """))
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "started"
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=20)
+    assert proc.returncode == 130
+    assert "interrupted interrupted ['fast']" in out
+    assert sorted(marker.read_text().split()) == ["fast", "slow"]
