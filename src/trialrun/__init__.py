@@ -6,8 +6,22 @@ case k times, and report pass@1 and pass^k.
 
 from . import expect
 from ._version import __version__
+from .agent import Agent, Decision, Price, PriceTable, Tool, ToolError, ToolPolicy, prices, shell_tools, tool
 from .case import Case, CaseError, Problem, TrialContext
 from .expect import Verdict, check
+from .models import (
+    Cassette,
+    LiveModel,
+    ModelTransport,
+    NetworkBlockedError,
+    ObservedTransport,
+    ScriptedModel,
+    fail,
+    read_trajectory,
+    reply,
+    tool_call,
+    tool_calls,
+)
 from .results import CaseResult, RunReport, SkippedCase, TrialError, TrialResult
 from .runner import EvaluationInterrupted, aevaluate, evaluate
 from .trajectory import Denial, Run, ToolCall, ToolResult, Trajectory, Turn, Usage
@@ -36,4 +50,27 @@ __all__ = [
     "ToolResult",
     "Usage",
     "Denial",
+    # the model seam
+    "ModelTransport",
+    "ScriptedModel",
+    "tool_call",
+    "tool_calls",
+    "reply",
+    "fail",
+    "Cassette",
+    "LiveModel",
+    "ObservedTransport",
+    "NetworkBlockedError",
+    "read_trajectory",
+    # the reference agent
+    "Agent",
+    "Tool",
+    "ToolError",
+    "tool",
+    "shell_tools",
+    "ToolPolicy",
+    "Decision",
+    "prices",
+    "Price",
+    "PriceTable",
 ]

@@ -6,7 +6,7 @@ reason says what was seen, for a person reading a CI log.
 
 from ._base import Grader, Verdict, check
 from .cost import max_cost_usd
-from .outcome import contains, equals, matches, not_contains, satisfies
+from .outcome import contains, ended, equals, matches, not_contains, satisfies
 from .trajectory import (
     called,
     called_in_order,
@@ -28,6 +28,7 @@ __all__ = [
     "not_contains",
     "matches",
     "satisfies",
+    "ended",
     "called",
     "not_called",
     "called_in_order",

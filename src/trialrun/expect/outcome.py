@@ -9,7 +9,7 @@ from typing import Any
 from ..trajectory import Run
 from ._base import Grader, Verdict, clip, output_text
 
-__all__ = ["equals", "contains", "not_contains", "matches", "satisfies"]
+__all__ = ["equals", "contains", "not_contains", "matches", "satisfies", "ended"]
 
 
 def _fold(text: str, case_sensitive: bool) -> str:
@@ -85,5 +85,22 @@ def satisfies(fn: Callable[[Any], Any], description: str | None = None) -> Grade
         if result:
             return Verdict(True, label, f"output satisfies: {what}")
         return Verdict(False, label, f"output does not satisfy: {what}; output was {clip(output_text(run.output))!r}")
+
+    return Grader(label, grade, "outcome")
+
+
+def ended(*statuses: str) -> Grader:
+    """The agent's run ended with one of these statuses ("completed", "max_turns", "cost_limit",
+    "stopped_by_policy", "error"). A run that reports no status counts as "completed"."""
+    if not statuses:
+        statuses = ("completed",)
+    label = f"ended({', '.join(repr(s) for s in statuses)})"
+
+    def grade(run: Run, ctx: object) -> Verdict:
+        status = run.status or "completed"
+        detail = f": {run.error}" if run.error else ""
+        if status in statuses:
+            return Verdict(True, label, f"the run ended with status {status!r}{detail}")
+        return Verdict(False, label, f"the run ended with status {status!r}{detail}; expected {' or '.join(map(repr, statuses))}")
 
     return Grader(label, grade, "outcome")

@@ -1,0 +1,22 @@
+"""The reference agent: a real tool-calling loop, tools, a ToolPolicy, and model prices."""
+
+from .loop import DEFAULT_BASE_URLS, Agent, RunStatus
+from .policy import Decision, ToolPolicy
+from .pricing import Price, PriceTable, cost_of_trajectory, prices
+from .tools import Tool, ToolError, shell_tools, tool
+
+__all__ = [
+    "Agent",
+    "RunStatus",
+    "DEFAULT_BASE_URLS",
+    "ToolPolicy",
+    "Decision",
+    "Tool",
+    "ToolError",
+    "tool",
+    "shell_tools",
+    "Price",
+    "PriceTable",
+    "prices",
+    "cost_of_trajectory",
+]

@@ -1,0 +1,322 @@
+"""The reference agent: a real tool-calling loop over HTTP (the seed's Invoke-Shp).
+
+The loop itself is written once, without I/O (a generator that yields what it needs done: a model request, a
+batch of tool calls, a pause before a retry). `Agent.run` drives it synchronously and `Agent.arun` with asyncio,
+so both behave identically and the sync path needs no event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Generator, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import httpx
+
+from .. import _shell
+from .._retry import RETRY_STATUSES, retry_delay
+from ..trajectory import Denial, Run, ToolCall, ToolResult, Trajectory, Turn
+from ..wire import Codec, Message, WireError, codec_named
+from .policy import Decision, ToolPolicy
+from .pricing import PriceTable, prices
+from .tools import Tool, ToolError
+
+__all__ = ["Agent", "RunStatus", "DEFAULT_BASE_URLS"]
+
+RunStatus = Literal["completed", "max_turns", "cost_limit", "stopped_by_policy", "error"]
+
+DEFAULT_BASE_URLS = {
+    "openai-chat": "https://api.openai.com/v1",
+    "openai-responses": "https://api.openai.com/v1",
+    "anthropic": "https://api.anthropic.com",
+    "gemini": "https://generativelanguage.googleapis.com",
+}
+
+
+
+
+# -- what the loop asks its driver to do -------------------------------------------------------------------
+@dataclass(slots=True)
+class _Post:
+    url: str
+    body: dict[str, Any]
+    headers: dict[str, str]
+
+
+@dataclass(slots=True)
+class _Reply:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+
+@dataclass(slots=True)
+class _RunTools:
+    calls: list[tuple[Tool, ToolCall]]
+
+
+@dataclass(slots=True)
+class _Sleep:
+    seconds: float
+
+
+@dataclass(slots=True)
+class _ToolOutcome:
+    content: str
+    is_error: bool
+
+
+@dataclass
+class _State:
+    trajectory: Trajectory = field(default_factory=Trajectory)
+    cost: float | None = 0.0
+    status: RunStatus = "completed"
+    error: str | None = None
+
+
+class Agent:
+    """A small, real tool-calling agent: send the conversation and tool schemas, run the tool calls the model
+    asks for (checked by the policy), send the results back, until the model answers without tool calls or a
+    limit ends the run. The returned `Run` carries the trajectory the agent recorded and how it ended (`status`).
+    """
+
+    def __init__(
+        self,
+        model: httpx.BaseTransport | httpx.AsyncBaseTransport,
+        *,
+        api: str = "openai-chat",
+        model_name: str = "gpt-4.1-mini",
+        tools: Iterable[Tool | Any] = (),
+        policy: ToolPolicy | None = None,
+        system: str | None = None,
+        max_turns: int = 10,
+        max_cost_usd: float | None = None,
+        tool_timeout_s: float | None = 30.0,
+        max_tokens: int | None = None,
+        base_url: str | None = None,
+        headers: dict[str, str] | None = None,
+        max_retries: int = 2,
+        max_retry_wait: float = 30.0,
+        price_table: PriceTable | None = None,
+        command_tools: Iterable[str] = _shell.DEFAULT_COMMAND_TOOLS,
+    ) -> None:
+        self.codec: Codec = codec_named(api)
+        self.api = api
+        self.model = model
+        self.model_name = model_name
+        self.tools: dict[str, Tool] = {}
+        for item in tools:
+            tool_obj = item if isinstance(item, Tool) else Tool(item)
+            if tool_obj.name in self.tools:
+                raise ValueError(f"two tools are named {tool_obj.name!r}")
+            self.tools[tool_obj.name] = tool_obj
+        self.policy = policy
+        self.system = system
+        if max_turns < 1:
+            raise ValueError(f"max_turns must be at least 1, got {max_turns}")
+        self.max_turns = max_turns
+        self.max_cost_usd = max_cost_usd
+        self.tool_timeout_s = tool_timeout_s
+        self.max_tokens = max_tokens
+        self.base_url = (base_url or DEFAULT_BASE_URLS[api]).rstrip("/")
+        self.headers = {"content-type": "application/json", **(headers or {})}
+        if api == "anthropic":
+            self.headers.setdefault("anthropic-version", "2023-06-01")
+        self.max_retries = max_retries
+        self.max_retry_wait = max_retry_wait
+        self.prices = price_table or prices
+        self.command_tools = tuple(command_tools)
+
+    # -- the loop, once ----------------------------------------------------------------------------------
+    def _loop(self, prompt: str, state: _State) -> Generator[Any, Any, Run]:
+        messages = [Message("user", prompt)]
+        specs = [tool_obj.spec() for tool_obj in self.tools.values()]
+        url = self.base_url + self.codec.request_path(self.model_name)
+        trajectory = state.trajectory
+        while True:
+            body = self.codec.encode_request(
+                model=self.model_name, messages=messages, tools=specs, system=self.system, max_tokens=self.max_tokens
+            )
+            reply: _Reply | None = None
+            for attempt in range(self.max_retries + 1):
+                reply = yield _Post(url, body, self.headers)
+                if reply.status < 400:
+                    break
+                if reply.status not in RETRY_STATUSES or attempt == self.max_retries:
+                    return self._end(state, "error", f"provider answered HTTP {reply.status}: {_error_text(reply.body)}")
+                yield _Sleep(retry_delay(reply.headers, attempt, cap=self.max_retry_wait))
+            assert reply is not None
+            try:
+                response = self.codec.decode_response(reply.body, False)
+            except WireError as exc:
+                return self._end(state, "error", f"could not read the model's response: {exc}")
+            turn = Turn(text=response.text, tool_calls=response.tool_calls, usage=response.usage,
+                        model=response.model or self.model_name)
+            trajectory.turns.append(turn)
+            if state.cost is not None:
+                cost = self.prices.cost(turn.model, turn.usage) if turn.usage else 0.0
+                state.cost = None if cost is None else state.cost + cost
+            if not turn.tool_calls:
+                return self._end(state, "completed")
+
+            messages.append(Message("assistant", turn.text, tool_calls=list(turn.tool_calls)))
+            runnable: list[tuple[Tool, ToolCall]] = []
+            decided: dict[int, ToolResult] = {}
+            for position, call in enumerate(turn.tool_calls):
+                decision = self.policy.decide(call.name, call.arguments) if self.policy else None
+                if decision is not None and decision.action != "allow":
+                    trajectory.denials.append(Denial(call.name, dict(call.arguments), decision.reason, decision.rule, call.id))
+                    if decision.action == "stop":
+                        return self._end(state, "stopped_by_policy", f"policy stopped the run at {call.name}: {decision.reason}")
+                    decided[position] = ToolResult(call.id, _refusal(decision), is_error=True)
+                    continue
+                tool_obj = self.tools.get(call.name)
+                if tool_obj is None:
+                    available = ", ".join(self.tools) or "none"
+                    decided[position] = ToolResult(call.id, f"unknown tool {call.name!r}; available tools: {available}", is_error=True)
+                    continue
+                command = _shell.command_of_call(call.name, call.arguments, self.command_tools)
+                if command is not None:
+                    trajectory.commands.append(command if isinstance(command, str) else " ".join(command))
+                runnable.append((tool_obj, call))
+            outcomes: list[_ToolOutcome] = (yield _RunTools(runnable)) if runnable else []
+            ran = iter(zip(runnable, outcomes))
+            results = []
+            for position, call in enumerate(turn.tool_calls):
+                if position in decided:
+                    results.append(decided[position])
+                else:
+                    (_, ran_call), outcome = next(ran)
+                    results.append(ToolResult(ran_call.id, outcome.content, outcome.is_error))
+            turn.tool_results = results
+            messages.append(Message("tool", tool_results=list(results)))
+
+            if self.max_cost_usd is not None and state.cost is not None and state.cost >= self.max_cost_usd:
+                return self._end(state, "cost_limit", f"spent ${state.cost:.6f}, limit ${self.max_cost_usd:g}")
+            if len(trajectory.turns) >= self.max_turns:
+                return self._end(state, "max_turns", f"stopped after {self.max_turns} turns")
+
+    def _end(self, state: _State, status: RunStatus, error: str | None = None) -> Run:
+        trajectory = state.trajectory
+        return Run(
+            output=trajectory.final_text if status == "completed" else (trajectory.turns[-1].text if trajectory.turns else ""),
+            trajectory=trajectory,
+            cost_usd=state.cost if trajectory.turns else None,
+            status=status,
+            error=error if status != "completed" else None,
+        )
+
+    # -- drivers -----------------------------------------------------------------------------------------
+    def run(self, prompt: str) -> Run:
+        """Run the agent on one prompt, synchronously (no event loop needed)."""
+        state = _State()
+        loop = self._loop(prompt, state)
+        client = httpx.Client(transport=self.model) if isinstance(self.model, httpx.BaseTransport) else None
+        try:
+            action = next(loop)
+            while True:
+                if isinstance(action, _Post):
+                    action = loop.send(self._post_sync(client, action))
+                elif isinstance(action, _RunTools):
+                    action = loop.send([self._tool_sync(t, c) for t, c in action.calls])
+                else:
+                    time.sleep(action.seconds)
+                    action = next(loop)
+        except StopIteration as done:
+            return done.value
+        except _TransportFailure as exc:
+            return self._end(state, "error", str(exc))
+        finally:
+            if client is not None:
+                client.close()
+
+    async def arun(self, prompt: str) -> Run:
+        """Run the agent on one prompt with asyncio; a batch of tool calls runs concurrently."""
+        state = _State()
+        loop = self._loop(prompt, state)
+        client = httpx.AsyncClient(transport=self.model) if isinstance(self.model, httpx.AsyncBaseTransport) else None
+        try:
+            action = next(loop)
+            while True:
+                if isinstance(action, _Post):
+                    action = loop.send(await self._post_async(client, action))
+                elif isinstance(action, _RunTools):
+                    outcomes = await asyncio.gather(*(self._tool_async(t, c) for t, c in action.calls))
+                    action = loop.send(list(outcomes))
+                else:
+                    await asyncio.sleep(action.seconds)
+                    action = next(loop)
+        except StopIteration as done:
+            return done.value
+        except _TransportFailure as exc:
+            return self._end(state, "error", str(exc))
+        finally:
+            if client is not None:
+                await client.aclose()
+
+    def _post_sync(self, client: httpx.Client | None, post: _Post) -> _Reply:
+        if client is None:
+            raise _TransportFailure(f"{type(self.model).__name__} is not a synchronous httpx transport; use arun()")
+        try:
+            response = client.post(post.url, content=json.dumps(post.body).encode(), headers=post.headers)
+            return _Reply(response.status_code, dict(response.headers), response.read())
+        except httpx.HTTPError as exc:
+            raise _TransportFailure(f"could not reach the model: {type(exc).__name__}: {exc}") from exc
+
+    async def _post_async(self, client: httpx.AsyncClient | None, post: _Post) -> _Reply:
+        if client is None:  # a sync-only transport: drive it from a worker thread
+            return await asyncio.to_thread(self._post_sync_once, post)
+        try:
+            response = await client.post(post.url, content=json.dumps(post.body).encode(), headers=post.headers)
+            return _Reply(response.status_code, dict(response.headers), await response.aread())
+        except httpx.HTTPError as exc:
+            raise _TransportFailure(f"could not reach the model: {type(exc).__name__}: {exc}") from exc
+
+    def _post_sync_once(self, post: _Post) -> _Reply:
+        with httpx.Client(transport=self.model) as client:  # type: ignore[arg-type]
+            return self._post_sync(client, post)
+
+    def _tool_sync(self, tool_obj: Tool, call: ToolCall) -> _ToolOutcome:
+        try:
+            return _ToolOutcome(tool_obj.run_sync(call.arguments, timeout_s=self.tool_timeout_s, executor=_TOOL_THREADS), False)
+        except ToolError as exc:
+            return _ToolOutcome(str(exc), True)
+        except Exception as exc:  # noqa: BLE001 - a tool that raises is an error result the model reads
+            return _ToolOutcome(f"{call.name} raised {type(exc).__name__}: {exc}", True)
+
+    async def _tool_async(self, tool_obj: Tool, call: ToolCall) -> _ToolOutcome:
+        try:
+            return _ToolOutcome(await tool_obj.run(call.arguments, timeout_s=self.tool_timeout_s), False)
+        except ToolError as exc:
+            return _ToolOutcome(str(exc), True)
+        except Exception as exc:  # noqa: BLE001
+            return _ToolOutcome(f"{call.name} raised {type(exc).__name__}: {exc}", True)
+
+
+class _TransportFailure(Exception):
+    """The model could not be reached at all (connection refused, blocked network)."""
+
+
+#: Worker threads for sync tools with a time limit (a tool past its limit is abandoned, not killed).
+_TOOL_THREADS = ThreadPoolExecutor(max_workers=8, thread_name_prefix="trialrun-tool")
+
+
+def _refusal(decision: Decision) -> str:
+    return f"Refused by policy ({decision.rule or 'default'}): {decision.reason}. Do not retry this call."
+
+
+def _error_text(body: bytes) -> str:
+    text = body.decode("utf-8", "replace")
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return text[:300]
+    error = data.get("error", data) if isinstance(data, dict) else data
+    if isinstance(error, dict) and error.get("message"):
+        return str(error["message"])[:300]
+    return text[:300]
+

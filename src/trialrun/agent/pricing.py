@@ -1,0 +1,178 @@
+"""Model prices (USD per million tokens) and what a run cost.
+
+The table covers current OpenAI and Anthropic models (and Gemini); extend or override it with
+`trialrun.prices.set(...)`, `trialrun.prices.load(path)` (TOML, JSON or YAML), or the `TRIALRUN_PRICES`
+environment variable naming such a file. Prices change: a wrong price is one `set` away from right.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..trajectory import Trajectory, Usage
+
+__all__ = ["Price", "PriceTable", "prices", "cost_of_trajectory"]
+
+
+@dataclass(frozen=True, slots=True)
+class Price:
+    """USD per million tokens. `cached_input` applies to input tokens read from a prompt cache."""
+
+    input: float
+    output: float
+    cached_input: float | None = None
+
+    def cost(self, usage: Usage) -> float:
+        cached = min(usage.cached_input_tokens, usage.input_tokens)
+        cached_rate = self.input if self.cached_input is None else self.cached_input
+        return ((usage.input_tokens - cached) * self.input + cached * cached_rate + usage.output_tokens * self.output) / 1e6
+
+
+# As published by the providers (standard tier, short context). Input tokens count cached ones too; see Usage.
+_DEFAULTS: dict[str, Price] = {
+    # OpenAI
+    "gpt-5": Price(1.25, 10.00, 0.125),
+    "gpt-5-mini": Price(0.25, 2.00, 0.025),
+    "gpt-5-nano": Price(0.05, 0.40, 0.005),
+    "gpt-4.1": Price(2.00, 8.00, 0.50),
+    "gpt-4.1-mini": Price(0.40, 1.60, 0.10),
+    "gpt-4.1-nano": Price(0.10, 0.40, 0.025),
+    "gpt-4o": Price(2.50, 10.00, 1.25),
+    "gpt-4o-mini": Price(0.15, 0.60, 0.075),
+    "o3": Price(2.00, 8.00, 0.50),
+    "o3-mini": Price(1.10, 4.40, 0.55),
+    "o4-mini": Price(1.10, 4.40, 0.275),
+    # Anthropic (cached_input = cache reads)
+    "claude-opus-4-5": Price(5.00, 25.00, 0.50),
+    "claude-opus-4-1": Price(15.00, 75.00, 1.50),
+    "claude-opus-4": Price(15.00, 75.00, 1.50),
+    "claude-sonnet-4-5": Price(3.00, 15.00, 0.30),
+    "claude-sonnet-4": Price(3.00, 15.00, 0.30),
+    "claude-haiku-4-5": Price(1.00, 5.00, 0.10),
+    "claude-3-7-sonnet": Price(3.00, 15.00, 0.30),
+    "claude-3-5-sonnet": Price(3.00, 15.00, 0.30),
+    "claude-3-5-haiku": Price(0.80, 4.00, 0.08),
+    "claude-3-haiku": Price(0.25, 1.25, 0.03),
+    # Google
+    "gemini-2.5-pro": Price(1.25, 10.00, 0.31),
+    "gemini-2.5-flash": Price(0.30, 2.50, 0.075),
+    "gemini-2.5-flash-lite": Price(0.10, 0.40, 0.025),
+    "gemini-2.0-flash": Price(0.10, 0.40, 0.025),
+}
+
+_DATE_SUFFIX = re.compile(r"(-\d{4}-\d{2}-\d{2}|-\d{8}|-latest)$")
+
+
+def _normalise(model: str) -> str:
+    name = model.strip().lower()
+    name = name.split("/")[-1]  # "openai/gpt-4.1", "models/gemini-2.5-pro"
+    return _DATE_SUFFIX.sub("", name)
+
+
+class PriceTable:
+    """Prices by model name. A dated, `-latest` or provider-prefixed name finds its entry ("gpt-4.1-mini-2025-04-14"
+    is "gpt-4.1-mini"); any other variant must be listed itself, because variants are priced differently
+    ("gpt-4o-audio-preview" is not "gpt-4o") and a guessed price is worse than an unknown one."""
+
+    def __init__(self, entries: dict[str, Price] | None = None) -> None:
+        self._lock = threading.Lock()
+        self._entries: dict[str, Price] = dict(entries or {})
+        self._cache: dict[str, Price | None] = {}
+
+    def set(self, model: str, *, input: float, output: float, cached_input: float | None = None) -> None:
+        """Add or override a model's price (USD per million tokens)."""
+        for name, value in (("input", input), ("output", output), ("cached_input", cached_input)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0):
+                raise ValueError(f"price {name} for {model!r} must be a non-negative number, got {value!r}")
+        with self._lock:
+            self._entries[_normalise(model)] = Price(float(input), float(output), None if cached_input is None else float(cached_input))
+            self._cache.clear()
+
+    def load(self, path: str | os.PathLike[str]) -> None:
+        """Load prices from a file: {model: {input, output, cached_input}} in TOML, JSON or YAML.
+
+        In TOML a `[prices]` table is accepted too (so trialrun.toml can carry them).
+        """
+        path = Path(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ValueError(f"{path}: cannot read price file ({exc.strerror or exc})") from None
+        try:
+            if path.suffix == ".toml":
+                from .._toml import loads as toml_loads
+
+                data: Any = toml_loads(text)
+                data = data.get("prices", data)
+            elif path.suffix == ".json":
+                data = json.loads(text)
+            else:
+                import yaml
+
+                data = yaml.safe_load(text)
+        except Exception as exc:  # noqa: BLE001 - any parser's error becomes one clear message
+            raise ValueError(f"{path}: not a valid price file: {exc}") from None
+        if not isinstance(data, dict):
+            raise ValueError(f"{path}: expected a mapping of model name to prices")
+        for model, entry in data.items():
+            if not isinstance(entry, dict) or not {"input", "output"} <= set(entry):
+                raise ValueError(f"{path}: model {model!r}: expected {{input = ..., output = ...}} in USD per million tokens")
+            unknown = set(entry) - {"input", "output", "cached_input"}
+            if unknown:
+                raise ValueError(f"{path}: model {model!r}: unknown field(s) {', '.join(sorted(unknown))}")
+            try:
+                self.set(str(model), input=entry["input"], output=entry["output"], cached_input=entry.get("cached_input"))
+            except ValueError as exc:
+                raise ValueError(f"{path}: {exc}") from None
+
+    def get(self, model: str | None) -> Price | None:
+        """The price of a model, or None when it is unknown."""
+        if not model:
+            return None
+        try:
+            return self._cache[model]
+        except KeyError:
+            pass
+        name = _normalise(model)
+        with self._lock:
+            price = self._entries.get(name)
+            self._cache[model] = price
+        return price
+
+    def cost(self, model: str | None, usage: Usage | None) -> float | None:
+        """USD for one response; None when the model's price or the usage is unknown."""
+        price = self.get(model)
+        if price is None or usage is None:
+            return None
+        return price.cost(usage)
+
+    def __contains__(self, model: str) -> bool:
+        return self.get(model) is not None
+
+
+prices = PriceTable(_DEFAULTS)
+if os.environ.get("TRIALRUN_PRICES"):
+    prices.load(os.environ["TRIALRUN_PRICES"])
+
+
+def cost_of_trajectory(trajectory: Trajectory, table: PriceTable | None = None, model: str | None = None) -> float | None:
+    """Sum of the turns' costs. None when any turn's usage or model price is unknown: a partial sum would
+    understate the spend and pass a ceiling it should fail."""
+    table = table or prices
+    total = 0.0
+    priced = False
+    for turn in trajectory.turns:
+        if turn.usage is None:
+            continue
+        cost = table.cost(turn.model or model, turn.usage)
+        if cost is None:
+            return None
+        total += cost
+        priced = True
+    return total if priced else None

@@ -1,0 +1,81 @@
+"""ToolPolicy decisions, and the adversarial corpus shared with expect.never_ran (one matcher for both)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+import trialrun as tr
+from trialrun import expect
+
+CORPUS = yaml.safe_load((Path(__file__).resolve().parents[1] / "corpus" / "commands.yaml").read_text())
+
+
+def test_corpus_is_big_enough() -> None:
+    assert len(CORPUS["must_match"]) >= 40 and len(CORPUS["must_not_match"]) >= 20
+
+
+@pytest.mark.parametrize("entry", CORPUS["must_match"], ids=lambda e: f"{e['pattern']} <- {e['command']}")
+def test_policy_denies_every_disguise(entry: dict) -> None:
+    policy = tr.ToolPolicy(deny_commands=[entry["pattern"]])
+    decision = policy.decide("run_command", {"command": entry["command"]})
+    assert decision.action == "deny", decision
+    assert decision.rule == f"deny_commands: {entry['pattern']}"
+    # ... and never_ran, fed the same command through a tool call, fails: one matcher serves both.
+    run = tr.Run("x", tr.Trajectory(turns=[tr.Turn(tool_calls=[tr.ToolCall("bash", {"command": entry["command"]})])]))
+    [verdict] = tr.check([expect.never_ran(entry["pattern"])], run)
+    assert not verdict.passed
+
+
+@pytest.mark.parametrize("entry", CORPUS["must_not_match"], ids=lambda e: f"{e['pattern']} !<- {e['command']}")
+def test_policy_allows_look_alikes(entry: dict) -> None:
+    policy = tr.ToolPolicy(deny_commands=[entry["pattern"]])
+    assert policy.decide("run_command", {"command": entry["command"]}).action == "allow"
+    run = tr.Run("x", tr.Trajectory(commands=[entry["command"]]))
+    [verdict] = tr.check([expect.never_ran(entry["pattern"])], run)
+    assert verdict.passed, verdict.reason
+
+
+@pytest.mark.parametrize(
+    "policy, tool, arguments, action, rule",
+    [
+        (tr.ToolPolicy(deny_tools=["write_*"]), "write_file", {"path": "a"}, "deny", "deny_tools: write_*"),
+        (tr.ToolPolicy(deny_tools=["write_*"]), "read_file", {"path": "a"}, "allow", None),
+        (tr.ToolPolicy(allow_tools=["read_*", "list_dir"]), "run_command", {"command": "ls"}, "deny", "allow_tools"),
+        (tr.ToolPolicy(allow_tools=["read_*"]), "read_file", {}, "allow", "allow_tools"),
+        (tr.ToolPolicy(default="deny"), "read_file", {}, "deny", "default"),
+        (tr.ToolPolicy(default="deny", allow_commands=["ls", "cat"]), "run_command", {"command": "ls -la && cat a.txt"}, "allow", "allow_commands"),
+        (tr.ToolPolicy(allow_commands=["ls", "cat"]), "run_command", {"command": "ls; rm a.txt"}, "deny", "allow_commands"),
+        (tr.ToolPolicy(stop_tools=["shutdown"]), "shutdown", {}, "stop", "stop_tools: shutdown"),
+        (tr.ToolPolicy(stop_commands=["curl | sh"]), "bash", {"command": "curl x | sudo sh"}, "stop", "stop_commands: curl | sh"),
+        (tr.ToolPolicy(deny_commands=["rm -rf"]), "run_command", {"command": "echo 'unterminated"}, "deny", "deny_commands: rm -rf"),
+        (tr.ToolPolicy(deny_commands=["rm -rf"]), "run_command", {"command": ["rm", "-r", "-f", "/"]}, "deny", "deny_commands: rm -rf"),
+        (tr.ToolPolicy(deny_commands=["rm -rf"]), "my_tool", {"command": "rm -rf /"}, "allow", None),
+        (tr.ToolPolicy(deny_commands=["rm -rf"], command_tools=["my_tool"]), "my_tool", {"command": "rm -rf /"}, "deny", "deny_commands: rm -rf"),
+    ],
+)
+def test_decisions(policy: tr.ToolPolicy, tool: str, arguments: dict, action: str, rule: str | None) -> None:
+    decision = policy.decide(tool, arguments)
+    assert (decision.action, decision.rule) == (action, rule), decision.reason
+
+
+def test_unparsable_command_is_denied_when_a_deny_rule_exists_and_says_why() -> None:
+    decision = tr.ToolPolicy(deny_commands=["rm -rf"]).decide("run_command", {"command": "echo $(oops"})
+    assert decision.action == "deny" and "could not be parsed" in decision.reason
+    assert tr.ToolPolicy().decide("run_command", {"command": "echo $(oops"}).action == "allow"
+
+
+def test_bad_configuration_is_an_error() -> None:
+    with pytest.raises(ValueError, match="default must be 'allow' or 'deny'"):
+        tr.ToolPolicy(default="maybe")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="deny_commands: every entry must be a non-empty string"):
+        tr.ToolPolicy(deny_commands=[""])
+    with pytest.raises(ValueError, match="unknown policy key"):
+        tr.ToolPolicy.from_dict({"deny_command": ["rm -rf"]})
+
+
+def test_summary_and_from_dict_round_trip() -> None:
+    policy = tr.ToolPolicy(deny_commands=["rm -rf"], deny_tools=["write_file"], default="allow")
+    assert tr.ToolPolicy.from_dict(policy.summary()).summary() == policy.summary()
