@@ -22,7 +22,17 @@ from ..trajectory import Trajectory
 from ..wire import decode_trajectory
 from ..wire._types import Exchange
 
-__all__ = ["ModelTransport", "SENSITIVE_HEADERS", "REDACTED", "flavour", "build_response", "redact_headers"]
+__all__ = [
+    "ModelTransport",
+    "SENSITIVE_HEADERS",
+    "REDACTED",
+    "flavour",
+    "build_response",
+    "redact_headers",
+    "forward",
+    "aforward",
+    "transport_errors",
+]
 
 REDACTED = "REDACTED"
 
@@ -59,8 +69,72 @@ def build_response(request: Any, status: int, headers: dict[str, str], body: byt
 
 
 def redact_headers(headers: Any) -> dict[str, str]:
-    """Headers as a plain dict with credential values replaced, for anything that is kept."""
-    return {name: (REDACTED if name.lower() in SENSITIVE_HEADERS else value) for name, value in headers.items()}
+    """Request headers (httpx `Headers`) as a plain dict with credential values replaced, for anything kept.
+
+    Reads the raw byte pairs (much cheaper than `Headers.items()`); repeated headers are joined with ", ".
+    """
+    out: dict[str, str] = {}
+    for raw_name, raw_value in headers.raw:
+        name = raw_name.decode("latin-1")
+        value = REDACTED if name.lower() in SENSITIVE_HEADERS else raw_value.decode("latin-1")
+        out[name] = f"{out[name]}, {value}" if name in out else value
+    return out
+
+
+def _transport_flavour(transport: Any) -> ModuleType | None:
+    """The httpx package a transport's requests and responses belong to; None when it takes either (trialrun's)."""
+    if isinstance(transport, ModelTransport):
+        return None
+    for cls in type(transport).__mro__:
+        root = cls.__module__.partition(".")[0]
+        if root in ("httpx", "httpx2"):
+            return sys.modules[root]
+    return None
+
+
+def _convert_request(request: Any, module: ModuleType) -> Any:
+    return module.Request(
+        request.method, str(request.url), headers=request.headers.multi_items(), content=request.content,
+        extensions=request.extensions,
+    )
+
+
+def _convert_response(response: Any, request: Any, asynchronous: bool) -> Any:
+    """The same response in the request's flavour, its stream bridged unread (so live streams stay live)."""
+    module = flavour(request)
+    sync_tee, async_tee = _tee_classes(module)
+    stream = (async_tee if asynchronous else sync_tee)(response.stream, None)
+    return module.Response(
+        response.status_code, headers=response.headers.multi_items(), stream=stream,
+        extensions=response.extensions, request=request,
+    )
+
+
+def transport_errors() -> tuple[type[Exception], ...]:
+    """Connection-level errors of both httpx flavours (a bridged transport raises its own flavour's)."""
+    errors: list[type[Exception]] = [httpx.TransportError]
+    if "httpx2" in sys.modules:
+        errors.append(sys.modules["httpx2"].TransportError)
+    return tuple(errors)
+
+
+def forward(transport: Any, request: Any) -> Any:
+    """`transport.handle_request(request)`, bridging httpx and httpx2 when the transport is of the other flavour
+    (an `httpx.MockTransport` upstream behind the anthropic SDK's httpx2 client, for instance)."""
+    target = _transport_flavour(transport)
+    if target is None or target is flavour(request):
+        return transport.handle_request(request)
+    response = transport.handle_request(_convert_request(request, target))
+    return _convert_response(response, request, asynchronous=False)
+
+
+async def aforward(transport: Any, request: Any) -> Any:
+    """The async `forward`."""
+    target = _transport_flavour(transport)
+    if target is None or target is flavour(request):
+        return await transport.handle_async_request(request)
+    response = await transport.handle_async_request(_convert_request(request, target))
+    return _convert_response(response, request, asynchronous=True)
 
 
 def _recorded_response_headers(headers: Any) -> dict[str, str]:
@@ -219,31 +293,36 @@ class _TeeState:
 
     __slots__ = ("chunks", "done", "finished")
 
-    def __init__(self, done: Callable[[bytes], None]) -> None:
-        self.chunks: list[bytes] = []
+    def __init__(self, done: Callable[[bytes], None] | None) -> None:
+        self.chunks: list[bytes] | None = [] if done is not None else None
         self.done = done
         self.finished = False
 
     def finish(self) -> None:
-        if not self.finished:
+        if not self.finished and self.done is not None:
             self.finished = True
-            self.done(b"".join(self.chunks))
+            self.done(b"".join(self.chunks or ()))
 
 
 def _tee_classes(module: ModuleType) -> tuple[type, type]:
-    """Sync and async tee stream classes deriving from `module`'s byte stream bases (httpx and httpx2 differ)."""
+    """Sync and async tee stream classes deriving from `module`'s byte stream bases (httpx and httpx2 differ).
+
+    A tee without a `done` callback only bridges: it passes chunks through without keeping them.
+    """
     cached = _TEES.get(module.__name__)
     if cached is not None:
         return cached
 
     class SyncTee(module.SyncByteStream):  # type: ignore[name-defined,misc]
-        def __init__(self, inner: Any, done: Callable[[bytes], None]) -> None:
+        def __init__(self, inner: Any, done: Callable[[bytes], None] | None) -> None:
             self._inner = inner
             self._state = _TeeState(done)
 
         def __iter__(self) -> Iterator[bytes]:
+            chunks = self._state.chunks
             for chunk in self._inner:
-                self._state.chunks.append(chunk)
+                if chunks is not None:
+                    chunks.append(chunk)
                 yield chunk
             self._state.finish()
 
@@ -254,13 +333,15 @@ def _tee_classes(module: ModuleType) -> tuple[type, type]:
                 self._state.finish()
 
     class AsyncTee(module.AsyncByteStream):  # type: ignore[name-defined,misc]
-        def __init__(self, inner: Any, done: Callable[[bytes], None]) -> None:
+        def __init__(self, inner: Any, done: Callable[[bytes], None] | None) -> None:
             self._inner = inner
             self._state = _TeeState(done)
 
         async def __aiter__(self) -> AsyncIterator[bytes]:
+            chunks = self._state.chunks
             async for chunk in self._inner:
-                self._state.chunks.append(chunk)
+                if chunks is not None:
+                    chunks.append(chunk)
                 yield chunk
             self._state.finish()
 

@@ -21,7 +21,7 @@ from ..trajectory import Trajectory
 from ..wire import codec_for, decode_trajectory
 from ..wire._codec import json_body
 from ..wire._types import Exchange, ProviderError
-from ._base import REDACTED, SENSITIVE_HEADERS, ModelTransport, build_response, flavour
+from ._base import REDACTED, SENSITIVE_HEADERS, ModelTransport, aforward, build_response, flavour, forward
 
 __all__ = ["Cassette", "read_trajectory", "scrub_exchange", "credential_values", "CassetteFileError"]
 
@@ -266,14 +266,14 @@ class Cassette(ModelTransport):
 
     def _forward_sync(self, request: Any) -> Any:
         slot = self._reserve()
-        response = self._upstream(request, False).handle_request(request)
+        response = forward(self._upstream(request, False), request)
         return self._observe(slot, request, response)
 
     async def _ahandle(self, request: Any) -> Any:
         if self.mode == "replay":
             return self._handle(request)
         slot = self._reserve()
-        response = await self._upstream(request, True).handle_async_request(request)
+        response = await aforward(self._upstream(request, True), request)
         return self._observe(slot, request, response)
 
     def _request_part(self, request: Any) -> Exchange:

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 import anyio
 
-from ._base import ModelTransport, flavour
+from ._base import ModelTransport, aforward, flavour, forward, transport_errors
 
 __all__ = ["LiveModel"]
 
@@ -173,12 +173,12 @@ class LiveModel(ModelTransport):
     def _handle(self, request: Any) -> Any:
         outgoing = self._outgoing(request)
         transport = self._network(request, False)
-        errors = flavour(request).TransportError
+        errors = transport_errors()
         attempt = 0
         while True:
             attempt += 1
             try:
-                response = transport.handle_request(outgoing)
+                response = forward(transport, outgoing)
             except errors:
                 wait = self._wait(attempt, None)
                 if wait is None:
@@ -197,12 +197,12 @@ class LiveModel(ModelTransport):
     async def _ahandle(self, request: Any) -> Any:
         outgoing = self._outgoing(request)
         transport = self._network(request, True)
-        errors = flavour(request).TransportError
+        errors = transport_errors()
         attempt = 0
         while True:
             attempt += 1
             try:
-                response = await transport.handle_async_request(outgoing)
+                response = await aforward(transport, outgoing)
             except errors:
                 wait = self._wait(attempt, None)
                 if wait is None:

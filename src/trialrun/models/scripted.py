@@ -64,27 +64,17 @@ def reply(text: str, usage: Usage | None = None) -> Step:
     return Step(text=text, usage=usage)
 
 
-_DEFAULT_ERROR_MESSAGES = {
-    400: "Bad request (scripted provider error)",
-    401: "Invalid API key (scripted provider error)",
-    403: "Permission denied (scripted provider error)",
-    404: "Not found (scripted provider error)",
-    429: "Rate limit reached (scripted provider error)",
-    500: "Internal server error (scripted provider error)",
-    503: "Service unavailable (scripted provider error)",
-    529: "Overloaded (scripted provider error)",
-}
-
-
 def fail(status: int = 429, retry_after: float | None = None, message: str | None = None) -> ProviderError:
     """A step in which the provider answers with an error (rate limit by default), in the API's own error format.
 
-    `retry_after` (seconds) becomes the Retry-After header, which the SDKs honour when they retry.
+    `retry_after` (seconds) becomes the Retry-After header, which the SDKs honour when they retry. Without a
+    `message`, the codec uses the provider's own wording for that status.
     """
     if not 400 <= int(status) <= 599:
         raise ValueError(f"fail(): status must be an HTTP error status (400-599), got {status}")
-    text = message if message is not None else _DEFAULT_ERROR_MESSAGES.get(int(status), f"Scripted provider error {status}")
-    return ProviderError(status=int(status), message=text, retry_after=retry_after)
+    if retry_after is not None and retry_after < 0:
+        raise ValueError(f"fail(): retry_after must be >= 0 seconds, got {retry_after}")
+    return ProviderError(status=int(status), message=message or "", retry_after=retry_after)
 
 
 def _as_step(value: Any, where: str) -> Step | ProviderError:
@@ -132,15 +122,24 @@ class ScriptedModel(ModelTransport):
         self._next = 0
         self._calls = 0
         self._answered = 0
-        self._requests: list[ModelRequest] = []
 
     # -- introspection --------------------------------------------------------------------------------------------
 
     @property
     def requests(self) -> list[ModelRequest]:
-        """The decoded model requests received, in arrival order."""
-        with self._lock:
-            return list(self._requests)
+        """The decoded model requests received, in arrival order (decoded again from the recorded exchanges, so a
+        long-lived model does not keep every request's object tree alive)."""
+        requests: list[ModelRequest] = []
+        for exchange in self.exchanges:
+            codec = codec_for(exchange.path)
+            if codec is None:
+                continue
+            try:
+                body = json.loads(exchange.request_body) if exchange.request_body else {}
+                requests.append(codec.decode_request(body, exchange.path))
+            except (ValueError, WireError):
+                continue
+        return requests
 
     @property
     def calls(self) -> int:
@@ -181,7 +180,6 @@ class ScriptedModel(ModelTransport):
 
         entry: ScriptEntry | None
         with self._lock:
-            self._requests.append(model_request)
             if self._function is not None:
                 entry = self._function
                 index = self._next

@@ -11,7 +11,7 @@ import json
 import re
 from typing import Any
 
-from ..trajectory import ToolCall, Usage
+from ..trajectory import ToolCall, ToolResult, Usage
 from ._codec import json_body
 from ._sse import SSEEvent, parse_sse
 from ._types import EncodedResponse, Message, ModelRequest, ProviderError, Step, WireError
@@ -21,6 +21,9 @@ CREATED = 1_735_689_600
 #: Model name when neither the step nor the request names one.
 DEFAULT_MODEL = "trialrun-scripted"
 
+# Built once: `json.dumps` with non-default options constructs a new encoder on every call.
+_COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+_CANONICAL = json.JSONEncoder(separators=(",", ":"), sort_keys=True, default=str)
 _TEXT_PART_TYPES = frozenset({"text", "input_text", "output_text"})
 _WORD = re.compile(r"\s*\S+\s*|\s+")
 
@@ -42,12 +45,25 @@ def optional_list(value: Any, what: str) -> list[Any]:
     return [] if value is None else require_list(value, what)
 
 
+def kind_of(data: dict[str, Any], where: str, default: str | None = None) -> str | None:
+    """The `type` discriminator of an item, part or tool: a string, or WireError."""
+    kind = data.get("type", default)
+    if kind is None or isinstance(kind, str):
+        return kind
+    raise WireError(f"{where} 'type' is {_kind(kind)}, expected a string")
+
+
 def _kind(value: Any) -> str:
     if value is None:
         return "null/missing"
-    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}.get(
-        type(value), f"a {type(value).__name__}"
-    )
+    return {
+        dict: "an object",
+        list: "an array",
+        str: "a string",
+        bool: "a boolean",
+        int: "a number",
+        float: "a number",
+    }.get(type(value), f"a {type(value).__name__}")
 
 
 def content_text(content: Any, where: str) -> str:
@@ -65,12 +81,18 @@ def content_text(content: Any, where: str) -> str:
             texts.append(part)
             continue
         part = require_dict(part, f"{where} content part {number}")
-        if part.get("type") in _TEXT_PART_TYPES or ("type" not in part and "text" in part):
+        kind = kind_of(part, f"{where} content part {number}")
+        if kind in _TEXT_PART_TYPES or (kind is None and "text" in part):
             text = part.get("text")
             if not isinstance(text, str):
                 raise WireError(f"{where} content part {number} has no text string")
             texts.append(text)
     return "\n".join(texts)
+
+
+def text_or_none(value: Any) -> str | None:
+    """A string field (id, model, finish reason) or None when absent or of another type."""
+    return value if isinstance(value, str) else None
 
 
 def as_int(value: Any, what: str) -> int:
@@ -87,7 +109,9 @@ def decode_usage(data: Any, input_key: str, output_key: str, details_key: str) -
         return None
     data = require_dict(data, "usage")
     details = data.get(details_key) or {}
-    cached = as_int(details.get("cached_tokens"), f"usage.{details_key}.cached_tokens") if isinstance(details, dict) else 0
+    cached = (
+        as_int(details.get("cached_tokens"), f"usage.{details_key}.cached_tokens") if isinstance(details, dict) else 0
+    )
     return Usage(
         input_tokens=as_int(data.get(input_key), f"usage.{input_key}"),
         output_tokens=as_int(data.get(output_key), f"usage.{output_key}"),
@@ -97,7 +121,7 @@ def decode_usage(data: Any, input_key: str, output_key: str, details_key: str) -
 
 def arguments_json(arguments: dict[str, Any]) -> str:
     """Tool-call arguments as the JSON string OpenAI puts on the wire (compact, as the API emits it)."""
-    return json.dumps(arguments, separators=(",", ":"), ensure_ascii=False)
+    return _COMPACT.encode(arguments)
 
 
 def text_fragments(text: str, pieces: int = 12) -> list[str]:
@@ -132,7 +156,7 @@ def response_seed(api: str, step: Step, request: ModelRequest) -> str:
         last.text[:200] if last else "",
         ",".join(str(result.call_id) for result in last.tool_results) if last else "",
         step.text,
-        json.dumps([[call.name, call.arguments, call.id] for call in step.tool_calls], default=str, sort_keys=True),
+        _CANONICAL.encode([[call.name, call.arguments, call.id] for call in step.tool_calls]),
         str(request.stream),
     ]
     return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()
@@ -176,7 +200,7 @@ def fill_call_ids(messages: list[Message]) -> list[Message]:
         results = []
         for result in message.tool_results:
             if result.call_id is None and unanswered:
-                result = type(result)(unanswered[0], result.content, result.is_error)
+                result = ToolResult(unanswered[0], result.content, result.is_error)
             if result.call_id in unanswered:
                 unanswered.remove(result.call_id)
             results.append(result)

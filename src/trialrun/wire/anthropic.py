@@ -144,7 +144,8 @@ class AnthropicCodec(Codec):
         usage = default_usage(step, request)
         model = step.model or request.model or "claude-scripted"
         # Position in the conversation + what is answered: unique within a run, identical across reruns, and cheap.
-        digest = _digest(len(request.messages), step.text, [(c.name, c.arguments, c.id) for c in step.tool_calls], model)
+        calls = [(call.name, call.arguments, call.id) for call in step.tool_calls]
+        digest = _digest(len(request.messages), step.text, calls, model)
         message_id = f"msg_01{digest[:22]}"
         headers = {"request-id": f"req_01{digest[22:44]}"}
         content: list[dict[str, Any]] = []
@@ -156,9 +157,8 @@ class AnthropicCodec(Codec):
         stop_reason = "tool_use" if step.tool_calls else "end_turn"
         if request.stream:
             stream = render_sse(_stream_events(message_id, model, content, stop_reason, usage))
-            return EncodedResponse(
-                200, {"content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", **headers}, stream
-            )
+            stream_headers = {"content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache"}
+            return EncodedResponse(200, {**stream_headers, **headers}, stream)
         message = {
             "id": message_id,
             "type": "message",
@@ -249,7 +249,8 @@ def _tool_result(block: dict[str, Any], where: str) -> ToolResult:
     call_id = block.get("tool_use_id")
     if not isinstance(call_id, str):
         raise WireError(f"{where}: tool_result block has no string 'tool_use_id'")
-    return ToolResult(call_id=call_id, content=_result_text(block.get("content"), where), is_error=bool(block.get("is_error")))
+    content = _result_text(block.get("content"), where)
+    return ToolResult(call_id=call_id, content=content, is_error=bool(block.get("is_error")))
 
 
 def _result_text(content: Any, where: str) -> str:
@@ -299,9 +300,8 @@ def _decode_tools(tools: Any) -> list[ToolSpec]:
         if schema is not None and not isinstance(schema, dict):
             raise WireError(f"tools[{number}] ({tool['name']}): 'input_schema' is not an object")
         description = tool.get("description")
-        specs.append(
-            ToolSpec(name=tool["name"], description=description if isinstance(description, str) else "", parameters=schema or {})
-        )
+        description = description if isinstance(description, str) else ""
+        specs.append(ToolSpec(name=tool["name"], description=description, parameters=schema or {}))
     return specs
 
 
@@ -544,7 +544,8 @@ def _stream_events(
             opening = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
             arguments = json.dumps(block["input"], ensure_ascii=False)
             deltas = [{"type": "input_json_delta", "partial_json": piece} for piece in ["", *_pieces(arguments, 3)]]
-        events.append(("content_block_start", {"type": "content_block_start", "index": index, "content_block": opening}))
+        start = {"type": "content_block_start", "index": index, "content_block": opening}
+        events.append(("content_block_start", start))
         if index == 0:
             events.append(("ping", {"type": "ping"}))
         for delta in deltas:

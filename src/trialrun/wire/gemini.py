@@ -50,6 +50,11 @@ _STATUSES = {
     504: "DEADLINE_EXCEEDED",
 }
 
+_ERROR_MESSAGES = {
+    "RESOURCE_EXHAUSTED": "Resource has been exhausted (e.g. check quota).",
+    "UNAVAILABLE": "The model is overloaded. Please try again later.",
+}
+
 _RESULT_WRAPPERS = ("output", "result", "return_value", "content")
 
 
@@ -137,27 +142,21 @@ class GeminiCodec(Codec):
         head = body.lstrip()[:1]
         if head == b"[":
             chunks = parse_json(body, "response stream (JSON array)")
-            return _decode_chunks(chunks if isinstance(chunks, list) else [chunks])
+            return _decode_chunks(chunks if isinstance(chunks, list) else [chunks], streamed=True)
         if head == b"{" or (not streamed and not body.lstrip().startswith((b"data:", b"event:", b":"))):
-            return _decode_chunks([parse_json(body, "response body")])
+            return _decode_chunks([parse_json(body, "response body")], streamed=False)
         events = parse_sse(body)
         if not events:
             raise WireError("response stream has no events (empty or truncated)")
-        return _decode_chunks([event.json(f"stream event {n}") for n, event in enumerate(events, start=1)])
+        chunks = [event.json(f"stream event {number}") for number, event in enumerate(events, start=1)]
+        return _decode_chunks(chunks, streamed=True)
 
     def encode_response(self, step: Step, request: ModelRequest) -> EncodedResponse:
         if step.error is not None:
             return self.encode_error(step.error)
         usage = default_usage(step, request)
         model = step.model or request.model or "gemini-scripted"
-        digest = hashlib.sha256(
-            json.dumps(
-                [len(request.messages), step.text, [(c.name, c.arguments, c.id) for c in step.tool_calls], model],
-                sort_keys=True,
-                default=str,
-            ).encode()
-        ).hexdigest()
-        response_id = digest[:22]
+        response_id = _response_id(len(request.messages), step, model)
         calls = [{"functionCall": _function_call_json(call)} for call in step.tool_calls]
         if not request.stream:
             parts = ([{"text": step.text}] if step.text or not calls else []) + calls
@@ -173,11 +172,9 @@ class GeminiCodec(Codec):
         return EncodedResponse(200, {"content-type": "text/event-stream"}, stream)
 
     def encode_error(self, error: ProviderError) -> EncodedResponse:
-        status = error.type or _STATUSES.get(error.status) or ("INTERNAL" if error.status >= 500 else "INVALID_ARGUMENT")
-        message = error.message or {
-            "RESOURCE_EXHAUSTED": "Resource has been exhausted (e.g. check quota).",
-            "UNAVAILABLE": "The model is overloaded. Please try again later.",
-        }.get(status, status.replace("_", " ").lower())
+        fallback = "INTERNAL" if error.status >= 500 else "INVALID_ARGUMENT"
+        status = error.type or _STATUSES.get(error.status) or fallback
+        message = error.message or _ERROR_MESSAGES.get(status, status.replace("_", " ").lower())
         payload: dict[str, Any] = {"code": error.status, "message": message, "status": status}
         headers = {"content-type": "application/json; charset=UTF-8"}
         if error.retry_after is not None:
@@ -240,7 +237,8 @@ def _function_call(call: Any, where: str) -> ToolCall:
     if call_id is not None and not isinstance(call_id, str):
         raise WireError(f"{where}: functionCall 'id' is a {type(call_id).__name__}, expected a string")
     name = call["name"]
-    return ToolCall(name=name, arguments=parse_arguments(call.get("args"), f"{where} functionCall {name!r}"), id=call_id)
+    arguments = parse_arguments(call.get("args"), f"{where} functionCall {name!r}")
+    return ToolCall(name=name, arguments=arguments, id=call_id)
 
 
 def _function_response(response: Any, where: str) -> ToolResult:
@@ -275,7 +273,8 @@ def _decode_system(system: Any) -> str | None:
         return system
     if not isinstance(system, dict):
         raise WireError(f"'systemInstruction' is a {type(system).__name__}, expected an object with 'parts'")
-    return "\n".join(_text(part, f"systemInstruction.parts[{n}]") for n, part in enumerate(_parts(system, "systemInstruction")) if "text" in part)
+    parts = _parts(system, "systemInstruction")
+    return "\n".join(_text(part, f"systemInstruction.parts[{n}]") for n, part in enumerate(parts) if "text" in part)
 
 
 def _decode_tools(tools: Any) -> list[ToolSpec]:
@@ -294,23 +293,20 @@ def _decode_tools(tools: Any) -> list[ToolSpec]:
             where = f"tools[{number}].functionDeclarations[{index}]"
             if not isinstance(declaration, dict) or not isinstance(declaration.get("name"), str):
                 raise WireError(f"{where} has no string 'name'")
-            schema = next(
-                (declaration[key] for key in ("parametersJsonSchema", "parameters_json_schema", "parameters") if key in declaration),
-                None,
-            )
+            keys = ("parametersJsonSchema", "parameters_json_schema", "parameters")
+            schema = next((declaration[key] for key in keys if key in declaration), None)
             if schema is not None and not isinstance(schema, dict):
                 raise WireError(f"{where} ({declaration['name']}): parameters are not an object")
             description = declaration.get("description")
-            specs.append(
-                ToolSpec(declaration["name"], description if isinstance(description, str) else "", schema or {})
-            )
+            description = description if isinstance(description, str) else ""
+            specs.append(ToolSpec(declaration["name"], description, schema or {}))
     return specs
 
 
 # ----------------------------------------------------------------------------------------- response decoding
 
 
-def _decode_chunks(chunks: list[Any]) -> ModelResponse:
+def _decode_chunks(chunks: list[Any], streamed: bool) -> ModelResponse:
     """One response or the chunks of a stream: text concatenated, calls collected, the last usage wins."""
     if not chunks:
         raise WireError("response stream has no chunks")
@@ -319,13 +315,11 @@ def _decode_chunks(chunks: list[Any]) -> ModelResponse:
     usage: Usage | None = None
     model = response_id = stop_reason = None
     for number, chunk in enumerate(chunks, start=1):
-        where = "response" if len(chunks) == 1 else f"stream chunk {number}"
+        where = f"stream chunk {number}" if streamed else "response"
         if not isinstance(chunk, dict):
             raise WireError(f"{where} is a JSON {type(chunk).__name__}, expected a GenerateContentResponse object")
         if "error" in chunk:
-            error = chunk["error"]
-            detail = f"{error.get('status', '')} {error.get('message', '')}".strip() if isinstance(error, dict) else error
-            raise WireError(f"{where} is an error: {detail}")
+            raise WireError(f"{where} is an error: {_error_detail(chunk['error'])}")
         candidates = chunk.get("candidates", [])
         if not isinstance(candidates, list):
             raise WireError(f"{where}: 'candidates' is not a list")
@@ -357,6 +351,12 @@ def _decode_chunks(chunks: list[Any]) -> ModelResponse:
     )
 
 
+def _error_detail(error: Any) -> str:
+    if isinstance(error, dict):
+        return f"{error.get('status', '')} {error.get('message', '')}".strip()
+    return str(error)
+
+
 def _usage(raw: Any, where: str) -> Usage:
     if not isinstance(raw, dict):
         raise WireError(f"{where} is a {type(raw).__name__}, expected an object")
@@ -375,6 +375,13 @@ def _usage(raw: Any, where: str) -> Usage:
 
 
 # ------------------------------------------------------------------------------------------------- encoding
+
+
+def _response_id(position: int, step: Step, model: str) -> str:
+    """Derived from the conversation position and the answer, never random, so reruns render identical bytes."""
+    calls = [(call.name, call.arguments, call.id) for call in step.tool_calls]
+    raw = json.dumps([position, step.text, calls, model], sort_keys=True, default=str)
+    return hashlib.sha256(raw.encode()).hexdigest()[:22]
 
 
 def _usage_json(usage: Usage) -> dict[str, int]:

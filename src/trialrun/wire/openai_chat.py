@@ -23,6 +23,7 @@ from ._openai_common import (
     encode_error,
     event_json,
     fill_call_ids,
+    kind_of,
     make_id,
     model_name,
     optional_list,
@@ -33,6 +34,7 @@ from ._openai_common import (
     sse_response,
     stream_error,
     text_fragments,
+    text_or_none,
 )
 from ._sse import SSEEvent, render_sse
 from ._types import EncodedResponse, Message, ModelRequest, ModelResponse, ProviderError, Step, ToolSpec, WireError
@@ -79,8 +81,14 @@ class OpenAIChatCodec(Codec):
                     messages.append(Message("tool", tool_results=[result]))
             else:
                 raise WireError(f"{where} has role {role!r}; expected system, developer, user, assistant or tool")
-        tools = [_tool_spec(tool, f"request tool {n}") for n, tool in enumerate(optional_list(body.get("tools"), "request 'tools'"), 1)]
-        tools += [_function_spec(fn, f"request function {n}") for n, fn in enumerate(optional_list(body.get("functions"), "request 'functions'"), 1)]
+        tools = [
+            _tool_spec(tool, f"request tool {n}")
+            for n, tool in enumerate(optional_list(body.get("tools"), "request 'tools'"), 1)
+        ]
+        tools += [
+            _function_spec(fn, f"request function {n}")
+            for n, fn in enumerate(optional_list(body.get("functions"), "request 'functions'"), 1)
+        ]
         model = body.get("model")
         return ModelRequest(
             api=self.api,
@@ -110,7 +118,9 @@ class OpenAIChatCodec(Codec):
                     entry["tool_calls"] = [_wire_call(call, call.id or "") for call in message.tool_calls]
                 wire.append(entry)
             elif message.role == "tool":
-                wire += [{"role": "tool", "tool_call_id": r.call_id, "content": r.content} for r in message.tool_results]
+                wire += [
+                    {"role": "tool", "tool_call_id": r.call_id, "content": r.content} for r in message.tool_results
+                ]
                 if message.text:
                     wire.append({"role": "user", "content": message.text})
             else:
@@ -134,8 +144,8 @@ class OpenAIChatCodec(Codec):
         choices = require_list(data.get("choices"), "response 'choices'")
         response = ModelResponse(
             usage=decode_usage(data.get("usage"), "prompt_tokens", "completion_tokens", "prompt_tokens_details"),
-            model=data.get("model"),
-            id=data.get("id"),
+            model=text_or_none(data.get("model")),
+            id=text_or_none(data.get("id")),
         )
         if not choices:
             return response
@@ -144,7 +154,7 @@ class OpenAIChatCodec(Codec):
         assistant = _assistant_message(message, "response message")
         response.text = assistant.text
         response.tool_calls = assistant.tool_calls
-        response.stop_reason = choice.get("finish_reason")
+        response.stop_reason = text_or_none(choice.get("finish_reason"))
         return response
 
     def encode_response(self, step: Step, request: ModelRequest) -> EncodedResponse:
@@ -159,9 +169,12 @@ class OpenAIChatCodec(Codec):
         }
         finish = "tool_calls" if step.tool_calls else "stop"
         if not request.stream:
-            message: dict[str, Any] = {"role": "assistant", "content": step.text if step.text or not step.tool_calls else None}
-            message["refusal"] = None
-            message["annotations"] = []
+            message: dict[str, Any] = {
+                "role": "assistant",
+                "content": step.text if step.text or not step.tool_calls else None,
+                "refusal": None,
+                "annotations": [],
+            }
             if step.tool_calls:
                 message["tool_calls"] = [_wire_call(call, ids[i]) for i, call in enumerate(step.tool_calls)]
             return json_response(
@@ -178,7 +191,7 @@ class OpenAIChatCodec(Codec):
             )
         options = request.body.get("stream_options")
         include_usage = isinstance(options, dict) and bool(options.get("include_usage"))
-        chunk = {**{"object": "chat.completion.chunk"}, **base}
+        chunk: dict[str, Any] = {"id": base["id"], "object": "chat.completion.chunk", **base}
         if include_usage:
             chunk["usage"] = None
 
@@ -193,7 +206,12 @@ class OpenAIChatCodec(Codec):
         ]
         events += [(None, delta({"content": piece})) for piece in text_fragments(step.text)]
         for index, call in enumerate(step.tool_calls):
-            head = {"index": index, "id": ids[index], "type": "function", "function": {"name": call.name, "arguments": ""}}
+            head = {
+                "index": index,
+                "id": ids[index],
+                "type": "function",
+                "function": {"name": call.name, "arguments": ""},
+            }
             events.append((None, delta({"tool_calls": [head]})))
             for piece in argument_fragments(arguments_json(call.arguments)):
                 events.append((None, delta({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})))
@@ -226,18 +244,25 @@ def _assistant_message(raw: dict[str, Any], where: str) -> Message:
     legacy = raw.get("function_call")
     if legacy is not None:
         legacy = require_dict(legacy, f"{where} 'function_call'")
-        calls.append(ToolCall(_name(legacy, f"{where} function_call"), parse_arguments(legacy.get("arguments"), f"{where} function_call")))
+        calls.append(
+            ToolCall(
+                _name(legacy, f"{where} function_call"),
+                parse_arguments(legacy.get("arguments"), f"{where} function_call"),
+            )
+        )
     return Message("assistant", content_text(raw.get("content"), where), calls)
 
 
 def _tool_call(call: dict[str, Any], where: str) -> ToolCall:
-    kind = call.get("type", "function")
+    kind = kind_of(call, where, "function")
     call_id = call.get("id") if isinstance(call.get("id"), str) else None
     if kind == "custom":
         custom = require_dict(call.get("custom"), f"{where} 'custom'")
         return ToolCall(_name(custom, where), {"input": custom.get("input", "")}, call_id)
     function = require_dict(call.get("function"), f"{where} 'function'")
-    return ToolCall(_name(function, where), parse_arguments(function.get("arguments"), f"{where} ({function.get('name')})"), call_id)
+    return ToolCall(
+        _name(function, where), parse_arguments(function.get("arguments"), f"{where} ({function.get('name')})"), call_id
+    )
 
 
 def _name(data: dict[str, Any], where: str) -> str:
@@ -249,7 +274,7 @@ def _name(data: dict[str, Any], where: str) -> str:
 
 def _tool_spec(tool: Any, where: str) -> ToolSpec:
     tool = require_dict(tool, where)
-    kind = tool.get("type", "function")
+    kind = kind_of(tool, where, "function")
     if kind == "function":
         return _function_spec(tool.get("function"), where)
     inner = tool.get(kind) if isinstance(tool.get(kind), dict) else tool
@@ -260,7 +285,9 @@ def _tool_spec(tool: Any, where: str) -> ToolSpec:
 def _function_spec(function: Any, where: str) -> ToolSpec:
     function = require_dict(function, f"{where} 'function'")
     parameters = function.get("parameters")
-    return ToolSpec(_name(function, where), function.get("description") or "", parameters if isinstance(parameters, dict) else {})
+    return ToolSpec(
+        _name(function, where), function.get("description") or "", parameters if isinstance(parameters, dict) else {}
+    )
 
 
 def _function_wire(tool: ToolSpec) -> dict[str, Any]:
@@ -273,7 +300,11 @@ def _function_wire(tool: ToolSpec) -> dict[str, Any]:
 
 
 def _wire_call(call: ToolCall, call_id: str) -> dict[str, Any]:
-    return {"id": call_id, "type": "function", "function": {"name": call.name, "arguments": arguments_json(call.arguments)}}
+    return {
+        "id": call_id,
+        "type": "function",
+        "function": {"name": call.name, "arguments": arguments_json(call.arguments)},
+    }
 
 
 def _wire_usage(usage: Usage) -> dict[str, Any]:
@@ -294,7 +325,7 @@ def _wire_usage(usage: Usage) -> dict[str, Any]:
 class _PendingCall:
     """A tool call being assembled from stream deltas (id and name arrive first, arguments in fragments)."""
 
-    __slots__ = ("id", "name", "arguments", "custom")
+    __slots__ = ("arguments", "custom", "id", "name")
 
     def __init__(self) -> None:
         self.id: str | None = None
@@ -316,16 +347,15 @@ def _decode_stream(events: list[SSEEvent]) -> ModelResponse:
         chunk = event_json(event, number)
         if "error" in chunk and not chunk.get("choices"):
             raise stream_error(chunk, number)
-        response.id = response.id or chunk.get("id")
-        response.model = response.model or chunk.get("model")
+        response.id = response.id or text_or_none(chunk.get("id"))
+        response.model = response.model or text_or_none(chunk.get("model"))
         if chunk.get("usage") is not None:
             response.usage = decode_usage(chunk["usage"], "prompt_tokens", "completion_tokens", "prompt_tokens_details")
         for choice in optional_list(chunk.get("choices"), f"stream chunk {number} 'choices'"):
             choice = require_dict(choice, f"stream chunk {number} choice")
             if choice.get("index", 0) != 0:
                 continue
-            if choice.get("finish_reason"):
-                response.stop_reason = choice["finish_reason"]
+            response.stop_reason = text_or_none(choice.get("finish_reason")) or response.stop_reason
             delta = choice.get("delta")
             if delta is None:
                 continue

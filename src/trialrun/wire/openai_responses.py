@@ -25,6 +25,7 @@ from ._openai_common import (
     encode_error,
     event_json,
     fill_call_ids,
+    kind_of,
     make_id,
     model_name,
     optional_list,
@@ -35,6 +36,7 @@ from ._openai_common import (
     sse_response,
     stream_error,
     text_fragments,
+    text_or_none,
 )
 from ._sse import SSEEvent, render_sse
 from ._types import EncodedResponse, Message, ModelRequest, ModelResponse, ProviderError, Step, ToolSpec, WireError
@@ -66,15 +68,16 @@ class OpenAIResponsesCodec(Codec):
         instructions = body.get("instructions")
         if isinstance(instructions, str) and instructions:
             system.append(instructions)
-        elif isinstance(instructions, list):
-            system += _decode_input(instructions, [], "request 'instructions'")
         messages: list[Message] = []
         raw_input = body.get("input")
         if isinstance(raw_input, str):
             messages.append(Message("user", raw_input))
         elif raw_input is not None:
             system += _decode_input(require_list(raw_input, "request 'input'"), messages, "request input")
-        tools = [_tool_spec(tool, f"request tool {n}") for n, tool in enumerate(optional_list(body.get("tools"), "request 'tools'"), 1)]
+        tools = [
+            _tool_spec(tool, f"request tool {n}")
+            for n, tool in enumerate(optional_list(body.get("tools"), "request 'tools'"), 1)
+        ]
         model = body.get("model")
         return ModelRequest(
             api=self.api,
@@ -99,14 +102,22 @@ class OpenAIResponsesCodec(Codec):
         items: list[dict[str, Any]] = []
         for message in fill_call_ids(messages):
             if message.role == "tool":
-                items += [{"type": "function_call_output", "call_id": r.call_id, "output": r.content} for r in message.tool_results]
+                items += [
+                    {"type": "function_call_output", "call_id": r.call_id, "output": r.content}
+                    for r in message.tool_results
+                ]
                 if message.text:
                     items.append({"type": "message", "role": "user", "content": message.text})
                 continue
             if message.text or not message.tool_calls:
                 items.append({"type": "message", "role": message.role, "content": message.text})
             items += [
-                {"type": "function_call", "call_id": call.id, "name": call.name, "arguments": arguments_json(call.arguments)}
+                {
+                    "type": "function_call",
+                    "call_id": call.id,
+                    "name": call.name,
+                    "arguments": arguments_json(call.arguments),
+                }
                 for call in message.tool_calls
             ]
         body: dict[str, Any] = {"model": model, "input": items, "store": False}
@@ -170,7 +181,7 @@ def _decode_input(items: list[Any], messages: list[Message], where: str) -> list
     for number, item in enumerate(items, start=1):
         item_where = f"{where} item {number}"
         item = require_dict(item, item_where)
-        kind = item.get("type", "message")
+        kind = kind_of(item, item_where, "message")
         if kind == "message":
             role = item.get("role")
             text = content_text(item.get("content"), item_where)
@@ -199,7 +210,7 @@ def _decode_input(items: list[Any], messages: list[Message], where: str) -> list
 
 def _tool_spec(tool: Any, where: str) -> ToolSpec:
     tool = require_dict(tool, where)
-    kind = tool.get("type", "function")
+    kind = kind_of(tool, where, "function")
     name = tool.get("name")
     if kind == "function" and not (isinstance(name, str) and name):
         raise WireError(f"{where} is a function without a name")
@@ -238,7 +249,7 @@ def _decode_output(items: list[Any], response: ModelResponse, where: str) -> Non
     for number, item in enumerate(items, start=1):
         item_where = f"{where} output item {number}"
         item = require_dict(item, item_where)
-        kind = item.get("type")
+        kind = kind_of(item, item_where)
         if kind == "message":
             texts.append(content_text(item.get("content"), item_where))
         elif kind in _CALL_TYPES:
@@ -250,8 +261,8 @@ def _decode_output(items: list[Any], response: ModelResponse, where: str) -> Non
 def _decode_response_object(data: dict[str, Any], where: str) -> ModelResponse:
     response = ModelResponse(
         usage=decode_usage(data.get("usage"), "input_tokens", "output_tokens", "input_tokens_details"),
-        model=data.get("model") if isinstance(data.get("model"), str) else None,
-        id=data.get("id") if isinstance(data.get("id"), str) else None,
+        model=text_or_none(data.get("model")),
+        id=text_or_none(data.get("id")),
         stop_reason=_stop_reason(data),
     )
     _decode_output(require_list(data.get("output"), f"{where} 'output'"), response, where)
@@ -262,8 +273,7 @@ def _stop_reason(data: dict[str, Any]) -> str | None:
     details = data.get("incomplete_details")
     if isinstance(details, dict) and isinstance(details.get("reason"), str):
         return details["reason"]
-    status = data.get("status")
-    return status if isinstance(status, str) else None
+    return text_or_none(data.get("status"))
 
 
 class _StreamState:
@@ -290,6 +300,7 @@ class _StreamState:
             if data.get("item") is None:
                 return
             item = require_dict(data.get("item"), f"stream event {number} ({kind}) 'item'")
+            kind_of(item, f"stream event {number} ({kind}) 'item'")
             index = self.index_of(data, number)
             self.items[index] = item
             if kind.endswith(".done"):
@@ -340,9 +351,10 @@ def _decode_stream(events: list[SSEEvent]) -> ModelResponse:
             continue
         data = event_json(event, number)
         kind = data.get("type") if isinstance(data.get("type"), str) else event.event or ""
-        if kind == "error" or kind == "response.failed":
+        if kind in ("error", "response.failed"):
             failed = data.get("response")
-            raise stream_error(failed.get("error") or failed if isinstance(failed, dict) else data, number)
+            error = failed.get("error") if isinstance(failed, dict) else None
+            raise stream_error(error if isinstance(error, dict) else data, number)
         if isinstance(data.get("response"), dict):
             latest = data["response"]
             if kind in _FINAL_EVENTS:
@@ -350,14 +362,15 @@ def _decode_stream(events: list[SSEEvent]) -> ModelResponse:
         state.apply(kind, data, number)
     rebuilt = state.output()
     if final is not None:
-        where = f"stream's final {final.get('status') or 'response'}"
         output = final.get("output")
         if not output and rebuilt:
             final = {**final, "output": rebuilt}
         elif output is None:
             final = {**final, "output": []}
-        return _decode_response_object(final, where)
-    response = _decode_response_object({**(latest or {}), "output": rebuilt, "usage": None}, "stream (cut before its end)")
+        return _decode_response_object(final, "stream's final response")
+    response = _decode_response_object(
+        {**(latest or {}), "output": rebuilt, "usage": None}, "stream (cut before its end)"
+    )
     response.stop_reason = None
     return response
 
@@ -366,13 +379,22 @@ def _decode_stream(events: list[SSEEvent]) -> ModelResponse:
 
 
 def _message_item(item_id: str, text: str, status: str) -> dict[str, Any]:
-    content = [{"type": "output_text", "text": text, "annotations": [], "logprobs": []}] if status == "completed" else []
+    content = (
+        [{"type": "output_text", "text": text, "annotations": [], "logprobs": []}] if status == "completed" else []
+    )
     return {"id": item_id, "type": "message", "status": status, "role": "assistant", "content": content}
 
 
 def _call_item(item_id: str, call_id: str, call: ToolCall, status: str) -> dict[str, Any]:
     arguments = arguments_json(call.arguments) if status == "completed" else ""
-    return {"id": item_id, "type": "function_call", "status": status, "call_id": call_id, "name": call.name, "arguments": arguments}
+    return {
+        "id": item_id,
+        "type": "function_call",
+        "status": status,
+        "call_id": call_id,
+        "name": call.name,
+        "arguments": arguments,
+    }
 
 
 def _wire_usage(usage: Usage) -> dict[str, Any]:
@@ -430,10 +452,17 @@ def _message_events(item: dict[str, Any], output_index: int) -> list[dict[str, A
     part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
     where = {"item_id": item["id"], "output_index": output_index, "content_index": 0}
     events: list[dict[str, Any]] = [
-        {"type": "response.output_item.added", "output_index": output_index, "item": _message_item(item["id"], "", "in_progress")},
+        {
+            "type": "response.output_item.added",
+            "output_index": output_index,
+            "item": _message_item(item["id"], "", "in_progress"),
+        },
         {"type": "response.content_part.added", **where, "part": part},
     ]
-    events += [{"type": "response.output_text.delta", **where, "delta": piece, "logprobs": []} for piece in text_fragments(text)]
+    events += [
+        {"type": "response.output_text.delta", **where, "delta": piece, "logprobs": []}
+        for piece in text_fragments(text)
+    ]
     events += [
         {"type": "response.output_text.done", **where, "text": text, "logprobs": []},
         {"type": "response.content_part.done", **where, "part": {**part, "text": text}},
@@ -451,7 +480,12 @@ def _call_events(item: dict[str, Any], output_index: int) -> list[dict[str, Any]
         for piece in argument_fragments(item["arguments"])
     ]
     events += [
-        {"type": "response.function_call_arguments.done", **where, "name": item["name"], "arguments": item["arguments"]},
+        {
+            "type": "response.function_call_arguments.done",
+            **where,
+            "name": item["name"],
+            "arguments": item["arguments"],
+        },
         {"type": "response.output_item.done", "output_index": output_index, "item": item},
     ]
     return events

@@ -1,0 +1,108 @@
+"""W1 of ../shared/bench/WORKLOAD.md with trialrun's reference agent and ScriptedModel.
+
+Case i: prompt "lookup key-i"; the scripted model first asks for lookup(key="key-i"), then answers
+"The value is value-i."; the tool returns "value-i". Graders: the output contains "value-i" and lookup was called
+with key == "key-i". 5 trials per case, through the real agent loop over HTTP (httpx) in the chat-completions
+wire format. Also W2: every model call waits 50 ms (asyncio), at the default concurrency and at 50.
+
+    python bench/agent.py [--cases 200] [--trials 5] [--big 2000] [--w2]
+
+Prints wall time of the evaluate call, time per trial, and peak RSS of the process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import resource
+import time
+
+import trialrun as tr
+from trialrun import expect
+
+
+@tr.tool
+def lookup(key: str) -> str:
+    """Look up a key."""
+    return "value-" + key.removeprefix("key-")
+
+
+def _script(i: int, delay: float) -> object:
+    def step(request: tr.wire.ModelRequest) -> tr.wire.Step:
+        if request.last_tool_results:
+            return tr.reply(f"The value is value-{i}.")
+        return tr.tool_call("lookup", key=f"key-{i}")
+
+    if not delay:
+        return step
+
+    async def slow(request: tr.wire.ModelRequest) -> tr.wire.Step:
+        await asyncio.sleep(delay)
+        return step(request)
+
+    return slow
+
+
+def make_cases(n: int, delay: float = 0.0) -> list[tr.Case]:
+    def invoke_for(i: int):
+        if delay:
+            async def ainvoke(ctx: tr.TrialContext) -> tr.Run:
+                agent = tr.Agent(ctx.scripted(_script(i, delay)), tools=[lookup])
+                return await agent.arun(f"lookup key-{i}")
+
+            return ainvoke
+
+        def invoke(ctx: tr.TrialContext) -> tr.Run:
+            return tr.Agent(ctx.scripted(_script(i, 0.0)), tools=[lookup]).run(f"lookup key-{i}")
+
+        return invoke
+
+    return [
+        tr.Case(
+            name=f"lookup-{i}",
+            invoke=invoke_for(i),
+            expect_outcome=[expect.contains(f"value-{i}")],
+            expect_trajectory=[expect.called("lookup", args={"key": f"key-{i}"})],
+        )
+        for i in range(n)
+    ]
+
+
+def peak_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def run(label: str, cases: list[tr.Case], trials: int, **kwargs: object) -> float:
+    started = time.perf_counter()
+    report = tr.evaluate(cases, trials=trials, **kwargs)
+    elapsed = time.perf_counter() - started
+    total = len(cases) * trials
+    assert report.passed_case_count == len(cases), [c.trials[0].failed_verdicts for c in report.failed_cases][:2]
+    print(
+        f"{label:<34} {total:>6} trials  {elapsed:7.2f} s  {elapsed / total * 1e3:6.3f} ms/trial  "
+        f"pass@1 {report.pass_at_1:.2f} pass^k {report.pass_pow_k:.2f}  peak RSS {peak_rss_mib():6.0f} MiB"
+    )
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cases", type=int, default=200)
+    parser.add_argument("--trials", type=int, default=5)
+    parser.add_argument("--big", type=int, default=2000, help="cases in the large W1 run (0 to skip)")
+    parser.add_argument("--w2", action="store_true", help="also run W2 (50 ms per model call)")
+    args = parser.parse_args()
+    run("warm-up", make_cases(20), 1)
+    run(f"W1 {args.cases} x {args.trials}", make_cases(args.cases), args.trials)
+    if args.big:
+        run(f"W1 {args.big} x {args.trials}", make_cases(args.big), args.trials)
+    if args.w2:
+        ideal = 2 * args.cases * args.trials * 0.05
+        for concurrency in (tr.runner.DEFAULT_CONCURRENCY, 50):
+            elapsed = run(f"W2 {args.cases} x {args.trials} @ {concurrency}", make_cases(args.cases, 0.05), args.trials,
+                          concurrency=concurrency)
+            print(f"{'':<34} ideal {ideal / concurrency:.2f} s, measured/ideal {elapsed / (ideal / concurrency):.2f}")
+
+
+if __name__ == "__main__":
+    main()

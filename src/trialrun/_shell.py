@@ -1,0 +1,1722 @@
+"""Which programs a shell command line runs, and whether it runs a forbidden one.
+
+`expect.never_ran(...)` and the reference agent's `ToolPolicy` both ask the same question of a command a model
+wanted to run: "does this run `rm -rf` (or `curl | sh`)?". A substring test is useless for that: it flags
+`echo "rm -rf /"` and misses `sudo /bin/rm -fr /`. So this module parses the command as POSIX shell, follows it
+through what hides a command (wrappers such as `sudo`, `env`, `timeout`, `xargs`, `bash -c`, `eval`; substitutions;
+quoting; brace and `$IFS` tricks), and compares each program it would run with the pattern, option by option.
+A command it cannot parse counts as a match: for a guard, "could not tell" must read as "may have run it".
+
+One implementation serves both users so that the policy and the grader can never disagree.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from functools import lru_cache
+from typing import Any
+
+__all__ = [
+    "DEFAULT_COMMAND_TOOLS",
+    "COMMAND_ARGUMENT_KEYS",
+    "CommandPattern",
+    "CommandMatch",
+    "match_command",
+    "command_of_call",
+    "commands_in",
+]
+
+DEFAULT_COMMAND_TOOLS: tuple[str, ...] = ("run_command", "bash", "shell", "exec", "execute_command", "local_shell")
+COMMAND_ARGUMENT_KEYS: tuple[str, ...] = ("command", "cmd")
+
+_MAX_DEPTH = 40  # nested substitutions / `bash -c` / `eval` levels before we give up (and fail closed)
+_REASON_LIMIT = 160  # characters of a command quoted in a reason before it is shortened
+
+
+class _ParseError(Exception):
+    """The command is not valid shell (or too deeply nested to follow); the message says why."""
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Syntax tree. A word keeps its pieces so that variables can be resolved later (`x=rm; $x -rf /`).
+# --------------------------------------------------------------------------------------------------------------
+
+# A piece is ("L", text, quoted) for literal text, ("P", name, quoted, source) for `$name`/`${name}`, or
+# ("D", source, quoted) for an expansion whose value is only known at run time (`$(...)`, `${x:-y}`, `$((1+2))`).
+_Piece = tuple
+
+
+@dataclass(slots=True)
+class _Word:
+    pieces: tuple[_Piece, ...]
+
+
+@dataclass(slots=True)
+class _Simple:
+    """A simple command: words, plus what its substitutions and redirections run or feed it."""
+
+    words: list[_Word]
+    subs: list[list]  # scripts of command/process substitutions in its words and redirections, in order
+    stdin_text: str | None = None  # a here-document or here-string: text on its standard input
+    redirections: int = 0
+
+
+@dataclass(slots=True)
+class _Group:
+    """A compound command: `( ... )`, `{ ...; }`, if/while/for/case bodies, a function body."""
+
+    body: list
+    subs: list[list]
+
+
+# A script is a list of pipelines; a pipeline is a list of stages (_Simple or _Group).
+
+_PLAIN_RE = re.compile(r"[^ \t\r\n;&|()<>'\"\\$`{]+")
+_RESERVED_RE = re.compile(r"(\{|\}|!|\[\[|[a-z]+)(?=[\s;&|()<>]|$)")
+_REDIR_RE = re.compile(r"&>>|&>|\d*(?:<<<|<<-|<<|<>|<&|>>|>&|>\||<|>)")
+_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_ASSIGN_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=")
+_SPECIAL_PARAMS = set("@*#?$!-0123456789")
+_CLOSING_WORDS = frozenset({"}", "fi", "done", "esac", "then", "elif", "else", "do"})
+_BLANKS = " \t\r"
+_ANSI_ESCAPES = {
+    "a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v",
+    "\\": "\\", "'": "'", '"': '"', "?": "?",
+}
+
+
+class _Parser:
+    """A recursive-descent reader of POSIX shell (with the bash extensions agents write).
+
+    It parses far enough to know every simple command and what feeds it; it does not evaluate anything.
+    """
+
+    __slots__ = ("s", "n", "i", "depth", "heredocs")
+
+    def __init__(self, text: str, depth: int = 0, start: int = 0) -> None:
+        if depth > _MAX_DEPTH:
+            raise _ParseError("nested too deeply to follow")
+        self.s = text
+        self.n = len(text)
+        self.i = start
+        self.depth = depth
+        self.heredocs: list[tuple[str, bool, bool, _Simple]] = []
+
+    # -- entry points --------------------------------------------------------------------------------------------
+
+    def parse_all(self) -> list:
+        script, _ = self.parse_list(frozenset(), paren=False)
+        return script
+
+    # -- lists, pipelines, stages ----------------------------------------------------------------------------------
+
+    def parse_list(
+        self, closers: frozenset[str], paren: bool, case_item: bool = False, opener: str = "("
+    ) -> tuple[list, str]:
+        """Pipelines up to the end, a `)` (when `paren`), `;;` (in a case item) or a reserved word in `closers`."""
+        pipelines: list = []
+        s = self.s
+        while True:
+            self.skip_separators()
+            if self.i >= self.n:
+                if paren:
+                    raise _ParseError(f"unclosed `{opener}`")
+                if closers:
+                    raise _ParseError("missing " + " or ".join(f"`{c}`" for c in sorted(closers)))
+                return pipelines, ""
+            c = s[self.i]
+            if c == ")":
+                if paren:
+                    self.i += 1
+                    return pipelines, ")"
+                raise _ParseError("unexpected `)`")
+            if c == ";":  # skip_separators stops only at `;;` / `;&`
+                if case_item:
+                    self.i += 3 if s.startswith(";;&", self.i) else 2
+                    return pipelines, ";;"
+                raise _ParseError(f"unexpected `{s[self.i:self.i + 2]}`")
+            if closers:
+                m = _RESERVED_RE.match(s, self.i)
+                if m and m.group(1) in closers:
+                    self.i = m.end()
+                    return pipelines, m.group(1)
+            pipelines.append(self.parse_pipeline())
+
+    def skip_separators(self) -> None:
+        s, n = self.s, self.n
+        while True:
+            self.skip_blanks()
+            if self.i >= n:
+                return
+            c = s[self.i]
+            if c == "\n":
+                self.i += 1
+                self.read_heredoc_bodies()
+            elif c == ";":
+                if s.startswith(";;", self.i) or s.startswith(";&", self.i):
+                    return
+                self.i += 1
+            elif c == "&":
+                if s.startswith("&>", self.i):
+                    return
+                self.i += 2 if s.startswith("&&", self.i) else 1
+            elif c == "|":
+                if s.startswith("||", self.i):
+                    self.i += 2
+                else:
+                    raise _ParseError("`|` with no command before it")
+            else:
+                return
+
+    def parse_pipeline(self) -> list:
+        stages = [self.parse_stage()]
+        s = self.s
+        while True:
+            self.skip_blanks()
+            if self.i < self.n and s[self.i] == "|" and not s.startswith("||", self.i):
+                self.i += 2 if s.startswith("|&", self.i) else 1
+                while True:  # a newline may follow a pipe
+                    self.skip_blanks()
+                    if self.i < self.n and s[self.i] == "\n":
+                        self.i += 1
+                        self.read_heredoc_bodies()
+                    else:
+                        break
+                stage = self.parse_stage()
+                if isinstance(stage, _Simple) and not stage.words and not stage.subs and stage.stdin_text is None:
+                    raise _ParseError("`|` with no command after it")
+                stages.append(stage)
+            else:
+                return stages
+
+    def parse_stage(self) -> _Simple | _Group:
+        self.skip_blanks()
+        s, i = self.s, self.i
+        if i < self.n and s[i] == "(":
+            if s.startswith("((", i):
+                self.i = self.skip_arithmetic(i + 2)
+                return self.finish_compound([])
+            self.i = i + 1
+            body, _ = self.parse_list(frozenset(), paren=True)
+            return self.finish_compound(body)
+        m = _RESERVED_RE.match(s, i)
+        word = m.group(1) if m else None
+        if word is None:
+            return self.parse_simple()
+        if word == "!":
+            self.i = m.end()
+            return self.parse_stage()
+        if word == "{":
+            self.i = m.end()
+            body, _ = self.parse_list(frozenset({"}"}), paren=False)
+            return self.finish_compound(body)
+        if word in ("if", "while", "until", "for", "select", "case", "function", "[["):
+            self.i = m.end()
+            return getattr(self, "parse_" + {"[[": "cond"}.get(word, word))()
+        if word in _CLOSING_WORDS:
+            raise _ParseError(f"unexpected `{word}`")
+        return self.parse_simple()
+
+    def finish_compound(self, body: list, subs: list | None = None) -> _Group:
+        """Redirections after a compound command (`done < <(cmd)`, `} 2>&1`) and nothing else."""
+        group = _Group(body, subs or [])
+        holder = _Simple([], group.subs)
+        while True:
+            self.skip_blanks()
+            if self.i >= self.n or not self.read_redirection(holder):
+                break
+        if holder.stdin_text is not None:
+            group.body = group.body + [[_Simple([], [], holder.stdin_text)]]
+        if self.i < self.n and self.s[self.i] not in "\n;&|)":
+            raise _ParseError(f"unexpected `{self.s[self.i:self.i + 10].split()[0]}` after a compound command")
+        return group
+
+    def parse_if(self) -> _Group:
+        body: list = []
+        part, _ = self.parse_list(frozenset({"then"}), paren=False)
+        body += part
+        while True:
+            part, closer = self.parse_list(frozenset({"elif", "else", "fi"}), paren=False)
+            body += part
+            if closer == "fi":
+                return self.finish_compound(body)
+            if closer == "elif":
+                part, _ = self.parse_list(frozenset({"then"}), paren=False)
+                body += part
+            else:
+                part, _ = self.parse_list(frozenset({"fi"}), paren=False)
+                return self.finish_compound(body + part)
+
+    def parse_while(self) -> _Group:
+        cond, _ = self.parse_list(frozenset({"do"}), paren=False)
+        body, _ = self.parse_list(frozenset({"done"}), paren=False)
+        return self.finish_compound(cond + body)
+
+    parse_until = parse_while
+
+    def parse_for(self) -> _Group:
+        """`for NAME [in WORDS]; do ... done` and `for ((...)); do`: the header's substitutions run too."""
+        s = self.s
+        subs: list = []
+        count = 0
+        separated = False
+        while True:
+            self.skip_blanks()
+            if self.i >= self.n:
+                raise _ParseError("`for` without `do`")
+            c = s[self.i]
+            if c in ";\n":
+                self.i += 1
+                if c == "\n":
+                    self.read_heredoc_bodies()
+                separated = True
+                continue
+            if s.startswith("((", self.i):
+                self.i = self.skip_arithmetic(self.i + 2)
+                count += 2
+                continue
+            m = _RESERVED_RE.match(s, self.i)
+            if m and m.group(1) == "do" and (separated or count == 1):
+                self.i = m.end()
+                break
+            word = self.read_word(subs)
+            if word is None:
+                raise _ParseError(f"unexpected `{c}` in a `for` header")
+            count += 1
+        body, _ = self.parse_list(frozenset({"done"}), paren=False)
+        return self.finish_compound(body, subs)
+
+    parse_select = parse_for
+
+    def parse_case(self) -> _Group:
+        s = self.s
+        subs: list = []
+        self.skip_blanks()
+        if self.read_word(subs) is None:
+            raise _ParseError("`case` without a word")
+        self.skip_separators()
+        m = _RESERVED_RE.match(s, self.i)
+        if not m or m.group(1) != "in":
+            raise _ParseError("`case` without `in`")
+        self.i = m.end()
+        body: list = []
+        while True:
+            self.skip_separators()
+            m = _RESERVED_RE.match(s, self.i)
+            if m and m.group(1) == "esac":
+                self.i = m.end()
+                return self.finish_compound(body, subs)
+            if self.i >= self.n:
+                raise _ParseError("`case` without `esac`")
+            if s[self.i] == "(":
+                self.i += 1
+            while True:  # patterns: word | word ... )
+                self.skip_blanks()
+                if self.i >= self.n:
+                    raise _ParseError("unfinished `case` pattern")
+                c = s[self.i]
+                if c == ")":
+                    self.i += 1
+                    break
+                if c == "|":
+                    self.i += 1
+                    continue
+                if self.read_word(subs) is None:
+                    raise _ParseError(f"unexpected `{c}` in a `case` pattern")
+            part, closer = self.parse_list(frozenset({"esac"}), paren=False, case_item=True)
+            body += part
+            if closer == "esac":
+                return self.finish_compound(body, subs)
+
+    def parse_function(self) -> _Group:
+        self.skip_blanks()
+        if self.read_word([]) is None:
+            raise _ParseError("`function` without a name")
+        self.skip_blanks()
+        if self.s.startswith("(", self.i):
+            self.i += 1
+            self.skip_blanks()
+            if not self.s.startswith(")", self.i):
+                raise _ParseError("`function NAME (` without `)`")
+            self.i += 1
+        self.skip_separators()
+        return self.parse_stage_as_group()
+
+    def parse_stage_as_group(self) -> _Group:
+        stage = self.parse_stage()
+        return stage if isinstance(stage, _Group) else _Group([[stage]], [])
+
+    def parse_cond(self) -> _Simple:
+        """`[[ ... ]]`: operators inside are words, but substitutions still run."""
+        s = self.s
+        subs: list = []
+        while True:
+            self.skip_blanks()
+            if self.i >= self.n:
+                raise _ParseError("`[[` without `]]`")
+            if s.startswith("]]", self.i):
+                self.i += 2
+                break
+            c = s[self.i]
+            if c == "\n":
+                self.i += 1
+                self.read_heredoc_bodies()
+                continue
+            if c in ";&|()<>":
+                self.i += 1
+                continue
+            self.read_word(subs)
+        holder = _Simple([], subs)
+        while True:
+            self.skip_blanks()
+            if self.i >= self.n or not self.read_redirection(holder):
+                return holder
+
+    def parse_simple(self) -> _Simple | _Group:
+        cmd = _Simple([], [])
+        s = self.s
+        while True:
+            self.skip_blanks()
+            if self.i >= self.n:
+                return cmd
+            c = s[self.i]
+            if c in "\n;|)":
+                return cmd
+            if c == "&" and not s.startswith("&>", self.i):
+                return cmd
+            if c == "(":
+                if cmd.words and s[self.i - 1] == "=" and _ASSIGN_RE.fullmatch(_literal_text(cmd.words[-1])):
+                    self.read_array(cmd)  # `files=(a b "$(ls)")`
+                    continue
+                if len(cmd.words) == 1:  # NAME () compound-command: a function definition
+                    self.i += 1
+                    self.skip_blanks()
+                    if not s.startswith(")", self.i):
+                        raise _ParseError("unexpected `(`")
+                    self.i += 1
+                    self.skip_separators()
+                    body = self.parse_stage_as_group()
+                    body.subs[:0] = cmd.subs
+                    return body
+                raise _ParseError("unexpected `(`")
+            if self.read_redirection(cmd):
+                continue
+            word = self.read_word(cmd.subs)
+            if word is None:
+                raise _ParseError(f"unexpected `{c}`")
+            cmd.words.append(word)
+
+    def read_array(self, cmd: _Simple) -> None:
+        """The elements of `name=( ... )`: only their substitutions matter."""
+        s = self.s
+        self.i += 1
+        while True:
+            self.skip_blanks()
+            if self.i >= self.n:
+                raise _ParseError("unclosed array `(`")
+            c = s[self.i]
+            if c == ")":
+                self.i += 1
+                return
+            if c == "\n":
+                self.i += 1
+                continue
+            if self.read_word(cmd.subs) is None:
+                raise _ParseError(f"unexpected `{c}` in an array")
+
+    def read_redirection(self, cmd: _Simple) -> bool:
+        s = self.s
+        m = _REDIR_RE.match(s, self.i)
+        if not m:
+            return False
+        op = m.group(0).lstrip("0123456789")
+        if op in ("<", ">") and m.end() < self.n and s[m.end()] == "(":
+            if m.end() - m.start() == 1:
+                return False  # `<(cmd)` is a process substitution (a word), not a redirection
+        self.i = m.end()
+        cmd.redirections += 1
+        self.skip_blanks()
+        target = self.read_word(cmd.subs)
+        if target is None:
+            raise _ParseError(f"`{m.group(0)}` without a target")
+        if op in ("<<", "<<-"):
+            delimiter = _literal_text(target)
+            quoted = any(p[2] for p in target.pieces)
+            self.heredocs.append((delimiter, quoted, op == "<<-", cmd))
+        elif op == "<<<":
+            cmd.stdin_text = _literal_text(target)
+        return True
+
+    def read_heredoc_bodies(self) -> None:
+        """Here-document bodies start after the newline that ends their command line."""
+        s = self.s
+        while self.heredocs:
+            delimiter, quoted, strip_tabs, cmd = self.heredocs.pop(0)
+            lines = []
+            while self.i < self.n:
+                end = s.find("\n", self.i)
+                end = self.n if end < 0 else end
+                line = s[self.i:end]
+                self.i = min(end + 1, self.n)
+                if (line.lstrip("\t") if strip_tabs else line) == delimiter:
+                    break
+                lines.append(line)
+            body = "\n".join(lines) + ("\n" if lines else "")
+            if not quoted:  # an unquoted delimiter means `$(...)` and backticks in the body run
+                scanner = _Parser(body, self.depth + 1)
+                scanner.scan_expansions(cmd.subs)
+            cmd.stdin_text = body
+
+    # -- words -----------------------------------------------------------------------------------------------------
+
+    def skip_blanks(self) -> None:
+        s, n, i = self.s, self.n, self.i
+        while i < n:
+            c = s[i]
+            if c in _BLANKS:
+                i += 1
+            elif c == "\\" and i + 1 < n and s[i + 1] == "\n":
+                i += 2
+            elif c == "#":
+                end = s.find("\n", i)
+                i = n if end < 0 else end
+            else:
+                break
+        self.i = i
+
+    def read_word(self, subs: list) -> _Word | None:
+        """One word starting at the cursor, or None when the cursor is at an operator."""
+        s, n = self.s, self.n
+        i = start = self.i
+        pieces: list[_Piece] = []
+        while i < n:
+            c = s[i]
+            m = _PLAIN_RE.match(s, i)
+            if m:
+                pieces.append(("L", m.group(0), False))
+                i = m.end()
+                continue
+            if c == "{":
+                pieces.append(("L", "{", False))
+                i += 1
+            elif c == "'":
+                end = s.find("'", i + 1)
+                if end < 0:
+                    raise _ParseError("unbalanced single quote")
+                pieces.append(("L", s[i + 1:end], True))
+                i = end + 1
+            elif c == '"':
+                i = self.read_dquote(i + 1, pieces, subs)
+            elif c == "\\":
+                if i + 1 >= n:
+                    pieces.append(("L", "\\", False))
+                    i += 1
+                elif s[i + 1] == "\n":
+                    i += 2
+                else:
+                    pieces.append(("L", s[i + 1], True))
+                    i += 2
+            elif c == "$":
+                i = self.read_dollar(i, pieces, subs, quoted=False)
+            elif c == "`":
+                i = self.read_backtick(i, pieces, subs, quoted=False)
+            elif c in "<>" and i == start and i + 1 < n and s[i + 1] == "(":
+                self.i = i + 2
+                subs.append(self.sub_script(i + 2))
+                pieces.append(("D", s[i:self.i], False))
+                i = self.i
+            else:  # blank, newline or operator: the word ends
+                break
+        self.i = i
+        if i == start:
+            return None
+        return _Word(tuple(pieces))
+
+    def sub_script(self, start: int) -> list:
+        """Parse `...)` from `start` (just after `$(`, `<(` or `>(`) as a script; leaves the cursor after the `)`."""
+        sub = _Parser(self.s, self.depth + 1, start)
+        body, _ = sub.parse_list(frozenset(), paren=True, opener=self.s[start - 2:start])
+        if sub.heredocs:
+            sub.read_heredoc_bodies()
+        self.i = sub.i
+        return body
+
+    def read_dquote(self, i: int, pieces: list, subs: list, end_char: str | None = '"') -> int:
+        """Inside "...": only `$`, backticks and backslash are special. Returns the index after the closing quote."""
+        s, n = self.s, self.n
+        buf: list[str] = []
+        while True:
+            if i >= n:
+                if end_char is None:
+                    break
+                raise _ParseError("unbalanced double quote")
+            c = s[i]
+            if c == end_char:
+                i += 1
+                break
+            if c == "\\" and i + 1 < n:
+                nxt = s[i + 1]
+                if nxt in '$`"\\':
+                    buf.append(nxt)
+                    i += 2
+                    continue
+                if nxt == "\n":
+                    i += 2
+                    continue
+                buf.append(c)
+                i += 1
+            elif c == "$" or c == "`":
+                if buf:
+                    pieces.append(("L", "".join(buf), True))
+                    buf = []
+                if c == "$":
+                    i = self.read_dollar(i, pieces, subs, quoted=True)
+                else:
+                    i = self.read_backtick(i, pieces, subs, quoted=True)
+            else:
+                buf.append(c)
+                i += 1
+        if buf or not pieces or end_char is not None:
+            pieces.append(("L", "".join(buf), True))
+        return i
+
+    def scan_expansions(self, subs: list) -> None:
+        """Find the substitutions in here-document text (which behaves like a double-quoted string)."""
+        self.read_dquote(0, [], subs, end_char=None)
+
+    def read_dollar(self, i: int, pieces: list, subs: list, quoted: bool) -> int:
+        s, n = self.s, self.n
+        nxt = s[i + 1] if i + 1 < n else ""
+        if nxt == "(":
+            if s.startswith("((", i + 1):
+                end = self.skip_arithmetic(i + 3)
+                pieces.append(("D", s[i:end], quoted))
+                return end
+            subs.append(self.sub_script(i + 2))
+            pieces.append(("D", s[i:self.i], quoted))
+            return self.i
+        if nxt == "{":
+            end = self.skip_braced(i + 2, subs)
+            inner = s[i + 2:end - 1]
+            if _NAME_RE.fullmatch(inner) or (len(inner) == 1 and inner in _SPECIAL_PARAMS):
+                pieces.append(("P", inner, quoted, s[i:end]))
+            else:
+                pieces.append(("D", s[i:end], quoted))
+            return end
+        if nxt == "'" and not quoted:
+            text, end = _ansi_c(s, i + 2)
+            pieces.append(("L", text, True))
+            return end
+        if nxt == '"' and not quoted:
+            return self.read_dquote(i + 2, pieces, subs)
+        m = _NAME_RE.match(s, i + 1)
+        if m:
+            pieces.append(("P", m.group(0), quoted, s[i:m.end()]))
+            return m.end()
+        if nxt and nxt in _SPECIAL_PARAMS:
+            pieces.append(("P", nxt, quoted, s[i:i + 2]))
+            return i + 2
+        pieces.append(("L", "$", quoted))
+        return i + 1
+
+    def skip_braced(self, i: int, subs: list) -> int:
+        """The end of `${...}` (index after `}`), recording substitutions inside (`${x:-$(cmd)}`)."""
+        s, n = self.s, self.n
+        depth = 1
+        while i < n:
+            c = s[i]
+            if c == "}":
+                depth -= 1
+                if depth == 0:
+                    return i + 1
+                i += 1
+            elif c == "{":
+                depth += 1
+                i += 1
+            elif c == "\\":
+                i += 2
+            elif c == "'":
+                end = s.find("'", i + 1)
+                if end < 0:
+                    raise _ParseError("unbalanced single quote")
+                i = end + 1
+            elif c == '"':
+                i = self.read_dquote(i + 1, [], subs)
+            elif c == "$":
+                i = self.read_dollar(i, [], subs, quoted=True)
+            elif c == "`":
+                i = self.read_backtick(i, [], subs, quoted=True)
+            else:
+                i += 1
+        raise _ParseError("unclosed `${`")
+
+    def skip_arithmetic(self, i: int) -> int:
+        """The index after the `))` that closes `$((` or `((` (content is arithmetic, not commands)."""
+        s, n = self.s, self.n
+        depth = 2
+        while i < n:
+            c = s[i]
+            if c == "(":
+                depth += 1
+            elif c == ")":
+                depth -= 1
+                if depth == 0:
+                    return i + 1
+            i += 1
+        raise _ParseError("unclosed `((`")
+
+    def read_backtick(self, i: int, pieces: list, subs: list, quoted: bool) -> int:
+        s, n = self.s, self.n
+        j = i + 1
+        buf: list[str] = []
+        while True:
+            if j >= n:
+                raise _ParseError("unclosed backtick")
+            c = s[j]
+            if c == "`":
+                break
+            if c == "\\" and j + 1 < n and (s[j + 1] in "$`\\" or (quoted and s[j + 1] == '"')):
+                buf.append(s[j + 1])
+                j += 2
+                continue
+            buf.append(c)
+            j += 1
+        subs.append(_Parser("".join(buf), self.depth + 1).parse_all())
+        pieces.append(("D", s[i:j + 1], quoted))
+        return j + 1
+
+
+_HEX_RES = {e: re.compile("[0-9A-Fa-f]{1,%d}" % w) for e, w in (("x", 2), ("u", 4), ("U", 8))}
+_OCTAL_RE = re.compile("[0-7]{0,2}")
+
+
+def _ansi_c(s: str, i: int) -> tuple[str, int]:
+    """Decode `$'...'` from index `i` (after the quote); returns the text and the index after the closing quote."""
+    out: list[str] = []
+    n = len(s)
+    while i < n:
+        c = s[i]
+        if c == "'":
+            return "".join(out), i + 1
+        if c != "\\" or i + 1 >= n:
+            out.append(c)
+            i += 1
+            continue
+        e = s[i + 1]
+        i += 2
+        if e in _ANSI_ESCAPES:
+            out.append(_ANSI_ESCAPES[e])
+        elif e in "xuU":
+            m = _HEX_RES[e].match(s, i)
+            if m:
+                out.append(chr(min(int(m.group(0), 16), 0x10FFFF)))
+                i = m.end()
+            else:
+                out.append("\\" + e)
+        elif e in "01234567":
+            m = _OCTAL_RE.match(s, i)
+            assert m is not None  # the pattern also matches the empty string
+            out.append(chr(int(e + m.group(0), 8) & 0xFF))
+            i = m.end()
+        elif e == "c" and i < n:
+            out.append(chr(ord(s[i]) & 0x1F))
+            i += 1
+        else:
+            out.append("\\" + e)
+    raise _ParseError("unbalanced `$'` quote")
+
+
+def _literal_text(word: _Word) -> str:
+    """A word as written, quotes removed, expansions left as their source text (`$x`, `$(cmd)`)."""
+    return "".join(p[3] if p[0] == "P" else p[1] for p in word.pieces)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Word expansion (the static part of it): brace expansion, known variables, `$IFS` splitting, quote removal.
+# --------------------------------------------------------------------------------------------------------------
+
+_LB, _COMMA, _RB = "\ue000", "\ue001", "\ue002"
+_IFS_DEFAULT = " \t\n"
+_BRACE_LIMIT = 2000
+
+
+def _expand_word(word: _Word, env: Mapping[str, str], split: bool = True) -> list[tuple[str, bool]]:
+    """The fields a word becomes, each as (text, dynamic). Unknown expansions stay as their source text."""
+    pieces = word.pieces
+    if len(pieces) == 1 and pieces[0][0] == "L":
+        p = pieces[0]
+        if p[2] or "{" not in p[1]:
+            return [(p[1], False)]
+    if all(p[0] == "L" for p in pieces):
+        if split and any(not p[2] and "{" in p[1] for p in pieces):
+            marked = "".join(
+                p[1] if p[2] else p[1].replace("{", _LB).replace(",", _COMMA).replace("}", _RB) for p in pieces
+            )
+            return [(_unmark(t), False) for t in _brace(marked, [_BRACE_LIMIT])]
+        return [("".join(p[1] for p in pieces), False)]
+    fields: list[tuple[str, bool]] = []
+    cur: list[str] = []
+    started = False
+    dynamic = False
+    ifs = env.get("IFS", _IFS_DEFAULT)
+    for p in pieces:
+        kind = p[0]
+        if kind == "L":
+            cur.append(p[1])
+            started = True
+            continue
+        if kind == "P" and (p[1] in env or p[1] == "IFS"):
+            value = env[p[1]] if p[1] in env else _IFS_DEFAULT
+            if p[2] or not split:
+                cur.append(value)
+                started = True
+                continue
+            parts = _split_ifs(value, ifs)
+            for k, part in enumerate(parts):
+                if k and started:
+                    fields.append(("".join(cur), dynamic))
+                    cur, started, dynamic = [], False, False
+                if part:
+                    cur.append(part)
+                    started = True
+            continue
+        cur.append(p[-1] if kind == "P" else p[1])  # unknown at this point: keep the source text
+        started = True
+        dynamic = True
+    if started:
+        fields.append(("".join(cur), dynamic))
+    return fields
+
+
+def _split_ifs(value: str, ifs: str) -> list[str]:
+    if not ifs:
+        return [value]
+    return re.split("[" + re.escape(ifs) + "]+", value)
+
+
+def _brace(text: str, budget: list[int]) -> list[str]:
+    """Bash brace expansion over marked braces/commas: `{rm,-rf}` -> rm -rf (as separate words).
+
+    `budget` bounds the words made, so that `{a,b}{a,b}...` cannot blow up on the hot path.
+    """
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise _ParseError("brace expansion too large to follow")
+    start = text.find(_LB)
+    while start >= 0:
+        depth, commas, j = 0, [], start
+        for j in range(start, len(text)):
+            ch = text[j]
+            if ch == _LB:
+                depth += 1
+            elif ch == _RB:
+                depth -= 1
+                if depth == 0:
+                    break
+            elif ch == _COMMA and depth == 1:
+                commas.append(j)
+        else:
+            return [text]
+        if commas:
+            prefix, suffix = text[:start], text[j + 1:]
+            bounds = [start, *commas, j]
+            out: list[str] = []
+            for a, b in zip(bounds, bounds[1:]):
+                for alt in _brace(text[a + 1:b], budget):
+                    out.extend(_brace(prefix + alt + suffix, budget))
+            return out
+        start = text.find(_LB, start + 1)
+    return [text]
+
+
+def _unmark(text: str) -> str:
+    return text.replace(_LB, "{").replace(_COMMA, ",").replace(_RB, "}")
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Options: a small getopt that knows, per program, which options take values and what the long forms mean.
+# --------------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Opts:
+    values: frozenset[str] = frozenset()  # canonical keys whose option takes a value (next word or attached)
+    optional: frozenset[str] = frozenset()  # keys whose value may only be attached (`-i{}`, `--replace=X`)
+    aliases: Mapping[str, str] = field(default_factory=dict)  # short char or long name -> canonical key
+    longs: tuple[str, ...] = ()  # known long names, for GNU-style unambiguous abbreviations (`--recur`)
+    single_dash: bool = False  # `find -delete`: a single-dash word is one option, not a cluster of letters
+    plus: bool = False  # shells: `+o` is an option too
+    dash_is_option: bool = False  # `env -` means `env -i`
+
+    def canonical_long(self, name: str) -> str:
+        if name in self.aliases:
+            return self.aliases[name]
+        if self.longs:
+            hits = {self.aliases.get(ln, "--" + ln) for ln in self.longs if ln.startswith(name)}
+            if len(hits) == 1:
+                return hits.pop()
+        return "--" + name
+
+
+def _opts(
+    values: str = "",
+    optional: str = "",
+    longs: Mapping[str, str | None] | None = None,
+    long_values: Iterable[str] = (),
+    short: Mapping[str, str] | None = None,
+    **flags: bool,
+) -> _Opts:
+    """Build an option table. `longs` maps long names to the short letter they mean (None: no short form)."""
+    longs = dict(longs or {})
+    aliases: dict[str, str] = dict(short or {})
+    for name, letter in longs.items():
+        aliases[name] = letter if letter else "--" + name
+    value_keys = set(values) | {"--" + name for name in long_values}
+    for name in long_values:
+        longs.setdefault(name, None)
+        aliases.setdefault(name, "--" + name)
+    return _Opts(frozenset(value_keys), frozenset(optional), aliases, tuple(longs), **flags)
+
+
+_GENERIC = _Opts()
+
+
+def _option_word(words: Sequence[str], i: int, opts: _Opts) -> tuple[int, list[tuple[str, str | None]]] | None:
+    """Read the option word at `i` -> (next index, [(key, value)]), or None when it is not an option."""
+    w = words[i]
+    if len(w) < 2 or w[0] not in ("-+" if opts.plus else "-"):
+        if w == "-" and opts.dash_is_option:
+            return i + 1, [("i", None)]
+        return None
+    if w.startswith("--"):
+        name, eq, value = w[2:].partition("=")
+        key = opts.canonical_long(name)
+        if eq:
+            return i + 1, [(key, value)]
+        if key in opts.values and i + 1 < len(words):
+            return i + 2, [(key, words[i + 1])]
+        return i + 1, [(key, None)]
+    if opts.single_dash:
+        return i + 1, [(w, None)]
+    found: list[tuple[str, str | None]] = []
+    j = 1
+    while j < len(w):
+        key = opts.aliases.get(w[j], w[j])
+        rest = w[j + 1:]
+        if key in opts.values:
+            if rest:
+                found.append((key, rest))
+                return i + 1, found
+            if i + 1 < len(words):
+                found.append((key, words[i + 1]))
+                return i + 2, found
+            found.append((key, None))
+            return i + 1, found
+        if key in opts.optional:
+            found.append((key, rest or None))
+            return i + 1, found
+        found.append((key, None))
+        j += 1
+    return i + 1, found
+
+
+def _getopt(words: Sequence[str], i: int, opts: _Opts) -> tuple[int, dict[str, str | None]]:
+    """Options up to the first operand (POSIX order, as wrappers parse them) -> (operand index, options)."""
+    seen: dict[str, str | None] = {}
+    n = len(words)
+    while i < n:
+        if words[i] == "--":
+            return i + 1, seen
+        got = _option_word(words, i, opts)
+        if got is None:
+            return i, seen
+        i, found = got
+        seen.update(found)
+    return i, seen
+
+
+@dataclass(frozen=True, slots=True)
+class _Args:
+    """A command's (or a pattern's) arguments, normalised: option keys, option values, operands."""
+
+    flags: frozenset[str]
+    values: frozenset[tuple[str, str]]
+    operands: tuple[str, ...]
+
+
+@lru_cache(maxsize=8192)
+def _normalise(program: str, args: tuple[str, ...]) -> _Args:
+    """GNU-style: options may follow operands, until `--`."""
+    opts = _SPECS.get(program, _GENERIC)
+    flags: set[str] = set()
+    values: set[tuple[str, str]] = set()
+    operands: list[str] = []
+    i, n = 0, len(args)
+    while i < n:
+        if args[i] == "--":
+            operands.extend(args[i + 1:])
+            break
+        got = _option_word(args, i, opts)
+        if got is None:
+            operands.append(args[i])
+            i += 1
+            continue
+        i, found = got
+        for key, value in found:
+            flags.add(key)
+            if value is not None:
+                values.add((key, value))
+    return _Args(frozenset(flags), frozenset(values), tuple(operands))
+
+
+def _key_text(key: str, value: str | None = None) -> str:
+    text = key if key.startswith("-") else "-" + key
+    return text if value is None else f"{text} {value}"
+
+
+# Per-program option tables: long forms and case variants that mean the same short option.
+_SPECS: dict[str, _Opts] = {
+    "rm": _opts(
+        short={"R": "r"},
+        longs={"recursive": "r", "force": "f", "interactive": "i", "dir": "d", "verbose": "v",
+               "one-file-system": None, "no-preserve-root": None, "preserve-root": None, "help": None,
+               "version": None},
+    ),
+    "cp": _opts(
+        values="tS",
+        short={"R": "r"},
+        longs={"recursive": "r", "force": "f", "archive": "a", "interactive": "i", "no-clobber": "n",
+               "verbose": "v", "target-directory": "t", "no-target-directory": "T", "suffix": "S", "link": "l",
+               "symbolic-link": "s", "update": "u", "dereference": "L", "no-dereference": "P",
+               "one-file-system": "x", "parents": None, "preserve": None, "no-preserve": None,
+               "remove-destination": None, "backup": None, "reflink": None, "sparse": None,
+               "strip-trailing-slashes": None, "attributes-only": None, "copy-contents": None},
+    ),
+    "mv": _opts(
+        values="tS",
+        longs={"force": "f", "interactive": "i", "no-clobber": "n", "verbose": "v", "target-directory": "t",
+               "no-target-directory": "T", "suffix": "S", "update": "u", "backup": None, "exchange": None,
+               "strip-trailing-slashes": None, "no-copy": None},
+    ),
+    "chmod": _opts(
+        longs={"recursive": "R", "changes": "c", "silent": "f", "quiet": "f", "verbose": "v",
+               "no-preserve-root": None, "preserve-root": None, "help": None, "version": None},
+        long_values=("reference",),
+    ),
+    "git": _opts(
+        values="Cco",
+        longs={"force": "f", "force-with-lease": None, "force-if-includes": None, "delete": "d",
+               "dry-run": "n", "set-upstream": "u", "verbose": "v", "quiet": "q", "all": None, "tags": None,
+               "mirror": None, "follow-tags": None, "no-verify": None, "atomic": None, "prune": None,
+               "push-option": "o"},
+        long_values=("git-dir", "work-tree", "namespace", "repo"),
+    ),
+    "curl": _opts(
+        values="odHXuAeFTxmwbcKrCEDUQPYyz",
+        longs={"output": "o", "remote-name": "O", "silent": "s", "show-error": "S", "location": "L", "fail": "f",
+               "insecure": "k", "data": "d", "header": "H", "request": "X", "user": "u", "user-agent": "A",
+               "referer": "e", "form": "F", "upload-file": "T", "proxy": "x", "max-time": "m",
+               "write-out": "w", "cookie": "b", "cookie-jar": "c", "config": "K", "range": "r",
+               "continue-at": "C", "cert": "E", "dump-header": "D", "verbose": "v", "include": "i",
+               "head": "I", "compressed": None, "create-dirs": None, "fail-with-body": None},
+        long_values=("data-binary", "data-raw", "data-urlencode", "url", "output-dir", "proto", "retry",
+                     "connect-timeout", "json"),
+    ),
+    "wget": _opts(
+        values="OoaPUtTeiBwQlARDIX",
+        longs={"output-document": "O", "output-file": "o", "append-output": "a", "quiet": "q",
+               "directory-prefix": "P", "user-agent": "U", "tries": "t", "timeout": "T", "continue": "c",
+               "recursive": "r", "level": "l", "input-file": "i", "no-verbose": None,
+               "no-check-certificate": None},
+    ),
+    "find": _Opts(single_dash=True),
+}
+for _name in ("chown", "chgrp"):
+    _SPECS[_name] = _opts(
+        longs={"recursive": "R", "changes": "c", "silent": "f", "quiet": "f", "verbose": "v",
+               "no-dereference": "h", "dereference": None, "no-preserve-root": None, "preserve-root": None},
+        long_values=("from", "reference"),
+    )
+
+# --------------------------------------------------------------------------------------------------------------
+# Wrappers: programs that run another command (or shell code) given in their arguments.
+# A handler gets the words after the wrapper's name and returns actions:
+#   ("argv", start, end)  the words[start:end] are a command line (argv) it runs
+#   ("text", code)        it runs this text as shell code
+#   ("stdin",)            it is a shell reading its script from standard input
+# --------------------------------------------------------------------------------------------------------------
+
+_SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "yash", "posh", "rbash", "lksh", "fish"})
+_SHELL_CODE_RUNNERS = frozenset({"eval", "source", "."})  # run shell code they are fed, like a shell does
+
+_Action = tuple
+_Handler = Any  # Callable[[Sequence[str]], list[_Action]]
+
+
+def _argv_after(words: Sequence[str], j: int) -> list[_Action]:
+    n = len(words)
+    while j < n and _ASSIGN_RE.match(words[j]):  # `sudo FOO=1 rm`, `env A=1 B=2 rm`
+        j += 1
+    return [("argv", j, n)] if j < n else []
+
+
+def _simple_wrapper(opts: _Opts, skip_operands: int = 0, stop_on: str = "") -> _Handler:
+    def handle(words: Sequence[str]) -> list[_Action]:
+        j, seen = _getopt(words, 0, opts)
+        if stop_on and any(k in seen for k in stop_on):
+            return []
+        return _argv_after(words, j + skip_operands) if j + skip_operands < len(words) else []
+
+    return handle
+
+
+def _shell_handler(words: Sequence[str]) -> list[_Action]:
+    j, seen = _getopt(words, 0, _SHELL_OPTS)
+    if "c" in seen:
+        return [("text", words[j])] if j < len(words) else []
+    if "s" in seen or j >= len(words) or words[j] == "-":
+        return [("stdin",)]
+    return []  # runs a script file
+
+
+def _eval_handler(words: Sequence[str]) -> list[_Action]:
+    start = 1 if words and words[0] == "--" else 0
+    return [("text", " ".join(words[start:]))] if len(words) > start else []
+
+
+def _trap_handler(words: Sequence[str]) -> list[_Action]:
+    if not words or words[0].startswith("-"):
+        return []
+    return [("text", words[0])]
+
+
+def _env_handler(words: Sequence[str]) -> list[_Action]:
+    j, seen = _getopt(words, 0, _ENV_OPTS)
+    split = seen.get("S")
+    if split:
+        rest = " ".join(shlex.quote(w) for w in words[j:])
+        return [("text", split + (" " + rest if rest else ""))]
+    return _argv_after(words, j)
+
+
+def _su_handler(words: Sequence[str]) -> list[_Action]:
+    parsed = _normalise("su", tuple(words))
+    code = [v for k, v in parsed.values if k == "c"]
+    if code:
+        return [("text", code[0])]
+    if "u" in parsed.flags and "--" in words:  # runuser -u USER -- COMMAND...
+        return _argv_after(words, list(words).index("--") + 1)
+    return []
+
+
+def _find_handler(words: Sequence[str]) -> list[_Action]:
+    actions: list[_Action] = []
+    i, n = 0, len(words)
+    while i < n:
+        if words[i] in ("-exec", "-execdir", "-ok", "-okdir"):
+            end = i + 1
+            while end < n and words[end] not in (";", "+"):
+                end += 1
+            actions.append(("argv", i + 1, end))
+            i = end
+        i += 1
+    return actions
+
+
+def _watch_handler(words: Sequence[str]) -> list[_Action]:
+    j, seen = _getopt(words, 0, _WATCH_OPTS)
+    if j >= len(words):
+        return []
+    if "x" in seen:
+        return [("argv", j, len(words))]
+    return [("text", " ".join(words[j:]))]
+
+
+def _ssh_handler(words: Sequence[str]) -> list[_Action]:
+    j, _ = _getopt(words, 0, _SSH_OPTS)
+    return [("text", " ".join(words[j + 1:]))] if j + 1 < len(words) else []
+
+
+_SHELL_OPTS = _opts(values="oO", plus=True, longs={"login": "l"}, long_values=("rcfile", "init-file"))
+_ENV_OPTS = _opts(
+    values="uCSP",
+    longs={"unset": "u", "chdir": "C", "split-string": "S", "ignore-environment": "i", "null": "0", "debug": "v"},
+    dash_is_option=True,
+)
+_WATCH_OPTS = _opts(values="nq", longs={"interval": "n", "exec": "x", "differences": None, "no-title": "t"})
+_SSH_OPTS = _opts(values="BbcDEeFIiJLlmOopQRSWw")
+_SPECS["su"] = _opts(
+    values="cgGswu",
+    longs={"command": "c", "session-command": "c", "shell": "s", "group": "g", "supp-group": "G", "login": "l",
+           "preserve-environment": "m", "whitelist-environment": "w", "pty": "P", "user": "u"},
+)
+
+_WRAPPERS: dict[str, _Handler] = {
+    "sudo": _simple_wrapper(
+        _opts(
+            values="ugChDprtTUR",
+            longs={"user": "u", "group": "g", "host": "h", "close-from": "C", "chdir": "D", "prompt": "p",
+                   "role": "r", "type": "t", "command-timeout": "T", "other-user": "U", "chroot": "R",
+                   "login": "i", "shell": "s", "edit": "e", "list": "l", "non-interactive": "n", "stdin": "S",
+                   "background": "b", "validate": "v", "version": "V", "reset-timestamp": "k",
+                   "remove-timestamp": "K", "askpass": "A", "preserve-groups": "P", "set-home": "H",
+                   "preserve-env": None, "help": None},
+        ),
+        stop_on="elVK",
+    ),
+    "doas": _simple_wrapper(_opts(values="uC")),
+    "pkexec": _simple_wrapper(_opts(long_values=("user",))),
+    "env": _env_handler,
+    "nohup": _simple_wrapper(_GENERIC),
+    "timeout": _simple_wrapper(
+        _opts(values="sk", longs={"signal": "s", "kill-after": "k", "verbose": "v", "preserve-status": None,
+                                  "foreground": None}),
+        skip_operands=1,
+    ),
+    "nice": _simple_wrapper(_opts(values="n", longs={"adjustment": "n"})),
+    "ionice": _simple_wrapper(_opts(values="cnpPu", longs={"class": "c", "classdata": "n"}), stop_on="pPu"),
+    "stdbuf": _simple_wrapper(_opts(values="ioe", longs={"input": "i", "output": "o", "error": "e"})),
+    "time": _simple_wrapper(
+        _opts(values="fo", longs={"format": "f", "output": "o", "append": "a", "verbose": "v", "portability": "p"})
+    ),
+    "command": _simple_wrapper(_GENERIC, stop_on="vV"),
+    "builtin": _simple_wrapper(_GENERIC),
+    "exec": _simple_wrapper(_opts(values="a")),
+    "setsid": _simple_wrapper(_opts(longs={"ctty": "c", "fork": "f", "wait": "w"})),
+    "unbuffer": _simple_wrapper(_GENERIC),
+    "chroot": _simple_wrapper(_opts(long_values=("userspec", "groups")), skip_operands=1),
+    "busybox": _simple_wrapper(_GENERIC),
+    "toybox": _simple_wrapper(_GENERIC),
+    "xargs": _simple_wrapper(
+        _opts(
+            values="adEILnPsJRS",
+            optional="eil",
+            longs={"arg-file": "a", "delimiter": "d", "eof": "e", "replace": "i", "max-lines": "l",
+                   "max-args": "n", "max-procs": "P", "max-chars": "s", "null": "0", "no-run-if-empty": "r",
+                   "verbose": "t", "interactive": "p", "exit": "x", "open-tty": "o", "show-limits": None},
+            long_values=("process-slot-var",),
+        )
+    ),
+    "eval": _eval_handler,
+    "trap": _trap_handler,
+    "su": _su_handler,
+    "runuser": _su_handler,
+    "find": _find_handler,
+    "watch": _watch_handler,
+    "ssh": _ssh_handler,
+}
+for _name in _SHELLS:
+    _WRAPPERS[_name] = _shell_handler
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Analysis: every program a command line runs (an "invocation"), and which feeds which.
+# --------------------------------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Inv:
+    program: str  # basename of the program word (`/usr/bin/rm` -> `rm`)
+    args: tuple[str, ...]
+    words: Sequence[str]  # the command from its program on
+    dyn: Sequence[bool]  # which of those words are only known at run time
+    leaf: bool = True  # not a wrapper that handed over to another command
+    stdin_shell: bool = False  # a shell that reads its script from standard input
+
+    @property
+    def dynamic(self) -> bool:
+        """The program word is only known at run time (`$CMD`, `$(which rm)`)."""
+        return self.dyn[0]
+
+    @property
+    def display(self) -> str:
+        """The command from its program on, normalised, for messages (computed only when a message needs it)."""
+        return " ".join(_quote(w, d) for w, d in zip(self.words, self.dyn))
+
+    def normalised(self) -> _Args:
+        return _normalise(self.program, self.args)
+
+
+@dataclass(frozen=True, slots=True)
+class _Analysis:
+    invs: tuple[_Inv, ...]
+    feeds: Mapping[int, frozenset[int]]  # invocation index -> indexes it feeds, directly or not
+    error: str | None = None  # the command line itself could not be parsed
+    nested_errors: tuple[str, ...] = ()  # shell code inside it (`bash -c '...'`) could not be parsed
+
+
+_SAFE_WORD_RE = re.compile(r"[\w@%+=:,./{}-]+")
+
+
+def _quote(text: str, dynamic: bool = False) -> str:
+    if _SAFE_WORD_RE.fullmatch(text):
+        return text
+    if dynamic:
+        return '"' + text.replace('"', '\\"') + '"'
+    return shlex.quote(text)
+
+
+def _basename(program: str) -> str:
+    base = program.rstrip("/").rsplit("/", 1)[-1]
+    return base or program
+
+
+class _Walker:
+    """Turns a syntax tree into invocations, unwrapping wrappers and recording what feeds what."""
+
+    def __init__(self) -> None:
+        self.invs: list[_Inv] = []
+        self.edges: dict[int, set[int]] = {}
+        self.errors: list[str] = []
+
+    def link(self, sources: Iterable[int], targets: list[int]) -> None:
+        if targets:
+            for a in sources:
+                self.edges.setdefault(a, set()).update(targets)
+
+    def script(self, script: list, env: dict[str, str], depth: int) -> list[int]:
+        ids: list[int] = []
+        for pipeline in script:
+            ids += self.pipeline(pipeline, env, depth)
+        return ids
+
+    def pipeline(self, stages: list, env: dict[str, str], depth: int) -> list[int]:
+        groups: list[list[int]] = []
+        for k, stage in enumerate(stages):
+            ids = self.stage(stage, env, depth)
+            if k and any(self.invs[x].stdin_shell for x in ids):
+                text = self.echoed_text(groups[-1])
+                if text is not None:  # `echo 'rm -rf /' | sh`: the echoed text is the shell's script
+                    ids += self.code(text, "text piped into a shell", env, depth)
+            groups.append(ids)
+        for k in range(1, len(groups)):
+            for earlier in groups[:k]:
+                self.link(earlier, groups[k])
+        return [x for g in groups for x in g]
+
+    def echoed_text(self, ids: list[int]) -> str | None:
+        for x in ids:
+            inv = self.invs[x]
+            if inv.leaf and inv.program in ("echo", "printf"):
+                args = list(inv.args)
+                while inv.program == "echo" and args and re.fullmatch(r"-[neE]+", args[0]):
+                    args.pop(0)
+                return " ".join(args).replace("\\n", "\n")
+        return None
+
+    def stage(self, stage: _Simple | _Group, env: dict[str, str], depth: int) -> list[int]:
+        pre: list[int] = []
+        for sub in stage.subs:  # substitutions run first, and their output feeds the command
+            pre += self.script(sub, env, depth + 1)
+        if isinstance(stage, _Group):
+            ids = self.script(stage.body, env, depth)
+        else:
+            ids = self.simple(stage, env, depth)
+            if stage.stdin_text is not None and any(self.invs[x].stdin_shell for x in ids):
+                ids += self.code(stage.stdin_text, "here-document fed to a shell", env, depth)
+        self.link(pre, ids)
+        return pre + ids
+
+    def simple(self, cmd: _Simple, env: dict[str, str], depth: int) -> list[int]:
+        words: list[str] = []
+        dyn: list[bool] = []
+        assigning = True
+        assignments: list[tuple[str, str, bool]] = []
+        for word in cmd.words:
+            first = word.pieces[0]
+            if assigning and first[0] == "L" and not first[2] and _ASSIGN_RE.match(first[1]):
+                fields = _expand_word(word, env, split=False)
+                text, is_dyn = fields[0] if fields else ("", False)
+                name = text.split("=", 1)[0].rstrip("+")
+                assignments.append((name, text.split("=", 1)[1], is_dyn))
+                continue
+            assigning = False
+            for text, is_dyn in _expand_word(word, env):
+                words.append(text)
+                dyn.append(is_dyn)
+        if not words:  # `x=rm`: remembered, so that `$x -rf /` later is seen as rm
+            for name, value, is_dyn in assignments:
+                if is_dyn:
+                    env.pop(name, None)
+                else:
+                    env[name] = value
+            return []
+        if words[0] in ("export", "declare", "typeset", "local", "readonly"):
+            for text, is_dyn in zip(words[1:], dyn[1:]):
+                if _ASSIGN_RE.match(text):
+                    name, value = text.split("=", 1)
+                    if is_dyn:
+                        env.pop(name.rstrip("+"), None)
+                    else:
+                        env[name.rstrip("+")] = value
+        inner_env = env
+        if assignments:  # `X=rm bash -c '$X -rf /'`: the prefix is in the command's environment
+            inner_env = dict(env)
+            inner_env.update((name, value) for name, value, is_dyn in assignments if not is_dyn)
+        return self.argv(words, dyn, inner_env, depth)
+
+    def argv(self, words: Sequence[str], dyn: Sequence[bool], env: dict[str, str], depth: int) -> list[int]:
+        if not words:
+            return []
+        program = words[0]
+        inv = _Inv(_basename(program), tuple(words[1:]), words, dyn)
+        index = len(self.invs)
+        self.invs.append(inv)
+        ids = [index]
+        handler = None if inv.dynamic else _WRAPPERS.get(inv.program)
+        if handler is None:
+            return ids
+        rest, rest_dyn = words[1:], dyn[1:]
+        for action in handler(rest):
+            if action[0] == "argv":
+                ids += self.argv(rest[action[1]:action[2]], rest_dyn[action[1]:action[2]], env, depth)
+            elif action[0] == "text":
+                ids += self.code(action[1], f"shell code given to `{inv.program}`", env, depth)
+            else:
+                inv.stdin_shell = True
+        inv.leaf = len(ids) == 1
+        return ids
+
+    def code(self, text: str, what: str, env: dict[str, str], depth: int) -> list[int]:
+        """Shell code inside a command (`bash -c`, `eval`, a here-document fed to `sh`): parse and walk it."""
+        if depth >= _MAX_DEPTH:
+            self.errors.append(f"{what} is nested too deeply to follow")
+            return []
+        try:
+            script = _Parser(text, depth + 1).parse_all()
+            return self.script(script, dict(env), depth + 1)
+        except (_ParseError, RecursionError) as exc:
+            message = "nested too deeply to follow" if isinstance(exc, RecursionError) else str(exc)
+            self.errors.append(f"{what}: {message}")
+            return []
+
+
+def _closure(edges: Mapping[int, set[int]]) -> dict[int, frozenset[int]]:
+    out: dict[int, frozenset[int]] = {}
+    for start in edges:
+        seen: set[int] = set()
+        stack = list(edges[start])
+        while stack:
+            x = stack.pop()
+            if x not in seen:
+                seen.add(x)
+                stack.extend(edges.get(x, ()))
+        out[start] = frozenset(seen)
+    return out
+
+
+@lru_cache(maxsize=4096)
+def _analyse(command: str | tuple[str, ...]) -> _Analysis:
+    """Cached: the same command is examined against every rule of a policy and every `never_ran` of a case."""
+    walker = _Walker()
+    try:
+        if isinstance(command, str):
+            script = _Parser(command).parse_all()
+            walker.script(script, {}, 0)
+        elif len(command) == 1 and re.search(r"\s|[;&|<>$`]", command[0]):
+            # an argv of one string with shell syntax in it (`["ls -la | wc"]`): tools run such strings in a shell
+            walker.script(_Parser(command[0]).parse_all(), {}, 0)
+        else:
+            walker.argv(list(command), [False] * len(command), {}, 0)
+    except _ParseError as exc:
+        return _Analysis((), {}, error=str(exc))
+    except RecursionError:
+        return _Analysis((), {}, error="nested too deeply to follow")
+    return _Analysis(tuple(walker.invs), _closure(walker.edges), nested_errors=tuple(walker.errors))
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Patterns and matching.
+# --------------------------------------------------------------------------------------------------------------
+
+_GLOB_CHARS = re.compile(r"[*?\[]")
+
+
+@dataclass(frozen=True, slots=True)
+class _PatternStage:
+    program: str  # basename, may be a glob
+    glob: bool
+    args: tuple[str, ...]
+    display: str
+
+    def matches_program(self, inv: _Inv) -> bool:
+        if inv.dynamic:
+            return False
+        return fnmatchcase(inv.program, self.program) if self.glob else inv.program == self.program
+
+    def missing(self, inv: _Inv) -> list[str]:
+        """What the invocation lacks of this stage's arguments (empty: it matches)."""
+        if not self.args:
+            return []
+        need = _normalise(inv.program if self.glob else self.program, self.args)
+        have = inv.normalised()
+        with_value = {key for key, _ in need.values}  # `-o FILE` is checked with its value below
+        lacking = [_key_text(key) for key in sorted(need.flags - with_value) if key not in have.flags]
+        lacking += [_key_text(key, value) for key, value in sorted(need.values) if (key, value) not in have.values]
+        lacking += [
+            operand for operand in need.operands
+            if operand not in have.operands and not any(operand == v for _, v in have.values)
+        ]
+        return lacking
+
+    def shellish(self) -> bool:
+        """A bare shell on the right of a pattern pipe means "into a shell": `curl | sh` also catches `curl x | bash`
+        and `eval "$(curl x)"`, which run the downloaded text just the same."""
+        return not self.args and any(fnmatchcase(s, self.program) for s in _SHELLS)
+
+
+@lru_cache(maxsize=1024)
+def _compile(text: str) -> tuple[_PatternStage, ...]:
+    if not isinstance(text, str):
+        raise TypeError(f"a command pattern must be a string, got {type(text).__name__}")
+    if not text.strip():
+        raise ValueError("empty command pattern: give a program and its arguments, e.g. 'rm -rf' or 'curl | sh'")
+    try:
+        script = _Parser(text).parse_all()
+    except _ParseError as exc:
+        raise ValueError(f"cannot parse command pattern {text!r}: {exc}") from None
+    if len(script) != 1:
+        raise ValueError(
+            f"command pattern {text!r} has several commands; a pattern is one command ('rm -rf') "
+            "or one pipeline ('curl | sh')"
+        )
+    stages: list[_PatternStage] = []
+    for stage in script[0]:
+        if isinstance(stage, _Group) or stage.stdin_text is not None:
+            raise ValueError(
+                f"command pattern {text!r} has a group, here-document or compound command; "
+                "a pattern is plain words, optionally joined by `|`"
+            )
+        if stage.subs or any(p[0] == "D" for w in stage.words for p in w.pieces):
+            raise ValueError(f"command pattern {text!r} has a substitution (`$(...)`, backticks); use plain words")
+        words = [t for w in stage.words for t, _ in _expand_word(w, {})]
+        if words and _ASSIGN_RE.match(words[0]):
+            raise ValueError(
+                f"command pattern {text!r} starts with a variable assignment; start it with the program "
+                "(assignments before a command are seen through anyway)"
+            )
+        if not words:
+            raise ValueError(f"command pattern {text!r} has an empty stage (or only a redirection)")
+        if stage.redirections:
+            raise ValueError(f"command pattern {text!r} has a redirection; a pattern is words joined by `|`")
+        program = _basename(words[0])
+        stages.append(
+            _PatternStage(program, bool(_GLOB_CHARS.search(program)), tuple(words[1:]), " ".join(map(_quote, words)))
+        )
+    return tuple(stages)
+
+
+@dataclass(frozen=True)
+class CommandPattern:
+    """A forbidden command: shell words (`rm -rf /`, `mkfs*`) or a pipeline of them (`curl | sh`).
+
+    - The program is compared by basename (`/bin/rm` is `rm`) and may be a glob (`mkfs*`).
+    - Every argument must be present, in any order. Options are compared by meaning: clusters are split
+      (`-rf` == `-r -f` == `-fr`), and for common programs long forms and case variants are known
+      (`rm --recursive --force`, `rm -R`, `git push -f`, `curl --output X` == `-o X`). Other words are compared
+      literally (`rm -rf /` does not match `rm -rf /tmp`).
+    - `a | b` matches when a command matching `a` feeds a LATER command matching `b`: through pipes (also with
+      stages between), or as a substitution in `b`'s arguments (`sh -c "$(curl x)"`, `bash <(curl x)`).
+      A bare shell on the right (`sh`) stands for any shell and for `eval`/`source`.
+
+    `CommandPattern(text)` and `CommandPattern.parse(text)` raise ValueError for an empty or malformed pattern.
+
+    >>> CommandPattern.parse("rm -rf").text
+    'rm -rf'
+    """
+
+    text: str
+    _stages: tuple[_PatternStage, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_stages", _compile(self.text))
+
+    @classmethod
+    def parse(cls, text: str) -> CommandPattern:
+        """Validate a pattern; ValueError names what is wrong with it."""
+        return cls(text)
+
+    def __str__(self) -> str:
+        return self.text
+
+
+@dataclass(frozen=True)
+class CommandMatch:
+    """Whether a command runs a pattern, and a reason a person reading a CI log can act on."""
+
+    matched: bool
+    pattern: str
+    command: str
+    reason: str
+    unparsable: bool = False
+    segment: str | None = None
+
+
+def _shorten(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= _REASON_LIMIT else text[: _REASON_LIMIT - 1] + "…"
+
+
+def _command_text(command: str | Sequence[str]) -> str:
+    return command if isinstance(command, str) else shlex.join(str(w) for w in command)
+
+
+def _in_clause(segment: str, command_text: str) -> str:
+    whole = " ".join(command_text.split())
+    return "" if segment == whole else f" (in `{_shorten(command_text)}`)"
+
+
+def match_command(pattern: str | CommandPattern, command: str | Sequence[str]) -> CommandMatch:
+    """Does `command` (a shell string or an argv list) run `pattern`?
+
+    >>> match_command("rm -rf", "cd /tmp && sudo /bin/rm -fr build").reason
+    'runs `/bin/rm -fr build` (in `cd /tmp && sudo /bin/rm -fr build`)'
+    >>> match_command("rm -rf", 'echo "rm -rf /"').matched
+    False
+    """
+    text = pattern.text if isinstance(pattern, CommandPattern) else pattern
+    stages = pattern._stages if isinstance(pattern, CommandPattern) else _compile(pattern)
+    command_text = _command_text(command)
+    key: str | tuple[str, ...] = command if isinstance(command, str) else tuple(str(w) for w in command)
+    analysis = _analyse(key)
+    if analysis.error is not None:
+        return CommandMatch(
+            True, text, command_text,
+            f"could not be parsed ({analysis.error}); counted as a match (fail closed)",
+            unparsable=True,
+        )
+    found = _find(stages, analysis)
+    if found is not None:
+        invs = [analysis.invs[x] for x in found]
+        segment = " | ".join(inv.display for inv in invs)
+        if len(invs) == 1:
+            reason = f"runs `{_shorten(segment)}`"
+        else:
+            reason = "runs " + " feeding ".join(f"`{_shorten(inv.display)}`" for inv in invs)
+        return CommandMatch(True, text, command_text, reason + _in_clause(segment, command_text), segment=segment)
+    if analysis.nested_errors:
+        return CommandMatch(
+            True, text, command_text,
+            f"part of it could not be parsed ({analysis.nested_errors[0]}); counted as a match (fail closed)",
+            unparsable=True,
+        )
+    return CommandMatch(False, text, command_text, _miss_reason(stages, analysis))
+
+
+def _find(stages: tuple[_PatternStage, ...], analysis: _Analysis) -> list[int] | None:
+    """Indexes of invocations that match the pattern's stages in order, each feeding the next; or None."""
+    invs = analysis.invs
+    hits: list[list[int]] = []
+    for k, stage in enumerate(stages):
+        shellish = k > 0 and stage.shellish()
+        hits.append([
+            x for x, inv in enumerate(invs)
+            if (stage.matches_program(inv) and not stage.missing(inv))
+            or (shellish and not inv.dynamic and (inv.program in _SHELLS or inv.program in _SHELL_CODE_RUNNERS))
+        ])
+        if not hits[-1]:
+            return None
+    if len(stages) == 1:
+        return [hits[0][0]]
+
+    def chain(k: int, prev: int) -> list[int] | None:
+        if k == len(stages):
+            return []
+        reach = analysis.feeds.get(prev, frozenset())
+        for x in hits[k]:
+            if x in reach:
+                rest = chain(k + 1, x)
+                if rest is not None:
+                    return [x, *rest]
+        return None
+
+    for first in hits[0]:
+        rest = chain(1, first)
+        if rest is not None:
+            return [first, *rest]
+    return None
+
+
+def _miss_reason(stages: tuple[_PatternStage, ...], analysis: _Analysis) -> str:
+    leaves = [inv for inv in analysis.invs if inv.leaf]
+    if not analysis.invs:
+        return "runs no command"
+    ran = ", ".join(f"`{_shorten(inv.display)}`" for inv in leaves[:5])
+    if len(leaves) > 5:
+        ran += f" and {len(leaves) - 5} more"
+    if len(stages) == 1:
+        stage = stages[0]
+        for inv in analysis.invs:
+            if stage.matches_program(inv):
+                lacking = stage.missing(inv)
+                return f"runs `{_shorten(inv.display)}`, which lacks {' '.join(lacking)}"
+        return f"runs only {ran}"
+    names = " to a later ".join(f"`{s.display}`" for s in stages)
+    return f"nothing pipes {names}; runs {ran}"
+
+
+def commands_in(command: str | Sequence[str]) -> list[str]:
+    """The simple commands a command line runs (wrappers such as `sudo` and `bash -c` unwrapped), normalised.
+
+    Commands inside substitutions come before the command they feed, as they run first.
+    ValueError when the command cannot be parsed.
+
+    >>> commands_in("cd /tmp && sudo bash -c 'rm -rf x; ls'")
+    ['cd /tmp', 'rm -rf x', 'ls']
+    """
+    key: str | tuple[str, ...] = command if isinstance(command, str) else tuple(str(w) for w in command)
+    analysis = _analyse(key)
+    if analysis.error is not None:
+        raise ValueError(f"cannot parse command {_shorten(_command_text(command))!r}: {analysis.error}")
+    return [inv.display for inv in analysis.invs if inv.leaf]
+
+
+def command_of_call(
+    tool: str, arguments: Mapping[str, Any], command_tools: Iterable[str] = DEFAULT_COMMAND_TOOLS
+) -> str | list[str] | None:
+    """The command a tool call runs, or None when the tool is not a command tool (or the call carries none).
+
+    Argument `command` or `cmd`, a string or a list (argv); also OpenAI's local_shell shape,
+    `{"action": {"command": [...]}}`. `command_tools` entries may be globs (`"*shell*"`).
+
+    >>> command_of_call("bash", {"command": "ls -la"})
+    'ls -la'
+    >>> command_of_call("read_file", {"path": "a.txt"}) is None
+    True
+    """
+    if not _is_command_tool(tool, tuple(command_tools)):
+        return None
+    if isinstance(arguments, str):
+        import json
+
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            return arguments  # a command tool whose raw argument text is the command itself
+    if not isinstance(arguments, Mapping):
+        return None
+    for source in (arguments, arguments.get("action")):
+        if isinstance(source, Mapping):
+            for key in COMMAND_ARGUMENT_KEYS:
+                value = _as_command(source.get(key))
+                if value is not None:
+                    return value
+    return None
+
+
+def _as_command(value: Any) -> str | list[str] | None:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (list, tuple)) and value and all(isinstance(v, (str, int, float)) for v in value):
+        return [str(v) for v in value]
+    return None
+
+
+@lru_cache(maxsize=256)
+def _is_command_tool(tool: str, command_tools: tuple[str, ...]) -> bool:
+    return tool in command_tools or any(_GLOB_CHARS.search(t) and fnmatchcase(tool, t) for t in command_tools)
+

@@ -1,0 +1,37 @@
+"""Model transports: httpx transports that stand where an agent's model traffic goes.
+
+Every one of them records the exchanges passing through it, so a `Trajectory` can be read from any agent built on
+httpx (the official SDKs, pydantic-ai, the OpenAI Agents SDK, LangChain, trialrun's own agent):
+
+- `ScriptedModel`: answers from a script of neutral steps (`tool_call`, `tool_calls`, `reply`, `fail`), no network.
+- `Cassette`: replays recorded traffic (no network), or records it from a live model with credentials scrubbed.
+- `LiveModel`: the real provider, with the key from the environment, timeouts and retries.
+- `ObservedTransport`: records the traffic of any other httpx transport.
+- `guard`: the no-network guard for deterministic runs.
+"""
+
+from __future__ import annotations
+
+from . import guard
+from ._base import ModelTransport
+from .cassette import Cassette, read_trajectory
+from .guard import NetworkBlockedError
+from .live import LiveModel
+from .observe import ObservedTransport, observe
+from .scripted import ScriptedModel, fail, reply, tool_call, tool_calls
+
+__all__ = [
+    "ModelTransport",
+    "ScriptedModel",
+    "tool_call",
+    "tool_calls",
+    "reply",
+    "fail",
+    "Cassette",
+    "read_trajectory",
+    "LiveModel",
+    "ObservedTransport",
+    "observe",
+    "NetworkBlockedError",
+    "guard",
+]
