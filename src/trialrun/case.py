@@ -38,6 +38,7 @@ FIELDS = (
     "max_cost_usd",
     "timeout_s",
     "trials",
+    "title",
     "description",
     "metadata",
 )
@@ -121,6 +122,7 @@ class Case:
         "max_cost_usd",
         "timeout_s",
         "trials",
+        "title",
         "description",
         "metadata",
         "graders",
@@ -140,6 +142,7 @@ class Case:
         max_cost_usd: float | None = None,
         timeout_s: float | None = None,
         trials: int | None = None,
+        title: str | None = None,
         description: str | None = None,
         metadata: Mapping[str, Any] | None = None,
         _index: int | None = None,
@@ -223,8 +226,9 @@ class Case:
             bad("timeout_s", f"must be a positive number of seconds, got {timeout_s!r}")
         if trials is not None and (isinstance(trials, bool) or not isinstance(trials, int) or trials < 1):
             bad("trials", f"must be a positive integer, got {trials!r}")
-        if description is not None and not isinstance(description, str):
-            bad("description", f"must be a string, got {type(description).__name__}")
+        for field, text in (("title", title), ("description", description)):
+            if text is not None and not isinstance(text, str):
+                bad(field, f"must be a string, got {type(text).__name__}")
         if metadata is not None and not isinstance(metadata, Mapping):
             bad("metadata", f"must be a mapping, got {type(metadata).__name__}")
 
@@ -242,6 +246,7 @@ class Case:
         self.max_cost_usd: float | None = float(max_cost_usd) if max_cost_usd is not None else None
         self.timeout_s: float | None = float(timeout_s) if timeout_s is not None else None
         self.trials: int | None = trials
+        self.title = title
         self.description = description
         self.metadata: dict[str, Any] = dict(metadata or {})
         self.graders: tuple[Grader, ...] = tuple(graders)

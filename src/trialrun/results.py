@@ -8,7 +8,7 @@ in snake_case, plus what a person needs to see why a trial failed.
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
@@ -17,7 +17,7 @@ from . import metrics
 from .expect._base import Verdict
 from .trajectory import Run, Trajectory, Usage
 
-__all__ = ["SCHEMA_VERSION", "TrialError", "TrialResult", "CaseResult", "SkippedCase", "RunReport", "jsonable"]
+__all__ = ["SCHEMA_VERSION", "TrialError", "TrialResult", "CaseResult", "SeedTest", "SkippedCase", "RunReport", "jsonable"]
 
 #: Bumped when a field changes meaning or disappears; readers refuse a newer major version with a clear error.
 SCHEMA_VERSION = "1.0"
@@ -88,10 +88,23 @@ class SkippedCase(BaseModel):
     reason: str
 
 
+class SeedTest(BaseModel):
+    """One entry of the eval skill's `tests` list (its result format), derived from a CaseResult."""
+
+    id: str
+    name: str
+    passed: bool | None
+    tools_used: list[str]
+    turns: float | None
+    score: float | None
+    sub_scores: dict[str, float] | None
+
+
 class CaseResult(BaseModel):
     """All trials of one case. pass_at_1 is what one attempt is worth; pass_pow_k whether the case is reliable."""
 
     name: str
+    title: str | None = Field(None, description="human-readable label (a suite test's `name`)")
     description: str | None = None
     tags: list[str] = Field(default_factory=list)
     mode: str = "deterministic"
@@ -101,6 +114,9 @@ class CaseResult(BaseModel):
     pass_at_1: float | None = None
     pass_pow_k: float | None = None
     score: float | None = Field(None, description="mean of the trials' scores, when graders give scores")
+    sub_scores: dict[str, float] | None = Field(None, description="mean of the trials' sub-scores (the rubric's)")
+    tools_used: list[str] = Field(default_factory=list, description="distinct tools any trial used, first use first")
+    turns: float | None = Field(None, description="mean number of model turns per trial")
     cost_usd: float | None = None
     trials: list[TrialResult] = Field(default_factory=list)
     metadata: dict[str, Any] = Field(default_factory=dict)
@@ -129,10 +145,21 @@ class CaseResult(BaseModel):
             return None
         return metrics.wilson_interval(self.passed_trials, self.trial_count)
 
+    @property
+    def value(self) -> float | None:
+        """What compare looks at: the score when graders give one, else pass@1."""
+        return self.score if self.score is not None else self.pass_at_1
+
+    def seed_view(self) -> SeedTest:
+        return SeedTest(
+            id=self.name, name=self.title or self.name, passed=self.passed, tools_used=self.tools_used,
+            turns=self.turns, score=self.score if self.score is not None else self.pass_at_1, sub_scores=self.sub_scores,
+        )
+
     @classmethod
     def from_trials(
         cls, name: str, trials: list[TrialResult], *, tags: list[str], mode: str, description: str | None = None,
-        metadata: dict[str, Any] | None = None,
+        metadata: dict[str, Any] | None = None, title: str | None = None,
     ) -> CaseResult:
         n = len(trials)
         passed = sum(1 for t in trials if t.passed)
@@ -140,6 +167,7 @@ class CaseResult(BaseModel):
         costs = [t.cost_usd for t in trials]
         return cls(
             name=name,
+            title=title,
             description=description,
             tags=tags,
             mode=mode,
@@ -147,10 +175,23 @@ class CaseResult(BaseModel):
             pass_at_1=passed / n if n else None,
             pass_pow_k=(1.0 if passed == n else 0.0) if n else None,
             score=metrics.mean(scores),
+            sub_scores=_mean_sub_scores(trials),
+            tools_used=list(dict.fromkeys(name for t in trials for name in t.trajectory.tools_used)),
+            turns=metrics.mean(len(t.trajectory.turns) for t in trials),
             cost_usd=sum(c for c in costs if c is not None) if any(c is not None for c in costs) else None,
             trials=trials,
             metadata=metadata or {},
         )
+
+
+def _mean_sub_scores(trials: list[TrialResult]) -> dict[str, float] | None:
+    """Average the sub-scores scored verdicts carry in `details["sub_scores"]` (the rubric's)."""
+    sums: dict[str, list[float]] = {}
+    for trial in trials:
+        for verdict in trial.verdicts:
+            for key, value in ((verdict.details or {}).get("sub_scores") or {}).items():
+                sums.setdefault(key, []).append(float(value))
+    return {key: sum(values) / len(values) for key, values in sums.items()} or None
 
 
 class RunReport(BaseModel):
@@ -174,6 +215,18 @@ class RunReport(BaseModel):
     cost_usd: float | None = None
     config_snapshot: dict[str, Any] = Field(default_factory=dict)
     cases: list[CaseResult] = Field(default_factory=list)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def timestamp(self) -> str:
+        """The eval skill's `timestamp` (UTC, ISO 8601 with Z)."""
+        return self.started_at.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def tests(self) -> list[SeedTest]:
+        """The eval skill's per-test view (id, name, passed, tools_used, turns, score, sub_scores), derived."""
+        return [case.seed_view() for case in self.cases]
 
     @property
     def graded_cases(self) -> list[CaseResult]:

@@ -339,7 +339,7 @@ async def aevaluate(
     for case in case_list:
         if case.name in skipped_names:
             case_results.append(
-                CaseResult(name=case.name, description=case.description, tags=list(case.tags), mode=case.mode,
+                CaseResult(name=case.name, title=case.title, description=case.description, tags=list(case.tags), mode=case.mode,
                            skipped=True, skip_reason=skipped_names[case.name], metadata=case.metadata)
             )
     for index, case in enumerate(selected):
@@ -350,7 +350,7 @@ async def aevaluate(
             continue
         case_results.append(
             CaseResult.from_trials(case.name, trial_results, tags=list(case.tags), mode=case.mode,  # type: ignore[arg-type]
-                                   description=case.description, metadata=case.metadata)
+                                   description=case.description, metadata=case.metadata, title=case.title)
         )
     order = {case.name: position for position, case in enumerate(case_list)}
     case_results.sort(key=lambda c: order[c.name])

@@ -1,0 +1,216 @@
+"""Comparing two runs (before/after a configuration change): per-case deltas, regressions, config diff.
+
+A case's value is its score when graders give one (the suite rubric), else its pass@1. A drop of
+`threshold` (0.10 by default) or more is a regression, as the eval skill says.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from .results import SCHEMA_VERSION, RunReport
+
+__all__ = ["Comparison", "CaseDelta", "ConfigChange", "compare", "REGRESSION_THRESHOLD", "delta_lines"]
+
+REGRESSION_THRESHOLD = 0.10
+_EPSILON = 1e-9  # 0.95 -> 0.85 is a drop of exactly 0.10, whatever binary floating point says
+
+Movement = Literal["improved", "regressed", "unchanged", "added", "removed"]
+
+
+class CaseDelta(BaseModel):
+    name: str
+    status: Movement
+    before: float | None = None
+    after: float | None = None
+    delta: float | None = None
+    regression: bool = False
+    passed_before: bool | None = None
+    passed_after: bool | None = None
+    pass_at_1_before: float | None = None
+    pass_at_1_after: float | None = None
+    pass_pow_k_before: float | None = None
+    pass_pow_k_after: float | None = None
+
+
+class ConfigChange(BaseModel):
+    key: str
+    before: Any = None
+    after: Any = None
+
+
+class Comparison(BaseModel):
+    """What changed between two runs."""
+
+    schema_version: str = SCHEMA_VERSION
+    threshold: float = REGRESSION_THRESHOLD
+    before_run_id: str | None = None
+    after_run_id: str | None = None
+    cases: list[CaseDelta] = Field(default_factory=list)
+    added: list[str] = Field(default_factory=list)
+    removed: list[str] = Field(default_factory=list)
+    regressions: list[str] = Field(default_factory=list)
+    avg_score_before: float | None = None
+    avg_score_after: float | None = None
+    passed_before: int = 0
+    total_before: int = 0
+    passed_after: int = 0
+    total_after: int = 0
+    trials_before: int = 1
+    trials_after: int = 1
+    pass_at_1_before: float | None = None
+    pass_at_1_after: float | None = None
+    pass_pow_k_before: float | None = None
+    pass_pow_k_after: float | None = None
+    config_changes: list[ConfigChange] = Field(default_factory=list)
+
+    @property
+    def has_regressions(self) -> bool:
+        return bool(self.regressions)
+
+    @property
+    def multi_trial(self) -> bool:
+        return self.trials_before > 1 or self.trials_after > 1
+
+
+def _flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, dict) and value:
+            out.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def config_diff(before: dict[str, Any], after: dict[str, Any]) -> list[ConfigChange]:
+    """Changed, added and removed keys of two config snapshots (nested keys joined with dots)."""
+    a, b = _flatten(before), _flatten(after)
+    return [ConfigChange(key=k, before=a.get(k), after=b.get(k)) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def compare(before: RunReport, after: RunReport, *, threshold: float = REGRESSION_THRESHOLD) -> Comparison:
+    """Compare two reports case by case (by name), in the after run's order, removed cases last."""
+    old = {c.name: c for c in before.cases if not c.skipped}
+    new = {c.name: c for c in after.cases if not c.skipped}
+    deltas: list[CaseDelta] = []
+    for name, case in new.items():
+        prior = old.get(name)
+        common = dict(
+            name=name, after=case.value, passed_after=case.passed, pass_at_1_after=case.pass_at_1,
+            pass_pow_k_after=case.pass_pow_k,
+        )
+        if prior is None:
+            deltas.append(CaseDelta(status="added", **common))
+            continue
+        delta = None if case.value is None or prior.value is None else case.value - prior.value
+        regression = delta is not None and delta <= -threshold + _EPSILON
+        status: Movement = "unchanged" if delta is None or abs(delta) < _EPSILON else ("improved" if delta > 0 else "regressed")
+        deltas.append(
+            CaseDelta(status=status, before=prior.value, delta=delta, regression=regression, passed_before=prior.passed,
+                      pass_at_1_before=prior.pass_at_1, pass_pow_k_before=prior.pass_pow_k, **common)
+        )
+    for name, prior in old.items():
+        if name not in new:
+            deltas.append(CaseDelta(name=name, status="removed", before=prior.value, passed_before=prior.passed,
+                                    pass_at_1_before=prior.pass_at_1, pass_pow_k_before=prior.pass_pow_k))
+    return Comparison(
+        threshold=threshold,
+        before_run_id=before.run_id,
+        after_run_id=after.run_id,
+        cases=deltas,
+        added=[d.name for d in deltas if d.status == "added"],
+        removed=[d.name for d in deltas if d.status == "removed"],
+        regressions=[d.name for d in deltas if d.regression],
+        avg_score_before=_mean([c.value for c in old.values() if c.value is not None]),
+        avg_score_after=_mean([c.value for c in new.values() if c.value is not None]),
+        passed_before=sum(1 for c in old.values() if c.passed),
+        total_before=len(old),
+        passed_after=sum(1 for c in new.values() if c.passed),
+        total_after=len(new),
+        trials_before=before.trial_count,
+        trials_after=after.trial_count,
+        pass_at_1_before=before.pass_at_1,
+        pass_at_1_after=after.pass_at_1,
+        pass_pow_k_before=before.pass_pow_k,
+        pass_pow_k_after=after.pass_pow_k,
+        config_changes=config_diff(before.config_snapshot, after.config_snapshot),
+    )
+
+
+# -- the text the eval skill shows ---------------------------------------------------------------------------
+def _num(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}"
+
+
+def _movement(delta: float | None, *, integer: bool = False) -> str:
+    if delta is None:
+        return ""
+    if abs(delta) < _EPSILON:
+        return "= unchanged"
+    text = f"{delta:+d}" if integer else f"{delta:+.2f}"
+    return f"{'▲' if delta > 0 else '▼'} {text}"
+
+
+def delta_lines(comparison: Comparison) -> list[str]:
+    """The seed's lines, exactly:
+
+        read-file:    0.95 -> 0.88  ▼ -0.07
+        web-search:   0.75 -> 0.75  = unchanged
+        Avg score: 0.83 -> 0.88  ▲ +0.05
+        Pass rate: 3/5 -> 4/5   ▲ +1
+    """
+    lines: list[str] = []
+    width = max((len(d.name) + 1 for d in comparison.cases), default=0) + 2
+    for d in comparison.cases:
+        label = f"{d.name}:".ljust(width)
+        if d.status == "added":
+            lines.append(f"{label}  new -> {_num(d.after)}  + added")
+        elif d.status == "removed":
+            lines.append(f"{label}{_num(d.before)} -> gone  - removed")
+        else:
+            lines.append(f"{label}{_num(d.before)} -> {_num(d.after)}  {_movement(d.delta)}")
+    lines.append("")
+    avg_after = _num(comparison.avg_score_after)
+    rate_after = f"{comparison.passed_after}/{comparison.total_after}"
+    column = max(len(avg_after), len(rate_after))
+    avg_delta = (
+        None if comparison.avg_score_before is None or comparison.avg_score_after is None
+        else comparison.avg_score_after - comparison.avg_score_before
+    )
+    lines.append(f"Avg score: {_num(comparison.avg_score_before)} -> {avg_after.ljust(column)}  {_movement(avg_delta)}".rstrip())
+    lines.append(
+        f"Pass rate: {comparison.passed_before}/{comparison.total_before} -> {rate_after.ljust(column)}  "
+        f"{_movement(comparison.passed_after - comparison.passed_before, integer=True)}"
+    )
+    if comparison.multi_trial:
+        for label, before, after in (
+            ("pass@1", comparison.pass_at_1_before, comparison.pass_at_1_after),
+            ("pass^k", comparison.pass_pow_k_before, comparison.pass_pow_k_after),
+        ):
+            delta = None if before is None or after is None else after - before
+            lines.append(f"{label}:    {_num(before)} -> {_num(after).ljust(column)}  {_movement(delta)}".rstrip())
+    for name in comparison.regressions:
+        d = next(c for c in comparison.cases if c.name == name)
+        lines.append(
+            f"WARNING: regression in {name}: {_num(d.before)} -> {_num(d.after)} "
+            f"({d.delta:+.2f}, a drop of {comparison.threshold:.2f} or more)"
+        )
+    if comparison.config_changes:
+        lines.append("Config changes:")
+        lines.extend(f"  {c.key}: {_fmt(c.before)} -> {_fmt(c.after)}" for c in comparison.config_changes)
+    return lines
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "(none)"
+    if isinstance(value, list):
+        return ", ".join(map(str, value)) or "[]"
+    return str(value)
