@@ -7,7 +7,7 @@ case k times, and report pass@1 and pass^k.
 from . import expect
 from ._version import __version__
 from .agent import Agent, Decision, Price, PriceTable, Tool, ToolError, ToolPolicy, prices, shell_tools, tool
-from .case import Case, CaseError, Problem, TrialContext
+from .case import Case, CaseError, Problem, TrialContext, case
 from .expect import Verdict, check
 from .models import (
     Cassette,
@@ -30,6 +30,7 @@ __all__ = [
     "__version__",
     "expect",
     "Case",
+    "case",
     "CaseError",
     "Problem",
     "TrialContext",

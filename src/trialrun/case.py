@@ -21,7 +21,7 @@ from .trajectory import Trajectory
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["Case", "CaseError", "Problem", "TrialContext", "MODES", "validate_cases"]
+__all__ = ["Case", "CaseError", "Problem", "TrialContext", "MODES", "validate_cases", "case"]
 
 MODES = ("deterministic", "live_canary")
 _MODE_SPELLINGS = {"deterministic": "deterministic", "livecanary": "live_canary", "live_canary": "live_canary", "live-canary": "live_canary", "live": "live_canary"}
@@ -420,3 +420,23 @@ class TrialContext:
     def _cleanup(self) -> None:
         if self._workdir is not None:
             shutil.rmtree(self._workdir, ignore_errors=True)
+
+
+def case(name: str | None = None, **fields: Any) -> Callable[[Callable[[TrialContext], Any]], Case]:
+    """Decorate an invoke function to make it a Case (the function's name is the case's name by default).
+
+    >>> from trialrun import case, expect
+    >>> @case(tags=["smoke"], expect_outcome=[expect.contains("hi")])
+    ... def says_hi(ctx):
+    ...     return "hi"
+    >>> says_hi.name, says_hi.tags
+    ('says_hi', ('smoke',))
+    """
+
+    def wrap(fn: Callable[[TrialContext], Any]) -> Case:
+        made = Case(name or fn.__name__, fn, **fields)
+        made.metadata.setdefault("module", getattr(fn, "__module__", None))
+        made.metadata.setdefault("qualname", getattr(fn, "__qualname__", None))
+        return made
+
+    return wrap
