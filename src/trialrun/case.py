@@ -200,8 +200,9 @@ class Case:
                 except TypeError as exc:
                     bad(field, f"item {position}: {exc}")
                     continue
-                # The list a grader sits in decides what it grades (outcome or trajectory), as in the seed.
-                graders.append(grader if grader.kind == kind else Grader(grader.label, grader.fn, kind))
+                # trialrun's graders know what they grade (expect.called is a trajectory grader wherever it is
+                # listed); a plain callable grades what its list says.
+                graders.append(grader)
 
         if max_cost_usd is not None:
             if isinstance(max_cost_usd, bool) or not isinstance(max_cost_usd, (int, float)):
@@ -329,6 +330,9 @@ class TrialContext:
         self.trial = trial
         self.run_id = run_id
         self.state: dict[str, Any] = {}
+        #: Set for suite tests: the prompt, and the configured model transport (for a custom agent to use).
+        self.prompt: str | None = None
+        self.model: Any = None
         self._workdir: Path | None = None
         self._transports: list[Any] = []
         self._clients: list[Any] = []

@@ -1,13 +1,369 @@
-"""The `trialrun` command."""
+"""The `trialrun` command: run a suite, report a run, compare two runs, grade by hand.
+
+Exit codes everywhere: 0 every graded test passed; 1 a test failed (or, with --fail-on-regression, a regression);
+2 a usage, configuration or file error (a message, no traceback); 130 interrupted.
+"""
 
 from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 
 from ._version import __version__
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+def _console(stderr: bool = False) -> Any:
+    from rich.console import Console
+
+    return Console(stderr=stderr, highlight=False, soft_wrap=False)
+
+
+def _user_errors() -> tuple[type[BaseException], ...]:
+    from ._cassette_io import CassetteFileError
+    from .case import CaseError
+    from .config import ConfigError
+    from .store import ResultFileError
+    from .suite import SuiteError
+
+    return (ConfigError, SuiteError, CaseError, ResultFileError, CassetteFileError)
+
+
+def _fail_cleanly(fn: F) -> F:
+    """User-caused errors become a message on stderr and exit code 2, never a traceback."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except _user_errors() as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(EXIT_USAGE)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _labels(values: tuple[str, ...]) -> dict[str, str]:
+    labels = {}
+    for item in values:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise click.BadParameter(f"{item!r} is not KEY=VALUE", param_hint="--label")
+        labels[key.strip()] = value
+    return labels
+
+
+def _load_config(config_path: str | None, **overrides: Any) -> Any:
+    from .config import load_config
+
+    config = load_config(Path.cwd(), path=config_path)
+    return config.with_overrides(**overrides)
+
+
+def _write_outputs(markdown_path: str | None, junit_path: str | None, html_path: str | None, *, markdown: Callable[[], str] | None,
+                   junit: Callable[[], str] | None, html: Callable[[], str] | None, summary: bool) -> None:
+    """Write the requested files; append Markdown to GitHub's job summary when it is set (unless --no-summary)."""
+    from .store import write_atomic
+
+    if junit_path and junit:
+        write_atomic(Path(junit_path), junit())
+    if html_path and html:
+        write_atomic(Path(html_path), html())
+    if markdown:
+        text = None
+        if markdown_path:
+            text = markdown()
+            write_atomic(Path(markdown_path), text)
+        if summary and os.environ.get("GITHUB_STEP_SUMMARY"):
+            from .render.markdown import append_step_summary
+
+            append_step_summary(text or markdown())
+
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="trialrun")
 def main() -> None:
-    """Test the behaviour of tool-calling LLM agents: outcome and trajectory, pass@1 and pass^k."""
+    """Test the behaviour of tool-calling LLM agents: outcome and trajectory, pass@1 and pass^k.
+
+    \b
+    trialrun run all                 run the suite (state/eval/tests.json by default)
+    trialrun report                  show the most recent run
+    trialrun compare                 compare the last two runs (before/after a config change)
+    trialrun grade RUN TEST 0.25     set a test's output_quality by hand
+    trialrun schema                  the suite's JSON Schema
+    """
+
+
+# -- run ----------------------------------------------------------------------------------------------------
+@main.command()
+@click.argument("test_ids", nargs=-1, metavar="[TEST_ID ...|all]")
+@click.option("--trials", "-k", type=click.IntRange(min=1), help="Run each test K times (pass@1 and pass^k).")
+@click.option("--tag", "tags", multiple=True, help="Only tests with this tag (repeatable: any of them).")
+@click.option("--name", "names", multiple=True, help="Only the test with this exact id (repeatable).")
+@click.option("--include-live-canary", is_flag=True, help="Also run tests marked mode: live_canary.")
+@click.option("--suite", type=click.Path(dir_okay=False), help="Suite file (default: state/eval/tests.json).")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Configuration file (default: ./trialrun.toml).")
+@click.option("--model", help="Model spec, e.g. scripted:model.yaml, replay:cassettes/, openai:gpt-4.1-mini.")
+@click.option("--agent", help="Agent under test, module:function taking (prompt, ctx).")
+@click.option("--api", type=click.Choice(["openai-chat", "openai-responses", "anthropic", "gemini"]), help="Wire API of the reference agent.")
+@click.option("--judge", help="Judge output_quality with this model spec instead of the heuristic.")
+@click.option("--results-dir", type=click.Path(file_okay=False), help="Where result files go (default: the suite's folder).")
+@click.option("--concurrency", "-j", type=click.IntRange(min=1), help="Trials in flight at once.")
+@click.option("--label", "labels", multiple=True, metavar="KEY=VALUE", help="Record a label in config_snapshot (repeatable).")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON (no table, no progress bar).")
+@click.option("--junit", "junit_path", type=click.Path(dir_okay=False), help="Also write JUnit XML here.")
+@click.option("--markdown", "markdown_path", type=click.Path(dir_okay=False), help="Also write a Markdown summary here.")
+@click.option("--no-summary", is_flag=True, help="Do not append to $GITHUB_STEP_SUMMARY.")
+@_fail_cleanly
+def run(test_ids: tuple[str, ...], trials: int | None, tags: tuple[str, ...], names: tuple[str, ...],
+        include_live_canary: bool, suite: str | None, config_path: str | None, model: str | None, agent: str | None,
+        api: str | None, judge: str | None, results_dir: str | None, concurrency: int | None, labels: tuple[str, ...],
+        as_json: bool, junit_path: str | None, markdown_path: str | None, no_summary: bool) -> None:
+    """Run the suite, or the tests named (TEST_ID ...; `all` or nothing runs every test)."""
+    from . import runner
+    from ._build import build_cases, config_snapshot
+    from .store import ResultsStore, new_run_id
+    from .suite import read_suite
+
+    label_map = _labels(labels)
+    config = _load_config(config_path, suite=Path(suite) if suite else None, model=model, agent=agent, api=api,
+                          judge=judge, results_dir=Path(results_dir) if results_dir else None, trials=trials,
+                          concurrency=concurrency)
+    suite_file = read_suite(config.suite_path())
+    cases = build_cases(suite_file, config)
+    wanted = [t for t in test_ids if t != "all"] + list(names)
+    known = [c.name for c in cases]
+    unknown = [t for t in wanted if t not in known]
+    if unknown:
+        raise click.UsageError(f"no test {', '.join(map(repr, unknown))} in {config.suite_path()} (tests: {', '.join(known)})")
+    selected, _ = runner.select_cases(cases, names=wanted or None, tags=tags or None, include_live_canary=True)
+    if not selected:
+        raise click.UsageError(f"no test matches the selection (tags: {', '.join(tags) or 'any'})")
+    live = config.model_spec.live
+    count = sum(c.trials or config.trials for c in selected
+                if c.mode == "deterministic" or include_live_canary or live)
+    console = _console(stderr=as_json)
+    store = ResultsStore(config.results_path())
+    snapshot = config_snapshot(config, suite_file, label_map)
+    if live and not as_json:
+        console.print(f"[yellow]live model {config.model_spec}: tests call the provider[/]")
+
+    from .render.terminal import RunProgress
+
+    progress = RunProgress(console, count, enabled=not as_json)
+    exit_code = EXIT_OK
+    with progress:
+        try:
+            report = runner.evaluate(
+                cases, trials=config.trials, names=wanted or None, tags=tags or None,
+                include_live_canary=include_live_canary or live, concurrency=config.concurrency or runner.DEFAULT_CONCURRENCY,
+                run_id=new_run_id(), config_snapshot=snapshot, on_trial=lambda case, result: progress.advance(result.passed),
+            )
+        except runner.EvaluationInterrupted as interrupted:
+            report = interrupted.report
+            exit_code = EXIT_INTERRUPTED
+    saved = store.save(report)
+    if exit_code == EXIT_OK and report.failed_case_count:
+        exit_code = EXIT_FAILED
+    _emit_report(report, as_json=as_json, saved=str(saved), console=console)
+    _report_files(report, junit_path=junit_path, markdown_path=markdown_path, html_path=None, summary=not no_summary)
+    if exit_code == EXIT_INTERRUPTED:
+        click.echo(f"interrupted: saved the {len(report.cases)} finished test(s) to {saved}", err=True)
+    sys.exit(exit_code)
+
+
+def _emit_report(report: Any, *, as_json: bool, saved: str | None, console: Any) -> None:
+    if as_json:
+        click.echo(report.model_dump_json(indent=2))
+        return
+    from .render.terminal import print_report
+
+    print_report(report, _console(), saved=saved)
+
+
+def _report_files(report: Any, *, junit_path: str | None, markdown_path: str | None, html_path: str | None, summary: bool) -> None:
+    def junit() -> str:
+        from .render.junit import junit_xml
+
+        return junit_xml(report)
+
+    def markdown() -> str:
+        from .render.markdown import report_markdown
+
+        return report_markdown(report)
+
+    def html() -> str:
+        from .render.html import report_html
+
+        return report_html(report)
+
+    _write_outputs(markdown_path, junit_path, html_path, markdown=markdown, junit=junit, html=html, summary=summary)
+
+
+def _store(results_dir: str | None, config_path: str | None, suite: str | None = None) -> Any:
+    from .store import ResultsStore
+
+    if results_dir:
+        return ResultsStore(Path(results_dir))
+    config = _load_config(config_path, suite=Path(suite) if suite else None)
+    return ResultsStore(config.results_path())
+
+
+# -- report -------------------------------------------------------------------------------------------------
+@main.command()
+@click.argument("run_ref", required=False, metavar="[RUN_ID|PATH]")
+@click.option("--results-dir", type=click.Path(file_okay=False), help="Where result files are (default: the suite's folder).")
+@click.option("--suite", type=click.Path(dir_okay=False), help="Suite file (its folder holds the results by default).")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Configuration file.")
+@click.option("--json", "as_json", is_flag=True, help="Print the run as JSON.")
+@click.option("--junit", "junit_path", type=click.Path(dir_okay=False), help="Write JUnit XML here.")
+@click.option("--markdown", "markdown_path", type=click.Path(dir_okay=False), help="Write a Markdown summary here.")
+@click.option("--html", "html_path", type=click.Path(dir_okay=False), help="Write a self-contained HTML report here.")
+@_fail_cleanly
+def report(run_ref: str | None, results_dir: str | None, suite: str | None, config_path: str | None, as_json: bool,
+           junit_path: str | None, markdown_path: str | None, html_path: str | None) -> None:
+    """Show a run: the most recent by default (latest.json), or RUN_ID / PATH."""
+    from .store import load_report
+
+    path = Path(run_ref) if run_ref and Path(run_ref).is_file() else _store(results_dir, config_path, suite).resolve(run_ref)
+    result = load_report(path)
+    _emit_report(result, as_json=as_json, saved=None, console=_console())
+    if not as_json:
+        _console().print(f"[dim]{path}[/]")
+    _report_files(result, junit_path=junit_path, markdown_path=markdown_path, html_path=html_path, summary=False)
+    sys.exit(EXIT_FAILED if result.failed_case_count else EXIT_OK)
+
+
+# -- compare ------------------------------------------------------------------------------------------------
+@main.command()
+@click.argument("runs", nargs=-1, metavar="[A B]")
+@click.option("--results-dir", type=click.Path(file_okay=False), help="Where result files are (default: the suite's folder).")
+@click.option("--suite", type=click.Path(dir_okay=False), help="Suite file (its folder holds the results by default).")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Configuration file.")
+@click.option("--threshold", type=float, default=0.10, show_default=True, help="A drop of this much or more is a regression.")
+@click.option("--fail-on-regression", is_flag=True, help="Exit 1 when any test regressed.")
+@click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
+@click.option("--markdown", "markdown_path", type=click.Path(dir_okay=False), help="Write the comparison as Markdown here.")
+@click.option("--html", "html_path", type=click.Path(dir_okay=False), help="Write a self-contained HTML comparison here.")
+@click.option("--no-summary", is_flag=True, help="Do not append to $GITHUB_STEP_SUMMARY.")
+@_fail_cleanly
+def compare(runs: tuple[str, ...], results_dir: str | None, suite: str | None, config_path: str | None, threshold: float,
+            fail_on_regression: bool, as_json: bool, markdown_path: str | None, html_path: str | None, no_summary: bool) -> None:
+    """Compare two runs: the two most recent by default (before -> after)."""
+    from . import compare as comparing
+    from .store import ResultFileError, load_report
+
+    if len(runs) not in (0, 2):
+        raise click.UsageError("give two runs (A B) or none for the two most recent")
+    store = _store(results_dir, config_path, suite)
+    if runs:
+        paths = [Path(r) if Path(r).is_file() else store.resolve(r) for r in runs]
+    else:
+        paths = store.recent(2)
+        if len(paths) < 2:
+            raise ResultFileError(f"{store.directory}: compare needs two runs; found {len(paths)} usable result file(s)")
+    before, after = (load_report(p) for p in paths)
+    comparison = comparing.compare(before, after, threshold=threshold)
+    if as_json:
+        click.echo(comparison.model_dump_json(indent=2))
+    else:
+        from .render.terminal import print_comparison
+
+        console = _console()
+        console.print(f"[dim]{before.run_id} -> {after.run_id}[/]")
+        print_comparison(comparison, console)
+
+    def markdown() -> str:
+        from .render.markdown import comparison_markdown
+
+        return comparison_markdown(comparison)
+
+    def html() -> str:
+        from .render.html import comparison_html
+
+        return comparison_html(comparison, before, after)
+
+    _write_outputs(markdown_path, None, html_path, markdown=markdown, junit=None, html=html, summary=not no_summary)
+    sys.exit(EXIT_FAILED if fail_on_regression and comparison.has_regressions else EXIT_OK)
+
+
+# -- grade --------------------------------------------------------------------------------------------------
+@main.command()
+@click.argument("run_ref", metavar="RUN")
+@click.argument("test_id")
+@click.argument("quality", type=click.Choice(["0", "0.25", "0.5"]))
+@click.option("--results-dir", type=click.Path(file_okay=False), help="Where result files are.")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Configuration file.")
+@_fail_cleanly
+def grade(run_ref: str, test_id: str, quality: str, results_dir: str | None, config_path: str | None) -> None:
+    """Set TEST_ID's output_quality (0, 0.25 or 0.5) by hand in RUN (an id, a path, or `latest`)."""
+    from .results import regrade_output_quality
+    from .store import ResultsStore, load_report
+
+    store = _store(results_dir, config_path)
+    path = Path(run_ref) if Path(run_ref).is_file() else store.resolve(None if run_ref == "latest" else run_ref)
+    original = load_report(path)
+    try:
+        updated = regrade_output_quality(original, test_id, float(quality))
+    except (KeyError, ValueError) as exc:
+        raise click.UsageError(str(exc.args[0] if exc.args else exc)) from None
+    target_store = store if path.parent == store.directory else ResultsStore(path.parent)
+    target_store.rewrite(path.resolve() if path.is_symlink() else path, updated)
+    before, after = original.case(test_id), updated.case(test_id)
+    click.echo(
+        f"{test_id}: output_quality {quality}; score {before.score:.2f} -> {after.score:.2f}; "
+        f"{'passed' if after.passed else 'failed'}; run {updated.passed_case_count}/{len(updated.graded_cases)} passed ({path})"
+    )
+
+
+# -- schema and skill ---------------------------------------------------------------------------------------
+@main.command()
+@click.option("--results", is_flag=True, help="Print the result file's schema instead of the suite's.")
+@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write to a file instead of stdout.")
+def schema(results: bool, output: str | None) -> None:
+    """Print the JSON Schema of suite files (tests.json), or of result files with --results."""
+    if results:
+        from .results import RunReport
+
+        data = RunReport.model_json_schema(mode="serialization")
+    else:
+        from .suite import suite_json_schema
+
+        data = suite_json_schema()
+    text = json.dumps(data, indent=2) + "\n"
+    if output:
+        Path(output).write_text(text, encoding="utf-8")
+    else:
+        click.echo(text, nl=False)
+
+
+@main.group()
+def skill() -> None:
+    """The agent skill that lets a coding agent drive trialrun ("/eval run", "/eval compare", ...)."""
+
+
+@skill.command("install")
+@click.argument("directory", type=click.Path(file_okay=False))
+@click.option("--force", is_flag=True, help="Overwrite an existing SKILL.md.")
+def skill_install(directory: str, force: bool) -> None:
+    """Copy the eval skill into DIRECTORY/eval/SKILL.md (e.g. .claude/skills)."""
+    from importlib.resources import files
+
+    source = files("trialrun").joinpath("skills", "eval", "SKILL.md").read_text(encoding="utf-8")
+    target = Path(directory) / "eval" / "SKILL.md"
+    if target.exists() and not force:
+        click.echo(f"error: {target} exists; use --force to overwrite", err=True)
+        sys.exit(EXIT_USAGE)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(source, encoding="utf-8")
+    click.echo(f"installed {target}")

@@ -64,6 +64,7 @@ class TrialResult(BaseModel):
     outcome_passed: bool | None = Field(None, description="None when the case has no outcome graders or grading never ran")
     trajectory_passed: bool | None = None
     cost_passed: bool | None = None
+    score_passed: bool | None = Field(None, description="the rubric score reached the pass threshold")
     verdicts: list[Verdict] = Field(default_factory=list)
     error: TrialError | None = None
     teardown_error: TrialError | None = None
@@ -281,3 +282,52 @@ class RunReport(BaseModel):
             config_snapshot=config_snapshot or {},
             cases=cases,
         )
+
+
+def regrade_output_quality(report: RunReport, name: str, quality: float) -> RunReport:
+    """A copy of `report` where test `name`'s output_quality is set by hand in every trial (the eval skill's manual
+    assessment): its rubric verdicts, scores, pass/fail, the case's aggregates and the run's totals follow."""
+    from .expect.rubric import QUALITY_LEVELS, combine
+
+    if quality not in QUALITY_LEVELS:
+        raise ValueError(f"output quality must be one of {', '.join(f'{q:g}' for q in QUALITY_LEVELS)}, got {quality:g}")
+    data = report.model_copy(deep=True)
+    try:
+        case = data.case(name)
+    except KeyError:
+        raise KeyError(f"no test {name!r} in run {report.run_id} (tests: {', '.join(c.name for c in report.cases)})") from None
+    if case.skipped:
+        raise ValueError(f"test {name!r} was skipped in run {report.run_id}; there is nothing to grade")
+    trials = []
+    for trial in case.trials:
+        rubric_verdicts = [v for v in trial.verdicts if v.kind == "score" and v.details and "sub_scores" in v.details]
+        if not rubric_verdicts:
+            raise ValueError(f"test {name!r} has no rubric score to grade (it is not a suite test)")
+        for verdict in rubric_verdicts:
+            subs = dict(verdict.details["sub_scores"])  # type: ignore[index]
+            subs["output_quality"] = quality
+            total = combine(subs["tool_accuracy"], subs["turn_efficiency"], quality)
+            threshold = float(verdict.details.get("threshold", 0.7))  # type: ignore[union-attr]
+            verdict.details = {**(verdict.details or {}), "sub_scores": subs, "quality_by": "hand"}
+            verdict.score = total
+            verdict.passed = total >= threshold
+            verdict.reason = (
+                f"score {total:.2f} ({'>=' if verdict.passed else '<'} {threshold:g}): tool_accuracy {subs['tool_accuracy']:.2f}, "
+                f"turn_efficiency {subs['turn_efficiency']:.2f}, output_quality {quality:g} (graded by hand)"
+            )
+        scores = [v.score for v in trial.verdicts if v.score is not None]
+        by_kind: dict[str, bool] = {}
+        for verdict in trial.verdicts:
+            by_kind[verdict.kind or "outcome"] = by_kind.get(verdict.kind or "outcome", True) and verdict.passed
+        trials.append(trial.model_copy(update={
+            "score": sum(scores) / len(scores) if scores else None,
+            "score_passed": by_kind.get("score"),
+            "passed": trial.error is None and all(v.passed for v in trial.verdicts),
+        }))
+    rebuilt = CaseResult.from_trials(case.name, trials, tags=case.tags, mode=case.mode, description=case.description,
+                                     metadata=case.metadata, title=case.title)
+    cases = [rebuilt if c.name == name else c for c in data.cases]
+    return RunReport.build(
+        cases, trial_count=data.trial_count, started_at=data.started_at, duration_s=data.duration_s, status=data.status,
+        unfinished=data.unfinished_cases, run_id=data.run_id, config_snapshot=data.config_snapshot,
+    )

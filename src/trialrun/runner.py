@@ -275,6 +275,7 @@ def _trial_result(
         outcome_passed=by_kind.get("outcome"),
         trajectory_passed=by_kind.get("trajectory"),
         cost_passed=by_kind.get("cost"),
+        score_passed=by_kind.get("score"),
         verdicts=verdicts,
         error=error,
         teardown_error=teardown_error,

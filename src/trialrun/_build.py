@@ -1,0 +1,334 @@
+"""From a suite file and a configuration to runnable Cases: the model per trial, the agent, the rubric, the judge.
+
+Everything that can be checked before running is checked here (the agent target imports, the scripted model
+file has a script for every test, the policy parses), so a configuration error never surfaces mid-run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import inspect
+import platform
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from . import _version
+from .agent import Agent, ToolPolicy, prices, shell_tools
+from .agent.tools import Tool
+from .case import Case, TrialContext
+from .config import Config, ConfigError, ModelSpec, parse_model_spec
+from .expect.rubric import rubric
+from .judge import llm_judge
+from .models import LiveModel
+from .suite import SuiteFile, SuiteTest
+from .trajectory import ToolCall, Usage
+from .wire import ProviderError, Step
+
+__all__ = ["build_cases", "load_script_file", "config_snapshot", "model_transport"]
+
+SHELL_TOOL_NAMES = ("run_command", "read_file", "write_file", "list_dir")
+_LIVE_DEFAULTS = {
+    "openai": ("https://api.openai.com/v1", "OPENAI_API_KEY"),
+    "anthropic": ("https://api.anthropic.com", "ANTHROPIC_API_KEY"),
+    "gemini": ("https://generativelanguage.googleapis.com", "GEMINI_API_KEY"),
+}
+
+
+# -- scripted model files ----------------------------------------------------------------------------------
+def _step(data: Any, where: str) -> Step | ProviderError:
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where}: a step is a mapping such as {{reply: ...}}, got {type(data).__name__}")
+    kinds = [k for k in ("tool_call", "tool_calls", "reply", "error") if k in data]
+    extra = sorted(set(data) - {"tool_call", "tool_calls", "reply", "error", "usage", "text"})
+    if len(kinds) != 1 or extra:
+        raise ConfigError(f"{where}: a step has exactly one of tool_call, tool_calls, reply, error"
+                          + (f" (unknown key(s): {', '.join(extra)})" if extra else f" (got {sorted(data)})"))
+    usage = None
+    if "usage" in data:
+        u = data["usage"]
+        if not isinstance(u, dict) or not {"input_tokens", "output_tokens"} <= set(u):
+            raise ConfigError(f"{where}: usage needs input_tokens and output_tokens")
+        usage = Usage(int(u["input_tokens"]), int(u["output_tokens"]), int(u.get("cached_input_tokens", 0)))
+    kind = kinds[0]
+    value = data[kind]
+    if kind == "reply":
+        if not isinstance(value, str):
+            raise ConfigError(f"{where}: reply must be text")
+        return Step(text=value, usage=usage)
+    if kind == "error":
+        spec = value if isinstance(value, dict) else {"status": value}
+        if not isinstance(spec.get("status"), int):
+            raise ConfigError(f"{where}: error needs an integer status, e.g. {{error: {{status: 429}}}}")
+        return ProviderError(status=spec["status"], message=str(spec.get("message", "")) or _default_error(spec["status"]),
+                             retry_after=spec.get("retry_after"))
+    calls = [value] if kind == "tool_call" else value
+    if not isinstance(calls, list) or not calls:
+        raise ConfigError(f"{where}: tool_calls must be a non-empty list")
+    parsed = []
+    for number, call in enumerate(calls, start=1):
+        if not isinstance(call, dict) or not isinstance(call.get("name"), str):
+            raise ConfigError(f"{where}: tool call {number} needs a name, e.g. {{name: read_file, arguments: {{path: a.txt}}}}")
+        arguments = call.get("arguments", {})
+        if not isinstance(arguments, dict):
+            raise ConfigError(f"{where}: tool call {number}: arguments must be a mapping")
+        parsed.append(ToolCall(call["name"], dict(arguments)))
+    return Step(text=str(data.get("text", "")), tool_calls=parsed, usage=usage)
+
+
+def _default_error(status: int) -> str:
+    return {429: "Rate limit exceeded", 500: "Internal server error", 503: "Service unavailable"}.get(status, f"HTTP {status}")
+
+
+def load_script_file(path: Path) -> dict[str, list[Step | ProviderError]]:
+    """A scripted model file: {test id: [steps]} in JSON or YAML."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: scripted model file not found") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    try:
+        data = yaml.safe_load(text)  # YAML is a superset of JSON
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        raise ConfigError(f"{path}:{mark.line + 1}:{mark.column + 1}: not valid YAML/JSON: {exc.problem}" if mark else f"{path}: {exc}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: a scripted model file maps test ids to lists of steps")
+    scripts: dict[str, list[Step | ProviderError]] = {}
+    for test_id, steps in data.items():
+        if not isinstance(steps, list):
+            raise ConfigError(f"{path}: test {test_id!r}: expected a list of steps")
+        scripts[str(test_id)] = [_step(step, f"{path}: test {test_id!r}, step {n}") for n, step in enumerate(steps, start=1)]
+    return scripts
+
+
+# -- the model of one trial --------------------------------------------------------------------------------
+def _live(spec: ModelSpec, api: str) -> LiveModel:
+    if spec.kind == "openai-compatible":
+        return LiveModel(spec.target)
+    provider = spec.kind if spec.kind in _LIVE_DEFAULTS else ("anthropic" if api == "anthropic" else "gemini" if api == "gemini" else "openai")
+    base_url, env = _LIVE_DEFAULTS[provider]
+    return LiveModel(base_url, api_key_env=env)
+
+
+def model_transport(spec: ModelSpec, test_id: str, config: Config, ctx: TrialContext, scripts: dict[str, list[Any]] | None) -> Any:
+    """The observed transport a trial talks to, for a model spec."""
+    if spec.kind == "scripted":
+        assert scripts is not None
+        return ctx.scripted(list(scripts[test_id]))
+    if spec.kind in ("replay", "record"):
+        cassette = config.resolve(spec.target) / f"{_safe(test_id)}.yaml"
+        if spec.kind == "replay":
+            return ctx.cassette(cassette, "replay")
+        return ctx.cassette(cassette, "record", upstream=_live(spec, config.effective_api))
+    return ctx.observe(_live(spec, config.effective_api))
+
+
+def _safe(name: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name)
+
+
+# -- the agent --------------------------------------------------------------------------------------------
+def _import(target: str, what: str, config: Config) -> Any:
+    module_name, sep, attr = target.partition(":")
+    if not sep or not module_name or not attr:
+        raise ConfigError(f"{what} {target!r} must be 'module:attribute', e.g. 'my_agent:run'")
+    for folder in (str(config.base_dir), str(Path.cwd())):
+        if folder not in sys.path:
+            sys.path.insert(0, folder)
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # noqa: BLE001 - any import failure is a configuration error
+        raise ConfigError(f"{what} {target!r}: cannot import {module_name}: {type(exc).__name__}: {exc}") from None
+    try:
+        value = module
+        for part in attr.split("."):
+            value = getattr(value, part)
+    except AttributeError:
+        raise ConfigError(f"{what} {target!r}: {module_name} has no attribute {attr!r}") from None
+    return value
+
+
+def _tools_factory(config: Config) -> tuple[Callable[[Path], list[Tool]], list[str]]:
+    """What builds each trial's tools, and their names (for the config snapshot)."""
+    fixed: list[Tool] = []
+    shell_names: list[str] = []
+    for entry in config.tools:
+        if entry == "shell":
+            shell_names.extend(n for n in SHELL_TOOL_NAMES if n not in shell_names)
+        elif entry in SHELL_TOOL_NAMES:
+            shell_names.append(entry)
+        elif ":" in entry:
+            value = _import(entry, "tool", config)
+            for item in value if isinstance(value, (list, tuple)) else [value]:
+                if isinstance(item, Tool):
+                    fixed.append(item)
+                elif callable(item):
+                    fixed.append(Tool(item))
+                else:
+                    raise ConfigError(f"tool {entry!r}: {item!r} is not a tool or a function")
+        else:
+            raise ConfigError(f"tools: {entry!r} is not 'shell', a shell tool ({', '.join(SHELL_TOOL_NAMES)}) or 'module:attr'")
+
+    def make(root: Path) -> list[Tool]:
+        shell = [t for t in shell_tools(root) if t.name in shell_names] if shell_names else []
+        return shell + fixed
+
+    return make, shell_names + [t.name for t in fixed]
+
+
+def _policy(config: Config) -> ToolPolicy | None:
+    if not config.policy:
+        return None
+    try:
+        return ToolPolicy.from_dict(config.policy)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{config.source or 'configuration'}: [policy]: {exc}") from None
+
+
+def build_cases(suite: SuiteFile, config: Config, *, judge_override: str | None = None) -> list[Case]:
+    """Runnable Cases for every test of the suite, with the configured agent and model."""
+    spec = config.model_spec
+    api = config.effective_api
+    model_name = config.effective_model_name
+    scripts = load_script_file(config.resolve(spec.target)) if spec.kind == "scripted" else None
+    if scripts is not None:
+        missing = [t.id for t in suite.tests if t.id not in scripts]
+        if missing:
+            raise ConfigError(f"{config.resolve(spec.target)}: no script for test(s) {', '.join(map(repr, missing))}")
+    for model, entry in config.prices.items():
+        try:
+            prices.set(model, **entry)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"{config.source or 'configuration'}: prices.{model}: {exc}") from None
+    policy = _policy(config)
+    make_tools, _ = _tools_factory(config)
+    workspace = config.resolve(config.workspace) if config.workspace else None
+    if workspace is not None and not workspace.is_dir():
+        raise ConfigError(f"workspace {str(workspace)!r} is not a folder")
+    custom = _import(config.agent, "agent", config) if config.agent else None
+    if custom is not None and not callable(custom):
+        raise ConfigError(f"agent {config.agent!r} is not callable; it should take (prompt, ctx)")
+    judge_spec = judge_override or config.judge
+    judge_parsed = parse_model_spec(judge_spec) if judge_spec else None
+    judge_scripts = load_script_file(config.resolve(judge_parsed.target)) if judge_parsed and judge_parsed.kind == "scripted" else None
+
+    def setup(ctx: TrialContext) -> None:
+        if workspace is not None:
+            shutil.copytree(workspace, ctx.workdir, dirs_exist_ok=True, symlinks=True)
+
+    def invoke_for(test: SuiteTest) -> Callable[[TrialContext], Any]:
+        async def invoke(ctx: TrialContext) -> Any:
+            transport = model_transport(spec, test.id, config, ctx, scripts)
+            ctx.prompt, ctx.model = test.prompt, transport
+            if custom is not None:
+                result = custom(test.prompt, ctx)
+                return await result if inspect.isawaitable(result) else result
+            agent = Agent(
+                transport, api=api, model_name=model_name, tools=make_tools(ctx.workdir), policy=policy,
+                system=config.system, max_turns=config.turn_limit, max_cost_usd=test.max_cost_usd,
+            )
+            return await agent.arun(test.prompt)
+
+        return invoke
+
+    cases = []
+    for test in suite.tests:
+        judge = None
+        if judge_parsed is not None:
+            judge = llm_judge(
+                lambda ctx=None, test_id=test.id: _judge_transport(judge_parsed, test_id, config, judge_scripts),
+                api="anthropic" if judge_parsed.kind == "anthropic" else "openai-chat",
+                model_name=judge_parsed.model_name or "gpt-4.1-mini",
+                prompt=test.prompt,
+            )
+        graders = [
+            rubric(expected_tools=test.expected_tools, max_turns=test.max_turns, success_criteria=test.success_criteria,
+                   threshold=config.pass_threshold, judge=judge),
+            *suite.graders.get(test.id, []),
+        ]
+        cases.append(
+            Case(
+                name=test.id,
+                title=test.name,
+                invoke=invoke_for(test),
+                setup=setup if workspace is not None else None,
+                tags=test.tags,
+                mode="live_canary" if test.mode == "live_canary" else "deterministic",
+                expect_outcome=graders,
+                max_cost_usd=test.max_cost_usd,
+                trials=test.trials,
+                metadata={"prompt": test.prompt, "expected_tools": test.expected_tools, "max_turns": test.max_turns,
+                          "success_criteria": test.success_criteria, "line": suite.lines.get(test.id)},
+                _source=str(suite.path),
+            )
+        )
+    if spec.live:
+        # A live model is the user's explicit choice: its calls must reach the provider, so no test is gated.
+        for case in cases:
+            case.mode = "live_canary"
+    return cases
+
+
+def _judge_transport(spec: ModelSpec, test_id: str, config: Config, scripts: dict[str, list[Any]] | None) -> Any:
+    from .models import Cassette, ScriptedModel
+
+    if spec.kind == "scripted":
+        assert scripts is not None
+        if test_id not in scripts:
+            raise ConfigError(f"judge script has no entry for test {test_id!r}")
+        return ScriptedModel(list(scripts[test_id]))
+    if spec.kind in ("replay", "record"):
+        path = config.resolve(spec.target) / f"judge-{_safe(test_id)}.yaml"
+        return Cassette(path, spec.kind, upstream=_live(spec, "openai-chat") if spec.kind == "record" else None)
+    return _live(spec, "anthropic" if spec.kind == "anthropic" else "openai-chat")
+
+
+# -- what the run was configured with ----------------------------------------------------------------------
+def _git_commit(folder: Path) -> str | None:
+    try:
+        done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=folder, capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() or None if done.returncode == 0 else None
+
+
+def config_snapshot(config: Config, suite: SuiteFile, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    """What the run was configured with, for compare to diff. Never a secret: no keys, no environment values."""
+    _, tool_names = _tools_factory(config)
+    policy = _policy(config)
+    suite_bytes = suite.path.read_bytes()
+    snapshot: dict[str, Any] = {
+        "model": str(config.model_spec),
+        "api": config.effective_api,
+        "model_name": config.effective_model_name,
+        "agent": config.agent or "trialrun.Agent",
+        "skills_loaded": list(config.skills),
+        "tools": tool_names,
+        "system_prompt_sha256": hashlib.sha256(config.system.encode()).hexdigest()[:16] if config.system else None,
+        "policy": policy.summary() if policy else None,
+        "judge": config.judge or "heuristic",
+        "pass_threshold": config.pass_threshold,
+        "turn_limit": config.turn_limit,
+        "suite": {"path": _relative(suite.path), "sha256": hashlib.sha256(suite_bytes).hexdigest()},
+        "trialrun_version": _version.__version__,
+        "python_version": platform.python_version(),
+        "git_commit": _git_commit(config.base_dir),
+    }
+    if labels:
+        snapshot["labels"] = dict(labels)
+    return snapshot
+
+
+def _relative(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)

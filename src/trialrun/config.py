@@ -1,0 +1,219 @@
+"""trialrun.toml (or `[tool.trialrun]` in pyproject.toml): what runs a suite's prompts, and where results go.
+
+Every key is optional. Paths are relative to the file that names them. Command-line flags override the file.
+
+    suite = "state/eval/tests.json"          # the eval skill's default
+    agent = "my_pkg.agent:run"               # (prompt, ctx) -> Run | output; default: trialrun's reference agent
+    model = "scripted:model_v1.yaml"         # scripted:FILE | replay:DIR | record:DIR | openai:MODEL |
+                                             # anthropic:MODEL | openai-compatible:URL#MODEL
+    api = "openai-chat"                      # openai-chat | openai-responses | anthropic | gemini
+    model_name = "gpt-4.1-mini"              # the name sent to the model (scripted/replay/record)
+    system = "You are a careful shell pilot."
+    tools = ["shell"]                        # "shell", one shell tool's name, or "module:attr" (a tool or a list)
+    workspace = "workspace"                  # copied into each trial's workdir; shell tools are rooted there
+    skills = ["eval"]                        # recorded as skills_loaded
+    results_dir = "state/eval"               # default: the suite's folder
+    pass_threshold = 0.7
+    turn_limit = 25                          # the agent's hard stop (a test's max_turns is a budget it scores)
+    judge = "openai:gpt-4.1-mini"            # output_quality by an LLM judge (a model spec); default: heuristic
+    [policy]                                 # a ToolPolicy
+    deny_commands = ["rm -rf", "curl | sh"]
+    [prices."my-model"]                      # extra prices, USD per million tokens
+    input = 1.0
+    output = 2.0
+"""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from ._toml import TOMLDecodeError
+from ._toml import loads as toml_loads
+
+__all__ = ["Config", "ConfigError", "load_config", "DEFAULT_SUITE", "CONFIG_FILE", "ModelSpec", "parse_model_spec"]
+
+CONFIG_FILE = "trialrun.toml"
+DEFAULT_SUITE = "state/eval/tests.json"
+MODEL_KINDS = ("scripted", "replay", "record", "openai", "anthropic", "openai-compatible")
+APIS = ("openai-chat", "openai-responses", "anthropic", "gemini")
+
+
+class ConfigError(ValueError):
+    """A configuration that cannot be used; the message names the file and the key."""
+
+
+class ModelSpec(BaseModel):
+    """A parsed model spec such as `scripted:model.yaml` or `openai-compatible:http://localhost:8000/v1#llama`."""
+
+    kind: str
+    target: str
+    model_name: str | None = None
+
+    @property
+    def live(self) -> bool:
+        return self.kind in ("openai", "anthropic", "openai-compatible", "record")
+
+    def __str__(self) -> str:
+        if self.kind == "openai-compatible":
+            return f"{self.kind}:{self.target}#{self.model_name}"
+        return f"{self.kind}:{self.target}"
+
+
+def parse_model_spec(text: str) -> ModelSpec:
+    """Parse a model spec; ConfigError says what the forms are."""
+    kind, sep, rest = str(text).partition(":")
+    if not sep or kind not in MODEL_KINDS or not rest:
+        raise ConfigError(
+            f"model {text!r} is not a model spec; expected one of scripted:FILE, replay:DIR, record:DIR, "
+            "openai:MODEL, anthropic:MODEL, openai-compatible:URL#MODEL"
+        )
+    if kind == "openai-compatible":
+        url, hash_, name = rest.rpartition("#")
+        if not hash_ or not url or not name:
+            raise ConfigError(f"model {text!r}: openai-compatible needs URL#MODEL, e.g. openai-compatible:http://localhost:8000/v1#llama-3")
+        return ModelSpec(kind=kind, target=url, model_name=name)
+    if kind in ("openai", "anthropic"):
+        return ModelSpec(kind=kind, target=rest, model_name=rest)
+    return ModelSpec(kind=kind, target=rest)
+
+
+class Config(BaseModel):
+    """The parsed configuration (paths already resolved against the file's folder)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    suite: Path = Path(DEFAULT_SUITE)
+    agent: str | None = None
+    model: str = "scripted:model.yaml"
+    api: str | None = None
+    model_name: str | None = None
+    system: str | None = None
+    tools: list[str] = Field(default_factory=lambda: ["shell"])
+    workspace: Path | None = None
+    skills: list[str] = Field(default_factory=list)
+    results_dir: Path | None = None
+    pass_threshold: float = 0.7
+    turn_limit: int = 25
+    judge: str | None = None
+    policy: dict[str, Any] = Field(default_factory=dict)
+    prices: dict[str, dict[str, float]] = Field(default_factory=dict)
+    trials: int = 1
+    concurrency: int | None = None
+    source: Path | None = Field(None, exclude=True, description="the file this came from")
+    base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
+
+    @field_validator("api")
+    @classmethod
+    def _api(cls, value: str | None) -> str | None:
+        if value is not None and value not in APIS:
+            raise ValueError(f"must be one of {', '.join(APIS)}")
+        return value
+
+    @field_validator("pass_threshold")
+    @classmethod
+    def _threshold(cls, value: float) -> float:
+        if not 0 <= value <= 1:
+            raise ValueError("must be between 0 and 1")
+        return value
+
+    @field_validator("turn_limit", "trials")
+    @classmethod
+    def _positive(cls, value: int) -> int:
+        if value < 1:
+            raise ValueError("must be at least 1")
+        return value
+
+    def resolve(self, path: Path | str) -> Path:
+        path = Path(path)
+        return path if path.is_absolute() else (self.base_dir / path)
+
+    @property
+    def model_spec(self) -> ModelSpec:
+        return parse_model_spec(self.model)
+
+    @property
+    def effective_api(self) -> str:
+        if self.api:
+            return self.api
+        return "anthropic" if self.model_spec.kind == "anthropic" else "openai-chat"
+
+    @property
+    def effective_model_name(self) -> str:
+        return self.model_name or self.model_spec.model_name or "gpt-4.1-mini"
+
+    def suite_path(self) -> Path:
+        return self.resolve(self.suite)
+
+    def results_path(self) -> Path:
+        return self.resolve(self.results_dir) if self.results_dir else self.suite_path().parent
+
+    def with_overrides(self, **overrides: Any) -> Config:
+        """A copy with command-line values applied (None means "not given")."""
+        data = {key: value for key, value in overrides.items() if value is not None}
+        if not data:
+            return self
+        merged = self.model_copy(update=data)
+        try:
+            return Config.model_validate({**merged.model_dump(), "source": self.source, "base_dir": self.base_dir})
+        except ValidationError as exc:
+            raise ConfigError(_describe(exc, "command line")) from None
+
+
+def _describe(exc: ValidationError, where: str) -> str:
+    known = list(Config.model_fields)
+    lines = []
+    for error in exc.errors():
+        key = ".".join(str(p) for p in error["loc"])
+        if error["type"] == "extra_forbidden":
+            close = difflib.get_close_matches(str(error["loc"][0]), known, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            lines.append(f"{where}: unknown key {key!r}{hint}")
+        else:
+            lines.append(f"{where}: {key}: {error['msg'].removeprefix('Value error, ')}")
+    return "\n".join(lines)
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        return toml_loads(path.read_text(encoding="utf-8"))
+    except TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read ({exc.strerror or exc})") from None
+
+
+def load_config(start: Path | str | None = None, *, path: Path | str | None = None) -> Config:
+    """The configuration for a directory: its trialrun.toml, else pyproject.toml's [tool.trialrun], else defaults."""
+    base = Path(start or Path.cwd()).resolve()
+    data: dict[str, Any] = {}
+    source: Path | None = None
+    if path is not None:
+        source = Path(path).resolve()
+        if not source.is_file():
+            raise ConfigError(f"{source}: no such configuration file")
+        raw = _read(source)
+        data = raw.get("tool", {}).get("trialrun", {}) if source.name == "pyproject.toml" else raw
+    elif (base / CONFIG_FILE).is_file():
+        source = base / CONFIG_FILE
+        data = _read(source)
+    elif (base / "pyproject.toml").is_file():
+        raw = _read(base / "pyproject.toml")
+        if "trialrun" in raw.get("tool", {}):
+            source = base / "pyproject.toml"
+            data = raw["tool"]["trialrun"]
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: the trialrun configuration must be a table")
+    folder = source.parent if source else base
+    try:
+        config = Config.model_validate({**data, "source": source, "base_dir": folder})
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, str(source or "configuration"))) from None
+    try:
+        config.model_spec  # noqa: B018 - validate the spec now, not mid-run
+    except ConfigError as exc:
+        raise ConfigError(f"{source or 'configuration'}: {exc}") from None
+    return config

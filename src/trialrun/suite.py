@@ -1,0 +1,280 @@
+"""Suite files: the eval skill's tests.json (and tests.yaml), validated, with every problem listed at once.
+
+A suite is a JSON (or YAML) array of tests, exactly as the skill defines them::
+
+    {"id": "read-file", "name": "Read a file", "prompt": "What do my notes say?",
+     "expected_tools": ["read_file"], "max_turns": 3, "success_criteria": "Says what notes.txt contains"}
+
+and, optionally per test: `tags`, `mode` ("deterministic" | "live_canary"), `trials`, `expect` (graders in data
+form: `{"not_called": "run_command"}`, `{"called": {"tool": "read_file", "args": {"path": "a.txt"}}}`,
+`{"never_ran": "rm -rf"}`, `{"contains": "Paris"}`, ...), `max_cost_usd`. `trialrun schema` prints the JSON Schema.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
+
+from . import expect
+from .expect._base import Grader
+
+__all__ = ["SuiteTest", "SuiteError", "SuiteFile", "read_suite", "load_suite", "suite_json_schema", "EXPECT_FORMS", "build_expectations"]
+
+
+class SuiteError(ValueError):
+    """A suite that cannot run; `problems` lists every one (file, line, test and field), nothing ran."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        count = len(problems)
+        head = problems[0] if count == 1 else f"{count} problems in the suite; nothing was run:"
+        super().__init__(head if count == 1 else head + "".join(f"\n  - {p}" for p in problems))
+
+
+class SuiteTest(BaseModel):
+    """One test of a suite file."""
+
+    model_config = ConfigDict(extra="forbid", title="trialrun suite test")
+
+    id: StrictStr = Field(description="Unique identifier (the case's name)", min_length=1)
+    name: StrictStr | None = Field(None, description="Human-readable label")
+    prompt: StrictStr = Field(description="The message sent to the agent", min_length=1)
+    expected_tools: list[StrictStr] = Field(default_factory=list, description="Tool names the agent should use")
+    max_turns: StrictInt | None = Field(None, ge=1, description="Turn budget (scored by turn_efficiency; not a hard stop)")
+    success_criteria: StrictStr = Field("", description="What good output looks like (judged by output_quality)")
+    tags: list[StrictStr] = Field(default_factory=list)
+    mode: Literal["deterministic", "live_canary"] = "deterministic"
+    trials: StrictInt | None = Field(None, ge=1, description="Trials for this test (overrides --trials)")
+    expect: list[dict[str, Any]] = Field(default_factory=list, description="Extra graders in data form; all must pass")
+    max_cost_usd: float | None = Field(None, ge=0)
+
+
+#: The data forms of graders a suite's `expect` may use: name -> how its value is given.
+EXPECT_FORMS: dict[str, str] = {
+    "contains": "text",
+    "not_contains": "text",
+    "equals": "value",
+    "matches": "regex",
+    "ended": "status or list of statuses",
+    "called": "tool name, or {tool, args, times, at_least, at_most, exact_args}",
+    "not_called": "tool name",
+    "called_in_order": "list of tool names (or [name, args] pairs)",
+    "max_turns": "integer",
+    "max_tool_calls": "integer",
+    "no_tool_errors": "true",
+    "no_denials": "true",
+    "never_ran": "command pattern, or {command, include_denied}",
+    "max_cost_usd": "number",
+}
+
+
+def build_expectations(items: list[dict[str, Any]]) -> tuple[list[Grader], list[str]]:
+    """Graders from data-form expectations, and a problem message for each one that is wrong."""
+    graders: list[Grader] = []
+    problems: list[str] = []
+    for number, item in enumerate(items, start=1):
+        where = f"expect[{number}]"
+        if not isinstance(item, dict) or len(item) != 1:
+            problems.append(f"{where}: each entry is one {{grader: value}} pair, e.g. {{\"contains\": \"Paris\"}}")
+            continue
+        [(name, value)] = item.items()
+        if name not in EXPECT_FORMS:
+            close = difflib.get_close_matches(name, list(EXPECT_FORMS), n=1)
+            problems.append(f"{where}: unknown grader {name!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
+                            + f"; known: {', '.join(EXPECT_FORMS)}")
+            continue
+        try:
+            graders.append(_grader(name, value))
+        except (TypeError, ValueError) as exc:
+            problems.append(f"{where}: {name}: {exc} (expected {EXPECT_FORMS[name]})")
+    return graders, problems
+
+
+def _need(value: Any, kind: type | tuple[type, ...], what: str) -> Any:
+    if isinstance(value, bool) and kind is not bool and bool not in (kind if isinstance(kind, tuple) else (kind,)):
+        raise TypeError(f"got {value!r}, expected {what}")
+    if not isinstance(value, kind):
+        raise TypeError(f"got {type(value).__name__} {value!r}, expected {what}")
+    return value
+
+
+def _grader(name: str, value: Any) -> Grader:
+    if name in ("contains", "not_contains", "matches"):
+        return getattr(expect, name)(_need(value, str, "a string"))
+    if name == "equals":
+        return expect.equals(value)
+    if name == "ended":
+        statuses = [value] if isinstance(value, str) else value
+        if not isinstance(statuses, list) or not all(isinstance(s, str) for s in statuses):
+            raise TypeError(f"got {value!r}")
+        return expect.ended(*statuses)
+    if name in ("not_called",):
+        return expect.not_called(_need(value, str, "a tool name"))
+    if name == "called":
+        if isinstance(value, str):
+            return expect.called(value)
+        spec = dict(_need(value, dict, "a mapping"))
+        unknown = sorted(set(spec) - {"tool", "args", "times", "at_least", "at_most", "exact_args"})
+        if unknown:
+            raise ValueError(f"unknown key(s) {', '.join(map(repr, unknown))}")
+        if "tool" not in spec:
+            raise ValueError("'tool' is required")
+        tool = _need(spec.pop("tool"), str, "a tool name")
+        return expect.called(tool, spec.pop("args", None), **spec)
+    if name == "called_in_order":
+        steps = _need(value, list, "a list")
+        return expect.called_in_order([tuple(s) if isinstance(s, list) else s for s in steps])
+    if name in ("max_turns", "max_tool_calls"):
+        return getattr(expect, name)(_need(value, int, "an integer"))
+    if name in ("no_tool_errors", "no_denials"):
+        if value is not True:
+            raise ValueError(f"got {value!r}, write {{\"{name}\": true}}")
+        return getattr(expect, name)()
+    if name == "never_ran":
+        if isinstance(value, dict):
+            spec = dict(value)
+            command = _need(spec.pop("command", None), str, "a command pattern")
+            return expect.never_ran(command, **spec)
+        return expect.never_ran(_need(value, str, "a command pattern"))
+    if name == "max_cost_usd":
+        return expect.max_cost_usd(float(_need(value, (int, float), "a number")))
+    raise ValueError(f"unknown grader {name!r}")  # pragma: no cover - EXPECT_FORMS guards
+
+
+@dataclass(slots=True)
+class SuiteFile:
+    """A parsed, validated suite file."""
+
+    path: Path
+    tests: list[SuiteTest]
+    lines: dict[str, int]
+    graders: dict[str, list[Grader]]
+
+
+def _json_items(text: str, path: Path) -> tuple[Any, list[int]]:
+    """Parse JSON; for a top-level array also return the line where each element starts."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SuiteError([f"{path}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}"]) from None
+    lines: list[int] = []
+    if isinstance(data, list):
+        decoder = json.JSONDecoder()
+        index = text.index("[") + 1
+        for _ in data:
+            while text[index] in " \t\r\n,":
+                index += 1
+            lines.append(text.count("\n", 0, index) + 1)
+            _, index = decoder.raw_decode(text, index)
+    return data, lines
+
+
+def _yaml_items(text: str, path: Path) -> tuple[Any, list[int]]:
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+        raise SuiteError([f"{where}: not valid YAML: {exc.problem or exc}"]) from None
+    except yaml.YAMLError as exc:
+        raise SuiteError([f"{path}: not valid YAML: {exc}"]) from None
+    lines = [item.start_mark.line + 1 for item in node.value] if isinstance(node, yaml.SequenceNode) else []
+    return data, lines
+
+
+def read_suite(path: str | Path) -> SuiteFile:
+    """Read and validate a suite file; SuiteError lists every problem (file, line, test, field)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SuiteError([f"{path}: suite file not found (create it, or pass --suite PATH)"]) from None
+    except OSError as exc:
+        raise SuiteError([f"{path}: cannot read suite ({exc.strerror or exc})"]) from None
+    if not text.strip():
+        raise SuiteError([f"{path}: the suite is empty; it should be a JSON array of tests"])
+    data, lines = (_yaml_items if path.suffix in (".yaml", ".yml") else _json_items)(text, path)
+    if isinstance(data, dict) and isinstance(data.get("tests"), list):
+        data = data["tests"]  # also accept {"tests": [...]}
+    if not isinstance(data, list):
+        raise SuiteError([f"{path}: a suite is an array of tests, got {type(data).__name__}"])
+    if not data:
+        raise SuiteError([f"{path}: the suite has no tests"])
+    problems: list[str] = []
+    tests: list[SuiteTest] = []
+    where: dict[str, int] = {}
+    graders: dict[str, list[Grader]] = {}
+    for index, item in enumerate(data):
+        line = lines[index] if index < len(lines) else None
+        ident = item.get("id") if isinstance(item, dict) else None
+        label = f"test {ident!r}" if isinstance(ident, str) and ident else f"test #{index + 1}"
+        prefix = f"{path}:{line}: {label}" if line else f"{path}: {label}"
+        if not isinstance(item, dict):
+            problems.append(f"{prefix}: a test is an object, got {type(item).__name__}")
+            continue
+        raw_expect = item.get("expect")
+        built, grader_problems = build_expectations(raw_expect) if isinstance(raw_expect, list) else ([], [])
+        problems.extend(f"{prefix}, field 'expect': {p}" for p in grader_problems)
+        try:
+            test = SuiteTest.model_validate(item)
+        except ValidationError as exc:
+            problems.extend(f"{prefix}, {_field_problem(error)}" for error in exc.errors())
+            continue
+        if test.id in where:
+            problems.append(f"{prefix}: duplicate id {test.id!r} (first at line {where[test.id]})")
+            continue
+        where[test.id] = line or 0
+        graders[test.id] = built
+        tests.append(test)
+    if problems:
+        raise SuiteError(problems)
+    return SuiteFile(path=path, tests=tests, lines=where, graders=graders)
+
+
+def _field_problem(error: Any) -> str:
+    loc = [str(p) for p in error["loc"]]
+    field = loc[0] if loc else "?"
+    field += "".join(f"[{p}]" if p.isdigit() else f".{p}" for p in loc[1:])
+    if error["type"] == "extra_forbidden":
+        close = difflib.get_close_matches(field, list(SuiteTest.model_fields), n=1)
+        return f"field {field!r}: unknown field" + (f" (did you mean {close[0]!r}?)" if close else "")
+    if error["type"] == "missing":
+        return f"field {field!r}: required"
+    value = error.get("input")
+    shown = f" (got {value!r})" if not isinstance(value, (dict, list)) else ""
+    return f"field {field!r}: {error['msg'].removeprefix('Value error, ').lower()}{shown}"
+
+
+def load_suite(path: str | Path, config: Any = None) -> list[Any]:
+    """Read a suite file and build runnable Cases from it with a configuration (trialrun.toml)."""
+    from ._build import build_cases
+    from .config import load_config
+
+    suite = read_suite(path)
+    return build_cases(suite, config if config is not None else load_config(Path(path).parent))
+
+
+def suite_json_schema() -> dict[str, Any]:
+    """JSON Schema of a suite file, for editors (`trialrun schema`)."""
+    item = SuiteTest.model_json_schema()
+    defs = item.pop("$defs", {})
+    schema: dict[str, Any] = {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "trialrun suite (tests.json)",
+        "type": "array",
+        "minItems": 1,
+        "items": item,
+    }
+    if defs:
+        schema["$defs"] = defs
+    grader_names = {"type": "object", "minProperties": 1, "maxProperties": 1,
+                    "propertyNames": {"enum": list(EXPECT_FORMS)}}
+    item["properties"]["expect"]["items"] = grader_names
+    return schema
