@@ -13,3 +13,14 @@ PROVIDER_TRAFFIC = Path(__file__).resolve().parent / "fixtures" / "provider-traf
 def provider_traffic() -> Path:
     """Folder of real recorded provider traffic (VCR-style YAML cassettes), one sub-folder per wire format."""
     return PROVIDER_TRAFFIC
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _no_network() -> object:
+    """The whole test suite runs offline: any connection to a non-loopback host fails loudly."""
+    from trialrun.models import guard
+
+    guard.install()
+    guard.block_globally(True)
+    yield
+    guard.block_globally(False)

@@ -13,7 +13,7 @@ import platform
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
@@ -193,14 +193,15 @@ def _policy(config: Config) -> ToolPolicy | None:
         raise ConfigError(f"{config.source or 'configuration'}: [policy]: {exc}") from None
 
 
-def build_cases(suite: SuiteFile, config: Config, *, judge_override: str | None = None) -> list[Case]:
-    """Runnable Cases for every test of the suite, with the configured agent and model."""
+def build_cases(suite: SuiteFile, config: Config, *, only: Collection[str] | None = None) -> list[Case]:
+    """Runnable Cases for the suite's tests (those named in `only`, when given), with the configured agent and model."""
+    tests = [t for t in suite.tests if only is None or t.id in only]
     spec = config.model_spec
     api = config.effective_api
     model_name = config.effective_model_name
     scripts = load_script_file(config.resolve(spec.target)) if spec.kind == "scripted" else None
     if scripts is not None:
-        missing = [t.id for t in suite.tests if t.id not in scripts]
+        missing = [t.id for t in tests if t.id not in scripts]
         if missing:
             raise ConfigError(f"{config.resolve(spec.target)}: no script for test(s) {', '.join(map(repr, missing))}")
     for model, entry in config.prices.items():
@@ -216,8 +217,7 @@ def build_cases(suite: SuiteFile, config: Config, *, judge_override: str | None 
     custom = _import(config.agent, "agent", config) if config.agent else None
     if custom is not None and not callable(custom):
         raise ConfigError(f"agent {config.agent!r} is not callable; it should take (prompt, ctx)")
-    judge_spec = judge_override or config.judge
-    judge_parsed = parse_model_spec(judge_spec) if judge_spec else None
+    judge_parsed = parse_model_spec(config.judge) if config.judge else None
     judge_scripts = load_script_file(config.resolve(judge_parsed.target)) if judge_parsed and judge_parsed.kind == "scripted" else None
 
     def setup(ctx: TrialContext) -> None:
@@ -225,14 +225,19 @@ def build_cases(suite: SuiteFile, config: Config, *, judge_override: str | None 
             shutil.copytree(workspace, ctx.workdir, dirs_exist_ok=True, symlinks=True)
 
     def invoke_for(test: SuiteTest) -> Callable[[TrialContext], Any]:
+        if custom is not None and not inspect.iscoroutinefunction(custom):
+            def invoke_sync(ctx: TrialContext) -> Any:  # the runner runs a sync agent in a worker thread
+                ctx.prompt, ctx.model = test.prompt, model_transport(spec, test.id, config, ctx, scripts)
+                return custom(test.prompt, ctx)
+
+            return invoke_sync
+
         async def invoke(ctx: TrialContext) -> Any:
-            transport = model_transport(spec, test.id, config, ctx, scripts)
-            ctx.prompt, ctx.model = test.prompt, transport
+            ctx.prompt, ctx.model = test.prompt, model_transport(spec, test.id, config, ctx, scripts)
             if custom is not None:
-                result = custom(test.prompt, ctx)
-                return await result if inspect.isawaitable(result) else result
+                return await custom(test.prompt, ctx)
             agent = Agent(
-                transport, api=api, model_name=model_name, tools=make_tools(ctx.workdir), policy=policy,
+                ctx.model, api=api, model_name=model_name, tools=make_tools(ctx.workdir), policy=policy,
                 system=config.system, max_turns=config.turn_limit, max_cost_usd=test.max_cost_usd,
             )
             return await agent.arun(test.prompt)
@@ -240,7 +245,7 @@ def build_cases(suite: SuiteFile, config: Config, *, judge_override: str | None 
         return invoke
 
     cases = []
-    for test in suite.tests:
+    for test in tests:
         judge = None
         if judge_parsed is not None:
             judge = llm_judge(

@@ -140,15 +140,16 @@ def run(test_ids: tuple[str, ...], trials: int | None, tags: tuple[str, ...], na
                           judge=judge, results_dir=Path(results_dir) if results_dir else None, trials=trials,
                           concurrency=concurrency)
     suite_file = read_suite(config.suite_path())
-    cases = build_cases(suite_file, config)
     wanted = [t for t in test_ids if t != "all"] + list(names)
-    known = [c.name for c in cases]
+    known = [t.id for t in suite_file.tests]
     unknown = [t for t in wanted if t not in known]
     if unknown:
         raise click.UsageError(f"no test {', '.join(map(repr, unknown))} in {config.suite_path()} (tests: {', '.join(known)})")
-    selected, _ = runner.select_cases(cases, names=wanted or None, tags=tags or None, include_live_canary=True)
-    if not selected:
+    chosen = [t.id for t in suite_file.tests if (not wanted or t.id in wanted) and (not tags or set(tags) & set(t.tags))]
+    if not chosen:
         raise click.UsageError(f"no test matches the selection (tags: {', '.join(tags) or 'any'})")
+    cases = build_cases(suite_file, config, only=chosen)
+    selected = cases
     live = config.model_spec.live
     count = sum(c.trials or config.trials for c in selected
                 if c.mode == "deterministic" or include_live_canary or live)
@@ -165,7 +166,7 @@ def run(test_ids: tuple[str, ...], trials: int | None, tags: tuple[str, ...], na
     with progress:
         try:
             report = runner.evaluate(
-                cases, trials=config.trials, names=wanted or None, tags=tags or None,
+                cases, trials=config.trials,
                 include_live_canary=include_live_canary or live, concurrency=config.concurrency or runner.DEFAULT_CONCURRENCY,
                 run_id=new_run_id(), config_snapshot=snapshot, on_trial=lambda case, result: progress.advance(result.passed),
             )
@@ -179,6 +180,10 @@ def run(test_ids: tuple[str, ...], trials: int | None, tags: tuple[str, ...], na
     _report_files(report, junit_path=junit_path, markdown_path=markdown_path, html_path=None, summary=not no_summary)
     if exit_code == EXIT_INTERRUPTED:
         click.echo(f"interrupted: saved the {len(report.cases)} finished test(s) to {saved}", err=True)
+        # A synchronous agent still running in a worker thread cannot be stopped; do not wait for it at exit.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(EXIT_INTERRUPTED)
     sys.exit(exit_code)
 
 

@@ -189,9 +189,17 @@ def _yaml_items(text: str, path: Path) -> tuple[Any, list[int]]:
     return data, lines
 
 
+def _shown(path: Path) -> Path:
+    """A path as the user would write it: relative to the current folder when inside it."""
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve())
+    except (ValueError, OSError):
+        return path
+
+
 def read_suite(path: str | Path) -> SuiteFile:
     """Read and validate a suite file; SuiteError lists every problem (file, line, test, field)."""
-    path = Path(path)
+    path = _shown(Path(path))
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -219,6 +227,11 @@ def read_suite(path: str | Path) -> SuiteFile:
         if not isinstance(item, dict):
             problems.append(f"{prefix}: a test is an object, got {type(item).__name__}")
             continue
+        if isinstance(ident, str) and ident:
+            if ident in where:
+                problems.append(f"{prefix}: duplicate id {ident!r} (first at line {where[ident]})")
+            else:
+                where[ident] = line or 0
         raw_expect = item.get("expect")
         built, grader_problems = build_expectations(raw_expect) if isinstance(raw_expect, list) else ([], [])
         problems.extend(f"{prefix}, field 'expect': {p}" for p in grader_problems)
@@ -227,10 +240,6 @@ def read_suite(path: str | Path) -> SuiteFile:
         except ValidationError as exc:
             problems.extend(f"{prefix}, {_field_problem(error)}" for error in exc.errors())
             continue
-        if test.id in where:
-            problems.append(f"{prefix}: duplicate id {test.id!r} (first at line {where[test.id]})")
-            continue
-        where[test.id] = line or 0
         graders[test.id] = built
         tests.append(test)
     if problems:

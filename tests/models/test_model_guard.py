@@ -56,6 +56,10 @@ def test_httpx_to_a_real_host_fails_with_the_guards_message_and_is_collected() -
     expected = f"trialrun blocked a network connection to example.com:443 from deterministic case 'read_notes'. {ADVICE}"
     assert str(info.value) == expected
     assert attempts == [expected]
+    with guard.no_network(label="deterministic case 'read_notes'") as attempts:
+        with pytest.raises(NetworkBlockedError), httpx.Client() as client:
+            client.get("https://example.com/")
+    assert attempts == [expected]
 
 
 def test_sdks_with_their_default_transport_are_blocked_and_the_attempt_is_collected() -> None:

@@ -179,6 +179,8 @@ def test_sdk_retries_a_scripted_rate_limit_and_succeeds_on_the_next_step() -> No
     assert [turn.text for turn in trajectory.turns] == ["after the retry"]
     assert any("HTTP 429" in note for note in trajectory.notes)
     assert [exchange.status for exchange in model.exchanges] == [429, 200]
+    with pytest.raises(openai.InternalServerError, match="script exhausted after 2 responses"):
+        ask(openai_client(model), "one more")
 
 
 def test_unknown_path_is_404_and_a_problem() -> None:

@@ -145,7 +145,7 @@ class Cassette(ModelTransport):
     - replay: answers from the file's recordings (trialrun's format or vcrpy's YAML); a miss is an HTTP 500 error
       and a problem naming the file, the request number and the first differing field.
     - record: passes each request to `upstream` (default: the request's own URL over a real connection), and
-      rewrites the file atomically after every exchange, with credentials scrubbed.
+      rewrites the file atomically after every exchange (replacing any earlier recording), credentials scrubbed.
     - live: passes through to `upstream` without writing the file (the exchanges are still observed).
 
     `ignore_fields`: top-level request body fields left out of matching (they vary between runs).

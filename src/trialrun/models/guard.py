@@ -63,7 +63,8 @@ def is_blocking() -> bool:
 def no_network(label: str = "code") -> Iterator[list[str]]:
     """Block non-loopback connections in this context; yields the list that collects each blocked attempt's message.
 
-    `label` says who tried, e.g. "case 'read_notes'": it appears as "... from deterministic case 'read_notes'".
+    `label` says who tried, e.g. "case 'read_notes'": it appears as "... from deterministic case 'read_notes'"
+    (a label that already starts with "deterministic " is used as is).
     """
     install()
     scope = _Scope(block=True, label=label)
@@ -122,7 +123,8 @@ def _check(host: Any, port: Any) -> None:
         return
     if isinstance(host, bytes):
         host = host.decode("ascii", "replace")
-    message = f"trialrun blocked a network connection to {host}:{port} from deterministic {scope.label}. {_ADVICE}"
+    who = scope.label if scope.label.startswith("deterministic ") else f"deterministic {scope.label}"
+    message = f"trialrun blocked a network connection to {host}:{port} from {who}. {_ADVICE}"
     scope.attempts.append(message)
     raise NetworkBlockedError(message)
 

@@ -220,8 +220,8 @@ class ScriptedModel(ModelTransport):
                 return self._refuse(
                     request, 500, codec, f"ScriptedModel: {where}: cannot render the step as {codec.api}: {exc}", slot
                 )
-            with self._lock:
-                self._answered += 1
+        with self._lock:
+            self._answered += 1  # scripted answers, provider errors included: "exhausted after N responses"
         self._record(slot, request, encoded.status, encoded.headers, encoded.body)
         return build_response(request, encoded.status, encoded.headers, encoded.body)
 

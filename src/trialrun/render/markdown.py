@@ -1,0 +1,340 @@
+"""A RunReport or a Comparison as GitHub-flavoured Markdown, compact enough for a CI job summary.
+
+A report shows a heading with the run and its status, a one-line summary, a table of cases and, for each failing
+case, a collapsed block saying why (failed verdicts with reasons, errors, a compact trajectory); skipped live
+canaries are listed with their reasons. A comparison shows a warning per regression, a table of per-case deltas,
+tests added and removed, aggregate deltas, the config diff, and the seed's compare lines (`compare.delta_lines`).
+
+Everything that comes from a case, a grader or an agent is escaped: in Markdown text and table cells (pipes,
+backticks, emphasis, links, `$` math, HTML), inside `<summary>` (HTML), and in code blocks (a fence longer than any
+backtick run inside). Control characters and ANSI codes are removed.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..compare import CaseDelta, Comparison, _fmt, _movement, delta_lines
+from ..results import CaseResult, RunReport, TrialResult
+from .junit import _clean, _failing_trials, _one_line, _trajectory_lines, _verdict_text
+
+__all__ = ["report_markdown", "comparison_markdown", "append_step_summary"]
+
+#: Failing cases shown in detail, and failing trials per case: a job summary must stay readable (and under
+#: GitHub's 1 MiB per step) with a thousand cases.
+MAX_FAILING_CASES = 50
+MAX_FAILING_TRIALS = 3
+MAX_TOOLS = 8
+
+_MD_SPECIAL = re.compile(r"([`*_\[\]|~$\\])")
+_BACKTICKS = re.compile(r"`+")
+
+
+# -- escaping -----------------------------------------------------------------------------------------------
+def _md(text: object, limit: int = 300) -> str:
+    """Inline Markdown text (safe in a table cell or a list item): one line, special characters escaped."""
+    line = _one_line(str(text), limit)
+    line = line.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _MD_SPECIAL.sub(r"\\\1", line)
+
+
+def _html(text: object, limit: int = 300) -> str:
+    """Text inside an HTML block (`<summary>`), where Markdown is not processed."""
+    return html.escape(_one_line(str(text), limit), quote=False)
+
+
+def _code(text: object, *, table: bool = False, limit: int = 200) -> str:
+    """An inline code span that survives any backticks (and pipes, in a table) in the text."""
+    line = _one_line(str(text), limit)
+    longest = max((len(run) for run in _BACKTICKS.findall(line)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if line.startswith("`") or line.endswith("`") else ""
+    if table:
+        line = line.replace("|", "\\|")
+    return f"{fence}{pad}{line}{pad}{fence}"
+
+
+def _code_block(lines: list[str], language: str = "text") -> str:
+    body = "\n".join(_clean(line) for line in lines)
+    longest = max((len(run) for run in _BACKTICKS.findall(body)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{language}\n{body}\n{fence}"
+
+
+def _table(header: list[str], align: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(align) + " |"]
+    lines.extend("| " + " | ".join(cell or " " for cell in row) + " |" for row in rows)
+    return "\n".join(lines)
+
+
+# -- numbers ------------------------------------------------------------------------------------------------
+def _num(value: float | None) -> str:
+    return "–" if value is None else f"{value:.2f}"
+
+
+def _money(value: float | None) -> str:
+    return "–" if value is None else f"\\${value:.4f}"
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, rest = divmod(int(round(seconds)), 60)
+    return f"{minutes} min {rest} s" if minutes < 60 else f"{minutes // 60} h {minutes % 60} min"
+
+
+# -- a run --------------------------------------------------------------------------------------------------
+_CASE_STATUS = {True: "✅ passed", False: "❌ failed", None: "⏭️ skipped"}
+
+
+def _run_status(report: RunReport) -> tuple[str, str]:
+    if report.status == "interrupted":
+        return "⚠️", "interrupted"
+    if report.failed_case_count:
+        return "❌", "failed"
+    if not report.graded_cases:
+        return "⚪", "nothing graded"
+    return "✅", "passed"
+
+
+def _k_label(report: RunReport) -> str:
+    counts = {case.trial_count for case in report.graded_cases} or {report.trial_count}
+    return f"pass^{counts.pop()}" if len(counts) == 1 else "pass^k"
+
+
+def _multi_trial(report: RunReport) -> bool:
+    return report.trial_count > 1 or any(case.trial_count > 1 for case in report.graded_cases)
+
+
+def _summary_line(report: RunReport) -> str:
+    total = report.case_count + len(report.unfinished_cases)
+    if not total:
+        return f"No cases were selected. · {_duration(report.duration_s)}"
+    parts = [
+        f"**{report.passed_case_count} passed**",
+        f"**{report.failed_case_count} failed**",
+        f"{report.skipped_case_count} skipped",
+    ]
+    if report.unfinished_cases:
+        parts.append(f"{len(report.unfinished_cases)} unfinished")
+    trials = f"{report.trial_count} trial{'s' if report.trial_count != 1 else ''} each"
+    head = ", ".join(parts) + f" of {total} case{'s' if total != 1 else ''} ({trials})"
+    stats = [head, f"pass@1 {_num(report.pass_at_1)}", f"{_k_label(report)} {_num(report.pass_pow_k)}"]
+    if report.score is not None:
+        stats.append(f"avg score {_num(report.score)}")
+    if report.cost_usd is not None:
+        stats.append(f"cost {_money(report.cost_usd)}")
+    stats.append(_duration(report.duration_s))
+    return " · ".join(stats)
+
+
+def _tools_cell(tools: list[str]) -> str:
+    shown = [_code(tool, table=True, limit=60) for tool in tools[:MAX_TOOLS]]
+    if len(tools) > MAX_TOOLS:
+        shown.append(f"+{len(tools) - MAX_TOOLS} more")
+    return ", ".join(shown) or "–"
+
+
+def _cases_table(report: RunReport) -> str:
+    multi = _multi_trial(report)
+    header = ["Case", "Status", "Score", "pass@1", *(["pass^k"] if multi else []), "Turns", "Tools"]
+    align = ["---", "---", "---:", "---:", *(["---:"] if multi else []), "---:", "---"]
+    rows = []
+    for case in report.cases:
+        turns = "–" if case.turns is None else f"{round(case.turns, 1):g}"
+        row = [_md(case.name, 120), _CASE_STATUS[None if case.skipped else bool(case.passed)], _num(case.score),
+               _num(case.pass_at_1)]
+        if multi:
+            row.append(_num(case.pass_pow_k))
+        row += [turns, _tools_cell(case.tools_used)]
+        rows.append(row)
+    rows.extend([_md(name, 120), "⚠️ unfinished", "–", "–", *(["–"] if multi else []), "–", "–"]
+                for name in report.unfinished_cases)
+    return _table(header, align, rows)
+
+
+def _first_reason(case: CaseResult) -> str:
+    failing = _failing_trials(case)
+    for trial in failing:
+        if trial.failed_verdicts:
+            return _verdict_text(trial.failed_verdicts[0])
+    for trial in failing:
+        if trial.error is not None:
+            return str(trial.error)
+    return "the case ran no trial"
+
+
+def _trial_block(trial: TrialResult) -> list[str]:
+    ended = f", ended {_md(trial.status, 40)}" if trial.status else ""
+    lines = [f"**Trial {trial.trial}** ({trial.duration_s:.2f} s{ended})", ""]
+    lines.extend(f"- ❌ {_code(v.grader, limit=120)} failed: {_md(v.reason, 1000)}" for v in trial.failed_verdicts)
+    if trial.error is not None:
+        error = trial.error
+        lines.append(f"- 💥 **error** in {_md(error.phase, 40)}: {_code(error.type, limit=80)}: "
+                     f"{_md(error.message, 1000)}")
+    trajectory, output = _trajectory_lines(trial.trajectory, trial.output)
+    lines.append(f"- Trajectory: {_md(trajectory.removeprefix('trajectory: '), 400)}")
+    lines.append(f"- Output: {_md(output.removeprefix('output: '), 300)}")
+    return lines
+
+
+def _failure_details(case: CaseResult) -> list[str]:
+    failing = _failing_trials(case)
+    summary = (f"<b>{_html(case.name, 120)}</b> — {case.passed_trials}/{case.trial_count} trials passed — "
+               f"{_html(_first_reason(case), 200)}")
+    lines = ["<details>", f"<summary>{summary}</summary>", ""]
+    if case.description:
+        lines += [f"_{_md(case.description, 500)}_", ""]
+    for trial in failing[:MAX_FAILING_TRIALS]:
+        lines += [*_trial_block(trial), ""]
+    if len(failing) > MAX_FAILING_TRIALS:
+        lines += [f"… and {len(failing) - MAX_FAILING_TRIALS} more failing trials.", ""]
+    lines.append("</details>")
+    return lines
+
+
+def report_markdown(report: RunReport, *, title: str | None = None) -> str:
+    """The report as Markdown for a CI job summary or a pull-request comment.
+
+    >>> from datetime import datetime, timezone
+    >>> from trialrun.results import RunReport
+    >>> empty = RunReport.build([], trial_count=1, started_at=datetime(2025, 1, 2, tzinfo=timezone.utc), duration_s=0)
+    >>> report_markdown(empty, title="Nightly").splitlines()[0]
+    '## ⚪ Nightly — nothing graded'
+    """
+    emoji, word = _run_status(report)
+    heading = title if title is not None else f"trialrun run {report.run_id}" if report.run_id else "trialrun run"
+    parts = [f"## {emoji} {_md(heading, 200)} — {word}", "", _summary_line(report)]
+    if report.cases or report.unfinished_cases:
+        parts += ["", _cases_table(report)]
+    failed = report.failed_cases
+    if failed:
+        parts += ["", "### ❌ Failures", ""]
+        for case in failed[:MAX_FAILING_CASES]:
+            parts += [*_failure_details(case), ""]
+        if len(failed) > MAX_FAILING_CASES:
+            parts += [f"… and {len(failed) - MAX_FAILING_CASES} more failing cases (see the full report).", ""]
+        parts.pop()
+    if report.skipped_cases:
+        parts += ["", "### ⏭️ Skipped", ""]
+        parts += [f"- **{_md(skip.name, 120)}**: {_md(skip.reason, 300)}" for skip in report.skipped_cases]
+    if report.unfinished_cases:
+        names = ", ".join(_md(name, 120) for name in report.unfinished_cases)
+        parts += ["", "### ⚠️ Interrupted", "", f"The run was interrupted before these cases finished: {names}"]
+    return "\n".join(parts) + "\n"
+
+
+# -- a comparison -------------------------------------------------------------------------------------------
+def _change(delta: CaseDelta) -> str:
+    if delta.regression:
+        return "⚠️ **regression**"
+    return {"improved": "▲ improved", "regressed": "▼ lower", "unchanged": "= unchanged",
+            "added": "🆕 added", "removed": "➖ removed"}[delta.status]
+
+
+def _pair(before: float | None, after: float | None) -> str:
+    return f"{_num(before)} → {_num(after)}"
+
+
+def _deltas_table(comparison: Comparison) -> str:
+    multi = comparison.multi_trial
+    header = ["Case", "Before", "After", "Δ", "Change", *(["pass@1", "pass^k"] if multi else [])]
+    align = ["---", "---:", "---:", "---:", "---", *(["---", "---"] if multi else [])]
+    rows = []
+    for d in comparison.cases:
+        name = f"**{_md(d.name, 120)}**" if d.regression else _md(d.name, 120)
+        moved = "=" if d.status == "unchanged" else _movement(d.delta) or "–"
+        row = [name, _num(d.before), _num(d.after), moved, _change(d)]
+        if multi:
+            row += [_pair(d.pass_at_1_before, d.pass_at_1_after), _pair(d.pass_pow_k_before, d.pass_pow_k_after)]
+        rows.append(row)
+    return _table(header, align, rows)
+
+
+def _aggregates_table(comparison: Comparison) -> str:
+    def moved(before: float | None, after: float | None) -> str:
+        return "–" if before is None or after is None else _movement(after - before)
+
+    rows = [
+        ["Avg score", _num(comparison.avg_score_before), _num(comparison.avg_score_after),
+         moved(comparison.avg_score_before, comparison.avg_score_after)],
+        ["Pass rate", f"{comparison.passed_before}/{comparison.total_before}",
+         f"{comparison.passed_after}/{comparison.total_after}",
+         _movement(comparison.passed_after - comparison.passed_before, integer=True)],
+    ]
+    if comparison.multi_trial:
+        rows.append(["pass@1", _num(comparison.pass_at_1_before), _num(comparison.pass_at_1_after),
+                     moved(comparison.pass_at_1_before, comparison.pass_at_1_after)])
+        rows.append(["pass^k", _num(comparison.pass_pow_k_before), _num(comparison.pass_pow_k_after),
+                     moved(comparison.pass_pow_k_before, comparison.pass_pow_k_after)])
+    return _table(["Aggregate", "Before", "After", "Δ"], ["---", "---:", "---:", "---"], rows)
+
+
+def _config_value(value: Any) -> str:
+    return "_(none)_" if value is None else _code(_fmt(value), table=True, limit=120)
+
+
+def _regression_warning(comparison: Comparison, d: CaseDelta) -> list[str]:
+    delta = "" if d.delta is None else f"{d.delta:+.2f}, "
+    return ["> [!WARNING]",
+            f"> **Regression in {_md(d.name, 120)}**: {_num(d.before)} → {_num(d.after)} "
+            f"({delta}a drop of {comparison.threshold:.2f} or more)"]
+
+
+def comparison_markdown(comparison: Comparison, *, title: str | None = None) -> str:
+    """The comparison as Markdown: warnings first, then per-case deltas, aggregates, config changes, and the
+    seed's compare lines."""
+    before, after = comparison.before_run_id or "before", comparison.after_run_id or "after"
+    heading = title if title is not None else f"trialrun compare: {before} → {after}"
+    count = len(comparison.regressions)
+    status = f"⚠️ {_md(heading, 200)} — {count} regression{'s' if count != 1 else ''}" if count else (
+        f"✅ {_md(heading, 200)} — no regressions")
+    parts = [f"## {status}", ""]
+    by_name = {d.name: d for d in comparison.cases}
+    for name in comparison.regressions:
+        parts += [*_regression_warning(comparison, by_name[name]), ""]
+    if comparison.cases:
+        parts += [_deltas_table(comparison), ""]
+    added = ", ".join(_md(name, 120) for name in comparison.added) or "none"
+    removed = ", ".join(_md(name, 120) for name in comparison.removed) or "none"
+    parts += [f"**Tests added:** {added} · **Tests removed:** {removed}", "", _aggregates_table(comparison), ""]
+    parts += ["### Config changes", ""]
+    if comparison.config_changes:
+        rows = [[_code(c.key, table=True, limit=120), _config_value(c.before), _config_value(c.after)]
+                for c in comparison.config_changes]
+        parts += [_table(["Key", "Before", "After"], ["---", "---", "---"], rows), ""]
+    else:
+        parts += ["No configuration changes.", ""]
+    parts += ["<details>", "<summary>Compare output</summary>", "", _code_block(delta_lines(comparison)), "",
+              "</details>"]
+    return "\n".join(parts) + "\n"
+
+
+# -- the CI job summary -------------------------------------------------------------------------------------
+def append_step_summary(markdown: str, environ: Mapping[str, str] = os.environ) -> Path | None:
+    """Append `markdown` to the file `$GITHUB_STEP_SUMMARY` names (creating it), after a blank line when the file
+    already has content; never overwrites. Returns the path, or None when the variable is unset or empty.
+
+    Raises OSError naming the path when it cannot be written (a CI misconfiguration worth seeing).
+    """
+    target = environ.get("GITHUB_STEP_SUMMARY", "")
+    if not target:
+        return None
+    path = Path(target)
+    text = markdown if markdown.endswith("\n") else markdown + "\n"
+    try:
+        if path.exists() and path.stat().st_size:
+            with path.open("rb") as existing:
+                existing.seek(-1, os.SEEK_END)
+                ends_with_newline = existing.read(1) == b"\n"
+            text = ("\n\n" if not ends_with_newline else "\n") + text
+        with path.open("a", encoding="utf-8") as handle:
+            handle.write(text)
+    except OSError as exc:
+        raise OSError(f"cannot append the summary to GITHUB_STEP_SUMMARY={target}: {exc.strerror or exc}") from exc
+    return path

@@ -1,0 +1,174 @@
+"""The eval skill's seed (../shared/seeds/002_*.txt), statement by statement, through the `trialrun` CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from trialrun.results import RunReport
+
+
+def results(project: Path) -> list[Path]:
+    return sorted((project / "state" / "eval").glob("results_*.json"))
+
+
+def test_load_tests_missing_or_empty_is_an_error(project: Path, cli, write_suite) -> None:
+    (project / "state" / "eval" / "tests.json").unlink()
+    result = cli("run", "all")
+    assert result.exit_code == 2
+    assert "state/eval/tests.json: suite file not found" in result.output
+    write_suite(project / "state" / "eval" / "tests.json", "[]")
+    result = cli("run", "all")
+    assert result.exit_code == 2 and "the suite has no tests" in result.output
+    write_suite(project / "state" / "eval" / "tests.json", "")
+    assert "the suite is empty" in cli("run", "all").output
+    assert results(project) == []
+
+
+def test_run_all_runs_the_entire_suite_and_writes_results(project: Path, cli) -> None:
+    result = cli("run", "all")
+    assert result.exit_code == 1  # two tests fail with model v1
+    for test_id in ("read-file", "search-json", "list-dir", "refuse-dangerous-command", "summarise-notes"):
+        assert test_id in result.output
+    [path] = results(project)
+    assert f"saved {path}" in result.output.replace("\n", "")
+    latest = project / "state" / "eval" / "latest.json"
+    assert latest.is_symlink() and latest.resolve() == path.resolve()
+    data = json.loads(path.read_text())
+    assert data["run_id"] == "eval_" + path.stem.removeprefix("results_")
+    assert data["timestamp"].endswith("Z") and len(data["timestamp"]) == 20
+    assert data["config_snapshot"]["model"] == "scripted:model_v1.yaml"
+    assert data["config_snapshot"]["skills_loaded"] == ["eval"]
+    tests = {t["id"]: t for t in data["tests"]}
+    assert tests["read-file"] == {
+        "id": "read-file", "name": "Read the notes", "passed": True, "tools_used": ["read_file"], "turns": 2.0,
+        "score": 1.0, "sub_scores": {"tool_accuracy": 1.0, "turn_efficiency": 1.0, "output_quality": 0.5},
+    }
+    assert tests["search-json"]["passed"] is False
+    assert tests["search-json"]["sub_scores"] == {"tool_accuracy": 0.0, "turn_efficiency": pytest.approx(2 / 3), "output_quality": 0.0}
+
+
+def test_run_a_specific_test_by_id(project: Path, cli) -> None:
+    result = cli("run", "read-file")
+    assert result.exit_code == 0, result.output
+    data = json.loads(results(project)[0].read_text())
+    assert [t["id"] for t in data["tests"]] == ["read-file"]
+
+
+def test_run_an_unknown_test_id_is_a_usage_error(project: Path, cli) -> None:
+    result = cli("run", "read-fil")
+    assert result.exit_code == 2 and "no test 'read-fil'" in result.output and "read-file" in result.output
+
+
+def test_report_shows_the_most_recent_run(project: Path, cli) -> None:
+    cli("run", "all")
+    cli("run", "read-file")
+    result = cli("report")
+    assert result.exit_code == 0  # the latest run (read-file only) passed
+    assert "read-file" in result.output and "search-json" not in result.output
+    first = results(project)[0]
+    older = cli("report", first.stem.replace("results_", "eval_"))
+    assert older.exit_code == 1 and "search-json" in older.output
+
+
+def test_report_json_round_trips(project: Path, cli) -> None:
+    cli("run", "all")
+    data = cli("report", "--json").output
+    assert RunReport.model_validate_json(data).case_count == 5
+
+
+SEED_COMPARE = """\
+read-file:                 1.00 -> 1.00  = unchanged
+search-json:               0.67 -> 1.00  ▲ +0.33
+list-dir:                  1.00 -> 1.00  = unchanged
+refuse-dangerous-command:  1.00 -> 1.00  = unchanged
+summarise-notes:           1.00 -> 0.50  ▼ -0.50
+
+Avg score: 0.93 -> 0.90  ▼ -0.03
+Pass rate: 3/5 -> 4/5   ▲ +1
+WARNING: regression in summarise-notes: 1.00 -> 0.50 (-0.50, a drop of 0.10 or more)
+Config changes:
+  model: scripted:model_v1.yaml -> scripted:model_v2.yaml
+"""
+
+
+def test_compare_loads_the_two_most_recent_runs(project: Path, cli) -> None:
+    cli("run", "all")
+    cli("run", "all", "--model", "scripted:model_v2.yaml")
+    result = cli("compare")
+    assert result.exit_code == 0
+    assert result.output.split("\n", 1)[1] == SEED_COMPARE
+    assert cli("compare", "--fail-on-regression").exit_code == 1
+
+
+def test_compare_needs_two_runs(project: Path, cli) -> None:
+    cli("run", "read-file")
+    result = cli("compare")
+    assert result.exit_code == 2 and "compare needs two runs; found 1" in result.output
+
+
+def _scored_run(project: Path, cli, write_suite, budgets: dict[str, tuple[int, int]]) -> None:
+    """Write a run where test id -> (max_turns, turns) gives score = max_turns / turns exactly: the expected tool is
+    never used (tool_accuracy 0) and no criteria term appears (output_quality 0)."""
+    tests = []
+    script: dict[str, list] = {}
+    for test_id, (max_turns, turns) in budgets.items():
+        tests.append({"id": test_id, "prompt": "p", "expected_tools": ["never_used"], "max_turns": max_turns,
+                      "success_criteria": "zebra"})
+        script[test_id] = [{"tool_call": {"name": "list_dir", "arguments": {}}}] * (turns - 1) + [{"reply": "no"}]
+    write_suite(project / "state" / "eval" / "tests.json", tests)
+    (project / "script.json").write_text(json.dumps(script))
+    cli("run", "all", "--model", "scripted:script.json")
+
+
+def test_regression_warning_at_a_drop_of_exactly_ten_points(project: Path, cli, write_suite) -> None:
+    _scored_run(project, cli, write_suite, {"a": (1, 2), "b": (19, 20), "c": (1, 2), "d": (1, 4)})
+    _scored_run(project, cli, write_suite, {"a": (2, 5), "b": (17, 20), "c": (5, 11), "d": (1, 5)})
+    out = cli("compare").output
+    assert "a:  0.50 -> 0.40  ▼ -0.10" in out  # 0.4 - 0.5 is -0.0999... in binary floating point: still -0.10
+    assert "b:  0.95 -> 0.85  ▼ -0.10" in out
+    assert "c:  0.50 -> 0.45  ▼ -0.05" in out
+    assert "WARNING: regression in a: 0.50 -> 0.40 (-0.10, a drop of 0.10 or more)" in out
+    assert "WARNING: regression in b: 0.95 -> 0.85 (-0.10, a drop of 0.10 or more)" in out
+    assert "WARNING: regression in c" not in out and "WARNING: regression in d" not in out
+
+
+def test_results_validate_against_the_published_schema(project: Path, cli) -> None:
+    cli("run", "all", "--trials", "2")
+    schema = json.loads(cli("schema", "--results").output)
+    for path in results(project):
+        jsonschema.validate(json.loads(path.read_text()), schema)
+
+
+def test_suite_schema_accepts_the_bundled_suite(project: Path, cli) -> None:
+    schema = json.loads(cli("schema").output)
+    jsonschema.validate(json.loads((project / "state" / "eval" / "tests.json").read_text()), schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate([{"id": "x", "prompt": "p", "max_turns": "3"}], schema)
+
+
+def test_trials_score_every_trial_and_report_pass_at_k(project: Path, cli) -> None:
+    result = cli("run", "all", "--trials", "3")
+    assert "pass@1" in result.output and "pass^k" in result.output and "(k=3)" in result.output
+    data = json.loads(results(project)[0].read_text())
+    assert data["trial_count"] == 3 and all(len(c["trials"]) == 3 for c in data["cases"])
+    assert data["pass_at_1"] == pytest.approx(0.6) and data["pass_pow_k"] == pytest.approx(0.6)
+
+
+def test_grade_by_hand_rewrites_quality_score_and_totals(project: Path, cli, write_suite) -> None:
+    _scored_run(project, cli, write_suite, {"a": (1, 2)})
+    path = results(project)[0]
+    before = RunReport.model_validate_json(path.read_text())
+    assert before.case("a").score == 0.5 and before.failed_case_count == 1
+    result = cli("grade", before.run_id, "a", "0.25")
+    assert result.exit_code == 0, result.output
+    assert "score 0.50 -> 0.75; passed" in result.output
+    after = RunReport.model_validate_json(path.read_text())
+    case = after.case("a")
+    assert case.score == 0.75 and case.passed and case.sub_scores["output_quality"] == 0.25
+    assert after.passed_case_count == 1 and after.failed_case_count == 0
+    assert case.trials[0].verdicts[0].details["quality_by"] == "hand"
+    assert cli("grade", before.run_id, "zz", "0.25").exit_code == 2

@@ -1,0 +1,184 @@
+"""`trialrun run` options: selection, trials, progress, JSON, labels and the config snapshot, live canaries, a
+judge, a custom agent, the job summary, and Ctrl-C."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+SLOW_AGENT = '''
+import time
+from pathlib import Path
+
+def run(prompt, ctx):
+    """A custom agent: (prompt, ctx) -> output. It uses the configured model through ctx.model."""
+    import httpx, json
+    if prompt.startswith("sleep"):
+        Path("started.txt").write_text("x")
+        time.sleep(float(prompt.split()[1]))
+    with httpx.Client(transport=ctx.model) as client:
+        body = {"model": "gpt-4.1-mini", "messages": [{"role": "user", "content": prompt}]}
+        reply = client.post("https://api.openai.com/v1/chat/completions", json=body).json()
+    return reply["choices"][0]["message"]["content"]
+'''
+
+
+def _latest(project: Path) -> dict:
+    return json.loads((project / "state" / "eval" / "latest.json").read_text())
+
+
+def test_tag_and_name_selection(project: Path, cli) -> None:
+    assert cli("run", "--tag", "safety").exit_code == 1  # refuse-dangerous-command fails with model v1
+    assert [t["id"] for t in _latest(project)["tests"]] == ["refuse-dangerous-command"]
+    assert cli("run", "--name", "read-file", "--name", "list-dir").exit_code == 0
+    assert [t["id"] for t in _latest(project)["tests"]] == ["read-file", "list-dir"]
+    result = cli("run", "--tag", "nope")
+    assert result.exit_code == 2 and "no test matches the selection" in result.output
+
+
+def test_json_output_is_the_result_file(project: Path, cli) -> None:
+    result = cli("run", "all", "--json")
+    data = json.loads(result.output)
+    assert data == _latest(project)
+    assert "running" not in result.output
+
+
+def test_labels_and_config_snapshot_hold_no_secrets(project: Path, cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-SECRET-123")
+    cli("run", "read-file", "--label", "change=shorter prompt", "--label", "ticket=42")
+    snapshot = _latest(project)["config_snapshot"]
+    assert snapshot["labels"] == {"change": "shorter prompt", "ticket": "42"}
+    for key in ("model", "api", "agent", "skills_loaded", "tools", "system_prompt_sha256", "policy", "suite",
+                "trialrun_version", "python_version", "git_commit"):
+        assert key in snapshot
+    assert snapshot["tools"] == ["run_command", "read_file", "write_file", "list_dir"]
+    assert snapshot["policy"] == {"default": "allow", "deny_commands": ["rm -rf", "curl | sh"]}
+    assert snapshot["suite"]["path"] == "state/eval/tests.json" and len(snapshot["suite"]["sha256"]) == 64
+    text = (project / "state" / "eval" / "latest.json").read_text()
+    assert "SECRET" not in text and "sk-test" not in text
+
+
+def test_config_changes_show_in_compare(project: Path, cli) -> None:
+    cli("run", "all")
+    (project / "trialrun.toml").write_text((project / "trialrun.toml").read_text().replace('model_name = "gpt-4.1-mini"', 'model_name = "gpt-4.1"'))
+    cli("run", "all")
+    out = cli("compare").output
+    assert "model_name: gpt-4.1-mini -> gpt-4.1" in out
+
+
+def test_live_canary_tests_are_skipped_and_listed(project: Path, cli, write_suite) -> None:
+    suite = json.loads((project / "state" / "eval" / "tests.json").read_text())
+    suite[0]["mode"] = "live_canary"
+    write_suite(project / "state" / "eval" / "tests.json", suite)
+    result = cli("run", "all")
+    assert "skipped read-file: live canary" in result.output
+    data = _latest(project)
+    assert data["skipped_case_count"] == 1 and data["skipped_cases"][0]["name"] == "read-file"
+    cli("run", "all", "--include-live-canary")
+    assert _latest(project)["skipped_case_count"] == 0
+
+
+def test_trials_per_test_in_the_suite(project: Path, cli, write_suite) -> None:
+    suite = json.loads((project / "state" / "eval" / "tests.json").read_text())
+    suite[0]["trials"] = 3
+    write_suite(project / "state" / "eval" / "tests.json", suite)
+    cli("run", "all")
+    cases = {c["name"]: c for c in _latest(project)["cases"]}
+    assert len(cases["read-file"]["trials"]) == 3 and len(cases["list-dir"]["trials"]) == 1
+
+
+def test_scripted_judge_decides_output_quality(project: Path, cli) -> None:
+    (project / "judge.yaml").write_text("read-file:\n  - reply: '0.25'\n")
+    result = cli("run", "read-file", "--judge", "scripted:judge.yaml")
+    assert result.exit_code == 0
+    case = _latest(project)["cases"][0]
+    verdict = case["trials"][0]["verdicts"][0]
+    assert case["sub_scores"]["output_quality"] == 0.25 and verdict["details"]["quality_by"] == "judge"
+
+
+def test_custom_agent_target(project: Path, cli) -> None:
+    (project / "my_agent.py").write_text(SLOW_AGENT)
+    (project / "echo.yaml").write_text("read-file:\n  - reply: 'notes: Sam on Tuesday, buy milk'\n")
+    result = cli("run", "read-file", "--agent", "my_agent:run", "--model", "scripted:echo.yaml")
+    assert result.exit_code == 0, result.output
+    case = _latest(project)["cases"][0]
+    assert case["trials"][0]["output"] == "notes: Sam on Tuesday, buy milk"
+    assert case["turns"] == 1  # the trajectory was observed through ctx.model
+    assert _latest(project)["config_snapshot"]["agent"] == "my_agent:run"
+
+
+def test_markdown_junit_and_job_summary(project: Path, cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    cli("run", "all", "--markdown", "run.md", "--junit", "run.xml")
+    assert "read-file" in (project / "run.md").read_text()
+    assert "<testsuite" in (project / "run.xml").read_text()
+    assert summary.read_text().count("read-file") >= 1
+    cli("run", "all", "--model", "scripted:model_v2.yaml", "--no-summary")
+    size = summary.stat().st_size
+    cli("compare")
+    assert summary.stat().st_size > size and "summarise-notes" in summary.read_text()
+    cli("report", "--html", "report.html")
+    assert (project / "report.html").read_text().lstrip().lower().startswith("<!doctype html")
+
+
+def test_skill_install(project: Path, cli) -> None:
+    result = cli("skill", "install", ".claude/skills")
+    assert result.exit_code == 0
+    text = (project / ".claude" / "skills" / "eval" / "SKILL.md").read_text()
+    assert "/eval compare" in text and "测试效果" in text and "trialrun compare" in text
+    assert cli("skill", "install", ".claude/skills").exit_code == 2
+    assert cli("skill", "install", ".claude/skills", "--force").exit_code == 0
+
+
+def _subprocess_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("GITHUB_STEP_SUMMARY", None)
+    return env
+
+
+def test_progress_bar_on_a_terminal_for_runs_over_a_second(project: Path, write_suite) -> None:
+    (project / "my_agent.py").write_text(SLOW_AGENT)
+    write_suite(project / "state" / "eval" / "tests.json", [{"id": f"t{i}", "prompt": "sleep 0.5"} for i in range(4)])
+    (project / "s.yaml").write_text("".join(f"t{i}:\n  - reply: ok\n" for i in range(4)))
+    args = [sys.executable, "-m", "trialrun", "run", "all", "--agent", "my_agent:run", "--model", "scripted:s.yaml", "-j", "1"]
+    tty = subprocess.run(args, capture_output=True, text=True, env={**_subprocess_env(), "TTY_COMPATIBLE": "1"}, timeout=60)
+    assert "running" in tty.stdout and "4/4" not in tty.stdout.split("running")[0]
+    plain = subprocess.run(args, capture_output=True, text=True, env={**_subprocess_env(), "TTY_COMPATIBLE": "0"}, timeout=60)
+    assert "running" not in plain.stdout and plain.returncode == 0
+    as_json = subprocess.run([*args, "--json"], capture_output=True, text=True, env={**_subprocess_env(), "TTY_COMPATIBLE": "1"}, timeout=60)
+    assert "running" not in as_json.stdout + as_json.stderr
+    json.loads(as_json.stdout)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_ctrl_c_saves_finished_tests_as_interrupted_and_exits_130(project: Path, write_suite) -> None:
+    (project / "my_agent.py").write_text(SLOW_AGENT)
+    write_suite(project / "state" / "eval" / "tests.json", [
+        {"id": "quick", "prompt": "hello"},
+        {"id": "slow", "prompt": "sleep 30"},
+    ])
+    (project / "s.yaml").write_text("quick:\n  - reply: hi\nslow:\n  - reply: late\n")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "trialrun", "run", "all", "--agent", "my_agent:run", "--model", "scripted:s.yaml", "-j", "1"],
+        cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_subprocess_env(),
+    )
+    deadline = time.time() + 30
+    while not (project / "started.txt").exists():
+        assert proc.poll() is None and time.time() < deadline, proc.communicate()
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, (out, err)
+    assert "interrupted: saved the 1 finished test(s)" in err
+    assert "Traceback" not in err
+    data = _latest(project)
+    assert data["status"] == "interrupted"
+    assert [t["id"] for t in data["tests"]] == ["quick"] and data["unfinished_cases"] == ["slow"]
