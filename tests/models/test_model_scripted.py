@@ -301,3 +301,29 @@ def test_many_asyncio_tasks_share_one_model_and_a_list_script_is_consumed_exactl
     assert [json.loads(e.response_body)["choices"][0]["message"]["content"] for e in model.exchanges] == [
         f"step {n}" for n in range(100)
     ]
+
+
+def test_async_script_function_in_the_async_path_and_a_clear_error_in_the_sync_one() -> None:
+    import asyncio
+
+    import httpx
+
+    import trialrun as tr
+
+    async def slow(request):
+        await asyncio.sleep(0.01)
+        return tr.reply("late but fine")
+
+    async def main() -> str:
+        model = tr.ScriptedModel(slow)
+        async with httpx.AsyncClient(transport=model) as client:
+            reply = await client.post("https://api.openai.com/v1/chat/completions",
+                                      json={"model": "m", "messages": [{"role": "user", "content": "hi"}]})
+        return reply.json()["choices"][0]["message"]["content"]
+
+    assert asyncio.run(main()) == "late but fine"
+    model = tr.ScriptedModel(slow)
+    with httpx.Client(transport=model) as client:
+        reply = client.post("https://api.openai.com/v1/chat/completions", json={"model": "m", "messages": []})
+    assert reply.status_code == 500
+    assert "use an async client" in model.problems[0]

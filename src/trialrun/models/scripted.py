@@ -7,9 +7,10 @@ streaming helpers accept when the request says `stream: true`. So one script dri
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Union
 
 from ..trajectory import ToolCall, Usage
@@ -86,6 +87,19 @@ def _as_step(value: Any, where: str) -> Step | ProviderError:
                     "fail(...) or a string")
 
 
+@dataclass(slots=True)
+class _Pending:
+    """A decoded request waiting for its script entry's answer."""
+
+    request: Any
+    codec: Codec
+    model_request: ModelRequest
+    entry: Any
+    index: int
+    slot: int
+    where: str
+
+
 class ScriptedModel(ModelTransport):
     """A model that answers from a script: a list of steps, or a function of the request.
 
@@ -157,7 +171,8 @@ class ScriptedModel(ModelTransport):
 
     # -- serving --------------------------------------------------------------------------------------------------
 
-    def _handle(self, request: Any) -> Any:
+    def _begin(self, request: Any) -> Any:
+        """Decode the request and take the script entry for it: a `_Pending`, or an error response already made."""
         path = request.url.path
         codec = codec_for(path)
         with self._lock:
@@ -195,13 +210,42 @@ class ScriptedModel(ModelTransport):
 
         if entry is None:
             return self._exhausted(slot, request, codec, where)
+        return _Pending(request, codec, model_request, entry, index, slot, where)
+
+    def _failed_entry(self, pending: _Pending, exc: Exception) -> Any:
+        """A bug in the test's script: fail the trial loudly, never retry it."""
+        label = "script function" if self._function is not None else f"script step {pending.index + 1}"
+        return self._refuse(pending.request, 500, pending.codec,
+                            f"ScriptedModel: {pending.where}: the {label} raised {type(exc).__name__}: {exc}", pending.slot)
+
+    def _handle(self, request: Any) -> Any:
+        pending = self._begin(request)
+        if not isinstance(pending, _Pending):
+            return pending
         try:
-            value = entry(model_request) if callable(entry) else entry
-        except Exception as exc:  # a bug in the test's script: fail the trial loudly, never retry it
-            label = "script function" if self._function is not None else f"script step {index + 1}"
-            return self._refuse(
-                request, 500, codec, f"ScriptedModel: {where}: the {label} raised {type(exc).__name__}: {exc}", slot
-            )
+            value = pending.entry(pending.model_request) if callable(pending.entry) else pending.entry
+            if inspect.isawaitable(value):
+                if inspect.iscoroutine(value):
+                    value.close()
+                raise TypeError("it is async; use an async client (httpx.AsyncClient) with an async script function")
+        except Exception as exc:
+            return self._failed_entry(pending, exc)
+        return self._finish(pending, value)
+
+    async def _ahandle(self, request: Any) -> Any:
+        pending = self._begin(request)
+        if not isinstance(pending, _Pending):
+            return pending
+        try:
+            value = pending.entry(pending.model_request) if callable(pending.entry) else pending.entry
+            if inspect.isawaitable(value):  # an async script function (e.g. one that simulates latency)
+                value = await value
+        except Exception as exc:
+            return self._failed_entry(pending, exc)
+        return self._finish(pending, value)
+
+    def _finish(self, pending: _Pending, value: Any) -> Any:
+        request, codec, model_request, slot, where = pending.request, pending.codec, pending.model_request, pending.slot, pending.where
         if value is None:
             return self._exhausted(slot, request, codec, where)
         try:
