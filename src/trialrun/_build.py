@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 
 from . import _version
+from ._files import read_text
 from .agent import Agent, ToolPolicy, prices, shell_tools
 from .agent.tools import Tool
 from .case import Case, TrialContext
@@ -88,12 +89,7 @@ def _default_error(status: int) -> str:
 
 def load_script_file(path: Path) -> dict[str, list[Step | ProviderError]]:
     """A scripted model file: {test id: [steps]} in JSON or YAML."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: scripted model file not found") from None
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    text = read_text(path, "scripted model file", ConfigError)
     try:
         data = yaml.safe_load(text)  # YAML is a superset of JSON
     except yaml.MarkedYAMLError as exc:

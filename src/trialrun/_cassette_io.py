@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from ._files import read_text, write_atomic
 from .wire._types import Exchange
 
 __all__ = ["CassetteFileError", "load_exchanges", "save_exchanges", "exchange_to_dict"]
@@ -37,12 +37,7 @@ class CassetteFileError(ValueError):
 def load_exchanges(path: str | os.PathLike[str]) -> list[Exchange]:
     """Load every recorded exchange of a cassette file, in recorded order."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise CassetteFileError(f"{path}: cassette file not found") from None
-    except OSError as exc:
-        raise CassetteFileError(f"{path}: cannot read cassette ({exc.strerror or exc})") from None
+    text = read_text(path, "cassette file", CassetteFileError)
     try:
         data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
     except (ValueError, yaml.YAMLError) as exc:
@@ -77,16 +72,7 @@ def save_exchanges(path: str | os.PathLike[str], exchanges: list[Exchange]) -> N
         text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
     else:
         text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=120)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, text)
 
 
 def exchange_to_dict(exchange: Exchange) -> dict[str, Any]:

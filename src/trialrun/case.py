@@ -110,23 +110,7 @@ class Case:
     'deterministic'
     """
 
-    __slots__ = (
-        "name",
-        "invoke",
-        "tags",
-        "mode",
-        "setup",
-        "teardown",
-        "expect_outcome",
-        "expect_trajectory",
-        "max_cost_usd",
-        "timeout_s",
-        "trials",
-        "title",
-        "description",
-        "metadata",
-        "graders",
-    )
+    __slots__ = (*FIELDS, "graders")
 
     def __init__(
         self,

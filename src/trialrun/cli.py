@@ -73,7 +73,7 @@ def _load_config(config_path: str | None, **overrides: Any) -> Any:
 def _write_outputs(markdown_path: str | None, junit_path: str | None, html_path: str | None, *, markdown: Callable[[], str] | None,
                    junit: Callable[[], str] | None, html: Callable[[], str] | None, summary: bool) -> None:
     """Write the requested files; append Markdown to GitHub's job summary when it is set (unless --no-summary)."""
-    from .store import write_atomic
+    from ._files import write_atomic
 
     if junit_path and junit:
         write_atomic(Path(junit_path), junit())

@@ -10,15 +10,15 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
 from pydantic import ValidationError
 
+from ._files import read_text, write_atomic
 from .results import SCHEMA_VERSION, RunReport
 
-__all__ = ["ResultsStore", "ResultFileError", "new_run_id", "write_atomic", "load_report"]
+__all__ = ["ResultsStore", "ResultFileError", "new_run_id", "load_report"]
 
 _FILE = re.compile(r"^results_(\d{8}_\d{6})(?:_(\d+))?\.json$")
 LATEST = "latest.json"
@@ -26,21 +26,6 @@ LATEST = "latest.json"
 
 class ResultFileError(ValueError):
     """A result file that cannot be used; the message names it and says why."""
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write `text` to `path` so that readers see the old file or the whole new one, never a part."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def new_run_id(when: datetime | None = None) -> str:
@@ -58,12 +43,7 @@ def _major(version: str) -> int:
 def load_report(path: str | os.PathLike[str]) -> RunReport:
     """Load one result file, with an error that names the file for every way it can be wrong."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ResultFileError(f"{path}: no such result file") from None
-    except OSError as exc:
-        raise ResultFileError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    text = read_text(path, "result file", ResultFileError, missing="no such result file")
     if not text.strip():
         raise ResultFileError(f"{path}: the file is empty (an interrupted write?)")
     try:

@@ -22,6 +22,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
 from . import expect
+from ._files import read_text as _read_text
 from .expect._base import Grader
 
 __all__ = ["SuiteTest", "SuiteError", "SuiteFile", "read_suite", "load_suite", "suite_json_schema", "EXPECT_FORMS", "build_expectations"]
@@ -201,11 +202,9 @@ def read_suite(path: str | Path) -> SuiteFile:
     """Read and validate a suite file; SuiteError lists every problem (file, line, test, field)."""
     path = _shown(Path(path))
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SuiteError([f"{path}: suite file not found (create it, or pass --suite PATH)"]) from None
-    except OSError as exc:
-        raise SuiteError([f"{path}: cannot read suite ({exc.strerror or exc})"]) from None
+        text = _read_text(path, "suite file", ValueError, missing="suite file not found (create it, or pass --suite PATH)")
+    except ValueError as exc:
+        raise SuiteError([str(exc)]) from None
     if not text.strip():
         raise SuiteError([f"{path}: the suite is empty; it should be a JSON array of tests"])
     data, lines = (_yaml_items if path.suffix in (".yaml", ".yml") else _json_items)(text, path)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._files import read_text
 from ..trajectory import Trajectory, Usage
 
 __all__ = ["Price", "PriceTable", "prices", "cost_of_trajectory"]
@@ -100,10 +101,7 @@ class PriceTable:
         In TOML a `[prices]` table is accepted too (so trialrun.toml can carry them).
         """
         path = Path(path)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ValueError(f"{path}: cannot read price file ({exc.strerror or exc})") from None
+        text = read_text(path, "price file", ValueError)
         try:
             if path.suffix == ".toml":
                 from .._toml import loads as toml_loads

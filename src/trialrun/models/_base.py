@@ -366,3 +366,35 @@ def _both_tee(module: ModuleType) -> type:
 
     _BOTH_TEES[module.__name__] = BothTee
     return BothTee
+
+
+class NetworkClient:
+    """A mixin for transports that reach the real network: one real httpx(2) transport per flavour and mode,
+    created on first use and closed with this one."""
+
+    _lock: Any
+
+    def _init_network(self) -> None:
+        self._defaults: dict[tuple[str, bool], Any] = {}
+
+    def _default_network(self, request: Any, asynchronous: bool) -> Any:
+        module = flavour(request)
+        key = (module.__name__, asynchronous)
+        with self._lock:
+            transport = self._defaults.get(key)
+            if transport is None:
+                transport = module.AsyncHTTPTransport() if asynchronous else module.HTTPTransport()
+                self._defaults[key] = transport
+        return transport
+
+    def close(self) -> None:
+        for transport in list(self._defaults.values()):
+            if hasattr(transport, "close"):
+                transport.close()
+
+    async def aclose(self) -> None:
+        for transport in list(self._defaults.values()):
+            if hasattr(transport, "aclose"):
+                await transport.aclose()
+            elif hasattr(transport, "close"):
+                transport.close()

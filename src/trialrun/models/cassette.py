@@ -21,7 +21,7 @@ from ..trajectory import Trajectory
 from ..wire import codec_for, decode_trajectory
 from ..wire._codec import json_body
 from ..wire._types import Exchange, ProviderError
-from ._base import REDACTED, SENSITIVE_HEADERS, ModelTransport, aforward, build_response, flavour, forward
+from ._base import REDACTED, SENSITIVE_HEADERS, ModelTransport, NetworkClient, aforward, build_response, forward
 
 __all__ = ["Cassette", "read_trajectory", "scrub_exchange", "credential_values", "CassetteFileError"]
 
@@ -139,7 +139,7 @@ class _Recording:
         self.used = False
 
 
-class Cassette(ModelTransport):
+class Cassette(NetworkClient, ModelTransport):
     """A transport backed by a cassette file: `mode="replay"` (no network), `"record"` or `"live"`.
 
     - replay: answers from the file's recordings (trialrun's format or vcrpy's YAML); a miss is an HTTP 500 error
@@ -166,7 +166,7 @@ class Cassette(ModelTransport):
         self.mode: Mode = mode
         self.ignore_fields = frozenset(ignore_fields)
         self.upstream = upstream
-        self._defaults: dict[tuple[str, bool], Any] = {}
+        self._init_network()
         self._requests_seen = 0
         self._secrets: set[bytes] = set()
         self._recordings: list[_Recording] = []
@@ -255,14 +255,7 @@ class Cassette(ModelTransport):
     def _upstream(self, request: Any, asynchronous: bool) -> Any:
         if self.upstream is not None:
             return self.upstream
-        module = flavour(request)
-        key = (module.__name__, asynchronous)
-        with self._lock:
-            transport = self._defaults.get(key)
-            if transport is None:
-                transport = module.AsyncHTTPTransport() if asynchronous else module.HTTPTransport()
-                self._defaults[key] = transport
-        return transport
+        return self._default_network(request, asynchronous)
 
     def _forward_sync(self, request: Any) -> Any:
         slot = self._reserve()
@@ -297,14 +290,3 @@ class Cassette(ModelTransport):
         with self._lock:  # one writer at a time, always the full list: the file never goes backwards
             save_exchanges(self.path, [exchange for exchange in self._slots if exchange is not None])
 
-    def close(self) -> None:
-        for transport in list(self._defaults.values()):
-            if hasattr(transport, "close"):
-                transport.close()
-
-    async def aclose(self) -> None:
-        for transport in list(self._defaults.values()):
-            if hasattr(transport, "aclose"):
-                await transport.aclose()
-            elif hasattr(transport, "close"):
-                transport.close()

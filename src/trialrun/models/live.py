@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 import anyio
 
-from ._base import ModelTransport, aforward, flavour, forward, transport_errors
+from ._base import ModelTransport, NetworkClient, aforward, flavour, forward, transport_errors
 
 __all__ = ["LiveModel"]
 
@@ -71,7 +71,7 @@ def _join_path(base_path: str, request_path: str) -> str:
     return "/" + "/".join(joined) + ("/" if request_path.endswith("/") and joined else "")
 
 
-class LiveModel(ModelTransport):
+class LiveModel(NetworkClient, ModelTransport):
     """Forwards requests to `base_url` (e.g. "https://api.openai.com/v1") with the key from `api_key_env`.
 
     - The key goes in `Authorization: Bearer` for OpenAI-style hosts, `x-api-key` for Anthropic, `x-goog-api-key`
@@ -118,7 +118,7 @@ class LiveModel(ModelTransport):
         self.max_retries = int(max_retries)
         self.max_retry_wait = float(max_retry_wait)
         self._transport = transport
-        self._defaults: dict[tuple[str, bool], Any] = {}
+        self._init_network()
         # Injectable so tests never wait.
         self._sleep = time.sleep
         self._async_sleep = anyio.sleep
@@ -145,14 +145,7 @@ class LiveModel(ModelTransport):
     def _network(self, request: Any, asynchronous: bool) -> Any:
         if self._transport is not None:
             return self._transport
-        module = flavour(request)
-        key = (module.__name__, asynchronous)
-        with self._lock:
-            transport = self._defaults.get(key)
-            if transport is None:
-                transport = module.AsyncHTTPTransport() if asynchronous else module.HTTPTransport()
-                self._defaults[key] = transport
-        return transport
+        return self._default_network(request, asynchronous)
 
     def _wait(self, attempt: int, response: Any) -> float | None:
         """Seconds to wait before retry `attempt` (1-based), or None when this outcome must not be retried."""
@@ -218,14 +211,3 @@ class LiveModel(ModelTransport):
             self._observe(slot, outgoing, response)
             await self._async_sleep(wait)
 
-    def close(self) -> None:
-        for transport in list(self._defaults.values()):
-            if hasattr(transport, "close"):
-                transport.close()
-
-    async def aclose(self) -> None:
-        for transport in list(self._defaults.values()):
-            if hasattr(transport, "aclose"):
-                await transport.aclose()
-            elif hasattr(transport, "close"):
-                transport.close()
