@@ -12,7 +12,8 @@ from pydantic import BaseModel, Field
 
 from .results import SCHEMA_VERSION, RunReport
 
-__all__ = ["Comparison", "CaseDelta", "ConfigChange", "compare", "REGRESSION_THRESHOLD", "delta_lines"]
+__all__ = ["Comparison", "CaseDelta", "ConfigChange", "compare", "REGRESSION_THRESHOLD", "delta_lines", "config_diff",
+           "flatten_config", "movement", "format_value"]
 
 REGRESSION_THRESHOLD = 0.10
 _EPSILON = 1e-9  # 0.95 -> 0.85 is a drop of exactly 0.10, whatever binary floating point says
@@ -75,11 +76,12 @@ class Comparison(BaseModel):
         return self.trials_before > 1 or self.trials_after > 1
 
 
-def _flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+def flatten_config(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested config keys joined with dots ({"policy": {"default": "allow"}} -> {"policy.default": "allow"})."""
     out: dict[str, Any] = {}
     for key, value in data.items():
         if isinstance(value, dict) and value:
-            out.update(_flatten(value, f"{prefix}{key}."))
+            out.update(flatten_config(value, f"{prefix}{key}."))
         else:
             out[f"{prefix}{key}"] = value
     return out
@@ -87,7 +89,7 @@ def _flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 
 def config_diff(before: dict[str, Any], after: dict[str, Any]) -> list[ConfigChange]:
     """Changed, added and removed keys of two config snapshots (nested keys joined with dots)."""
-    a, b = _flatten(before), _flatten(after)
+    a, b = flatten_config(before), flatten_config(after)
     return [ConfigChange(key=k, before=a.get(k), after=b.get(k)) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
 
 
@@ -149,7 +151,8 @@ def _num(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.2f}"
 
 
-def _movement(delta: float | None, *, integer: bool = False) -> str:
+def movement(delta: float | None, *, integer: bool = False) -> str:
+    """"▲ +0.20", "▼ -0.07" or "= unchanged", as the eval skill writes a change."""
     if delta is None:
         return ""
     if abs(delta) < _EPSILON:
@@ -175,7 +178,7 @@ def delta_lines(comparison: Comparison) -> list[str]:
         elif d.status == "removed":
             lines.append(f"{label}{_num(d.before)} -> gone  - removed")
         else:
-            lines.append(f"{label}{_num(d.before)} -> {_num(d.after)}  {_movement(d.delta)}")
+            lines.append(f"{label}{_num(d.before)} -> {_num(d.after)}  {movement(d.delta)}")
     lines.append("")
     avg_after = _num(comparison.avg_score_after)
     rate_after = f"{comparison.passed_after}/{comparison.total_after}"
@@ -184,10 +187,10 @@ def delta_lines(comparison: Comparison) -> list[str]:
         None if comparison.avg_score_before is None or comparison.avg_score_after is None
         else comparison.avg_score_after - comparison.avg_score_before
     )
-    lines.append(f"Avg score: {_num(comparison.avg_score_before)} -> {avg_after.ljust(column)}  {_movement(avg_delta)}".rstrip())
+    lines.append(f"Avg score: {_num(comparison.avg_score_before)} -> {avg_after.ljust(column)}  {movement(avg_delta)}".rstrip())
     lines.append(
         f"Pass rate: {comparison.passed_before}/{comparison.total_before} -> {rate_after.ljust(column)}  "
-        f"{_movement(comparison.passed_after - comparison.passed_before, integer=True)}"
+        f"{movement(comparison.passed_after - comparison.passed_before, integer=True)}"
     )
     if comparison.multi_trial:
         for label, before, after in (
@@ -195,7 +198,7 @@ def delta_lines(comparison: Comparison) -> list[str]:
             ("pass^k", comparison.pass_pow_k_before, comparison.pass_pow_k_after),
         ):
             delta = None if before is None or after is None else after - before
-            lines.append(f"{label}:    {_num(before)} -> {_num(after).ljust(column)}  {_movement(delta)}".rstrip())
+            lines.append(f"{label}:    {_num(before)} -> {_num(after).ljust(column)}  {movement(delta)}".rstrip())
     for name in comparison.regressions:
         d = next(c for c in comparison.cases if c.name == name)
         lines.append(
@@ -204,11 +207,12 @@ def delta_lines(comparison: Comparison) -> list[str]:
         )
     if comparison.config_changes:
         lines.append("Config changes:")
-        lines.extend(f"  {c.key}: {_fmt(c.before)} -> {_fmt(c.after)}" for c in comparison.config_changes)
+        lines.extend(f"  {c.key}: {format_value(c.before)} -> {format_value(c.after)}" for c in comparison.config_changes)
     return lines
 
 
-def _fmt(value: Any) -> str:
+def format_value(value: Any) -> str:
+    """A config value for people: lists joined with commas, None as "(none)"."""
     if value is None:
         return "(none)"
     if isinstance(value, list):

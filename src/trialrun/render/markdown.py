@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..compare import CaseDelta, Comparison, _fmt, _movement, delta_lines
+from ..compare import CaseDelta, Comparison, delta_lines, format_value, movement
 from ..results import CaseResult, RunReport, TrialResult
 from .junit import _clean, _failing_trials, _one_line, _trajectory_lines, _verdict_text
 
@@ -248,7 +248,7 @@ def _deltas_table(comparison: Comparison) -> str:
     rows = []
     for d in comparison.cases:
         name = f"**{_md(d.name, 120)}**" if d.regression else _md(d.name, 120)
-        moved = "=" if d.status == "unchanged" else _movement(d.delta) or "–"
+        moved = "=" if d.status == "unchanged" else movement(d.delta) or "–"
         row = [name, _num(d.before), _num(d.after), moved, _change(d)]
         if multi:
             row += [_pair(d.pass_at_1_before, d.pass_at_1_after), _pair(d.pass_pow_k_before, d.pass_pow_k_after)]
@@ -258,14 +258,14 @@ def _deltas_table(comparison: Comparison) -> str:
 
 def _aggregates_table(comparison: Comparison) -> str:
     def moved(before: float | None, after: float | None) -> str:
-        return "–" if before is None or after is None else _movement(after - before)
+        return "–" if before is None or after is None else movement(after - before)
 
     rows = [
         ["Avg score", _num(comparison.avg_score_before), _num(comparison.avg_score_after),
          moved(comparison.avg_score_before, comparison.avg_score_after)],
         ["Pass rate", f"{comparison.passed_before}/{comparison.total_before}",
          f"{comparison.passed_after}/{comparison.total_after}",
-         _movement(comparison.passed_after - comparison.passed_before, integer=True)],
+         movement(comparison.passed_after - comparison.passed_before, integer=True)],
     ]
     if comparison.multi_trial:
         rows.append(["pass@1", _num(comparison.pass_at_1_before), _num(comparison.pass_at_1_after),
@@ -276,7 +276,7 @@ def _aggregates_table(comparison: Comparison) -> str:
 
 
 def _config_value(value: Any) -> str:
-    return "_(none)_" if value is None else _code(_fmt(value), table=True, limit=120)
+    return "_(none)_" if value is None else _code(format_value(value), table=True, limit=120)
 
 
 def _regression_warning(comparison: Comparison, d: CaseDelta) -> list[str]:

@@ -100,3 +100,16 @@ def default_usage(step: Step, request: ModelRequest) -> Usage:
     sent = json.dumps(request.body, separators=(",", ":"), default=str) if request.body else ""
     produced = step.text + "".join(call.name + json.dumps(call.arguments) for call in step.tool_calls)
     return Usage(input_tokens=estimate_tokens(sent), output_tokens=estimate_tokens(produced) + 5 * len(step.tool_calls))
+
+
+def split_evenly(text: str, count: int) -> list[str]:
+    """Split text into at most `count` consecutive pieces, as providers stream text and arguments in deltas."""
+    if not text:
+        return []
+    size = max(1, -(-len(text) // count))
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def retry_after_value(seconds: float) -> str:
+    """A Retry-After header value: whole seconds as an integer ("2"), else as given ("0.5")."""
+    return str(int(seconds)) if float(seconds).is_integer() else f"{seconds:g}"

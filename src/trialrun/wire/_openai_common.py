@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 from ..trajectory import ToolCall, ToolResult, Usage
-from ._codec import json_body
+from ._codec import json_body, retry_after_value, split_evenly
 from ._sse import SSEEvent, parse_sse
 from ._types import EncodedResponse, Message, ModelRequest, ProviderError, Step, WireError
 
@@ -135,10 +135,7 @@ def text_fragments(text: str, pieces: int = 12) -> list[str]:
 
 def argument_fragments(arguments: str, pieces: int = 3) -> list[str]:
     """Split an argument JSON string into a few fragments, as the API streams them (never an empty list)."""
-    if not arguments:
-        return [""]
-    size = max(1, -(-len(arguments) // pieces))
-    return [arguments[i : i + size] for i in range(0, len(arguments), size)]
+    return split_evenly(arguments, pieces) or [""]
 
 
 def response_seed(api: str, step: Step, request: ModelRequest) -> str:
@@ -276,8 +273,7 @@ def encode_error(error: ProviderError) -> EncodedResponse:
         "x-request-id": "req_" + hashlib.sha256(encoded + str(error.status).encode()).hexdigest()[:32],
     }
     if error.retry_after is not None:
-        seconds = error.retry_after
-        headers["retry-after"] = str(int(seconds)) if float(seconds).is_integer() else f"{seconds:g}"
+        headers["retry-after"] = retry_after_value(error.retry_after)
     return EncodedResponse(error.status, headers, encoded)
 
 

@@ -25,7 +25,7 @@ import json
 from typing import Any
 
 from ..trajectory import ToolCall, ToolResult, Usage
-from ._codec import Codec, default_usage, json_body, parse_arguments, parse_json
+from ._codec import Codec, default_usage, json_body, parse_arguments, parse_json, retry_after_value, split_evenly
 from ._sse import parse_sse, render_sse
 from ._types import EncodedResponse, Message, ModelRequest, ModelResponse, ProviderError, Step, ToolSpec, WireError
 
@@ -179,7 +179,7 @@ class AnthropicCodec(Codec):
         request_id = f"req_01{_digest(error.status, kind, message)[:22]}"
         headers = {"content-type": "application/json", "request-id": request_id}
         if error.retry_after is not None:
-            headers["retry-after"] = _seconds(error.retry_after)
+            headers["retry-after"] = retry_after_value(error.retry_after)
         body = {"type": "error", "error": {"type": kind, "message": message}, "request_id": request_id}
         return EncodedResponse(error.status, headers, json_body(body))
 
@@ -498,10 +498,6 @@ def _digest(*parts: Any) -> str:
     return hashlib.sha256(raw.encode()).hexdigest()
 
 
-def _seconds(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else str(value)
-
-
 def _usage_json(usage: Usage) -> dict[str, int]:
     cached = min(usage.cached_input_tokens, usage.input_tokens)
     return {
@@ -511,13 +507,6 @@ def _usage_json(usage: Usage) -> dict[str, int]:
         "output_tokens": usage.output_tokens,
     }
 
-
-def _pieces(text: str, count: int) -> list[str]:
-    """Split text into at most `count` consecutive pieces, as a provider streams it in deltas."""
-    if not text:
-        return []
-    size = max(1, -(-len(text) // count))
-    return [text[i : i + size] for i in range(0, len(text), size)]
 
 
 def _stream_events(
@@ -539,11 +528,11 @@ def _stream_events(
     for index, block in enumerate(content):
         if block["type"] == "text":
             opening: dict[str, Any] = {"type": "text", "text": ""}
-            deltas = [{"type": "text_delta", "text": piece} for piece in _pieces(block["text"], 4)]
+            deltas = [{"type": "text_delta", "text": piece} for piece in split_evenly(block["text"], 4)]
         else:
             opening = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
             arguments = json.dumps(block["input"], ensure_ascii=False)
-            deltas = [{"type": "input_json_delta", "partial_json": piece} for piece in ["", *_pieces(arguments, 3)]]
+            deltas = [{"type": "input_json_delta", "partial_json": piece} for piece in ["", *split_evenly(arguments, 3)]]
         start = {"type": "content_block_start", "index": index, "content_block": opening}
         events.append(("content_block_start", start))
         if index == 0:

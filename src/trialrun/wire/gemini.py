@@ -28,7 +28,7 @@ import re
 from typing import Any
 
 from ..trajectory import ToolCall, ToolResult, Usage
-from ._codec import Codec, default_usage, json_body, parse_arguments, parse_json
+from ._codec import Codec, default_usage, json_body, parse_arguments, parse_json, retry_after_value, split_evenly
 from ._sse import parse_sse, render_sse
 from ._types import EncodedResponse, Message, ModelRequest, ModelResponse, ProviderError, Step, ToolSpec, WireError
 
@@ -163,7 +163,7 @@ class GeminiCodec(Codec):
             body = _chunk(parts, model, response_id, _usage_json(usage), finish=True)
             return EncodedResponse(200, {"content-type": "application/json; charset=UTF-8"}, json_body(body))
         # A stream: the text in a few chunks, function calls whole (Gemini never splits them), usage on the last.
-        pieces = _pieces(step.text, 3)
+        pieces = split_evenly(step.text, 3)
         prompt_only = {"promptTokenCount": usage.input_tokens, "totalTokenCount": usage.input_tokens}
         chunks = [_chunk([{"text": piece}], model, response_id, prompt_only) for piece in pieces[:-1]]
         last_parts = ([{"text": pieces[-1]}] if pieces else []) + calls
@@ -178,7 +178,7 @@ class GeminiCodec(Codec):
         payload: dict[str, Any] = {"code": error.status, "message": message, "status": status}
         headers = {"content-type": "application/json; charset=UTF-8"}
         if error.retry_after is not None:
-            seconds = str(int(error.retry_after)) if float(error.retry_after).is_integer() else str(error.retry_after)
+            seconds = retry_after_value(error.retry_after)
             headers["retry-after"] = seconds
             payload["details"] = [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": f"{seconds}s"}]
         return EncodedResponse(error.status, headers, json_body({"error": payload}))
@@ -403,12 +403,6 @@ def _chunk(
         candidate["finishReason"] = "STOP"
     return {"candidates": [candidate], "usageMetadata": usage, "modelVersion": model, "responseId": response_id}
 
-
-def _pieces(text: str, count: int) -> list[str]:
-    if not text:
-        return []
-    size = max(1, -(-len(text) // count))
-    return [text[i : i + size] for i in range(0, len(text), size)]
 
 
 def _function_call_json(call: ToolCall) -> dict[str, Any]:
