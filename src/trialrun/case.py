@@ -357,19 +357,21 @@ class TrialContext:
             transport = ObservedTransport(transport)
         return self._register(transport)
 
-    def http_client(self, transport: Any = None, **kwargs: Any) -> httpx.Client:
-        """An httpx.Client whose traffic is observed (closed after the trial)."""
-        import httpx
+    def http_client(self, transport: Any = None, *, httpx2: bool = False, **kwargs: Any) -> httpx.Client:
+        """An httpx.Client whose traffic is observed (closed after the trial).
 
-        client = httpx.Client(transport=self.observe(transport or httpx.HTTPTransport()), **kwargs)
+        `httpx2=True` gives an `httpx2.Client` instead: the anthropic SDK accepts only those (the openai SDK takes
+        either). trialrun's transports answer in whichever flavour asks.
+        """
+        module = _httpx_module(httpx2)
+        client = module.Client(transport=self.observe(transport or module.HTTPTransport()), **kwargs)
         self._clients.append(client)
         return client
 
-    def async_http_client(self, transport: Any = None, **kwargs: Any) -> httpx.AsyncClient:
-        """An httpx.AsyncClient whose traffic is observed (closed after the trial)."""
-        import httpx
-
-        client = httpx.AsyncClient(transport=self.observe(transport or httpx.AsyncHTTPTransport()), **kwargs)
+    def async_http_client(self, transport: Any = None, *, httpx2: bool = False, **kwargs: Any) -> httpx.AsyncClient:
+        """An httpx.AsyncClient whose traffic is observed (closed after the trial); `httpx2=True` as above."""
+        module = _httpx_module(httpx2)
+        client = module.AsyncClient(transport=self.observe(transport or module.AsyncHTTPTransport()), **kwargs)
         self._clients.append(client)
         return client
 
@@ -408,6 +410,15 @@ class TrialContext:
     def _cleanup(self) -> None:
         if self._workdir is not None:
             shutil.rmtree(self._workdir, ignore_errors=True)
+
+
+def _httpx_module(httpx2: bool) -> Any:
+    import importlib
+
+    try:
+        return importlib.import_module("httpx2" if httpx2 else "httpx")
+    except ImportError:
+        raise ImportError("httpx2 is not installed (the official anthropic and openai SDKs bring it)") from None
 
 
 def case(name: str | None = None, **fields: Any) -> Callable[[Callable[[TrialContext], Any]], Case]:

@@ -132,7 +132,7 @@ def run(test_ids: tuple[str, ...], trials: int | None, tags: tuple[str, ...], na
     """Run the suite, or the tests named (TEST_ID ...; `all` or nothing runs every test)."""
     from . import runner
     from ._build import build_cases, config_snapshot
-    from .store import ResultsStore, new_run_id
+    from .store import ResultsStore
     from .suite import read_suite
 
     label_map = _labels(labels)
@@ -168,7 +168,7 @@ def run(test_ids: tuple[str, ...], trials: int | None, tags: tuple[str, ...], na
             report = runner.evaluate(
                 cases, trials=config.trials,
                 include_live_canary=include_live_canary or live, concurrency=config.concurrency or runner.DEFAULT_CONCURRENCY,
-                run_id=new_run_id(), config_snapshot=snapshot, on_trial=lambda case, result: progress.advance(result.passed),
+                config_snapshot=snapshot, on_trial=lambda case, result: progress.advance(result.passed),
             )
         except runner.EvaluationInterrupted as interrupted:
             report = interrupted.report

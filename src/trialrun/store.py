@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from datetime import datetime, timezone
+from datetime import timezone
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from ._files import read_text, write_atomic
 from .results import SCHEMA_VERSION, RunReport
 
-__all__ = ["ResultsStore", "ResultFileError", "new_run_id", "load_report"]
+__all__ = ["ResultsStore", "ResultFileError", "load_report"]
 
 _FILE = re.compile(r"^results_(\d{8}_\d{6})(?:_(\d+))?\.json$")
 LATEST = "latest.json"
@@ -26,11 +26,6 @@ LATEST = "latest.json"
 
 class ResultFileError(ValueError):
     """A result file that cannot be used; the message names it and says why."""
-
-
-def new_run_id(when: datetime | None = None) -> str:
-    """`eval_<YYYYMMDD_HHMMSS>` in UTC, as the eval skill names runs."""
-    return "eval_" + (when or datetime.now(timezone.utc)).astimezone(timezone.utc).strftime("%Y%m%d_%H%M%S")
 
 
 def _major(version: str) -> int:
@@ -87,15 +82,16 @@ class ResultsStore:
         return [path for _, _, path in sorted(found)]
 
     def save(self, report: RunReport) -> Path:
-        """Write the report as results_<timestamp>.json (its run_id set, a suffix when taken), then latest.json."""
+        """Write the report as results_<YYYYMMDD_HHMMSS>.json (of its start, UTC; `_2`, `_3`... when taken), then
+        point latest.json at it. A report without a run_id gets `eval_<same stamp and suffix>`."""
         stamp = report.started_at.astimezone(timezone.utc).strftime("%Y%m%d_%H%M%S")
-        base = report.run_id or f"eval_{stamp}"
-        run_id, path, n = base, self.directory / f"results_{base.removeprefix('eval_')}.json", 1
-        while path.exists():
+        suffix, n = "", 1
+        while (self.directory / f"results_{stamp}{suffix}.json").exists():
             n += 1
-            run_id = f"{base}_{n}"
-            path = self.directory / f"results_{base.removeprefix('eval_')}_{n}.json"
-        report.run_id = run_id
+            suffix = f"_{n}"
+        path = self.directory / f"results_{stamp}{suffix}.json"
+        if report.run_id is None:
+            report.run_id = f"eval_{stamp}{suffix}"
         write_atomic(path, report.model_dump_json(indent=2) + "\n")
         self._point_latest(path)
         return path

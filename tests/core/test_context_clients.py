@@ -1,0 +1,60 @@
+"""The trial context's observed clients work with the official SDKs, and their trajectory becomes the run's."""
+
+from __future__ import annotations
+
+import anthropic
+import openai
+
+import trialrun as tr
+from trialrun import expect
+
+
+def test_openai_through_ctx_http_client() -> None:
+    def invoke(ctx: tr.TrialContext) -> str:
+        model = ctx.scripted([tr.tool_call("lookup", key="k"), tr.reply("value")])
+        client = openai.OpenAI(api_key="test", http_client=ctx.http_client(model))
+        first = client.chat.completions.create(model="gpt-4.1-mini", messages=[{"role": "user", "content": "go"}],
+                                               tools=[{"type": "function", "function": {"name": "lookup", "parameters": {}}}])
+        call = first.choices[0].message.tool_calls[0]
+        second = client.chat.completions.create(model="gpt-4.1-mini", messages=[
+            {"role": "user", "content": "go"}, first.choices[0].message.model_dump(exclude_none=True),
+            {"role": "tool", "tool_call_id": call.id, "content": "v"}])
+        return second.choices[0].message.content
+
+    case = tr.Case(name="sdk", invoke=invoke, expect_outcome=[expect.equals("value")],
+                   expect_trajectory=[expect.called("lookup", args={"key": "k"}), expect.max_turns(2)])
+    trial = tr.evaluate([case]).cases[0].trials[0]
+    assert trial.passed, trial.verdicts
+    assert trial.trajectory.tool_results[0].content == "v"
+    assert trial.cost_usd is not None  # priced from the observed usage
+
+
+def test_anthropic_through_an_httpx2_client() -> None:
+    async def invoke(ctx: tr.TrialContext) -> str:
+        model = ctx.scripted([tr.reply("hello from claude")])
+        client = anthropic.AsyncAnthropic(api_key="test", http_client=ctx.async_http_client(model, httpx2=True))
+        message = await client.messages.create(model="claude-haiku-4-5", max_tokens=64,
+                                               messages=[{"role": "user", "content": "hi"}])
+        return message.content[0].text
+
+    case = tr.Case(name="anthropic", invoke=invoke, expect_outcome=[expect.equals("hello from claude")],
+                   expect_trajectory=[expect.max_turns(1)])
+    trial = tr.evaluate([case]).cases[0].trials[0]
+    assert trial.passed, trial.verdicts
+    assert trial.trajectory.turns[0].model == "claude-haiku-4-5"
+
+
+def test_a_deterministic_case_that_reaches_for_the_network_fails_loudly() -> None:
+    def invoke(ctx: tr.TrialContext) -> str:
+        client = openai.OpenAI(api_key="sk-real-looking", max_retries=0)
+        try:
+            client.chat.completions.create(model="gpt-4.1", messages=[{"role": "user", "content": "hi"}])
+        except Exception:  # noqa: BLE001 - an agent that swallows the error must not pass
+            pass
+        return "fine"
+
+    case = tr.Case(name="sneaky", invoke=invoke, expect_outcome=[expect.equals("fine")])
+    trial = tr.evaluate([case]).cases[0].trials[0]
+    assert not trial.passed
+    assert trial.error.type == "NetworkBlockedError"
+    assert "api.openai.com:443" in trial.error.message and "live_canary" in trial.error.message
