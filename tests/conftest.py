@@ -9,6 +9,22 @@ import pytest
 PROVIDER_TRAFFIC = Path(__file__).resolve().parent / "fixtures" / "provider-traffic"
 
 
+def _import_all_of_trialrun() -> None:
+    """trialrun imports its modules lazily; import them all now, so that pytester's in-process runs (which drop
+    modules first imported during a run) never leave two copies of a class behind."""
+    import importlib
+    import pkgutil
+
+    import trialrun
+
+    for info in pkgutil.walk_packages(trialrun.__path__, "trialrun."):
+        if not info.name.endswith("__main__"):
+            importlib.import_module(info.name)
+
+
+_import_all_of_trialrun()
+
+
 @pytest.fixture
 def provider_traffic() -> Path:
     """Folder of real recorded provider traffic (VCR-style YAML cassettes), one sub-folder per wire format."""

@@ -2,76 +2,79 @@
 
 Grade what the caller got back (outcome) separately from what the agent did to get there (trajectory), run each
 case k times, and report pass@1 and pass^k.
+
+Names are imported on first use, so `import trialrun` (and the pytest plugin, loaded in every pytest session)
+stays cheap; `from trialrun import X` and `trialrun.X` work as usual.
 """
 
-from . import expect
-from ._version import __version__
-from .agent import Agent, Decision, Price, PriceTable, Tool, ToolError, ToolPolicy, prices, shell_tools, tool
-from .case import Case, CaseError, Problem, TrialContext, case
-from .expect import Verdict, check
-from .models import (
-    Cassette,
-    LiveModel,
-    ModelTransport,
-    NetworkBlockedError,
-    ObservedTransport,
-    ScriptedModel,
-    fail,
-    read_trajectory,
-    reply,
-    tool_call,
-    tool_calls,
-)
-from .results import CaseResult, RunReport, SkippedCase, TrialError, TrialResult
-from .runner import EvaluationInterrupted, aevaluate, evaluate
-from .trajectory import Denial, Run, ToolCall, ToolResult, Trajectory, Turn, Usage
+from __future__ import annotations
 
-__all__ = [
-    "__version__",
-    "expect",
-    "Case",
-    "case",
-    "CaseError",
-    "Problem",
-    "TrialContext",
-    "evaluate",
-    "aevaluate",
-    "EvaluationInterrupted",
-    "check",
-    "Verdict",
-    "RunReport",
-    "CaseResult",
-    "TrialResult",
-    "TrialError",
-    "SkippedCase",
-    "Run",
-    "Trajectory",
-    "Turn",
-    "ToolCall",
-    "ToolResult",
-    "Usage",
-    "Denial",
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from ._version import __version__
+
+# Imported eagerly: `case` is both a submodule and the decorator, and importing the submodule binds its name on the
+# package, so the decorator must be bound after it. (The core is light: no httpx, no pydantic.)
+from .case import Case, CaseError, Problem, TrialContext, case
+
+# public name -> the module that defines it
+_EXPORTS: dict[str, str] = {
+    # cases and running
+    "evaluate": "runner", "aevaluate": "runner", "EvaluationInterrupted": "runner",
+    "check": "expect", "Verdict": "expect",
+    # results
+    "RunReport": "results", "CaseResult": "results", "TrialResult": "results", "TrialError": "results",
+    "SkippedCase": "results",
+    # what an agent did
+    "Run": "trajectory", "Trajectory": "trajectory", "Turn": "trajectory", "ToolCall": "trajectory",
+    "ToolResult": "trajectory", "Usage": "trajectory", "Denial": "trajectory",
     # the model seam
-    "ModelTransport",
-    "ScriptedModel",
-    "tool_call",
-    "tool_calls",
-    "reply",
-    "fail",
-    "Cassette",
-    "LiveModel",
-    "ObservedTransport",
-    "NetworkBlockedError",
-    "read_trajectory",
+    "ModelTransport": "models", "ScriptedModel": "models", "tool_call": "models", "tool_calls": "models",
+    "reply": "models", "fail": "models", "Cassette": "models", "LiveModel": "models", "ObservedTransport": "models",
+    "NetworkBlockedError": "models", "read_trajectory": "models",
     # the reference agent
-    "Agent",
-    "Tool",
-    "ToolError",
-    "tool",
-    "shell_tools",
-    "ToolPolicy",
-    "Decision",
-    "prices",
-    "Price",
-    "PriceTable",
-]
+    "Agent": "agent", "Tool": "agent", "ToolError": "agent", "tool": "agent", "shell_tools": "agent",
+    "ToolPolicy": "agent", "Decision": "agent", "prices": "agent", "Price": "agent", "PriceTable": "agent",
+}
+_SUBMODULES = frozenset({"expect", "wire", "models", "agent", "runner", "results", "metrics", "compare", "store",
+                         "suite", "config", "render", "trajectory"})
+
+__all__ = ["__version__", "expect", "Case", "case", "CaseError", "Problem", "TrialContext", *_EXPORTS]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+    elif name in _SUBMODULES:
+        value = importlib.import_module(f".{name}", __name__)
+    else:
+        raise AttributeError(f"module 'trialrun' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(__all__) | _SUBMODULES)
+
+
+if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eagerly
+    from . import expect
+    from .agent import Agent, Decision, Price, PriceTable, Tool, ToolError, ToolPolicy, prices, shell_tools, tool
+    from .expect import Verdict, check
+    from .models import (
+        Cassette,
+        LiveModel,
+        ModelTransport,
+        NetworkBlockedError,
+        ObservedTransport,
+        ScriptedModel,
+        fail,
+        read_trajectory,
+        reply,
+        tool_call,
+        tool_calls,
+    )
+    from .results import CaseResult, RunReport, SkippedCase, TrialError, TrialResult
+    from .runner import EvaluationInterrupted, aevaluate, evaluate
+    from .trajectory import Denial, Run, ToolCall, ToolResult, Trajectory, Turn, Usage

@@ -396,7 +396,9 @@ class TrialContext:
         """What the transports saw that must fail the trial (an exhausted script, a cassette miss)."""
         return [problem for transport in self._transports for problem in getattr(transport, "problems", ())]
 
-    async def _aclose(self) -> None:
+    async def aclose(self) -> None:
+        """Close the clients made through this context and remove the workdir (the runner does this after
+        teardown; call it yourself for a context you made)."""
         for client in self._clients:
             try:
                 if hasattr(client, "aclose"):
@@ -406,8 +408,25 @@ class TrialContext:
             except Exception:  # noqa: BLE001 - closing is best effort
                 pass
         self._clients.clear()
+        self._remove_workdir()
 
-    def _cleanup(self) -> None:
+    def close(self) -> None:
+        """`aclose` for code without an event loop (async clients are closed on a loop of their own)."""
+        if any(hasattr(client, "aclose") for client in self._clients):
+            import asyncio
+
+            try:
+                asyncio.get_running_loop()
+            except RuntimeError:
+                asyncio.run(self.aclose())
+                return
+        for client in self._clients:
+            if hasattr(client, "close") and not hasattr(client, "aclose"):
+                client.close()
+        self._clients.clear()
+        self._remove_workdir()
+
+    def _remove_workdir(self) -> None:
         if self._workdir is not None:
             shutil.rmtree(self._workdir, ignore_errors=True)
 

@@ -606,18 +606,7 @@ def _not_graded(run: Any) -> bool:
 
 
 def _close(ctx: TrialContext) -> None:
-    if ctx._clients:
-        import asyncio
-
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            asyncio.run(ctx._aclose())
-        else:  # pragma: no cover - a teardown inside a running loop: close what can be closed synchronously
-            for client in ctx._clients:
-                if hasattr(client, "close") and not hasattr(client, "aclose"):
-                    client.close()
-    ctx._cleanup()
+    ctx.close()
 
 
 @pytest.fixture

@@ -165,7 +165,7 @@ class _Runner:
     async def _teardown(self, case: Case, ctx: TrialContext) -> TrialError | None:
         """Run teardown to completion even if the run is being cancelled (then let the cancellation go on)."""
         if case.teardown is None and not ctx._clients:
-            ctx._cleanup()
+            ctx._remove_workdir()
             return None
         task = asyncio.ensure_future(self._teardown_body(case, ctx))
         cancelled: asyncio.CancelledError | None = None
@@ -185,12 +185,14 @@ class _Runner:
     async def _teardown_body(self, case: Case, ctx: TrialContext) -> TrialError | None:
         problem = None
         if case.teardown is not None:
-            try:
-                await self._call(case.teardown, ctx)
-            except Exception as exc:  # noqa: BLE001
-                problem = _error("teardown", exc)
-        await ctx._aclose()
-        ctx._cleanup()
+            with self._network_guard(case) as blocked:  # teardown is part of the deterministic trial too
+                try:
+                    await self._call(case.teardown, ctx)
+                except Exception as exc:  # noqa: BLE001
+                    problem = _error("teardown", exc)
+            if problem is None and blocked:
+                problem = TrialError(type="NetworkBlockedError", message=blocked[0], phase="teardown")
+        await ctx.aclose()
         return problem
 
     async def run_trial(self, case: Case, trial: int) -> TrialResult:

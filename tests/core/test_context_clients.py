@@ -58,3 +58,27 @@ def test_a_deterministic_case_that_reaches_for_the_network_fails_loudly() -> Non
     assert not trial.passed
     assert trial.error.type == "NetworkBlockedError"
     assert "api.openai.com:443" in trial.error.message and "live_canary" in trial.error.message
+
+
+def test_teardown_is_guarded_too() -> None:
+    import httpx
+
+    def teardown(ctx: tr.TrialContext) -> None:
+        try:
+            httpx.get("https://example.com/cleanup")
+        except Exception:  # noqa: BLE001
+            pass
+
+    case = tr.Case(name="tidy", invoke=lambda ctx: "ok", teardown=teardown, expect_outcome=[expect.equals("ok")])
+    trial = tr.evaluate([case]).cases[0].trials[0]
+    assert trial.passed  # the grade stands; the teardown's attempt is recorded
+    assert trial.teardown_error.type == "NetworkBlockedError" and "example.com:443" in trial.teardown_error.message
+
+
+def test_a_context_made_by_hand_closes_its_clients_and_workdir() -> None:
+    case = tr.Case(name="x", invoke=lambda ctx: 1, max_cost_usd=1)
+    ctx = tr.TrialContext(case, 1)
+    client = ctx.async_http_client(tr.ScriptedModel([tr.reply("hi")]))
+    folder = ctx.workdir
+    ctx.close()
+    assert client.is_closed and not folder.exists()

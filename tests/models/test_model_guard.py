@@ -18,7 +18,8 @@ import pytest
 from trialrun.models import NetworkBlockedError, guard
 
 ADVICE = ("Deterministic cases must not reach the network: use a ScriptedModel or a Cassette, or mark the case "
-          "mode='live_canary' and run with include_live_canary=True.")
+          "mode='live_canary' and run it with include_live_canary=True (trialrun run --include-live-canary, "
+          "pytest --trialrun-include-live-canary).")
 
 
 @pytest.fixture(autouse=True)

@@ -31,7 +31,8 @@ __all__ = [
 
 _ADVICE = (
     "Deterministic cases must not reach the network: use a ScriptedModel or a Cassette, or mark the case "
-    "mode='live_canary' and run with include_live_canary=True."
+    "mode='live_canary' and run it with include_live_canary=True (trialrun run --include-live-canary, "
+    "pytest --trialrun-include-live-canary)."
 )
 _GLOBAL_LABEL = "code (trialrun's no-network guard is on for this whole process, e.g. in a test suite)"
 
