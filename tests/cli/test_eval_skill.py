@@ -172,3 +172,33 @@ def test_grade_by_hand_rewrites_quality_score_and_totals(project: Path, cli, wri
     assert after.passed_case_count == 1 and after.failed_case_count == 0
     assert case.trials[0].verdicts[0].details["quality_by"] == "hand"
     assert cli("grade", before.run_id, "zz", "0.25").exit_code == 2
+
+
+def test_compare_shows_added_and_removed_tests_and_pass_at_k_with_trials(project: Path, cli, write_suite) -> None:
+    cli("run", "read-file", "list-dir", "--trials", "2")
+    cli("run", "read-file", "search-json", "--trials", "2", "--model", "scripted:model_v2.yaml")
+    out = cli("compare").output
+    assert "search-json:    new -> 1.00  + added" in out
+    assert "list-dir:     1.00 -> gone  - removed" in out
+    assert "pass@1:    1.00 -> 1.00  = unchanged" in out and "pass^k:    1.00 -> 1.00  = unchanged" in out
+    data = json.loads(cli("compare", "--json").output)
+    assert data["added"] == ["search-json"] and data["removed"] == ["list-dir"]
+
+
+def test_configuration_from_pyproject(project: Path, cli) -> None:
+    toml = (project / "trialrun.toml").read_text()
+    (project / "trialrun.toml").unlink()
+    body = "\n".join(line for line in toml.splitlines() if not line.startswith("#"))
+    body = body.replace("[policy]", "[tool.trialrun.policy]")
+    (project / "pyproject.toml").write_text("[project]\nname = 'demo'\n\n[tool.trialrun]\n" + body + "\n")
+    result = cli("run", "read-file")
+    assert result.exit_code == 0, result.output
+    snapshot = json.loads((project / "state" / "eval" / "latest.json").read_text())["config_snapshot"]
+    assert snapshot["model"] == "scripted:model_v1.yaml" and snapshot["policy"]["deny_commands"] == ["rm -rf", "curl | sh"]
+
+
+def test_a_test_over_its_turn_budget_is_measured_not_stopped(project: Path, cli) -> None:
+    cli("run", "summarise-notes", "--model", "scripted:model_v2.yaml")
+    case = json.loads((project / "state" / "eval" / "latest.json").read_text())["cases"][0]
+    assert case["turns"] == 4 and case["metadata"]["max_turns"] == 2  # 4 turns ran against a budget of 2
+    assert case["sub_scores"]["turn_efficiency"] == 0.5 and case["trials"][0]["status"] == "completed"

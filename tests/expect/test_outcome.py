@@ -28,6 +28,19 @@ CASES = [
     (expect.satisfies(lambda o: len(o) < 5, "is short"), "too long", False, "output does not satisfy: is short; output was 'too long'"),
 ]
 
+ENDED = [
+    (expect.ended(), tr.Run("x"), True, "the run ended with status 'completed'"),
+    (expect.ended("completed"), tr.Run("x", status="max_turns", error="stopped after 4 turns"), False,
+     "the run ended with status 'max_turns': stopped after 4 turns; expected 'completed'"),
+    (expect.ended("max_turns", "cost_limit"), tr.Run("x", status="cost_limit"), True, "the run ended with status 'cost_limit'"),
+]
+
+
+@pytest.mark.parametrize("grader, run, passed, reason", ENDED)
+def test_ended(grader, run: tr.Run, passed: bool, reason: str) -> None:
+    [verdict] = tr.check([grader], run)
+    assert (verdict.passed, verdict.reason, verdict.kind) == (passed, reason, "outcome")
+
 
 @pytest.mark.parametrize("grader, output, passed, reason", CASES, ids=[f"{c[0]!r}-{c[2]}" for c in CASES])
 def test_outcome_grader(grader, output, passed: bool, reason: str) -> None:
