@@ -32,13 +32,13 @@ _EXPORTS: dict[str, str] = {
     # the model seam
     "ModelTransport": "models", "ScriptedModel": "models", "tool_call": "models", "tool_calls": "models",
     "reply": "models", "fail": "models", "Cassette": "models", "LiveModel": "models", "ObservedTransport": "models",
-    "NetworkBlockedError": "models", "read_trajectory": "models",
+    "NetworkBlockedError": "models", "read_trajectory": "models", "serve": "endpoint", "ModelEndpoint": "endpoint",
     # the reference agent
     "Agent": "agent", "Tool": "agent", "ToolError": "agent", "tool": "agent", "shell_tools": "agent",
     "ToolPolicy": "agent", "Decision": "agent", "prices": "agent", "Price": "agent", "PriceTable": "agent",
 }
 _SUBMODULES = frozenset({"expect", "wire", "models", "agent", "runner", "results", "metrics", "compare", "store",
-                         "suite", "config", "render", "trajectory"})
+                         "suite", "config", "render", "trajectory", "endpoint"})
 
 __all__ = ["__version__", "expect", "Case", "case", "CaseError", "Problem", "TrialContext", *_EXPORTS]
 
@@ -61,6 +61,7 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eagerly
     from . import expect
     from .agent import Agent, Decision, Price, PriceTable, Tool, ToolError, ToolPolicy, prices, shell_tools, tool
+    from .endpoint import ModelEndpoint, serve
     from .expect import Verdict, check
     from .models import (
         Cassette,

@@ -375,6 +375,15 @@ class TrialContext:
         self._clients.append(client)
         return client
 
+    def serve(self, transport: Any) -> Any:
+        """Serve a model transport on a loopback port (for an agent in another process); observed, and stopped
+        after the trial. Point the agent at `endpoint.openai_base_url` or `endpoint.anthropic_base_url`."""
+        from .endpoint import serve
+
+        endpoint = serve(self.observe(transport)).start()
+        self._clients.append(endpoint)  # stopped with the clients
+        return endpoint
+
     @property
     def transports(self) -> list[Any]:
         return list(self._transports)
@@ -403,6 +412,8 @@ class TrialContext:
             try:
                 if hasattr(client, "aclose"):
                     await client.aclose()
+                elif hasattr(client, "stop"):
+                    client.stop()
                 else:
                     client.close()
             except Exception:  # noqa: BLE001 - closing is best effort
@@ -421,7 +432,9 @@ class TrialContext:
                 asyncio.run(self.aclose())
                 return
         for client in self._clients:
-            if hasattr(client, "close") and not hasattr(client, "aclose"):
+            if hasattr(client, "stop"):
+                client.stop()
+            elif hasattr(client, "close") and not hasattr(client, "aclose"):
                 client.close()
         self._clients.clear()
         self._remove_workdir()
