@@ -8,41 +8,44 @@ are testsuite properties named `trialrun.case.<case>.<stat>`, and are repeated a
 One testcase per case; its outcome element follows one rule, so a viewer's counts mean the same every time:
 
 - `<failure>` when a grader explains the failure: at least one failing trial has a failed verdict. The message is
-  the first such verdict's "grader: reason"; the text lists every failing trial (failed verdicts, error, a compact
-  trajectory), errored trials included.
+  the first such verdict's "grader: reason"; the text is the plain-text explanation the pytest plugin prints
+  (`text.case_failure_text`: every failing trial's failed verdicts, error and trajectory, errored trials included,
+  identical failures folded), which CI viewers show preformatted.
 - `<error>` when no grader explains it: every failing trial failed only with an error (an exception in setup or
   invoke, a timeout, a blocked network call, a model error) or the case ran no trial. The message is the first
-  error ("phase: Type: message").
+  error ("phase: Type: message"), or "the case ran no trial" (type NoTrials), or for a stored result whose failed
+  trial recorded no cause "trial N failed" (type trialrun.unexplained); the text is the same explanation as a
+  failure's.
 - `<error type="Interrupted">` for a case an interrupted run did not finish (the report names it, has no result).
 - `<skipped>` for a case that was not run (a live canary without `--include-live-canary`), with its reason.
 
-Text that XML 1.0 cannot carry (NUL and other control characters, lone surrogates) is removed; ANSI colour codes are
-stripped whole so a CI page shows the words, not `[31m`.
+Every attribute and text goes through `_clean` (`text.printable`): characters XML 1.0 cannot carry (NUL and other
+control characters, lone surrogates) are replaced, and ANSI colour codes are stripped whole so a CI page shows the
+words, not `[31m`. (A string the agent returned is quoted as Python shows it, as in the pytest output, so its control
+characters there read as escapes such as `\x1b`, text rather than codes.)
 """
 
 from __future__ import annotations
 
-import re
 import socket
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 from datetime import timezone
 
-from ..expect._base import Verdict, clip, output_text
-from ..results import CaseResult, RunReport, TrialResult
-from ..trajectory import Trajectory
+from ..expect import Verdict
+from ..results import CaseResult, RunReport
+from .text import case_failure_text, first_cause, first_reason, one_line, printable
 
 __all__ = ["junit_xml"]
 
-#: CSI/OSC escape sequences (colours, cursor moves, hyperlinks) and lone ESCs.
-_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]?")
-#: Characters XML 1.0 does not allow anywhere in a document (even as character references).
-_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+#: How long a `message` attribute may be: CI viewers show it on one line, the element's text has the rest.
+_MESSAGE_CHARS = 500
 
 
 def _clean(text: str) -> str:
-    """Text XML 1.0 can carry: ANSI sequences dropped, forbidden characters replaced by U+FFFD."""
-    return _NOT_XML.sub("\ufffd", _ANSI.sub("", text))
+    """Text XML 1.0 can carry, for every attribute and text this module writes. `printable` replaces exactly the
+    characters XML 1.0 forbids anywhere (even as character references), so it is the XML guard too."""
+    return printable(text)
 
 
 def _seconds(value: float) -> str:
@@ -53,63 +56,6 @@ def _seconds(value: float) -> str:
 def _number(value: float) -> str:
     """A property value: a plain decimal without trailing zeros (0.666667, 1, 0.006766)."""
     return f"{value:.6f}".rstrip("0").rstrip(".") or "0"
-
-
-# -- plain-text explanations of a failing trial (shared with the Markdown renderer) -------------------------
-def _one_line(text: str, limit: int) -> str:
-    return clip(" ".join(_clean(text).split()), limit)
-
-
-def _call_text(name: str, arguments: dict[str, object]) -> str:
-    args = ", ".join(f"{key}={clip(repr(value), 60)}" for key, value in arguments.items())
-    return f"{name}({args})"
-
-
-def _trajectory_lines(trajectory: Trajectory, output: object, *, limit: int = 300) -> list[str]:
-    """One or two lines of what the agent did (turns, calls with arguments, denials, commands) and its output."""
-    denied = {d.call_id: d for d in trajectory.denials if d.call_id}
-    steps: list[str] = []
-    for call in trajectory.tool_calls:
-        text = _call_text(call.name, call.arguments)
-        denial = denied.get(call.id) if call.id else None
-        if denial is not None:
-            text += f" [DENIED by {denial.rule or 'policy'}]"
-        else:
-            result = trajectory.result_for(call)
-            if result is not None and result.is_error:
-                text += " [tool error]"
-        steps.append(text)
-    call_ids = {call.id for call in trajectory.tool_calls if call.id}
-    unmatched = [d for d in trajectory.denials if d.call_id not in call_ids]
-    steps.extend(f"{_call_text(d.tool, d.arguments)} [DENIED by {d.rule or 'policy'}]" for d in unmatched)
-    turns = len(trajectory.turns)
-    calls = " → ".join(steps) if steps else "no tool calls"
-    first = f"trajectory: {turns} turn{'s' if turns != 1 else ''}; {calls}"
-    if trajectory.commands:
-        first += "; commands: " + "; ".join(f"`{command}`" for command in trajectory.commands)
-    lines = [_one_line(first, limit)]
-    text = output_text(output)
-    lines.append("output: " + (_one_line(repr(_clean(text)), 200) if text else "(none)"))
-    return lines
-
-
-def _verdict_text(verdict: Verdict) -> str:
-    return f"{verdict.grader}: {verdict.reason}"
-
-
-def _failing_trials(case: CaseResult) -> list[TrialResult]:
-    return [trial for trial in case.trials if not trial.passed]
-
-
-def _failing_trial_lines(trial: TrialResult) -> list[str]:
-    """Why one trial failed: each failed verdict with its reason, its error, and a compact trajectory."""
-    ended = f", ended {trial.status}" if trial.status else ""
-    lines = [f"trial {trial.trial} failed ({trial.duration_s:.2f}s{ended})"]
-    lines.extend(f"  FAILED {_one_line(_verdict_text(v), 2000)}" for v in trial.failed_verdicts)
-    if trial.error is not None:
-        lines.append(f"  ERROR {_one_line(str(trial.error), 2000)}")
-    lines.extend(f"  {line}" for line in _trajectory_lines(trial.trajectory, trial.output))
-    return lines
 
 
 def _case_statistics(case: CaseResult) -> list[tuple[str, float | int]]:
@@ -181,19 +127,15 @@ def _outcome(testcase: ET.Element, case: CaseResult) -> str | None:
     """Add the case's failure or error element; return which one ("failure", "error") or None when it passed."""
     if case.passed:
         return None
-    failing = _failing_trials(case)
-    text = "\n".join(line for trial in failing for line in _failing_trial_lines(trial)) + "\n" if failing else None
-    explained = [(trial, trial.failed_verdicts[0]) for trial in failing if trial.failed_verdicts]
-    if explained:
-        _, verdict = explained[0]
-        _element(testcase, "failure", {"message": _one_line(_verdict_text(verdict), 500),
-                                       "type": f"trialrun.{verdict.kind or 'outcome'}"}, text)
+    cause = first_cause(case)
+    attributes = {"message": one_line(first_reason(case), _MESSAGE_CHARS)}
+    text = case_failure_text(case) + "\n"
+    if isinstance(cause, Verdict):
+        _element(testcase, "failure", {**attributes, "type": f"trialrun.{cause.kind or 'outcome'}"}, text)
         return "failure"
-    errors = [trial.error for trial in failing if trial.error is not None]
-    if errors:
-        _element(testcase, "error", {"message": _one_line(str(errors[0]), 500), "type": errors[0].type}, text)
-    else:
-        _element(testcase, "error", {"message": "the case ran no trial", "type": "NoTrials"}, text)
+    # No grader explains it: an error, or (from a stored result) a case with no trial or a trial with no cause.
+    kind = cause.type if cause is not None else "NoTrials" if not case.trials else "trialrun.unexplained"
+    _element(testcase, "error", {**attributes, "type": kind}, text)
     return "error"
 
 

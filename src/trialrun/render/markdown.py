@@ -21,7 +21,7 @@ from typing import Any
 
 from ..compare import CaseDelta, Comparison, delta_lines, format_value, movement
 from ..results import CaseResult, RunReport, TrialResult
-from .junit import _clean, _failing_trials, _one_line, _trajectory_lines, _verdict_text
+from .text import failing_trials, first_reason, one_line, output_summary, printable, trajectory_summary
 
 __all__ = ["report_markdown", "comparison_markdown", "append_step_summary"]
 
@@ -38,19 +38,19 @@ _BACKTICKS = re.compile(r"`+")
 # -- escaping -----------------------------------------------------------------------------------------------
 def _md(text: object, limit: int = 300) -> str:
     """Inline Markdown text (safe in a table cell or a list item): one line, special characters escaped."""
-    line = _one_line(str(text), limit)
+    line = one_line(str(text), limit)
     line = line.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return _MD_SPECIAL.sub(r"\\\1", line)
 
 
 def _html(text: object, limit: int = 300) -> str:
     """Text inside an HTML block (`<summary>`), where Markdown is not processed."""
-    return html.escape(_one_line(str(text), limit), quote=False)
+    return html.escape(one_line(str(text), limit), quote=False)
 
 
 def _code(text: object, *, table: bool = False, limit: int = 200) -> str:
     """An inline code span that survives any backticks (and pipes, in a table) in the text."""
-    line = _one_line(str(text), limit)
+    line = one_line(str(text), limit)
     longest = max((len(run) for run in _BACKTICKS.findall(line)), default=0)
     fence = "`" * (longest + 1)
     pad = " " if line.startswith("`") or line.endswith("`") else ""
@@ -60,7 +60,7 @@ def _code(text: object, *, table: bool = False, limit: int = 200) -> str:
 
 
 def _code_block(lines: list[str], language: str = "text") -> str:
-    body = "\n".join(_clean(line) for line in lines)
+    body = "\n".join(printable(line) for line in lines)
     longest = max((len(run) for run in _BACKTICKS.findall(body)), default=0)
     fence = "`" * max(3, longest + 1)
     return f"{fence}{language}\n{body}\n{fence}"
@@ -158,18 +158,9 @@ def _cases_table(report: RunReport) -> str:
     return _table(header, align, rows)
 
 
-def _first_reason(case: CaseResult) -> str:
-    failing = _failing_trials(case)
-    for trial in failing:
-        if trial.failed_verdicts:
-            return _verdict_text(trial.failed_verdicts[0])
-    for trial in failing:
-        if trial.error is not None:
-            return str(trial.error)
-    return "the case ran no trial"
-
-
 def _trial_block(trial: TrialResult) -> list[str]:
+    """One failing trial as a short list: its failed verdicts, its error, and one line each for what the agent did
+    and what it answered (the job summary stays compact; the pytest output and the HTML report have the rest)."""
     ended = f", ended {_md(trial.status, 40)}" if trial.status else ""
     lines = [f"**Trial {trial.trial}** ({trial.duration_s:.2f} s{ended})", ""]
     lines.extend(f"- ❌ {_code(v.grader, limit=120)} failed: {_md(v.reason, 1000)}" for v in trial.failed_verdicts)
@@ -177,16 +168,15 @@ def _trial_block(trial: TrialResult) -> list[str]:
         error = trial.error
         lines.append(f"- 💥 **error** in {_md(error.phase, 40)}: {_code(error.type, limit=80)}: "
                      f"{_md(error.message, 1000)}")
-    trajectory, output = _trajectory_lines(trial.trajectory, trial.output)
-    lines.append(f"- Trajectory: {_md(trajectory.removeprefix('trajectory: '), 400)}")
-    lines.append(f"- Output: {_md(output.removeprefix('output: '), 300)}")
+    lines.append(f"- Trajectory: {_md(trajectory_summary(trial.trajectory), 400)}")
+    lines.append(f"- Output: {_md(output_summary(trial.output), 300)}")
     return lines
 
 
 def _failure_details(case: CaseResult) -> list[str]:
-    failing = _failing_trials(case)
+    failing = failing_trials(case)
     summary = (f"<b>{_html(case.name, 120)}</b> — {case.passed_trials}/{case.trial_count} trials passed — "
-               f"{_html(_first_reason(case), 200)}")
+               f"{_html(first_reason(case), 200)}")
     lines = ["<details>", f"<summary>{summary}</summary>", ""]
     if case.description:
         lines += [f"_{_md(case.description, 500)}_", ""]

@@ -13,6 +13,7 @@ from rich.text import Text
 
 from ..compare import Comparison, delta_lines
 from ..results import CaseResult, RunReport
+from .text import first_reason
 
 __all__ = ["print_report", "print_comparison", "why_failed", "RunProgress"]
 
@@ -22,18 +23,10 @@ def _num(value: float | None, digits: int = 2) -> str:
 
 
 def why_failed(case: CaseResult, limit: int = 90) -> str:
-    """One line saying why a case failed: its first failing trial's error or first failed verdict."""
-    for trial in case.trials:
-        if trial.passed:
-            continue
-        if trial.error is not None:
-            text = f"trial {trial.trial}: {trial.error.phase} {trial.error.type}: {trial.error.message}"
-        else:
-            failed = trial.failed_verdicts
-            text = f"trial {trial.trial}: {failed[0].grader.split('(')[0]}: {failed[0].reason}" if failed else f"trial {trial.trial} failed"
-        text = " ".join(text.split())
-        return text if len(text) <= limit else text[: limit - 1] + "…"
-    return ""
+    """One line saying why a case failed (`text.first_reason`), whitespace collapsed and cut to `limit` characters
+    so the table's row stays one line; "" for a case that did not fail."""
+    text = " ".join(first_reason(case).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def print_report(report: RunReport, console: Console, *, saved: str | None = None) -> None:

@@ -5,20 +5,29 @@ error if any (type, phase, message and the user's frames of the traceback, never
 trajectory: each turn's text, tool calls with their arguments, what the tools returned (shortened), policy denials
 next to the call they refused, shell commands, and the final output. Long trajectories keep their beginning and
 their end, since that is where an agent's mistake and its consequence usually are.
+
+This module is the one source of those explanations for every renderer: the JUnit and Markdown renderers use its
+`first_cause`/`first_reason` (the one-line "why"), `failing_trials`, `case_failure_text` (JUnit's failure body) and
+the compact `trajectory_summary`/`output_summary` (Markdown's), with `printable` and `one_line` to make any of it
+safe for a CI page; the terminal table uses `first_reason`. Each renderer adds only its own markup and escaping.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import textwrap
-from collections.abc import Iterable
 from typing import Any
 
+from ..expect import Verdict
 from ..results import CaseResult, TrialError, TrialResult
 from ..trajectory import Denial, ToolCall, Trajectory
 
-__all__ = ["trial_text", "case_failure_text", "error_text"]
+__all__ = [
+    "trial_text", "case_failure_text", "error_text", "failing_trials", "first_cause", "first_reason",
+    "trajectory_summary", "output_summary", "printable", "one_line",
+]
 
 _INDENT = "  "
 #: Lines of the user's traceback shown under an error (frames of trialrun itself are dropped).
@@ -27,20 +36,48 @@ _TRACEBACK_LINES = 8
 _REASON_LINES = 4
 _OUTPUT_LINES = 4
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+#: Room for one tool call in `trajectory_summary` (its arguments share it).
+_SUMMARY_CALL_WIDTH = 80
+
+#: CSI/OSC escape sequences (colours, cursor moves, hyperlinks) and lone ESCs.
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]?")
+#: Characters that are not text: C0 controls other than tab and line breaks, lone surrogates, U+FFFE and U+FFFF.
+#: This is exactly what XML 1.0 forbids anywhere in a document, so `printable` text is also safe in JUnit XML.
+_NOT_TEXT = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
-def _one_line(text: str) -> str:
+def printable(text: str) -> str:
+    r"""Text a CI page can show: ANSI sequences dropped (the page shows the words, not `[31m`), characters that are
+    not text (NUL, BEL, lone surrogates...) replaced by U+FFFD so a reader sees that something was there.
+
+    >>> printable("\x1b[31mred\x1b[0m bell\x07") == "red bell\ufffd"
+    True
+    """
+    return _NOT_TEXT.sub("\ufffd", _ANSI.sub("", text))
+
+
+def one_line(text: str, limit: int) -> str:
+    r"""`printable` text on one line (runs of whitespace, newlines included, become one space), cut to `limit`
+    characters saying how much was left out: for a message attribute, a summary, a table cell.
+
+    >>> one_line("first\n  second " + "x" * 40, 30)
+    'first second xx... (+38 chars)'
+    """
+    return _clip(" ".join(printable(text).split()), limit)
+
+
+def _escaped(text: str) -> str:
     """Newlines and tabs shown as escapes, so one value stays on one line of the log."""
     return text.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
 
 
 def _clip(text: str, limit: int) -> str:
-    """Cut to `limit` characters, saying how much was left out."""
+    """Cut to `limit` characters, saying how many were left out (the count is of what the cut removed, the
+    suffix's own room included)."""
     if len(text) <= limit:
         return text
-    suffix = f"... (+{len(text) - limit} chars)"
-    keep = max(limit - len(suffix), 8)
-    return text[:keep] + suffix
+    keep = max(limit - len(f"... (+{len(text)} chars)"), 8)  # the widest count the suffix can need
+    return text[:keep] + f"... (+{len(text) - keep} chars)"
 
 
 def _value(value: Any, limit: int) -> str:
@@ -177,11 +214,11 @@ def _trajectory_lines(trajectory: Trajectory, width: int) -> list[str]:
             if denial is not None:
                 shown_denials.add(id(denial))
                 rule = f" by {denial.rule}" if denial.rule else ""
-                entries.extend(_wrap(f"DENIED{rule}: {_one_line(denial.reason)}", room, "  ", 2))
+                entries.extend(_wrap(f"DENIED{rule}: {_escaped(denial.reason)}", room, "  ", 2))
             elif result is not None:
-                entries.append(f"  {'-> ERROR: ' if result.is_error else '-> '}{_one_line(result.content)}")
+                entries.append(f"  {'-> ERROR: ' if result.is_error else '-> '}{_escaped(result.content)}")
         for result in [*results.values(), *loose_results]:
-            entries.append(f"  {'-> ERROR: ' if result.is_error else '-> '}{_one_line(result.content)}")
+            entries.append(f"  {'-> ERROR: ' if result.is_error else '-> '}{_escaped(result.content)}")
         if not entries:
             entries.append("(empty response)")
         for position, entry in enumerate(entries):
@@ -189,10 +226,53 @@ def _trajectory_lines(trajectory: Trajectory, width: int) -> list[str]:
     for denial in trajectory.denials:
         if id(denial) not in shown_denials:
             rule = f" by {denial.rule}" if denial.rule else ""
-            lines.append(_fit(f"DENIED {_call_text(denial, width)}{rule}: {_one_line(denial.reason)}", width))
+            lines.append(_fit(f"DENIED {_call_text(denial, width)}{rule}: {_escaped(denial.reason)}", width))
     for command in trajectory.commands:
-        lines.append(_fit(f"$ {_one_line(command)}", width))
+        lines.append(_fit(f"$ {_escaped(command)}", width))
     return lines
+
+
+def trajectory_summary(trajectory: Trajectory) -> str:
+    """What the agent did, on one line, for places with room for a line but not a block (a Markdown list item):
+    the turn count, each tool call with its arguments (marked when a policy denied it or the tool failed), denials
+    of calls the model never completed, and the shell commands. `trial_text` shows the same turn by turn.
+
+    >>> from trialrun import ToolCall, Trajectory, Turn
+    >>> trajectory_summary(Trajectory(turns=[Turn(tool_calls=[ToolCall("read_file", {"path": "a.md"}, id="c1")])]))
+    "1 turn; read_file(path='a.md')"
+    """
+    denied = {d.call_id: d for d in trajectory.denials if d.call_id}
+    steps: list[str] = []
+    for call in trajectory.tool_calls:
+        step = _call_text(call, _SUMMARY_CALL_WIDTH)
+        denial = denied.get(call.id) if call.id else None
+        if denial is not None:
+            step += f" [DENIED by {denial.rule or 'policy'}]"
+        else:
+            result = trajectory.result_for(call)
+            if result is not None and result.is_error:
+                step += " [tool error]"
+        steps.append(step)
+    call_ids = {call.id for call in trajectory.tool_calls if call.id}
+    steps.extend(f"{_call_text(d, _SUMMARY_CALL_WIDTH)} [DENIED by {d.rule or 'policy'}]"
+                 for d in trajectory.denials if d.call_id not in call_ids)
+    turns = len(trajectory.turns)
+    summary = f"{turns} turn{'s' if turns != 1 else ''}; {' → '.join(steps) if steps else 'no tool calls'}"
+    if trajectory.commands:
+        summary += "; commands: " + "; ".join(f"`{command}`" for command in trajectory.commands)
+    return summary
+
+
+def output_summary(output: Any, limit: int = 200) -> str:
+    r"""A trial's final output on one line: a string quoted (`printable`, so a CI page shows it), another value as
+    compact JSON, cut to about `limit` characters; `(none)` when there is none.
+
+    >>> output_summary("Done.\n"), output_summary({"files": 2}), output_summary(None)
+    ("'Done.\\n'", '{"files":2}', '(none)')
+    """
+    if output is None or (isinstance(output, str) and not output):
+        return "(none)"
+    return _value(printable(output) if isinstance(output, str) else output, limit)
 
 
 def _elide(lines: list[str], budget: int) -> list[str]:
@@ -268,7 +348,7 @@ def _case_header(case: CaseResult) -> str:
     n, passed = case.trial_count, case.passed_trials
     status = "passed" if case.passed else "failed"
     stats = f"{passed} of {n} trial{'s' if n != 1 else ''} passed"
-    if n:
+    if n and case.pass_at_1 is not None and case.pass_pow_k is not None:  # a hand-built result may lack them
         stats += f"; pass@1 {case.pass_at_1:.2f}, pass^k {case.pass_pow_k:.0f}"
     return f"case {case.name!r} {status}: {stats}"
 
@@ -287,7 +367,7 @@ def case_failure_text(case: CaseResult, *, width: int = 100, max_lines: int = 40
     if case.description:
         lines.extend(_wrap(case.description, width, _INDENT, 3))
     seen: dict[str, int] = {}
-    for trial in _failing(case.trials):
+    for trial in failing_trials(case):
         text = trial_text(trial, width=width - len(_INDENT), max_lines=max_lines)
         body = _without_header(text)
         lines.append("")
@@ -299,5 +379,39 @@ def case_failure_text(case: CaseResult, *, width: int = 100, max_lines: int = 40
     return "\n".join(lines)
 
 
-def _failing(trials: Iterable[TrialResult]) -> list[TrialResult]:
-    return [trial for trial in trials if not trial.passed]
+def failing_trials(case: CaseResult) -> list[TrialResult]:
+    """The case's trials that failed, in trial order: what every explanation of a failing case is about."""
+    return [trial for trial in case.trials if not trial.passed]
+
+
+def first_cause(case: CaseResult) -> Verdict | TrialError | None:
+    """What a report names first as why the case failed: the first failed verdict of any failing trial (a grader's
+    explanation beats an exception, so one errored trial does not hide why the others failed), else the first
+    failing trial's error, else None (the case ran no trial, or passed).
+    """
+    failing = failing_trials(case)
+    for trial in failing:
+        if trial.failed_verdicts:
+            return trial.failed_verdicts[0]
+    return next((trial.error for trial in failing if trial.error is not None), None)
+
+
+def first_reason(case: CaseResult) -> str:
+    """`first_cause` as text: "grader: reason" for a verdict, "phase: Type: message" for an error; for a failed case
+    with neither, "the case ran no trial" (or "trial N failed" when a stored trial recorded no cause); "" for a case
+    that did not fail.
+
+    >>> from trialrun import TrialResult, Verdict
+    >>> trials = [TrialResult(trial=1, passed=False, verdicts=[Verdict(False, "equals('yes')", "output was 'no'")])]
+    >>> first_reason(CaseResult.from_trials("greets", trials, tags=[], mode="deterministic"))
+    "equals('yes'): output was 'no'"
+    """
+    cause = first_cause(case)
+    if isinstance(cause, Verdict):
+        return f"{cause.grader}: {cause.reason}"
+    if cause is not None:
+        return str(cause)
+    failing = failing_trials(case)
+    if failing:
+        return f"trial {failing[0].trial} failed"
+    return "" if case.passed or case.skipped else "the case ran no trial"
