@@ -82,3 +82,32 @@ def test_a_context_made_by_hand_closes_its_clients_and_workdir() -> None:
     folder = ctx.workdir
     ctx.close()
     assert client.is_closed and not folder.exists()
+
+
+def test_an_exhausted_script_fails_the_trial_with_that_reason_even_if_the_agent_swallows_it() -> None:
+    def invoke(ctx: tr.TrialContext) -> str:
+        client = openai.OpenAI(api_key="test", http_client=ctx.http_client(ctx.scripted([tr.reply("one")])), max_retries=0)
+        for _ in range(2):
+            try:
+                client.chat.completions.create(model="gpt-4.1-mini", messages=[{"role": "user", "content": "hi"}])
+            except openai.APIError:
+                pass  # an agent that hides the second, failed call
+        return "one"
+
+    case = tr.Case(name="greedy", invoke=invoke, expect_outcome=[expect.equals("one")])
+    trial = tr.evaluate([case]).cases[0].trials[0]
+    assert not trial.passed and trial.outcome_passed is True
+    assert trial.error.phase == "model" and "script exhausted after 1 responses" in trial.error.message
+
+
+def test_a_returned_run_with_its_own_trajectory_wins_over_the_observed_one() -> None:
+    own = tr.Trajectory(turns=[tr.Turn(text="mine")])
+
+    def invoke(ctx: tr.TrialContext) -> tr.Run:
+        model = ctx.scripted([tr.reply("observed")])
+        openai.OpenAI(api_key="t", http_client=ctx.http_client(model)).chat.completions.create(
+            model="gpt-4.1-mini", messages=[{"role": "user", "content": "hi"}])
+        return tr.Run(output="x", trajectory=own)
+
+    trial = tr.evaluate([tr.Case(name="own", invoke=invoke, expect_outcome=[expect.equals("x")])]).cases[0].trials[0]
+    assert trial.trajectory.final_text == "mine"
