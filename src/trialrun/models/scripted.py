@@ -190,6 +190,7 @@ class ScriptedModel(ModelTransport):
             if not isinstance(body, dict):
                 raise WireError("the request body is JSON but not an object")
             model_request = codec.decode_request(body, path)
+            model_request.size = len(request.content)  # usage defaults from the size, not a re-dump of the body
         except (ValueError, WireError) as exc:
             return self._refuse(request, 400, codec, f"ScriptedModel: {where}: cannot decode the request: {exc}")
 

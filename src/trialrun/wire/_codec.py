@@ -97,9 +97,12 @@ def default_usage(step: Step, request: ModelRequest) -> Usage:
     """Usage for a step that gives none: deterministic, roughly proportional to what was sent and produced."""
     if step.usage is not None:
         return step.usage
-    sent = json.dumps(request.body, separators=(",", ":"), default=str) if request.body else ""
+    if request.size:
+        sent_chars = request.size
+    else:
+        sent_chars = len(json.dumps(request.body, separators=(",", ":"), default=str)) if request.body else 0
     produced = step.text + "".join(call.name + json.dumps(call.arguments) for call in step.tool_calls)
-    return Usage(input_tokens=estimate_tokens(sent), output_tokens=estimate_tokens(produced) + 5 * len(step.tool_calls))
+    return Usage(input_tokens=max(1, (sent_chars + 3) // 4), output_tokens=estimate_tokens(produced) + 5 * len(step.tool_calls))
 
 
 def split_evenly(text: str, count: int) -> list[str]:

@@ -47,10 +47,13 @@ def parse_sse(body: bytes | str) -> list[SSEEvent]:
     return events
 
 
+_COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)  # one encoder, not one per event
+
+
 def render_sse(events: list[tuple[str | None, Any]]) -> bytes:
     """Render (event name or None, JSON-able data or a raw string) pairs as an SSE stream."""
     parts: list[str] = []
     for name, data in events:
-        payload = data if isinstance(data, str) else json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+        payload = data if isinstance(data, str) else _COMPACT.encode(data)
         parts.append((f"event: {name}\n" if name else "") + f"data: {payload}\n\n")
     return "".join(parts).encode()

@@ -63,6 +63,8 @@ class ModelRequest:
     stream: bool = False
     body: dict[str, Any] = field(default_factory=dict)
     path: str = ""
+    #: Size of the request body in bytes, when the receiver knows it (plausible default token counts use it).
+    size: int = field(default=0, compare=False)
 
     @property
     def tool_names(self) -> list[str]:
