@@ -16,12 +16,12 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from queue import SimpleQueue
 from datetime import datetime, timezone
+from queue import SimpleQueue
 from typing import Any
 
 from .case import Case, TrialContext, validate_cases
-from .expect._base import Grader, Verdict
+from .expect._base import Grader, Verdict, agrade
 from .results import CaseResult, RunReport, TrialError, TrialResult, jsonable
 from .trajectory import Run, Trajectory
 
@@ -195,22 +195,7 @@ class _Runner:
             raise _PhaseFailure("invoke", exc) from exc
 
     async def _grade(self, graders: Sequence[Grader], run: Run, ctx: TrialContext) -> list[Verdict]:
-        verdicts = []
-        for grader in graders:
-            try:
-                result = grader.fn(run, ctx)
-                if inspect.isawaitable(result):
-                    result = await result
-                if isinstance(result, bool):
-                    result = Verdict(result, grader.label, "returned True" if result else "returned False")
-                elif not isinstance(result, Verdict):
-                    raise TypeError(f"returned {type(result).__name__}; a grader returns a Verdict or a bool")
-                verdict = result
-                verdict.kind = verdict.kind or grader.kind
-            except Exception as exc:  # noqa: BLE001 - a broken grader fails its verdict, not the run
-                verdict = Verdict(False, grader.label, f"grader raised {type(exc).__name__}: {exc}", kind=grader.kind)
-            verdicts.append(verdict)
-        return verdicts
+        return [await agrade(grader, run, ctx) for grader in graders]
 
     async def _teardown(self, case: Case, ctx: TrialContext) -> TrialError | None:
         """Run teardown to completion even if the run is being cancelled (then let the cancellation go on)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
 import traceback
@@ -14,7 +15,7 @@ from ..trajectory import Run
 if TYPE_CHECKING:
     from ..case import TrialContext
 
-__all__ = ["Verdict", "Grader", "as_grader", "check", "grade", "output_text", "clip", "KINDS"]
+__all__ = ["Verdict", "Grader", "as_grader", "check", "grade", "agrade", "output_text", "clip", "KINDS"]
 
 KINDS = ("outcome", "trajectory", "cost")
 
@@ -45,10 +46,7 @@ class Grader:
         self.kind = kind
 
     def __call__(self, run: Run, ctx: TrialContext | None = None) -> Verdict:
-        result = self.fn(run, ctx)
-        verdict = _coerce(result, self.label)
-        verdict.kind = verdict.kind or self.kind
-        return verdict
+        return _finish(self, self.fn(run, ctx))
 
     def __repr__(self) -> str:
         return self.label
@@ -92,14 +90,43 @@ def as_grader(obj: Any, kind: str) -> Grader:
     return Grader(_label_of(obj), obj, kind)
 
 
+def _finish(grader: Grader, result: Any) -> Verdict:
+    verdict = _coerce(result, grader.label)
+    verdict.kind = verdict.kind or grader.kind
+    return verdict
+
+
+def _broken(grader: Grader, exc: Exception) -> Verdict:
+    """A grader that raised: a failed verdict carrying the error (and where), never an exception."""
+    where = traceback.extract_tb(exc.__traceback__)[-1:]
+    at = f" at {where[0].filename}:{where[0].lineno}" if where else ""
+    return Verdict(False, grader.label, f"grader raised {type(exc).__name__}: {exc}{at}", kind=grader.kind)
+
+
 def grade(grader: Grader, run: Run, ctx: TrialContext | None) -> Verdict:
-    """Run one grader; a grader that raises yields a failed verdict carrying the error, never an exception."""
+    """Run one grader synchronously (an async grader runs on a loop of its own)."""
     try:
-        return grader(run, ctx)
-    except Exception as exc:  # noqa: BLE001 - a broken grader is a failed verdict, reported with its error
-        where = traceback.extract_tb(exc.__traceback__)[-1:]
-        at = f" at {where[0].filename}:{where[0].lineno}" if where else ""
-        return Verdict(False, grader.label, f"grader raised {type(exc).__name__}: {exc}{at}", kind=grader.kind)
+        result = grader.fn(run, ctx)
+        if inspect.isawaitable(result):
+            result = asyncio.run(_awaited(result))
+        return _finish(grader, result)
+    except Exception as exc:  # noqa: BLE001 - a broken grader is a failed verdict
+        return _broken(grader, exc)
+
+
+async def agrade(grader: Grader, run: Run, ctx: TrialContext | None) -> Verdict:
+    """Run one grader on the running loop (the runner's way: an LLM judge awaits its model here)."""
+    try:
+        result = grader.fn(run, ctx)
+        if inspect.isawaitable(result):
+            result = await result
+        return _finish(grader, result)
+    except Exception as exc:  # noqa: BLE001 - a broken grader is a failed verdict
+        return _broken(grader, exc)
+
+
+async def _awaited(awaitable: Any) -> Any:
+    return await awaitable
 
 
 def check(expectations: Iterable[Any], run: Run | Any, ctx: TrialContext | None = None) -> list[Verdict]:
