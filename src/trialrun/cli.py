@@ -149,10 +149,8 @@ def run(test_ids: tuple[str, ...], trials: int | None, tags: tuple[str, ...], na
     if not chosen:
         raise click.UsageError(f"no test matches the selection (tags: {', '.join(tags) or 'any'})")
     cases = build_cases(suite_file, config, only=chosen)
-    selected = cases
     live = config.model_spec.live
-    count = sum(c.trials or config.trials for c in selected
-                if c.mode == "deterministic" or include_live_canary or live)
+    count = sum(c.trials or config.trials for c in cases if c.mode == "deterministic" or include_live_canary or live)
     console = _console(stderr=as_json)
     store = ResultsStore(config.results_path())
     snapshot = config_snapshot(config, suite_file, label_map)
@@ -176,7 +174,7 @@ def run(test_ids: tuple[str, ...], trials: int | None, tags: tuple[str, ...], na
     saved = store.save(report)
     if exit_code == EXIT_OK and report.failed_case_count:
         exit_code = EXIT_FAILED
-    _emit_report(report, as_json=as_json, saved=str(saved), console=console)
+    _emit_report(report, as_json=as_json, saved=str(saved))
     _report_files(report, junit_path=junit_path, markdown_path=markdown_path, html_path=None, summary=not no_summary)
     if exit_code == EXIT_INTERRUPTED:
         click.echo(f"interrupted: saved the {len(report.cases)} finished test(s) to {saved}", err=True)
@@ -187,7 +185,7 @@ def run(test_ids: tuple[str, ...], trials: int | None, tags: tuple[str, ...], na
     sys.exit(exit_code)
 
 
-def _emit_report(report: Any, *, as_json: bool, saved: str | None, console: Any) -> None:
+def _emit_report(report: Any, *, as_json: bool, saved: str | None) -> None:
     if as_json:
         click.echo(report.model_dump_json(indent=2))
         return
@@ -242,7 +240,7 @@ def report(run_ref: str | None, results_dir: str | None, suite: str | None, conf
 
     path = Path(run_ref) if run_ref and Path(run_ref).is_file() else _store(results_dir, config_path, suite).resolve(run_ref)
     result = load_report(path)
-    _emit_report(result, as_json=as_json, saved=None, console=_console())
+    _emit_report(result, as_json=as_json, saved=None)
     if not as_json:
         _console().print(f"[dim]{path}[/]")
     _report_files(result, junit_path=junit_path, markdown_path=markdown_path, html_path=html_path, summary=False)
