@@ -10,11 +10,18 @@ from typing import Any, Callable
 import anthropic
 import httpx2  # the anthropic SDK (2.x) refuses plain httpx clients; its own httpx2 takes the same transports
 import pytest
+from _wire_helpers import (
+    ScriptedServer,
+    assert_call_ids,
+    assert_request_round_trip,
+    decode_recorded,
+    load,
+    round_trip,
+    traffic_files,
+)
 
-from trialrun._cassette_io import load_exchanges
 from trialrun.trajectory import ToolCall, ToolResult, Usage
 from trialrun.wire import (
-    CODECS,
     Exchange,
     Message,
     ModelRequest,
@@ -22,7 +29,6 @@ from trialrun.wire import (
     Step,
     ToolSpec,
     WireError,
-    codec_for,
     decode_exchange,
     decode_trajectory,
 )
@@ -30,37 +36,21 @@ from trialrun.wire._codec import default_usage
 from trialrun.wire._sse import parse_sse
 from trialrun.wire.anthropic import AnthropicCodec
 
-PROVIDER_TRAFFIC = Path(__file__).resolve().parents[1] / "fixtures" / "provider-traffic"
 CODEC = AnthropicCodec()
-
-
-def _files(*folders: str) -> list[Path]:
-    return sorted(path for folder in folders for path in (PROVIDER_TRAFFIC / folder).glob("*.yaml"))
-
-
-def _load(relative: str) -> list[Exchange]:
-    return load_exchanges(PROVIDER_TRAFFIC / relative)
 
 
 # --------------------------------------------------------------------------------------- recorded traffic
 
 
-@pytest.mark.parametrize("path", _files("anthropic", "anthropic-stream"), ids=lambda path: path.stem)
+@pytest.mark.parametrize("path", traffic_files("anthropic", "anthropic-stream"), ids=lambda path: path.stem)
 def test_every_recorded_anthropic_exchange_decodes(path: Path) -> None:
-    exchanges = load_exchanges(path)
-    mine = [number for number, exchange in enumerate(exchanges, start=1) if CODEC.handles(exchange.path)]
-    assert mine, f"{path.name} holds no Anthropic Messages exchange"
-    for number in mine:
-        assert codec_for(exchanges[number - 1].path) is CODECS["anthropic"]
-        request, response = decode_exchange(exchanges[number - 1], number)
-        assert request is not None and request.api == "anthropic" and request.model
-        assert response is not None and response.id and response.usage is not None
-    notes = decode_trajectory(exchanges).notes
-    assert [note for note in notes if any(note.startswith(f"exchange {n} (") for n in mine)] == []
+    for _, request, response in decode_recorded(CODEC, path):
+        assert request.api == "anthropic"
+        assert response.id and response.usage is not None
 
 
 def test_mixed_strict_tool_run_reads_two_sequential_tool_calls() -> None:
-    trajectory = decode_trajectory(_load("anthropic/test_anthropic__test_anthropic_mixed_strict_tool_run.yaml"))
+    trajectory = decode_trajectory(load("anthropic/test_anthropic__test_anthropic_mixed_strict_tool_run.yaml"))
     assert trajectory.notes == []
     assert len(trajectory.turns) == 3
     assert trajectory.tool_calls == [
@@ -79,7 +69,7 @@ def test_mixed_strict_tool_run_reads_two_sequential_tool_calls() -> None:
 
 
 def test_tool_output_reads_the_final_result_tool() -> None:
-    exchanges = _load("anthropic/test_anthropic__test_anthropic_tool_output.yaml")
+    exchanges = load("anthropic/test_anthropic__test_anthropic_tool_output.yaml")
     trajectory = decode_trajectory(exchanges)
     assert trajectory.tool_calls == [
         ToolCall("get_user_country", {}, "toolu_01X9wcHKKAZD9tBC711xipPa"),
@@ -97,7 +87,7 @@ def test_tool_output_reads_the_final_result_tool() -> None:
 
 
 def test_code_execution_with_prompt_cache_counts_cached_tokens_and_skips_server_tools() -> None:
-    exchanges = _load(
+    exchanges = load(
         "anthropic/test_code_execution_files_vcr__test_anthropic_code_execution_files_cache_prefix_stable_messages-sonnet-4-6_.yaml"
     )
     trajectory = decode_trajectory(exchanges)  # the /v1/files upload and delete are not model calls
@@ -119,7 +109,7 @@ def test_code_execution_with_prompt_cache_counts_cached_tokens_and_skips_server_
 
 
 def test_deferred_capability_tool_results_with_block_content_and_tool_references() -> None:
-    exchanges = _load(
+    exchanges = load(
         "anthropic/test_anthropic__test_anthropic_deferred_capability_without_tool_search_across_models_claude-fable-5_.yaml"
     )
     trajectory = decode_trajectory(exchanges)
@@ -137,7 +127,7 @@ def test_deferred_capability_tool_results_with_block_content_and_tool_references
 
 
 def test_system_role_messages_inside_messages_do_not_hide_tool_results() -> None:
-    exchanges = _load("anthropic/test_anthropic__test_anthropic_lazy_advertisement_live.yaml")
+    exchanges = load("anthropic/test_anthropic__test_anthropic_lazy_advertisement_live.yaml")
     request, _ = decode_exchange(exchanges[1], 2)
     assert request is not None
     assert [message.role for message in request.messages] == ["user", "assistant", "tool", "system"]
@@ -148,7 +138,7 @@ def test_system_role_messages_inside_messages_do_not_hide_tool_results() -> None
 
 
 def test_streamed_tool_search_reads_deltas_and_cumulative_usage() -> None:
-    trajectory = decode_trajectory(_load("anthropic-stream/test_tool_search__test_anthropic_native_tool_search_streaming.yaml"))
+    trajectory = decode_trajectory(load("anthropic-stream/test_tool_search__test_anthropic_native_tool_search_streaming.yaml"))
     assert trajectory.notes == [] and len(trajectory.turns) == 2
     first, second = trajectory.turns
     # Two text blocks around the server-side tool search; the search itself is not the agent's tool call.
@@ -171,7 +161,7 @@ def test_streamed_tool_search_reads_deltas_and_cumulative_usage() -> None:
 
 
 def test_tool_search_handoff_json_skips_server_tool_blocks() -> None:
-    exchanges = _load("anthropic-stream/test_tool_search__test_live_tool_search_handoff_anthropic_to_openai.yaml")
+    exchanges = load("anthropic-stream/test_tool_search__test_live_tool_search_handoff_anthropic_to_openai.yaml")
     request, response = decode_exchange(exchanges[0], 1)
     assert request is not None and response is not None
     assert request.system == "Always use get_exchange_rate to answer exchange-rate questions."
@@ -191,7 +181,7 @@ def test_tool_search_handoff_json_skips_server_tool_blocks() -> None:
 
 
 def test_thinking_blocks_are_not_answer_text() -> None:
-    exchanges = _load("anthropic-stream/test_anthropic__test_anthropic_model_thinking_part_from_other_model.yaml")
+    exchanges = load("anthropic-stream/test_anthropic__test_anthropic_model_thinking_part_from_other_model.yaml")
     _, response = decode_exchange(exchanges[1], 2)
     assert response is not None
     assert response.text.startswith("Great analogy! Here's how to \"cross the river\" safely")
@@ -239,11 +229,8 @@ CONVERSATIONS: dict[str, list[Message]] = {
 def test_encode_request_round_trips(name: str) -> None:
     messages = CONVERSATIONS[name]
     body = CODEC.encode_request(model="claude-test", messages=messages, tools=TOOLS, system="Be brief.")
-    json.dumps(body)  # what an agent posts must be plain JSON
-    request = CODEC.decode_request(body, CODEC.request_path("claude-test"))
-    assert request.messages == messages
-    assert request.tools == TOOLS
-    assert (request.system, request.model, request.stream) == ("Be brief.", "claude-test", False)
+    path = CODEC.request_path("claude-test")
+    assert_request_round_trip(CODEC, body, path, messages, TOOLS, system="Be brief.", model="claude-test")
     assert body["max_tokens"] == 1024  # Anthropic requires it; the default when the caller gives none
 
 
@@ -319,20 +306,13 @@ def _request(stream: bool, body: dict[str, Any] | None = None) -> ModelRequest:
 def test_encode_response_round_trips(name: str, streamed: bool) -> None:
     step = STEPS[name]
     request = _request(streamed)
-    encoded = CODEC.encode_response(step, request)
-    assert encoded.status == 200
-    assert ("text/event-stream" in encoded.headers["content-type"]) is streamed
-    response = CODEC.decode_response(encoded.body, streamed)
-    assert response.text == step.text
-    assert [(call.name, call.arguments) for call in response.tool_calls] == [(c.name, c.arguments) for c in step.tool_calls]
-    ids = [call.id for call in response.tool_calls]
-    assert all(i and i.startswith("toolu_") for i in ids) and len(set(ids)) == len(ids)
-    assert [c.id for c in step.tool_calls if c.id] == [i for i, c in zip(ids, step.tool_calls) if c.id]
+    assert request.stream is streamed
+    response = round_trip(CODEC, step, request)
+    assert_call_ids(response, step, "toolu_")
     assert response.usage == default_usage(step, request)
     assert response.model == "claude-test"
     assert response.stop_reason == ("tool_use" if step.tool_calls else "end_turn")
     assert response.id and response.id.startswith("msg_")
-    assert CODEC.encode_response(step, request) == encoded  # deterministic: no random ids
 
 
 def test_streamed_response_has_the_full_event_sequence() -> None:
@@ -405,21 +385,6 @@ def test_handles(path: str, handled: bool) -> None:
 # ------------------------------------------------------------------------------------------- official SDK
 
 
-class _Script:
-    """A MockTransport handler that answers each request with the next step, through the codec under test."""
-
-    def __init__(self, *steps: Step | ProviderError) -> None:
-        self.steps = list(steps)
-        self.requests: list[ModelRequest] = []
-
-    def __call__(self, request: httpx2.Request) -> httpx2.Response:
-        decoded = CODEC.decode_request(json.loads(request.content), request.url.path)
-        self.requests.append(decoded)
-        step = self.steps.pop(0)
-        encoded = CODEC.encode_error(step) if isinstance(step, ProviderError) else CODEC.encode_response(step, decoded)
-        return httpx2.Response(encoded.status, headers=encoded.headers, content=encoded.body)
-
-
 CALL_STEP = Step(
     text="Let me read both.",
     tool_calls=[ToolCall("read_file", {"path": "notes.txt"}), ToolCall("grep", {"pattern": "héllo"})],
@@ -434,14 +399,17 @@ ARGS: dict[str, Any] = {
 }
 
 
-def _sync_client(script: _Script) -> anthropic.Anthropic:
-    return anthropic.Anthropic(api_key="test", max_retries=0, http_client=httpx2.Client(transport=httpx2.MockTransport(script)))
+def _script(*steps: Step | ProviderError) -> ScriptedServer:
+    """A mock server answering through the codec, on httpx2 transports as the anthropic SDK requires."""
+    return ScriptedServer(CODEC, *steps, http=httpx2)
 
 
-def _async_client(script: _Script) -> anthropic.AsyncAnthropic:
-    return anthropic.AsyncAnthropic(
-        api_key="test", max_retries=0, http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(script))
-    )
+def _sync_client(script: ScriptedServer) -> anthropic.Anthropic:
+    return anthropic.Anthropic(api_key="test", max_retries=0, http_client=script.http_client())
+
+
+def _async_client(script: ScriptedServer) -> anthropic.AsyncAnthropic:
+    return anthropic.AsyncAnthropic(api_key="test", max_retries=0, http_client=script.async_http_client())
 
 
 def _check_tool_message(message: Any) -> list[dict[str, Any]]:
@@ -462,7 +430,7 @@ def _follow_up(first: Any, results: list[dict[str, Any]]) -> dict[str, Any]:
     return {**ARGS, "messages": messages}
 
 
-def _check_reply(message: Any, script: _Script, first: Any) -> None:
+def _check_reply(message: Any, script: ScriptedServer, first: Any) -> None:
     assert message.stop_reason == "end_turn"
     assert [block.type for block in message.content] == ["text"]
     assert message.content[0].text == "The notes say hello, twice."
@@ -487,7 +455,7 @@ def _collect_stream(events: list[Any]) -> tuple[str, list[tuple[str, Any]], Any]
 
 
 def test_sdk_messages_create() -> None:
-    script = _Script(CALL_STEP, REPLY_STEP)
+    script = _script(CALL_STEP, REPLY_STEP)
     client = _sync_client(script)
     first = client.messages.create(**ARGS)
     results = _check_tool_message(first)
@@ -496,7 +464,7 @@ def test_sdk_messages_create() -> None:
 
 
 def test_sdk_messages_create_stream() -> None:
-    script = _Script(CALL_STEP, REPLY_STEP)
+    script = _script(CALL_STEP, REPLY_STEP)
     client = _sync_client(script)
     text, tools, delta = _collect_stream(list(client.messages.create(stream=True, **ARGS)))
     assert text == "Let me read both."
@@ -508,7 +476,7 @@ def test_sdk_messages_create_stream() -> None:
 
 
 def test_sdk_messages_stream_helper() -> None:
-    script = _Script(CALL_STEP, REPLY_STEP)
+    script = _script(CALL_STEP, REPLY_STEP)
     client = _sync_client(script)
     with client.messages.stream(**ARGS) as stream:
         assert "".join(stream.text_stream) == "Let me read both."
@@ -523,7 +491,7 @@ def test_sdk_messages_stream_helper() -> None:
 
 def test_sdk_async_create_stream_and_helper() -> None:
     async def run() -> None:
-        script = _Script(CALL_STEP, REPLY_STEP, CALL_STEP, REPLY_STEP, CALL_STEP)
+        script = _script(CALL_STEP, REPLY_STEP, CALL_STEP, REPLY_STEP, CALL_STEP)
         client = _async_client(script)
         first = await client.messages.create(**ARGS)
         results = _check_tool_message(first)
@@ -546,7 +514,7 @@ def test_sdk_async_create_stream_and_helper() -> None:
 
 
 def test_sdk_raises_rate_limit_error_for_an_encoded_429() -> None:
-    script = _Script(ProviderError(status=429, message="Slow down.", retry_after=2.0))
+    script = _script(ProviderError(status=429, message="Slow down.", retry_after=2.0))
     with pytest.raises(anthropic.RateLimitError) as caught:
         _sync_client(script).messages.create(**ARGS)
     assert caught.value.status_code == 429
@@ -557,7 +525,7 @@ def test_sdk_raises_rate_limit_error_for_an_encoded_429() -> None:
 def test_sdk_raises_overloaded_error_for_an_encoded_529_async() -> None:
     async def run() -> None:
         with pytest.raises(anthropic.OverloadedError):
-            await _async_client(_Script(ProviderError(status=529))).messages.create(**ARGS)
+            await _async_client(_script(ProviderError(status=529))).messages.create(**ARGS)
 
     asyncio.run(run())
 

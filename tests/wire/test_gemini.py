@@ -10,11 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _wire_helpers import assert_request_round_trip, data_events, decode_recorded, load, round_trip, traffic_files
 
-from trialrun._cassette_io import load_exchanges
 from trialrun.trajectory import ToolCall, ToolResult, Usage
 from trialrun.wire import (
-    CODECS,
     Exchange,
     Message,
     ModelRequest,
@@ -22,7 +21,6 @@ from trialrun.wire import (
     Step,
     ToolSpec,
     WireError,
-    codec_for,
     decode_exchange,
     decode_trajectory,
 )
@@ -30,41 +28,24 @@ from trialrun.wire._codec import default_usage
 from trialrun.wire._sse import parse_sse
 from trialrun.wire.gemini import GeminiCodec
 
-PROVIDER_TRAFFIC = Path(__file__).resolve().parents[1] / "fixtures" / "provider-traffic"
 CODEC = GeminiCodec()
 PATH = "/v1beta/models/gemini-test:generateContent"
 STREAM_PATH = "/v1beta/models/gemini-test:streamGenerateContent"
 
 
-def _files(*folders: str) -> list[Path]:
-    return sorted(path for folder in folders for path in (PROVIDER_TRAFFIC / folder).glob("*.yaml"))
-
-
-def _load(relative: str) -> list[Exchange]:
-    return load_exchanges(PROVIDER_TRAFFIC / relative)
-
-
 # --------------------------------------------------------------------------------------- recorded traffic
 
 
-@pytest.mark.parametrize("path", _files("gemini", "gemini-stream"), ids=lambda path: path.stem)
+@pytest.mark.parametrize("path", traffic_files("gemini", "gemini-stream"), ids=lambda path: path.stem)
 def test_every_recorded_gemini_exchange_decodes(path: Path) -> None:
-    exchanges = load_exchanges(path)
-    mine = [number for number, exchange in enumerate(exchanges, start=1) if CODEC.handles(exchange.path)]
-    assert mine, f"{path.name} holds no Gemini generateContent exchange"
-    for number in mine:
-        exchange = exchanges[number - 1]
-        assert codec_for(exchange.path) is CODECS["gemini"]
-        request, response = decode_exchange(exchange, number)
-        assert request is not None and request.api == "gemini" and request.model
+    for exchange, request, response in decode_recorded(CODEC, path):
+        assert request.api == "gemini"
         assert request.stream is ("streamGenerateContent" in exchange.path)
-        assert response is not None and response.id and response.usage is not None
-    notes = decode_trajectory(exchanges).notes
-    assert [note for note in notes if any(note.startswith(f"exchange {n} (") for n in mine)] == []
+        assert response.id and response.usage is not None
 
 
 def test_model_retry_reads_an_error_result_and_the_retry() -> None:
-    exchanges = _load("gemini/test_google__test_google_model_retry.yaml")
+    exchanges = load("gemini/test_google__test_google_model_retry.yaml")
     trajectory = decode_trajectory(exchanges)
     assert trajectory.notes == [] and len(trajectory.turns) == 3
     assert trajectory.tool_calls == [
@@ -91,7 +72,7 @@ def test_model_retry_reads_an_error_result_and_the_retry() -> None:
 
 
 def test_tool_choice_auto_reads_a_call_its_result_and_the_answer() -> None:
-    trajectory = decode_trajectory(_load("gemini/test_tool_choice_matrix__test_tool_choice_matrix_auto-google_.yaml"))
+    trajectory = decode_trajectory(load("gemini/test_tool_choice_matrix__test_tool_choice_matrix_auto-google_.yaml"))
     assert trajectory.tool_calls == [ToolCall("get_weather", {"city": "Paris"}, None)]
     assert trajectory.tool_results == [ToolResult("pyd_ai_631cce761e7a447c931ccc129fe40f08", "Sunny, 22C in Paris")]
     assert trajectory.final_text == "The weather in Paris is sunny with a temperature of 22C."
@@ -100,7 +81,7 @@ def test_tool_choice_auto_reads_a_call_its_result_and_the_answer() -> None:
 
 
 def test_parallel_calls_without_ids_get_their_results_in_order() -> None:
-    trajectory = decode_trajectory(_load("gemini/test_google__test_google_instructions_only_with_tool_calls.yaml"))
+    trajectory = decode_trajectory(load("gemini/test_google__test_google_instructions_only_with_tool_calls.yaml"))
     assert len(trajectory.turns) == 5
     assert trajectory.turns[0].tool_calls == [ToolCall("generate_topic", {}, None)] * 3
     assert [(r.call_id, r.content) for r in trajectory.turns[0].tool_results] == [
@@ -126,14 +107,14 @@ def test_parallel_calls_without_ids_get_their_results_in_order() -> None:
 
 
 def test_function_response_objects_that_are_not_wrappers_stay_json() -> None:
-    trajectory = decode_trajectory(_load("gemini/test_tool_search__test_tool_search_eval_google_.yaml"))
+    trajectory = decode_trajectory(load("gemini/test_tool_search__test_tool_search_eval_google_.yaml"))
     assert trajectory.turns[0].tool_calls == [ToolCall("search_tools", {"queries": ["exchange rate", "currency conversion"]}, "yot5i3fn")]
     assert json.loads(trajectory.turns[0].tool_results[0].content)["discovered_tools"][0]["name"] == "get_exchange_rate"
     assert trajectory.turns[1].tool_results == [ToolResult("qebf65or", "1 USD = 0.92 EUR")]
 
 
 def test_streamed_iter_stream_reads_calls_and_concatenated_text() -> None:
-    trajectory = decode_trajectory(_load("gemini-stream/test_google__test_google_model_iter_stream.yaml"))
+    trajectory = decode_trajectory(load("gemini-stream/test_google__test_google_model_iter_stream.yaml"))
     assert trajectory.notes == [] and len(trajectory.turns) == 3
     assert trajectory.tool_calls == [
         ToolCall("get_capital", {"country": "France"}, None),
@@ -149,7 +130,7 @@ def test_streamed_iter_stream_reads_calls_and_concatenated_text() -> None:
 
 
 def test_streamed_thought_signature_call() -> None:
-    exchanges = _load("gemini-stream/test_google__test_google_streaming_tool_call_thought_signature.yaml")
+    exchanges = load("gemini-stream/test_google__test_google_streaming_tool_call_thought_signature.yaml")
     trajectory = decode_trajectory(exchanges)
     assert trajectory.tool_calls == [ToolCall("get_country", {}, None)]
     assert trajectory.tool_results == [ToolResult("pyd_ai_29bf73b69e02448588e15893d47a3e7e", "Mexico")]
@@ -162,7 +143,7 @@ def test_streamed_thought_signature_call() -> None:
 
 
 def test_cross_provider_file_reads_gemini_call_ids() -> None:
-    exchanges = _load(
+    exchanges = load(
         "gemini-stream/test_tool_search__test_cross_provider_capability_replay_openai-responses-gpt-5.4-google-gemini-3-flash-preview_.yaml"
     )
     request, response = decode_exchange(exchanges[3], 4)
@@ -221,13 +202,9 @@ CONVERSATIONS: dict[str, list[Message]] = {
 def test_encode_request_round_trips(name: str) -> None:
     messages = CONVERSATIONS[name]
     body = CODEC.encode_request(model="gemini-test", messages=messages, tools=TOOLS, system="Be brief.", max_tokens=64)
-    json.dumps(body)
     path = CODEC.request_path("gemini-test")
     assert path == PATH
-    request = CODEC.decode_request(body, path)
-    assert request.messages == messages
-    assert request.tools == TOOLS
-    assert (request.system, request.model, request.stream) == ("Be brief.", "gemini-test", False)
+    assert_request_round_trip(CODEC, body, path, messages, TOOLS, system="Be brief.", model="gemini-test")
     assert body["generationConfig"] == {"maxOutputTokens": 64}
 
 
@@ -301,16 +278,11 @@ def test_encode_response_round_trips(name: str, streamed: bool) -> None:
     step = STEPS[name]
     request = _request(streamed)
     assert request.stream is streamed
-    encoded = CODEC.encode_response(step, request)
-    assert encoded.status == 200
-    assert ("text/event-stream" in encoded.headers["content-type"]) is streamed
-    response = CODEC.decode_response(encoded.body, streamed)
-    assert response.text == step.text
+    response = round_trip(CODEC, step, request)
     assert response.tool_calls == step.tool_calls  # ids too: present when the step gave them, else None
     assert response.usage == default_usage(step, request)
     assert (response.model, response.stop_reason) == ("gemini-test", "STOP")
     assert response.id
-    assert CODEC.encode_response(step, request) == encoded  # deterministic
 
 
 def test_streamed_response_is_several_data_chunks() -> None:
@@ -413,10 +385,6 @@ def test_model_and_stream_come_from_the_path() -> None:
 # ------------------------------------------------------------------------------------------- malformed input
 
 
-def _chunk(data: Any) -> str:
-    return f"data: {json.dumps(data)}\n\n"
-
-
 GOOD_CHUNK = {"candidates": [{"content": {"role": "model", "parts": [{"text": "hi"}]}}]}
 
 
@@ -438,7 +406,7 @@ GOOD_CHUNK = {"candidates": [{"content": {"role": "model", "parts": [{"text": "h
         (b"data: {oops\n\n", True, "not valid JSON"),
         (b"data: [1]\n\n", True, "stream chunk 1 is a JSON list"),
         (b"[]", True, "no chunks"),
-        ((_chunk(GOOD_CHUNK) + _chunk({"error": {"status": "INTERNAL", "message": "boom"}})).encode(), True, "stream chunk 2 is an error: INTERNAL boom"),
+        (data_events(GOOD_CHUNK, {"error": {"status": "INTERNAL", "message": "boom"}}), True, "stream chunk 2 is an error: INTERNAL boom"),
     ],
 )
 def test_malformed_responses_raise_wire_error(body: bytes, streamed: bool, message: str) -> None:

@@ -8,54 +8,37 @@ import re
 from pathlib import Path
 from typing import Any
 
-import httpx
 import openai
 import pytest
-
-from trialrun._cassette_io import load_exchanges
-from trialrun.trajectory import ToolCall, ToolResult, Trajectory, Usage
-from trialrun.wire import (
-    Message,
-    ModelRequest,
-    ProviderError,
-    Step,
-    ToolSpec,
-    WireError,
-    decode_exchange,
-    decode_trajectory,
+from _wire_helpers import (
+    HISTORY,
+    HISTORY_TOOLS,
+    OPENAI_LOOP,
+    OPENAI_STEPS,
+    ScriptedServer,
+    assert_call_ids,
+    assert_request_round_trip,
+    cases,
+    data_events,
+    decodable_cuts,
+    decode_recorded,
+    files_handled_by,
+    json_bytes,
+    load,
+    openai_async_client,
+    openai_client,
+    round_trip,
+    summary,
+    traffic_files,
 )
+
+from trialrun.trajectory import ToolCall, ToolResult, Usage
+from trialrun.wire import Message, ModelRequest, ProviderError, Step, WireError, decode_exchange, decode_trajectory
 from trialrun.wire._sse import parse_sse
 from trialrun.wire.openai_chat import OpenAIChatCodec
 
-TRAFFIC = Path(__file__).resolve().parents[1] / "fixtures" / "provider-traffic"
-FOLDERS = ("openai-chat", "openai-chat-stream", "openai-responses-stream")
 CODEC = OpenAIChatCodec()
-
-
-def _files_with_chat_exchanges() -> list[Path]:
-    files = sorted(path for folder in FOLDERS for path in (TRAFFIC / folder).glob("*.yaml"))
-    return [path for path in files if any(CODEC.handles(e.path) for e in load_exchanges(path))]
-
-
-CHAT_FILES = _files_with_chat_exchanges()
-
-
-def _summary(trajectory: Trajectory) -> list[tuple[Any, ...]]:
-    """Each turn as (text, calls, results, usage, model): what the tests compare against the literal recordings."""
-    return [
-        (
-            turn.text,
-            [(call.name, call.arguments, call.id) for call in turn.tool_calls],
-            [(result.call_id, result.content) for result in turn.tool_results],
-            turn.usage,
-            turn.model,
-        )
-        for turn in trajectory.turns
-    ]
-
-
-def _notes_for(trajectory: Trajectory, number: int) -> list[str]:
-    return [n for n in trajectory.notes if n.startswith((f"exchange {number} ", f"exchange {number}:"))]
+CHAT_FILES = files_handled_by(CODEC, "openai-chat", "openai-chat-stream", "openai-responses-stream")
 
 
 # -- recorded traffic -------------------------------------------------------------------------------------------------
@@ -64,34 +47,21 @@ def _notes_for(trajectory: Trajectory, number: int) -> list[str]:
 def test_fixture_folders_hold_chat_traffic() -> None:
     folders = {path.parent.name for path in CHAT_FILES}
     assert {"openai-chat", "openai-chat-stream"} <= folders
-    assert all(
-        path in CHAT_FILES
-        for folder in ("openai-chat", "openai-chat-stream")
-        for path in (TRAFFIC / folder).glob("*.yaml")
-    )
+    assert all(path in CHAT_FILES for path in traffic_files("openai-chat", "openai-chat-stream"))
 
 
 @pytest.mark.parametrize("path", CHAT_FILES, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_every_recorded_chat_exchange_decodes(path: Path) -> None:
-    exchanges = load_exchanges(path)
-    trajectory = decode_trajectory(exchanges)
-    mine = [(number, e) for number, e in enumerate(exchanges, start=1) if CODEC.handles(e.path)]
-    assert mine
-    for number, exchange in mine:
-        assert _notes_for(trajectory, number) == []
-        request, response = decode_exchange(exchange, number)
-        assert request is not None and request.api == "openai-chat"
-        assert request.model and request.messages
-        assert response is not None and response.usage is not None and response.usage.input_tokens > 0
+    for _, request, response in decode_recorded(CODEC, path):
+        assert request.api == "openai-chat" and request.messages
+        assert response.usage is not None and response.usage.input_tokens > 0
         assert response.text or response.tool_calls
 
 
 def test_dbos_model_retry_file() -> None:
-    trajectory = decode_trajectory(
-        load_exchanges(TRAFFIC / "openai-chat" / "test_dbos__test_dbos_agent_with_model_retry.yaml")
-    )
+    trajectory = decode_trajectory(load("openai-chat/test_dbos__test_dbos_agent_with_model_retry.yaml"))
     model = "gpt-4o-2024-08-06"
-    assert _summary(trajectory) == [
+    assert summary(trajectory) == [
         (
             "",
             [("get_weather_in_city", {"city": "CDMX"}, "call_fFAB8MNL3tUdfNIIdsIJTo0H")],
@@ -114,11 +84,9 @@ def test_dbos_model_retry_file() -> None:
 
 
 def test_prefect_parallel_tool_calls_file() -> None:
-    trajectory = decode_trajectory(
-        load_exchanges(TRAFFIC / "openai-chat" / "test_prefect__test_prefect_agent_with_hitl_tool.yaml")
-    )
+    trajectory = decode_trajectory(load("openai-chat/test_prefect__test_prefect_agent_with_hitl_tool.yaml"))
     model = "gpt-4o-2024-08-06"
-    assert _summary(trajectory) == [
+    assert summary(trajectory) == [
         (
             "",
             [
@@ -140,9 +108,7 @@ def test_prefect_parallel_tool_calls_file() -> None:
 
 
 def test_system_message_and_tools_are_read_from_a_recorded_request() -> None:
-    exchanges = load_exchanges(
-        TRAFFIC / "openai-chat" / "test_openai__test_openai_instructions_with_tool_calls_keep_instructions.yaml"
-    )
+    exchanges = load("openai-chat/test_openai__test_openai_instructions_with_tool_calls_keep_instructions.yaml")
     request, response = decode_exchange(exchanges[1], 2)
     assert request is not None and response is not None
     assert request.system == "You are a helpful assistant."
@@ -159,9 +125,7 @@ def test_system_message_and_tools_are_read_from_a_recorded_request() -> None:
 
 
 def test_user_content_parts_keep_text_and_skip_files() -> None:
-    exchanges = load_exchanges(
-        TRAFFIC / "openai-chat" / "test_openai__test_document_as_binary_content_input_with_tool.yaml"
-    )
+    exchanges = load("openai-chat/test_openai__test_document_as_binary_content_input_with_tool.yaml")
     request, _ = decode_exchange(exchanges[0], 1)
     assert request is not None
     assert request.last_user_text == (
@@ -170,12 +134,11 @@ def test_user_content_parts_keep_text_and_skip_files() -> None:
 
 
 def test_streamed_tool_loop_file() -> None:
-    path = TRAFFIC / "openai-chat-stream" / "test_openai__test_run_stream_sync_streams_real_model.yaml"
-    exchanges = load_exchanges(path)
+    exchanges = load("openai-chat-stream/test_openai__test_run_stream_sync_streams_real_model.yaml")
     assert all(e.streamed for e in exchanges)
     trajectory = decode_trajectory(exchanges)
     model = "gpt-4o-mini-2024-07-18"
-    assert _summary(trajectory) == [
+    assert summary(trajectory) == [
         (
             "",
             [("get_capital", {"country": "UK"}, "call_ZR5UUuTt3pf61kjwAJIYdVMj")],
@@ -190,10 +153,9 @@ def test_streamed_tool_loop_file() -> None:
 
 
 def test_streamed_parallel_calls_file() -> None:
-    path = TRAFFIC / "openai-chat-stream" / "test_temporal__test_complex_agent_run.yaml"
-    trajectory = decode_trajectory(load_exchanges(path))
+    trajectory = decode_trajectory(load("openai-chat-stream/test_temporal__test_complex_agent_run.yaml"))
     model = "gpt-4o-2024-08-06"
-    assert _summary(trajectory) == [
+    assert summary(trajectory) == [
         (
             "",
             [
@@ -235,8 +197,9 @@ def test_streamed_parallel_calls_file() -> None:
 
 
 def test_chat_exchanges_between_mcp_traffic_file() -> None:
-    path = TRAFFIC / "openai-chat-stream" / "test_temporal__test_mcptoolset_dynamic_toolset_in_workflow.yaml"
-    trajectory = decode_trajectory(load_exchanges(path))
+    trajectory = decode_trajectory(
+        load("openai-chat-stream/test_temporal__test_mcptoolset_dynamic_toolset_in_workflow.yaml")
+    )
     assert len(trajectory.turns) == 2
     first, last = trajectory.turns
     assert first.tool_calls == [
@@ -258,19 +221,7 @@ def test_chat_exchanges_between_mcp_traffic_file() -> None:
 
 # -- round trips ------------------------------------------------------------------------------------------------------
 
-STEPS = {
-    "text": Step(text="The notes say hello.", usage=Usage(120, 9)),
-    "one-call": Step(tool_calls=[ToolCall("read_file", {"path": "notes.txt"})], usage=Usage(80, 12)),
-    "parallel": Step(
-        tool_calls=[ToolCall("a", {"x": 1}), ToolCall("b", {"y": [1, 2], "z": {"nested": "ü ✓"}}, id="call_given")],
-        usage=Usage(300, 40, 128),
-    ),
-    "text+calls": Step(
-        text="Let me look that up for you, it takes a moment.",
-        tool_calls=[ToolCall("search", {"q": "weather in Paris"}), ToolCall("noargs", {})],
-        usage=Usage(55, 21),
-    ),
-}
+STEPS = OPENAI_STEPS  # "text", "one-call", "parallel" (the second call's id given), "text+calls"
 
 
 def _request(stream: bool, include_usage: bool = True) -> ModelRequest:
@@ -284,19 +235,12 @@ def _request(stream: bool, include_usage: bool = True) -> ModelRequest:
 @pytest.mark.parametrize("name", list(STEPS))
 def test_response_round_trip(name: str, stream: bool) -> None:
     step = STEPS[name]
-    encoded = CODEC.encode_response(step, _request(stream))
-    assert encoded.status == 200
-    assert encoded.headers["content-type"].startswith("text/event-stream" if stream else "application/json")
-    decoded = CODEC.decode_response(encoded.body, streamed=stream)
-    assert decoded.text == step.text
-    assert [(c.name, c.arguments) for c in decoded.tool_calls] == [(c.name, c.arguments) for c in step.tool_calls]
-    assert all(c.id and c.id.startswith("call_") for c in decoded.tool_calls)
+    decoded = round_trip(CODEC, step, _request(stream))
+    assert_call_ids(decoded, step, "call_")
     assert decoded.usage == step.usage
     assert decoded.model == "gpt-4o"
     assert decoded.stop_reason == ("tool_calls" if step.tool_calls else "stop")
     assert decoded.id and decoded.id.startswith("chatcmpl-")
-    if step.tool_calls and step.tool_calls[-1].id:
-        assert decoded.tool_calls[-1].id == step.tool_calls[-1].id
 
 
 def test_encoding_is_deterministic_and_ids_differ_between_turns() -> None:
@@ -360,33 +304,16 @@ def test_default_usage_when_step_gives_none() -> None:
 
 
 def test_request_round_trip() -> None:
-    messages = [
-        Message("user", "Read the notes."),
-        Message(
-            "assistant",
-            "Reading both files.",
-            [ToolCall("read_file", {"path": "a.txt"}, "call_1"), ToolCall("read_file", {"path": "b.txt"}, "call_2")],
-        ),
-        Message("tool", tool_results=[ToolResult("call_1", "hello"), ToolResult("call_2", "world")]),
-        Message("assistant", "", [ToolCall("summarise", {"parts": ["hello", "world"]}, "call_3")]),
-        Message("tool", tool_results=[ToolResult("call_3", "hello world")]),
-        Message("assistant", "They say hello world."),
-        Message("user", "Thanks!"),
-    ]
-    tools = [
-        ToolSpec("read_file", "Read a file.", {"type": "object", "properties": {"path": {"type": "string"}}}),
-        ToolSpec("summarise"),
-    ]
-    body = CODEC.encode_request(model="gpt-4o", messages=messages, tools=tools, system="Be brief.", max_tokens=100)
+    body = CODEC.encode_request(
+        model="gpt-4o", messages=HISTORY, tools=HISTORY_TOOLS, system="Be brief.", max_tokens=100
+    )
     assert body["messages"][0] == {"role": "system", "content": "Be brief."}
     assert body["messages"][2]["tool_calls"][0]["function"]["arguments"] == '{"path":"a.txt"}'
     assert body["max_completion_tokens"] == 100 and "stream" not in body
     assert CODEC.request_path("gpt-4o") == "/chat/completions"
-    decoded = CODEC.decode_request(json.loads(json.dumps(body)), "/v1/chat/completions")
-    assert decoded.messages == messages
-    assert decoded.system == "Be brief."
-    assert decoded.tools == tools
-    assert decoded.model == "gpt-4o" and decoded.stream is False
+    assert_request_round_trip(
+        CODEC, body, "/v1/chat/completions", HISTORY, HISTORY_TOOLS, system="Be brief.", model="gpt-4o"
+    )
 
 
 def test_request_round_trip_fills_missing_call_ids() -> None:
@@ -427,46 +354,13 @@ def test_other_tool_types_and_legacy_functions_are_listed() -> None:
 # -- the official SDK accepts what the codec renders --------------------------------------------------------------
 
 
-class _ScriptedServer:
-    """An httpx handler answering each request with the next step, rendered by the codec."""
-
-    def __init__(self, *steps: Step) -> None:
-        self.steps = list(steps)
-        self.requests: list[ModelRequest] = []
-
-    def __call__(self, request: httpx.Request) -> httpx.Response:
-        assert CODEC.handles(request.url.path), request.url.path
-        decoded = CODEC.decode_request(json.loads(request.content), request.url.path)
-        self.requests.append(decoded)
-        step = self.steps.pop(0)
-        encoded = CODEC.encode_error(step.error) if step.error else CODEC.encode_response(step, decoded)
-        return httpx.Response(encoded.status, headers=encoded.headers, content=encoded.body)
-
-
 TOOLS: list[Any] = [
     {
         "type": "function",
         "function": {"name": "read_file", "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}},
     }
 ]
-LOOP = (
-    Step(
-        text="Reading.",
-        tool_calls=[ToolCall("read_file", {"path": "notes.txt"}), ToolCall("read_file", {"path": "b.txt"})],
-        usage=Usage(50, 20, 10),
-    ),
-    Step(text="The notes say hello.", usage=Usage(120, 9)),
-)
-
-
-def _sync_client(server: _ScriptedServer) -> openai.OpenAI:
-    return openai.OpenAI(api_key="test", max_retries=0, http_client=httpx.Client(transport=httpx.MockTransport(server)))
-
-
-def _async_client(server: _ScriptedServer) -> openai.AsyncOpenAI:
-    return openai.AsyncOpenAI(
-        api_key="test", max_retries=0, http_client=httpx.AsyncClient(transport=httpx.MockTransport(server))
-    )
+LOOP = OPENAI_LOOP  # "Reading." + read_file notes.txt and b.txt (usage 50/20/10), then "The notes say hello." (120/9)
 
 
 def _follow_up(message: Any) -> list[Any]:
@@ -486,7 +380,7 @@ def _follow_up(message: Any) -> list[Any]:
     ]
 
 
-def _check_loop(server: _ScriptedServer, first: Any, second: Any, first_usage: Any, second_usage: Any) -> None:
+def _check_loop(server: ScriptedServer, first: Any, second: Any, first_usage: Any, second_usage: Any) -> None:
     """First turn: text + two calls; second: the answer. The server saw the tool results the SDK sent back."""
     assert first.content == "Reading."
     assert [(c.function.name, json.loads(c.function.arguments)) for c in first.tool_calls] == [
@@ -522,8 +416,8 @@ def _collect_chunks(chunks: list[Any]) -> tuple[Any, Any]:
 
 
 def test_sdk_create_sync() -> None:
-    server = _ScriptedServer(*LOOP)
-    client = _sync_client(server)
+    server = ScriptedServer(CODEC, *LOOP)
+    client = openai_client(server)
     first = client.chat.completions.create(
         model="gpt-4o", messages=[{"role": "user", "content": "Read my notes."}], tools=TOOLS
     )
@@ -533,8 +427,8 @@ def test_sdk_create_sync() -> None:
 
 
 def test_sdk_create_stream_sync() -> None:
-    server = _ScriptedServer(*LOOP)
-    client = _sync_client(server)
+    server = ScriptedServer(CODEC, *LOOP)
+    client = openai_client(server)
     options: Any = {"include_usage": True}
     messages: Any = [{"role": "user", "content": "Read my notes."}]
     first, first_usage = _collect_chunks(
@@ -554,8 +448,8 @@ def test_sdk_create_stream_sync() -> None:
 
 
 def test_sdk_stream_helper_sync() -> None:
-    server = _ScriptedServer(*LOOP)
-    client = _sync_client(server)
+    server = ScriptedServer(CODEC, *LOOP)
+    client = openai_client(server)
     options: Any = {"include_usage": True}
     with client.chat.completions.stream(
         model="gpt-4o", messages=[{"role": "user", "content": "Read my notes."}], tools=TOOLS, stream_options=options
@@ -579,16 +473,16 @@ def test_sdk_async() -> None:
     async def run() -> None:
         options: Any = {"include_usage": True}
         messages: Any = [{"role": "user", "content": "Read my notes."}]
-        server = _ScriptedServer(*LOOP)
-        client = _async_client(server)
+        server = ScriptedServer(CODEC, *LOOP)
+        client = openai_async_client(server)
         first = await client.chat.completions.create(model="gpt-4o", messages=messages, tools=TOOLS)
         second = await client.chat.completions.create(
             model="gpt-4o", messages=_follow_up(first.choices[0].message), tools=TOOLS
         )
         _check_loop(server, first.choices[0].message, second.choices[0].message, first.usage, second.usage)
 
-        server = _ScriptedServer(*LOOP)
-        client = _async_client(server)
+        server = ScriptedServer(CODEC, *LOOP)
+        client = openai_async_client(server)
         stream = await client.chat.completions.create(
             model="gpt-4o", messages=messages, tools=TOOLS, stream=True, stream_options=options
         )
@@ -599,8 +493,8 @@ def test_sdk_async() -> None:
         raw_second, raw_second_usage = _collect_chunks([chunk async for chunk in stream])
         _check_loop(server, raw_first, raw_second, raw_first_usage, raw_second_usage)
 
-        server = _ScriptedServer(*LOOP)
-        client = _async_client(server)
+        server = ScriptedServer(CODEC, *LOOP)
+        client = openai_async_client(server)
         async with client.chat.completions.stream(
             model="gpt-4o", messages=messages, tools=TOOLS, stream_options=options
         ) as helper:
@@ -621,9 +515,9 @@ def test_sdk_async() -> None:
 
 
 def test_sdk_raises_rate_limit_error() -> None:
-    server = _ScriptedServer(Step(error=ProviderError(status=429, retry_after=1.0)))
+    server = ScriptedServer(CODEC, Step(error=ProviderError(status=429, retry_after=1.0)))
     with pytest.raises(openai.RateLimitError) as caught:
-        _sync_client(server).chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hi"}])
+        openai_client(server).chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hi"}])
     error = caught.value
     assert error.status_code == 429 and error.code == "rate_limit_exceeded"
     assert error.response.headers["retry-after"] == "1"
@@ -645,17 +539,9 @@ def test_encoded_errors() -> None:
 # -- malformed input --------------------------------------------------------------------------------------------------
 
 
-def _json(data: Any) -> bytes:
-    return json.dumps(data).encode()
-
-
-def _sse(*chunks: Any) -> bytes:
-    return b"".join(b"data: " + _json(chunk) + b"\n\n" for chunk in chunks)
-
-
 def _message(*calls: Any) -> bytes:
     """A completion whose message holds `calls` (raw tool-call objects)."""
-    return _json({"choices": [{"index": 0, "message": {"role": "assistant", "tool_calls": list(calls)}}]})
+    return json_bytes({"choices": [{"index": 0, "message": {"role": "assistant", "tool_calls": list(calls)}}]})
 
 
 def _call_delta(**fields: Any) -> dict[str, Any]:
@@ -691,22 +577,18 @@ MALFORMED_RESPONSES = [
     ("stream-garbage", b"<html>502 Bad Gateway</html>", True, "not an event stream"),
     ("stream-chunk-not-json", b"data: {oops\n\n", True, "not valid JSON"),
     ("stream-chunk-not-object", b"data: [1, 2]\n\n", True, "expected a JSON object"),
-    ("stream-error-chunk", _sse({"error": {"message": "server overloaded"}}), True, "server overloaded"),
+    ("stream-error-chunk", data_events({"error": {"message": "server overloaded"}}), True, "server overloaded"),
     (
         "stream-cut-in-arguments",
-        _sse(_HEAD, _call_delta(function={"arguments": '{"a":'})),
+        data_events(_HEAD, _call_delta(function={"arguments": '{"a":'})),
         True,
         "arguments is not valid JSON",
     ),
-    ("stream-call-without-name", _sse(_call_delta(function={"arguments": "{}"})), True, "never received a name"),
+    ("stream-call-without-name", data_events(_call_delta(function={"arguments": "{}"})), True, "never received a name"),
 ]
 
 
-@pytest.mark.parametrize(
-    ("body", "streamed", "message"),
-    [case[1:] for case in MALFORMED_RESPONSES],
-    ids=[case[0] for case in MALFORMED_RESPONSES],
-)
+@pytest.mark.parametrize(("body", "streamed", "message"), cases(MALFORMED_RESPONSES))
 def test_malformed_responses_raise_wire_error(body: bytes, streamed: bool, message: str) -> None:
     with pytest.raises(WireError, match=re.escape(message)):
         CODEC.decode_response(body, streamed)
@@ -726,9 +608,7 @@ MALFORMED_REQUESTS = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("body", "message"), [case[1:] for case in MALFORMED_REQUESTS], ids=[case[0] for case in MALFORMED_REQUESTS]
-)
+@pytest.mark.parametrize(("body", "message"), cases(MALFORMED_REQUESTS))
 def test_malformed_requests_raise_wire_error(body: dict[str, Any], message: str) -> None:
     with pytest.raises(WireError, match=message):
         CODEC.decode_request(body, "/v1/chat/completions")
@@ -753,16 +633,6 @@ def test_stream_mislabelled_as_json_is_still_read() -> None:
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
 def test_any_truncation_decodes_or_raises_wire_error(stream: bool) -> None:
     """A body cut anywhere gives either what arrived (text is a prefix of the real text) or a WireError."""
-    step = STEPS["text+calls"]
-    body = CODEC.encode_response(step, _request(stream)).body
-    decoded = 0
-    for end in range(0, len(body), 5):
-        try:
-            response = CODEC.decode_response(body[:end], stream)
-        except WireError:
-            continue
-        decoded += 1
-        assert step.text.startswith(response.text)
-        assert [c.name for c in response.tool_calls] == [c.name for c in step.tool_calls][: len(response.tool_calls)]
+    decoded = decodable_cuts(CODEC, STEPS["text+calls"], _request(stream))
     # Every proper prefix of a JSON body is invalid JSON; most prefixes of a stream hold whole events.
     assert decoded > 5 if stream else decoded == 0

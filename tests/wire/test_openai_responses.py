@@ -8,12 +8,30 @@ import re
 from pathlib import Path
 from typing import Any
 
-import httpx
 import openai
 import pytest
+from _wire_helpers import (
+    HISTORY,
+    HISTORY_TOOLS,
+    OPENAI_LOOP,
+    OPENAI_STEPS,
+    ScriptedServer,
+    assert_call_ids,
+    assert_request_round_trip,
+    cases,
+    decodable_cuts,
+    decode_recorded,
+    files_handled_by,
+    json_bytes,
+    load,
+    openai_async_client,
+    openai_client,
+    round_trip,
+    summary,
+    traffic_files,
+)
 
-from trialrun._cassette_io import load_exchanges
-from trialrun.trajectory import ToolCall, ToolResult, Trajectory, Usage
+from trialrun.trajectory import ToolCall, ToolResult, Usage
 from trialrun.wire import (
     Message,
     ModelRequest,
@@ -27,64 +45,31 @@ from trialrun.wire import (
 from trialrun.wire._sse import parse_sse, render_sse
 from trialrun.wire.openai_responses import OpenAIResponsesCodec
 
-TRAFFIC = Path(__file__).resolve().parents[1] / "fixtures" / "provider-traffic"
-FOLDERS = ("openai-chat", "openai-chat-stream", "openai-responses-stream")
 CODEC = OpenAIResponsesCodec()
-
-
-def _files_with_responses_exchanges() -> list[Path]:
-    files = sorted(path for folder in FOLDERS for path in (TRAFFIC / folder).glob("*.yaml"))
-    return [path for path in files if any(CODEC.handles(e.path) for e in load_exchanges(path))]
-
-
-RESPONSES_FILES = _files_with_responses_exchanges()
-
-
-def _summary(trajectory: Trajectory) -> list[tuple[Any, ...]]:
-    return [
-        (
-            turn.text,
-            [(call.name, call.arguments, call.id) for call in turn.tool_calls],
-            [(result.call_id, result.content) for result in turn.tool_results],
-            turn.usage,
-            turn.model,
-        )
-        for turn in trajectory.turns
-    ]
-
-
-def _notes_for(trajectory: Trajectory, number: int) -> list[str]:
-    return [n for n in trajectory.notes if n.startswith((f"exchange {number} ", f"exchange {number}:"))]
+RESPONSES_FILES = files_handled_by(CODEC, "openai-chat", "openai-chat-stream", "openai-responses-stream")
 
 
 # -- recorded traffic -------------------------------------------------------------------------------------------------
 
 
 def test_every_responses_fixture_file_is_covered() -> None:
-    folder = TRAFFIC / "openai-responses-stream"
-    assert sorted(folder.glob("*.yaml")) == [path for path in RESPONSES_FILES if path.parent == folder]
+    in_folder = [path for path in RESPONSES_FILES if path.parent.name == "openai-responses-stream"]
+    assert traffic_files("openai-responses-stream") == in_folder
     assert any(path.parent.name == "openai-chat-stream" for path in RESPONSES_FILES)
 
 
 @pytest.mark.parametrize("path", RESPONSES_FILES, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_every_recorded_responses_exchange_decodes(path: Path) -> None:
-    exchanges = load_exchanges(path)
-    trajectory = decode_trajectory(exchanges)
-    mine = [(number, e) for number, e in enumerate(exchanges, start=1) if CODEC.handles(e.path)]
-    assert mine
-    for number, exchange in mine:
-        assert _notes_for(trajectory, number) == []
-        request, response = decode_exchange(exchange, number)
-        assert request is not None and request.api == "openai-responses"
-        assert request.model and request.messages
-        assert response is not None and response.usage is not None and response.usage.input_tokens > 0
+    for _, request, response in decode_recorded(CODEC, path):
+        assert request.api == "openai-responses" and request.messages
+        assert response.usage is not None and response.usage.input_tokens > 0
         assert response.model and response.id and response.id.startswith("resp_")
 
 
 def test_function_call_file() -> None:
-    path = TRAFFIC / "openai-responses-stream" / "test_openai_responses__test_text_output_function.yaml"
+    exchanges = load("openai-responses-stream/test_openai_responses__test_text_output_function.yaml")
     model = "gpt-4o-2024-08-06"
-    assert _summary(decode_trajectory(load_exchanges(path))) == [
+    assert summary(decode_trajectory(exchanges)) == [
         (
             "",
             [("get_user_country", {}, "call_aTJhYjzmixZaVGqwl5gn2Ncr")],
@@ -97,10 +82,9 @@ def test_function_call_file() -> None:
 
 
 def test_reasoning_and_commentary_file() -> None:
-    path = TRAFFIC / "openai-responses-stream" / "test_openai_responses__test_openai_responses_phase_live.yaml"
-    exchanges = load_exchanges(path)
+    exchanges = load("openai-responses-stream/test_openai_responses__test_openai_responses_phase_live.yaml")
     model = "gpt-5.5-2026-04-23"
-    assert _summary(decode_trajectory(exchanges)) == [
+    assert summary(decode_trajectory(exchanges)) == [
         (
             'I\'ll check the capital lookup tool for "PotatoLand."',
             [("get_capital", {"country": "PotatoLand"}, "call_ALAJMWK9buNN7RXxxXbECcHa")],
@@ -123,12 +107,9 @@ def test_reasoning_and_commentary_file() -> None:
 
 
 def test_cached_tokens_file() -> None:
-    path = (
-        TRAFFIC
-        / "openai-responses-stream"
-        / "test_openai_responses__test_openai_responses_thinking_with_tool_calls.yaml"
+    trajectory = decode_trajectory(
+        load("openai-responses-stream/test_openai_responses__test_openai_responses_thinking_with_tool_calls.yaml")
     )
-    trajectory = decode_trajectory(load_exchanges(path))
     plan = (
         "Plan:\n1) Determine required first-letter acrostics for lines: "
         "odd lines -> SAMIRA; even lines -> DAWOOD (12 total lines).\n"
@@ -148,11 +129,10 @@ def test_cached_tokens_file() -> None:
 
 
 def test_streamed_tool_search_file() -> None:
-    path = TRAFFIC / "openai-responses-stream" / "test_tool_search__test_openai_native_tool_search_streaming.yaml"
-    exchanges = load_exchanges(path)
+    exchanges = load("openai-responses-stream/test_tool_search__test_openai_native_tool_search_streaming.yaml")
     assert all(e.streamed for e in exchanges)
     model = "gpt-5.4-2026-03-05"
-    assert _summary(decode_trajectory(exchanges)) == [
+    assert summary(decode_trajectory(exchanges)) == [
         (
             "",
             [("get_exchange_rate", {"from_currency": "USD", "to_currency": "EUR"}, "call_CeXueyTqEJ1rgm84BHSwNPz8")],
@@ -169,15 +149,12 @@ def test_streamed_tool_search_file() -> None:
 
 
 def test_streamed_conversation_file_skips_conversation_endpoints() -> None:
-    path = (
-        TRAFFIC
-        / "openai-responses-stream"
-        / "test_openai_responses__test_openai_conversation_id_streaming_provider_details.yaml"
+    exchanges = load(
+        "openai-responses-stream/test_openai_responses__test_openai_conversation_id_streaming_provider_details.yaml"
     )
-    exchanges = load_exchanges(path)
     assert [CODEC.handles(e.path) for e in exchanges] == [False, True, False]
     trajectory = decode_trajectory(exchanges)
-    assert _summary(trajectory) == [("streamed", [], [], Usage(21, 3, 0), "gpt-4.1-2025-04-14")]
+    assert summary(trajectory) == [("streamed", [], [], Usage(21, 3, 0), "gpt-4.1-2025-04-14")]
     request, _ = decode_exchange(exchanges[1], 2)
     assert request is not None and request.stream is True
     assert request.system == "Follow the user instructions exactly."
@@ -185,8 +162,9 @@ def test_streamed_conversation_file_skips_conversation_endpoints() -> None:
 
 
 def test_client_side_tool_search_is_not_an_agent_tool_call() -> None:
-    path = TRAFFIC / "openai-responses-stream" / "test_tool_search__test_openai_execution_client_round_trip.yaml"
-    trajectory = decode_trajectory(load_exchanges(path))
+    trajectory = decode_trajectory(
+        load("openai-responses-stream/test_tool_search__test_openai_execution_client_round_trip.yaml")
+    )
     assert [turn.tool_calls for turn in trajectory.turns] == [
         [],
         [
@@ -201,8 +179,7 @@ def test_client_side_tool_search_is_not_an_agent_tool_call() -> None:
 
 
 def test_responses_exchange_inside_a_chat_file() -> None:
-    path = TRAFFIC / "openai-chat-stream" / "test_openai__test_openai_model_thinking_part.yaml"
-    exchanges = load_exchanges(path)
+    exchanges = load("openai-chat-stream/test_openai__test_openai_model_thinking_part.yaml")
     request, response = decode_exchange(exchanges[0], 1)
     assert request is not None and response is not None
     assert request.last_user_text == "How do I cross the street?"
@@ -212,19 +189,7 @@ def test_responses_exchange_inside_a_chat_file() -> None:
 
 # -- round trips ------------------------------------------------------------------------------------------------------
 
-STEPS = {
-    "text": Step(text="The notes say hello.", usage=Usage(120, 9)),
-    "one-call": Step(tool_calls=[ToolCall("read_file", {"path": "notes.txt"})], usage=Usage(80, 12)),
-    "parallel": Step(
-        tool_calls=[ToolCall("a", {"x": 1}), ToolCall("b", {"y": [1, 2], "z": {"nested": "ü ✓"}}, id="call_given")],
-        usage=Usage(300, 40, 128),
-    ),
-    "text+calls": Step(
-        text="Let me look that up for you, it takes a moment.",
-        tool_calls=[ToolCall("search", {"q": "weather in Paris"}), ToolCall("noargs", {})],
-        usage=Usage(55, 21),
-    ),
-}
+STEPS = OPENAI_STEPS  # "text", "one-call", "parallel" (the second call's id given), "text+calls"
 
 
 def _request(stream: bool) -> ModelRequest:
@@ -235,18 +200,11 @@ def _request(stream: bool) -> ModelRequest:
 @pytest.mark.parametrize("name", list(STEPS))
 def test_response_round_trip(name: str, stream: bool) -> None:
     step = STEPS[name]
-    encoded = CODEC.encode_response(step, _request(stream))
-    assert encoded.status == 200
-    assert encoded.headers["content-type"].startswith("text/event-stream" if stream else "application/json")
-    decoded = CODEC.decode_response(encoded.body, streamed=stream)
-    assert decoded.text == step.text
-    assert [(c.name, c.arguments) for c in decoded.tool_calls] == [(c.name, c.arguments) for c in step.tool_calls]
-    assert all(c.id and c.id.startswith("call_") for c in decoded.tool_calls)
+    decoded = round_trip(CODEC, step, _request(stream))
+    assert_call_ids(decoded, step, "call_")
     assert decoded.usage == step.usage
     assert decoded.model == "gpt-4.1" and decoded.stop_reason == "completed"
     assert decoded.id and decoded.id.startswith("resp_")
-    if step.tool_calls and step.tool_calls[-1].id:
-        assert decoded.tool_calls[-1].id == step.tool_calls[-1].id
 
 
 def test_stream_event_sequence() -> None:
@@ -283,30 +241,15 @@ def test_stream_event_sequence() -> None:
 
 
 def test_request_round_trip() -> None:
-    messages = [
-        Message("user", "Read the notes."),
-        Message(
-            "assistant",
-            "Reading both files.",
-            [ToolCall("read_file", {"path": "a.txt"}, "call_1"), ToolCall("read_file", {"path": "b.txt"}, "call_2")],
-        ),
-        Message("tool", tool_results=[ToolResult("call_1", "hello"), ToolResult("call_2", "world")]),
-        Message("assistant", "", [ToolCall("summarise", {"parts": ["hello", "world"]}, "call_3")]),
-        Message("tool", tool_results=[ToolResult("call_3", "hello world")]),
-        Message("assistant", "They say hello world."),
-        Message("user", "Thanks!"),
-    ]
-    tools = [
-        ToolSpec("read_file", "Read a file.", {"type": "object", "properties": {"path": {"type": "string"}}}),
-        ToolSpec("summarise"),
-    ]
-    body = CODEC.encode_request(model="gpt-4.1", messages=messages, tools=tools, system="Be brief.", max_tokens=100)
+    body = CODEC.encode_request(
+        model="gpt-4.1", messages=HISTORY, tools=HISTORY_TOOLS, system="Be brief.", max_tokens=100
+    )
     assert body["instructions"] == "Be brief." and body["store"] is False and body["max_output_tokens"] == 100
     assert body["tools"][0] == {
         "type": "function",
         "name": "read_file",
         "description": "Read a file.",
-        "parameters": tools[0].parameters,
+        "parameters": HISTORY_TOOLS[0].parameters,
     }
     assert [item["type"] for item in body["input"]][:5] == [
         "message",
@@ -317,11 +260,7 @@ def test_request_round_trip() -> None:
     ]
     assert body["input"][2]["arguments"] == '{"path":"a.txt"}'
     assert CODEC.request_path("gpt-4.1") == "/responses"
-    decoded = CODEC.decode_request(json.loads(json.dumps(body)), "/v1/responses")
-    assert decoded.messages == messages
-    assert decoded.system == "Be brief."
-    assert decoded.tools == tools
-    assert decoded.model == "gpt-4.1" and decoded.stream is False
+    assert_request_round_trip(CODEC, body, "/v1/responses", HISTORY, HISTORY_TOOLS, system="Be brief.", model="gpt-4.1")
 
 
 def test_input_forms() -> None:
@@ -436,22 +375,6 @@ def test_a_cut_stream_is_rebuilt_from_deltas() -> None:
 # -- the official SDK accepts what the codec renders --------------------------------------------------------------
 
 
-class _ScriptedServer:
-    """An httpx handler answering each request with the next step, rendered by the codec."""
-
-    def __init__(self, *steps: Step) -> None:
-        self.steps = list(steps)
-        self.requests: list[ModelRequest] = []
-
-    def __call__(self, request: httpx.Request) -> httpx.Response:
-        assert CODEC.handles(request.url.path), request.url.path
-        decoded = CODEC.decode_request(json.loads(request.content), request.url.path)
-        self.requests.append(decoded)
-        step = self.steps.pop(0)
-        encoded = CODEC.encode_error(step.error) if step.error else CODEC.encode_response(step, decoded)
-        return httpx.Response(encoded.status, headers=encoded.headers, content=encoded.body)
-
-
 TOOLS: list[Any] = [
     {
         "type": "function",
@@ -460,25 +383,8 @@ TOOLS: list[Any] = [
         "strict": False,
     }
 ]
-LOOP = (
-    Step(
-        text="Reading.",
-        tool_calls=[ToolCall("read_file", {"path": "notes.txt"}), ToolCall("read_file", {"path": "b.txt"})],
-        usage=Usage(50, 20, 10),
-    ),
-    Step(text="The notes say hello.", usage=Usage(120, 9)),
-)
+LOOP = OPENAI_LOOP  # "Reading." + read_file notes.txt and b.txt (usage 50/20/10), then "The notes say hello." (120/9)
 FIRST_INPUT: Any = [{"role": "user", "content": "Read my notes."}]
-
-
-def _sync_client(server: _ScriptedServer) -> openai.OpenAI:
-    return openai.OpenAI(api_key="test", max_retries=0, http_client=httpx.Client(transport=httpx.MockTransport(server)))
-
-
-def _async_client(server: _ScriptedServer) -> openai.AsyncOpenAI:
-    return openai.AsyncOpenAI(
-        api_key="test", max_retries=0, http_client=httpx.AsyncClient(transport=httpx.MockTransport(server))
-    )
 
 
 def _follow_up(output: list[Any]) -> Any:
@@ -496,7 +402,7 @@ def _follow_up(output: list[Any]) -> Any:
     return [*FIRST_INPUT, *items, *results]
 
 
-def _check_loop(server: _ScriptedServer, first: Any, second: Any) -> None:
+def _check_loop(server: ScriptedServer, first: Any, second: Any) -> None:
     """First response: text + two calls; second: the answer. The server saw the tool results the SDK sent back."""
     assert first.output_text == "Reading."
     calls = [item for item in first.output if item.type == "function_call"]
@@ -525,8 +431,8 @@ def _final_from_events(events: list[Any]) -> Any:
 
 
 def test_sdk_create_sync() -> None:
-    server = _ScriptedServer(*LOOP)
-    client = _sync_client(server)
+    server = ScriptedServer(CODEC, *LOOP)
+    client = openai_client(server)
     first = client.responses.create(model="gpt-4.1", input=FIRST_INPUT, tools=TOOLS)
     second = client.responses.create(model="gpt-4.1", input=_follow_up(first.output), tools=TOOLS)
     _check_loop(server, first, second)
@@ -534,8 +440,8 @@ def test_sdk_create_sync() -> None:
 
 
 def test_sdk_create_stream_sync() -> None:
-    server = _ScriptedServer(*LOOP)
-    client = _sync_client(server)
+    server = ScriptedServer(CODEC, *LOOP)
+    client = openai_client(server)
     first_events = list(client.responses.create(model="gpt-4.1", input=FIRST_INPUT, tools=TOOLS, stream=True))
     first = _final_from_events(first_events)
     assert "".join(e.delta for e in first_events if e.type == "response.output_text.delta") == "Reading."
@@ -546,8 +452,8 @@ def test_sdk_create_stream_sync() -> None:
 
 
 def test_sdk_stream_helper_sync() -> None:
-    server = _ScriptedServer(*LOOP)
-    client = _sync_client(server)
+    server = ScriptedServer(CODEC, *LOOP)
+    client = openai_client(server)
     with client.responses.stream(model="gpt-4.1", input=FIRST_INPUT, tools=TOOLS) as stream:
         kinds = {event.type for event in stream}
         first = stream.get_final_response()
@@ -559,14 +465,14 @@ def test_sdk_stream_helper_sync() -> None:
 
 def test_sdk_async() -> None:
     async def run() -> None:
-        server = _ScriptedServer(*LOOP)
-        client = _async_client(server)
+        server = ScriptedServer(CODEC, *LOOP)
+        client = openai_async_client(server)
         first = await client.responses.create(model="gpt-4.1", input=FIRST_INPUT, tools=TOOLS)
         second = await client.responses.create(model="gpt-4.1", input=_follow_up(first.output), tools=TOOLS)
         _check_loop(server, first, second)
 
-        server = _ScriptedServer(*LOOP)
-        client = _async_client(server)
+        server = ScriptedServer(CODEC, *LOOP)
+        client = openai_async_client(server)
         stream = await client.responses.create(model="gpt-4.1", input=FIRST_INPUT, tools=TOOLS, stream=True)
         raw_first = _final_from_events([event async for event in stream])
         stream = await client.responses.create(
@@ -575,8 +481,8 @@ def test_sdk_async() -> None:
         raw_second = _final_from_events([event async for event in stream])
         _check_loop(server, raw_first, raw_second)
 
-        server = _ScriptedServer(*LOOP)
-        client = _async_client(server)
+        server = ScriptedServer(CODEC, *LOOP)
+        client = openai_async_client(server)
         async with client.responses.stream(model="gpt-4.1", input=FIRST_INPUT, tools=TOOLS) as helper:
             helped_first = await helper.get_final_response()
         async with client.responses.stream(
@@ -589,9 +495,9 @@ def test_sdk_async() -> None:
 
 
 def test_sdk_raises_rate_limit_error() -> None:
-    server = _ScriptedServer(Step(error=ProviderError(status=429, message="Slow down.", retry_after=3)))
+    server = ScriptedServer(CODEC, Step(error=ProviderError(status=429, message="Slow down.", retry_after=3)))
     with pytest.raises(openai.RateLimitError) as caught:
-        _sync_client(server).responses.create(model="gpt-4.1", input="hi")
+        openai_client(server).responses.create(model="gpt-4.1", input="hi")
     assert caught.value.status_code == 429 and caught.value.code == "rate_limit_exceeded"
     assert caught.value.response.headers["retry-after"] == "3"
     assert "Slow down." in caught.value.message
@@ -599,18 +505,14 @@ def test_sdk_raises_rate_limit_error() -> None:
 
 def test_sdk_async_raises_server_error() -> None:
     async def run() -> None:
-        server = _ScriptedServer(Step(error=ProviderError(status=500)))
+        server = ScriptedServer(CODEC, Step(error=ProviderError(status=500)))
         with pytest.raises(openai.InternalServerError):
-            await _async_client(server).responses.create(model="gpt-4.1", input="hi")
+            await openai_async_client(server).responses.create(model="gpt-4.1", input="hi")
 
     asyncio.run(run())
 
 
 # -- malformed input --------------------------------------------------------------------------------------------------
-
-
-def _json(data: Any) -> bytes:
-    return json.dumps(data).encode()
 
 
 def _events(*events: dict[str, Any]) -> bytes:
@@ -638,11 +540,11 @@ MALFORMED_RESPONSES = [
     ("error-body", b'{"error": {"message": "bad key"}}', False, "bad key"),
     (
         "bad-arguments",
-        _json({"output": [{"type": "function_call", "call_id": "c", "name": "f", "arguments": "{nope"}]}),
+        json_bytes({"output": [{"type": "function_call", "call_id": "c", "name": "f", "arguments": "{nope"}]}),
         False,
         "arguments is not valid JSON",
     ),
-    ("call-without-name", _json({"output": [{"type": "function_call", "arguments": "{}"}]}), False, "has no name"),
+    ("call-without-name", json_bytes({"output": [{"type": "function_call", "arguments": "{}"}]}), False, "has no name"),
     (
         "usage-not-number",
         b'{"output":[],"usage":{"input_tokens":null,"output_tokens":[1]}}',
@@ -684,11 +586,7 @@ MALFORMED_RESPONSES = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("body", "streamed", "message"),
-    [case[1:] for case in MALFORMED_RESPONSES],
-    ids=[case[0] for case in MALFORMED_RESPONSES],
-)
+@pytest.mark.parametrize(("body", "streamed", "message"), cases(MALFORMED_RESPONSES))
 def test_malformed_responses_raise_wire_error(body: bytes, streamed: bool, message: str) -> None:
     with pytest.raises(WireError, match=re.escape(message)):
         CODEC.decode_response(body, streamed)
@@ -712,9 +610,7 @@ MALFORMED_REQUESTS = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("body", "message"), [case[1:] for case in MALFORMED_REQUESTS], ids=[case[0] for case in MALFORMED_REQUESTS]
-)
+@pytest.mark.parametrize(("body", "message"), cases(MALFORMED_REQUESTS))
 def test_malformed_requests_raise_wire_error(body: dict[str, Any], message: str) -> None:
     with pytest.raises(WireError, match=re.escape(message)):
         CODEC.decode_request(body, "/v1/responses")
@@ -723,16 +619,6 @@ def test_malformed_requests_raise_wire_error(body: dict[str, Any], message: str)
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
 def test_any_truncation_decodes_or_raises_wire_error(stream: bool) -> None:
     """A body cut anywhere gives either what arrived (text is a prefix of the real text) or a WireError."""
-    step = STEPS["text+calls"]
-    body = CODEC.encode_response(step, _request(stream)).body
-    decoded = 0
-    for end in range(0, len(body), 5):
-        try:
-            response = CODEC.decode_response(body[:end], stream)
-        except WireError:
-            continue
-        decoded += 1
-        assert step.text.startswith(response.text)
-        assert [c.name for c in response.tool_calls] == [c.name for c in step.tool_calls][: len(response.tool_calls)]
+    decoded = decodable_cuts(CODEC, STEPS["text+calls"], _request(stream))
     # Every proper prefix of a JSON body is invalid JSON; most prefixes of a stream hold whole events.
     assert decoded > 5 if stream else decoded == 0
