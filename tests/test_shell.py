@@ -15,6 +15,7 @@ from trialrun._shell import (
     CommandMatch,
     CommandPattern,
     command_of_call,
+    UnreadableCommand,
     commands_in,
     match_command,
 )
@@ -433,12 +434,24 @@ def test_command_of_call_reads_each_default_tool_and_key(tool: str, key: str) ->
         ("read_file", {"command": "rm -rf /"}, None),  # not a command tool
         ("bash", {"path": "x"}, None),  # a command tool call without a command
         ("bash", {"command": None}, None),
-        ("bash", {"command": {"nested": 1}}, None),
         ("exec", {"command": []}, None),
     ],
 )
 def test_command_of_call_shapes(tool: str, arguments: Any, expected: Any) -> None:
     assert command_of_call(tool, arguments) == expected
+
+
+@pytest.mark.parametrize(
+    "value", [{"argv": ["rm", "-rf", "/"]}, ["rm", None, "-rf", "/"], [["rm", "-rf"]], 42, {"nested": 1}]
+)
+def test_a_command_that_cannot_be_read_fails_closed(value: Any) -> None:
+    """A command tool's command in a shape nobody can read runs something unknown: it matches every pattern."""
+    command = command_of_call("bash", {"command": value})
+    assert isinstance(command, UnreadableCommand)
+    match = match_command("rm -rf", command)
+    assert match.matched and match.unparsable
+    assert match.reason.startswith("could not be read (the command argument is ")
+    assert match.reason.endswith("not a string or an argv list); counted as a match (fail closed)")
 
 
 def test_command_of_call_with_configured_tools() -> None:

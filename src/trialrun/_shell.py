@@ -27,6 +27,7 @@ __all__ = [
     "CommandMatch",
     "match_command",
     "command_of_call",
+    "UnreadableCommand",
     "commands_in",
 ]
 
@@ -1581,6 +1582,13 @@ def match_command(pattern: str | CommandPattern, command: str | Sequence[str]) -
     text = pattern.text if isinstance(pattern, CommandPattern) else pattern
     stages = pattern._stages if isinstance(pattern, CommandPattern) else _compile(pattern)
     command_text = _command_text(command)
+    if isinstance(command, UnreadableCommand):
+        return CommandMatch(
+            True, text, command_text,
+            f"could not be read (the command argument is {_shorten(command)}, not a string or an argv list); "
+            "counted as a match (fail closed)",
+            unparsable=True,
+        )
     key: str | tuple[str, ...] = command if isinstance(command, str) else tuple(str(w) for w in command)
     analysis = _analyse(key)
     if analysis.error is not None:
@@ -1708,12 +1716,21 @@ def command_of_call(
     return None
 
 
+class UnreadableCommand(str):
+    """A command tool's command argument that is neither a string nor an argv list (`{"argv": [...]}`,
+    `["rm", None]`): nothing can say what it runs, so every matcher counts it as a match (fail closed)."""
+
+    __slots__ = ()
+
+
 def _as_command(value: Any) -> str | list[str] | None:
+    if value is None or (isinstance(value, (list, tuple)) and not value):
+        return None  # no command given: nothing runs
     if isinstance(value, str):
         return value
-    if isinstance(value, (list, tuple)) and value and all(isinstance(v, (str, int, float)) for v in value):
+    if isinstance(value, (list, tuple)) and all(isinstance(v, (str, int, float)) for v in value):
         return [str(v) for v in value]
-    return None
+    return UnreadableCommand(repr(value))
 
 
 @lru_cache(maxsize=256)

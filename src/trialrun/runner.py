@@ -194,8 +194,11 @@ class _Runner:
         except Exception as exc:  # noqa: BLE001
             raise _PhaseFailure("invoke", exc) from exc
 
-    async def _grade(self, graders: Sequence[Grader], run: Run, ctx: TrialContext) -> list[Verdict]:
-        return [await agrade(grader, run, ctx) for grader in graders]
+    async def _grade(self, graders: Sequence[Grader], run: Run, ctx: TrialContext) -> tuple[list[Verdict], TrialError | None]:
+        """Every grader's verdict, and the first grader exception as the trial's error (a broken grader fails it)."""
+        raised: list[Exception] = []
+        verdicts = [await agrade(grader, run, ctx, raised=raised) for grader in graders]
+        return verdicts, _error("grade", raised[0]) if raised else None
 
     async def _teardown(self, case: Case, ctx: TrialContext) -> TrialError | None:
         """Run teardown to completion even if the run is being cancelled (then let the cancellation go on)."""
@@ -257,7 +260,8 @@ class _Runner:
             if run is not None:
                 if run.cost_usd is None:
                     run.cost_usd = self._observed_cost(run)
-                verdicts = await self._grade(case.graders, run, ctx)
+                verdicts, grade_error = await self._grade(case.graders, run, ctx)
+                error = error or grade_error
         finally:
             teardown_error = await self._teardown(case, ctx)
         return _trial_result(trial, run, verdicts, error, teardown_error, time.perf_counter() - started)
@@ -304,7 +308,8 @@ def _trial_result(
         kind = verdict.kind or "outcome"
         by_kind[kind] = by_kind.get(kind, True) and verdict.passed
     scores = [v.score for v in verdicts if v.score is not None]
-    passed = error is None and all(v.passed for v in verdicts)
+    # an exception anywhere in the trial fails it, teardown included (the error says which phase)
+    passed = error is None and teardown_error is None and all(v.passed for v in verdicts)
     return TrialResult.model_construct(
         _FIELDS_SET,
         trial=trial,

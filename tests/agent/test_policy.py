@@ -67,6 +67,18 @@ def test_unparsable_command_is_denied_when_a_deny_rule_exists_and_says_why() -> 
     assert tr.ToolPolicy().decide("run_command", {"command": "echo $(oops"}).action == "allow"
 
 
+def test_a_command_that_cannot_be_read_is_denied_and_fails_never_ran() -> None:
+    arguments = {"command": {"argv": ["rm", "-rf", "/"]}}
+    decision = tr.ToolPolicy(deny_commands=["rm -rf"]).decide("bash", arguments)
+    assert decision.action == "deny" and "could not be read" in decision.reason
+    assert tr.ToolPolicy(allow_commands=["ls"]).decide("bash", arguments).action == "deny"
+    run = tr.Run(output="", trajectory=tr.Trajectory(turns=[tr.Turn(tool_calls=[tr.ToolCall("bash", arguments, id="c1")])]))
+    verdict = tr.check([expect.never_ran("rm -rf")], run)[0]
+    assert not verdict.passed
+    assert verdict.reason.startswith("could not be read (the command argument is {'argv': ['rm', '-rf', '/']}")
+    assert verdict.reason.endswith("(fail closed) via bash")
+
+
 def test_bad_configuration_is_an_error() -> None:
     with pytest.raises(ValueError, match="default must be 'allow' or 'deny'"):
         tr.ToolPolicy(default="maybe")  # type: ignore[arg-type]

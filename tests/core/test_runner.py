@@ -133,22 +133,27 @@ def test_errors_name_their_phase_and_teardown_runs(phase: str) -> None:
     assert torn == [1]
 
 
-def test_a_grader_that_raises_fails_its_verdict_only() -> None:
+def test_a_grader_that_raises_fails_the_trial_and_the_other_graders_still_run() -> None:
     def bad_grader(run, ctx):
         raise ZeroDivisionError("oops")
 
     case = _case("g", expect_outcome=[bad_grader, expect.contains("hello")])
     trial = tr.evaluate([case]).cases[0].trials[0]
-    assert not trial.passed and trial.error is None
+    assert not trial.passed
+    assert (trial.error.phase, trial.error.type, trial.error.message) == ("grade", "ZeroDivisionError", "oops")
+    assert "bad_grader" in trial.error.traceback and "test_runner.py" in trial.error.traceback
     assert trial.verdicts[0].reason.startswith("grader raised ZeroDivisionError: oops at ")
     assert "test_runner.py" in trial.verdicts[0].reason
-    assert trial.verdicts[1].passed
+    assert trial.verdicts[1].passed and trial.outcome_passed is False
 
 
-def test_teardown_error_is_recorded_without_hiding_the_grade() -> None:
+def test_a_teardown_that_raises_fails_the_trial_and_keeps_its_grades() -> None:
     case = _case("t", teardown=lambda ctx: 1 / 0)
-    trial = tr.evaluate([case]).cases[0].trials[0]
-    assert trial.passed and trial.teardown_error.type == "ZeroDivisionError"
+    report = tr.evaluate([case])
+    trial = report.cases[0].trials[0]
+    assert not trial.passed and not report.cases[0].passed
+    assert trial.error is None and trial.outcome_passed is True  # the grade is not hidden
+    assert (trial.teardown_error.phase, trial.teardown_error.type) == ("teardown", "ZeroDivisionError")
 
 
 def test_workdir_is_fresh_per_trial_and_removed_after() -> None:

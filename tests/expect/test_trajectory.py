@@ -34,7 +34,7 @@ CASES = [
         expect.called("read_file", args={"path": "a.txt"}),
         traj(READ_B, READ_C),
         False,
-        "read_file was called 2 times, never with path='a.txt' (saw path='b.txt'; path='c.txt')",
+        "read_file was called 2 times, never with path='a.txt' (saw path='b.txt', path='c.txt')",
     ),
     (expect.called("read_file", times=2), traj(READ_A, READ_B), True, "read_file was called 2 times"),
     (expect.called("read_file", times=1), traj(READ_A, READ_B), False, "read_file was called 2 times, expected exactly 1"),
@@ -67,7 +67,7 @@ CASES = [
         expect.called_in_order([("read_file", {"path": "b.txt"})]),
         traj(READ_A),
         False,
-        "expected read_file(path='b.txt') in order; read_file(path='b.txt') never came (saw read_file)",
+        "expected read_file(path='b.txt') in order; read_file(path='b.txt') never came (saw read_file(path='a.txt'))",
     ),
     (expect.called_in_order(["list_dir", "read_file"], exact=True), traj(LIST, READ_A), True, "calls were exactly list_dir -> read_file"),
     (
@@ -111,7 +111,47 @@ def test_the_issue_example_reason() -> None:
         [expect.called("read_file", args={"path": "a.txt"})], tr.Run("x", trajectory=traj(READ_B, READ_C))
     )
     assert verdict.grader == "called('read_file', args={'path': 'a.txt'})"
-    assert verdict.reason.startswith("read_file was called 2 times, never with path='a.txt' (saw path='b.txt'")
+    assert f"{verdict.grader}: {verdict.reason}" == (
+        "called('read_file', args={'path': 'a.txt'}): read_file was called 2 times, never with path='a.txt' "
+        "(saw path='b.txt', path='c.txt')"
+    )
+
+
+def test_calls_showing_several_arguments_each_are_kept_apart() -> None:
+    calls = [("read_file", {"path": "b.txt", "mode": "r"}), ("read_file", {"path": "c.txt", "mode": "rb"})]
+    [verdict] = tr.check(
+        [expect.called("read_file", args={"path": "a.txt", "mode": "r"})], tr.Run("x", trajectory=traj(*calls))
+    )
+    assert verdict.reason.endswith("(saw path='b.txt', mode='r'; path='c.txt', mode='rb')")
+
+
+def test_called_in_order_with_arguments_shows_the_arguments_seen() -> None:
+    [verdict] = tr.check(
+        [expect.called_in_order([("read_file", {"path": "c.txt"}), ("read_file", {"path": "b.txt"})])],
+        tr.Run("x", trajectory=traj(READ_B, READ_C)),
+    )
+    assert verdict.reason == (
+        "expected read_file(path='c.txt') -> read_file(path='b.txt') in order; read_file(path='b.txt') never came "
+        "after read_file(path='c.txt') (saw read_file(path='b.txt') -> read_file(path='c.txt'))"
+    )
+
+
+@pytest.mark.parametrize(
+    ("mode", "calls", "reason_start"),
+    [
+        ("subset", "LIST READ_A READ_B", "not in the reference: read_file(path='b.txt') (2 of 3 calls matched"),
+        ("superset", "LIST", "never made: read_file(path='a.txt') (1 of 1 calls matched"),
+        (
+            "unordered",
+            "READ_B LIST",
+            "not in the reference: read_file(path='b.txt'); never made: read_file(path='a.txt') (1 of 2 calls",
+        ),
+    ],
+)
+def test_trajectory_matches_names_the_calls_that_differ(mode: str, calls: str, reason_start: str) -> None:
+    actual = [globals()[name] for name in calls.split()]
+    [verdict] = tr.check([expect.trajectory_matches(REFERENCE, mode=mode)], tr.Run("x", trajectory=traj(*actual)))
+    assert not verdict.passed and verdict.reason.startswith(reason_start), verdict.reason
 
 
 REFERENCE = [("list_dir", {"path": "."}), ("read_file", {"path": "a.txt"})]

@@ -114,14 +114,21 @@ def grade(grader: Grader, run: Run, ctx: TrialContext | None) -> Verdict:
         return _broken(grader, exc)
 
 
-async def agrade(grader: Grader, run: Run, ctx: TrialContext | None) -> Verdict:
-    """Run one grader on the running loop (the runner's way: an LLM judge awaits its model here)."""
+async def agrade(
+    grader: Grader, run: Run, ctx: TrialContext | None, *, raised: list[Exception] | None = None
+) -> Verdict:
+    """Run one grader on the running loop (the runner's way: an LLM judge awaits its model here).
+
+    A grader that raises gives a failed verdict; `raised`, when given, also collects the exception so the runner
+    can record it as the trial's error, with its traceback."""
     try:
         result = grader.fn(run, ctx)
         if inspect.isawaitable(result):
             result = await result
         return _finish(grader, result)
     except Exception as exc:  # noqa: BLE001 - a broken grader is a failed verdict
+        if raised is not None:
+            raised.append(exc)
         return _broken(grader, exc)
 
 

@@ -93,9 +93,12 @@ def called(
         if not calls:
             return Verdict(False, label, f"{tool} was never called (tools called: {_names(run.trajectory)})")
         if args is not None and not hits:
-            seen = "; ".join(
-                _fmt_args(c.arguments, None if exact_args else args.keys()) for c in calls[:5]
-            ) + ("; ..." if len(calls) > 5 else "")
+            keys = None if exact_args else list(args)
+            shown = [_fmt_args(c.arguments, keys) for c in calls[:5]]
+            # `saw path='b.txt', path='c.txt'` reads best; calls showing several arguments each need a stronger break
+            one_each = all(len(c.arguments if keys is None else keys) <= 1 for c in calls[:5])
+            sep = ", " if one_each else "; "
+            seen = sep.join(shown) + (f"{sep}..." if len(calls) > 5 else "")
             return Verdict(
                 False, label, f"{tool} was called {_times(len(calls))}, never with {_fmt_args(args)} (saw {seen})"
             )
@@ -148,7 +151,8 @@ def called_in_order(steps: Sequence[Any], *, exact: bool = False) -> Grader:
 
     def grade(run: Run, ctx: object) -> Verdict:
         calls = run.trajectory.tool_calls
-        seen = " -> ".join(c.name for c in calls) or "no tool calls"
+        show = _call_repr if any(args is not None for _, args in refs) else (lambda c: c.name)
+        seen = " -> ".join(show(c) for c in calls) or "no tool calls"
         if exact:
             ok = len(calls) == len(refs) and all(
                 c.name == n and _args_match(a, c.arguments, False) for c, (n, a) in zip(calls, refs)
@@ -186,8 +190,8 @@ def _pair_ok(actual: ToolCall, ref: tuple[str, Mapping[str, Any] | None], args: 
     return _args_match(ref_args, actual.arguments, False)  # superset: the agent's include every reference argument
 
 
-def _max_matching(actual: list[ToolCall], refs: list[tuple[str, Mapping[str, Any] | None]], args: str) -> int:
-    """Size of a maximum one-to-one matching between actual calls and reference calls (augmenting paths)."""
+def _max_matching(actual: list[ToolCall], refs: list[tuple[str, Mapping[str, Any] | None]], args: str) -> dict[int, int]:
+    """A maximum one-to-one matching between actual calls and reference calls (augmenting paths): ref -> actual."""
     owner: dict[int, int] = {}
 
     def augment(i: int, seen: set[int]) -> bool:
@@ -200,7 +204,9 @@ def _max_matching(actual: list[ToolCall], refs: list[tuple[str, Mapping[str, Any
                 return True
         return False
 
-    return sum(augment(i, set()) for i in range(len(actual)))
+    for i in range(len(actual)):
+        augment(i, set())
+    return owner
 
 
 def trajectory_matches(reference_calls: Sequence[Any], *, mode: str = "strict", args: str = "exact") -> Grader:
@@ -227,19 +233,21 @@ def trajectory_matches(reference_calls: Sequence[Any], *, mode: str = "strict", 
             if len(actual) != len(refs):
                 return Verdict(False, label, f"{len(actual)} calls, expected {len(refs)} (saw {seen})")
             return Verdict(True, label, f"the {len(refs)} calls match the reference in order")
-        matched = _max_matching(list(actual), refs, args)
-        if mode == "unordered":
-            ok = matched == len(refs) == len(actual)
-        elif mode == "subset":
-            ok = matched == len(actual)
-        else:
-            ok = matched == len(refs)
-        if ok:
-            return Verdict(True, label, f"{matched} of {len(refs)} reference calls matched ({mode})")
+        owner = _max_matching(list(actual), refs, args)
+        extra = [_call_repr(c) for i, c in enumerate(actual) if i not in owner.values()]
+        missing = [_ref_repr(r) for j, r in enumerate(refs) if j not in owner]
+        problems = []
+        if extra and mode in ("unordered", "subset"):
+            problems.append(f"not in the reference: {', '.join(extra[:5])}{', ...' if len(extra) > 5 else ''}")
+        if missing and mode in ("unordered", "superset"):
+            problems.append(f"never made: {', '.join(missing[:5])}{', ...' if len(missing) > 5 else ''}")
+        if not problems:
+            return Verdict(True, label, f"{len(owner)} of {len(refs)} reference calls matched ({mode})")
         return Verdict(
             False,
             label,
-            f"{matched} calls matched one-to-one; {len(actual)} made, {len(refs)} in the reference ({mode}, args={args}); saw {seen}",
+            f"{'; '.join(problems)} ({len(owner)} of {len(actual)} calls matched the reference one-to-one, "
+            f"{mode}, args={args}; saw {seen})",
         )
 
     return Grader(label, grade, "trajectory")
