@@ -114,8 +114,8 @@ class Case:
 
     def __init__(
         self,
-        name: str,
-        invoke: Callable[[TrialContext], Any],
+        name: str | None = None,
+        invoke: Callable[[TrialContext], Any] | None = None,
         *,
         tags: Iterable[str] = (),
         mode: str = "deterministic",
@@ -131,12 +131,20 @@ class Case:
         metadata: Mapping[str, Any] | None = None,
         _index: int | None = None,
         _source: str | None = None,
+        **unknown: Any,
     ) -> None:
+        # name and invoke are required, but a missing one (or a misspelt keyword, caught by **unknown) is reported
+        # as a CaseError listing every problem, like any other mistake, rather than as a bare TypeError.
         problems: list[Problem] = []
         label = name if isinstance(name, str) and name.strip() else None
 
         def bad(field: str, message: str) -> None:
             problems.append(Problem(message, case=label, index=_index, field=field, source=_source))
+
+        for key in unknown:
+            normal = _normalise_key(key)
+            hint = f" (did you mean {normal!r}?)" if normal in FIELDS else _suggest(key, FIELDS)
+            bad(key, f"unknown argument{hint}")
 
         if name is None or (isinstance(name, str) and not name.strip()):
             bad("name", "a case needs a non-empty name (its unique key)")

@@ -261,7 +261,7 @@ class _Runner:
                 if run.cost_usd is None:
                     run.cost_usd = self._observed_cost(run)
                 verdicts, grade_error = await self._grade(case.graders, run, ctx)
-                error = error or grade_error
+                error = error or grade_error or _run_error(run, case)
         finally:
             teardown_error = await self._teardown(case, ctx)
         return _trial_result(trial, run, verdicts, error, teardown_error, time.perf_counter() - started)
@@ -278,6 +278,14 @@ def _sync_setup_invoke(setup: Callable[[TrialContext], Any] | None, invoke: Call
         return invoke(ctx)
     except Exception as exc:  # noqa: BLE001
         raise _PhaseFailure("invoke", exc) from exc
+
+
+def _run_error(run: Run, case: Case) -> TrialError | None:
+    """An agent run that ended in error (a provider's 4xx/5xx, an unreadable response) fails the trial with that
+    error, unless the case grades the run's ending itself (`expect.ended("error")` tests error handling)."""
+    if run.status != "error" or any(getattr(g.fn, "grades_status", False) for g in case.graders):
+        return None
+    return TrialError(type="ModelError", message=run.error or "the agent's run ended in error", phase="model")
 
 
 def _as_run(value: Any, ctx: TrialContext) -> Run:

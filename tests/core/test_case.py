@@ -55,6 +55,20 @@ def test_case_error_from_constructor_too() -> None:
         tr.Case(name="x", invoke=lambda ctx: 1)
 
 
+def test_the_constructor_lists_every_problem_as_a_case_error() -> None:
+    with pytest.raises(tr.CaseError) as caught:
+        tr.Case(expect_outcom=[expect.contains("a")], max_cost=1, ExpectOutcome=[expect.contains("a")])
+    assert [(p.field, p.message) for p in caught.value.problems] == [
+        ("expect_outcom", "unknown argument (did you mean 'expect_outcome'?)"),
+        ("max_cost", "unknown argument (did you mean 'max_cost_usd'?)"),
+        ("ExpectOutcome", "unknown argument (did you mean 'expect_outcome'?)"),
+        ("name", "a case needs a non-empty name (its unique key)"),
+        ("invoke", "a case needs an invoke (a callable taking the trial context)"),
+        ("expect_outcome", "no expectation: give at least one of expect_outcome, expect_trajectory or max_cost_usd "
+         "(a case that grades nothing cannot fail)"),
+    ]
+
+
 def test_max_cost_alone_is_an_expectation() -> None:
     case = tr.Case(name="x", invoke=lambda ctx: 1, max_cost_usd=0.5)
     assert [g.label for g in case.graders] == ["max_cost_usd(0.5)"]

@@ -267,3 +267,24 @@ def test_ctrl_c_in_evaluate_runs_teardown_and_raises_with_the_partial_report(tmp
     assert proc.returncode == 130
     assert "interrupted interrupted ['fast']" in out
     assert sorted(marker.read_text().split()) == ["fast", "slow"]
+
+
+def test_a_run_that_ended_in_error_fails_the_trial_with_the_error() -> None:
+    def invoke(ctx: tr.TrialContext) -> tr.Run:
+        return tr.Run(output="", status="error", error="provider answered HTTP 401: invalid api key")
+
+    case = tr.Case(name="e", invoke=invoke, expect_outcome=[expect.satisfies(lambda out: True, "anything")])
+    trial = tr.evaluate([case]).cases[0].trials[0]
+    assert not trial.passed and trial.outcome_passed is True
+    assert (trial.error.phase, trial.error.type, trial.error.message) == (
+        "model", "ModelError", "provider answered HTTP 401: invalid api key"
+    )
+
+
+def test_a_case_that_grades_the_ending_itself_decides() -> None:
+    def invoke(ctx: tr.TrialContext) -> tr.Run:
+        return tr.Run(output="", status="error", error="provider answered HTTP 500")
+
+    case = tr.Case(name="e", invoke=invoke, expect_outcome=[expect.ended("error")])
+    trial = tr.evaluate([case]).cases[0].trials[0]
+    assert trial.passed and trial.error is None

@@ -15,7 +15,7 @@ from ..trajectory import Run
 if TYPE_CHECKING:
     from ..case import TrialContext
 
-__all__ = ["Verdict", "Grader", "as_grader", "check", "grade", "agrade", "output_text", "clip", "KINDS"]
+__all__ = ["Verdict", "Grader", "as_grader", "check", "grade", "agrade", "output_text", "clip", "KINDS", "text_arg", "count_arg"]
 
 KINDS = ("outcome", "trajectory", "cost")
 
@@ -33,6 +33,22 @@ class Verdict:
 
 
 GradeFn = Callable[[Run, "TrialContext | None"], "Verdict | bool"]
+
+
+def text_arg(grader: str, name: str, value: Any) -> str:
+    """A grader's text argument, checked when the grader is built so a wrong type fails before anything runs."""
+    if not isinstance(value, str):
+        raise TypeError(f"expect.{grader}: {name} must be a string, got {type(value).__name__} {clip(repr(value), 40)}")
+    return value
+
+
+def count_arg(grader: str, name: str, value: Any) -> int:
+    """A grader's count argument (a whole number, 0 or more), checked when the grader is built."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"expect.{grader}: {name} must be a whole number, got {type(value).__name__} {clip(repr(value), 40)}")
+    if value < 0:
+        raise ValueError(f"expect.{grader}: {name} must not be negative, got {value}")
+    return value
 
 
 class Grader:

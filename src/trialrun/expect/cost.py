@@ -10,6 +10,10 @@ __all__ = ["max_cost_usd"]
 
 def max_cost_usd(limit: float) -> Grader:
     """The run cost at most `limit` US dollars. Unknown cost fails: a ceiling nobody can check is not a ceiling."""
+    if isinstance(limit, bool) or not isinstance(limit, (int, float)):
+        raise TypeError(f"expect.max_cost_usd: limit must be a number of US dollars, got {type(limit).__name__} {limit!r}")
+    if limit < 0:
+        raise ValueError(f"expect.max_cost_usd: limit must not be negative, got {limit}")
     label = f"max_cost_usd({limit:g})"
 
     def grade(run: Run, ctx: object) -> Verdict:

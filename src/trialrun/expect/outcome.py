@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..trajectory import Run
-from ._base import Grader, Verdict, clip, output_text
+from ._base import Grader, Verdict, clip, output_text, text_arg
 
 __all__ = ["equals", "contains", "not_contains", "matches", "satisfies", "ended"]
 
@@ -30,6 +30,7 @@ def equals(value: Any) -> Grader:
 
 def contains(text: str, *, case_sensitive: bool = True) -> Grader:
     """The output (as text) contains `text`."""
+    text = text_arg("contains", "text", text)
     label = f"contains({text!r}{'' if case_sensitive else ', case_sensitive=False'})"
     needle = _fold(text, case_sensitive)
 
@@ -44,6 +45,7 @@ def contains(text: str, *, case_sensitive: bool = True) -> Grader:
 
 def not_contains(text: str, *, case_sensitive: bool = True) -> Grader:
     """The output (as text) does not contain `text` (a leaked secret, a forbidden phrase)."""
+    text = text_arg("not_contains", "text", text)
     label = f"not_contains({text!r}{'' if case_sensitive else ', case_sensitive=False'})"
     needle = _fold(text, case_sensitive)
 
@@ -60,7 +62,12 @@ def not_contains(text: str, *, case_sensitive: bool = True) -> Grader:
 
 def matches(pattern: str | re.Pattern[str], *, flags: int = 0) -> Grader:
     """The output (as text) matches a regular expression (re.search)."""
-    regex = re.compile(pattern, flags) if isinstance(pattern, str) else pattern
+    if not isinstance(pattern, re.Pattern):
+        try:
+            pattern = re.compile(text_arg("matches", "pattern", pattern), flags)
+        except re.error as exc:
+            raise ValueError(f"expect.matches: {pattern!r} is not a regular expression: {exc}") from None
+    regex = pattern
     label = f"matches({regex.pattern!r})"
 
     def grade(run: Run, ctx: object) -> Verdict:
@@ -75,6 +82,10 @@ def matches(pattern: str | re.Pattern[str], *, flags: int = 0) -> Grader:
 
 def satisfies(fn: Callable[[Any], Any], description: str | None = None) -> Grader:
     """`fn(output)` is truthy (or returns a passing Verdict). `description` says what it checks."""
+    if not callable(fn):
+        raise TypeError(f"expect.satisfies: fn must be callable (output -> bool), got {type(fn).__name__}")
+    if description is not None:
+        text_arg("satisfies", "description", description)
     what = description or getattr(fn, "__name__", "predicate")
     label = f"satisfies({what!r})"
 
@@ -94,6 +105,8 @@ def ended(*statuses: str) -> Grader:
     "stopped_by_policy", "error"). A run that reports no status counts as "completed"."""
     if not statuses:
         statuses = ("completed",)
+    for status in statuses:
+        text_arg("ended", "a status", status)
     label = f"ended({', '.join(repr(s) for s in statuses)})"
 
     def grade(run: Run, ctx: object) -> Verdict:
@@ -103,4 +116,5 @@ def ended(*statuses: str) -> Grader:
             return Verdict(True, label, f"the run ended with status {status!r}{detail}")
         return Verdict(False, label, f"the run ended with status {status!r}{detail}; expected {' or '.join(map(repr, statuses))}")
 
+    grade.grades_status = True  # type: ignore[attr-defined]  # the runner leaves a run's ending to this grader
     return Grader(label, grade, "outcome")

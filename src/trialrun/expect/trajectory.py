@@ -7,7 +7,7 @@ from fnmatch import fnmatchcase
 from typing import Any
 
 from ..trajectory import Run, ToolCall, Trajectory
-from ._base import Grader, Verdict, clip
+from ._base import Grader, Verdict, clip, count_arg, text_arg
 
 __all__ = [
     "called",
@@ -70,6 +70,12 @@ def called(
 
     Without a count it must be called at least once. A value in `args` may be a predicate (a callable).
     """
+    text_arg("called", "tool", tool)
+    if args is not None and not isinstance(args, Mapping):
+        raise TypeError(f"expect.called: args must be a mapping of argument names to values, got {type(args).__name__}")
+    for name, value in (("times", times), ("at_least", at_least), ("at_most", at_most)):
+        if value is not None:
+            count_arg("called", name, value)
     parts = [repr(tool)]
     if args is not None:
         parts.append(f"args={args!r}")
@@ -114,6 +120,7 @@ def called(
 
 def not_called(tool: str) -> Grader:
     """`tool` (a name or glob) was never called."""
+    text_arg("not_called", "tool", tool)
     label = f"not_called({tool!r})"
 
     def grade(run: Run, ctx: object) -> Verdict:
@@ -145,6 +152,8 @@ def _ref_repr(ref: tuple[str, Mapping[str, Any] | None]) -> str:
 
 def called_in_order(steps: Sequence[Any], *, exact: bool = False) -> Grader:
     """These tools (names or (name, args)) were called in this order: as a subsequence, or exactly (exact=True)."""
+    if isinstance(steps, (str, bytes)) or not isinstance(steps, Sequence):
+        raise TypeError(f"expect.called_in_order: steps must be a list of tool names or (name, args), got {type(steps).__name__}")
     refs = [_as_ref(step) for step in steps]
     wanted = " -> ".join(_ref_repr(r) for r in refs)
     label = f"called_in_order([{', '.join(_ref_repr(r) for r in refs)}]{', exact=True' if exact else ''})"
@@ -220,6 +229,8 @@ def trajectory_matches(reference_calls: Sequence[Any], *, mode: str = "strict", 
         raise ValueError(f"mode must be one of {', '.join(_MODES)}, got {mode!r}")
     if args not in _ARG_MODES:
         raise ValueError(f"args must be one of {', '.join(_ARG_MODES)}, got {args!r}")
+    if isinstance(reference_calls, (str, bytes)) or not isinstance(reference_calls, Sequence):
+        raise TypeError(f"expect.trajectory_matches: reference_calls must be a list of calls, got {type(reference_calls).__name__}")
     refs = [_as_ref(item) for item in reference_calls]
     label = f"trajectory_matches([{', '.join(_ref_repr(r) for r in refs)}], mode={mode!r}, args={args!r})"
 
@@ -255,6 +266,7 @@ def trajectory_matches(reference_calls: Sequence[Any], *, mode: str = "strict", 
 
 def max_turns(n: int) -> Grader:
     """At most `n` model responses."""
+    count_arg("max_turns", "n", n)
     label = f"max_turns({n})"
 
     def grade(run: Run, ctx: object) -> Verdict:
@@ -268,6 +280,7 @@ def max_turns(n: int) -> Grader:
 
 def max_tool_calls(n: int) -> Grader:
     """At most `n` tool calls in all."""
+    count_arg("max_tool_calls", "n", n)
     label = f"max_tool_calls({n})"
 
     def grade(run: Run, ctx: object) -> Verdict:
@@ -322,7 +335,7 @@ def never_ran(
     """
     from .. import _shell  # the one command matcher, shared with ToolPolicy
 
-    pattern = _shell.CommandPattern.parse(command)
+    pattern = _shell.CommandPattern.parse(text_arg("never_ran", "command", command))
     tools = tuple(_shell.DEFAULT_COMMAND_TOOLS if command_tools is None else command_tools)
     label = f"never_ran({command!r})"
 
