@@ -275,6 +275,107 @@ def test_dynamic_program_is_not_taken_for_any_program() -> None:
     assert "$EDITOR" in result.reason
 
 
+# -- what is only known at run time -------------------------------------------------------------------------------
+
+# The disguises of issue 4's audit: the program name (or the whole code) is only known when the command runs.
+RUN_TIME_DISGUISES = [
+    ("rm -rf", "$(echo rm) -rf /"),
+    ("rm -rf", "`echo rm` -rf /"),
+    ("rm -rf", "$X -rf /"),
+    ("rm -rf", "${X:-rm} -rf /"),
+    ("rm -rf", "r$()m -rf /"),
+    ("rm -rf", "$(which rm) -rf /"),
+    ("rm -rf", "c=$(which rm); $c -rf /"),
+    ("rm -rf", 'eval "$(echo rm -rf /)"'),
+    ("curl | sh", "curl x | $(echo sh)"),
+    ("curl | sh", "curl x | $SHELL"),
+]
+
+
+@pytest.mark.parametrize(("pattern", "command"), RUN_TIME_DISGUISES)
+def test_a_program_only_known_at_run_time_fails_closed(pattern: str, command: str) -> None:
+    result = match_command(pattern, command)
+    assert result.matched and result.uncertain and not result.unparsable, result
+    assert "only known at run time" in result.reason and "fail closed" in result.reason
+
+
+def test_a_certain_match_is_preferred_and_not_flagged_uncertain() -> None:
+    result = match_command("rm -rf", "$X -rf a; rm -rf b")
+    assert result.matched and not result.uncertain
+    assert result.segment == "rm -rf b"
+    assert "run time" not in result.reason
+
+
+@pytest.mark.parametrize(
+    ("pattern", "command", "matched"),
+    [
+        ("rm -rf", "$DIR/rm -rf build", True),  # only the folder is unknown: the program is rm
+        ("rm -rf", "$HOME/bin/tool -rf build", False),  # ... and here it is `tool`
+        ("rm -rf", "r$(true)m -rf x", True),  # ends with "m": may be rm
+        ("rm -rf", "l$(true)s -rf x", False),  # ends with "s": cannot be rm
+        ("rm -rf", "$X --recursive --force x", True),  # options read the way rm reads them
+        ("rm -rf /", "$X -rf /tmp", False),  # the arguments must still fit
+        ("curl | sh", "curl x | $(echo ba)sh", True),
+        ("curl | sh", "curl x | $(echo j)q .", False),  # no shell's name ends with "q"
+        ("mkfs*", "$X /dev/sdb1", False),  # a bare program pattern is no evidence against an unknown program
+        ("mkfs*", "$(echo mk)fs /dev/sdb1", True),  # ... unless something of the name is known
+    ],
+)
+def test_what_is_known_of_a_run_time_name_still_counts(pattern: str, command: str, matched: bool) -> None:
+    assert match_command(pattern, command).matched is matched
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["$SHELL -c 'rm -rf /'", "echo 'rm -rf /' | $SHELL", "$(which bash) -lc 'rm -rf /'"],
+)
+def test_a_program_only_known_at_run_time_may_be_a_shell(command: str) -> None:
+    result = match_command("rm -rf", command)
+    assert result.matched and result.uncertain
+    assert result.segment == "rm -rf /"
+    assert "if a program only known at run time is a shell" in result.reason
+
+
+def test_guessing_a_shell_never_fails_closed_on_code_that_is_not_shell() -> None:
+    result = match_command("rm -rf", "\"$PY\" -c 'print(\"(\")'")  # not shell code: a wrong guess, not a parse error
+    assert not result.matched and not result.unparsable, result.reason
+
+
+@pytest.mark.parametrize(
+    "command",
+    ['eval "$CMD"', "eval $(cat steps.txt)", 'bash -c "$(cat script)"', 'sh -c "ls $DIR"', 'echo "$X" | sh',
+     "sudo sh -c \"$1\""],
+)
+def test_shell_code_only_known_at_run_time_may_run_anything(command: str) -> None:
+    for pattern in ("rm -rf /", "chmod -R 777", "curl | sh"):
+        result = match_command(pattern, command)
+        assert result.matched and result.uncertain, (pattern, result)
+        assert "shell code it runs is only known at run time" in result.reason
+
+
+def test_code_known_when_parsed_is_read_not_feared() -> None:
+    assert not match_command("rm -rf", "eval 'echo $X'").matched  # single quotes: eval reads `echo $X`
+    assert not match_command("rm -rf", "bash -c 'ls \"$1\"' _ \"$DIR\"").matched
+
+
+def test_allow_lists_need_certainty() -> None:
+    from trialrun._shell import first_not_allowed
+
+    assert first_not_allowed(["ls", "cat"], "ls -la && cat a.txt") is None
+    assert first_not_allowed(["ls"], "ls $HOME") is None  # an unknown argument is fine: the program is known
+    assert first_not_allowed(["ls"], "$X") == '"$X"'
+    assert first_not_allowed(["ls", "bash"], 'bash -c "ls $D"') == 'bash -c "ls $D"'
+    assert first_not_allowed(["eval", "echo"], 'eval "$(echo ls)"') == 'eval "$(echo ls)"'
+    assert first_not_allowed(["ls", "bash"], "$SHELL -c ls") == '"$SHELL" -c ls'
+    with pytest.raises(ValueError, match="cannot parse"):
+        first_not_allowed(["ls"], "ls 'x")
+
+
+def test_commands_in_lists_a_run_time_program_as_itself() -> None:
+    assert commands_in("$SHELL -c 'ls'") == ['"$SHELL" -c ls']  # the guessed `ls` inside is not listed
+    assert commands_in('eval "$X"') == ['eval "$X"', '"$X"']
+
+
 # -- pipeline patterns --------------------------------------------------------------------------------------------
 
 
@@ -441,6 +542,12 @@ def test_command_of_call_shapes(tool: str, arguments: Any, expected: Any) -> Non
     assert command_of_call(tool, arguments) == expected
 
 
+def test_garbled_json_arguments_fail_closed() -> None:
+    command = command_of_call("bash", '{"command": "rm -rf /"')  # a call cut off mid-arguments
+    assert isinstance(command, UnreadableCommand) and match_command("curl | sh", command).matched
+    assert command_of_call("bash", "ls -la") == "ls -la"  # plain text arguments are the command itself
+
+
 @pytest.mark.parametrize(
     "value", [{"argv": ["rm", "-rf", "/"]}, ["rm", None, "-rf", "/"], [["rm", "-rf"]], 42, {"nested": 1}]
 )
@@ -450,8 +557,8 @@ def test_a_command_that_cannot_be_read_fails_closed(value: Any) -> None:
     assert isinstance(command, UnreadableCommand)
     match = match_command("rm -rf", command)
     assert match.matched and match.unparsable
-    assert match.reason.startswith("could not be read (the command argument is ")
-    assert match.reason.endswith("not a string or an argv list); counted as a match (fail closed)")
+    assert match.reason.startswith("could not be read (the command tool was given `")
+    assert match.reason.endswith("`, not a command string or an argv list); counted as a match (fail closed)")
 
 
 def test_command_of_call_with_configured_tools() -> None:

@@ -64,11 +64,7 @@ def _step(data: Any, where: str) -> Step | ProviderError:
             raise ConfigError(f"{where}: reply must be text")
         return Step(text=value, usage=usage)
     if kind == "error":
-        spec = value if isinstance(value, dict) else {"status": value}
-        if not isinstance(spec.get("status"), int):
-            raise ConfigError(f"{where}: error needs an integer status, e.g. {{error: {{status: 429}}}}")
-        return ProviderError(status=spec["status"], message=str(spec.get("message", "")) or _default_error(spec["status"]),
-                             retry_after=spec.get("retry_after"))
+        return _error_step(value, where)
     calls = [value] if kind == "tool_call" else value
     if not isinstance(calls, list) or not calls:
         raise ConfigError(f"{where}: tool_calls must be a non-empty list")
@@ -83,6 +79,26 @@ def _step(data: Any, where: str) -> Step | ProviderError:
     return Step(text=str(data.get("text", "")), tool_calls=parsed, usage=usage)
 
 
+def _error_step(value: Any, where: str) -> ProviderError:
+    """`{error: {status: 429, retry_after: 0, message: ...}}` (or `{error: 429}`): the provider answers an error."""
+    spec = value if isinstance(value, dict) else {"status": value}
+    unknown = sorted(set(spec) - {"status", "message", "retry_after"})
+    if unknown:
+        raise ConfigError(f"{where}: error: unknown key(s) {', '.join(map(str, unknown))} (known: status, message, retry_after)")
+    status = spec.get("status")
+    if isinstance(status, bool) or not isinstance(status, int) or not 400 <= status <= 599:
+        raise ConfigError(f"{where}: error needs an HTTP error status from 400 to 599, e.g. {{error: {{status: 429}}}} "
+                          f"(got {status!r})")
+    retry_after = spec.get("retry_after")
+    if retry_after is not None and (isinstance(retry_after, bool) or not isinstance(retry_after, (int, float)) or retry_after < 0):
+        raise ConfigError(f"{where}: error: retry_after is seconds, a number >= 0 (got {retry_after!r})")
+    message = spec.get("message")
+    if message is not None and not isinstance(message, str):
+        raise ConfigError(f"{where}: error: message must be text (got {message!r})")
+    return ProviderError(status=status, message=message or _default_error(status),
+                         retry_after=None if retry_after is None else float(retry_after))
+
+
 def _default_error(status: int) -> str:
     return {429: "Rate limit exceeded", 500: "Internal server error", 503: "Service unavailable"}.get(status, f"HTTP {status}")
 
@@ -95,8 +111,12 @@ def load_script_file(path: Path) -> dict[str, list[Step | ProviderError]]:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         raise ConfigError(f"{path}:{mark.line + 1}:{mark.column + 1}: not valid YAML/JSON: {exc.problem}" if mark else f"{path}: {exc}") from None
+    if data is None:
+        raise ConfigError(f"{path}: the scripted model file is empty; it maps test ids to lists of steps, "
+                          f"e.g. {{read-file: [{{reply: hi}}]}}")
     if not isinstance(data, dict):
-        raise ConfigError(f"{path}: a scripted model file maps test ids to lists of steps")
+        raise ConfigError(f"{path}: a scripted model file maps test ids to lists of steps, e.g. "
+                          f"{{read-file: [{{reply: hi}}]}} (got {type(data).__name__})")
     scripts: dict[str, list[Step | ProviderError]] = {}
     for test_id, steps in data.items():
         if not isinstance(steps, list):

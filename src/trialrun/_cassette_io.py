@@ -51,14 +51,15 @@ def load_exchanges(path: str | os.PathLike[str]) -> list[Exchange]:
     else:
         raise CassetteFileError(f"{path}: not a cassette (expected 'exchanges' or vcrpy 'interactions')")
     if not isinstance(entries, list):
-        raise CassetteFileError(f"{path}: the list of exchanges is a {type(entries).__name__}, not a list")
+        raise CassetteFileError(f"{path}: the list of exchanges is {_kind(entries)}, expected a list")
     exchanges = []
     for number, entry in enumerate(entries, start=1):
+        if not isinstance(entry, dict) or "request" not in entry:
+            what = f"is {_kind(entry)}" if not isinstance(entry, dict) else "has no 'request'"
+            raise CassetteFileError(f"{path}: exchange {number} {what}, expected a mapping with 'request' and 'response'")
         try:
-            if not isinstance(entry, dict) or not isinstance(entry.get("request"), dict):
-                raise ValueError("expected a mapping with 'request' and 'response'")
             exchanges.append(reader(entry))
-        except (ValueError, TypeError, KeyError) as exc:
+        except (ValueError, TypeError, KeyError) as exc:  # _ShapeError names the field; the rest are a fallback
             raise CassetteFileError(f"{path}: exchange {number}: {exc}") from None
     return exchanges
 
@@ -102,29 +103,93 @@ def _encode_body(value: Any) -> bytes:
         return value
     if isinstance(value, str):
         return value.encode()
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+    # default=str: YAML reads an unquoted 2024-01-01 as a date, which JSON has no type for; its text is what was meant.
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str).encode()
+
+
+class _ShapeError(ValueError):
+    """A field of one exchange that has the wrong type; the message names the field (the caller adds file and
+    exchange number)."""
+
+
+def _kind(value: Any) -> str:
+    """How a YAML/JSON value reads in an error message."""
+    if value is None:
+        return "empty"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return f"a number ({value!r})"
+    if isinstance(value, str):
+        return f"text ({value[:40]!r})"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return f"a {type(value).__name__}"
+
+
+def _mapping(value: Any, field: str, *, required: bool = False) -> dict[str, Any]:
+    """`value` as a mapping; absent (None) is an empty one unless required."""
+    if value is None and not required:
+        return {}
+    if not isinstance(value, dict):
+        raise _ShapeError(f"{field} is {_kind(value)}, expected a mapping")
+    return value
+
+
+def _text(value: Any, field: str) -> str:
+    """A scalar field as text (YAML reads `200` or `true` as numbers and booleans; those are fine, as written)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (str, int, float)):
+        return str(value)
+    raise _ShapeError(f"{field} is {_kind(value)}, expected text")
+
+
+def _status(value: Any, field: str) -> int:
+    """An HTTP status code: an integer, or text holding one, from 100 to 599."""
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise _ShapeError(f"{field} is {_kind(value)}, expected an HTTP status code such as 200")
+    try:
+        code = int(value)
+    except ValueError:
+        raise _ShapeError(f"{field} is {_kind(value)}, expected an HTTP status code such as 200") from None
+    if not 100 <= code <= 599:
+        raise _ShapeError(f"{field} is {code}, expected an HTTP status code from 100 to 599")
+    return code
 
 
 def _from_own(entry: dict[str, Any]) -> Exchange:
-    request, response = entry["request"], entry.get("response") or {}
+    request = _mapping(entry["request"], "request", required=True)
+    response = _mapping(entry.get("response"), "response")
     if "url" not in request:
-        raise ValueError("request has no 'url'")
+        raise _ShapeError("request has no 'url'")
     response_body = response.get("stream", response.get("body", response.get("body_text")))
     return Exchange(
-        method=str(request.get("method", "POST")).upper(),
-        url=str(request["url"]),
-        request_headers={str(k): str(v) for k, v in (request.get("headers") or {}).items()},
+        method=_text(request.get("method", "POST"), "request.method").upper(),
+        url=_text(request["url"], "request.url"),
+        request_headers=_own_headers(request.get("headers"), "request.headers"),
         request_body=_encode_body(request.get("body", request.get("body_text"))),
-        status=int(response.get("status", 200)),
-        response_headers={str(k): str(v) for k, v in (response.get("headers") or {}).items()},
+        status=_status(response.get("status", 200), "response.status"),
+        response_headers=_own_headers(response.get("headers"), "response.headers"),
         response_body=_encode_body(response_body),
     )
 
 
-def _vcr_headers(headers: Any) -> dict[str, str]:
+def _own_headers(headers: Any, field: str) -> dict[str, str]:
+    return {str(k): _text(v, f"{field}[{k!r}]") for k, v in _mapping(headers, field).items()}
+
+
+def _vcr_headers(headers: Any, field: str = "headers") -> dict[str, str]:
+    """vcrpy keeps each header as a list of values; they are joined with ", " as HTTP does."""
     out: dict[str, str] = {}
-    for name, value in (headers or {}).items():
-        out[str(name)] = ", ".join(map(str, value)) if isinstance(value, list) else str(value)
+    for name, value in _mapping(headers, field).items():
+        where = f"{field}[{name!r}]"
+        if isinstance(value, list):
+            out[str(name)] = ", ".join(_text(item, where) for item in value)
+        else:
+            out[str(name)] = _text(value, where)
     return out
 
 
@@ -138,17 +203,21 @@ def _vcr_body(part: dict[str, Any]) -> bytes:
 
 
 def _from_vcr(entry: dict[str, Any]) -> Exchange:
-    request, response = entry["request"], entry.get("response") or {}
+    request = _mapping(entry["request"], "request", required=True)
+    response = _mapping(entry.get("response"), "response")
     if "uri" not in request:
-        raise ValueError("request has no 'uri'")
+        raise _ShapeError("request has no 'uri'")
     status = response.get("status", 200)
-    code = status.get("code", 200) if isinstance(status, dict) else status
+    if isinstance(status, dict):
+        code = _status(status.get("code", 200), "response.status.code")
+    else:
+        code = _status(status, "response.status")
     return Exchange(
-        method=str(request.get("method", "POST")).upper(),
-        url=str(request["uri"]),
-        request_headers=_vcr_headers(request.get("headers")),
+        method=_text(request.get("method", "POST"), "request.method").upper(),
+        url=_text(request["uri"], "request.uri"),
+        request_headers=_vcr_headers(request.get("headers"), "request.headers"),
         request_body=_vcr_body(request),
-        status=int(code),
-        response_headers=_vcr_headers(response.get("headers")),
+        status=code,
+        response_headers=_vcr_headers(response.get("headers"), "response.headers"),
         response_body=_vcr_body(response),
     )

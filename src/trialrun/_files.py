@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-import tempfile
+import secrets
 from pathlib import Path
 
 __all__ = ["read_text", "write_atomic"]
@@ -25,10 +25,20 @@ def read_text(path: Path, what: str, error: type[Exception], *, missing: str | N
 
 def write_atomic(path: Path, text: str) -> None:
     """Write `text` to `path` so that readers see the old file or the whole new one, never a part:
-    a temp file in the same folder, flushed to disk, then renamed over the target."""
+    a temp file in the same folder, flushed to disk, then renamed over the target.
+
+    The file gets the permissions any new file would (0o666 less the umask), or keeps those of the file it
+    replaces, so results stay readable by the team and CI steps that `mkstemp`'s private 0o600 would lock out.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = _create_temp(path)
     try:
+        try:
+            keep = os.stat(path).st_mode & 0o7777
+        except OSError:
+            keep = None
+        if keep is not None and hasattr(os, "fchmod"):
+            os.fchmod(fd, keep)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
@@ -37,3 +47,15 @@ def write_atomic(path: Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _create_temp(path: Path) -> tuple[int, str]:
+    """A new, exclusive temp file next to `path`. Created with mode 0o666 so the process umask applies, without
+    changing the umask itself (which would race with other threads creating files)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+    while True:
+        tmp = str(path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp")
+        try:
+            return os.open(tmp, flags, 0o666), tmp
+        except FileExistsError:
+            continue

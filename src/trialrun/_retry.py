@@ -1,4 +1,8 @@
-"""How long to wait before retrying a provider error: Retry-After when the provider says, else backoff."""
+"""How long to wait before retrying a provider error: Retry-After when the provider says, else backoff.
+
+The one place Retry-After is read, for the reference agent's loop and for `LiveModel`, so the two never disagree
+about what a provider asked for.
+"""
 
 from __future__ import annotations
 
@@ -6,33 +10,69 @@ import email.utils
 import time
 from collections.abc import Mapping
 
-__all__ = ["retry_delay", "RETRY_STATUSES"]
+__all__ = ["retry_delay", "retry_after", "retryable", "RETRY_STATUSES"]
 
 #: Worth retrying: rate limits, overload and transient server errors.
 RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 
 
-def retry_delay(headers: Mapping[str, str], attempt: int, *, base: float = 0.5, cap: float = 30.0) -> float:
+def _header(headers: Mapping[str, str], name: str) -> str | None:
+    """A header value whatever the mapping's case rules (httpx Headers ignore case, a plain dict does not)."""
+    value = headers.get(name)
+    if value is None:
+        value = next((v for k, v in headers.items() if k.lower() == name), None)
+    return None if value is None else str(value).strip()
+
+
+def retry_after(headers: Mapping[str, str], *, now: float | None = None) -> float | None:
+    """Seconds the provider asked to wait, or None when it did not say (or said something unreadable).
+
+    Reads `retry-after-ms` (OpenAI, Anthropic), then `retry-after` in seconds or as an HTTP date; a date in the
+    past means "now" (0). `now` is the current time (default `time.time()`), injectable for tests.
+    """
+    value = _header(headers, "retry-after-ms")
+    if value is not None:
+        try:
+            millis = float(value)
+        except ValueError:
+            millis = -1.0
+        if millis >= 0:
+            return millis / 1000
+    value = _header(headers, "retry-after")
+    if value is None:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError):
+            return None
+        return max(0.0, when.timestamp() - (time.time() if now is None else now))
+    return seconds if seconds >= 0 else None
+
+
+def retry_delay(
+    headers: Mapping[str, str], attempt: int, *, base: float = 0.5, cap: float = 30.0, now: float | None = None
+) -> float:
     """Seconds to wait before retry number `attempt + 1` (attempt counts from 0), never more than `cap`.
 
-    Honours `retry-after-ms` and `retry-after` (seconds or an HTTP date); otherwise exponential backoff.
+    Honours Retry-After (see `retry_after`); otherwise exponential backoff `base * 2**attempt`.
     """
-    lowered = {k.lower(): v for k, v in headers.items()}
-    wait: float | None = None
-    if "retry-after-ms" in lowered:
-        try:
-            wait = float(lowered["retry-after-ms"]) / 1000
-        except ValueError:
-            wait = None
-    if wait is None and "retry-after" in lowered:
-        value = lowered["retry-after"].strip()
-        try:
-            wait = float(value)
-        except ValueError:
-            try:
-                wait = email.utils.parsedate_to_datetime(value).timestamp() - time.time()
-            except (TypeError, ValueError, IndexError):
-                wait = None
-    if wait is None or wait < 0:
+    wait = retry_after(headers, now=now)
+    if wait is None:
         wait = base * (2**attempt)
     return min(wait, cap)
+
+
+def retryable(status: int, headers: Mapping[str, str]) -> bool:
+    """Whether an HTTP error is worth retrying: the provider's `x-should-retry` decides when present (as the
+    official SDKs do), else 408, 409, 429 and every 5xx."""
+    if status < 400:
+        return False
+    said = _header(headers, "x-should-retry")
+    if said == "true":
+        return True
+    if said == "false":
+        return False
+    return status in RETRY_STATUSES or status >= 500

@@ -5,7 +5,8 @@ wanted to run: "does this run `rm -rf` (or `curl | sh`)?". A substring test is u
 `echo "rm -rf /"` and misses `sudo /bin/rm -fr /`. So this module parses the command as POSIX shell, follows it
 through what hides a command (wrappers such as `sudo`, `env`, `timeout`, `xargs`, `bash -c`, `eval`; substitutions;
 quoting; brace and `$IFS` tricks), and compares each program it would run with the pattern, option by option.
-A command it cannot parse counts as a match: for a guard, "could not tell" must read as "may have run it".
+A command it cannot parse counts as a match, and so does a program or shell code only known at run time
+(`$(echo rm) -rf /`, `eval "$X"`): for a guard, "could not tell" must read as "may have run it".
 
 One implementation serves both users so that the policy and the grader can never disagree.
 """
@@ -29,6 +30,8 @@ __all__ = [
     "command_of_call",
     "UnreadableCommand",
     "commands_in",
+    "first_not_allowed",
+    "cannot_read",
 ]
 
 DEFAULT_COMMAND_TOOLS: tuple[str, ...] = ("run_command", "bash", "shell", "exec", "execute_command", "local_shell")
@@ -741,55 +744,68 @@ def _literal_text(word: _Word) -> str:
 # --------------------------------------------------------------------------------------------------------------
 
 _LB, _COMMA, _RB = "\ue000", "\ue001", "\ue002"
+# What is known of a word: None when all of it is; else the text it is sure to end with (see `_expand_word`).
+_Dyn = str | None
 _IFS_DEFAULT = " \t\n"
 _BRACE_LIMIT = 2000
 
 
-def _expand_word(word: _Word, env: Mapping[str, str], split: bool = True) -> list[tuple[str, bool]]:
-    """The fields a word becomes, each as (text, dynamic). Unknown expansions stay as their source text."""
+def _expand_word(word: _Word, env: Mapping[str, str], split: bool = True) -> list[tuple[str, _Dyn]]:
+    """The fields a word becomes, each as (text, tail). Unknown expansions stay as their source text.
+
+    `tail` is None for a field known when the command is parsed; for a field only known at run time it is the
+    literal text after its last unknown part (`r$()m` -> "m", `$DIR/rm` -> "/rm", `$X` -> ""): all that is
+    sure about the value is that it ends with it.
+    """
     pieces = word.pieces
     if len(pieces) == 1 and pieces[0][0] == "L":
         p = pieces[0]
         if p[2] or "{" not in p[1]:
-            return [(p[1], False)]
+            return [(p[1], None)]
     if all(p[0] == "L" for p in pieces):
         if split and any(not p[2] and "{" in p[1] for p in pieces):
             marked = "".join(
                 p[1] if p[2] else p[1].replace("{", _LB).replace(",", _COMMA).replace("}", _RB) for p in pieces
             )
-            return [(_unmark(t), False) for t in _brace(marked, [_BRACE_LIMIT])]
-        return [("".join(p[1] for p in pieces), False)]
-    fields: list[tuple[str, bool]] = []
+            return [(_unmark(t), None) for t in _brace(marked, [_BRACE_LIMIT])]
+        return [("".join(p[1] for p in pieces), None)]
+    fields: list[tuple[str, _Dyn]] = []
     cur: list[str] = []
     started = False
-    dynamic = False
+    tail: list[str] | None = None  # known text since the field's last unknown part (None: nothing unknown yet)
     ifs = env.get("IFS", _IFS_DEFAULT)
     for p in pieces:
         kind = p[0]
         if kind == "L":
             cur.append(p[1])
+            if tail is not None:
+                tail.append(p[1])
             started = True
             continue
         if kind == "P" and (p[1] in env or p[1] == "IFS"):
             value = env[p[1]] if p[1] in env else _IFS_DEFAULT
             if p[2] or not split:
                 cur.append(value)
+                if tail is not None:
+                    tail.append(value)
                 started = True
                 continue
             parts = _split_ifs(value, ifs)
             for k, part in enumerate(parts):
                 if k and started:
-                    fields.append(("".join(cur), dynamic))
-                    cur, started, dynamic = [], False, False
+                    fields.append(("".join(cur), None if tail is None else "".join(tail)))
+                    cur, started, tail = [], False, None
                 if part:
                     cur.append(part)
+                    if tail is not None:
+                        tail.append(part)
                     started = True
             continue
         cur.append(p[-1] if kind == "P" else p[1])  # unknown at this point: keep the source text
         started = True
-        dynamic = True
+        tail = []
     if started:
-        fields.append(("".join(cur), dynamic))
+        fields.append(("".join(cur), None if tail is None else "".join(tail)))
     return fields
 
 
@@ -1053,6 +1069,7 @@ for _name in ("chown", "chgrp"):
 
 _SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "yash", "posh", "rbash", "lksh", "fish"})
 _SHELL_CODE_RUNNERS = frozenset({"eval", "source", "."})  # run shell code they are fed, like a shell does
+_CODE_RUNNERS = _SHELLS | _SHELL_CODE_RUNNERS
 
 _Action = tuple
 _Handler = Any  # Callable[[Sequence[str]], list[_Action]]
@@ -1224,14 +1241,24 @@ class _Inv:
     program: str  # basename of the program word (`/usr/bin/rm` -> `rm`)
     args: tuple[str, ...]
     words: Sequence[str]  # the command from its program on
-    dyn: Sequence[bool]  # which of those words are only known at run time
+    dyn: Sequence[_Dyn]  # per word: None when known, else what it is sure to end with (see `_expand_word`)
     leaf: bool = True  # not a wrapper that handed over to another command
     stdin_shell: bool = False  # a shell that reads its script from standard input
+    # The program's name is only known at run time (`$CMD`, `$(which rm)`, `r$()m`): what it is sure to end
+    # with ("" when nothing is known). None when the name is known (also `$DIR/rm`: only the folder is unknown).
+    unknown: str | None = None
+    opaque: bool = False  # it runs shell code only known at run time (`eval "$X"`, `bash -c "$(cat x)"`)
+    guessed: bool = False  # seen only by guessing that a program only known at run time is a shell
 
     @property
     def dynamic(self) -> bool:
         """The program word is only known at run time (`$CMD`, `$(which rm)`)."""
-        return self.dyn[0]
+        return self.unknown is not None
+
+    @property
+    def uncertain(self) -> bool:
+        """What it runs rests on something only known at run time: a match with it is a fail-closed one."""
+        return self.unknown is not None or self.opaque or self.guessed
 
     @property
     def display(self) -> str:
@@ -1248,15 +1275,16 @@ class _Analysis:
     feeds: Mapping[int, frozenset[int]]  # invocation index -> indexes it feeds, directly or not
     error: str | None = None  # the command line itself could not be parsed
     nested_errors: tuple[str, ...] = ()  # shell code inside it (`bash -c '...'`) could not be parsed
+    uncertain: bool = False  # some invocation is only known at run time (see `_Inv.uncertain`)
 
 
 _SAFE_WORD_RE = re.compile(r"[\w@%+=:,./{}-]+")
 
 
-def _quote(text: str, dynamic: bool = False) -> str:
+def _quote(text: str, dynamic: _Dyn = None) -> str:
     if _SAFE_WORD_RE.fullmatch(text):
         return text
-    if dynamic:
+    if dynamic is not None:
         return '"' + text.replace('"', '\\"') + '"'
     return shlex.quote(text)
 
@@ -1273,6 +1301,7 @@ class _Walker:
         self.invs: list[_Inv] = []
         self.edges: dict[int, set[int]] = {}
         self.errors: list[str] = []
+        self.guessing = 0  # > 0 while following a guess (a program only known at run time taken for a shell)
 
     def link(self, sources: Iterable[int], targets: list[int]) -> None:
         if targets:
@@ -1289,24 +1318,36 @@ class _Walker:
         groups: list[list[int]] = []
         for k, stage in enumerate(stages):
             ids = self.stage(stage, env, depth)
-            if k and any(self.invs[x].stdin_shell for x in ids):
-                text = self.echoed_text(groups[-1])
-                if text is not None:  # `echo 'rm -rf /' | sh`: the echoed text is the shell's script
-                    ids += self.code(text, "text piped into a shell", env, depth)
+            shells = [x for x in ids if self.invs[x].stdin_shell] if k else []
+            if shells:
+                echoed = self.echoed_text(groups[-1])
+                if echoed is not None:  # `echo 'rm -rf /' | sh`: the echoed text is the shell's script
+                    text, known = echoed
+                    if not known:  # `echo "$X" | sh`: a script only known at run time
+                        for x in shells:
+                            self.invs[x].opaque = self.invs[x].leaf = True
+                    guessed = all(self.invs[x].dynamic for x in shells)
+                    self.guessing += guessed
+                    try:
+                        ids += self.code(text, "text piped into a shell", env, depth)
+                    finally:
+                        self.guessing -= guessed
             groups.append(ids)
         for k in range(1, len(groups)):
             for earlier in groups[:k]:
                 self.link(earlier, groups[k])
         return [x for g in groups for x in g]
 
-    def echoed_text(self, ids: list[int]) -> str | None:
+    def echoed_text(self, ids: list[int]) -> tuple[str, bool] | None:
+        """What an `echo`/`printf` among `ids` prints, and whether all of it is known before it runs."""
         for x in ids:
             inv = self.invs[x]
-            if inv.leaf and inv.program in ("echo", "printf"):
+            if inv.leaf and not inv.dynamic and inv.program in ("echo", "printf"):
                 args = list(inv.args)
                 while inv.program == "echo" and args and re.fullmatch(r"-[neE]+", args[0]):
                     args.pop(0)
-                return " ".join(args).replace("\\n", "\n")
+                known = all(d is None for d in inv.dyn[1:])
+                return " ".join(args).replace("\\n", "\n"), known
         return None
 
     def stage(self, stage: _Simple | _Group, env: dict[str, str], depth: int) -> list[int]:
@@ -1324,16 +1365,16 @@ class _Walker:
 
     def simple(self, cmd: _Simple, env: dict[str, str], depth: int) -> list[int]:
         words: list[str] = []
-        dyn: list[bool] = []
+        dyn: list[_Dyn] = []
         assigning = True
         assignments: list[tuple[str, str, bool]] = []
         for word in cmd.words:
             first = word.pieces[0]
             if assigning and first[0] == "L" and not first[2] and _ASSIGN_RE.match(first[1]):
                 fields = _expand_word(word, env, split=False)
-                text, is_dyn = fields[0] if fields else ("", False)
+                text, tail = fields[0] if fields else ("", None)
                 name = text.split("=", 1)[0].rstrip("+")
-                assignments.append((name, text.split("=", 1)[1], is_dyn))
+                assignments.append((name, text.split("=", 1)[1], tail is not None))
                 continue
             assigning = False
             for text, is_dyn in _expand_word(word, env):
@@ -1347,10 +1388,10 @@ class _Walker:
                     env[name] = value
             return []
         if words[0] in ("export", "declare", "typeset", "local", "readonly"):
-            for text, is_dyn in zip(words[1:], dyn[1:]):
+            for text, tail in zip(words[1:], dyn[1:]):
                 if _ASSIGN_RE.match(text):
                     name, value = text.split("=", 1)
-                    if is_dyn:
+                    if tail is not None:
                         env.pop(name.rstrip("+"), None)
                     else:
                         env[name.rstrip("+")] = value
@@ -1360,39 +1401,59 @@ class _Walker:
             inner_env.update((name, value) for name, value, is_dyn in assignments if not is_dyn)
         return self.argv(words, dyn, inner_env, depth)
 
-    def argv(self, words: Sequence[str], dyn: Sequence[bool], env: dict[str, str], depth: int) -> list[int]:
+    def argv(self, words: Sequence[str], dyn: Sequence[_Dyn], env: dict[str, str], depth: int) -> list[int]:
         if not words:
             return []
-        program = words[0]
-        inv = _Inv(_basename(program), tuple(words[1:]), words, dyn)
+        program, tail = words[0], dyn[0]
+        if tail is not None and "/" in tail:  # `$DIR/rm`: only the folder is unknown, the program is not
+            inv = _Inv(_basename(tail), tuple(words[1:]), words, dyn, guessed=self.guessing > 0)
+        else:
+            inv = _Inv(_basename(program), tuple(words[1:]), words, dyn, unknown=tail, guessed=self.guessing > 0)
         index = len(self.invs)
         self.invs.append(inv)
         ids = [index]
-        handler = None if inv.dynamic else _WRAPPERS.get(inv.program)
-        if handler is None:
-            return ids
         rest, rest_dyn = words[1:], dyn[1:]
-        for action in handler(rest):
-            if action[0] == "argv":
-                ids += self.argv(rest[action[1]:action[2]], rest_dyn[action[1]:action[2]], env, depth)
-            elif action[0] == "text":
-                ids += self.code(action[1], f"shell code given to `{inv.program}`", env, depth)
-            else:
-                inv.stdin_shell = True
-        inv.leaf = len(ids) == 1
+        if inv.dynamic:
+            # The program could be anything, a shell among others: follow what it would run as one (`$SHELL -c
+            # 'rm -rf /'`, `echo 'rm -rf /' | $SHELL`), as a guess whose parse errors do not count.
+            actions, guess = _shell_handler(rest), 1
+        else:
+            handler = _WRAPPERS.get(inv.program)
+            if handler is None:
+                return ids
+            actions, guess = handler(rest), 0
+        self.guessing += guess
+        try:
+            for action in actions:
+                if action[0] == "argv":
+                    ids += self.argv(rest[action[1]:action[2]], rest_dyn[action[1]:action[2]], env, depth)
+                elif action[0] == "text":
+                    code = action[1]
+                    if not guess and any(d is not None and w in code for w, d in zip(rest, rest_dyn)):
+                        inv.opaque = True  # `eval "$(echo rm -rf /)"`: the code itself is only known at run time
+                    ids += self.code(code, f"shell code given to `{inv.program}`", env, depth)
+                else:
+                    inv.stdin_shell = True
+        finally:
+            self.guessing -= guess
+        # A command whose program or code is only known at run time stays a command of its own (a leaf), so that
+        # an allow list never passes it on the strength of what a guess found inside it.
+        inv.leaf = len(ids) == 1 or inv.dynamic or inv.opaque
         return ids
 
     def code(self, text: str, what: str, env: dict[str, str], depth: int) -> list[int]:
         """Shell code inside a command (`bash -c`, `eval`, a here-document fed to `sh`): parse and walk it."""
         if depth >= _MAX_DEPTH:
-            self.errors.append(f"{what} is nested too deeply to follow")
+            if not self.guessing:
+                self.errors.append(f"{what} is nested too deeply to follow")
             return []
         try:
             script = _Parser(text, depth + 1).parse_all()
             return self.script(script, dict(env), depth + 1)
         except (_ParseError, RecursionError) as exc:
-            message = "nested too deeply to follow" if isinstance(exc, RecursionError) else str(exc)
-            self.errors.append(f"{what}: {message}")
+            if not self.guessing:  # a guess that is not shell code (`$PY -c 'print(1)'`) was a wrong guess
+                message = "nested too deeply to follow" if isinstance(exc, RecursionError) else str(exc)
+                self.errors.append(f"{what}: {message}")
             return []
 
 
@@ -1422,12 +1483,15 @@ def _analyse(command: str | tuple[str, ...]) -> _Analysis:
             # an argv of one string with shell syntax in it (`["ls -la | wc"]`): tools run such strings in a shell
             walker.script(_Parser(command[0]).parse_all(), {}, 0)
         else:
-            walker.argv(list(command), [False] * len(command), {}, 0)
+            walker.argv(list(command), [None] * len(command), {}, 0)
     except _ParseError as exc:
         return _Analysis((), {}, error=str(exc))
     except RecursionError:
         return _Analysis((), {}, error="nested too deeply to follow")
-    return _Analysis(tuple(walker.invs), _closure(walker.edges), nested_errors=tuple(walker.errors))
+    return _Analysis(
+        tuple(walker.invs), _closure(walker.edges), nested_errors=tuple(walker.errors),
+        uncertain=any(inv.uncertain for inv in walker.invs),
+    )
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -1445,16 +1509,25 @@ class _PatternStage:
     display: str
 
     def matches_program(self, inv: _Inv) -> bool:
-        if inv.dynamic:
-            return False
+        """The invocation runs this program, or may: a name only known at run time may be any name that ends
+        with what is known of it (`$(echo rm)`, `r$()m`, `${X:-rm}`; "could not tell" reads as "may have")."""
+        if inv.unknown is not None:
+            return self.glob or self.program.endswith(inv.unknown)
         return fnmatchcase(inv.program, self.program) if self.glob else inv.program == self.program
+
+    def runs_code(self, inv: _Inv) -> bool:
+        """The invocation is (or may be) a shell or `eval`: it runs the text it is fed."""
+        if inv.unknown is not None:
+            return any(name.endswith(inv.unknown) for name in _CODE_RUNNERS)
+        return inv.program in _CODE_RUNNERS
 
     def missing(self, inv: _Inv) -> list[str]:
         """What the invocation lacks of this stage's arguments (empty: it matches)."""
         if not self.args:
             return []
         need = _normalise(inv.program if self.glob else self.program, self.args)
-        have = inv.normalised()
+        # A program only known at run time is taken for this one: its options are read the way this one's are.
+        have = _normalise(self.program, inv.args) if inv.dynamic and not self.glob else inv.normalised()
         with_value = {key for key, _ in need.values}  # `-o FILE` is checked with its value below
         lacking = [_key_text(key) for key in sorted(need.flags - with_value) if key not in have.flags]
         lacking += [_key_text(key, value) for key, value in sorted(need.values) if (key, value) not in have.values]
@@ -1523,6 +1596,12 @@ class CommandPattern:
     - `a | b` matches when a command matching `a` feeds a LATER command matching `b`: through pipes (also with
       stages between), or as a substitution in `b`'s arguments (`sh -c "$(curl x)"`, `bash <(curl x)`).
       A bare shell on the right (`sh`) stands for any shell and for `eval`/`source`.
+    - Fail closed on what is only known at run time: a program word like `$(echo rm)`, `$X`, `r$()m` or
+      `$(which rm)` counts as the pattern's program when the arguments match (`$X -rf /` runs `rm -rf /` as far as
+      anyone can tell; `curl x | $SHELL` pipes into a shell), and shell code like `eval "$(echo ...)"` or
+      `bash -c "$X"` counts as any command. Such matches say so in their reason and have `uncertain=True`.
+      What is known of a name still counts (`$DIR/rm` is `rm`; `r$()m` cannot be `ls`), and a bare program
+      pattern (`mkfs*`) is not matched by a program of which nothing is known (`"$EDITOR" notes.txt`).
 
     `CommandPattern(text)` and `CommandPattern.parse(text)` raise ValueError for an empty or malformed pattern.
 
@@ -1555,6 +1634,9 @@ class CommandMatch:
     reason: str
     unparsable: bool = False
     segment: str | None = None
+    #: matched only because a program or shell code is only known at run time (`$(echo rm) -rf /`,
+    #: `eval "$X"`): a deny rule counts it (fail closed), an allow rule must not.
+    uncertain: bool = False
 
 
 def _shorten(text: str) -> str:
@@ -1585,8 +1667,8 @@ def match_command(pattern: str | CommandPattern, command: str | Sequence[str]) -
     if isinstance(command, UnreadableCommand):
         return CommandMatch(
             True, text, command_text,
-            f"could not be read (the command argument is {_shorten(command)}, not a string or an argv list); "
-            "counted as a match (fail closed)",
+            f"could not be read (the command tool was given `{_shorten(command)}`, not a command string or an argv "
+            "list); counted as a match (fail closed)",
             unparsable=True,
         )
     key: str | tuple[str, ...] = command if isinstance(command, str) else tuple(str(w) for w in command)
@@ -1597,7 +1679,7 @@ def match_command(pattern: str | CommandPattern, command: str | Sequence[str]) -
             f"could not be parsed ({analysis.error}); counted as a match (fail closed)",
             unparsable=True,
         )
-    found = _find(stages, analysis)
+    found, opaque = _find(stages, analysis)
     if found is not None:
         invs = [analysis.invs[x] for x in found]
         segment = " | ".join(inv.display for inv in invs)
@@ -1605,7 +1687,14 @@ def match_command(pattern: str | CommandPattern, command: str | Sequence[str]) -
             reason = f"runs `{_shorten(segment)}`"
         else:
             reason = "runs " + " feeding ".join(f"`{_shorten(inv.display)}`" for inv in invs)
-        return CommandMatch(True, text, command_text, reason + _in_clause(segment, command_text), segment=segment)
+        reason += _in_clause(segment, command_text)
+        if opaque:
+            uncertainty: str | None = "the shell code it runs is only known at run time"
+        else:
+            uncertainty = next((_uncertainty(inv) for inv in invs if inv.dynamic or inv.guessed), None)
+        if uncertainty:
+            reason += f"; {uncertainty}: counted as a match (fail closed)"
+        return CommandMatch(True, text, command_text, reason, segment=segment, uncertain=uncertainty is not None)
     if analysis.nested_errors:
         return CommandMatch(
             True, text, command_text,
@@ -1615,16 +1704,42 @@ def match_command(pattern: str | CommandPattern, command: str | Sequence[str]) -
     return CommandMatch(False, text, command_text, _miss_reason(stages, analysis))
 
 
-def _find(stages: tuple[_PatternStage, ...], analysis: _Analysis) -> list[int] | None:
-    """Indexes of invocations that match the pattern's stages in order, each feeding the next; or None."""
+def _uncertainty(inv: _Inv) -> str:
+    if inv.dynamic:
+        return "its program is only known at run time"
+    return "it runs there if a program only known at run time is a shell"
+
+
+def _find(stages: tuple[_PatternStage, ...], analysis: _Analysis) -> tuple[list[int] | None, bool]:
+    """Indexes of invocations that match the pattern's stages in order, each feeding the next (or None), and
+    whether the match is shell code only known at run time standing in for the whole pattern.
+
+    A match that rests on nothing unknown is preferred; then one that takes a program only known at run time
+    for the pattern's; then any shell code only known at run time, which may run anything.
+    """
+    found = _chain(stages, analysis, certain=True)
+    if found is not None or not analysis.uncertain:
+        return found, False
+    found = _chain(stages, analysis, certain=False)
+    if found is not None:
+        return found, False
+    opaque = next(([x] for x, inv in enumerate(analysis.invs) if inv.opaque), None)
+    return opaque, opaque is not None
+
+
+def _chain(stages: tuple[_PatternStage, ...], analysis: _Analysis, certain: bool) -> list[int] | None:
     invs = analysis.invs
     hits: list[list[int]] = []
     for k, stage in enumerate(stages):
         shellish = k > 0 and stage.shellish()
+        # A bare program name alone (`mkfs*`) is no evidence against `$EDITOR notes.txt`: a program of which
+        # nothing is known matches it only inside a pipeline pattern, where what feeds what is the evidence.
+        bare = len(stages) == 1 and not stage.args
         hits.append([
             x for x, inv in enumerate(invs)
-            if (stage.matches_program(inv) and not stage.missing(inv))
-            or (shellish and not inv.dynamic and (inv.program in _SHELLS or inv.program in _SHELL_CODE_RUNNERS))
+            if not (certain and (inv.dynamic or inv.guessed))
+            and not (bare and inv.unknown == "")
+            and ((stage.matches_program(inv) and not stage.missing(inv)) or (shellish and stage.runs_code(inv)))
         ])
         if not hits[-1]:
             return None
@@ -1680,7 +1795,52 @@ def commands_in(command: str | Sequence[str]) -> list[str]:
     analysis = _analyse(key)
     if analysis.error is not None:
         raise ValueError(f"cannot parse command {_shorten(_command_text(command))!r}: {analysis.error}")
-    return [inv.display for inv in analysis.invs if inv.leaf]
+    return [inv.display for inv in analysis.invs if inv.leaf and not inv.guessed]
+
+
+def cannot_read(command: str | Sequence[str]) -> str | None:
+    """Why nothing can say what `command` runs (it cannot be parsed, in whole or in part, or is not a command at
+    all), or None when it can be read.
+
+    >>> cannot_read("echo $(oops")
+    'could not be parsed (unclosed `$(`)'
+    >>> cannot_read("ls -la") is None
+    True
+    """
+    if isinstance(command, UnreadableCommand):
+        return f"could not be read (the command argument is {_shorten(command)}, not a string or an argv list)"
+    key: str | tuple[str, ...] = command if isinstance(command, str) else tuple(str(w) for w in command)
+    analysis = _analyse(key)
+    if analysis.error is not None:
+        return f"could not be parsed ({analysis.error})"
+    if analysis.nested_errors:
+        return f"part of it could not be parsed ({analysis.nested_errors[0]})"
+    return None
+
+
+def first_not_allowed(patterns: Sequence[str], command: str | Sequence[str]) -> str | None:
+    """The first simple command `command` runs that no pattern allows, or None when each one is allowed.
+
+    For allow lists: a command is allowed only when it is certainly one of the patterns, so a program or shell
+    code only known at run time (`$X`, `eval "$X"`, `bash -c "ls $D"`) is never allowed. ValueError when the
+    command cannot be parsed.
+
+    >>> first_not_allowed(["ls", "cat"], "ls -la && cat a.txt") is None
+    True
+    >>> first_not_allowed(["ls", "echo"], "ls; $(echo rm) -rf /")
+    '"$(echo rm)" -rf /'
+    """
+    key: str | tuple[str, ...] = command if isinstance(command, str) else tuple(str(w) for w in command)
+    analysis = _analyse(key)
+    if analysis.error is not None:
+        raise ValueError(f"cannot parse command {_shorten(_command_text(command))!r}: {analysis.error}")
+    singles = [stages[0] for stages in map(_compile, patterns) if len(stages) == 1]
+    for inv in analysis.invs:
+        if not inv.leaf or inv.guessed:
+            continue
+        if inv.uncertain or not any(s.matches_program(inv) and not s.missing(inv) for s in singles):
+            return inv.display
+    return None
 
 
 def command_of_call(
@@ -1704,6 +1864,8 @@ def command_of_call(
         try:
             arguments = json.loads(arguments)
         except ValueError:
+            if arguments.lstrip().startswith(("{", "[")):
+                return UnreadableCommand(arguments)  # garbled JSON (cut off mid-call): what it runs is unknown
             return arguments  # a command tool whose raw argument text is the command itself
     if not isinstance(arguments, Mapping):
         return None

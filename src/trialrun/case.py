@@ -407,6 +407,7 @@ class TrialContext:
             merged.commands.extend(part.commands)
             merged.denials.extend(part.denials)
             merged.notes.extend(part.notes)
+            merged.prompt = merged.prompt or part.prompt  # the first transport's prompt started the run
         return merged
 
     def problems(self) -> list[str]:

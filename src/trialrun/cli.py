@@ -36,11 +36,16 @@ def _user_errors() -> tuple[type[BaseException], ...]:
     from .store import ResultFileError
     from .suite import SuiteError
 
-    return (ConfigError, SuiteError, CaseError, ResultFileError, CassetteFileError)
+    return (ConfigError, SuiteError, CaseError, ResultFileError, CassetteFileError, _PathProblem)
+
+
+class _PathProblem(Exception):
+    """A folder or file the command needs cannot be used; the message names it."""
 
 
 def _fail_cleanly(fn: F) -> F:
-    """User-caused errors become a message on stderr and exit code 2, never a traceback."""
+    """User-caused errors become a message on stderr and exit code 2, never a traceback. A file that cannot be
+    read or written (OSError) is one of them: the message names the path."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -49,8 +54,58 @@ def _fail_cleanly(fn: F) -> F:
         except _user_errors() as exc:
             click.echo(f"error: {exc}", err=True)
             sys.exit(EXIT_USAGE)
+        except OSError as exc:
+            click.echo(f"error: {_os_problem(exc)}", err=True)
+            sys.exit(EXIT_USAGE)
 
     return wrapper  # type: ignore[return-value]
+
+
+def _file_in_the_way(path: Path) -> Path | None:
+    """The first part of `path` that exists as a file where a folder is needed (afile in afile/sub/x.json)."""
+    for parent in reversed(path.parents):
+        if parent != Path(".") and parent.exists() and not parent.is_dir():
+            return parent
+    return None
+
+
+def _os_problem(exc: OSError) -> str:
+    """An OSError for people: "<path>: <what went wrong>", saying which part of the path is a file when that is
+    why a folder could not be made or entered."""
+    what = exc.strerror or str(exc)
+    if exc.filename is None:
+        return what
+    path = Path(os.fsdecode(exc.filename))
+    blocker = _file_in_the_way(path) or (path if isinstance(exc, FileExistsError) and not path.is_dir() else None)
+    hint = f" ({blocker} is a file, not a folder)" if blocker is not None else ""
+    return f"{path}: {what}{hint}"
+
+
+def _check_results_dir(path: Path) -> None:
+    """Create the results folder, and make sure a run can be saved there, before anything runs: a long run must
+    not be lost to a typo in --results-dir."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _PathProblem(f"results dir {_os_problem(exc)}; nothing was run") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise _PathProblem(f"results dir {path}: not writable; nothing was run")
+
+
+def _check_output_file(value: str | None, option: str) -> None:
+    """A report file (--junit, --markdown, --html, -o) that could never be written is a usage error before the run.
+    (click's `dir_okay=False` already refuses an existing folder.)"""
+    if not value:
+        return
+    path = Path(value)
+    blocker = _file_in_the_way(path)
+    if blocker is not None:
+        problem = f"{blocker} is a file, not a folder"
+    else:
+        folder = next((p for p in path.parents if p.exists()), Path("."))
+        problem = "" if os.access(folder, os.W_OK | os.X_OK) else f"{folder} is not writable"
+    if problem:
+        raise click.BadParameter(f"{value}: {problem}", param_hint=option)
 
 
 def _labels(values: tuple[str, ...]) -> dict[str, str]:
@@ -153,6 +208,9 @@ def run(test_ids: tuple[str, ...], trials: int | None, tags: tuple[str, ...], na
     count = sum(c.trials or config.trials for c in cases if c.mode == "deterministic" or include_live_canary or live)
     console = _console(stderr=as_json)
     store = ResultsStore(config.results_path())
+    _check_results_dir(store.directory)
+    _check_output_file(junit_path, "--junit")
+    _check_output_file(markdown_path, "--markdown")
     snapshot = config_snapshot(config, suite_file, label_map)
     if live and not as_json:
         console.print(f"[yellow]live model {config.model_spec}: tests call the provider[/]")
@@ -171,13 +229,22 @@ def run(test_ids: tuple[str, ...], trials: int | None, tags: tuple[str, ...], na
         except runner.EvaluationInterrupted as interrupted:
             report = interrupted.report
             exit_code = EXIT_INTERRUPTED
-    saved = store.save(report)
+    saved: Path | None = None
+    save_problem = ""
+    try:
+        saved = store.save(report)
+    except OSError as exc:  # the run is done: show it anyway, then say why it was not saved
+        save_problem = _os_problem(exc)
     if exit_code == EXIT_OK and report.failed_case_count:
         exit_code = EXIT_FAILED
-    _emit_report(report, as_json=as_json, saved=str(saved))
+    _emit_report(report, as_json=as_json, saved=None if saved is None else str(saved))
+    if saved is None:
+        click.echo(f"error: the run was not saved to {store.directory}: {save_problem}", err=True)
+        exit_code = EXIT_INTERRUPTED if exit_code == EXIT_INTERRUPTED else EXIT_USAGE
     _report_files(report, junit_path=junit_path, markdown_path=markdown_path, html_path=None, summary=not no_summary)
     if exit_code == EXIT_INTERRUPTED:
-        click.echo(f"interrupted: saved the {len(report.cases)} finished test(s) to {saved}", err=True)
+        where = f"saved the {len(report.cases)} finished test(s) to {saved}" if saved else "the finished tests were not saved"
+        click.echo(f"interrupted: {where}", err=True)
         # A synchronous agent still running in a worker thread cannot be stopped; do not wait for it at exit.
         sys.stdout.flush()
         sys.stderr.flush()
@@ -198,7 +265,11 @@ def _report_files(report: Any, *, junit_path: str | None, markdown_path: str | N
     def junit() -> str:
         from .render.junit import junit_xml
 
-        return junit_xml(report)
+        # The suite names the testsuite and the classname of cases with no module: its stem (tests.json -> tests).
+        suite = report.config_snapshot.get("suite")
+        suite_path = suite.get("path") if isinstance(suite, dict) else suite
+        stem = Path(suite_path).stem if isinstance(suite_path, str) else ""
+        return junit_xml(report, suite_name=stem) if stem else junit_xml(report)
 
     def markdown() -> str:
         from .render.markdown import report_markdown
@@ -222,9 +293,15 @@ def _store(results_dir: str | None, config_path: str | None, suite: str | None =
     return ResultsStore(config.results_path())
 
 
+def _warn_skipped(store: Any) -> None:
+    """Say which result files were passed over, and why, so an older run is never shown in silence."""
+    for path, reason in store.skipped.items():
+        click.echo(f"warning: skipped {path}: {reason}", err=True)
+
+
 # -- report -------------------------------------------------------------------------------------------------
 @main.command()
-@click.argument("run_ref", required=False, metavar="[RUN_ID|PATH]")
+@click.argument("run_ref", required=False, metavar="[RUN]")
 @click.option("--results-dir", type=click.Path(file_okay=False), help="Where result files are (default: the suite's folder).")
 @click.option("--suite", type=click.Path(dir_okay=False), help="Suite file (its folder holds the results by default).")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Configuration file.")
@@ -235,10 +312,19 @@ def _store(results_dir: str | None, config_path: str | None, suite: str | None =
 @_fail_cleanly
 def report(run_ref: str | None, results_dir: str | None, suite: str | None, config_path: str | None, as_json: bool,
            junit_path: str | None, markdown_path: str | None, html_path: str | None) -> None:
-    """Show a run: the most recent by default (latest.json), or RUN_ID / PATH."""
+    """Show a run: the most recent by default (latest.json), or RUN: a run id (eval_20260731_140000), a result
+    file's name or stem (results_20260731_140000), a path, or `latest`."""
     from .store import load_report
 
-    path = Path(run_ref) if run_ref and Path(run_ref).is_file() else _store(results_dir, config_path, suite).resolve(run_ref)
+    _check_output_file(junit_path, "--junit")
+    _check_output_file(markdown_path, "--markdown")
+    _check_output_file(html_path, "--html")
+    if run_ref and Path(run_ref).is_file():  # a path needs no configuration
+        path = Path(run_ref)
+    else:
+        store = _store(results_dir, config_path, suite)
+        path = store.resolve(run_ref)
+        _warn_skipped(store)
     result = load_report(path)
     _emit_report(result, as_json=as_json, saved=None)
     if not as_json:
@@ -262,19 +348,25 @@ def report(run_ref: str | None, results_dir: str | None, suite: str | None, conf
 @_fail_cleanly
 def compare(runs: tuple[str, ...], results_dir: str | None, suite: str | None, config_path: str | None, threshold: float,
             fail_on_regression: bool, as_json: bool, markdown_path: str | None, html_path: str | None, no_summary: bool) -> None:
-    """Compare two runs: the two most recent by default (before -> after)."""
+    """Compare two runs: the two most recent by default (before -> after); A and B as `report` takes a RUN.
+    A drop of --threshold or more, or a test that passed and now fails, is a regression."""
     from . import compare as comparing
     from .store import ResultFileError, load_report
 
     if len(runs) not in (0, 2):
         raise click.UsageError("give two runs (A B) or none for the two most recent")
-    store = _store(results_dir, config_path, suite)
-    if runs:
-        paths = [Path(r) if Path(r).is_file() else store.resolve(r) for r in runs]
+    _check_output_file(markdown_path, "--markdown")
+    _check_output_file(html_path, "--html")
+    if runs and all(Path(r).is_file() for r in runs):  # paths need no configuration
+        paths = [Path(r) for r in runs]
     else:
-        paths = store.recent(2)
+        store = _store(results_dir, config_path, suite)
+        paths = [store.resolve(r) for r in runs] if runs else store.recent(2)
         if len(paths) < 2:
-            raise ResultFileError(f"{store.directory}: compare needs two runs; found {len(paths)} usable result file(s)")
+            unusable = "; ".join(f"{p.name} ({reason})" for p, reason in store.skipped.items())
+            raise ResultFileError(f"{store.directory}: compare needs two runs; found {len(paths)} usable result file(s)"
+                                  + (f"; unusable: {unusable}" if unusable else ""))
+        _warn_skipped(store)
     before, after = (load_report(p) for p in paths)
     comparison = comparing.compare(before, after, threshold=threshold)
     if as_json:
@@ -314,7 +406,7 @@ def grade(run_ref: str, test_id: str, quality: str, results_dir: str | None, con
     from .store import ResultsStore, load_report
 
     store = _store(results_dir, config_path)
-    path = Path(run_ref) if Path(run_ref).is_file() else store.resolve(None if run_ref == "latest" else run_ref)
+    path = store.resolve(run_ref)
     original = load_report(path)
     try:
         updated = regrade_output_quality(original, test_id, float(quality))
@@ -333,6 +425,7 @@ def grade(run_ref: str, test_id: str, quality: str, results_dir: str | None, con
 @main.command()
 @click.option("--results", is_flag=True, help="Print the result file's schema instead of the suite's.")
 @click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write to a file instead of stdout.")
+@_fail_cleanly
 def schema(results: bool, output: str | None) -> None:
     """Print the JSON Schema of suite files (tests.json), or of result files with --results."""
     if results:
@@ -344,8 +437,11 @@ def schema(results: bool, output: str | None) -> None:
 
         data = suite_json_schema()
     text = json.dumps(data, indent=2) + "\n"
+    _check_output_file(output, "--output")
     if output:
-        Path(output).write_text(text, encoding="utf-8")
+        from ._files import write_atomic
+
+        write_atomic(Path(output), text)
     else:
         click.echo(text, nl=False)
 
@@ -358,6 +454,7 @@ def skill() -> None:
 @skill.command("install")
 @click.argument("directory", type=click.Path(file_okay=False))
 @click.option("--force", is_flag=True, help="Overwrite an existing SKILL.md.")
+@_fail_cleanly
 def skill_install(directory: str, force: bool) -> None:
     """Copy the eval skill into DIRECTORY/eval/SKILL.md (e.g. .claude/skills)."""
     from importlib.resources import files

@@ -1,7 +1,9 @@
 """Comparing two runs (before/after a configuration change): per-case deltas, regressions, config diff.
 
 A case's value is its score when graders give one (the suite rubric), else its pass@1. A drop of
-`threshold` (0.10 by default) or more is a regression, as the eval skill says.
+`threshold` (0.10 by default) or more is a regression, as the eval skill says; so is a case that passed before
+and fails now whatever its score does (the rubric's total is clamped at 1.0, so a test can fail an `expect`
+grader, or end in a model error, and keep its score).
 """
 
 from __future__ import annotations
@@ -10,10 +12,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from .results import SCHEMA_VERSION, RunReport
+from .results import SCHEMA_VERSION, CaseResult, RunReport
 
 __all__ = ["Comparison", "CaseDelta", "ConfigChange", "compare", "REGRESSION_THRESHOLD", "delta_lines", "config_diff",
-           "flatten_config", "movement", "format_value"]
+           "flatten_config", "movement", "format_value", "warning_line", "dropped"]
 
 REGRESSION_THRESHOLD = 0.10
 _EPSILON = 1e-9  # 0.95 -> 0.85 is a drop of exactly 0.10, whatever binary floating point says
@@ -28,6 +30,8 @@ class CaseDelta(BaseModel):
     after: float | None = None
     delta: float | None = None
     regression: bool = False
+    newly_failing: bool = Field(False, description="passed before, fails now (a regression whatever the score)")
+    failure_after: str | None = Field(None, description="why it fails now, when it newly fails")
     passed_before: bool | None = None
     passed_after: bool | None = None
     pass_at_1_before: float | None = None
@@ -93,6 +97,13 @@ def config_diff(before: dict[str, Any], after: dict[str, Any]) -> list[ConfigCha
     return [ConfigChange(key=k, before=a.get(k), after=b.get(k)) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
 
 
+def _why(case: CaseResult) -> str:
+    from .render.text import first_reason  # the one wording of "why a case failed"
+
+    text = " ".join(first_reason(case).split())
+    return text if len(text) <= 160 else text[:159] + "…"
+
+
 def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
@@ -112,10 +123,12 @@ def compare(before: RunReport, after: RunReport, *, threshold: float = REGRESSIO
             deltas.append(CaseDelta(status="added", **common))
             continue
         delta = None if case.value is None or prior.value is None else case.value - prior.value
-        regression = delta is not None and delta <= -threshold + _EPSILON
+        newly_failing = prior.passed is True and case.passed is False
+        regression = newly_failing or (delta is not None and delta <= -threshold + _EPSILON)
         status: Movement = "unchanged" if delta is None or abs(delta) < _EPSILON else ("improved" if delta > 0 else "regressed")
         deltas.append(
-            CaseDelta(status=status, before=prior.value, delta=delta, regression=regression, passed_before=prior.passed,
+            CaseDelta(status=status, before=prior.value, delta=delta, regression=regression, newly_failing=newly_failing,
+                      failure_after=_why(case) if newly_failing else None, passed_before=prior.passed,
                       pass_at_1_before=prior.pass_at_1, pass_pow_k_before=prior.pass_pow_k, **common)
         )
     for name, prior in old.items():
@@ -200,15 +213,26 @@ def delta_lines(comparison: Comparison) -> list[str]:
             delta = None if before is None or after is None else after - before
             lines.append(f"{label}:    {_num(before)} -> {_num(after).ljust(column)}  {movement(delta)}".rstrip())
     for name in comparison.regressions:
-        d = next(c for c in comparison.cases if c.name == name)
-        lines.append(
-            f"WARNING: regression in {name}: {_num(d.before)} -> {_num(d.after)} "
-            f"({d.delta:+.2f}, a drop of {comparison.threshold:.2f} or more)"
-        )
+        lines.append(warning_line(comparison, next(c for c in comparison.cases if c.name == name)))
     if comparison.config_changes:
         lines.append("Config changes:")
         lines.extend(f"  {c.key}: {format_value(c.before)} -> {format_value(c.after)}" for c in comparison.config_changes)
     return lines
+
+
+def dropped(comparison: Comparison, d: CaseDelta) -> bool:
+    """The case's value fell by the threshold or more (the seed's regression)."""
+    return d.delta is not None and d.delta <= -comparison.threshold + _EPSILON
+
+
+def warning_line(comparison: Comparison, d: CaseDelta) -> str:
+    """The warning for one regression: the seed's score-drop line, or, for a case that passed before and fails now
+    without such a drop, a line that says so and why."""
+    if dropped(comparison, d):
+        return (f"WARNING: regression in {d.name}: {_num(d.before)} -> {_num(d.after)} "
+                f"({d.delta:+.2f}, a drop of {comparison.threshold:.2f} or more)")
+    why = f": {d.failure_after}" if d.failure_after else ""
+    return f"WARNING: regression in {d.name}: passed -> failed (score {_num(d.before)} -> {_num(d.after)}){why}"
 
 
 def format_value(value: Any) -> str:

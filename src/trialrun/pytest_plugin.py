@@ -450,16 +450,13 @@ def _markable(tag: str) -> bool:
 
 
 def _crash_message(result: CaseResult) -> str:
+    """`0/1 trials passed; <why>`, where why is the one line every trialrun report names first (`first_reason`:
+    a failed verdict, else an error, else a teardown error)."""
+    from .render.text import first_reason
+
     counts = f"{result.passed_trials}/{result.trial_count} trials passed"
-    for trial in result.trials:
-        if trial.passed:
-            continue
-        if trial.failed_verdicts:
-            verdict = trial.failed_verdicts[0]
-            return f"{counts}; {verdict.grader}: {verdict.reason}"
-        if trial.error is not None:
-            return f"{counts}; {trial.error}"
-    return counts
+    reason = first_reason(result)
+    return f"{counts}; {reason}" if reason else counts
 
 
 # -- reports: carry each case's result to the controller, aggregate, save, summarise -------------------------------
@@ -472,9 +469,13 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             setattr(report, _REPORT_ATTR, {"position": position, "case": item.result.model_dump(mode="json")})
             _state(item.config).local_results[item.nodeid] = item.result
         elif call.when == "setup" and report.skipped and item.skip_reason is not None:
+            from .results import jsonable
+
             case = item.case
+            # The metadata too (a decorated case's module): a report names a skipped case as it does its siblings.
             skipped = {"name": case.name, "title": case.title, "description": case.description, "tags": list(case.tags),
-                       "mode": case.mode, "skipped": True, "skip_reason": item.skip_reason}
+                       "mode": case.mode, "skipped": True, "skip_reason": item.skip_reason,
+                       "metadata": jsonable(dict(case.metadata))}
             setattr(report, _REPORT_ATTR, {"position": position, "case": skipped})
     elif call.when == "call" and "_trialrun_no_network" in getattr(item, "fixturenames", ()):
         item.stash[_CALL_FAILED] = report.failed

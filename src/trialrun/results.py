@@ -96,7 +96,10 @@ class SeedTest(BaseModel):
     name: str
     passed: bool | None
     tools_used: list[str]
-    turns: float | None
+    turns: int | float | None = Field(
+        description="model turns: an integer when every trial took the same number (always with one trial), "
+                    "else the mean over the trials"
+    )
     score: float | None
     sub_scores: dict[str, float] | None
 
@@ -152,9 +155,10 @@ class CaseResult(BaseModel):
         return self.score if self.score is not None else self.pass_at_1
 
     def seed_view(self) -> SeedTest:
+        counts = {len(t.trajectory.turns) for t in self.trials}
         return SeedTest(
             id=self.name, name=self.title or self.name, passed=self.passed, tools_used=self.tools_used,
-            turns=self.turns, score=self.score if self.score is not None else self.pass_at_1, sub_scores=self.sub_scores,
+            turns=counts.pop() if len(counts) == 1 else self.turns, score=self.score if self.score is not None else self.pass_at_1, sub_scores=self.sub_scores,
         )
 
     @classmethod
@@ -165,6 +169,8 @@ class CaseResult(BaseModel):
         n = len(trials)
         passed = sum(1 for t in trials if t.passed)
         scores = [t.score for t in trials if t.score is not None]
+        if scores:  # every trial of a scored case counts: one that errored before it could be graded scores 0
+            scores += [0.0 for t in trials if t.score is None and t.error is not None]
         costs = [t.cost_usd for t in trials]
         return cls(
             name=name,

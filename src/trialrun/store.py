@@ -12,6 +12,7 @@ import os
 import re
 from datetime import timezone
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -25,7 +26,18 @@ LATEST = "latest.json"
 
 
 class ResultFileError(ValueError):
-    """A result file that cannot be used; the message names it and says why."""
+    """A result file that cannot be used; the message names it and says why (`path` and `reason` apart, for
+    callers that list unusable files)."""
+
+    def __init__(self, message: str, *, path: Path | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+        prefix = f"{path}: " if path is not None else ""
+        self.reason = message[len(prefix):] if prefix and message.startswith(prefix) else message
+
+
+def _bad(path: Path, reason: str) -> ResultFileError:
+    return ResultFileError(f"{path}: {reason}", path=path)
 
 
 def _major(version: str) -> int:
@@ -38,30 +50,44 @@ def _major(version: str) -> int:
 def load_report(path: str | os.PathLike[str]) -> RunReport:
     """Load one result file, with an error that names the file for every way it can be wrong."""
     path = Path(path)
-    text = read_text(path, "result file", ResultFileError, missing="no such result file")
+    try:
+        text = read_text(path, "result file", ResultFileError, missing="no such result file")
+    except ResultFileError as exc:
+        raise ResultFileError(str(exc), path=path) from None
     if not text.strip():
-        raise ResultFileError(f"{path}: the file is empty (an interrupted write?)")
+        raise _bad(path, "the file is empty (an interrupted write?)")
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ResultFileError(
-            f"{path}: not valid JSON at line {exc.lineno}, column {exc.colno} ({exc.msg}); the file may be truncated"
-        ) from None
+        raise _bad(path, f"not valid JSON at line {exc.lineno}, column {exc.colno} ({exc.msg}); the file may be truncated") from None
     if not isinstance(data, dict):
-        raise ResultFileError(f"{path}: not a trialrun result file (expected a JSON object)")
+        raise _bad(path, "not a trialrun result file (expected a JSON object)")
     version = data.get("schema_version")
     if version is None:
-        raise ResultFileError(f"{path}: not a trialrun result file (no schema_version)")
+        raise _bad(path, "not a trialrun result file (no schema_version)")
     if _major(version) > _major(SCHEMA_VERSION):
-        raise ResultFileError(
-            f"{path}: written by a newer trialrun (schema {version}; this one reads {SCHEMA_VERSION}); upgrade trialrun"
-        )
+        raise _bad(path, f"written by a newer trialrun (schema {version}; this one reads {SCHEMA_VERSION}); upgrade trialrun")
     try:
         return RunReport.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise ResultFileError(f"{path}: invalid result file: {where}: {first['msg']} ({exc.error_count()} problem(s))") from None
+        raise _bad(path, f"invalid result file: {_where(data, first['loc'])}: {first['msg']} ({exc.error_count()} problem(s))") from None
+
+
+def _where(data: dict[str, Any], loc: tuple[int | str, ...]) -> str:
+    """A validation error's location, naming the test when it is inside one: `cases.2.trials.0.passed` becomes
+    "case 'list-dir' (cases.2), trials.0.passed", so a hand-edited file can be fixed without counting entries."""
+    where = ".".join(str(part) for part in loc)
+    if len(loc) < 2 or loc[0] not in ("cases", "tests") or not isinstance(loc[1], int):
+        return where
+    entries = data.get(str(loc[0]))
+    entry = entries[loc[1]] if isinstance(entries, list) and 0 <= loc[1] < len(entries) else None
+    label = (entry.get("name") or entry.get("id")) if isinstance(entry, dict) else None
+    if not isinstance(label, str):
+        return where
+    rest = ".".join(str(part) for part in loc[2:])
+    kind = "case" if loc[0] == "cases" else "test"
+    return f"{kind} {label!r} ({loc[0]}.{loc[1]})" + (f", {rest}" if rest else "")
 
 
 class ResultsStore:
@@ -69,6 +95,17 @@ class ResultsStore:
 
     def __init__(self, directory: str | os.PathLike[str]) -> None:
         self.directory = Path(directory)
+        #: Result files passed over while choosing runs (latest, recent), with why: callers warn about them, so a
+        #: corrupt newest run is never silently replaced by an older one.
+        self.skipped: dict[Path, str] = {}
+
+    def _usable(self, path: Path) -> bool:
+        try:
+            load_report(path)
+        except ResultFileError as exc:
+            self.skipped[path] = exc.reason
+            return False
+        return True
 
     def files(self) -> list[Path]:
         """Result files, oldest first (by the timestamp in the name, then the suffix)."""
@@ -124,39 +161,68 @@ class ResultsStore:
 
     def latest_path(self) -> Path:
         """The most recent run: the file latest.json links to (or latest.json itself when it is a copy), else the
-        newest result file."""
+        newest result file that loads. Newer result files that do not load are recorded in `skipped`."""
         link = self.directory / LATEST
+        chosen: Path | None = None
         if link.is_symlink():
             target = link.resolve()
             if target.is_file():
-                return target
+                chosen = target
         elif link.is_file():
-            return link
+            chosen = link
         files = self.files()
-        if not files:
-            raise ResultFileError(f"{self.directory}: no result files yet; run `trialrun run` first")
-        return files[-1]
+        if chosen is None:
+            usable = self.recent(1)
+            if usable:
+                return usable[0]
+            if not files:
+                raise ResultFileError(f"{self.directory}: no result files yet; run `trialrun run` first")
+            raise ResultFileError(f"{self.directory}: no usable result file ({self._skipped_text()})")
+        match = _FILE.match(chosen.name)
+        if match:  # newer files that do not load are worth a warning; newer good ones are not trusted as latest
+            key = (match.group(1), int(match.group(2) or 0))
+            for path in files:
+                other = _FILE.match(path.name)
+                if other and (other.group(1), int(other.group(2) or 0)) > key:
+                    self._usable(path)
+        return chosen
+
+    def _skipped_text(self) -> str:
+        return "; ".join(f"{path.name}: {reason}" for path, reason in self.skipped.items()) or "none"
 
     def resolve(self, ref: str | None) -> Path:
-        """A run by id (eval_20260731_140000), by file name or path, or the latest when ref is None."""
-        if ref is None:
+        """A run by reference: None or "latest" (via latest.json), a run id (`eval_20260731_140000`), a result
+        file's name or stem (`results_20260731_140000[.json]`), or a path to any result file."""
+        if ref is None or ref in ("latest", LATEST):
             return self.latest_path()
         candidate = Path(ref)
-        if candidate.suffix == ".json" and candidate.exists():
+        if candidate.is_file():
             return candidate
-        stem = ref.removeprefix("eval_")
-        for path in self.files():
-            if path.stem == f"results_{stem}" or path.name == ref:
+        stem = candidate.name.removesuffix(".json")
+        wanted = {stem, f"results_{stem.removeprefix('eval_')}"}
+        files = self.files()
+        for path in files:
+            if path.stem in wanted:
                 return path
-        raise ResultFileError(f"no run {ref!r} in {self.directory} (known: {', '.join(p.stem for p in self.files()[-5:]) or 'none'})")
+        for path in reversed(files):  # a run id given by the caller (evaluate(run_id=...)) is in the file only
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            if isinstance(data, dict) and data.get("run_id") == ref:
+                return path
+        recent = ", ".join(p.stem for p in files[-5:]) or "none yet"
+        raise ResultFileError(
+            f"no run {ref!r} in {self.directory}; give a run id (eval_YYYYMMDD_HHMMSS), a result file's name or stem "
+            f"(results_YYYYMMDD_HHMMSS[.json]), a path to a result file, or 'latest' (recent: {recent})"
+        )
 
     def recent(self, count: int = 2) -> list[Path]:
-        """The `count` most recent result files that load, oldest first; unreadable ones are skipped."""
+        """The `count` most recent result files that load, oldest first; newer ones that do not load are passed
+        over and recorded in `skipped` (file -> why)."""
         usable = []
         for path in reversed(self.files()):
-            try:
-                load_report(path)
-            except ResultFileError:
+            if not self._usable(path):
                 continue
             usable.append(path)
             if len(usable) == count:

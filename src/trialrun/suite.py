@@ -7,7 +7,9 @@ A suite is a JSON (or YAML) array of tests, exactly as the skill defines them::
 
 and, optionally per test: `tags`, `mode` ("deterministic" | "live_canary"), `trials`, `expect` (graders in data
 form: `{"not_called": "run_command"}`, `{"called": {"tool": "read_file", "args": {"path": "a.txt"}}}`,
-`{"never_ran": "rm -rf"}`, `{"contains": "Paris"}`, ...), `max_cost_usd`. `trialrun schema` prints the JSON Schema.
+`{"never_ran": "rm -rf"}`, `{"contains": "Paris"}`, ...), `max_cost_usd`. `expect` is a list of such one-grader
+mappings, or one mapping holding several graders (one per key, in order), as the issue writes it:
+`"expect": {"not_called": "run_command", "contains": "Paris"}`. `trialrun schema` prints the JSON Schema.
 """
 
 from __future__ import annotations
@@ -19,13 +21,36 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError, field_validator
 
 from . import expect
 from ._files import read_text as _read_text
 from .expect._base import Grader
 
-__all__ = ["SuiteTest", "SuiteError", "SuiteFile", "read_suite", "load_suite", "suite_json_schema", "EXPECT_FORMS", "build_expectations"]
+__all__ = ["SuiteTest", "SuiteError", "SuiteFile", "read_suite", "load_suite", "suite_json_schema", "EXPECT_FORMS",
+           "build_expectations", "expect_items"]
+
+#: How `expect` is written, shown whenever it is written some other way.
+EXPECT_EXAMPLE = (
+    'a list of {grader: value} pairs, e.g. [{"never_ran": "rm -rf"}, {"called": "read_file"}], '
+    'or one mapping of graders, e.g. {"not_called": "run_command", "contains": "Paris"}'
+)
+
+
+def expect_items(value: Any) -> list[dict[str, Any]]:
+    """A test's `expect` as a list of one-grader mappings: a list as written, or a mapping split into one grader
+    per key, in order. ValueError, showing the accepted forms, for anything else."""
+    if value is None:
+        return []
+    if isinstance(value, dict):
+        return [{key: item} for key, item in value.items()]
+    if not isinstance(value, list):
+        raise ValueError(f"should be {EXPECT_EXAMPLE}")
+    for number, entry in enumerate(value, start=1):
+        if not isinstance(entry, dict) or len(entry) != 1:
+            raise ValueError(f"entry {number} ({json.dumps(entry, default=str)}) is not one {{grader: value}} pair; "
+                             f"expect should be {EXPECT_EXAMPLE}")
+    return list(value)
 
 
 class SuiteError(ValueError):
@@ -52,8 +77,17 @@ class SuiteTest(BaseModel):
     tags: list[StrictStr] = Field(default_factory=list)
     mode: Literal["deterministic", "live_canary"] = "deterministic"
     trials: StrictInt | None = Field(None, ge=1, description="Trials for this test (overrides --trials)")
-    expect: list[dict[str, Any]] = Field(default_factory=list, description="Extra graders in data form; all must pass")
+    expect: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Extra graders in data form, all of which must pass: a list of {grader: value} pairs, or one "
+                    "mapping of graders (one per key)",
+    )
     max_cost_usd: float | None = Field(None, ge=0)
+
+    @field_validator("expect", mode="before")
+    @classmethod
+    def _expect_forms(cls, value: Any) -> list[dict[str, Any]]:
+        return expect_items(value)
 
 
 #: The data forms of graders a suite's `expect` may use: name -> how its value is given.
@@ -205,13 +239,17 @@ def read_suite(path: str | Path) -> SuiteFile:
         text = _read_text(path, "suite file", ValueError, missing="suite file not found (create it, or pass --suite PATH)")
     except ValueError as exc:
         raise SuiteError([str(exc)]) from None
+    is_yaml = path.suffix in (".yaml", ".yml")
+    form = "a YAML list of tests (each starting '- id: ...')" if is_yaml else "a JSON array of tests"
     if not text.strip():
-        raise SuiteError([f"{path}: the suite is empty; it should be a JSON array of tests"])
-    data, lines = (_yaml_items if path.suffix in (".yaml", ".yml") else _json_items)(text, path)
+        raise SuiteError([f"{path}: the suite is empty; it should be {form}"])
+    data, lines = (_yaml_items if is_yaml else _json_items)(text, path)
     if isinstance(data, dict) and isinstance(data.get("tests"), list):
         data = data["tests"]  # also accept {"tests": [...]}
+    if data is None and is_yaml:  # only comments
+        raise SuiteError([f"{path}: the suite is empty; it should be {form}"])
     if not isinstance(data, list):
-        raise SuiteError([f"{path}: a suite is an array of tests, got {type(data).__name__}"])
+        raise SuiteError([f"{path}: a suite is {form}, got {_kind(data, is_yaml)}"])
     if not data:
         raise SuiteError([f"{path}: the suite has no tests"])
     problems: list[str] = []
@@ -231,8 +269,11 @@ def read_suite(path: str | Path) -> SuiteFile:
                 problems.append(f"{prefix}: duplicate id {ident!r} (first at line {where[ident]})")
             else:
                 where[ident] = line or 0
-        raw_expect = item.get("expect")
-        built, grader_problems = build_expectations(raw_expect) if isinstance(raw_expect, list) else ([], [])
+        try:
+            items = expect_items(item.get("expect"))
+        except ValueError:
+            items = []  # SuiteTest's validation reports the shape, with the accepted forms
+        built, grader_problems = build_expectations(items)
         problems.extend(f"{prefix}, field 'expect': {p}" for p in grader_problems)
         try:
             test = SuiteTest.model_validate(item)
@@ -246,6 +287,19 @@ def read_suite(path: str | Path) -> SuiteFile:
     return SuiteFile(path=path, tests=tests, lines=where, graders=graders)
 
 
+def _kind(value: Any, is_yaml: bool) -> str:
+    """What a value is, in the words of the format it was written in."""
+    if isinstance(value, dict):
+        return "a mapping" if is_yaml else "an object"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return type(value).__name__
+
+
 def _field_problem(error: Any) -> str:
     loc = [str(p) for p in error["loc"]]
     field = loc[0] if loc else "?"
@@ -257,7 +311,8 @@ def _field_problem(error: Any) -> str:
         return f"field {field!r}: required"
     value = error.get("input")
     shown = f" (got {value!r})" if not isinstance(value, (dict, list)) else ""
-    return f"field {field!r}: {error['msg'].removeprefix('Value error, ').lower()}{shown}"
+    message = error["msg"].removeprefix("Value error, ")
+    return f"field {field!r}: {message[:1].lower()}{message[1:]}{shown}"
 
 
 def load_suite(path: str | Path, config: Any = None) -> list[Any]:
@@ -282,7 +337,12 @@ def suite_json_schema() -> dict[str, Any]:
     }
     if defs:
         schema["$defs"] = defs
-    grader_names = {"type": "object", "minProperties": 1, "maxProperties": 1,
-                    "propertyNames": {"enum": list(EXPECT_FORMS)}}
-    item["properties"]["expect"]["items"] = grader_names
+    names = {"enum": list(EXPECT_FORMS)}
+    field = item["properties"]["expect"]
+    field.pop("type", None)
+    field.pop("items", None)
+    field["anyOf"] = [
+        {"type": "array", "items": {"type": "object", "minProperties": 1, "maxProperties": 1, "propertyNames": names}},
+        {"type": "object", "propertyNames": names},
+    ]
     return schema

@@ -35,11 +35,18 @@ class Usage:
 
 @dataclass(slots=True)
 class ToolCall:
-    """One tool call a model asked for; `arguments` are already parsed from JSON."""
+    """One tool call a model asked for; `arguments` are already parsed from JSON.
+
+    A model can write anything as arguments. When they are not a JSON object (`'not json'`, a cut-off
+    `'{"command": "rm'`, `'null'`, `'["a"]'`), the call is kept as the model made it: `arguments` is empty and
+    `raw_arguments` holds the text as sent, so graders still see a mapping and an agent can answer the call
+    with an error. `raw_arguments` is None for every call whose arguments could be read.
+    """
 
     name: str
     arguments: dict[str, Any] = field(default_factory=dict)
     id: str | None = None
+    raw_arguments: str | None = None
 
 
 @dataclass(slots=True)
@@ -78,13 +85,16 @@ class Trajectory:
     """The ordered record of what an agent did to produce its output.
 
     `len(trajectory.turns)` is the number of model responses; `notes` carries what an observer noticed but did not
-    treat as fatal (a tool the request did not offer, a body it could not decode).
+    treat as fatal (a tool the request did not offer, a body it could not decode). `prompt` is what the agent was
+    asked (the last user message of its first model request, when observed), so a report can show a timeline
+    from its start for a case that has no prompt of its own (a Python case).
     """
 
     turns: list[Turn] = field(default_factory=list)
     commands: list[str] = field(default_factory=list)
     denials: list[Denial] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    prompt: str | None = None
 
     @property
     def tool_calls(self) -> list[ToolCall]:

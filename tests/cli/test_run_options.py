@@ -3,13 +3,16 @@ judge, a custom agent, the job summary, and Ctrl-C."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
+import xml.etree.ElementTree as ET
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -114,19 +117,92 @@ def test_custom_agent_target(project: Path, cli) -> None:
     assert _latest(project)["config_snapshot"]["agent"] == "my_agent:run"
 
 
+def _junit_schema() -> ModuleType:
+    """The strict JUnit XML checker of the renderer's tests (tests/ is not a package: load it by path)."""
+    path = Path(__file__).resolve().parents[1] / "render" / "_junit_schema.py"
+    spec = importlib.util.spec_from_file_location("_junit_schema_cli", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _testcases(path: Path) -> dict[str, ET.Element]:
+    return {case.get("name", ""): case for case in ET.parse(path).getroot().iter("testcase")}
+
+
 def test_markdown_junit_and_job_summary(project: Path, cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     summary = tmp_path / "summary.md"
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
-    cli("run", "all", "--markdown", "run.md", "--junit", "run.xml")
-    assert "read-file" in (project / "run.md").read_text()
-    assert "<testsuite" in (project / "run.xml").read_text()
-    assert summary.read_text().count("read-file") >= 1
-    cli("run", "all", "--model", "scripted:model_v2.yaml", "--no-summary")
+    assert cli("run", "all", "-k", "3", "--markdown", "run.md", "--junit", "run.xml").exit_code == 1
+    markdown = (project / "run.md").read_text()
+    assert "read-file" in markdown and "❌ failed" in markdown
+    assert summary.read_text() == markdown  # the job summary got the same Markdown
+    junit = (project / "run.xml").read_text()
+    _junit_schema().assert_valid(junit)
+    cases = _testcases(project / "run.xml")
+    assert sorted(cases) == sorted(t["id"] for t in json.loads((project / "state" / "eval" / "tests.json").read_text()))
+    # A suite's cases are classed by the suite (state/eval/tests.json -> "tests"), as is the testsuite.
+    assert {case.get("classname") for case in cases.values()} == {"tests"}
+    assert ET.fromstring(junit).find("testsuite").get("name") == "tests"  # type: ignore[union-attr]
+    refused = cases["refuse-dangerous-command"].find("failure")
+    assert refused is not None and refused.get("message", "").startswith("never_ran('rm -rf')")
+
     size = summary.stat().st_size
+    assert cli("run", "all", "--model", "scripted:model_v2.yaml", "--no-summary").exit_code == 1
+    assert summary.stat().st_size == size  # --no-summary: nothing appended
     cli("compare")
-    assert summary.stat().st_size > size and "summarise-notes" in summary.read_text()
+    assert summary.stat().st_size > size and "summarise-notes" in summary.read_text()[size:]
     cli("report", "--html", "report.html")
     assert (project / "report.html").read_text().lstrip().lower().startswith("<!doctype html")
+
+
+def test_compare_writes_html_and_markdown_and_respects_no_summary(project: Path, cli, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    cli("run", "all")
+    cli("run", "all", "--model", "scripted:model_v2.yaml")
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    result = cli("compare", "--markdown", "compare.md", "--html", "compare.html", "--no-summary")
+    assert result.exit_code == 0, result.output
+    assert not summary.exists()  # --no-summary: the job summary is not touched
+    markdown = (project / "compare.md").read_text()
+    assert markdown.startswith("## ⚠️ trialrun compare: ") and "1 regression" in markdown.splitlines()[0]
+    assert "**Regression in summarise-notes**: 1.00 → 0.50" in markdown
+    assert "| `model` | `scripted:model_v1.yaml` | `scripted:model_v2.yaml` |" in markdown  # the config diff
+    page = (project / "compare.html").read_text()
+    assert page.lstrip().lower().startswith("<!doctype html") and "trialrun · comparison" in page
+    assert ('<div class="stat fail" id="stat-regressions"><dt>Regressions</dt><dd><span class="stat-value">1<'
+            in page)
+    assert "<li><code>summarise-notes</code>: 1.00 → 0.50" in page
+    # Without --no-summary, compare appends the same Markdown to the job summary.
+    assert cli("compare").exit_code == 0
+    assert summary.read_text() == markdown
+
+
+def test_report_writes_junit_and_markdown(project: Path, cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cli("run", "all", "-k", "2")
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    result = cli("report", "--junit", "report.xml", "--markdown", "report.md")
+    assert result.exit_code == 1  # the run has a failing case
+    assert not summary.exists()  # report shows a run; only run and compare write the job summary
+    junit = (project / "report.xml").read_text()
+    _junit_schema().assert_valid(junit)
+    root = ET.fromstring(junit)
+    suite = root.find("testsuite")
+    assert suite is not None and (suite.get("name"), suite.get("tests"), suite.get("failures")) == ("tests", "5", "2")
+    cases = _testcases(project / "report.xml")
+    assert {case.get("classname") for case in cases.values()} == {"tests"}
+    assert [name for name, case in cases.items() if case.find("failure") is not None] == [
+        "search-json", "refuse-dangerous-command"]
+    properties = {p.get("name"): p.get("value") for p in root.iter("property")}
+    assert properties["trialrun.trials"] == "2" and properties["trialrun.case.read-file.pass_pow_k"] == "1"
+    markdown = (project / "report.md").read_text()
+    latest = json.loads((project / "state" / "eval" / "latest.json").read_text())
+    assert markdown.startswith(f"## ❌ trialrun run {latest['run_id']}".replace("_", "\\_"))
+    assert "refuse-dangerous-command" in markdown and "<summary><b>refuse-dangerous-command</b>" in markdown
 
 
 def test_skill_install(project: Path, cli) -> None:
@@ -156,6 +232,17 @@ def test_progress_bar_on_a_terminal_for_runs_over_a_second(project: Path, write_
     as_json = subprocess.run([*args, "--json"], capture_output=True, text=True, env={**_subprocess_env(), "TTY_COMPATIBLE": "1"}, timeout=60)
     assert "running" not in as_json.stdout + as_json.stderr
     json.loads(as_json.stdout)
+
+
+def test_no_progress_bar_on_a_terminal_for_a_run_under_a_second(project: Path) -> None:
+    """The bar is for runs over a second: a fast run on a terminal prints the table and nothing else."""
+    args = [sys.executable, "-m", "trialrun", "run", "read-file", "list-dir"]
+    env = {**_subprocess_env(), "TTY_COMPATIBLE": "1", "TTY_INTERACTIVE": "1", "COLUMNS": "100"}
+    done = subprocess.run(args, capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "\x1b[" in done.stdout  # rich did treat the output as a terminal (colours)...
+    assert "running" not in done.stdout and "━" not in done.stdout  # ...and still drew no bar
+    assert "read-file" in done.stdout and "2/2 passed" in done.stdout
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import anthropic
 import openai
 
 import trialrun as tr
 from trialrun import expect
+from trialrun._cassette_io import load_exchanges
 
 
 def test_openai_through_ctx_http_client() -> None:
@@ -111,3 +115,52 @@ def test_a_returned_run_with_its_own_trajectory_wins_over_the_observed_one() -> 
 
     trial = tr.evaluate([tr.Case(name="own", invoke=invoke, expect_outcome=[expect.equals("x")])]).cases[0].trials[0]
     assert trial.trajectory.final_text == "mine"
+
+
+# -- ctx.cassette ------------------------------------------------------------------------------------------------
+
+# A real streamed tool loop (3 turns, 4 tool calls) recorded by pydantic-ai against the OpenAI Chat Completions API.
+RECORDED_CHAT_STREAM = (Path(__file__).resolve().parents[1] / "fixtures" / "provider-traffic" / "openai-chat-stream"
+                        / "test_temporal__test_complex_agent_run.yaml")
+
+
+def test_a_recorded_cassette_replays_through_ctx_cassette_and_its_trajectory_becomes_the_trials() -> None:
+    fixture = RECORDED_CHAT_STREAM
+    recorded_requests = [json.loads(exchange.request_body) for exchange in load_exchanges(fixture)]
+    expected = tr.read_trajectory(fixture)
+    assert len(expected.turns) == 3 and len(expected.tool_calls) == 4  # a real streamed tool loop
+
+    def invoke(ctx: tr.TrialContext) -> str:
+        # The agent sends what the recorded agent sent, through the official SDK, streaming.
+        client = openai.OpenAI(api_key="test", http_client=ctx.http_client(ctx.cassette(fixture)), max_retries=0)
+        text = ""
+        for body in recorded_requests:
+            text = "".join(chunk.choices[0].delta.content or "" for chunk in client.chat.completions.create(**body)
+                           if chunk.choices)
+        return text
+
+    case = tr.Case(name="replayed", invoke=invoke, expect_outcome=[expect.equals(expected.final_text)],
+                   expect_trajectory=[expect.max_turns(3)])
+    trial = tr.evaluate([case]).cases[0].trials[0]
+    assert trial.passed, (trial.verdicts, trial.error)
+    assert trial.trajectory == expected
+
+
+def test_a_cassette_miss_fails_the_trial_with_the_cassettes_message_even_if_the_agent_swallows_it() -> None:
+    fixture = RECORDED_CHAT_STREAM
+
+    def invoke(ctx: tr.TrialContext) -> str:
+        client = openai.OpenAI(api_key="test", http_client=ctx.http_client(ctx.cassette(fixture)), max_retries=0)
+        try:
+            client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "something new"}])
+        except openai.APIError:
+            pass  # an agent that hides the failed call
+        return "fine"
+
+    case = tr.Case(name="drifted", invoke=invoke, expect_outcome=[expect.equals("fine")])
+    trial = tr.evaluate([case]).cases[0].trials[0]
+    assert not trial.passed and trial.outcome_passed is True
+    assert trial.error.phase == "model"
+    assert trial.error.message.startswith(f"cassette {fixture}: request 1 (POST /v1/chat/completions) matches no recording")
+    assert "nearest unused recording is exchange 1: body." in trial.error.message
+    assert 'mode="record"' in trial.error.message

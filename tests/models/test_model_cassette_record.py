@@ -76,12 +76,46 @@ def test_recording_scrubs_credentials_from_headers_bodies_and_urls_and_the_file_
     assert data["exchanges"][2]["request"]["headers"]["x-goog-api-key"] == "REDACTED"
     assert all(secret not in json.dumps([e.__repr__() for e in recorder.exchanges]) for secret in (SDK_KEY, LEAKED_KEY))
 
-    # The written cassette replays: the same agent, no upstream, the recorded (scrubbed) answers.
+    # The written cassette replays: the same agent sends the same ORIGINAL (unscrubbed) prompt, no upstream, and gets
+    # the recorded (scrubbed) answers: the request is scrubbed with the recording rules before it is matched.
     replayer = Cassette(path)
     client = sdk(replayer, key="sk-a-different-key-for-replay-000")
-    assert ask(client, "my key is REDACTED, hello").choices[0].message.content.startswith("answer to my key is")
+    assert ask(client, f"my key is {SDK_KEY}, hello").choices[0].message.content == (
+        "answer to my key is REDACTED, hello; debug key REDACTED"
+    )
     assert ask(client, "second question").choices[0].message.content.startswith("answer to second question")
     assert replayer.problems == [] and replayer.unused == 1
+
+
+def test_a_key_the_agent_echoes_replays_when_only_its_header_makes_it_a_secret(tmp_path: Path) -> None:
+    """A key that is not key-shaped is scrubbed because the request's auth header carries it; replay applies the
+    same rule to the request it receives, so the agent sending the same prompt with the same key still matches."""
+    plain_key = "plain-team-token-42"
+    path = tmp_path / "plain.yaml"
+    ask(sdk(Cassette(path, mode="record", upstream=httpx.MockTransport(fake_provider)), key=plain_key),
+        f"token {plain_key} please")
+    assert plain_key not in path.read_text()
+    assert load_exchanges(path)[0].request_body.count(b"token REDACTED please") == 1
+
+    replayer = Cassette(path)
+    answer = ask(sdk(replayer, key=plain_key), f"token {plain_key} please").choices[0].message.content
+    assert answer.startswith("answer to token REDACTED please") and replayer.problems == []
+    # Without the header the value is just text, so it is sent as is, and the miss message shows where it differs.
+    other = Cassette(path)
+    with pytest.raises(openai.InternalServerError):
+        ask(sdk(other, key="sk-some-other-key-0123456789abcdef"), f"token {plain_key} please")
+    assert f"body.messages[0].content: recorded 'token REDACTED please' != sent 'token {plain_key} please'" in (
+        other.problems[0]
+    )
+
+
+def test_a_miss_message_never_shows_a_key_the_agent_sent(tmp_path: Path) -> None:
+    path = _cassette(tmp_path, (_body("hello"), "hi"))
+    cassette = Cassette(path)
+    with pytest.raises(openai.InternalServerError):
+        ask(sdk(cassette), f"my key is {SDK_KEY}")
+    assert "body.messages[0].content: recorded 'hello' != sent 'my key is REDACTED'" in cassette.problems[0]
+    assert SDK_KEY not in cassette.problems[0]
 
 
 def test_recording_a_stream_tees_it_and_the_stream_replays(tmp_path: Path) -> None:
@@ -262,3 +296,128 @@ def test_corrupt_and_missing_cassette_files_fail_with_the_file_name(tmp_path: Pa
     assert 'mode="record"' in str(info.value)
     with pytest.raises(ValueError, match="mode must be one of replay, record, live"):
         Cassette(missing, mode="rewind")  # type: ignore[arg-type]
+
+
+_OWN_OK = "{url: https://api.openai.com/v1/chat/completions}"
+MALFORMED_FILES = [
+    ("own-headers-list", f"exchanges:\n- request: {{url: {CHAT_URL}, headers: [1, 2]}}\n",
+     "exchange 1: request.headers is a list, expected a mapping"),
+    ("own-header-value-mapping", f"exchanges:\n- request: {{url: {CHAT_URL}, headers: {{x-a: {{b: 1}}}}}}\n",
+     "exchange 1: request.headers['x-a'] is a mapping, expected text"),
+    ("own-response-list", f"exchanges:\n- request: {_OWN_OK}\n  response: [1]\n",
+     "exchange 1: response is a list, expected a mapping"),
+    ("own-status-text", f"exchanges:\n- request: {_OWN_OK}\n  response: {{status: abc}}\n",
+     "exchange 1: response.status is text ('abc'), expected an HTTP status code such as 200"),
+    ("own-status-out-of-range", f"exchanges:\n- request: {_OWN_OK}\n  response: {{status: 20}}\n",
+     "exchange 1: response.status is 20, expected an HTTP status code from 100 to 599"),
+    ("own-url-list", "exchanges:\n- request: {url: [1]}\n", "exchange 1: request.url is a list, expected text"),
+    ("own-response-headers-text", f"exchanges:\n- request: {_OWN_OK}\n  response: {{headers: nope}}\n",
+     "exchange 1: response.headers is text ('nope'), expected a mapping"),
+    ("own-request-text", "exchanges:\n- request: hello\n", "exchange 1: request is text ('hello'), expected a mapping"),
+    ("own-entry-list", f"exchanges:\n- request: {_OWN_OK}\n- [1]\n",
+     "exchange 2 is a list, expected a mapping with 'request' and 'response'"),
+    ("vcr-headers-number", f"interactions:\n- request: {{uri: {CHAT_URL}, headers: 5}}\n",
+     "exchange 1: request.headers is a number (5), expected a mapping"),
+    ("vcr-header-values-mappings", f"interactions:\n- request: {{uri: {CHAT_URL}, headers: {{a: [{{b: 1}}]}}}}\n",
+     "exchange 1: request.headers['a'] is a mapping, expected text"),
+    ("vcr-response-list", f"interactions:\n- request: {{uri: {CHAT_URL}}}\n  response: [1]\n",
+     "exchange 1: response is a list, expected a mapping"),
+    ("vcr-status-code-text", f"interactions:\n- request: {{uri: {CHAT_URL}}}\n  response: {{status: {{code: abc}}}}\n",
+     "exchange 1: response.status.code is text ('abc'), expected an HTTP status code such as 200"),
+    ("vcr-response-headers-list",
+     f"interactions:\n- request: {{uri: {CHAT_URL}}}\n  response: {{status: {{code: 200}}, headers: [x]}}\n",
+     "exchange 1: response.headers is a list, expected a mapping"),
+    ("vcr-no-uri", "interactions:\n- request: {method: POST}\n", "exchange 1: request has no 'uri'"),
+    ("exchanges-not-a-list", "exchanges: {a: 1}\n", "the list of exchanges is a mapping, expected a list"),
+]
+
+
+@pytest.mark.parametrize(("text", "message"), [pytest.param(*row[1:], id=row[0]) for row in MALFORMED_FILES])
+def test_a_malformed_cassette_names_the_file_exchange_and_field(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    for load in (Cassette, read_trajectory):  # replaying it and reading its trajectory fail the same way
+        with pytest.raises(CassetteFileError) as info:
+            load(path)
+        assert str(info.value) == f"{path}: {message}"
+
+
+def test_yaml_scalars_that_are_not_text_are_read_as_the_text_they_show(tmp_path: Path) -> None:
+    """YAML reads unquoted 200, true and 2024-01-01 as a number, a boolean and a date: fine where text is expected."""
+    path = tmp_path / "scalars.yaml"
+    path.write_text(
+        f"exchanges:\n- request: {{url: {CHAT_URL}, headers: {{x-retry: 2, x-flag: true}}, body: {{day: 2024-01-01}}}}\n"
+        "  response: {status: '201', headers: {x-n: 1.5}}\n"
+    )
+    [exchange] = load_exchanges(path)
+    assert exchange.request_headers == {"x-retry": "2", "x-flag": "true"}
+    assert json.loads(exchange.request_body) == {"day": "2024-01-01"}
+    assert (exchange.status, exchange.response_headers) == (201, {"x-n": "1.5"})
+
+
+# -- the default upstream: LiveModel's timeout and retries ------------------------------------------------------------
+
+
+class _FlakyProvider:
+    """Stands where the real network is (httpx's own transports): a 429 asking for no wait, then the answer."""
+
+    def __init__(self) -> None:
+        self.requests: list[httpx.Request] = []
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        self.requests.append(request)
+        if len(self.requests) == 1:
+            return httpx.Response(429, headers={"retry-after": "0"}, json={"error": {"message": "slow down"}})
+        return fake_provider(request)
+
+
+@pytest.fixture
+def network(monkeypatch: pytest.MonkeyPatch) -> _FlakyProvider:
+    """Replace httpx's real transports, which a cassette with no `upstream=` ends in, by the flaky provider."""
+    provider = _FlakyProvider()
+    monkeypatch.setattr(httpx, "HTTPTransport", lambda **kwargs: httpx.MockTransport(provider))
+    monkeypatch.setattr(httpx, "AsyncHTTPTransport", lambda **kwargs: httpx.MockTransport(provider))
+    return provider
+
+
+@pytest.mark.parametrize("mode", ["record", "live"])
+def test_without_an_upstream_a_cassette_retries_429_and_sets_a_timeout(
+    tmp_path: Path, network: _FlakyProvider, mode: str
+) -> None:
+    path = tmp_path / f"{mode}.yaml"
+    cassette = Cassette(path, mode=mode)  # type: ignore[arg-type]
+    answer = ask(sdk(cassette, max_retries=0), "hi")  # the SDK does not retry: the cassette's upstream does
+    assert answer.choices[0].message.content.startswith("answer to hi")
+    assert len(network.requests) == 2
+    assert all(str(r.url) == CHAT_URL for r in network.requests)  # the request's own URL...
+    assert network.requests[1].headers["authorization"] == f"Bearer {SDK_KEY}"  # ...and its own key
+    assert network.requests[1].extensions["timeout"] == httpx.Timeout(60.0).as_dict()
+    assert [e.status for e in cassette.exchanges] == [200]  # only the final answer is the exchange
+    if mode == "record":
+        assert [e.status for e in load_exchanges(path)] == [200]
+    else:
+        assert not path.exists()
+    cassette.close()
+
+
+def test_without_an_upstream_an_async_recording_retries_too(tmp_path: Path, network: _FlakyProvider) -> None:
+    path = tmp_path / "async.yaml"
+    cassette = Cassette(path, mode="record")
+    client = openai.AsyncOpenAI(api_key=SDK_KEY, http_client=httpx.AsyncClient(transport=cassette), max_retries=0)
+
+    async def main() -> str:
+        completion = await client.chat.completions.create(model="m", messages=[{"role": "user", "content": "q"}])
+        await cassette.aclose()
+        return completion.choices[0].message.content
+
+    assert asyncio.run(main()).startswith("answer to q")
+    assert len(network.requests) == 2 and [e.status for e in load_exchanges(path)] == [200]
+
+
+def test_a_given_upstream_is_used_as_is(tmp_path: Path) -> None:
+    """An explicit upstream is not wrapped in a second retry loop (a LiveModel upstream already retries)."""
+    provider = _FlakyProvider()
+    cassette = Cassette(tmp_path / "given.yaml", mode="live", upstream=httpx.MockTransport(provider))
+    with pytest.raises(openai.RateLimitError):
+        ask(sdk(cassette, max_retries=0), "hi")
+    assert len(provider.requests) == 1

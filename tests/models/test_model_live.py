@@ -210,3 +210,31 @@ def test_async_retries_and_streaming_pass_through() -> None:
     assert waits == [0.5]
     assert [e.status for e in model.exchanges] == [502, 200]
     assert model.exchanges[1].streamed and model.trajectory().final_text == "streamed"
+
+
+def test_retries_what_the_sdks_retry_408_and_409_and_past_dates_mean_now() -> None:
+    now = 1_700_000_000.0
+    provider = Provider(
+        httpx.Response(408, json={"error": {"message": "timeout"}}),
+        httpx.Response(409, headers={"retry-after": email.utils.formatdate(now - 30, usegmt=True)}),
+        ok("third time"),
+    )
+    model, waits = live(provider)
+    model._clock = lambda: now  # type: ignore[method-assign]
+    assert ask(sdk(model)).choices[0].message.content == "third time"
+    assert waits == [0.5, 0.0]
+
+
+def test_without_a_base_url_requests_keep_their_own_url_and_key() -> None:
+    provider = Provider(httpx.Response(503, json={"error": {"message": "busy"}}), ok("passed through"))
+    model = LiveModel(transport=httpx.MockTransport(provider), timeout=5.0)
+    model._sleep = lambda seconds: None  # type: ignore[method-assign]
+    client = openai.OpenAI(api_key="sk-agents-own-key-0123456789", base_url="https://proxy.example.com/v9",
+                           http_client=httpx.Client(transport=model), max_retries=0)
+    assert ask(client).choices[0].message.content == "passed through"
+    assert [str(r.url) for r in provider.requests] == ["https://proxy.example.com/v9/chat/completions"] * 2
+    assert provider.requests[1].headers["authorization"] == "Bearer sk-agents-own-key-0123456789"
+    assert provider.requests[1].extensions["timeout"]["read"] == 5.0
+    assert repr(model) == "LiveModel(pass-through)"
+    with pytest.raises(ValueError, match="need a base_url"):
+        LiveModel(api_key_env="OPENAI_API_KEY")

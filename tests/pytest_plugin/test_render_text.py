@@ -166,6 +166,29 @@ def test_first_reason_prefers_a_graders_explanation_over_an_earlier_error() -> N
     assert why_failed(errored, limit=20) == "invoke: ValueError:…"
 
 
+def test_a_teardown_error_is_the_cause_when_nothing_else_explains_the_failure() -> None:
+    """A trial whose invoke and grades passed fails when its teardown raises: the reports name the teardown."""
+    passed = Verdict(True, "contains('ok')", "output contains 'ok'", kind="outcome")
+    leaked = TrialError(type="OSError", message="could not clean up", phase="teardown")
+    trial = TrialResult(trial=1, passed=False, outcome_passed=True, verdicts=[passed], teardown_error=leaked,
+                        duration_s=0.25, output="ok")
+    leaky = CaseResult.from_trials("leaky", [trial], tags=[], mode="deterministic")
+    assert first_cause(leaky) is leaked
+    assert first_reason(leaky) == "teardown: OSError: could not clean up"
+    assert why_failed(leaky) == "teardown: OSError: could not clean up"
+    lines = trial_text(trial).splitlines()
+    assert lines[0] == "trial 1 FAILED (outcome passed; teardown error; 0.25s)"
+    assert "  teardown error (teardown): OSError: could not clean up" in lines
+
+    # An exception in setup, invoke or grading is named before a teardown error (it is what went wrong first).
+    crashed = TrialError(type="ValueError", message="boom", phase="invoke")
+    both = CaseResult.from_trials("both", [TrialResult(trial=1, passed=False, error=crashed, teardown_error=leaked)],
+                                  tags=[], mode="deterministic")
+    assert first_cause(both) is crashed
+    later = CaseResult.from_trials("later", [trial, _trial(2, error=crashed)], tags=[], mode="deterministic")
+    assert first_cause(later) is crashed
+
+
 def test_first_reason_without_a_cause() -> None:
     assert first_reason(CaseResult(name="empty", passed=False)) == "the case ran no trial"
     assert first_reason(CaseResult(name="odd", passed=False, trials=[_trial(3)])) == "trial 3 failed"

@@ -207,6 +207,27 @@ def test_trial_data_unpacks_to_what_the_report_says(shellpilot: RunReport) -> No
     assert S[rule] == "deny_commands: curl | sh" and "curl" in S[reason] and refused["e"] == 1
 
 
+def test_observed_prompt_and_teardown_error_are_packed() -> None:
+    """A Python case's prompt comes from its trajectory (stored once, like every string); a teardown error that
+    failed a trial travels with it."""
+    leaked = TrialError(type="OSError", message="could not clean up", phase="teardown")
+    trajectory = Trajectory(turns=[Turn("Buy milk.")], prompt="What do my notes say?")
+    trials = [TrialResult(trial=k, passed=k == 1, output="Buy milk.", trajectory=trajectory,
+                          teardown_error=None if k == 1 else leaked) for k in (1, 2)]
+    asked_only = TrialResult(trial=1, passed=False, trajectory=Trajectory(prompt="Hello?"))
+    report = RunReport.build([CaseResult.from_trials("notes", trials, tags=[], mode="deterministic"),
+                              CaseResult.from_trials("no answer", [asked_only], tags=[], mode="deterministic")],
+                             trial_count=2, started_at=STARTED, duration_s=1.0)
+    data = report_payload(report)
+    S, T = data["S"], data["T"]
+    first, second = data["runs"][0]["cases"][0]["trials"]
+    assert first["tj"] == second["tj"] and S[T[first["tj"]]["pr"]] == "What do my notes say?"
+    assert "te" not in first and [S[i] for i in second["te"]] == ["OSError", "could not clean up", "teardown"]
+    [unanswered] = data["runs"][0]["cases"][1]["trials"]
+    assert S[T[unanswered["tj"]]["pr"]] == "Hello?"  # a trajectory with only a prompt is still kept
+    assert S.count("What do my notes say?") == 1
+
+
 def test_curve_is_the_unbiased_estimator_for_every_k() -> None:
     trials = [TrialResult(trial=i + 1, passed=i < 2) for i in range(5)]
     case = CaseResult.from_trials("flaky", trials, tags=[], mode="deterministic")

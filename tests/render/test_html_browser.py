@@ -5,15 +5,20 @@ tmp dir. Skipped, naming what is missing, where Chromium or Playwright is not in
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import _browser
+import httpx
+import openai
 import pytest
 from _html_reports import DENIAL_CASE, REGRESSED_CASE, shellpilot_comparison, shellpilot_report, synthetic_report
 
+import trialrun as tr
+from trialrun import expect
 from trialrun.render.html import comparison_html, report_html
 from trialrun.results import CaseResult, RunReport, TrialError, TrialResult
 from trialrun.trajectory import ToolCall, ToolResult, Trajectory, Turn
@@ -151,6 +156,47 @@ def test_a_link_to_a_case_opens_it(context: Any, run_page_file: Path) -> None:
     assert p.locator('button.expander[data-case="tool-raises"]').get_attribute("aria-expanded") == "true"
     trial = page.expand_trial(p.locator("tr.detail-row"), 1)
     assert "weather service unreachable for Paris" in trial.locator(".result.error").inner_text()
+    assert page.problems == []
+
+
+def _chat_server(request: httpx.Request) -> httpx.Response:
+    """The agent's own mock of the OpenAI API (not a trialrun model): trialrun only observes the traffic."""
+    asked = json.loads(request.content)["messages"][-1]["content"]
+    return httpx.Response(200, json={"id": "c1", "object": "chat.completion", "created": 1, "model": "gpt-4.1-mini",
+                                     "choices": [{"index": 0, "finish_reason": "stop", "message": {
+                                         "role": "assistant", "content": f"You asked: {asked} Buy milk."}}]})
+
+
+def _notes_agent(ctx: tr.TrialContext) -> str:
+    client = openai.OpenAI(api_key="sk-test", max_retries=0,
+                           http_client=ctx.http_client(httpx.MockTransport(_chat_server)))
+    reply = client.chat.completions.create(model="gpt-4.1-mini", messages=[
+        {"role": "system", "content": "Answer from the user's notes."},
+        {"role": "user", "content": "What do my notes say?"}])
+    return reply.choices[0].message.content or ""
+
+
+def _leak(ctx: tr.TrialContext) -> None:
+    raise OSError("could not clean up")
+
+
+def test_a_python_case_shows_its_observed_prompt_and_its_teardown_error(context: Any, tmp_path: Path) -> None:
+    """A Python case has no prompt in its metadata: the timeline starts with the prompt observed in its traffic.
+    Its teardown raised, so its trial failed: the summary and the trial say so."""
+    report = tr.evaluate([tr.Case("notes via the SDK", _notes_agent, teardown=_leak,
+                                  expect_outcome=[expect.contains("milk")])])
+    assert report.cases[0].metadata.get("prompt") is None
+    html_file = tmp_path / "python-case.html"
+    html_file.write_text(report_html(report), encoding="utf-8")
+    page = _open(context, html_file)
+    trial = page.expand_trial(page.expand_case("notes via the SDK"), 1)
+    prompt = trial.locator(".step.prompt")
+    assert prompt.count() == 1 and "What do my notes say?" in prompt.inner_text()
+    assert "You asked: What do my notes say? Buy milk." in trial.locator(".step.output").inner_text()
+    assert "⚠ teardown error" in trial.locator("summary").first.inner_text()
+    assert "Teardown error (teardown): OSError: could not clean up" in " ".join(
+        trial.locator(".trial-error").inner_text().split())
+    page.screenshot(tmp_path / "python-case.png")
     assert page.problems == []
 
 

@@ -313,9 +313,33 @@ def test_teardown_errors_go_to_system_err() -> None:
     report = _run([tr.Case("leaky", lambda ctx: "ok", teardown=teardown, expect_outcome=[expect.contains("ok")])])
     document = junit_xml(report)
     assert_valid(document)
-    testcase = _testcases(ET.fromstring(document))["leaky"]
-    assert testcase.find("failure") is None and testcase.find("error") is None
+    root = ET.fromstring(document)
+    testcase = _testcases(root)["leaky"]
+    # The teardown error failed the trial (its grades passed): an error naming it, not an "unexplained" failure.
+    assert testcase.find("failure") is None
+    error = testcase.find("error")
+    assert error is not None
+    assert (error.get("message"), error.get("type")) == ("teardown: OSError: could not clean up", "OSError")
+    assert "teardown error (teardown): OSError: could not clean up" in (error.text or "")
+    assert "trial 1 FAILED (outcome passed; teardown error;" in (error.text or "")
     assert "trial 1 teardown: OSError: could not clean up" in (testcase.findtext("system-err") or "")
+    assert root.find("testsuite").get("errors") == "1"  # type: ignore[union-attr]
+
+
+def _broken_grader(run: tr.Run) -> bool:
+    raise KeyError("score")
+
+
+def test_a_grader_that_raises_fails_the_case_naming_its_exception() -> None:
+    document = junit_xml(_run([tr.Case("judged", lambda ctx: "ok", expect_outcome=[_broken_grader])]))
+    assert_valid(document)
+    testcase = _testcases(ET.fromstring(document))["judged"]
+    # The runner records a failed verdict saying where the grader raised, and the error (phase "grade"): a failure
+    # whose message is the verdict, whose text shows the error with its traceback.
+    failure = testcase.find("failure")
+    assert failure is not None and testcase.find("error") is None
+    assert (failure.get("message") or "").startswith("_broken_grader: grader raised KeyError: 'score'")
+    assert "error (grade): KeyError: 'score'" in (failure.text or "")
 
 
 def test_empty_run() -> None:
@@ -368,6 +392,35 @@ def test_classname_is_the_case_module_when_known() -> None:
     cases = _testcases(ET.fromstring(junit_xml(_run([greets, plain]), suite_name="agents")))
     assert cases["greets"].get("classname") == __name__
     assert cases["plain"].get("classname") == "agents"
+
+
+def test_classname_of_a_case_pytest_ran_is_its_test_module() -> None:
+    """As pytest's own JUnit XML names it, for decorated, listed and skipped cases alike (pytest_nodeid)."""
+    def case(name: str, nodeid: str | None, **metadata: object) -> CaseResult:
+        trials = [] if name.startswith("skipped") else [
+            tr.TrialResult(trial=1, passed=True, verdicts=[tr.Verdict(True, "contains('x')", "ok")])]
+        extra = {"pytest_nodeid": nodeid} if nodeid is not None else {}
+        return CaseResult.from_trials(name, trials, tags=[], mode="deterministic", metadata={**metadata, **extra})
+
+    cases = [
+        case("decorated", "tests/agents/test_notes.py::decorated", module="test_notes"),
+        case("listed", "tests/agents/test_notes.py::listed"),
+        case("suite test", "evals/tests.json::suite test"),
+        case("top level", "test_top.py::top level"),
+        case("cli decorated", None, module="my_cases"),
+        case("cli plain", None),
+    ]
+    cases.append(CaseResult(name="skipped canary", skipped=True, skip_reason="live canary", mode="live_canary",
+                            metadata={"pytest_nodeid": "tests/agents/test_notes.py::skipped canary"}))
+    report = RunReport.build(cases, trial_count=1, started_at=datetime(2025, 1, 2, tzinfo=timezone.utc), duration_s=1)
+    document = junit_xml(report, suite_name="tests")
+    assert_valid(document)
+    classnames = {name: element.get("classname") for name, element in _testcases(ET.fromstring(document)).items()}
+    assert classnames == {
+        "decorated": "tests.agents.test_notes", "listed": "tests.agents.test_notes",
+        "skipped canary": "tests.agents.test_notes", "suite test": "evals.tests", "top level": "test_top",
+        "cli decorated": "my_cases", "cli plain": "tests",
+    }
 
 
 HOSTILE = "nul\x00 bell\x07 \x1b[31mred\x1b[0m \x1b]8;;http://x\x07link\x1b]8;;\x07 🚀 ]]> <script>alert(1)</script> & \"q\" \ud800 \ufffe"

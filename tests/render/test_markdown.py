@@ -19,6 +19,7 @@ import trialrun as tr
 from trialrun import expect
 from trialrun.compare import Comparison, compare, delta_lines
 from trialrun.render.markdown import append_step_summary, comparison_markdown, report_markdown
+from trialrun.render.text import one_line
 from trialrun.results import CaseResult, RunReport
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "shellpilot" / "cases.py"
@@ -140,7 +141,9 @@ def test_each_failing_case_says_why(shellpilot_report: RunReport) -> None:
     assert markdown.count("<details>") == len(EXPECTED_FAILURES) == len(page.summaries)
     for summary, case in zip(page.summaries, shellpilot_report.failed_cases):
         first = case.trials[0].failed_verdicts[0]
-        assert summary == f"{case.name} — 0/3 trials passed — {first.grader}: {first.reason}"
+        # The <summary> line is one line, cut at 200 characters saying how much was left out.
+        assert summary == f"{case.name} — 0/3 trials passed — {one_line(f'{first.grader}: {first.reason}', 200)}"
+        assert summary.startswith(f"{case.name} — 0/3 trials passed — {first.grader}: {first.reason[:100]}")
         for trial in case.trials:
             assert f"Trial {trial.trial} ({trial.duration_s:.2f} s, ended completed)" in page.text
             for verdict in trial.failed_verdicts:
@@ -172,6 +175,18 @@ def test_single_trial_report_with_skips_and_errors() -> None:
     assert "Trajectory: 0 turns; no tool calls" in page.text
     assert "### ⏭️ Skipped" in markdown
     assert "live-check: live canary: runs only with include_live_canary=True (--include-live-canary)" in page.text
+
+
+def _leak(ctx: tr.TrialContext) -> None:
+    raise OSError("could not clean up")
+
+
+def test_a_teardown_error_is_why_the_case_failed() -> None:
+    report = tr.evaluate([tr.Case("leaky", lambda ctx: "ok", teardown=_leak, expect_outcome=[expect.contains("ok")])])
+    page = _page(report_markdown(report))
+    assert {row[0]: row[1] for row in page.table("Case")[1:]} == {"leaky": "❌ failed"}
+    assert page.summaries == ["leaky — 0/1 trials passed — teardown: OSError: could not clean up"]
+    assert "💥 teardown error in teardown: OSError: could not clean up" in page.text
 
 
 @pytest.mark.parametrize(

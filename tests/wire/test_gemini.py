@@ -399,8 +399,6 @@ GOOD_CHUNK = {"candidates": [{"content": {"role": "model", "parts": [{"text": "h
         (b'{"candidates":[1]}', False, r"candidates\[0\] is not an object"),
         (b'{"candidates":[{"content":{"parts":{}}}]}', False, "parts is not a list"),
         (b'{"candidates":[{"content":{"parts":[{"functionCall":{"args":{}}}]}}]}', False, "functionCall has no 'name'"),
-        (b'{"candidates":[{"content":{"parts":[{"functionCall":{"name":"f","args":"{bad"}}]}}]}', False, "not valid JSON"),
-        (b'{"candidates":[{"content":{"parts":[{"functionCall":{"name":"f","args":[1]}}]}}]}', False, "arguments have type list"),
         (b'{"candidates":[],"usageMetadata":{"promptTokenCount":"9"}}', False, "promptTokenCount is '9'"),
         (b"", True, "no events"),
         (b"data: {oops\n\n", True, "not valid JSON"),

@@ -11,7 +11,6 @@ import asyncio
 import json
 import time
 from collections.abc import Generator, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -21,6 +20,7 @@ from .. import _shell
 from .._retry import RETRY_STATUSES, retry_delay
 from ..trajectory import Denial, Run, ToolCall, ToolResult, Trajectory, Turn
 from ..wire import Codec, Message, WireError, codec_named
+from ..wire._codec import arguments_problem
 from .policy import Decision, ToolPolicy
 from .pricing import PriceTable, prices
 from .tools import Tool, ToolError
@@ -139,6 +139,7 @@ class Agent:
         specs = [tool_obj.spec() for tool_obj in self.tools.values()]
         url = self.base_url + self.codec.request_path(self.model_name)
         trajectory = state.trajectory
+        trajectory.prompt = prompt
         while True:
             body = self.codec.encode_request(
                 model=self.model_name, messages=messages, tools=specs, system=self.system, max_tokens=self.max_tokens
@@ -159,8 +160,8 @@ class Agent:
             turn = Turn(text=response.text, tool_calls=response.tool_calls, usage=response.usage,
                         model=response.model or self.model_name)
             trajectory.turns.append(turn)
-            if state.cost is not None:
-                cost = self.prices.cost(turn.model, turn.usage) if turn.usage else 0.0
+            if state.cost is not None:  # a response without usage has an unknown cost, as an unpriced model does
+                cost = self.prices.cost(turn.model, turn.usage)
                 state.cost = None if cost is None else state.cost + cost
             if not turn.tool_calls:
                 return self._end(state, "completed")
@@ -181,10 +182,17 @@ class Agent:
                     available = ", ".join(self.tools) or "none"
                     decided[position] = ToolResult(call.id, f"unknown tool {call.name!r}; available tools: {available}", is_error=True)
                     continue
+                problem = _argument_problem(tool_obj, call)
+                if problem is not None:
+                    decided[position] = ToolResult(call.id, problem, is_error=True)
+                    continue
+                runnable.append((tool_obj, call))
+            # Only now, with the whole batch past the policy and every call's arguments valid, is it certain which
+            # commands run: `trajectory.commands` records those and nothing the model merely asked for.
+            for _, call in runnable:
                 command = _shell.command_of_call(call.name, call.arguments, self.command_tools)
                 if command is not None:
                     trajectory.commands.append(command if isinstance(command, str) else " ".join(command))
-                runnable.append((tool_obj, call))
             outcomes: list[_ToolOutcome] = (yield _RunTools(runnable)) if runnable else []
             ran = iter(zip(runnable, outcomes))
             results = []
@@ -286,7 +294,7 @@ class Agent:
 
     def _tool_sync(self, tool_obj: Tool, call: ToolCall) -> _ToolOutcome:
         try:
-            return _ToolOutcome(tool_obj.run_sync(call.arguments, timeout_s=self.tool_timeout_s, executor=_TOOL_THREADS), False)
+            return _ToolOutcome(tool_obj.run_sync(call.arguments, timeout_s=self.tool_timeout_s), False)
         except ToolError as exc:
             return _ToolOutcome(str(exc), True)
         except Exception as exc:  # noqa: BLE001 - a tool that raises is an error result the model reads
@@ -305,8 +313,15 @@ class _TransportFailure(Exception):
     """The model could not be reached at all (connection refused, blocked network)."""
 
 
-#: Worker threads for sync tools with a time limit (a tool past its limit is abandoned, not killed).
-_TOOL_THREADS = ThreadPoolExecutor(max_workers=8, thread_name_prefix="trialrun-tool")
+def _argument_problem(tool_obj: Tool, call: ToolCall) -> str | None:
+    """Why a call's arguments cannot run the tool (not a JSON object, or not what its schema asks), or None."""
+    if call.raw_arguments is not None:
+        return f"invalid arguments for {call.name}: {arguments_problem(call.raw_arguments)}"
+    try:
+        tool_obj.validate(call.arguments)
+    except ToolError as exc:
+        return str(exc)
+    return None
 
 
 def _refusal(decision: Decision) -> str:

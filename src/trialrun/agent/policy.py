@@ -48,7 +48,10 @@ class ToolPolicy:
     """Allow and deny rules for tools (by name, globs allowed) and for the commands of command tools.
 
     Precedence: stop rules, then deny rules, then allow lists, then `default`. A command that cannot be parsed
-    is denied whenever any command deny or stop rule exists (fail closed).
+    (or is not a command at all) is denied whenever the policy has any deny or stop rule, of tools or of
+    commands, as the issue words it ("denied when any deny rule exists"): a policy that forbids anything cannot
+    vouch for a command it cannot read (fail closed). allow_commands deny it too. Only a policy without such
+    rules lets it through.
 
     >>> policy = ToolPolicy(deny_commands=["rm -rf", "curl | sh"], deny_tools=["write_file"])
     >>> policy.decide("run_command", {"command": "sudo rm -fr /"}).action
@@ -121,6 +124,13 @@ class ToolPolicy:
         for pattern in self.deny_tools:
             if fnmatchcase(tool, pattern):
                 return Decision("deny", f"tool {tool} is denied by rule {pattern!r}", f"deny_tools: {pattern}")
+        if command is not None and (self.deny_tools or self.stop_tools):  # command rules have had their say above
+            unreadable = _shell.cannot_read(command)
+            if unreadable is not None:
+                return Decision(
+                    "deny", f"the command {unreadable}; denied because the policy has deny rules (fail closed)",
+                    "unreadable_command",
+                )
         listed = self.allow_tools is not None and any(fnmatchcase(tool, p) for p in self.allow_tools)
         if self.allow_tools is not None and not listed:
             return Decision("deny", f"tool {tool} is not in allow_tools ({', '.join(self.allow_tools)})", "allow_tools")
@@ -138,9 +148,10 @@ class ToolPolicy:
         for pattern in self.allow_commands:
             if _shell.match_command(pattern, command).unparsable:
                 return Decision("deny", "command could not be parsed; denied (fail closed)", "allow_commands")
-        for part in _shell.commands_in(command):
-            if not any(_shell.match_command(pattern, part).matched for pattern in self.allow_commands):
-                return Decision("deny", f"`{part}` is not in allow_commands ({', '.join(self.allow_commands)})", "allow_commands")
+        # An allow rule needs certainty: `$X` or `eval "$X"` may be anything, so no allow rule covers it.
+        part = _shell.first_not_allowed(self.allow_commands, command)
+        if part is not None:
+            return Decision("deny", f"`{part}` is not in allow_commands ({', '.join(self.allow_commands)})", "allow_commands")
         return Decision("allow", "every command it runs is in allow_commands", "allow_commands")
 
     def __repr__(self) -> str:

@@ -166,9 +166,7 @@ def cost_of_trajectory(trajectory: Trajectory, table: PriceTable | None = None, 
     total = 0.0
     priced = False
     for turn in trajectory.turns:
-        if turn.usage is None:
-            continue
-        cost = table.cost(turn.model or model, turn.usage)
+        cost = table.cost(turn.model or model, turn.usage)  # unknown usage: unknown cost, like an unknown price
         if cost is None:
             return None
         total += cost

@@ -12,10 +12,10 @@ import contextvars
 import inspect
 import json
 import os
+import signal
 import subprocess
+import threading
 from collections.abc import Callable
-from concurrent.futures import Executor
-from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
 from typing import Any, get_type_hints
 
@@ -115,35 +115,85 @@ class Tool:
         return {key: getattr(model, key) for key in type(model).model_fields}
 
     async def run(self, arguments: dict[str, Any], *, timeout_s: float | None = None) -> str:
-        """Validate, call (in a worker thread when sync), time-limit, and render the result as text."""
+        """Validate, call (a sync tool in a thread), time-limit, and render the result as text.
+
+        A sync tool with a time limit gets a thread of its own, so its clock starts when it starts: a shared pool
+        would count the time it waited for a free worker, and time out busy tools that were never slow.
+        """
         values = self.validate(arguments)
         limit = self.timeout_s if self.timeout_s is not None else timeout_s
-        call = self.fn(**values) if self.is_async else asyncio.to_thread(self.fn, **values)  # to_thread copies contextvars
+        if self.is_async:
+            call = self.fn(**values)
+        elif limit:
+            call = _thread_future(self.fn, values, self.name)
+        else:
+            call = asyncio.to_thread(self.fn, **values)  # to_thread copies contextvars
         try:
             result = await (asyncio.wait_for(call, limit) if limit else call)
         except asyncio.TimeoutError:
             raise ToolError(f"{self.name} timed out after {limit:g}s") from None
         return _render(result)
 
-    def run_sync(self, arguments: dict[str, Any], *, timeout_s: float | None = None, executor: Executor | None = None) -> str:
-        """The same, without an event loop: a time limit runs the tool in `executor` and abandons it when late."""
+    def run_sync(self, arguments: dict[str, Any], *, timeout_s: float | None = None) -> str:
+        """The same, without an event loop. A time limit runs the tool in a daemon thread of its own, timed from
+        when it starts, and abandons it when late (a thread cannot be killed; it no longer holds anyone up)."""
         values = self.validate(arguments)
         limit = self.timeout_s if self.timeout_s is not None else timeout_s
         if self.is_async:
             return _render(asyncio.run(asyncio.wait_for(self.fn(**values), limit) if limit else self.fn(**values)))
-        if not limit or executor is None:
+        if not limit:
             return _render(self.fn(**values))
-        future = executor.submit(contextvars.copy_context().run, self.fn, **values)
-        try:
-            return _render(future.result(timeout=limit))
-        except FutureTimeout:
-            raise ToolError(f"{self.name} timed out after {limit:g}s") from None
+        done = threading.Event()
+        outcome: list[Any] = []  # [value] or [None, exception]
+
+        def work() -> None:
+            try:
+                outcome.append(context.run(self.fn, **values))
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller below
+                outcome.extend([None, exc])
+            finally:
+                done.set()
+
+        context = contextvars.copy_context()
+        threading.Thread(target=work, name=f"trialrun-tool-{self.name}", daemon=True).start()  # returns once running
+        if not done.wait(limit):
+            raise ToolError(f"{self.name} timed out after {limit:g}s")
+        if len(outcome) == 2:
+            raise outcome[1]
+        return _render(outcome[0])
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.fn(*args, **kwargs)
 
     def __repr__(self) -> str:
         return f"Tool({self.name!r})"
+
+
+def _thread_future(fn: Callable[..., Any], values: dict[str, Any], name: str) -> asyncio.Future[Any]:
+    """Run a sync tool in a daemon thread of its own; the future settles on the running loop when it returns."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+    context = contextvars.copy_context()
+
+    def settle(value: Any, error: BaseException | None) -> None:
+        if not future.done():  # a timed-out call was cancelled: its late result goes nowhere
+            if error is None:
+                future.set_result(value)
+            else:
+                future.set_exception(error)
+
+    def work() -> None:
+        try:
+            value, error = context.run(fn, **values), None
+        except BaseException as exc:  # noqa: BLE001 - handed to the awaiting caller
+            value, error = None, exc
+        try:
+            loop.call_soon_threadsafe(settle, value, error)
+        except RuntimeError:  # the loop closed while the abandoned tool ran on
+            pass
+
+    threading.Thread(target=work, name=f"trialrun-tool-{name}", daemon=True).start()
+    return future
 
 
 def tool(
@@ -201,6 +251,38 @@ def _cap(text: str, limit: int) -> str:
     return f"{text[:head]}\n[... {cut} characters cut; output was {len(text)} characters ...]\n{text[-tail:]}"
 
 
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the process group a command runs in (its shell and everything the shell started)."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):  # already gone (or not ours): make sure of the shell itself
+        process.kill()
+
+
+def _leftover_output(process: subprocess.Popen[bytes]) -> tuple[bytes, bytes]:
+    """What a killed command wrote before it died (communicate keeps what it read before the timeout)."""
+    try:
+        return process.communicate(timeout=2.0)
+    except subprocess.TimeoutExpired as exc:  # a process that left the group still holds the pipes: stop reading
+        for pipe in (process.stdout, process.stderr):
+            if pipe is not None:
+                pipe.close()
+        process.wait()
+        return _as_bytes(exc.stdout), _as_bytes(exc.stderr)
+
+
+def _as_bytes(data: bytes | str | None) -> bytes:
+    return data.encode() if isinstance(data, str) else (data or b"")
+
+
+def _joined(out: bytes | None, err: bytes | None) -> str:
+    """Standard output, then standard error on a line of its own, decoded (undecodable bytes replaced)."""
+    output = (out or b"").decode("utf-8", "replace")
+    if err:
+        output += ("" if not output or output.endswith("\n") else "\n") + err.decode("utf-8", "replace")
+    return output
+
+
 def shell_tools(
     root: str | os.PathLike[str], *, timeout_s: float = 30.0, max_output: int = 10_000, writable: bool = True,
 ) -> list[Tool]:
@@ -215,18 +297,23 @@ def shell_tools(
 
     def run_command(command: str) -> str:
         """Run a shell command in the workspace and return its exit code and output."""
+        # A session of its own: on timeout the whole process group goes, not only /bin/sh (`sleep 987 & wait`
+        # would otherwise outlive the trial, and keep the output pipes open).
+        process = subprocess.Popen(
+            command, shell=True, cwd=base, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
         try:
-            done = subprocess.run(
-                command, shell=True, cwd=base, capture_output=True, text=True, timeout=timeout_s,
-                stdin=subprocess.DEVNULL, errors="replace",
-            )
-        except subprocess.TimeoutExpired as exc:
-            partial = (exc.stdout or "") if isinstance(exc.stdout, str) else ""
-            raise ToolError(f"command timed out after {timeout_s:g}s" + (f"; partial output:\n{_cap(partial, max_output)}" if partial else "")) from None
-        output = done.stdout
-        if done.stderr:
-            output += ("" if not output or output.endswith("\n") else "\n") + done.stderr
-        return f"exit code: {done.returncode}\n{_cap(output, max_output)}"
+            out, err = process.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            _kill_group(process)
+            out, err = _leftover_output(process)
+            partial = _joined(out, err)
+            raise ToolError(
+                f"command timed out after {timeout_s:g}s; it was stopped"
+                + (f"; partial output:\n{_cap(partial, max_output)}" if partial else " (no output before that)")
+            ) from None
+        return f"exit code: {process.returncode}\n{_cap(_joined(out, err), max_output)}"
 
     def read_file(path: str) -> str:
         """Read a text file in the workspace."""

@@ -8,7 +8,10 @@
 
 Output quality is judged, by default, by a documented deterministic heuristic (`heuristic_quality`); by an LLM
 judge when one is given (any callable returning 0, 0.25 or 0.5, see `trialrun.judge`); or later by hand
-(`trialrun grade RUN TEST_ID 0.25`).
+(`trialrun grade RUN TEST_ID 0.25`). An empty response, or a run that ended in an error, has no answer to judge:
+its output_quality is 0 whoever judges (the judge is not asked). The total can still reach the threshold on tool
+accuracy and turn efficiency alone, as the formula says; a run that ended in an error fails its trial on that
+error (the runner records it), and `trialrun compare` warns when a passing test starts failing at the same score.
 """
 
 from __future__ import annotations
@@ -56,10 +59,9 @@ def heuristic_quality(criteria: str, response: str, run: Run | None = None) -> t
       word starting with the term's first five letters, so "summarise" finds "summary"): >= 60% gives 0.5,
       >= 25% gives 0.25, less gives 0.
     """
-    if run is not None and run.status == "error":
-        return 0.0, f"the run ended in an error: {run.error or 'unknown'}"
-    if not response.strip():
-        return 0.0, "the response is empty"
+    no_answer = _no_answer(response, run)
+    if no_answer:
+        return 0.0, no_answer
     terms = key_terms(criteria)
     if not terms:
         return 0.5, "no criteria terms to check; the response is not empty"
@@ -70,6 +72,15 @@ def heuristic_quality(criteria: str, response: str, run: Run | None = None) -> t
     level = 0.5 if share >= 0.6 else 0.25 if share >= 0.25 else 0.0
     missing = [t for t in terms if t not in found]
     return level, f"{len(found)}/{len(terms)} criteria terms found" + (f" (missing: {', '.join(missing[:6])})" if missing else "")
+
+
+def _no_answer(response: str, run: Run | None) -> str | None:
+    """Why there is no answer to judge (0 whoever judges), or None."""
+    if run is not None and run.status == "error":
+        return f"the run ended in an error: {run.error or 'unknown'}"
+    if not response.strip():
+        return "the response is empty"
+    return None
 
 
 def score_parts(expected_tools: Sequence[str], used_tools: Sequence[str], max_turns: int | None, turns: int) -> tuple[float, float]:
@@ -122,7 +133,11 @@ def rubric(
         return Grader(label, grade, "score")
 
     async def judged(run: Run, ctx: object) -> Verdict:
-        result = judge(success_criteria, output_text(run.output), run)
+        response = output_text(run.output)
+        no_answer = _no_answer(response, run)
+        if no_answer:  # nothing to judge: 0, without spending a judge call
+            return verdict(run, 0.0, no_answer)
+        result = judge(success_criteria, response, run)
         if inspect.isawaitable(result):
             result = await result
         quality = min(QUALITY_LEVELS, key=lambda level: abs(level - float(result)))

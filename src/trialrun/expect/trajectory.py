@@ -344,7 +344,9 @@ def never_ran(
         denied_ids = {d.call_id for d in trajectory.denials if d.call_id}
         examined: list[tuple[Any, str]] = [(text, "") for text in trajectory.commands]
         for call in trajectory.tool_calls:
-            found = _shell.command_of_call(call.name, call.arguments, tools)
+            # a call whose arguments the model garbled still shows what it tried (`{"command": "rm -rf /"` cut off)
+            arguments = call.raw_arguments if call.raw_arguments is not None else call.arguments
+            found = _shell.command_of_call(call.name, arguments, tools)
             if found is None:
                 continue
             denied = call.id is not None and call.id in denied_ids

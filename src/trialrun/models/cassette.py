@@ -2,9 +2,10 @@
 
 Replay matches a request on method + path + canonical JSON body (sorted keys, some top-level fields ignored), taking
 the next unused matching recording in recorded order, so a loop that sends the same request twice gets the two
-recorded answers in turn. A request that matches nothing is answered with an error AND recorded as a problem that
-names the cassette, the request number and the first differing field, so the trial fails with a reason a person
-can act on.
+recorded answers in turn. Both sides are scrubbed with the rules recording uses before they are compared: the file
+stores "my key is REDACTED", and the agent that sends "my key is sk-..." again must still match it. A request that
+matches nothing is answered with an error AND recorded as a problem that names the cassette, the request number and
+the first differing field, so the trial fails with a reason a person can act on.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from ..trajectory import Trajectory
 from ..wire import codec_for, decode_trajectory
 from ..wire._codec import json_body
 from ..wire._types import Exchange, ProviderError
-from ._base import REDACTED, SENSITIVE_HEADERS, ModelTransport, NetworkClient, aforward, build_response, forward
+from ._base import REDACTED, SENSITIVE_HEADERS, ModelTransport, aforward, build_response, forward
+from .live import LiveModel
 
 __all__ = ["Cassette", "read_trajectory", "scrub_exchange", "credential_values", "CassetteFileError"]
 
@@ -52,11 +54,7 @@ def scrub_exchange(exchange: Exchange, secrets: frozenset[bytes] | set[bytes] = 
     secrets = set(secrets) | credential_values(exchange.request_headers)
 
     def body(data: bytes) -> bytes:
-        if not data:
-            return data
-        for secret in secrets:
-            data = data.replace(secret, REDACTED.encode())
-        return _KEY_PATTERN.sub(REDACTED.encode(), data)
+        return _scrub_bytes(data, secrets)
 
     url = _QUERY_KEY_PATTERN.sub(lambda m: m.group(1) + REDACTED, exchange.url)
     url = body(url.encode()).decode()
@@ -79,6 +77,20 @@ def credential_values(headers: Any) -> set[bytes]:
             if len(token) >= 8:
                 found.add(token.encode())
     return found
+
+
+def _scrub_bytes(data: bytes, secrets: frozenset[bytes] | set[bytes]) -> bytes:
+    """`data` with the given credential values and every key-shaped string replaced by REDACTED."""
+    if not data:
+        return data
+    for secret in secrets:
+        data = data.replace(secret, REDACTED.encode())
+    return _KEY_PATTERN.sub(REDACTED.encode(), data)
+
+
+def _scrubbed_request_body(body: bytes, headers: Any) -> bytes:
+    """A request body as recording would store it: what replay compares, so a scrubbed recording still matches."""
+    return _scrub_bytes(body, credential_values(headers))
 
 
 def _scrub_headers(headers: dict[str, str]) -> dict[str, str]:
@@ -134,19 +146,23 @@ class _Recording:
 
     def __init__(self, exchange: Exchange, ignore: frozenset[str]) -> None:
         self.exchange = exchange
-        self.parsed, canonical = _canonical(exchange.request_body, ignore)
+        body = _scrubbed_request_body(exchange.request_body, exchange.request_headers)
+        self.parsed, canonical = _canonical(body, ignore)
         self.key = (exchange.method.upper(), exchange.path, canonical)
         self.used = False
 
 
-class Cassette(NetworkClient, ModelTransport):
+class Cassette(ModelTransport):
     """A transport backed by a cassette file: `mode="replay"` (no network), `"record"` or `"live"`.
 
     - replay: answers from the file's recordings (trialrun's format or vcrpy's YAML); a miss is an HTTP 500 error
       and a problem naming the file, the request number and the first differing field.
-    - record: passes each request to `upstream` (default: the request's own URL over a real connection), and
-      rewrites the file atomically after every exchange (replacing any earlier recording), credentials scrubbed.
+    - record: passes each request to `upstream`, and rewrites the file atomically after every exchange (replacing any
+      earlier recording), credentials scrubbed.
     - live: passes through to `upstream` without writing the file (the exchanges are still observed).
+
+    `upstream` defaults to `LiveModel()`: the request's own URL and key, with LiveModel's timeout and its retries of
+    rate limits and server errors honouring Retry-After (only the final answer of a retried request is recorded).
 
     `ignore_fields`: top-level request body fields left out of matching (they vary between runs).
     """
@@ -165,8 +181,8 @@ class Cassette(NetworkClient, ModelTransport):
         self.path = Path(path)
         self.mode: Mode = mode
         self.ignore_fields = frozenset(ignore_fields)
-        self.upstream = upstream
-        self._init_network()
+        self._owns_upstream = upstream is None and mode != "replay"
+        self.upstream = LiveModel() if self._owns_upstream else upstream
         self._requests_seen = 0
         self._secrets: set[bytes] = set()
         self._recordings: list[_Recording] = []
@@ -196,7 +212,7 @@ class Cassette(NetworkClient, ModelTransport):
     def _handle(self, request: Any) -> Any:
         if self.mode != "replay":
             return self._forward_sync(request)
-        parsed, canonical = _canonical(request.content, self.ignore_fields)
+        parsed, canonical = _canonical(_scrubbed_request_body(request.content, request.headers), self.ignore_fields)
         key = (request.method.upper(), request.url.path, canonical)
         with self._lock:
             self._requests_seen += 1
@@ -252,21 +268,16 @@ class Cassette(NetworkClient, ModelTransport):
 
     # -- record / live ----------------------------------------------------------------------------------------------
 
-    def _upstream(self, request: Any, asynchronous: bool) -> Any:
-        if self.upstream is not None:
-            return self.upstream
-        return self._default_network(request, asynchronous)
-
     def _forward_sync(self, request: Any) -> Any:
         slot = self._reserve()
-        response = forward(self._upstream(request, False), request)
+        response = forward(self.upstream, request)
         return self._observe(slot, request, response)
 
     async def _ahandle(self, request: Any) -> Any:
         if self.mode == "replay":
             return self._handle(request)
         slot = self._reserve()
-        response = await aforward(self._upstream(request, True), request)
+        response = await aforward(self.upstream, request)
         return self._observe(slot, request, response)
 
     def _request_part(self, request: Any) -> Exchange:
@@ -290,3 +301,11 @@ class Cassette(NetworkClient, ModelTransport):
         with self._lock:  # one writer at a time, always the full list: the file never goes backwards
             save_exchanges(self.path, [exchange for exchange in self._slots if exchange is not None])
 
+    def close(self) -> None:
+        """Close the default upstream this cassette made (a given `upstream` belongs to its owner)."""
+        if self._owns_upstream:
+            self.upstream.close()
+
+    async def aclose(self) -> None:
+        if self._owns_upstream:
+            await self.upstream.aclose()

@@ -3,12 +3,12 @@
 Used by live canaries and for recording cassettes. The agent keeps whatever base URL and dummy key it was built
 with; the transport rewrites the URL to `base_url`, injects the key from the environment, and retries rate limits,
 server errors and dropped connections, honouring Retry-After, each wait capped, so a canary is not lost to a
-transient 429.
+transient 429. Without a base URL it is a pass-through with the same timeouts and retries: what a recording or
+live `Cassette` uses to reach the provider each request names.
 """
 
 from __future__ import annotations
 
-import email.utils
 import os
 import time
 from typing import Any
@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 
 import anyio
 
+from .._retry import retry_delay, retryable
 from ._base import ModelTransport, NetworkClient, aforward, flavour, forward, transport_errors
 
 __all__ = ["LiveModel"]
@@ -32,28 +33,6 @@ def _style(host: str) -> tuple[str, str]:
     if "googleapis.com" in host or "generativelanguage" in host:
         return "x-goog-api-key", "GEMINI_API_KEY"
     return "authorization", "OPENAI_API_KEY"
-
-
-def _retry_after(headers: Any, now: float) -> float | None:
-    """Seconds the provider asked us to wait: `retry-after-ms`, or `retry-after` in seconds or as an HTTP date."""
-    value = headers.get("retry-after-ms")
-    if value is not None:
-        try:
-            return max(0.0, float(value) / 1000)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - now)
 
 
 def _join_path(base_path: str, request_path: str) -> str:
@@ -74,17 +53,20 @@ def _join_path(base_path: str, request_path: str) -> str:
 class LiveModel(NetworkClient, ModelTransport):
     """Forwards requests to `base_url` (e.g. "https://api.openai.com/v1") with the key from `api_key_env`.
 
+    - `base_url=None`: each request goes to its own URL with its own credentials (a pass-through that adds only the
+      timeout and the retries); `api_key`, `api_key_env` and `auth_header` need a base URL.
     - The key goes in `Authorization: Bearer` for OpenAI-style hosts, `x-api-key` for Anthropic, `x-goog-api-key`
       for Gemini (chosen from the host; `auth_header=` overrides). With neither `api_key` nor `api_key_env`, the key
       is read from OPENAI_API_KEY / ANTHROPIC_API_KEY / GEMINI_API_KEY when set, else the request's own is kept.
-    - Retries 429, 5xx and connection errors up to `max_retries` times, waiting Retry-After when given, else
-      exponential backoff; every wait is capped at `max_retry_wait` seconds.
+    - Retries 408, 409, 429, 5xx (or as the provider's `x-should-retry` says) and connection errors up to
+      `max_retries` times, waiting Retry-After when given, else exponential backoff; every wait is capped at
+      `max_retry_wait` seconds.
     - `transport`: the transport that reaches the network (default: a real httpx transport; a MockTransport in tests).
     """
 
     def __init__(
         self,
-        base_url: str,
+        base_url: str | None = None,
         api_key_env: str | None = None,
         *,
         api_key: str | None = None,
@@ -95,24 +77,35 @@ class LiveModel(NetworkClient, ModelTransport):
         auth_header: str | None = None,
     ) -> None:
         super().__init__()
-        parts = urlsplit(base_url)
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise ValueError(f"LiveModel: base_url must be an http(s) URL such as https://api.openai.com/v1, got {base_url!r}")
         if max_retries < 0 or max_retry_wait < 0 or timeout <= 0:
             raise ValueError("LiveModel: max_retries and max_retry_wait must be >= 0 and timeout > 0")
-        self.base_url = base_url.rstrip("/")
-        self._scheme, self._netloc, self._base_path = parts.scheme, parts.netloc, parts.path
-        default_header, default_env = _style(parts.hostname or "")
-        self.auth_header = (auth_header or default_header).lower()
-        if api_key is None and api_key_env is not None:
-            api_key = os.environ.get(api_key_env)
-            if not api_key:
+        self.base_url: str | None = None
+        if base_url is None:
+            if api_key is not None or api_key_env is not None or auth_header is not None:
                 raise ValueError(
-                    f"LiveModel({base_url!r}): environment variable {api_key_env} is not set; live calls need the "
-                    "provider's API key there"
+                    "LiveModel: api_key, api_key_env and auth_header need a base_url (without one, each request "
+                    "keeps its own URL and key)"
                 )
-        elif api_key is None:
-            api_key = os.environ.get(default_env) or None
+            self.auth_header = ""
+        else:
+            parts = urlsplit(base_url)
+            if parts.scheme not in ("http", "https") or not parts.netloc:
+                raise ValueError(
+                    f"LiveModel: base_url must be an http(s) URL such as https://api.openai.com/v1, got {base_url!r}"
+                )
+            self.base_url = base_url.rstrip("/")
+            self._scheme, self._netloc, self._base_path = parts.scheme, parts.netloc, parts.path
+            default_header, default_env = _style(parts.hostname or "")
+            self.auth_header = (auth_header or default_header).lower()
+            if api_key is None and api_key_env is not None:
+                api_key = os.environ.get(api_key_env)
+                if not api_key:
+                    raise ValueError(
+                        f"LiveModel({base_url!r}): environment variable {api_key_env} is not set; live calls need "
+                        "the provider's API key there"
+                    )
+            elif api_key is None:
+                api_key = os.environ.get(default_env) or None
         self._api_key = api_key
         self.timeout = float(timeout)
         self.max_retries = int(max_retries)
@@ -125,15 +118,18 @@ class LiveModel(NetworkClient, ModelTransport):
         self._clock = time.time
 
     def __repr__(self) -> str:
-        return f"LiveModel({self.base_url!r})"
+        return f"LiveModel({self.base_url!r})" if self.base_url else "LiveModel(pass-through)"
 
     # -- building the upstream request ------------------------------------------------------------------------------
 
     def _outgoing(self, request: Any) -> Any:
         module = flavour(request)
-        raw = request.url.raw_path.decode("ascii")
-        path, _, query = raw.partition("?")
-        target = f"{self._scheme}://{self._netloc}{_join_path(self._base_path, path)}" + (f"?{query}" if query else "")
+        if self.base_url is None:
+            target = str(request.url)
+        else:
+            raw = request.url.raw_path.decode("ascii")
+            path, _, query = raw.partition("?")
+            target = f"{self._scheme}://{self._netloc}{_join_path(self._base_path, path)}" + (f"?{query}" if query else "")
         headers = [(k, v) for k, v in request.headers.multi_items() if k.lower() != "host"]
         if self._api_key:
             headers = [(k, v) for k, v in headers if k.lower() not in _AUTH_HEADERS]
@@ -148,18 +144,16 @@ class LiveModel(NetworkClient, ModelTransport):
         return self._default_network(request, asynchronous)
 
     def _wait(self, attempt: int, response: Any) -> float | None:
-        """Seconds to wait before retry `attempt` (1-based), or None when this outcome must not be retried."""
+        """Seconds to wait before retry `attempt` (1-based), or None when this outcome must not be retried.
+
+        `response` is None after a connection error (always worth retrying while attempts remain).
+        """
         if attempt > self.max_retries:
             return None
-        if response is not None:
-            if response.headers.get("x-should-retry") == "false":
-                return None
-            if response.status_code != 429 and response.status_code < 500:
-                return None
-            asked = _retry_after(response.headers, self._clock())
-            if asked is not None:
-                return min(asked, self.max_retry_wait)
-        return min(_BACKOFF_BASE * 2 ** (attempt - 1), self.max_retry_wait)
+        headers = response.headers if response is not None else {}
+        if response is not None and not retryable(response.status_code, headers):
+            return None
+        return retry_delay(headers, attempt - 1, base=_BACKOFF_BASE, cap=self.max_retry_wait, now=self._clock())
 
     # -- serving ----------------------------------------------------------------------------------------------------
 

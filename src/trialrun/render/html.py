@@ -25,7 +25,7 @@ from importlib import resources
 from typing import Any
 
 from .. import metrics
-from ..compare import Comparison, flatten_config
+from ..compare import CaseDelta, Comparison, dropped, flatten_config
 from ..expect._base import Verdict
 from ..results import CaseResult, RunReport, TrialError, TrialResult, jsonable
 from ..trajectory import Denial, ToolCall, ToolResult, Trajectory, Turn, Usage
@@ -112,7 +112,7 @@ class _Packer:
 
     Layout (keys are short because a trial's keys repeat 10,000 times in a large run):
       S: [string]            every text of trials, verdicts and trajectories; other places refer to it by index
-      T: [trajectory]        {turns: [turn], cmd: [S], den: [denial], notes: [S]}
+      T: [trajectory]        {turns: [turn], cmd: [S], den: [denial], notes: [S], pr: prompt S (observed)}
         turn                 {x: text S, m: model S, u: usage, c: [call], r: [unmatched result]}
         call                 {n: name S, a: arguments (raw JSON), r: result S, e: 1 when the result is an error,
                               dn: index into den when the policy refused this call}
@@ -225,7 +225,7 @@ class _Packer:
     # -- trajectories ------------------------------------------------------------------------------------
     def trajectory(self, trajectory: Trajectory) -> int | None:
         """Index of the packed trajectory in T; identical trajectories (common across trials) are stored once."""
-        if not (trajectory.turns or trajectory.commands or trajectory.denials or trajectory.notes):
+        if not (trajectory.turns or trajectory.commands or trajectory.denials or trajectory.notes or trajectory.prompt):
             return None
         denials = list(trajectory.denials)
         linked = _link_denials(trajectory.turns, denials)
@@ -234,6 +234,7 @@ class _Packer:
             "cmd": [self.s(command) for command in trajectory.commands],
             "den": [self.denial(d) for d in denials],
             "notes": [self.s(note) for note in trajectory.notes],
+            "pr": self.s(trajectory.prompt) if trajectory.prompt else None,
         })
         key = json.dumps(packed, sort_keys=True, separators=(",", ":"))
         index = self._trajectory_index.get(key)
@@ -483,6 +484,15 @@ def _delta(before: float | None, after: float | None, *, integer: bool = False) 
     return (f"▲ {text}", "up") if change > 0 else (f"▼ {text}", "down")
 
 
+def _regression_item(c: Comparison, d: CaseDelta) -> str:
+    """One regression: the score drop, or (same score) that the case passed before and fails now, and why."""
+    head = f"<li><code>{escape(d.name)}</code>: {_rate(d.before)} → {_rate(d.after)} "
+    if dropped(c, d):
+        return head + f"(<strong>{d.delta:+.2f}</strong>)</li>"
+    why = f": {escape(d.failure_after)}" if d.failure_after else ""
+    return head + f"(<strong>passed before, fails now</strong>{why})</li>"
+
+
 def _compare_stat(label: str, before: str, after: str, delta: tuple[str, str], stat_id: str) -> str:
     text, tone = delta
     change = f'<span class="delta {tone}">{escape(text)}</span>' if text else ""
@@ -516,17 +526,17 @@ def _compare_summary(comparison: Comparison, before: RunReport, after: RunReport
         _stat("Cases added", str(len(c.added)), stat_id="stat-added"),
         _stat("Cases removed", str(len(c.removed)), stat_id="stat-removed"),
         _stat("Regressions", str(len(c.regressions)), tone="fail" if regressed else "pass", stat_id="stat-regressions",
-              note=f"drop of {c.threshold:.2f} or more"),
+              note=f"drop of {c.threshold:.2f} or more, or pass to fail"),
     ]
     if regressed:
         deltas = {d.name: d for d in c.cases}
-        items = "".join(
-            f"<li><code>{escape(n)}</code>: {_rate(deltas[n].before)} → {_rate(deltas[n].after)} "
-            f"(<strong>{deltas[n].delta:+.2f}</strong>)</li>" for n in c.regressions if deltas[n].delta is not None)
+        items = "".join(_regression_item(c, deltas[n]) for n in c.regressions)
         alert = (f'<div class="alert bad" id="regressions"><p><strong>Regression{"s" if len(c.regressions) != 1 else ""}'
-                 f"</strong> (a drop of {c.threshold:.2f} or more):</p><ul>{items}</ul></div>")
+                 f"</strong> (a drop of {c.threshold:.2f} or more, or a case that passed and now fails):</p>"
+                 f"<ul>{items}</ul></div>")
     else:
-        alert = f'<p class="alert good" id="regressions">No case dropped by {c.threshold:.2f} or more.</p>'
+        alert = (f'<p class="alert good" id="regressions">No case dropped by {c.threshold:.2f} or more, '
+                 "and none that passed now fails.</p>")
     if c.config_changes:
         config_rows = "".join(
             f'<tr><th scope="row"><code>{escape(ch.key)}</code></th><td class="old"><code>{_value(ch.before)}</code></td>'

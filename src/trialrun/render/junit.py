@@ -11,9 +11,10 @@ One testcase per case; its outcome element follows one rule, so a viewer's count
   the first such verdict's "grader: reason"; the text is the plain-text explanation the pytest plugin prints
   (`text.case_failure_text`: every failing trial's failed verdicts, error and trajectory, errored trials included,
   identical failures folded), which CI viewers show preformatted.
-- `<error>` when no grader explains it: every failing trial failed only with an error (an exception in setup or
-  invoke, a timeout, a blocked network call, a model error) or the case ran no trial. The message is the first
-  error ("phase: Type: message"), or "the case ran no trial" (type NoTrials), or for a stored result whose failed
+- `<error>` when no grader explains it: every failing trial failed only with an error (an exception in setup,
+  invoke or teardown, a timeout, a blocked network call, a model error) or the case ran no trial. The message is the
+  first error ("phase: Type: message"; a teardown error, "teardown: OSError: ...", when no other error is there),
+  or "the case ran no trial" (type NoTrials), or for a stored result whose failed
   trial recorded no cause "trial N failed" (type trialrun.unexplained); the text is the same explanation as a
   failure's.
 - `<error type="Interrupted">` for a case an interrupted run did not finish (the report names it, has no result).
@@ -31,6 +32,7 @@ import socket
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 from datetime import timezone
+from pathlib import PurePosixPath
 
 from ..expect import Verdict
 from ..results import CaseResult, RunReport
@@ -139,6 +141,19 @@ def _outcome(testcase: ET.Element, case: CaseResult) -> str | None:
     return "error"
 
 
+def _classname(case: CaseResult, suite_name: str) -> str:
+    """How CI viewers group the testcase: for a case pytest ran, its test module as pytest's own JUnit XML names it
+    (`tests/test_agent.py::x` -> `tests.test_agent`), so a module's decorated cases, listed cases and skipped
+    canaries share one; else the Python module a `@tr.case` came from; else the suite."""
+    nodeid = case.metadata.get("pytest_nodeid")
+    if isinstance(nodeid, str):
+        parts = [part for part in PurePosixPath(nodeid.split("::", 1)[0]).parts if part not in (".", "..", "/")]
+        if parts:
+            parts[-1] = parts[-1].rsplit(".", 1)[0] or parts[-1]  # test_agent.py -> test_agent
+            return ".".join(parts)
+    return str(case.metadata.get("module") or suite_name)
+
+
 def _teardown_text(case: CaseResult) -> str | None:
     lines = [f"trial {t.trial} {t.teardown_error}" for t in case.trials if t.teardown_error is not None]
     return "\n".join(lines) + "\n" if lines else None
@@ -156,7 +171,7 @@ def junit_xml(report: RunReport, *, suite_name: str = "trialrun") -> str:
     counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     testcases: list[ET.Element] = []
     for case in report.cases:
-        classname = str(case.metadata.get("module") or suite_name)
+        classname = _classname(case, suite_name)
         testcase = ET.Element("testcase", {"classname": _clean(classname), "name": _clean(case.name),
                                            "time": _seconds(sum(t.duration_s for t in case.trials))})
         if case.skipped:

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..compare import CaseDelta, Comparison, delta_lines, format_value, movement
+from ..compare import CaseDelta, Comparison, delta_lines, dropped, format_value, movement
 from ..results import CaseResult, RunReport, TrialResult
 from .text import failing_trials, first_reason, one_line, output_summary, printable, trajectory_summary
 
@@ -164,10 +164,10 @@ def _trial_block(trial: TrialResult) -> list[str]:
     ended = f", ended {_md(trial.status, 40)}" if trial.status else ""
     lines = [f"**Trial {trial.trial}** ({trial.duration_s:.2f} s{ended})", ""]
     lines.extend(f"- ❌ {_code(v.grader, limit=120)} failed: {_md(v.reason, 1000)}" for v in trial.failed_verdicts)
-    if trial.error is not None:
-        error = trial.error
-        lines.append(f"- 💥 **error** in {_md(error.phase, 40)}: {_code(error.type, limit=80)}: "
-                     f"{_md(error.message, 1000)}")
+    for label, error in (("error", trial.error), ("teardown error", trial.teardown_error)):
+        if error is not None:
+            lines.append(f"- 💥 **{label}** in {_md(error.phase, 40)}: {_code(error.type, limit=80)}: "
+                         f"{_md(error.message, 1000)}")
     lines.append(f"- Trajectory: {_md(trajectory_summary(trial.trajectory), 400)}")
     lines.append(f"- Output: {_md(output_summary(trial.output), 300)}")
     return lines
@@ -270,10 +270,11 @@ def _config_value(value: Any) -> str:
 
 
 def _regression_warning(comparison: Comparison, d: CaseDelta) -> list[str]:
-    delta = "" if d.delta is None else f"{d.delta:+.2f}, "
-    return ["> [!WARNING]",
-            f"> **Regression in {_md(d.name, 120)}**: {_num(d.before)} → {_num(d.after)} "
-            f"({delta}a drop of {comparison.threshold:.2f} or more)"]
+    if dropped(comparison, d):
+        why = f"({d.delta:+.2f}, a drop of {comparison.threshold:.2f} or more)"
+    else:  # passed before, fails now, at about the same score
+        why = "passed before, fails now" + (f": {_md(d.failure_after, 200)}" if d.failure_after else "")
+    return ["> [!WARNING]", f"> **Regression in {_md(d.name, 120)}**: {_num(d.before)} → {_num(d.after)} {why}"]
 
 
 def comparison_markdown(comparison: Comparison, *, title: str | None = None) -> str:

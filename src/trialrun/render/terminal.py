@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from types import TracebackType
 
+from rich import box
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -29,25 +31,40 @@ def why_failed(case: CaseResult, limit: int = 90) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+_GAP = 2  # between two columns of the table below: one space of padding and the (blank) divider
+
+
+def _fold_words(text: str, width: int) -> str:
+    """`text` broken into lines of at most `width` characters after '-', '_', '.', '/' or a space, so a test id
+    like refuse-dangerous-command folds into its words; a word longer than `width` is cut where it must."""
+    lines: list[str] = []
+    line = ""
+    for word in re.findall(r"[^-_./ ]*[-_./ ]|[^-_./ ]+", text):
+        while len(word) > width:
+            if line:
+                lines.append(line.rstrip())
+                line = ""
+            lines.append(word[:width])
+            word = word[width:]
+        if len(line) + len(word.rstrip()) > width:
+            lines.append(line.rstrip())
+            line = ""
+        line += word
+    if line:
+        lines.append(line.rstrip())
+    return "\n".join(lines)
+
+
 def print_report(report: RunReport, console: Console, *, saved: str | None = None) -> None:
-    """The run as a table (test, score, sub-scores, turns, tools, pass@k when k > 1, result, why)."""
+    """The run as a table (test, score, sub-scores, turns, tools, pass@k when k > 1, result, why).
+
+    The numbers never shrink: when the terminal is narrow the tools column wraps between tool names and the test
+    column folds at the words of the test id, so an 80-column terminal shows every score in full.
+    """
     multi = any(len(c.trials) > 1 for c in report.cases)
-    table = Table(title=f"trialrun {report.run_id or ''}".strip(), title_justify="left", expand=False)
-    table.add_column("test", no_wrap=True)
-    table.add_column("score", justify="right")
-    table.add_column("tool acc.", justify="right")
-    table.add_column("turn eff.", justify="right")
-    table.add_column("quality", justify="right")
-    table.add_column("turns", justify="right")
-    table.add_column("tools used", overflow="fold")
-    if multi:
-        table.add_column("pass@1", justify="right")
-        table.add_column("pass^k", justify="right")
-    table.add_column("result", no_wrap=True)
-    failing: list[CaseResult] = []
+    rows: list[list[str]] = []
     for case in report.graded_cases:
         subs = case.sub_scores or {}
-        result = Text("PASS", style="bold green") if case.passed else Text("FAIL", style="bold red")
         row = [
             case.name,
             _num(case.score),
@@ -59,11 +76,35 @@ def print_report(report: RunReport, console: Console, *, saved: str | None = Non
         ]
         if multi:
             row += [_num(case.pass_at_1), _num(case.pass_pow_k, 0)]
-        table.add_row(*row, result)
-        if not case.passed:
-            failing.append(case)
+        rows.append(row + ["PASS" if case.passed else "FAIL"])
+    numeric = ["score", "acc", "eff", "qual", "turns"] + (["pass@1", "pass^k"] if multi else [])
+    headers = ["test", *numeric[:5], "tools used", *numeric[5:], "result"]
+    natural = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
+    fixed = sum(w for i, w in enumerate(natural) if i not in (0, 6)) + _GAP * (len(headers) - 1)
+    room = console.width - fixed
+    test_width: int | None = None
+    tools_width: int | None = None
+    longest_tool = max([len("tools")] + [len(t) + 1 for c in report.graded_cases for t in c.tools_used])
+    if natural[0] + natural[6] > room and room >= longest_tool + 4:
+        # the tools column gives way first (it wraps between names), the test column only what is still missing
+        tools_width = max(longest_tool, room - natural[0])
+        test_width = room - tools_width
+    table = Table(title=f"trialrun {report.run_id or ''}".strip(), title_justify="left", expand=False,
+                  box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True, padding=(0, 1),
+                  caption="acc tool accuracy · eff turn efficiency · qual output quality", caption_justify="left")
+    table.add_column("test", overflow="fold", width=test_width)
+    for header in numeric[:5]:
+        table.add_column(header, justify="right", no_wrap=True)
+    table.add_column("tools used", overflow="fold", width=tools_width)
+    for header in numeric[5:]:
+        table.add_column(header, justify="right", no_wrap=True)
+    table.add_column("result", no_wrap=True)
+    for row in rows:
+        name = _fold_words(row[0], test_width) if test_width else row[0]
+        result = Text(row[-1], style="bold green" if row[-1] == "PASS" else "bold red")
+        table.add_row(name, *row[1:-1], result)
     console.print(table)
-    for case in failing:
+    for case in (c for c in report.graded_cases if not c.passed):
         console.print(Text.assemble(("✗ ", "red"), (case.name, "bold"), ": ", why_failed(case, limit=400)))
     for skipped in report.skipped_cases:
         console.print(f"[yellow]skipped[/] {skipped.name}: {skipped.reason}")

@@ -184,6 +184,8 @@ def _header(trial: TrialResult) -> str:
         details.append(grades)
     elif trial.error is not None:
         details.append(f"{trial.error.phase} error")
+    if trial.teardown_error is not None:
+        details.append("teardown error")
     if trial.status and trial.status != "completed":
         details.append(f"agent stopped: {trial.status}")
     details.append(f"{trial.duration_s:.2f}s")
@@ -387,19 +389,21 @@ def failing_trials(case: CaseResult) -> list[TrialResult]:
 def first_cause(case: CaseResult) -> Verdict | TrialError | None:
     """What a report names first as why the case failed: the first failed verdict of any failing trial (a grader's
     explanation beats an exception, so one errored trial does not hide why the others failed), else the first
-    failing trial's error, else None (the case ran no trial, or passed).
+    failing trial's error, else the first failing trial's teardown error (a trial whose invoke and grades passed
+    fails when its teardown raises), else None (the case ran no trial, or passed).
     """
     failing = failing_trials(case)
     for trial in failing:
         if trial.failed_verdicts:
             return trial.failed_verdicts[0]
-    return next((trial.error for trial in failing if trial.error is not None), None)
+    errors = [trial.error for trial in failing] + [trial.teardown_error for trial in failing]
+    return next((error for error in errors if error is not None), None)
 
 
 def first_reason(case: CaseResult) -> str:
-    """`first_cause` as text: "grader: reason" for a verdict, "phase: Type: message" for an error; for a failed case
-    with neither, "the case ran no trial" (or "trial N failed" when a stored trial recorded no cause); "" for a case
-    that did not fail.
+    """`first_cause` as text: "grader: reason" for a verdict, "phase: Type: message" for an error (a teardown error
+    reads "teardown: OSError: ..."); for a failed case with neither, "the case ran no trial" (or "trial N failed"
+    when a stored trial recorded no cause); "" for a case that did not fail.
 
     >>> from trialrun import TrialResult, Verdict
     >>> trials = [TrialResult(trial=1, passed=False, verdicts=[Verdict(False, "equals('yes')", "output was 'no'")])]

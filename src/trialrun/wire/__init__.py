@@ -32,6 +32,7 @@ __all__ = [
     "codec_for",
     "codec_named",
     "decode_trajectory",
+    "first_prompt",
     "decode_exchange",
     "EncodedResponse",
     "Exchange",
@@ -95,9 +96,10 @@ def decode_trajectory(exchanges: list[Exchange]) -> Trajectory:
     Each successful model response is a turn. The results of a turn's tool calls are read from the NEXT model
     request (tool-role messages, tool_result blocks, function_call_output items), matched by call id. Error
     responses (a 429 that was retried) and exchanges that could not be decoded are not turns; they are written to
-    `trajectory.notes` so nothing disappears silently.
+    `trajectory.notes` so nothing disappears silently. `trajectory.prompt` is what the agent was asked
+    (`first_prompt`), so a report shows it even for a case that names no prompt of its own.
     """
-    trajectory = Trajectory()
+    trajectory = Trajectory(prompt=first_prompt(exchanges))
     pending: Turn | None = None
     for number, exchange in enumerate(exchanges, start=1):
         try:
@@ -120,10 +122,29 @@ def decode_trajectory(exchanges: list[Exchange]) -> Trajectory:
         for call in response.tool_calls:
             if request.tools and call.name not in offered:
                 trajectory.notes.append(f"exchange {number}: model called tool {call.name!r}, which the request did not offer")
+        trajectory.notes.extend(f"exchange {number} ({exchange.method} {exchange.path}): {note}" for note in response.notes)
         turn = Turn(text=response.text, tool_calls=response.tool_calls, usage=response.usage, model=response.model)
         trajectory.turns.append(turn)
         pending = turn if turn.tool_calls else None
     return trajectory
+
+
+def first_prompt(exchanges: list[Exchange]) -> str | None:
+    """What the agent was asked: the last user message of its first model request that can be read (later requests
+    repeat it under the turns that followed). None when there is no model request or it has no user text (an agent
+    driven by its system prompt alone)."""
+    for exchange in exchanges:
+        codec = codec_for(exchange.path)
+        if codec is None or not exchange.request_body:
+            continue  # not a model call (a token endpoint, a health check)
+        try:
+            body = json.loads(exchange.request_body)
+            request = codec.decode_request(body, exchange.path) if isinstance(body, dict) else None
+        except (ValueError, WireError):
+            continue  # decode_trajectory notes the unreadable body; the next request repeats the prompt
+        if request is not None:
+            return request.last_user_text or None
+    return None
 
 
 def _attach_results(turn: Turn, request: ModelRequest) -> None:

@@ -6,7 +6,7 @@ import json
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
-from ..trajectory import Usage
+from ..trajectory import ToolCall, Usage
 from ._types import EncodedResponse, Message, ModelRequest, ModelResponse, ProviderError, Step, ToolSpec, WireError
 
 
@@ -74,18 +74,44 @@ def parse_json(body: bytes | str, what: str) -> Any:
         raise WireError(f"{what} is not valid JSON ({exc}); it starts with {text[:80]!r}") from None
 
 
-def parse_arguments(raw: Any, where: str) -> dict[str, Any]:
-    """Tool-call arguments arrive as a JSON string (OpenAI) or an object (Anthropic, Gemini)."""
+def read_arguments(raw: Any) -> tuple[dict[str, Any], str | None]:
+    """Tool-call arguments as they arrive (a JSON string from OpenAI, an object from Anthropic and Gemini) ->
+    (arguments, raw_arguments).
+
+    The arguments are the model's own writing, so anything can arrive: what is not a JSON object is a mistake of
+    the model, not a broken response. It comes back as empty arguments plus the text as sent (`raw_arguments`),
+    so the call survives decoding and an agent can answer it with an error the model reads.
+    """
     if raw is None or raw == "":
-        return {}
+        return {}, None
     if isinstance(raw, dict):
-        return raw
+        return raw, None
     if isinstance(raw, str):
-        value = parse_json(raw, f"{where} arguments")
-        if isinstance(value, dict):
-            return value
-        raise WireError(f"{where} arguments are JSON but not an object: {raw[:80]!r}")
-    raise WireError(f"{where} arguments have type {type(raw).__name__}, expected a JSON object or string")
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            return {}, raw
+        return (value, None) if isinstance(value, dict) else ({}, raw)
+    return {}, json.dumps(raw, ensure_ascii=False, default=str)
+
+
+def decode_call(name: str, raw: Any, call_id: str | None = None) -> ToolCall:
+    """A tool call with its arguments read by `read_arguments` (never raises for what the arguments hold)."""
+    arguments, invalid = read_arguments(raw)
+    return ToolCall(name, arguments, call_id, invalid)
+
+
+def arguments_problem(raw: str) -> str:
+    """What is wrong with arguments `read_arguments` could not read, in words a model can act on
+    (`not valid JSON (Expecting value): not json`, `a JSON array, not an object: ["a"]`)."""
+    shown = raw if len(raw) <= 200 else raw[:199] + "…"
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:
+        detail = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+        return f"not valid JSON ({detail}): {shown}"
+    kinds = {list: "a JSON array", str: "a JSON string", bool: "a JSON boolean", type(None): "JSON null"}
+    return f"{kinds.get(type(value), 'a JSON number')}, not an object: {shown}"
 
 
 def estimate_tokens(text: str) -> int:

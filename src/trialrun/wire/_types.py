@@ -98,6 +98,9 @@ class ModelResponse:
     model: str | None = None
     stop_reason: str | None = None
     id: str | None = None
+    #: What the decoder noticed but kept (a stream cut before its end): `decode_trajectory` adds these to the
+    #: trajectory's notes, naming the exchange, while the partial turn stays a turn.
+    notes: list[str] = field(default_factory=list)
 
 
 @dataclass(slots=True)

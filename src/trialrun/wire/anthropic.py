@@ -25,7 +25,16 @@ import json
 from typing import Any
 
 from ..trajectory import ToolCall, ToolResult, Usage
-from ._codec import Codec, default_usage, json_body, parse_arguments, parse_json, retry_after_value, split_evenly
+from ._codec import (
+    Codec,
+    decode_call,
+    default_usage,
+    json_body,
+    parse_json,
+    read_arguments,
+    retry_after_value,
+    split_evenly,
+)
 from ._sse import parse_sse, render_sse
 from ._types import EncodedResponse, Message, ModelRequest, ModelResponse, ProviderError, Step, ToolSpec, WireError
 
@@ -242,7 +251,7 @@ def _tool_call(block: dict[str, Any], where: str) -> ToolCall:
     call_id = block.get("id")
     if call_id is not None and not isinstance(call_id, str):
         raise WireError(f"{where}: tool_use block's 'id' is a {type(call_id).__name__}, expected a string")
-    return ToolCall(name=name, arguments=parse_arguments(block.get("input"), f"{where} tool_use {name!r}"), id=call_id)
+    return decode_call(name, block.get("input"), call_id)
 
 
 def _tool_result(block: dict[str, Any], where: str) -> ToolResult:
@@ -412,7 +421,7 @@ def _decode_stream(body: bytes) -> ModelResponse:
         elif block["type"] == "tool_use":
             if "_input" not in block:
                 _finish_block(block, f"stream content block {index}")
-            calls.append(ToolCall(name=block["name"], arguments=block["_input"], id=_str_or_none(block.get("id"))))
+            calls.append(ToolCall(block["name"], block["_input"], _str_or_none(block.get("id")), block["_raw"]))
     return ModelResponse(
         text="".join(texts),
         tool_calls=calls,
@@ -456,7 +465,7 @@ def _finish_block(block: dict[str, Any], where: str) -> None:
         raise WireError(f"{where}: tool_use block has no 'name'")
     joined = "".join(block["_json"])
     raw = joined if joined else block.get("input")
-    block["_input"] = parse_arguments(raw, f"{where} tool_use {name!r} input")
+    block["_input"], block["_raw"] = read_arguments(raw)
 
 
 def _error_text(error: Any) -> str:

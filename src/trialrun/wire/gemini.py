@@ -28,7 +28,7 @@ import re
 from typing import Any
 
 from ..trajectory import ToolCall, ToolResult, Usage
-from ._codec import Codec, default_usage, json_body, parse_arguments, parse_json, retry_after_value, split_evenly
+from ._codec import Codec, decode_call, default_usage, json_body, parse_json, retry_after_value, split_evenly
 from ._sse import parse_sse, render_sse
 from ._types import EncodedResponse, Message, ModelRequest, ModelResponse, ProviderError, Step, ToolSpec, WireError
 
@@ -237,8 +237,7 @@ def _function_call(call: Any, where: str) -> ToolCall:
     if call_id is not None and not isinstance(call_id, str):
         raise WireError(f"{where}: functionCall 'id' is a {type(call_id).__name__}, expected a string")
     name = call["name"]
-    arguments = parse_arguments(call.get("args"), f"{where} functionCall {name!r}")
-    return ToolCall(name=name, arguments=arguments, id=call_id)
+    return decode_call(name, call.get("args"), call_id)
 
 
 def _function_response(response: Any, where: str) -> ToolResult:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..trajectory import ToolCall, ToolResult, Usage
-from ._codec import Codec, default_usage, json_response, parse_arguments
+from ._codec import Codec, decode_call, default_usage, json_response
 from ._openai_common import (
     CREATED,
     argument_fragments,
@@ -244,12 +244,7 @@ def _assistant_message(raw: dict[str, Any], where: str) -> Message:
     legacy = raw.get("function_call")
     if legacy is not None:
         legacy = require_dict(legacy, f"{where} 'function_call'")
-        calls.append(
-            ToolCall(
-                _name(legacy, f"{where} function_call"),
-                parse_arguments(legacy.get("arguments"), f"{where} function_call"),
-            )
-        )
+        calls.append(decode_call(_name(legacy, f"{where} function_call"), legacy.get("arguments")))
     return Message("assistant", content_text(raw.get("content"), where), calls)
 
 
@@ -260,9 +255,7 @@ def _tool_call(call: dict[str, Any], where: str) -> ToolCall:
         custom = require_dict(call.get("custom"), f"{where} 'custom'")
         return ToolCall(_name(custom, where), {"input": custom.get("input", "")}, call_id)
     function = require_dict(call.get("function"), f"{where} 'function'")
-    return ToolCall(
-        _name(function, where), parse_arguments(function.get("arguments"), f"{where} ({function.get('name')})"), call_id
-    )
+    return decode_call(_name(function, where), function.get("arguments"), call_id)
 
 
 def _name(data: dict[str, Any], where: str) -> str:
@@ -334,13 +327,22 @@ class _PendingCall:
         self.custom = False
 
 
+_TRUNCATED = "response stream ended before a finish_reason or [DONE] (truncated?); the partial turn is kept"
+
+
 def _decode_stream(events: list[SSEEvent]) -> ModelResponse:
-    """Assemble a chunk stream: content deltas, tool-call deltas by index, the usage chunk, `[DONE]`."""
+    """Assemble a chunk stream: content deltas, tool-call deltas by index, the usage chunk, `[DONE]`.
+
+    A stream that ends with neither a finish_reason nor `[DONE]` was cut off: what arrived is kept as the turn
+    (the agent may have acted on it) and a note says it is partial.
+    """
     response = ModelResponse()
     text: list[str] = []
     calls: dict[int, _PendingCall] = {}
+    finished = False
     for number, event in enumerate(events, start=1):
         if event.data.strip() == "[DONE]":
+            finished = True
             break
         if not event.data.strip():
             continue
@@ -365,6 +367,8 @@ def _decode_stream(events: list[SSEEvent]) -> ModelResponse:
                 text.append(content_text(content, f"stream chunk {number} delta"))
             for call in optional_list(delta.get("tool_calls"), f"stream chunk {number} 'tool_calls'"):
                 _merge_call_delta(calls, require_dict(call, f"stream chunk {number} tool call delta"), number)
+    if not finished and response.stop_reason is None:
+        response.notes.append(_TRUNCATED)
     response.text = "".join(text)
     for index in sorted(calls):
         pending = calls[index]
@@ -372,8 +376,10 @@ def _decode_stream(events: list[SSEEvent]) -> ModelResponse:
         if not pending.name:
             raise WireError(f"{where} never received a name (stream cut or malformed)")
         raw = "".join(pending.arguments)
-        arguments = {"input": raw} if pending.custom else parse_arguments(raw, f"{where} ({pending.name})")
-        response.tool_calls.append(ToolCall(pending.name, arguments, pending.id))
+        if pending.custom:
+            response.tool_calls.append(ToolCall(pending.name, {"input": raw}, pending.id))
+        else:
+            response.tool_calls.append(decode_call(pending.name, raw, pending.id))
     return response
 
 

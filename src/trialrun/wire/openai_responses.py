@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..trajectory import ToolCall, ToolResult, Usage
-from ._codec import Codec, default_usage, json_response, parse_arguments
+from ._codec import Codec, decode_call, default_usage, json_response
 from ._openai_common import (
     CREATED,
     argument_fragments,
@@ -241,7 +241,7 @@ def _tool_call(item: dict[str, Any], where: str) -> ToolCall:
     call_id = item.get("call_id") if isinstance(item.get("call_id"), str) else None
     if item.get("type") == "custom_tool_call":
         return ToolCall(name, {"input": item.get("input") or ""}, call_id)
-    return ToolCall(name, parse_arguments(item.get("arguments"), f"{where} ({name})"), call_id)
+    return decode_call(name, item.get("arguments"), call_id)
 
 
 def _decode_output(items: list[Any], response: ModelResponse, where: str) -> None:
@@ -339,8 +339,12 @@ class _StreamState:
         return output
 
 
+_TRUNCATED = "response stream ended before response.completed (truncated?); the partial turn is kept"
+
+
 def _decode_stream(events: list[SSEEvent]) -> ModelResponse:
-    """Prefer the full response of `response.completed`; rebuild from deltas when the stream was cut short."""
+    """Prefer the full response of `response.completed`; rebuild from deltas when the stream was cut short, keeping
+    the partial turn (the agent may have acted on it) with a note that says so."""
     state = _StreamState()
     latest: dict[str, Any] | None = None
     final: dict[str, Any] | None = None
@@ -372,6 +376,7 @@ def _decode_stream(events: list[SSEEvent]) -> ModelResponse:
         {**(latest or {}), "output": rebuilt, "usage": None}, "stream (cut before its end)"
     )
     response.stop_reason = None
+    response.notes.append(_TRUNCATED)
     return response
 
 

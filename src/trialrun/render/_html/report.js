@@ -189,7 +189,9 @@
   function timeline(trial, kase) {
     var tj = trial.tj !== undefined ? T[trial.tj] : { turns: [] };
     var items = [];
+    // The case's own prompt (a suite file's), else what the agent was observed being asked (a Python case).
     var prompt = kase.metadata && kase.metadata.prompt;
+    if (prompt === undefined && tj.pr !== undefined) prompt = str(tj.pr);
     if (prompt !== undefined) {
       items.push(h("li", { "class": "step prompt" }, h("p", { "class": "step-head" }, "Prompt"),
         longText(typeof prompt === "string" ? prompt : json(prompt), "text")));
@@ -267,6 +269,7 @@
       flagChip("outcome", trial.o), flagChip("trajectory", trial.t), flagChip("cost", trial.c),
       denials ? h("span", { "class": "badge deny" }, "⊘ " + plural(denials, "denial")) : null,
       trial.e ? h("span", { "class": "badge fail" }, "⚠ error") : null,
+      trial.te ? h("span", { "class": "badge fail" }, "⚠ teardown error") : null,
       h("span", { "class": "facts" }, facts.join(" · ")),
       failed ? h("span", { "class": "fail-count" }, plural(failed, "failed verdict")) : null);
   }

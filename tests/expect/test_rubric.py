@@ -1,0 +1,152 @@
+"""The eval skill's rubric (seed 002, "Score Each Test"): tool accuracy, turn efficiency, the output-quality
+heuristic's levels, the clamp, and the pass threshold."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+
+import trialrun as tr
+from trialrun.expect import check
+from trialrun.expect.rubric import combine, heuristic_quality, key_terms, rubric, score_parts
+from trialrun.trajectory import Run, ToolCall, Trajectory, Turn
+
+NOTES = "Mentions the meeting with Sam on Tuesday and buying milk"  # key terms: meeting, sam, tuesday, buying, milk
+
+
+def _run(output: str, tools: Sequence[str] = (), turns: int = 1, status: str | None = "completed",
+         error: str | None = None) -> Run:
+    """A run of `turns` model responses; the first calls `tools`, the last says `output`."""
+    made = [Turn() for _ in range(turns - 1)] + [Turn(text=output)]
+    made[0].tool_calls = [ToolCall(name, {}, id=f"c{i}") for i, name in enumerate(tools)]
+    return Run(output=output, trajectory=Trajectory(turns=made), status=status, error=error)
+
+
+# -- tool accuracy ------------------------------------------------------------------------------------------
+def test_extra_tools_do_not_lower_tool_accuracy() -> None:
+    accuracy, _ = score_parts(["read_file"], ["list_dir", "read_file", "run_command", "write_file"], 5, 2)
+    assert accuracy == 1.0
+
+
+def test_tool_accuracy_is_the_share_of_expected_tools_used() -> None:
+    assert score_parts(["read_file", "list_dir"], ["read_file", "run_command"], None, 1)[0] == 0.5
+    assert score_parts(["read_file", "list_dir", "run_command"], ["list_dir"], None, 1)[0] == pytest.approx(1 / 3)
+    assert score_parts(["read_file"], [], None, 1)[0] == 0.0
+    # a tool used twice counts once: it is a set intersection
+    assert score_parts(["read_file", "list_dir"], ["read_file", "read_file"], None, 1)[0] == 0.5
+
+
+def test_empty_expected_tools_gives_full_tool_accuracy() -> None:
+    assert score_parts([], [], 2, 1)[0] == 1.0
+    assert score_parts([], ["run_command"], 2, 1)[0] == 1.0
+
+
+# -- turn efficiency and the total --------------------------------------------------------------------------
+@pytest.mark.parametrize("max_turns, turns, efficiency", [(3, 1, 1.0), (3, 3, 1.0), (3, 4, 0.75), (2, 5, 0.4), (None, 40, 1.0)])
+def test_turn_efficiency(max_turns: int | None, turns: int, efficiency: float) -> None:
+    assert score_parts([], [], max_turns, turns)[1] == pytest.approx(efficiency)
+
+
+def test_total_is_the_sum_clamped_to_one() -> None:
+    assert combine(1.0, 1.0, 0.5) == 1.0
+    assert combine(0.0, 0.5, 0.25) == 0.75
+    assert combine(0.0, 0.0, 0.0) == 0.0
+
+
+# -- output quality: the heuristic's levels -----------------------------------------------------------------
+def test_key_terms_drop_stopwords_and_short_words() -> None:
+    assert key_terms(NOTES) == ["meeting", "sam", "tuesday", "buying", "milk"]
+
+
+@pytest.mark.parametrize(
+    "response, level",
+    [
+        ("Meeting with Sam on Tuesday; buying milk.", 0.5),  # 5/5
+        ("Meeting with Sam on Tuesday.", 0.5),  # 3/5 = 60%: the boundary is included
+        ("You have a meeting with Sam.", 0.25),  # 2/5 = 40%
+        ("Something about milk.", 0.0),  # 1/5 = 20%
+        ("I could not find any notes.", 0.0),  # 0/5
+    ],
+)
+def test_heuristic_levels_follow_the_share_of_key_terms(response: str, level: float) -> None:
+    quality, why = heuristic_quality(NOTES, response)
+    assert quality == level
+    assert "criteria terms found" in why
+
+
+def test_heuristic_quarter_boundary_and_prefix_matching() -> None:
+    criteria = "Names Ada, Grace, Linus and Ken"  # 5 terms: names ada grace linus ken
+    assert heuristic_quality("Ada", "ada")[0] == 0.5  # 1/1
+    assert heuristic_quality("alpha beta gamma delta", "beta")[0] == 0.25  # 1/4 = 25%: included
+    assert heuristic_quality(criteria, "Ada")[0] == 0.0  # 1/5 = 20%
+    # a term counts when a word starts with its first five letters: "summarise" finds "summary"
+    assert heuristic_quality("summarise notes", "A summary of the notes")[0] == 0.5
+
+
+def test_without_criteria_any_non_empty_response_is_fully_correct() -> None:
+    assert heuristic_quality("", "anything")[0] == 0.5
+
+
+@pytest.mark.parametrize("response", ["", "   \n"])
+def test_an_empty_response_gives_zero(response: str) -> None:
+    quality, why = heuristic_quality(NOTES, response)
+    assert quality == 0.0 and why == "the response is empty"
+
+
+def test_a_run_that_ended_in_an_error_gives_zero_even_with_the_right_words() -> None:
+    run = _run("Meeting with Sam on Tuesday; buying milk.", status="error", error="provider answered HTTP 500")
+    quality, why = heuristic_quality(NOTES, "Meeting with Sam on Tuesday; buying milk.", run)
+    assert quality == 0.0 and "provider answered HTTP 500" in why
+    [verdict] = check([rubric(success_criteria=NOTES)], run)
+    assert verdict.details["sub_scores"]["output_quality"] == 0.0
+
+
+def test_a_judge_is_not_asked_about_an_empty_or_errored_run() -> None:
+    asked: list[str] = []
+
+    def judge(criteria: str, response: str, run: Run) -> float:
+        asked.append(response)
+        return 0.5
+
+    grader = rubric(success_criteria=NOTES, judge=judge)
+    [empty] = check([grader], _run(""))
+    [errored] = check([grader], _run("milk", status="error", error="boom"))
+    [answered] = check([grader], _run("milk"))
+    assert empty.details["sub_scores"]["output_quality"] == 0.0 and "empty" in empty.reason
+    assert errored.details["sub_scores"]["output_quality"] == 0.0 and "boom" in errored.reason
+    assert answered.details["sub_scores"]["output_quality"] == 0.5
+    assert asked == ["milk"]
+
+
+# -- the rubric as a grader, and the pass threshold ---------------------------------------------------------
+def test_rubric_verdict_carries_total_and_sub_scores() -> None:
+    run = _run("You have a meeting with Sam.", tools=["list_dir"], turns=3)  # acc 0, eff 2/3, quality 0.25
+    [verdict] = check([rubric(expected_tools=["read_file"], max_turns=2, success_criteria=NOTES)], run)
+    assert verdict.details["sub_scores"] == {"tool_accuracy": 0.0, "turn_efficiency": pytest.approx(2 / 3), "output_quality": 0.25}
+    assert verdict.score == pytest.approx(2 / 3 + 0.25)
+    assert verdict.passed  # 0.92 >= 0.7
+    assert "never used: read_file" in verdict.reason and "3 turns, budget 2" in verdict.reason
+
+
+@pytest.mark.parametrize("threshold, passed", [(0.7, True), (0.75, True), (0.8, False), (1.0, False)])
+def test_pass_threshold_decides_pass_or_fail(threshold: float, passed: bool) -> None:
+    run = _run("Something about milk.", tools=["list_dir"], turns=4)  # acc 0, eff 0.75, quality 0: total 0.75
+    [verdict] = check([rubric(expected_tools=["read_file"], max_turns=3, success_criteria=NOTES, threshold=threshold)], run)
+    assert verdict.score == pytest.approx(0.75)
+    assert verdict.passed is passed
+    assert (">=" if passed else "<") + f" {threshold:g}" in verdict.reason
+
+
+def test_every_trial_is_scored_and_one_that_crashed_counts_zero() -> None:
+    def invoke(ctx: tr.TrialContext) -> str:
+        if ctx.trial == 2:
+            raise RuntimeError("the agent crashed")
+        return "Meeting with Sam on Tuesday; buying milk."
+
+    case = tr.Case(name="notes", invoke=invoke, expect_outcome=[rubric(success_criteria=NOTES)])
+    result = tr.evaluate([case], trials=2).case("notes")
+    assert [t.score for t in result.trials] == [1.0, None]
+    assert result.trials[1].error is not None
+    assert result.score == 0.5  # mean of 1.0 and 0: the crash is not left out of the mean
+    assert result.passed is False
