@@ -65,6 +65,7 @@ def test_two_step_loop_agrees_with_the_wire(api: str) -> None:
         assert [(c.name, c.arguments) for c in run.trajectory.tool_calls] == [("add", {"a": 2, "b": 3}), ("add", {"a": 10, "b": -1})]
         assert [r.content for r in run.trajectory.tool_results] == ["5", "9"]
         assert _shape(run.trajectory) == _shape(model.trajectory())
+        assert run.trajectory.prompt == model.trajectory().prompt == "add things"  # what the agent was asked
         assert run.usage == tr.Usage(130, 21)
         assert run.cost_usd == pytest.approx((130 * 0.40 + 21 * 1.60) / 1e6)
 

@@ -120,6 +120,16 @@ def test_openai_chat_bad_arguments_become_an_error_result(raw: str, message: str
     assert run.cost_usd is not None  # a turn with a bad call is still a priced turn
 
 
+def test_never_ran_counts_a_garbled_command_call_as_an_attempt() -> None:
+    """A command call cut off mid-arguments never ran, but what it tried cannot be ruled out: never_ran fails closed."""
+    raw = '{"command": "rm -rf /"'
+    run, _, _ = _run_with_bad_arguments("openai-chat", _chat_call(raw), _chat_reply("sorry"), "gpt-4.1-mini")
+    [verdict] = tr.check([tr.expect.never_ran("rm -rf")], run)
+    assert not verdict.passed
+    assert verdict.reason.startswith('could not be read (the command tool was given `{"command": "rm -rf /"`')
+    assert verdict.reason.endswith("(fail closed) via run_command")
+
+
 @pytest.mark.parametrize(("raw", "message"), BAD_ARGUMENTS)
 def test_openai_responses_bad_arguments_become_an_error_result(raw: str, message: str) -> None:
     run, model, ran = _run_with_bad_arguments("openai-responses", _responses_call(raw), _responses_reply("sorry"), "gpt-4.1-mini")

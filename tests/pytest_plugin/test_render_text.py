@@ -224,3 +224,9 @@ def test_printable_and_one_line_make_text_safe_for_a_ci_page() -> None:
     assert one_line("a\n\n  b\tc", 80) == "a b c"
     clipped = one_line("word " * 40, 40)
     assert len(clipped) == 40 and clipped.endswith("... (+175 chars)")
+
+
+def test_arguments_the_model_garbled_are_shown_as_sent() -> None:
+    call = tr.ToolCall("run_command", {}, "c1", raw_arguments='{"command": "rm -rf /"')
+    trajectory = tr.Trajectory(turns=[tr.Turn(tool_calls=[call])])
+    assert "run_command(<invalid arguments: '{\"command\": \"rm -rf /\"'>)" in trajectory_summary(trajectory)

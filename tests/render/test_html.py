@@ -361,3 +361,14 @@ def test_a_thousand_cases_of_ten_trials_stay_lean() -> None:
           f"rendered in {seconds:.2f} s")
     assert size < 0.5 * results_json and size < 16e6
     assert seconds < 15
+
+
+def test_arguments_the_model_garbled_are_shown_as_sent() -> None:
+    call = ToolCall("run_command", {}, "c1", raw_arguments='{"command": "rm -rf /"')
+    trajectory = Trajectory(turns=[Turn(tool_calls=[call], tool_results=[ToolResult("c1", "invalid arguments", True)])])
+    report = RunReport.build([CaseResult.from_trials("garbled", [TrialResult(trial=1, passed=False, trajectory=trajectory)],
+                                                     tags=[], mode="deterministic")],
+                             trial_count=1, started_at=STARTED, duration_s=1.0)
+    data = report_payload(report)
+    [packed] = data["T"][data["runs"][0]["cases"][0]["trials"][0]["tj"]]["turns"][0]["c"]
+    assert packed["a"] == {"(invalid arguments)": '{"command": "rm -rf /"'}

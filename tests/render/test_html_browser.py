@@ -127,6 +127,7 @@ def test_expanding_a_case_and_a_trial_shows_tool_calls_and_the_denial(context: A
     assert p.locator(f'button.expander[data-case="{DENIAL_CASE}"]').get_attribute("aria-expanded") == "true"
     assert detail.locator("svg.curve").count() == 1 and detail.locator("details.trial").count() == 3
     trial = page.expand_trial(detail, 1)
+    assert "Summarise my todo list." in trial.locator(".step.prompt").inner_text()  # the reference agent's prompt
     assert trial.locator(".tool-name").all_inner_texts() == ["read_file", "run_command"]
     assert "path todo.md" in " ".join(trial.locator(".call").first.locator("dl.args").inner_text().split())
     denial = trial.locator(".call.denied .denial")

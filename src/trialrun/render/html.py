@@ -249,7 +249,8 @@ class _Packer:
         for call, result in pairs:
             calls.append(_compact({
                 "n": self.s(call.name),
-                "a": _raw(call.arguments),
+                # arguments the model garbled are shown as sent, under a key that says so
+                "a": _raw(call.arguments if call.raw_arguments is None else {"(invalid arguments)": call.raw_arguments}),
                 "r": None if result is None else self.s(result.content),
                 "e": 1 if result is not None and result.is_error else None,
                 "dn": denied.get(id(call)),

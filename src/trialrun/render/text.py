@@ -93,6 +93,8 @@ def _value(value: Any, limit: int) -> str:
 
 def _call_text(call: ToolCall | Denial, width: int) -> str:
     name = call.name if isinstance(call, ToolCall) else call.tool
+    if isinstance(call, ToolCall) and call.raw_arguments is not None:  # what the model sent could not be read
+        return f"{name}(<invalid arguments: {_value(call.raw_arguments, max(24, width - len(name) - 24))}>)"
     arguments = call.arguments or {}
     per_argument = max(24, (width - len(name)) // max(len(arguments), 1))
     inner = ", ".join(f"{key}={_value(value, per_argument)}" for key, value in arguments.items())
