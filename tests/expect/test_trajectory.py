@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 import trialrun as tr
@@ -97,7 +99,7 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("grader, trajectory, passed, reason", CASES, ids=[f"{c[0]!r}-{c[2]}" for c in CASES])
+@pytest.mark.parametrize("grader, trajectory, passed, reason", CASES, ids=[re.sub(r" at 0x[0-9a-f]+", "", f"{c[0]!r}-{c[2]}") for c in CASES])
 def test_trajectory_grader(grader, trajectory: tr.Trajectory, passed: bool, reason: str | None) -> None:
     [verdict] = tr.check([grader], tr.Run(output="done", trajectory=trajectory))
     assert verdict.passed is passed, verdict.reason

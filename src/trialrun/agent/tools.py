@@ -21,6 +21,7 @@ from typing import Any, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
+from .._threads import Workers
 from ..wire import ToolSpec
 
 __all__ = ["Tool", "ToolError", "tool", "shell_tools"]
@@ -117,8 +118,9 @@ class Tool:
     async def run(self, arguments: dict[str, Any], *, timeout_s: float | None = None) -> str:
         """Validate, call (a sync tool in a thread), time-limit, and render the result as text.
 
-        A sync tool with a time limit gets a thread of its own, so its clock starts when it starts: a shared pool
-        would count the time it waited for a free worker, and time out busy tools that were never slow.
+        A sync tool with a time limit runs on a worker that starts it at once, so its clock starts when it starts:
+        a shared fixed-size pool would count the time it waited for a free worker, and time out busy tools that
+        were never slow.
         """
         values = self.validate(arguments)
         limit = self.timeout_s if self.timeout_s is not None else timeout_s
@@ -135,8 +137,8 @@ class Tool:
         return _render(result)
 
     def run_sync(self, arguments: dict[str, Any], *, timeout_s: float | None = None) -> str:
-        """The same, without an event loop. A time limit runs the tool in a daemon thread of its own, timed from
-        when it starts, and abandons it when late (a thread cannot be killed; it no longer holds anyone up)."""
+        """The same, without an event loop. A time limit runs the tool on a daemon worker that starts it at once
+        (`_threads.Workers`), and abandons it when late (a thread cannot be killed; it no longer holds anyone up)."""
         values = self.validate(arguments)
         limit = self.timeout_s if self.timeout_s is not None else timeout_s
         if self.is_async:
@@ -155,7 +157,7 @@ class Tool:
                 done.set()
 
         context = contextvars.copy_context()
-        threading.Thread(target=work, name=f"trialrun-tool-{self.name}", daemon=True).start()  # returns once running
+        _WORKERS.submit(work)
         if not done.wait(limit):
             raise ToolError(f"{self.name} timed out after {limit:g}s")
         if len(outcome) == 2:
@@ -169,8 +171,11 @@ class Tool:
         return f"Tool({self.name!r})"
 
 
+_WORKERS = Workers("trialrun-tool")
+
+
 def _thread_future(fn: Callable[..., Any], values: dict[str, Any], name: str) -> asyncio.Future[Any]:
-    """Run a sync tool in a daemon thread of its own; the future settles on the running loop when it returns."""
+    """Run a sync tool on a daemon worker at once; the future settles on the running loop when it returns."""
     loop = asyncio.get_running_loop()
     future: asyncio.Future[Any] = loop.create_future()
     context = contextvars.copy_context()
@@ -192,7 +197,7 @@ def _thread_future(fn: Callable[..., Any], values: dict[str, Any], name: str) ->
         except RuntimeError:  # the loop closed while the abandoned tool ran on
             pass
 
-    threading.Thread(target=work, name=f"trialrun-tool-{name}", daemon=True).start()
+    _WORKERS.submit(work)
     return future
 
 
