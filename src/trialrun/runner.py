@@ -20,7 +20,7 @@ from datetime import datetime, timezone
 from queue import SimpleQueue
 from typing import Any
 
-from .case import Case, TrialContext, validate_cases
+from .case import Case, CaseError, Problem, TrialContext, _suggest, validate_cases
 from .expect._base import Grader, Verdict, agrade
 from .results import CaseResult, RunReport, TrialError, TrialResult, jsonable
 from .trajectory import Run, Trajectory
@@ -56,6 +56,11 @@ def _error(phase: str, exc: BaseException) -> TrialError:
     return TrialError(type=type(exc).__name__, message=str(exc) or type(exc).__name__, phase=phase, traceback="".join(frames)[-4000:])
 
 
+#: What a trial's own code may raise and the trial absorbs as its failure: any error, and SystemExit (an agent that
+#: calls sys.exit must not end the whole run). KeyboardInterrupt and cancellation end the run, with teardowns.
+_TRIAL_ERRORS = (Exception, SystemExit)
+
+
 def select_cases(
     cases: Sequence[Case],
     *,
@@ -63,9 +68,24 @@ def select_cases(
     tags: Iterable[str] | None = None,
     include_live_canary: bool = False,
 ) -> tuple[list[Case], list[tuple[Case, str]]]:
-    """Cases to run and cases to skip (with the reason). Cases filtered out by name or tag are in neither."""
+    """Cases to run and cases to skip (with the reason). Cases filtered out by name or tag are in neither.
+
+    A name that matches no case, or tags that no case carries, are a CaseError: a typo in a CI filter must not
+    select nothing and pass.
+    """
     wanted_names = None if names is None else ({names} if isinstance(names, str) else set(names))
     wanted_tags = None if tags is None else ({tags} if isinstance(tags, str) else set(tags))
+    problems: list[Problem] = []
+    known = [case.name for case in cases]
+    for name in sorted(wanted_names or ()):
+        if name not in known:
+            problems.append(Problem(f"no case is named {name!r}{_suggest(name, known)}", field="names"))
+    carried = {tag for case in cases for tag in case.tags}
+    if wanted_tags and not wanted_tags & carried:
+        shown = ", ".join(sorted(carried)) or "none"
+        problems.append(Problem(f"no case carries tag {' or '.join(map(repr, sorted(wanted_tags)))} (tags: {shown})", field="tags"))
+    if problems:
+        raise CaseError(problems)
     run: list[Case] = []
     skipped: list[tuple[Case, str]] = []
     for case in cases:
@@ -181,17 +201,17 @@ class _Runner:
             if inspect.isawaitable(value):
                 try:
                     value = await value
-                except Exception as exc:  # noqa: BLE001
+                except _TRIAL_ERRORS as exc:  # noqa: BLE001
                     raise _PhaseFailure("invoke", exc) from exc
             return value
         if setup is not None:
             try:
                 await self._call(setup, ctx)
-            except Exception as exc:  # noqa: BLE001
+            except _TRIAL_ERRORS as exc:  # noqa: BLE001
                 raise _PhaseFailure("setup", exc) from exc
         try:
             return await self._call(invoke, ctx)
-        except Exception as exc:  # noqa: BLE001
+        except _TRIAL_ERRORS as exc:  # noqa: BLE001
             raise _PhaseFailure("invoke", exc) from exc
 
     async def _grade(self, graders: Sequence[Grader], run: Run, ctx: TrialContext) -> tuple[list[Verdict], TrialError | None]:
@@ -226,7 +246,7 @@ class _Runner:
             with self._network_guard(case) as blocked:  # teardown is part of the deterministic trial too
                 try:
                     await self._call(case.teardown, ctx)
-                except Exception as exc:  # noqa: BLE001
+                except _TRIAL_ERRORS as exc:  # noqa: BLE001
                     problem = _error("teardown", exc)
             if problem is None and blocked:
                 problem = TrialError(type="NetworkBlockedError", message=blocked[0], phase="teardown")
@@ -272,11 +292,11 @@ def _sync_setup_invoke(setup: Callable[[TrialContext], Any] | None, invoke: Call
     if setup is not None:
         try:
             setup(ctx)
-        except Exception as exc:  # noqa: BLE001
+        except _TRIAL_ERRORS as exc:  # noqa: BLE001
             raise _PhaseFailure("setup", exc) from exc
     try:
         return invoke(ctx)
-    except Exception as exc:  # noqa: BLE001
+    except _TRIAL_ERRORS as exc:  # noqa: BLE001
         raise _PhaseFailure("invoke", exc) from exc
 
 

@@ -288,3 +288,33 @@ def test_a_case_that_grades_the_ending_itself_decides() -> None:
     case = tr.Case(name="e", invoke=invoke, expect_outcome=[expect.ended("error")])
     trial = tr.evaluate([case]).cases[0].trials[0]
     assert trial.passed and trial.error is None
+
+
+def test_an_agent_that_calls_sys_exit_fails_its_trial_not_the_run() -> None:
+    import sys
+
+    def sync_exit(ctx: tr.TrialContext) -> str:
+        sys.exit(3)
+
+    async def async_exit(ctx: tr.TrialContext) -> str:
+        sys.exit(4)
+
+    torn_down: list[str] = []
+    cases = [_case(name, invoke=fn, teardown=lambda ctx, n=name: torn_down.append(n))
+             for name, fn in (("sync", sync_exit), ("async", async_exit))] + [_case("fine")]
+    report = tr.evaluate(cases, trials=2)
+    errors = [(c.name, t.error.type, t.error.phase) for c in report.cases[:2] for t in c.trials]
+    assert errors == [("sync", "SystemExit", "invoke")] * 2 + [("async", "SystemExit", "invoke")] * 2
+    assert report.cases[2].passed and sorted(torn_down) == ["async", "async", "sync", "sync"]
+
+
+def test_a_filter_that_selects_nothing_is_an_error_not_a_green_run() -> None:
+    cases = [_case("reads notes", tags=["files"]), _case("writes notes", tags=["files"])]
+    with pytest.raises(tr.CaseError) as caught:
+        tr.evaluate(cases, names=["read notes"])
+    assert [str(p) for p in caught.value.problems] == [
+        "field 'names': no case is named 'read notes' (did you mean 'reads notes'?)"
+    ]
+    with pytest.raises(tr.CaseError, match=r"no case carries tag 'fils' \(tags: files\)"):
+        tr.evaluate(cases, tags=["fils"])
+    assert tr.evaluate(cases, tags=["files", "other"]).case_count == 2  # one known tag is enough
