@@ -92,6 +92,19 @@ def _suggest(key: str, options: Iterable[str]) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
+def _takes_one_argument(fn: Callable[..., Any]) -> str | None:
+    """Why `fn` cannot be called with the trial context alone, or None when it can (or cannot be inspected)."""
+    import inspect
+
+    try:
+        inspect.signature(fn).bind(object())
+    except TypeError as exc:
+        return f"must take one argument, the trial context (ctx); calling it with one fails: {exc}"
+    except ValueError:  # a builtin without a signature: it will say so when called
+        return None
+    return None
+
+
 def _normalise_key(key: str) -> str:
     if key in FIELDS:
         return key
@@ -154,9 +167,13 @@ class Case:
             bad("invoke", "a case needs an invoke (a callable taking the trial context)")
         elif not callable(invoke):
             bad("invoke", f"must be callable, got {type(invoke).__name__}")
+        elif (problem := _takes_one_argument(invoke)) is not None:
+            bad("invoke", problem)
         for field, hook in (("setup", setup), ("teardown", teardown)):
             if hook is not None and not callable(hook):
                 bad(field, f"must be callable or None, got {type(hook).__name__}")
+            elif hook is not None and (problem := _takes_one_argument(hook)) is not None:
+                bad(field, problem)
 
         if isinstance(tags, str):
             tags = [tags]
@@ -200,8 +217,8 @@ class Case:
             if isinstance(max_cost_usd, bool) or not isinstance(max_cost_usd, (int, float)):
                 bad("max_cost_usd", f"must be a number of US dollars, got {type(max_cost_usd).__name__}")
                 max_cost_usd = None
-            elif max_cost_usd < 0:
-                bad("max_cost_usd", f"must not be negative, got {max_cost_usd}")
+            elif not max_cost_usd >= 0:  # negative, or NaN (which compares false with everything)
+                bad("max_cost_usd", f"must be 0 or more US dollars, got {max_cost_usd}")
                 max_cost_usd = None
             else:
                 graders.append(_max_cost_grader(float(max_cost_usd)))
@@ -214,7 +231,7 @@ class Case:
             )
 
         if timeout_s is not None and (
-            isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or timeout_s <= 0
+            isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not 0 < timeout_s < float("inf")
         ):
             bad("timeout_s", f"must be a positive number of seconds, got {timeout_s!r}")
         if trials is not None and (isinstance(trials, bool) or not isinstance(trials, int) or trials < 1):

@@ -229,6 +229,11 @@ def run(test_ids: tuple[str, ...], trials: int | None, tags: tuple[str, ...], na
         except runner.EvaluationInterrupted as interrupted:
             report = interrupted.report
             exit_code = EXIT_INTERRUPTED
+        except KeyboardInterrupt:  # a second Ctrl-C while teardowns still ran: give up on them at once
+            progress.stop()
+            click.echo("interrupted again: stopped waiting for teardowns; this run was not saved", err=True)
+            sys.stderr.flush()
+            os._exit(EXIT_INTERRUPTED)
     saved: Path | None = None
     save_problem = ""
     try:

@@ -15,13 +15,14 @@ import signal
 import threading
 import time
 import traceback
+from functools import partial
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timezone
 from queue import SimpleQueue
 from typing import Any
 
 from .case import Case, CaseError, Problem, TrialContext, _suggest, validate_cases
-from .expect._base import Grader, Verdict, agrade
+from .expect._base import Grader, Verdict, agrade, grade, is_builtin
 from .results import CaseResult, RunReport, TrialError, TrialResult, jsonable
 from .trajectory import Run, Trajectory
 
@@ -217,7 +218,12 @@ class _Runner:
     async def _grade(self, graders: Sequence[Grader], run: Run, ctx: TrialContext) -> tuple[list[Verdict], TrialError | None]:
         """Every grader's verdict, and the first grader exception as the trial's error (a broken grader fails it)."""
         raised: list[Exception] = []
-        verdicts = [await agrade(grader, run, ctx, raised=raised) for grader in graders]
+        verdicts = []
+        for grader in graders:
+            if is_builtin(grader) or inspect.iscoroutinefunction(getattr(grader.fn, "__wrapped__", grader.fn)):
+                verdicts.append(await agrade(grader, run, ctx, raised=raised))
+            else:  # a user's synchronous grader may be slow (a judge, a file check): not on the event loop
+                verdicts.append(await self._in_thread(partial(grade, raised=raised), grader, run, ctx))
         return verdicts, _error("grade", raised[0]) if raised else None
 
     async def _teardown(self, case: Case, ctx: TrialContext) -> TrialError | None:
@@ -398,9 +404,10 @@ async def aevaluate(
             await asyncio.gather(*workers)
     except asyncio.CancelledError:
         interrupted = True
-        for task in workers:
-            task.cancel()
-        await asyncio.gather(*workers, return_exceptions=True)
+        await _cancel_all(workers)
+    except BaseException:
+        await _cancel_all(workers)  # an on_trial callback raised: stop the other trials, with their teardowns
+        raise
     finally:
         runner.threads.close()
 
@@ -440,6 +447,12 @@ async def aevaluate(
     return report
 
 
+async def _cancel_all(tasks: list[asyncio.Future[None]]) -> None:
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
 def evaluate(
     cases: Iterable[Case | Mapping[str, Any]],
     trials: int = 1,
@@ -475,31 +488,65 @@ def evaluate(
     except RuntimeError:
         return _run_with_interrupt(coro)
     # Called from inside a running event loop (a notebook, an async test): run on a fresh loop in a thread.
+    # Ctrl-C cancels that run (teardowns run), whether it arrives as KeyboardInterrupt or, under asyncio.run, as a
+    # cancellation of the calling task; a second KeyboardInterrupt stops waiting for it.
+    caller = asyncio.current_task()
     box: dict[str, Any] = {}
+    loop = asyncio.new_event_loop()
+    task = loop.create_task(coro)
 
     def target() -> None:
         try:
-            box["value"] = asyncio.run(coro)
+            box["value"] = loop.run_until_complete(task)
         except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
             box["error"] = exc
+        finally:
+            loop.close()
 
-    thread = threading.Thread(target=target, name="trialrun-evaluate")
+    thread = threading.Thread(target=target, name="trialrun-evaluate", daemon=True)
     thread.start()
-    thread.join()
+    cancelled = False
+    while thread.is_alive():
+        try:
+            thread.join(0.1)
+        except KeyboardInterrupt:
+            if cancelled:
+                raise
+            cancelled = True
+            loop.call_soon_threadsafe(task.cancel)
+        if not cancelled and caller is not None and _cancel_requested(caller):
+            cancelled = True
+            loop.call_soon_threadsafe(task.cancel)
     if "error" in box:
         raise box["error"]
     return box["value"]
 
 
+def _cancel_requested(task: asyncio.Task[Any]) -> bool:
+    """Has someone asked `task` to cancel (asyncio.run's Ctrl-C handler does) while it runs synchronous code?"""
+    cancelling = getattr(task, "cancelling", None)  # Python 3.11+
+    return bool(cancelling()) if cancelling is not None else bool(getattr(task, "_must_cancel", False))
+
+
 def _run_with_interrupt(coro: Any) -> RunReport:
-    """Run on a new loop; Ctrl-C cancels the run (so teardowns run) instead of killing it mid-trial."""
+    """Run on a new loop; Ctrl-C cancels the run (so teardowns run) instead of killing it mid-trial. A second
+    Ctrl-C while teardowns are still running (one that hangs) gives up on them and raises KeyboardInterrupt."""
     loop = asyncio.new_event_loop()
     task = loop.create_task(coro)
     previous = None
     main = threading.current_thread() is threading.main_thread()
+    presses = 0
+
+    def on_sigint(signum: int, frame: Any) -> None:
+        nonlocal presses
+        presses += 1
+        if presses > 1:
+            raise KeyboardInterrupt
+        loop.call_soon_threadsafe(task.cancel)
+
     if main:
         previous = signal.getsignal(signal.SIGINT)
-        signal.signal(signal.SIGINT, lambda signum, frame: loop.call_soon_threadsafe(task.cancel))
+        signal.signal(signal.SIGINT, on_sigint)
     try:
         return loop.run_until_complete(task)
     finally:

@@ -31,9 +31,16 @@ def problems(**overrides) -> list[str]:
         ({"expect_outcome": [42]}, "field 'expect_outcome': item 1: 42 is not a grader"),
         ({"expect_outcome": "hello"}, "field 'expect_outcome': must be a list of graders, got str"),
         ({"mode": "fast"}, "field 'mode': 'fast' is not a mode; expected 'deterministic' or 'live_canary'"),
-        ({"max_cost_usd": -1}, "field 'max_cost_usd': must not be negative, got -1"),
+        ({"max_cost_usd": -1}, "field 'max_cost_usd': must be 0 or more US dollars, got -1"),
         ({"max_cost_usd": "cheap"}, "field 'max_cost_usd': must be a number of US dollars, got str"),
         ({"timeout_s": 0}, "field 'timeout_s': must be a positive number of seconds"),
+        ({"timeout_s": float("nan")}, "field 'timeout_s': must be a positive number of seconds, got nan"),
+        ({"timeout_s": float("inf")}, "field 'timeout_s': must be a positive number of seconds, got inf"),
+        ({"max_cost_usd": float("nan")}, "field 'max_cost_usd': must be 0 or more US dollars, got nan"),
+        ({"invoke": lambda: "hi"}, "field 'invoke': must take one argument, the trial context (ctx); calling it "
+                                   "with one fails: too many positional arguments"),
+        ({"teardown": lambda ctx, extra: None}, "field 'teardown': must take one argument, the trial context (ctx); "
+                                                "calling it with one fails: missing a required argument: 'extra'"),
         ({"trials": 0}, "field 'trials': must be a positive integer"),
         ({"tags": [1]}, "field 'tags': every tag must be a non-empty string, got 1"),
         ({"expect_outcom": []}, "field 'expect_outcom': unknown key (did you mean 'expect_outcome'?)"),

@@ -318,3 +318,81 @@ def test_a_filter_that_selects_nothing_is_an_error_not_a_green_run() -> None:
     with pytest.raises(tr.CaseError, match=r"no case carries tag 'fils' \(tags: files\)"):
         tr.evaluate(cases, tags=["fils"])
     assert tr.evaluate(cases, tags=["files", "other"]).case_count == 2  # one known tag is enough
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_a_second_ctrl_c_gives_up_on_a_hanging_teardown(tmp_path: Path) -> None:
+    script = tmp_path / "run.py"
+    script.write_text(textwrap.dedent("""
+        import time, trialrun as tr
+        from trialrun import expect
+        def teardown(ctx):
+            print("tearing down", flush=True)
+            time.sleep(60)  # a teardown that hangs
+        case = tr.Case(name="stuck", invoke=lambda ctx: "hello", teardown=teardown,
+                       expect_outcome=[expect.contains("hello")])
+        try:
+            tr.evaluate([case])
+        except KeyboardInterrupt as exc:
+            print("gave up", type(exc).__name__, flush=True)
+    """))
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "tearing down"
+    proc.send_signal(signal.SIGINT)  # the first asks the run to stop; the teardown still hangs
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=20)
+    assert "gave up KeyboardInterrupt" in out
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_ctrl_c_reaches_an_evaluate_called_inside_a_running_loop(tmp_path: Path) -> None:
+    script = tmp_path / "run.py"
+    script.write_text(textwrap.dedent("""
+        import asyncio, time, trialrun as tr
+        from trialrun import expect
+        def invoke(ctx):
+            print("started", flush=True)
+            time.sleep(2)
+            return "hello"
+        async def main():  # a notebook or an async test calling the synchronous API
+            case = tr.Case(name="slow", invoke=invoke, expect_outcome=[expect.contains("hello")])
+            try:
+                tr.evaluate([case])
+            except tr.EvaluationInterrupted as exc:
+                print("interrupted", exc.report.status, flush=True)
+        asyncio.run(main())
+    """))
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "started"
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=20)
+    assert "interrupted interrupted" in out
+
+
+def test_an_on_trial_callback_that_raises_stops_the_run_with_every_teardown() -> None:
+    torn: list[str] = []
+
+    async def slow(ctx: tr.TrialContext) -> str:
+        await asyncio.sleep(0.5 if ctx.case.name == "slow" else 0)
+        return "hello"
+
+    def on_trial(case: tr.Case, result: object) -> None:
+        raise RuntimeError("progress display broke")
+
+    cases = [_case(n, slow, teardown=lambda ctx: torn.append(ctx.case.name)) for n in ("fast", "slow")]
+    with pytest.raises(RuntimeError, match="progress display broke"):
+        tr.evaluate(cases, on_trial=on_trial, concurrency=2)
+    assert sorted(torn) == ["fast", "slow"]
+
+
+def test_slow_synchronous_graders_of_different_trials_run_side_by_side() -> None:
+    def slow_grader(run: tr.Run) -> bool:
+        time.sleep(0.3)
+        return True
+
+    cases = [_case(f"c{i}", expect_outcome=[slow_grader, expect.contains("hello")]) for i in range(4)]
+    started = time.perf_counter()
+    report = tr.evaluate(cases, concurrency=4)
+    assert report.passed_case_count == 4
+    assert time.perf_counter() - started < 1.0  # four 0.3 s graders, not one after another (1.2 s)

@@ -25,6 +25,7 @@ BAD: list[tuple[Callable[[], object], type[Exception], str]] = [
     (lambda: expect.not_called(None), TypeError, "expect.not_called: tool must be a string, got NoneType None"),
     (lambda: expect.called_in_order("abc"), TypeError, "expect.called_in_order: steps must be a list *, got str"),
     (lambda: expect.trajectory_matches("read_file"), TypeError, "expect.trajectory_matches: reference_calls must be a list of calls, got str"),
+    (lambda: expect.trajectory_matches([{"tool": "x"}]), TypeError, "a reference call given as a mapping needs a 'name' (the tool's), got {'tool': 'x'}"),
     (lambda: expect.max_turns("3"), TypeError, "expect.max_turns: n must be a whole number, got str '3'"),
     (lambda: expect.max_tool_calls(-1), ValueError, "expect.max_tool_calls: n must not be negative, got -1"),
     (lambda: expect.never_ran(["rm", "-rf"]), TypeError, "expect.never_ran: command must be a string, got list *"),

@@ -58,3 +58,19 @@ def test_check_takes_a_plain_output_or_a_run() -> None:
     verdicts = tr.check([expect.contains("x"), expect.max_turns(3)], tr.Run("x"))
     assert [v.passed for v in verdicts] == [True, True]
     assert tr.check([expect.equals("x")], "x")[0].passed
+
+
+def test_check_runs_an_async_grader_from_inside_a_running_loop() -> None:
+    import asyncio
+
+    import trialrun as tr
+
+    async def judged(run: tr.Run, ctx: object) -> bool:
+        await asyncio.sleep(0)
+        return run.output == "hello"
+
+    async def main() -> list[tr.Verdict]:
+        return tr.check([judged], "hello")  # the synchronous API, called from async code
+
+    [verdict] = asyncio.run(main())
+    assert verdict.passed and verdict.reason == "returned True"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import threading
 import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -100,7 +101,12 @@ def as_grader(obj: Any, kind: str) -> Grader:
         params, varargs = [object(), object()], True  # builtins without signatures: assume (run, ctx)
     if len(params) == 1 and not varargs:
         one: Callable[[Run], Any] = obj
-        return Grader(_label_of(obj), lambda run, ctx: one(run), kind)
+
+        def on_run(run: Run, ctx: Any) -> Any:
+            return one(run)
+
+        on_run.__wrapped__ = one  # type: ignore[attr-defined]  # whose code this really is (see `is_builtin`)
+        return Grader(_label_of(obj), on_run, kind)
     if len(params) > 2:
         raise TypeError(f"grader {_label_of(obj)} takes {len(params)} arguments; a grader takes (run) or (run, ctx)")
     return Grader(_label_of(obj), obj, kind)
@@ -119,14 +125,25 @@ def _broken(grader: Grader, exc: Exception) -> Verdict:
     return Verdict(False, grader.label, f"grader raised {type(exc).__name__}: {exc}{at}", kind=grader.kind)
 
 
-def grade(grader: Grader, run: Run, ctx: TrialContext | None) -> Verdict:
-    """Run one grader synchronously (an async grader runs on a loop of its own)."""
+def is_builtin(grader: Grader) -> bool:
+    """One of trialrun's own graders (quick, never blocking), as opposed to a user's function, which the runner
+    calls in a worker thread so a slow synchronous grader does not hold up the other trials."""
+    fn = getattr(grader.fn, "__wrapped__", grader.fn)
+    return getattr(fn, "__module__", "").startswith("trialrun.")
+
+
+def grade(
+    grader: Grader, run: Run, ctx: TrialContext | None, *, raised: list[Exception] | None = None
+) -> Verdict:
+    """Run one grader synchronously (an async grader runs on a loop of its own). `raised` as in `agrade`."""
     try:
         result = grader.fn(run, ctx)
         if inspect.isawaitable(result):
-            result = asyncio.run(_awaited(result))
+            result = _run_to_end(result)
         return _finish(grader, result)
     except Exception as exc:  # noqa: BLE001 - a broken grader is a failed verdict
+        if raised is not None:
+            raised.append(exc)
         return _broken(grader, exc)
 
 
@@ -150,6 +167,30 @@ async def agrade(
 
 async def _awaited(awaitable: Any) -> Any:
     return await awaitable
+
+
+def _run_to_end(awaitable: Any) -> Any:
+    """Await an async grader from synchronous code: on a loop of its own, in a thread of its own when this thread
+    already runs a loop (`check` called from an async test or a notebook)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(_awaited(awaitable))
+    box: list[Any] = []
+
+    def target() -> None:
+        try:
+            box.append((True, asyncio.run(_awaited(awaitable))))
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            box.append((False, exc))
+
+    thread = threading.Thread(target=target, name="trialrun-grade")
+    thread.start()
+    thread.join()
+    ok, value = box[0]
+    if not ok:
+        raise value
+    return value
 
 
 def check(expectations: Iterable[Any], run: Run | Any, ctx: TrialContext | None = None) -> list[Verdict]:

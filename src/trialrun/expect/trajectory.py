@@ -139,7 +139,9 @@ def _as_ref(item: Any) -> tuple[str, Mapping[str, Any] | None]:
     if isinstance(item, ToolCall):
         return item.name, item.arguments
     if isinstance(item, Mapping):
-        return str(item["name"]), item.get("arguments", item.get("args"))
+        if not isinstance(item.get("name"), str):
+            raise TypeError(f"a reference call given as a mapping needs a 'name' (the tool's), got {item!r}")
+        return item["name"], item.get("arguments", item.get("args"))
     if isinstance(item, Sequence) and len(item) == 2 and isinstance(item[0], str):
         return item[0], item[1]
     raise TypeError(f"expected a tool name, (name, args), a ToolCall or {{'name', 'arguments'}}, got {item!r}")

@@ -174,6 +174,10 @@ class RunProgress:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        """Take the bar off the screen (also before the process exits without unwinding)."""
         if self._timer is not None:
             self._timer.cancel()
         with self._lock:
