@@ -9,11 +9,12 @@ from __future__ import annotations
 import hashlib
 import importlib
 import inspect
+import os
 import platform
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,7 @@ from .suite import SuiteFile, SuiteTest
 from .trajectory import ToolCall, Usage
 from .wire import ProviderError, Step
 
-__all__ = ["build_cases", "load_script_file", "config_snapshot", "model_transport"]
+__all__ = ["build_cases", "load_script_file", "config_snapshot", "model_transport", "check_api_keys"]
 
 SHELL_TOOL_NAMES = ("run_command", "read_file", "write_file", "list_dir")
 _LIVE_DEFAULTS = {
@@ -126,18 +127,49 @@ def load_script_file(path: Path) -> dict[str, list[Step | ProviderError]]:
 
 
 # -- the model of one trial --------------------------------------------------------------------------------
+def _provider(spec: ModelSpec, api: str) -> str:
+    """Which provider's defaults (base URL, key variable) a live spec uses: its kind, or for record: the API's."""
+    return spec.kind if spec.kind in _LIVE_DEFAULTS else ("anthropic" if api == "anthropic" else "gemini" if api == "gemini" else "openai")
+
+
 def _live(spec: ModelSpec, api: str) -> LiveModel:
     if spec.kind == "openai-compatible":
         return LiveModel(spec.target)
-    provider = spec.kind if spec.kind in _LIVE_DEFAULTS else ("anthropic" if api == "anthropic" else "gemini" if api == "gemini" else "openai")
-    base_url, env = _LIVE_DEFAULTS[provider]
+    base_url, env = _LIVE_DEFAULTS[_provider(spec, api)]
     return LiveModel(base_url, api_key_env=env)
+
+
+def _judge_api(spec: ModelSpec) -> str:
+    return "anthropic" if spec.kind == "anthropic" else "openai-chat"
+
+
+def check_api_keys(config: Config, environ: Mapping[str, str] | None = None) -> None:
+    """ConfigError, before anything runs, when the model or the judge calls a provider whose API key variable is
+    not set: every test would fail the same way, which is a configuration problem, not a result. (An
+    openai-compatible server may need no key; its calls say so if it does.)"""
+    env_values = os.environ if environ is None else environ
+    roles: list[tuple[str, ModelSpec, str]] = [("model", config.model_spec, config.effective_api)]
+    if config.judge:
+        judge = parse_model_spec(config.judge)
+        roles.append(("judge", judge, _judge_api(judge)))
+    missing = []
+    for role, spec, api in roles:
+        if not spec.live or spec.kind == "openai-compatible":
+            continue
+        variable = _LIVE_DEFAULTS[_provider(spec, api)][1]
+        if not env_values.get(variable):
+            missing.append(f"{variable} is not set, and the {role} {spec} calls the provider")
+    if missing:
+        raise ConfigError("; ".join(missing) + ". Set it in the environment, or use a scripted: or replay: model; "
+                          "nothing was run")
 
 
 def model_transport(spec: ModelSpec, test_id: str, config: Config, ctx: TrialContext, scripts: dict[str, list[Any]] | None) -> Any:
     """The observed transport a trial talks to, for a model spec."""
     if spec.kind == "scripted":
         assert scripts is not None
+        if test_id not in scripts:  # a live canary run after all (e.g. by the pytest plugin's option)
+            raise ConfigError(f"{config.resolve(spec.target)}: no script for test {test_id!r}")
         return ctx.scripted(list(scripts[test_id]))
     if spec.kind in ("replay", "record"):
         cassette = config.resolve(spec.target) / f"{_safe(test_id)}.yaml"
@@ -209,15 +241,21 @@ def _policy(config: Config) -> ToolPolicy | None:
         raise ConfigError(f"{config.source or 'configuration'}: [policy]: {exc}") from None
 
 
-def build_cases(suite: SuiteFile, config: Config, *, only: Collection[str] | None = None) -> list[Case]:
-    """Runnable Cases for the suite's tests (those named in `only`, when given), with the configured agent and model."""
+def build_cases(
+    suite: SuiteFile, config: Config, *, only: Collection[str] | None = None, include_live_canary: bool = False,
+) -> list[Case]:
+    """Runnable Cases for the suite's tests (those named in `only`, when given), with the configured agent and model.
+
+    A scripted model must have a script for every test that will run; a live canary that will be skipped (without
+    `include_live_canary`) needs none, as it never asks the model anything.
+    """
     tests = [t for t in suite.tests if only is None or t.id in only]
     spec = config.model_spec
     api = config.effective_api
     model_name = config.effective_model_name
     scripts = load_script_file(config.resolve(spec.target)) if spec.kind == "scripted" else None
     if scripts is not None:
-        missing = [t.id for t in tests if t.id not in scripts]
+        missing = [t.id for t in tests if t.id not in scripts and (include_live_canary or t.mode != "live_canary")]
         if missing:
             raise ConfigError(f"{config.resolve(spec.target)}: no script for test(s) {', '.join(map(repr, missing))}")
     for model, entry in config.prices.items():
@@ -266,7 +304,7 @@ def build_cases(suite: SuiteFile, config: Config, *, only: Collection[str] | Non
         if judge_parsed is not None:
             judge = llm_judge(
                 lambda ctx=None, test_id=test.id: _judge_transport(judge_parsed, test_id, config, judge_scripts),
-                api="anthropic" if judge_parsed.kind == "anthropic" else "openai-chat",
+                api=_judge_api(judge_parsed),
                 model_name=judge_parsed.model_name or "gpt-4.1-mini",
                 prompt=test.prompt,
             )
@@ -309,7 +347,7 @@ def _judge_transport(spec: ModelSpec, test_id: str, config: Config, scripts: dic
     if spec.kind in ("replay", "record"):
         path = config.resolve(spec.target) / f"judge-{_safe(test_id)}.yaml"
         return Cassette(path, spec.kind, upstream=_live(spec, "openai-chat") if spec.kind == "record" else None)
-    return _live(spec, "anthropic" if spec.kind == "anthropic" else "openai-chat")
+    return _live(spec, _judge_api(spec))
 
 
 # -- what the run was configured with ----------------------------------------------------------------------

@@ -8,6 +8,11 @@ trialrun's format (YAML or JSON, chosen by the file suffix)::
         response: {status: 200, headers: {...}, body: {...}}          # JSON body as data
       - request: {...}
         response: {status: 200, headers: {...}, stream: "data: ...\n\n"}  # a streamed body as text
+      - request: {method: POST, url: ..., headers: {...}, body_base64: "iVBORw0K..."}  # bytes that are not UTF-8
+        response: {status: 200, headers: {...}, body_text: "plain text"}            # text that is not JSON
+
+A body is stored as data when it is a JSON object or array (readable and diffable), as text when it is other UTF-8,
+and as base64 when it is not UTF-8 (an uploaded file, a download), so replay returns exactly the recorded bytes.
 
 vcrpy's layout is `interactions: [{request: {method, uri, headers: {name: [values]}, body | parsed_body},
 response: {status: {code, message}, headers, body: {string} | parsed_body}}]`.
@@ -15,6 +20,8 @@ response: {status: {code, message}, headers, body: {string} | parsed_body}}]`.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import os
 from pathlib import Path
@@ -85,15 +92,38 @@ def exchange_to_dict(exchange: Exchange) -> dict[str, Any]:
 
 
 def _body_field(body: bytes, streamed: bool) -> dict[str, Any]:
+    """The field that stores a body: `body` (a JSON object or array, as data), `stream` or `body_text` (other UTF-8
+    text), `body_base64` (anything else: decoding it as text would change the bytes that replay returns)."""
     if not body:
         return {}
-    text = body.decode("utf-8", "replace")
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        return {"body_base64": base64.b64encode(body).decode("ascii")}
     if streamed:
         return {"stream": text}
     try:
-        return {"body": json.loads(text)}
+        data = json.loads(text)
     except ValueError:
         return {"body_text": text}
+    # A JSON scalar stays text: `"abc"` would come back as abc and `null` as nothing.
+    return {"body": data} if isinstance(data, (dict, list)) else {"body_text": text}
+
+
+def _own_body(part: dict[str, Any], field: str, *names: str) -> bytes:
+    """A stored body: the first of the text/data fields `names` present, else `body_base64` decoded."""
+    for name in names:
+        if name in part:
+            return _encode_body(part[name])
+    if "body_base64" not in part:
+        return b""
+    value = part["body_base64"]
+    if not isinstance(value, str):
+        raise _ShapeError(f"{field}.body_base64 is {_kind(value)}, expected base64 text")
+    try:
+        return base64.b64decode("".join(value.split()), validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise _ShapeError(f"{field}.body_base64 is not valid base64 ({exc})") from None
 
 
 def _encode_body(value: Any) -> bytes:
@@ -165,15 +195,14 @@ def _from_own(entry: dict[str, Any]) -> Exchange:
     response = _mapping(entry.get("response"), "response")
     if "url" not in request:
         raise _ShapeError("request has no 'url'")
-    response_body = response.get("stream", response.get("body", response.get("body_text")))
     return Exchange(
         method=_text(request.get("method", "POST"), "request.method").upper(),
         url=_text(request["url"], "request.url"),
         request_headers=_own_headers(request.get("headers"), "request.headers"),
-        request_body=_encode_body(request.get("body", request.get("body_text"))),
+        request_body=_own_body(request, "request", "body", "body_text"),
         status=_status(response.get("status", 200), "response.status"),
         response_headers=_own_headers(response.get("headers"), "response.headers"),
-        response_body=_encode_body(response_body),
+        response_body=_own_body(response, "response", "stream", "body", "body_text"),
     )
 
 

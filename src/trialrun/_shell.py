@@ -4,9 +4,10 @@
 wanted to run: "does this run `rm -rf` (or `curl | sh`)?". A substring test is useless for that: it flags
 `echo "rm -rf /"` and misses `sudo /bin/rm -fr /`. So this module parses the command as POSIX shell, follows it
 through what hides a command (wrappers such as `sudo`, `env`, `timeout`, `xargs`, `bash -c`, `eval`; substitutions;
-quoting; brace and `$IFS` tricks), and compares each program it would run with the pattern, option by option.
+quoting; brace and `$IFS` tricks; functions and aliases defined in the line, called with their arguments; text
+echoed or printed into a shell), and compares each program it would run with the pattern, option by option.
 A command it cannot parse counts as a match, and so does a program or shell code only known at run time
-(`$(echo rm) -rf /`, `eval "$X"`): for a guard, "could not tell" must read as "may have run it".
+(`$(echo rm) -rf /`, `eval "$X"`, `base64 -d x | sh`): for a guard, "could not tell" must read as "may have run it".
 
 One implementation serves both users so that the policy and the grader can never disagree.
 """
@@ -32,6 +33,7 @@ __all__ = [
     "commands_in",
     "first_not_allowed",
     "cannot_read",
+    "CommandLines",
 ]
 
 DEFAULT_COMMAND_TOOLS: tuple[str, ...] = ("run_command", "bash", "shell", "exec", "execute_command", "local_shell")
@@ -65,8 +67,9 @@ class _Simple:
 
     words: list[_Word]
     subs: list[list]  # scripts of command/process substitutions in its words and redirections, in order
-    stdin_text: str | None = None  # a here-document or here-string: text on its standard input
+    stdin_word: _Word | None = None  # a here-document or here-string: the text on its standard input
     redirections: int = 0
+    stdin_file: bool = False  # standard input comes from a file or descriptor (`< script.sh`, `<&3`)
 
 
 @dataclass(slots=True)
@@ -75,6 +78,9 @@ class _Group:
 
     body: list
     subs: list[list]
+    name: str | None = None  # a function definition's name (`f() { ...; }`, `function f { ...; }`)
+    stdin_word: _Word | None = None  # as for _Simple: what redirections put on its standard input
+    stdin_file: bool = False
 
 
 # A script is a list of pipelines; a pipeline is a list of stages (_Simple or _Group).
@@ -108,7 +114,8 @@ class _Parser:
         self.n = len(text)
         self.i = start
         self.depth = depth
-        self.heredocs: list[tuple[str, bool, bool, _Simple]] = []
+        # pending here-documents: delimiter, quoted, strip tabs, the command (or group) and whether it is stdin
+        self.heredocs: list[tuple[str, bool, bool, _Simple | _Group, bool]] = []
 
     # -- entry points --------------------------------------------------------------------------------------------
 
@@ -191,7 +198,7 @@ class _Parser:
                     else:
                         break
                 stage = self.parse_stage()
-                if isinstance(stage, _Simple) and not stage.words and not stage.subs and stage.stdin_text is None:
+                if isinstance(stage, _Simple) and not stage.words and not stage.subs and stage.stdin_word is None:
                     raise _ParseError("`|` with no command after it")
                 stages.append(stage)
             else:
@@ -233,8 +240,8 @@ class _Parser:
             self.skip_blanks()
             if self.i >= self.n or not self.read_redirection(holder):
                 break
-        if holder.stdin_text is not None:
-            group.body = group.body + [[_Simple([], [], holder.stdin_text)]]
+        self.heredocs = [(d, q, t, group if c is holder else c, fd0) for d, q, t, c, fd0 in self.heredocs]
+        group.stdin_word, group.stdin_file = holder.stdin_word, holder.stdin_file
         if self.i < self.n and self.s[self.i] not in "\n;&|)":
             raise _ParseError(f"unexpected `{self.s[self.i:self.i + 10].split()[0]}` after a compound command")
         return group
@@ -338,7 +345,8 @@ class _Parser:
 
     def parse_function(self) -> _Group:
         self.skip_blanks()
-        if self.read_word([]) is None:
+        name = self.read_word([])
+        if name is None:
             raise _ParseError("`function` without a name")
         self.skip_blanks()
         if self.s.startswith("(", self.i):
@@ -348,7 +356,9 @@ class _Parser:
                 raise _ParseError("`function NAME (` without `)`")
             self.i += 1
         self.skip_separators()
-        return self.parse_stage_as_group()
+        body = self.parse_stage_as_group()
+        body.name = _literal_text(name)
+        return body
 
     def parse_stage_as_group(self) -> _Group:
         stage = self.parse_stage()
@@ -405,6 +415,7 @@ class _Parser:
                     self.skip_separators()
                     body = self.parse_stage_as_group()
                     body.subs[:0] = cmd.subs
+                    body.name = _literal_text(cmd.words[0])
                     return body
                 raise _ParseError("unexpected `(`")
             if self.read_redirection(cmd):
@@ -438,6 +449,7 @@ class _Parser:
         if not m:
             return False
         op = m.group(0).lstrip("0123456789")
+        on_stdin = m.group(0)[: len(m.group(0)) - len(op)] in ("", "0")
         if op in ("<", ">") and m.end() < self.n and s[m.end()] == "(":
             if m.end() - m.start() == 1:
                 return False  # `<(cmd)` is a process substitution (a word), not a redirection
@@ -450,16 +462,18 @@ class _Parser:
         if op in ("<<", "<<-"):
             delimiter = _literal_text(target)
             quoted = any(p[2] for p in target.pieces)
-            self.heredocs.append((delimiter, quoted, op == "<<-", cmd))
-        elif op == "<<<":
-            cmd.stdin_text = _literal_text(target)
+            self.heredocs.append((delimiter, quoted, op == "<<-", cmd, on_stdin))
+        elif op == "<<<" and on_stdin:
+            cmd.stdin_word = target
+        elif op in ("<", "<>", "<&") and on_stdin:
+            cmd.stdin_file = True  # (with a here-document too, the file makes what the command reads unknown)
         return True
 
     def read_heredoc_bodies(self) -> None:
         """Here-document bodies start after the newline that ends their command line."""
         s = self.s
         while self.heredocs:
-            delimiter, quoted, strip_tabs, cmd = self.heredocs.pop(0)
+            delimiter, quoted, strip_tabs, cmd, on_stdin = self.heredocs.pop(0)
             lines = []
             while self.i < self.n:
                 end = s.find("\n", self.i)
@@ -470,10 +484,12 @@ class _Parser:
                     break
                 lines.append(line)
             body = "\n".join(lines) + ("\n" if lines else "")
-            if not quoted:  # an unquoted delimiter means `$(...)` and backticks in the body run
+            word = _Word((("L", body, True),))
+            if not quoted:  # an unquoted delimiter means `$(...)`, backticks and `$x` in the body expand
                 scanner = _Parser(body, self.depth + 1)
-                scanner.scan_expansions(cmd.subs)
-            cmd.stdin_text = body
+                word = scanner.scan_expansions(cmd.subs)
+            if on_stdin:
+                cmd.stdin_word = word
 
     # -- words -----------------------------------------------------------------------------------------------------
 
@@ -588,9 +604,11 @@ class _Parser:
             pieces.append(("L", "".join(buf), True))
         return i
 
-    def scan_expansions(self, subs: list) -> None:
-        """Find the substitutions in here-document text (which behaves like a double-quoted string)."""
-        self.read_dquote(0, [], subs, end_char=None)
+    def scan_expansions(self, subs: list) -> _Word:
+        """Here-document text (which behaves like a double-quoted string) as a word, recording substitutions."""
+        pieces: list[_Piece] = []
+        self.read_dquote(0, pieces, subs, end_char=None)
+        return _Word(tuple(pieces))
 
     def read_dollar(self, i: int, pieces: list, subs: list, quoted: bool) -> int:
         s, n = self.s, self.n
@@ -750,7 +768,7 @@ _IFS_DEFAULT = " \t\n"
 _BRACE_LIMIT = 2000
 
 
-def _expand_word(word: _Word, env: Mapping[str, str], split: bool = True) -> list[tuple[str, _Dyn]]:
+def _expand_word(word: _Word, env: Mapping[str, Any], split: bool = True) -> list[tuple[str, _Dyn]]:
     """The fields a word becomes, each as (text, tail). Unknown expansions stay as their source text.
 
     `tail` is None for a field known when the command is parsed; for a field only known at run time it is the
@@ -781,6 +799,37 @@ def _expand_word(word: _Word, env: Mapping[str, str], split: bool = True) -> lis
             if tail is not None:
                 tail.append(p[1])
             started = True
+            continue
+        if kind == "P" and p[1] == "@" and isinstance(env.get("@"), tuple):
+            # "$@": one field per positional parameter (split further when unquoted); known ones by value
+            args: tuple[tuple[str, _Dyn], ...] = env["@"]
+            if not split:  # assignments, here-documents: the parameters joined by spaces
+                if all(t is None for _, t in args):
+                    cur.append(" ".join(text for text, _ in args))
+                    if tail is not None:
+                        tail.append(cur[-1])
+                else:
+                    cur.append(p[-1])
+                    tail = []
+                started = True
+                continue
+            for k, (text, arg_tail) in enumerate(args):
+                if k and started:
+                    fields.append(("".join(cur), None if tail is None else "".join(tail)))
+                    cur, started, tail = [], False, None
+                if arg_tail is not None:
+                    cur.append(text)
+                    tail, started = [arg_tail], True
+                    continue
+                for j, part in enumerate([text] if p[2] else _split_ifs(text, ifs)):
+                    if j and started:
+                        fields.append(("".join(cur), None if tail is None else "".join(tail)))
+                        cur, started, tail = [], False, None
+                    if part or p[2]:
+                        cur.append(part)
+                        if tail is not None:
+                            tail.append(part)
+                        started = True
             continue
         if kind == "P" and (p[1] in env or p[1] == "IFS"):
             value = env[p[1]] if p[1] in env else _IFS_DEFAULT
@@ -1063,8 +1112,9 @@ for _name in ("chown", "chgrp"):
 # Wrappers: programs that run another command (or shell code) given in their arguments.
 # A handler gets the words after the wrapper's name and returns actions:
 #   ("argv", start, end)  the words[start:end] are a command line (argv) it runs
-#   ("text", code)        it runs this text as shell code
-#   ("stdin",)            it is a shell reading its script from standard input
+#   ("text", code[, k])   it runs this text as shell code (in a new shell whose `$@` are words[k:], given k)
+#   ("stdin", k)          it is a shell reading its script from standard input (`$@`: words[k:]; None: this shell's)
+#   ("script", k)         it runs the script file words[k]
 # --------------------------------------------------------------------------------------------------------------
 
 _SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "yash", "posh", "rbash", "lksh", "fish"})
@@ -1092,13 +1142,27 @@ def _simple_wrapper(opts: _Opts, skip_operands: int = 0, stop_on: str = "") -> _
     return handle
 
 
+# Script paths that are the shell's own standard input (`curl x | bash /dev/stdin`).
+_STDIN_PATHS = frozenset({"-", "/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"})
+
+
 def _shell_handler(words: Sequence[str]) -> list[_Action]:
     j, seen = _getopt(words, 0, _SHELL_OPTS)
-    if "c" in seen:
-        return [("text", words[j])] if j < len(words) else []
-    if "s" in seen or j >= len(words) or words[j] == "-":
-        return [("stdin",)]
-    return []  # runs a script file
+    if "c" in seen:  # `bash -c CODE NAME ARGS...`: ARGS are the code's `$1`, `$@`...
+        return [("text", words[j], j + 2)] if j < len(words) else []
+    if "s" in seen:  # `sh -s ARGS...`: reads its script from standard input, ARGS are its `$@`
+        return [("stdin", j)]
+    if j >= len(words) or words[j] in _STDIN_PATHS:
+        return [("stdin", j + 1)]
+    return [("script", j)]  # runs a script file
+
+
+def _source_handler(words: Sequence[str]) -> list[_Action]:
+    """`source FILE` / `. FILE`: runs the file's code in this shell; `/dev/stdin` is the shell's input."""
+    start = 1 if words and words[0] == "--" else 0
+    if start >= len(words):
+        return []
+    return [("stdin", None)] if words[start] in _STDIN_PATHS else [("script", start)]
 
 
 def _eval_handler(words: Sequence[str]) -> list[_Action]:
@@ -1229,6 +1293,7 @@ _WRAPPERS: dict[str, _Handler] = {
 }
 for _name in _SHELLS:
     _WRAPPERS[_name] = _shell_handler
+_WRAPPERS["source"] = _WRAPPERS["."] = _source_handler
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -1249,6 +1314,9 @@ class _Inv:
     unknown: str | None = None
     opaque: bool = False  # it runs shell code only known at run time (`eval "$X"`, `bash -c "$(cat x)"`)
     guessed: bool = False  # seen only by guessing that a program only known at run time is a shell
+    fed: bool = False  # a stdin shell whose input has been accounted for (a pipe, a here-document, `< file`)
+    expanded: bool = False  # a call of a function or alias defined in the line, whose body was followed too
+    script_args: tuple[tuple[str, _Dyn], ...] | None = None  # a stdin shell's `$@` (`sh -s -rf x`), when given
 
     @property
     def dynamic(self) -> bool:
@@ -1294,6 +1362,199 @@ def _basename(program: str) -> str:
     return base or program
 
 
+# What `echo` and `printf` print: the text a pipe carries into a shell (`printf '\x72m -rf /' | sh`).
+
+_ECHO_OPTIONS_RE = re.compile(r"-[neE]+")
+_PRINTF_WIDTH_LIMIT = 4096
+_OCTAL3_RE = re.compile("[0-7]{0,3}")
+_PRINTF_ESCAPE_RE = re.compile(r"\\(?:[0-7]{1,3}|x[0-9A-Fa-f]{1,2}|u[0-9A-Fa-f]{1,4}|U[0-9A-Fa-f]{1,8}|.)", re.S)
+_PRINTF_SPEC_RE = re.compile(r"%([-+ #0]*)(\d*|\*)(?:\.(\d*|\*))?([a-zA-Z%])")
+_PRINTF_ESCAPES = {"a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n", "r": "\r", "t": "\t",
+                   "v": "\v", "\\": "\\", '"': '"', "'": "'", "?": "?"}
+
+
+def _escapes(text: str, echo: bool) -> tuple[str, bool]:
+    r"""Backslash escapes as `echo -e`/`%b` (echo=True: octal as `\0NNN`) or a printf format (`\NNN`) read them.
+    Returns the text and whether `\c` ended all output there."""
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c != "\\" or i + 1 >= n:
+            out.append(c)
+            i += 1
+            continue
+        e = text[i + 1]
+        i += 2
+        if e in _PRINTF_ESCAPES:
+            out.append(_PRINTF_ESCAPES[e])
+        elif e == "c":
+            return "".join(out), True
+        elif e in "01234567" and (e == "0" or not echo):
+            digits = (_OCTAL3_RE if echo else _OCTAL_RE).match(text, i)
+            assert digits is not None  # the patterns also match the empty string
+            value = (digits.group(0) or "0") if echo else e + digits.group(0)
+            out.append(chr(int(value, 8) & 0xFF))
+            i = digits.end()
+        elif e in "xuU" and (m := _HEX_RES[e].match(text, i)):
+            out.append(chr(min(int(m.group(0), 16), 0x10FFFF)))
+            i = m.end()
+        else:
+            out.append("\\" + e)
+    return "".join(out), False
+
+
+def _echo_output(args: Sequence[str]) -> tuple[str, str]:
+    """What `echo ARGS` prints: as bash's echo does (backslashes as written) and as an echo that reads escapes
+    does (`echo -e`, dash's echo). A shell fed either may run something different, so both are read."""
+    words = list(args)
+    newline = True
+    while words and _ECHO_OPTIONS_RE.fullmatch(words[0]):
+        newline = newline and "n" not in words.pop(0)
+    text = " ".join(words)
+    end = "\n" if newline else ""
+    cooked, stopped = _escapes(text, echo=True)
+    return text + end, cooked + ("" if stopped else end)
+
+
+def _printf_number(arg: str, conversion: str) -> int | float | None:
+    text = arg.strip()
+    if not text:
+        return 0
+    if text[0] in "'\"":
+        return ord(text[1]) if len(text) > 1 else 0
+    try:
+        if conversion in "eEfFgG":
+            return float(text)
+        if re.fullmatch(r"[+-]?0[0-7]+", text):
+            return int(text, 8)
+        return int(text, 0)
+    except ValueError:
+        return None
+
+
+def _printf_output(args: Sequence[str]) -> str | None:
+    """What `printf FORMAT ARGS` prints (the format is reused while arguments remain), or None when it uses
+    a conversion not followed here (the text it prints is then unknown)."""
+    words = list(args)
+    if words and words[0].startswith("-v"):
+        return ""  # `printf -v name ...` prints into a variable
+    if words and words[0] == "--":
+        words.pop(0)
+    if not words:
+        return ""
+    fmt, rest = words[0], words[1:]
+    out: list[str] = []
+    while True:
+        used = False
+        i = 0
+        while i < len(fmt):
+            c = fmt[i]
+            if c == "\\":
+                m = _PRINTF_ESCAPE_RE.match(fmt, i)
+                end = m.end() if m else i + 1
+                text, stopped = _escapes(fmt[i:end], echo=False)
+                out.append(text)
+                if stopped:
+                    return "".join(out)
+                i = end
+                continue
+            if c != "%":
+                out.append(c)
+                i += 1
+                continue
+            m = _PRINTF_SPEC_RE.match(fmt, i)
+            if m is None:
+                return None
+            flags, width, precision, conversion = m.groups()
+            i = m.end()
+            if conversion == "%":
+                out.append("%")
+                continue
+            if "*" in (width, precision) or max(int(width or 0), int(precision or 0)) > _PRINTF_WIDTH_LIMIT:
+                return None  # a width from the arguments, or one meant to flood: what it prints is not followed
+            arg = rest.pop(0) if rest else ""
+            used = True
+            if conversion in "sbqc":
+                if conversion == "b":
+                    value, stopped = _escapes(arg, echo=True)
+                    if stopped:
+                        out.append(value)
+                        return "".join(out)
+                else:
+                    value = {"s": arg, "q": shlex.quote(arg), "c": arg[:1]}[conversion]
+                if precision is not None and conversion != "c":
+                    value = value[: int(precision or 0)]
+                if width:
+                    value = value.ljust(int(width)) if "-" in flags else value.rjust(int(width))
+                out.append(value)
+            elif conversion in "diouxXeEfFgG":
+                number = _printf_number(arg, conversion)
+                if number is None:
+                    return None
+                spec = "%" + flags + width + ("." + precision if precision is not None else "")
+                try:
+                    out.append((spec + conversion) % number)
+                except (TypeError, ValueError):
+                    return None
+            else:
+                return None
+        if not used or not rest:
+            return "".join(out)
+
+
+_POSITIONAL = ("@", "*", "#", "1", "2", "3", "4", "5", "6", "7", "8", "9")
+_MAX_CALLS = 256  # calls of functions and aliases followed in one command line before giving up (fail closed)
+_MAX_CODE = 1024  # pieces of shell code (`bash -c`, text piped into a shell...) followed in one line, likewise
+_SILENT = frozenset({"true", "false", ":"})  # print nothing, so they do not change what a pipe carries
+# Uses of positional parameters whose value is not followed (`${@:2}`, `${1:-x}`, `${10}`, `${#1}`, `${!1}`).
+_HARD_POSITIONAL_RE = re.compile(r"\$\{[#!]?(?:[@*]|\d)")
+_Env = dict  # variables by name; "@" holds the positional parameters as (text, tail) fields
+
+
+def _bind_positional(env: _Env, fields: Sequence[tuple[str, _Dyn]] | None) -> None:
+    """Set `$1`..`$9`, `$#`, `$*` and `$@` to `fields` (None: they are only known at run time)."""
+    for key in _POSITIONAL:
+        env.pop(key, None)
+    if fields is None:
+        return
+    fields = tuple(fields)
+    env["@"] = fields
+    env["#"] = str(len(fields))
+    if all(tail is None for _, tail in fields):
+        env["*"] = " ".join(text for text, _ in fields)
+    for k in range(9):
+        if k >= len(fields):
+            env[str(k + 1)] = ""  # unset: expands to nothing
+        elif fields[k][1] is None:
+            env[str(k + 1)] = fields[k][0]
+
+
+def _word_text(word: _Word, env: Mapping[str, Any]) -> tuple[str, bool]:
+    """A word expanded as one string (a here-document's text), and whether all of it is known."""
+    fields = _expand_word(word, env, split=False)
+    text, tail = fields[0] if fields else ("", None)
+    return text, tail is None
+
+
+def _hard_positional_use(script: list) -> bool:
+    """Whether shell code uses the positional parameters in a form whose value is not followed (`${@:2}`)."""
+    for pipeline in script:
+        for stage in pipeline:
+            if isinstance(stage, _Group):
+                if _hard_positional_use(stage.body):
+                    return True
+                words = [stage.stdin_word] if stage.stdin_word is not None else []
+            else:
+                words = stage.words + ([stage.stdin_word] if stage.stdin_word is not None else [])
+            for word in words:
+                if any(p[0] == "D" and _HARD_POSITIONAL_RE.search(p[1]) for p in word.pieces):
+                    return True
+            if any(_hard_positional_use(sub) for sub in stage.subs):
+                return True
+    return False
+
+
 class _Walker:
     """Turns a syntax tree into invocations, unwrapping wrappers and recording what feeds what."""
 
@@ -1302,68 +1563,129 @@ class _Walker:
         self.edges: dict[int, set[int]] = {}
         self.errors: list[str] = []
         self.guessing = 0  # > 0 while following a guess (a program only known at run time taken for a shell)
+        self.functions: dict[str, _Group] = {}  # defined so far in the line
+        self.aliases: dict[str, str | None] = {}  # defined so far; None: the value is only known at run time
+        self.active: list[tuple] = []  # functions and aliases being followed (so that recursion ends)
+        self.calls = 0  # functions and aliases followed so far
+        self.codes = 0  # pieces of shell code followed so far
 
     def link(self, sources: Iterable[int], targets: list[int]) -> None:
         if targets:
             for a in sources:
                 self.edges.setdefault(a, set()).update(targets)
 
-    def script(self, script: list, env: dict[str, str], depth: int) -> list[int]:
+    def script(self, script: list, env: _Env, depth: int) -> list[int]:
         ids: list[int] = []
         for pipeline in script:
             ids += self.pipeline(pipeline, env, depth)
         return ids
 
-    def pipeline(self, stages: list, env: dict[str, str], depth: int) -> list[int]:
+    def pipeline(self, stages: list, env: _Env, depth: int) -> list[int]:
         groups: list[list[int]] = []
         for k, stage in enumerate(stages):
             ids = self.stage(stage, env, depth)
-            shells = [x for x in ids if self.invs[x].stdin_shell] if k else []
-            if shells:
-                echoed = self.echoed_text(groups[-1])
-                if echoed is not None:  # `echo 'rm -rf /' | sh`: the echoed text is the shell's script
-                    text, known = echoed
-                    if not known:  # `echo "$X" | sh`: a script only known at run time
-                        for x in shells:
-                            self.invs[x].opaque = self.invs[x].leaf = True
-                    guessed = all(self.invs[x].dynamic for x in shells)
-                    self.guessing += guessed
-                    try:
-                        ids += self.code(text, "text piped into a shell", env, depth)
-                    finally:
-                        self.guessing -= guessed
+            if k:  # `echo 'rm -rf /' | sh`: what the stage before prints is the script of a shell reading stdin
+                texts, known = self.output_of(stages[k - 1], groups[-1], env)
+                ids += self.feed(ids, texts, known, "text piped into a shell", env, depth)
             groups.append(ids)
         for k in range(1, len(groups)):
             for earlier in groups[:k]:
                 self.link(earlier, groups[k])
         return [x for g in groups for x in g]
 
-    def echoed_text(self, ids: list[int]) -> tuple[str, bool] | None:
-        """What an `echo`/`printf` among `ids` prints, and whether all of it is known before it runs."""
+    def output_of(self, stage: _Simple | _Group, ids: list[int], env: _Env) -> tuple[list[str] | None, bool]:
+        """What a pipeline stage prints when only `echo`, `printf` or `cat` of a here-document print in it: the
+        text in each way it may be read (bash's `echo 'a\\tb'` prints the backslash, dash's a tab), and whether all
+        of it is known before it runs. The texts are None when anything else prints (`base64 -d`, `curl`)."""
+        plain: list[str] = []
+        escaped: list[str] = []
+        known = True
         for x in ids:
             inv = self.invs[x]
-            if inv.leaf and not inv.dynamic and inv.program in ("echo", "printf"):
-                args = list(inv.args)
-                while inv.program == "echo" and args and re.fullmatch(r"-[neE]+", args[0]):
-                    args.pop(0)
-                known = all(d is None for d in inv.dyn[1:])
-                return " ".join(args).replace("\\n", "\n"), known
-        return None
+            if not inv.leaf or inv.expanded or (inv.program in _SILENT and not inv.uncertain):
+                continue  # a wrapper, or a function call whose body is among `ids`
+            if inv.uncertain:
+                return None, False
+            if inv.program == "echo":
+                text, cooked = _echo_output(inv.args)
+            elif inv.program == "printf" and (printed := _printf_output(inv.args)) is not None:
+                text = cooked = printed
+            elif (
+                inv.program == "cat" and isinstance(stage, _Simple) and stage.stdin_word is not None
+                and not stage.stdin_file and not inv.normalised().operands
+            ):
+                text, sure = _word_text(stage.stdin_word, env)
+                cooked = text
+                known = known and sure
+            else:
+                return None, False
+            known = known and all(d is None for d in inv.dyn[1:])
+            plain.append(text)
+            escaped.append(cooked)
+        texts = ["".join(plain)]
+        if "".join(escaped) != texts[0]:
+            texts.append("".join(escaped))
+        return texts, known
 
-    def stage(self, stage: _Simple | _Group, env: dict[str, str], depth: int) -> list[int]:
+    def feed(
+        self, ids: list[int], texts: list[str] | None, known: bool, what: str, env: _Env, depth: int
+    ) -> list[int]:
+        """The shells among `ids` that read their script from standard input (and have not been given one yet)
+        run `texts`. Unknown texts (None) make a shell's code only known at run time: it may run anything."""
+        shells = [x for x in ids if self.invs[x].stdin_shell and not self.invs[x].fed]
+        if not shells:
+            return []
+        for x in shells:
+            inv = self.invs[x]
+            inv.fed = True
+            # A program only known at run time is only guessed to be a shell: `ls | "$PAGER"` is not feared.
+            if (texts is None and not inv.dynamic) or (texts is not None and not known):
+                inv.opaque = inv.leaf = True
+        if texts is None:
+            return []
+        guessed = all(self.invs[x].dynamic for x in shells)
+        self.guessing += guessed
+        try:
+            ran: list[int] = []
+            for positional in dict.fromkeys(self.invs[x].script_args for x in shells):
+                for text in texts:
+                    ran += self.code(text, what, env, depth, positional=positional)
+            return ran
+        finally:
+            self.guessing -= guessed
+
+    def redirected(self, node: _Simple | _Group, ids: list[int], env: _Env, depth: int) -> list[int]:
+        """What a command's or group's redirections put on the standard input of the shells in it."""
+        if node.stdin_file:  # `bash -s < script.sh`: a script nobody here can read
+            return self.feed(ids, None, False, "", env, depth)
+        if node.stdin_word is not None:
+            text, known = _word_text(node.stdin_word, env)
+            return self.feed(ids, [text], known, "here-document fed to a shell", env, depth)
+        return []
+
+    def stage(self, stage: _Simple | _Group, env: _Env, depth: int) -> list[int]:
         pre: list[int] = []
         for sub in stage.subs:  # substitutions run first, and their output feeds the command
             pre += self.script(sub, env, depth + 1)
         if isinstance(stage, _Group):
-            ids = self.script(stage.body, env, depth)
+            if stage.name is not None:  # a function definition: remembered for its calls, and read as written
+                self.functions[stage.name] = stage
+                own = dict(env)
+                _bind_positional(own, None)
+                ids = self.body(stage, own, depth)
+            else:
+                ids = self.body(stage, env, depth)
         else:
             ids = self.simple(stage, env, depth)
-            if stage.stdin_text is not None and any(self.invs[x].stdin_shell for x in ids):
-                ids += self.code(stage.stdin_text, "here-document fed to a shell", env, depth)
+            ids += self.redirected(stage, ids, env, depth)
         self.link(pre, ids)
         return pre + ids
 
-    def simple(self, cmd: _Simple, env: dict[str, str], depth: int) -> list[int]:
+    def body(self, group: _Group, env: _Env, depth: int) -> list[int]:
+        ids = self.script(group.body, env, depth)
+        return ids + self.redirected(group, ids, env, depth)
+
+    def simple(self, cmd: _Simple, env: _Env, depth: int) -> list[int]:
         words: list[str] = []
         dyn: list[_Dyn] = []
         assigning = True
@@ -1395,13 +1717,15 @@ class _Walker:
                         env.pop(name.rstrip("+"), None)
                     else:
                         env[name.rstrip("+")] = value
+        elif words[0] in ("set", "shift") and dyn[0] is None:
+            _reposition(words, dyn, env)
         inner_env = env
         if assignments:  # `X=rm bash -c '$X -rf /'`: the prefix is in the command's environment
             inner_env = dict(env)
             inner_env.update((name, value) for name, value, is_dyn in assignments if not is_dyn)
         return self.argv(words, dyn, inner_env, depth)
 
-    def argv(self, words: Sequence[str], dyn: Sequence[_Dyn], env: dict[str, str], depth: int) -> list[int]:
+    def argv(self, words: Sequence[str], dyn: Sequence[_Dyn], env: _Env, depth: int) -> list[int]:
         if not words:
             return []
         program, tail = words[0], dyn[0]
@@ -1418,10 +1742,10 @@ class _Walker:
             # 'rm -rf /'`, `echo 'rm -rf /' | $SHELL`), as a guess whose parse errors do not count.
             actions, guess = _shell_handler(rest), 1
         else:
+            if inv.program == "alias":
+                self.define_aliases(rest, rest_dyn)
             handler = _WRAPPERS.get(inv.program)
-            if handler is None:
-                return ids
-            actions, guess = handler(rest), 0
+            actions, guess = (handler(rest) if handler else []), 0
         self.guessing += guess
         try:
             for action in actions:
@@ -1431,30 +1755,135 @@ class _Walker:
                     code = action[1]
                     if not guess and any(d is not None and w in code for w, d in zip(rest, rest_dyn)):
                         inv.opaque = True  # `eval "$(echo rm -rf /)"`: the code itself is only known at run time
-                    ids += self.code(code, f"shell code given to `{inv.program}`", env, depth)
-                else:
+                    positional = None
+                    if len(action) > 2:  # a new shell: `bash -c 'rm "$@"' _ -rf /` has its own `$@`
+                        positional = tuple(zip(rest[action[2]:], rest_dyn[action[2]:]))
+                    ids += self.code(code, f"shell code given to `{inv.program}`", env, depth, positional=positional)
+                elif action[0] == "stdin":
                     inv.stdin_shell = True
+                    if action[1] is not None:
+                        inv.script_args = tuple(zip(rest[action[1]:], rest_dyn[action[1]:]))
+                elif not guess and rest_dyn[action[1]] is not None and rest[action[1]].startswith(("<(", ">(")):
+                    inv.opaque = True  # `bash <(base64 -d x)`: the script is what another command prints
         finally:
             self.guessing -= guess
         # A command whose program or code is only known at run time stays a command of its own (a leaf), so that
         # an allow list never passes it on the strength of what a guess found inside it.
         inv.leaf = len(ids) == 1 or inv.dynamic or inv.opaque
+        if not inv.dynamic and (program in self.functions or program in self.aliases):
+            # A call of a function or alias defined earlier in the line stays a command of its own too (the
+            # definition may not have run, and then a program of that name runs), and runs its body.
+            ids += self.expand(inv, program, rest, rest_dyn, env, depth)
         return ids
 
-    def code(self, text: str, what: str, env: dict[str, str], depth: int) -> list[int]:
-        """Shell code inside a command (`bash -c`, `eval`, a here-document fed to `sh`): parse and walk it."""
+    def define_aliases(self, words: Sequence[str], dyn: Sequence[_Dyn]) -> None:
+        """`alias r='rm -rf'`: remembered, so that a later `r build` is read as `rm -rf build`."""
+        for word, tail in zip(words, dyn):
+            name, eq, value = word.partition("=")
+            if eq and name and not name.startswith("-") and "$" not in name and "`" not in name:
+                self.aliases[name] = value if tail is None else None
+
+    def expand(
+        self, inv: _Inv, name: str, rest: Sequence[str], rest_dyn: Sequence[_Dyn], env: _Env, depth: int
+    ) -> list[int]:
+        """Follow a call of a function (its body, with `$1`, `$@`... bound to the call's arguments) or an alias
+        (its text, then the call's arguments) defined earlier in the line. Recursion with the same arguments
+        is not followed again; past a budget of calls the line fails closed."""
+        fields = tuple(zip(rest, rest_dyn))
+        alias_key, function_key = ("alias", name), ("function", name, fields)
+        todo = [
+            key for key, table in ((alias_key, self.aliases), (function_key, self.functions))
+            if name in table and key not in self.active
+        ]
+        if not todo:
+            return []
+        self.calls += 1
+        if self.calls > _MAX_CALLS or depth >= _MAX_DEPTH:
+            if not self.guessing:
+                self.errors.append(f"`{name}`: too many calls of functions or aliases to follow")
+            return []
+        ids: list[int] = []
+        for key in todo:
+            self.active.append(key)
+            try:
+                if key is alias_key:
+                    value = self.aliases[name]
+                    if value is None:  # `alias r="$X"`: what `r` runs is only known at run time
+                        inv.opaque = True
+                        continue
+                    text = " ".join([value, *(_quote(w, d) for w, d in fields)])
+                    ids += self.code(text, f"alias `{name}`", env, depth, shared=True)
+                else:
+                    group = self.functions[name]
+                    if _hard_positional_use(group.body):  # `${@:2}`, `${1:-x}`: arguments not followed
+                        inv.opaque = True
+                    saved = {k: env[k] for k in _POSITIONAL if k in env}
+                    _bind_positional(env, fields)
+                    try:
+                        ids += self.body(group, env, depth + 1)
+                    finally:
+                        _bind_positional(env, None)
+                        env.update(saved)
+                inv.expanded = True
+            finally:
+                self.active.pop()
+        return ids
+
+    def code(
+        self, text: str, what: str, env: _Env, depth: int,
+        shared: bool = False, positional: Sequence[tuple[str, _Dyn]] | None = None,
+    ) -> list[int]:
+        """Shell code inside a command (`bash -c`, `eval`, a here-document fed to `sh`): parse and walk it.
+
+        `shared`: it runs in this shell (an alias), so its assignments last; `positional`: it runs in a new
+        shell with these arguments as `$@`."""
         if depth >= _MAX_DEPTH:
             if not self.guessing:
                 self.errors.append(f"{what} is nested too deeply to follow")
             return []
+        self.codes += 1
+        if self.codes > _MAX_CODE:
+            if self.codes == _MAX_CODE + 1:
+                self.errors.append(f"{what}: too much shell code inside shell code to follow")
+            return []
         try:
             script = _Parser(text, depth + 1).parse_all()
-            return self.script(script, dict(env), depth + 1)
+            own = env if shared else dict(env)
+            if positional is not None:
+                _bind_positional(own, positional)
+            return self.script(script, own, depth + 1)
         except (_ParseError, RecursionError) as exc:
             if not self.guessing:  # a guess that is not shell code (`$PY -c 'print(1)'`) was a wrong guess
                 message = "nested too deeply to follow" if isinstance(exc, RecursionError) else str(exc)
                 self.errors.append(f"{what}: {message}")
             return []
+
+
+def _reposition(words: Sequence[str], dyn: Sequence[_Dyn], env: _Env) -> None:
+    """`set -- a b` and `shift [n]` change the positional parameters that later `$1`, `$@` expand to."""
+    if words[0] == "shift":
+        current = env.get("@")
+        if not isinstance(current, tuple):
+            return  # not known before: not known after
+        count = words[1] if len(words) > 1 else "1"
+        if len(words) > 1 and (dyn[1] is not None or not count.isdigit()):
+            _bind_positional(env, None)  # `shift $n`: what is left is only known at run time
+        elif int(count) <= len(current):
+            _bind_positional(env, current[int(count):])
+        return
+    i = 1
+    while i < len(words):
+        word = words[i]
+        if word == "--" or (word == "-" and dyn[i] is None):
+            i += 1
+            break
+        if dyn[i] is None and len(word) > 1 and word[0] in "-+":
+            i += 2 if word[1:] == "o" else 1  # `set -o pipefail`, `set -eu`
+            continue
+        break
+    else:
+        return  # options only (`set -e`): the positional parameters stay
+    _bind_positional(env, tuple(zip(words[i:], dyn[i:])))
 
 
 def _closure(edges: Mapping[int, set[int]]) -> dict[int, frozenset[int]]:
@@ -1560,7 +1989,7 @@ def _compile(text: str) -> tuple[_PatternStage, ...]:
         )
     stages: list[_PatternStage] = []
     for stage in script[0]:
-        if isinstance(stage, _Group) or stage.stdin_text is not None:
+        if isinstance(stage, _Group) or stage.stdin_word is not None:
             raise ValueError(
                 f"command pattern {text!r} has a group, here-document or compound command; "
                 "a pattern is plain words, optionally joined by `|`"
@@ -1664,6 +2093,13 @@ def match_command(pattern: str | CommandPattern, command: str | Sequence[str]) -
     text = pattern.text if isinstance(pattern, CommandPattern) else pattern
     stages = pattern._stages if isinstance(pattern, CommandPattern) else _compile(pattern)
     command_text = _command_text(command)
+    if isinstance(command, CommandLines):
+        results = [match_command(pattern, part) for part in command.parts]
+        hit = next((result for result in results if result.matched), None)
+        if hit is not None:
+            return hit
+        reasons = "; ".join(f"`{_shorten(r.command)}` {r.reason}" for r in results)
+        return CommandMatch(False, text, command_text, f"of its {len(results)} commands: {reasons}")
     if isinstance(command, UnreadableCommand):
         return CommandMatch(
             True, text, command_text,
@@ -1791,6 +2227,8 @@ def commands_in(command: str | Sequence[str]) -> list[str]:
     >>> commands_in("cd /tmp && sudo bash -c 'rm -rf x; ls'")
     ['cd /tmp', 'rm -rf x', 'ls']
     """
+    if isinstance(command, CommandLines):
+        return [found for part in command.parts for found in commands_in(part)]
     key: str | tuple[str, ...] = command if isinstance(command, str) else tuple(str(w) for w in command)
     analysis = _analyse(key)
     if analysis.error is not None:
@@ -1807,6 +2245,8 @@ def cannot_read(command: str | Sequence[str]) -> str | None:
     >>> cannot_read("ls -la") is None
     True
     """
+    if isinstance(command, CommandLines):
+        return next((why for why in map(cannot_read, command.parts) if why is not None), None)
     if isinstance(command, UnreadableCommand):
         return f"could not be read (the command argument is {_shorten(command)}, not a string or an argv list)"
     key: str | tuple[str, ...] = command if isinstance(command, str) else tuple(str(w) for w in command)
@@ -1830,6 +2270,8 @@ def first_not_allowed(patterns: Sequence[str], command: str | Sequence[str]) -> 
     >>> first_not_allowed(["ls", "echo"], "ls; $(echo rm) -rf /")
     '"$(echo rm)" -rf /'
     """
+    if isinstance(command, CommandLines):
+        return next((part for part in (first_not_allowed(patterns, p) for p in command.parts) if part), None)
     key: str | tuple[str, ...] = command if isinstance(command, str) else tuple(str(w) for w in command)
     analysis = _analyse(key)
     if analysis.error is not None:
@@ -1849,7 +2291,10 @@ def command_of_call(
     """The command a tool call runs, or None when the tool is not a command tool (or the call carries none).
 
     Argument `command` or `cmd`, a string or a list (argv); also OpenAI's local_shell shape,
-    `{"action": {"command": [...]}}`. `command_tools` entries may be globs (`"*shell*"`).
+    `{"action": {"command": [...]}}`. A call that carries several different ones (`{"command": "ls",
+    "cmd": "rm -rf /"}`) may run any of them: it gives a `CommandLines`, a string of them one per line that
+    every matcher here examines one by one. Tool names are compared ignoring case (`Bash` is `bash`), and
+    `command_tools` entries may be globs (`"*shell*"`).
 
     >>> command_of_call("bash", {"command": "ls -la"})
     'ls -la'
@@ -1869,13 +2314,33 @@ def command_of_call(
             return arguments  # a command tool whose raw argument text is the command itself
     if not isinstance(arguments, Mapping):
         return None
+    found: list[str | list[str]] = []
     for source in (arguments, arguments.get("action")):
         if isinstance(source, Mapping):
             for key in COMMAND_ARGUMENT_KEYS:
                 value = _as_command(source.get(key))
-                if value is not None:
-                    return value
-    return None
+                if value is not None and value not in found:
+                    found.append(value)
+    if len(found) > 1:
+        return CommandLines(found)
+    return found[0] if found else None
+
+
+class CommandLines(str):
+    """Several commands one tool call carries (`{"command": "ls", "cmd": "rm -rf /"}`): the tool may run any
+    of them, so `match_command`, `cannot_read`, `first_not_allowed` and `commands_in` examine each one on its
+    own (one command's unclosed here-document cannot swallow the next). As a string: one per line."""
+
+    parts: tuple[str | tuple[str, ...], ...]
+
+    def __new__(cls, parts: Iterable[str | Sequence[str]]) -> CommandLines:
+        kept = tuple(p if isinstance(p, str) else tuple(str(w) for w in p) for p in parts)
+        self = super().__new__(cls, "\n".join(p if isinstance(p, str) else shlex.join(p) for p in kept))
+        self.parts = kept
+        return self
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.parts,))
 
 
 class UnreadableCommand(str):
@@ -1897,5 +2362,69 @@ def _as_command(value: Any) -> str | list[str] | None:
 
 @lru_cache(maxsize=256)
 def _is_command_tool(tool: str, command_tools: tuple[str, ...]) -> bool:
-    return tool in command_tools or any(_GLOB_CHARS.search(t) and fnmatchcase(tool, t) for t in command_tools)
+    name = tool.casefold()
+    return any(
+        name == t.casefold() or (_GLOB_CHARS.search(t) is not None and fnmatchcase(name, t.casefold()))
+        for t in command_tools
+    )
 
+
+
+def commands_for_allow_list(
+    command: str | Sequence[str],
+) -> tuple[list[tuple[tuple[str, ...], tuple[bool, ...], str, bool, tuple[str, ...]]], list[str]]:
+    """What an allow list judges in `command` (`ToolPolicy(allow_commands=...)`): every program it runs, wrappers
+    included (`sudo`, `env`, `bash -c`), each as (its words from the program on, which of them are only known at
+    run time, a display, whether what runs is uncertain, the variables assigned in front of it); and the names of
+    all variables the line assigns (`X=1 cmd`, `X=1`, `export X=1`, `env X=1 cmd`, nested shell code too).
+    ValueError when it cannot be parsed.
+
+    >>> found, assigned = commands_for_allow_list("PATH=. sudo ls -la")
+    >>> [(words, prefix) for words, _, _, _, prefix in found], assigned
+    ([(('sudo', 'ls', '-la'), ('PATH',)), (('ls', '-la'), ('PATH',))], ['PATH'])
+    """
+    if isinstance(command, CommandLines):  # several commands in one call: each is judged on its own
+        found_all: list[tuple[tuple[str, ...], tuple[bool, ...], str, bool, tuple[str, ...]]] = []
+        assigned_all: list[str] = []
+        for part in command.parts:
+            found, assigned_here = commands_for_allow_list(part)
+            found_all.extend(found)
+            assigned_all.extend(assigned_here)
+        return found_all, assigned_all
+    prefixes: dict[int, list[str]] = {}
+    assigned: list[str] = []
+
+    class Recorder(_Walker):
+        def simple(self, cmd: _Simple, env: dict[str, str], depth: int) -> list[int]:
+            names: list[str] = []
+            for word in cmd.words:  # the same test `_Walker.simple` uses for an assignment in front of a command
+                first = word.pieces[0]
+                match = _ASSIGN_RE.match(first[1]) if first[0] == "L" and not first[2] else None
+                if match is None:
+                    break
+                names.append(match.group(0).split("[", 1)[0].rstrip("+="))
+            ids = super().simple(cmd, env, depth)
+            assigned.extend(names)
+            for x in ids:
+                prefixes.setdefault(x, []).extend(names)
+            return ids
+
+    walker = Recorder()
+    try:
+        if isinstance(command, str):
+            walker.script(_Parser(command).parse_all(), {}, 0)
+        elif len(command) == 1 and re.search(r"\s|[;&|<>$`]", command[0]):
+            walker.script(_Parser(command[0]).parse_all(), {}, 0)
+        else:
+            walker.argv([str(w) for w in command], [None] * len(command), {}, 0)
+    except (_ParseError, RecursionError) as exc:
+        raise ValueError(f"cannot parse command {_shorten(_command_text(command))!r}: {exc}") from None
+    found = []
+    for x, inv in enumerate(walker.invs):
+        if inv.guessed:  # seen only by guessing; the program only known at run time is judged (and refused) itself
+            continue
+        if inv.program in ("env", "sudo", "doas", "export", "declare", "typeset", "local", "readonly"):
+            assigned += [a.split("=", 1)[0].split("[", 1)[0].rstrip("+") for a in inv.args if _ASSIGN_RE.match(a)]
+        dynamic = tuple(d is not None for d in inv.dyn)
+        found.append((tuple(inv.words), dynamic, inv.display, inv.uncertain, tuple(prefixes.get(x, ()))))
+    return found, assigned

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import shutil
+import sys
 import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -467,6 +468,10 @@ class TrialContext:
 
     def _remove_workdir(self) -> None:
         if self._workdir is not None:
+            # commands the reference agent's shell tools left running here (`sleep 600 &`) end with the trial
+            commands = sys.modules.get("trialrun.agent._commands")
+            if commands is not None:
+                commands.stop_commands(self._workdir)
             shutil.rmtree(self._workdir, ignore_errors=True)
 
 

@@ -186,7 +186,7 @@ def run(test_ids: tuple[str, ...], trials: int | None, tags: tuple[str, ...], na
         as_json: bool, junit_path: str | None, markdown_path: str | None, no_summary: bool) -> None:
     """Run the suite, or the tests named (TEST_ID ...; `all` or nothing runs every test)."""
     from . import runner
-    from ._build import build_cases, config_snapshot
+    from ._build import build_cases, check_api_keys, config_snapshot
     from .store import ResultsStore
     from .suite import read_suite
 
@@ -203,8 +203,9 @@ def run(test_ids: tuple[str, ...], trials: int | None, tags: tuple[str, ...], na
     chosen = [t.id for t in suite_file.tests if (not wanted or t.id in wanted) and (not tags or set(tags) & set(t.tags))]
     if not chosen:
         raise click.UsageError(f"no test matches the selection (tags: {', '.join(tags) or 'any'})")
-    cases = build_cases(suite_file, config, only=chosen)
     live = config.model_spec.live
+    cases = build_cases(suite_file, config, only=chosen, include_live_canary=include_live_canary or live)
+    check_api_keys(config)
     count = sum(c.trials or config.trials for c in cases if c.mode == "deterministic" or include_live_canary or live)
     console = _console(stderr=as_json)
     store = ResultsStore(config.results_path())
@@ -345,7 +346,8 @@ def report(run_ref: str | None, results_dir: str | None, suite: str | None, conf
 @click.option("--suite", type=click.Path(dir_okay=False), help="Suite file (its folder holds the results by default).")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Configuration file.")
 @click.option("--threshold", type=float, default=0.10, show_default=True, help="A drop of this much or more is a regression.")
-@click.option("--fail-on-regression", is_flag=True, help="Exit 1 when any test regressed.")
+@click.option("--fail-on-regression", is_flag=True,
+              help="Exit 1 when any test regressed, or the later run lost a test (removed, or not finished).")
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
 @click.option("--markdown", "markdown_path", type=click.Path(dir_okay=False), help="Write the comparison as Markdown here.")
 @click.option("--html", "html_path", type=click.Path(dir_okay=False), help="Write a self-contained HTML comparison here.")
@@ -394,7 +396,10 @@ def compare(runs: tuple[str, ...], results_dir: str | None, suite: str | None, c
         return comparison_html(comparison, before, after)
 
     _write_outputs(markdown_path, None, html_path, markdown=markdown, junit=None, html=html, summary=not no_summary)
-    sys.exit(EXIT_FAILED if fail_on_regression and comparison.has_regressions else EXIT_OK)
+    problems = comparison.gate_problems() if fail_on_regression else []
+    if problems:  # a test the later run lost (removed, or stopped by Ctrl-C) is no evidence that nothing regressed
+        click.echo(f"--fail-on-regression: {'; '.join(problems)}", err=True)
+    sys.exit(EXIT_FAILED if problems else EXIT_OK)
 
 
 # -- grade --------------------------------------------------------------------------------------------------

@@ -4,6 +4,9 @@ A case's value is its score when graders give one (the suite rubric), else its p
 `threshold` (0.10 by default) or more is a regression, as the eval skill says; so is a case that passed before
 and fails now whatever its score does (the rubric's total is clamped at 1.0, so a test can fail an `expect`
 grader, or end in a model error, and keep its score).
+
+A test that an interruption (Ctrl-C) stopped is "not finished", never "removed": the report lists it in
+`unfinished_cases`, and the comparison says which run was interrupted and how many tests did not finish.
 """
 
 from __future__ import annotations
@@ -15,12 +18,12 @@ from pydantic import BaseModel, Field
 from .results import SCHEMA_VERSION, CaseResult, RunReport
 
 __all__ = ["Comparison", "CaseDelta", "ConfigChange", "compare", "REGRESSION_THRESHOLD", "delta_lines", "config_diff",
-           "flatten_config", "movement", "format_value", "warning_line", "dropped"]
+           "flatten_config", "movement", "format_value", "warning_line", "dropped", "note_lines"]
 
 REGRESSION_THRESHOLD = 0.10
 _EPSILON = 1e-9  # 0.95 -> 0.85 is a drop of exactly 0.10, whatever binary floating point says
 
-Movement = Literal["improved", "regressed", "unchanged", "added", "removed"]
+Movement = Literal["improved", "regressed", "unchanged", "added", "removed", "not_finished"]
 
 
 class CaseDelta(BaseModel):
@@ -38,6 +41,8 @@ class CaseDelta(BaseModel):
     pass_at_1_after: float | None = None
     pass_pow_k_before: float | None = None
     pass_pow_k_after: float | None = None
+    unfinished_in: Literal["before", "after"] | None = Field(
+        None, description="for status not_finished: the run an interruption stopped before this test finished")
 
 
 class ConfigChange(BaseModel):
@@ -56,7 +61,12 @@ class Comparison(BaseModel):
     cases: list[CaseDelta] = Field(default_factory=list)
     added: list[str] = Field(default_factory=list)
     removed: list[str] = Field(default_factory=list)
+    not_finished: list[str] = Field(default_factory=list, description="tests the after run's interruption stopped")
     regressions: list[str] = Field(default_factory=list)
+    status_before: str = "completed"
+    status_after: str = "completed"
+    unfinished_before: list[str] = Field(default_factory=list)
+    unfinished_after: list[str] = Field(default_factory=list)
     avg_score_before: float | None = None
     avg_score_after: float | None = None
     passed_before: int = 0
@@ -74,6 +84,18 @@ class Comparison(BaseModel):
     @property
     def has_regressions(self) -> bool:
         return bool(self.regressions)
+
+    def gate_problems(self) -> list[str]:
+        """Why `--fail-on-regression` fails: regressions, and tests the after run lost (removed, or not finished
+        because it was interrupted). An empty list passes."""
+        problems = []
+        if self.regressions:
+            problems.append(_count(len(self.regressions), "regression"))
+        if self.removed:
+            problems.append(f"{_count(len(self.removed), 'test')} removed ({', '.join(self.removed)})")
+        if self.not_finished:
+            problems.append(f"{_count(len(self.not_finished), 'test')} did not finish in {self.after_run_id or 'the later run'}")
+        return problems
 
     @property
     def multi_trial(self) -> bool:
@@ -104,6 +126,10 @@ def _why(case: CaseResult) -> str:
     return text if len(text) <= 160 else text[:159] + "…"
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
@@ -112,6 +138,7 @@ def compare(before: RunReport, after: RunReport, *, threshold: float = REGRESSIO
     """Compare two reports case by case (by name), in the after run's order, removed cases last."""
     old = {c.name: c for c in before.cases if not c.skipped}
     new = {c.name: c for c in after.cases if not c.skipped}
+    stopped_before, stopped_after = set(before.unfinished_cases), set(after.unfinished_cases)
     deltas: list[CaseDelta] = []
     for name, case in new.items():
         prior = old.get(name)
@@ -120,7 +147,10 @@ def compare(before: RunReport, after: RunReport, *, threshold: float = REGRESSIO
             pass_pow_k_after=case.pass_pow_k,
         )
         if prior is None:
-            deltas.append(CaseDelta(status="added", **common))
+            if name in stopped_before:  # not new: the earlier run was interrupted before it finished
+                deltas.append(CaseDelta(status="not_finished", unfinished_in="before", **common))
+            else:
+                deltas.append(CaseDelta(status="added", **common))
             continue
         delta = None if case.value is None or prior.value is None else case.value - prior.value
         newly_failing = prior.passed is True and case.passed is False
@@ -131,10 +161,18 @@ def compare(before: RunReport, after: RunReport, *, threshold: float = REGRESSIO
                       failure_after=_why(case) if newly_failing else None, passed_before=prior.passed,
                       pass_at_1_before=prior.pass_at_1, pass_pow_k_before=prior.pass_pow_k, **common)
         )
+    gone: list[CaseDelta] = []
     for name, prior in old.items():
         if name not in new:
-            deltas.append(CaseDelta(name=name, status="removed", before=prior.value, passed_before=prior.passed,
-                                    pass_at_1_before=prior.pass_at_1, pass_pow_k_before=prior.pass_pow_k))
+            unfinished = name in stopped_after
+            (deltas if unfinished else gone).append(CaseDelta(
+                name=name, status="not_finished" if unfinished else "removed", before=prior.value,
+                passed_before=prior.passed, pass_at_1_before=prior.pass_at_1, pass_pow_k_before=prior.pass_pow_k,
+                unfinished_in="after" if unfinished else None))
+    for name in after.unfinished_cases:  # stopped in the later run, and not finished (or skipped) in the earlier
+        if name not in old and name not in new:
+            deltas.append(CaseDelta(name=name, status="not_finished", unfinished_in="after"))
+    deltas += gone
     return Comparison(
         threshold=threshold,
         before_run_id=before.run_id,
@@ -142,7 +180,12 @@ def compare(before: RunReport, after: RunReport, *, threshold: float = REGRESSIO
         cases=deltas,
         added=[d.name for d in deltas if d.status == "added"],
         removed=[d.name for d in deltas if d.status == "removed"],
+        not_finished=[d.name for d in deltas if d.unfinished_in == "after"],
         regressions=[d.name for d in deltas if d.regression],
+        status_before=before.status,
+        status_after=after.status,
+        unfinished_before=list(before.unfinished_cases),
+        unfinished_after=list(after.unfinished_cases),
         avg_score_before=_mean([c.value for c in old.values() if c.value is not None]),
         avg_score_after=_mean([c.value for c in new.values() if c.value is not None]),
         passed_before=sum(1 for c in old.values() if c.passed),
@@ -190,6 +233,10 @@ def delta_lines(comparison: Comparison) -> list[str]:
             lines.append(f"{label}  new -> {_num(d.after)}  + added")
         elif d.status == "removed":
             lines.append(f"{label}{_num(d.before)} -> gone  - removed")
+        elif d.status == "not_finished":
+            before = "not finished" if d.unfinished_in == "before" else _num(d.before)
+            after = "not finished" if d.unfinished_in == "after" else _num(d.after)
+            lines.append(f"{label}{before} -> {after}  (interrupted)")
         else:
             lines.append(f"{label}{_num(d.before)} -> {_num(d.after)}  {movement(d.delta)}")
     lines.append("")
@@ -212,11 +259,29 @@ def delta_lines(comparison: Comparison) -> list[str]:
         ):
             delta = None if before is None or after is None else after - before
             lines.append(f"{label}:    {_num(before)} -> {_num(after).ljust(column)}  {movement(delta)}".rstrip())
+    lines.extend(note_lines(comparison))
     for name in comparison.regressions:
         lines.append(warning_line(comparison, next(c for c in comparison.cases if c.name == name)))
     if comparison.config_changes:
         lines.append("Config changes:")
         lines.extend(f"  {c.key}: {format_value(c.before)} -> {format_value(c.after)}" for c in comparison.config_changes)
+    return lines
+
+
+def note_lines(comparison: Comparison) -> list[str]:
+    """A line for each run that was interrupted, or graded no test: its numbers are not a like-for-like change.
+
+        note: run eval_20260731_140000 was interrupted; 5 tests did not finish
+    """
+    lines = []
+    for run_id, status, unfinished, total in (
+        (comparison.before_run_id or "before", comparison.status_before, comparison.unfinished_before, comparison.total_before),
+        (comparison.after_run_id or "after", comparison.status_after, comparison.unfinished_after, comparison.total_after),
+    ):
+        if status == "interrupted" or unfinished:
+            lines.append(f"note: run {run_id} was interrupted; {_count(len(unfinished), 'test')} did not finish")
+        elif total == 0:
+            lines.append(f"note: run {run_id} graded no tests")
     return lines
 
 

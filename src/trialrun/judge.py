@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 
 from .agent.loop import DEFAULT_BASE_URLS
+from .expect.rubric import QUALITY_LEVELS
 from .trajectory import Run
 from .wire import Message, codec_named
 
@@ -22,15 +23,27 @@ JUDGE_SYSTEM = (
     "You grade an AI agent's final response against success criteria. Reply with exactly one number: "
     "0 (irrelevant or hallucinated), 0.25 (partially correct) or 0.5 (fully correct)."
 )
-_LEVEL = re.compile(r"(?<![\d.])(0\.5|0\.25|0)(?![\d])")
+#: The first number in a reply ("0.50", "Score: 0.25", ".5", "1/2" reads 1): whole, not a piece of a longer one.
+_NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+(?:\.\d*)?|\.\d+)")
 
 
 def parse_quality(text: str) -> float:
-    """The first of 0.5, 0.25 or 0 in the judge's reply; ValueError when there is none."""
-    match = _LEVEL.search(text)
+    """The judge's score: the first number in its reply, which must be 0, 0.25 or 0.5 however it is written
+    ("0.50", "0.250", "Score: .5"). ValueError, quoting the reply, when there is no number or it is another value:
+    a judge that answers "1" or "0.3" has not followed the scale, and rounding would invent a grade.
+
+    >>> parse_quality("0.50"), parse_quality("Score: 0.250 (partially correct)"), parse_quality("0")
+    (0.5, 0.25, 0.0)
+    """
+    match = _NUMBER.search(text)
     if not match:
-        raise ValueError(f"the judge's reply has no 0, 0.25 or 0.5: {text[:120]!r}")
-    return float(match.group(1))
+        raise ValueError(f"the judge answered {text[:120]!r}, with no number; expected 0, 0.25 or 0.5")
+    value = float(match.group())
+    for level in QUALITY_LEVELS:
+        if abs(value - level) < 1e-9:
+            return level
+    reply = "" if text.strip() == match.group() else f" (reply: {text[:120]!r})"
+    raise ValueError(f"the judge answered {match.group()}{reply}; expected 0, 0.25 or 0.5")
 
 
 def llm_judge(

@@ -60,12 +60,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from _pytest._code.code import ExceptionChainRepr, ReprEntryNative, ReprFileLocation, ReprTraceback
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -354,32 +354,27 @@ class _CaseFailed(Exception):
         self.result = result
 
 
-@dataclass
-class _Crash:
-    """What pytest's one-line summaries (-ra, JUnit's message attribute) show for a failing item."""
+class _FailureRepr(ExceptionChainRepr):
+    """The failure report of a case: trialrun's text, not a Python traceback through the runner.
 
-    path: str
-    lineno: int
-    message: str
+    It is a real pytest exception repr (one native-style traceback entry holding the text, and the one-line crash
+    location) because pytest-xdist carries only those whole from a worker to the controller; anything else arrives
+    as one string, and JUnit's failure message and `-ra` then show the whole report instead of its one line.
+    """
 
-    def __str__(self) -> str:  # what --tb=line prints
-        return f"{self.path}:{self.lineno}: {self.message}"
-
-
-class _FailureRepr:
-    """The failure report of a case: trialrun's text, not a Python traceback through the runner."""
-
-    def __init__(self, text: str, crash: _Crash) -> None:
+    def __init__(self, text: str, crash: ReprFileLocation) -> None:
+        lines = [line + "\n" for line in text.splitlines()]
+        super().__init__([(ReprTraceback([ReprEntryNative(lines)], None, "native"), crash, None)])
         self.text = text
-        self.reprcrash = crash
 
     def toterminal(self, tw: Any) -> None:
+        """The text with its failure lines marked (under xdist the controller prints the same text, plain)."""
         for line in self.text.splitlines():
             stripped = line.lstrip()
             tw.line(line, red=stripped.startswith(("x ", "error (")), bold=stripped.startswith("trial "))
-
-    def __str__(self) -> str:
-        return self.text
+        for name, content, sep in self.sections:
+            tw.sep(sep, name)
+            tw.line(content)
 
 
 class CaseItem(pytest.Item):
@@ -422,7 +417,7 @@ class CaseItem(pytest.Item):
             width = max(80, min(self.config.get_terminal_writer().fullwidth, 140))
             result = excinfo.value.result
             path, lineno, _ = self.location
-            crash = _Crash(path, (lineno or 0) + 1, _crash_message(result))
+            crash = ReprFileLocation(path, (lineno or 0) + 1, _crash_message(result))
             if self.config.getoption("tbstyle", "auto") == "line":
                 return _FailureRepr("", crash)  # pytest prints the crash line itself
             return _FailureRepr(case_failure_text(result, width=width), crash)

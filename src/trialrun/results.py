@@ -118,7 +118,9 @@ class CaseResult(BaseModel):
     pass_at_1: float | None = None
     pass_pow_k: float | None = None
     score: float | None = Field(None, description="mean of the trials' scores, when graders give scores")
-    sub_scores: dict[str, float] | None = Field(None, description="mean of the trials' sub-scores (the rubric's)")
+    sub_scores: dict[str, float] | None = Field(
+        None, description="mean of the trials' sub-scores (the rubric's), over the same trials as `score`: a trial "
+                          "that errored before it was graded counts 0 in each")
     tools_used: list[str] = Field(default_factory=list, description="distinct tools any trial used, first use first")
     turns: float | None = Field(None, description="mean number of model turns per trial")
     cost_usd: float | None = None
@@ -191,14 +193,26 @@ class CaseResult(BaseModel):
         )
 
 
+def _trial_sub_scores(trial: TrialResult) -> dict[str, float] | None:
+    """The sub-scores a trial's scored verdicts carry in `details["sub_scores"]` (the rubric's); None without any."""
+    found: dict[str, list[float]] = {}
+    for verdict in trial.verdicts:
+        for key, value in ((verdict.details or {}).get("sub_scores") or {}).items():
+            found.setdefault(key, []).append(float(value))
+    return {key: sum(values) / len(values) for key, values in found.items()} or None
+
+
 def _mean_sub_scores(trials: list[TrialResult]) -> dict[str, float] | None:
-    """Average the sub-scores scored verdicts carry in `details["sub_scores"]` (the rubric's)."""
-    sums: dict[str, list[float]] = {}
-    for trial in trials:
-        for verdict in trial.verdicts:
-            for key, value in ((verdict.details or {}).get("sub_scores") or {}).items():
-                sums.setdefault(key, []).append(float(value))
-    return {key: sum(values) / len(values) for key, values in sums.items()} or None
+    """The sub-scores' means over the same trials the score's mean covers: a trial that errored before it could be
+    graded scores 0 in each sub-score, as it scores 0 in total, so the sub-scores never describe fewer trials than
+    the score beside them."""
+    per_trial = [_trial_sub_scores(t) for t in trials]
+    keys = list(dict.fromkeys(key for subs in per_trial if subs for key in subs))
+    if not keys:
+        return None
+    counted = [subs or dict.fromkeys(keys, 0.0)
+               for subs, trial in zip(per_trial, trials) if subs or (trial.score is None and trial.error is not None)]
+    return {key: sum(subs.get(key, 0.0) for subs in counted) / len(counted) for key in keys}
 
 
 class RunReport(BaseModel):
@@ -304,12 +318,22 @@ def regrade_output_quality(report: RunReport, name: str, quality: float) -> RunR
         raise KeyError(f"no test {name!r} in run {report.run_id} (tests: {', '.join(c.name for c in report.cases)})") from None
     if case.skipped:
         raise ValueError(f"test {name!r} was skipped in run {report.run_id}; there is nothing to grade")
+
+    def rubric_verdicts(trial: TrialResult) -> list[Verdict]:
+        return [v for v in trial.verdicts if v.kind == "score" and v.details and "sub_scores" in v.details]
+
+    if not any(rubric_verdicts(trial) for trial in case.trials):
+        errored = sum(1 for trial in case.trials if trial.error is not None)
+        if errored:
+            raise ValueError(f"test {name!r} has no rubric score to grade in run {report.run_id}: "
+                             f"{errored} of {len(case.trials)} trial(s) errored before they were graded")
+        raise ValueError(f"test {name!r} has no rubric score to grade (it is not a suite test)")
     trials = []
     for trial in case.trials:
-        rubric_verdicts = [v for v in trial.verdicts if v.kind == "score" and v.details and "sub_scores" in v.details]
-        if not rubric_verdicts:
-            raise ValueError(f"test {name!r} has no rubric score to grade (it is not a suite test)")
-        for verdict in rubric_verdicts:
+        if not rubric_verdicts(trial):  # errored before grading: it keeps scoring 0, whatever the hand grade says
+            trials.append(trial)
+            continue
+        for verdict in rubric_verdicts(trial):
             subs = dict(verdict.details["sub_scores"])  # type: ignore[index]
             subs["output_quality"] = quality
             total = combine(subs["tool_accuracy"], subs["turn_efficiency"], quality)

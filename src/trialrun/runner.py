@@ -52,9 +52,17 @@ class _PhaseFailure(Exception):
         self.exc = exc
 
 
-def _error(phase: str, exc: BaseException) -> TrialError:
-    frames = traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-4)
-    return TrialError(type=type(exc).__name__, message=str(exc) or type(exc).__name__, phase=phase, traceback="".join(frames)[-4000:])
+def _error(phase: str, exc: BaseException, *, limit: int = 20_000, head: int = 4_000) -> TrialError:
+    """The trial's error with its WHOLE traceback: an error raised deep inside an SDK is explained by the user's
+    frames far above it, so the renderers pick the frames to show (`render.text`). Only a huge traceback is cut
+    (at a line end when one is near), keeping its first `head` characters and its end (the raised exception)."""
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    if len(text) > limit:
+        start, end = head, len(text) - (limit - head)
+        start = text.rfind("\n", start - 200, start) + 1 or start
+        end = text.find("\n", end, end + 200) + 1 or end
+        text = f"{text[:start]}... ({end - start} characters of the traceback omitted) ...\n{text[end:]}"
+    return TrialError(type=type(exc).__name__, message=str(exc) or type(exc).__name__, phase=phase, traceback=text)
 
 
 #: What a trial's own code may raise and the trial absorbs as its failure: any error, and SystemExit (an agent that

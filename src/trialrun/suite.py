@@ -5,7 +5,12 @@ A suite is a JSON (or YAML) array of tests, exactly as the skill defines them::
     {"id": "read-file", "name": "Read a file", "prompt": "What do my notes say?",
      "expected_tools": ["read_file"], "max_turns": 3, "success_criteria": "Says what notes.txt contains"}
 
-and, optionally per test: `tags`, `mode` ("deterministic" | "live_canary"), `trials`, `expect` (graders in data
+`prompt`, `expected_tools`, `max_turns` and `success_criteria` are required, as the skill gives every test them;
+`name` defaults to the id. A test must be able to fail on what the agent does: with no expected tools the rubric's
+tool accuracy is 1.0, and with turn efficiency that alone reaches the pass threshold, so a test with an empty
+`expected_tools` needs `expect` graders.
+
+Optional per test: `tags`, `mode` ("deterministic" | "live_canary"), `trials`, `expect` (graders in data
 form: `{"not_called": "run_command"}`, `{"called": {"tool": "read_file", "args": {"path": "a.txt"}}}`,
 `{"never_ran": "rm -rf"}`, `{"contains": "Paris"}`, ...), `max_cost_usd`. `expect` is a list of such one-grader
 mappings, or one mapping holding several graders (one per key, in order), as the issue writes it:
@@ -69,11 +74,12 @@ class SuiteTest(BaseModel):
     model_config = ConfigDict(extra="forbid", title="trialrun suite test")
 
     id: StrictStr = Field(description="Unique identifier (the case's name)", min_length=1)
-    name: StrictStr | None = Field(None, description="Human-readable label")
+    name: StrictStr | None = Field(None, description="Human-readable label (default: the id)")
     prompt: StrictStr = Field(description="The message sent to the agent", min_length=1)
-    expected_tools: list[StrictStr] = Field(default_factory=list, description="Tool names the agent should use")
-    max_turns: StrictInt | None = Field(None, ge=1, description="Turn budget (scored by turn_efficiency; not a hard stop)")
-    success_criteria: StrictStr = Field("", description="What good output looks like (judged by output_quality)")
+    expected_tools: list[StrictStr] = Field(
+        description="Tool names the agent should use (may be empty only when `expect` has graders)")
+    max_turns: StrictInt = Field(ge=1, description="Turn budget (scored by turn_efficiency; not a hard stop)")
+    success_criteria: StrictStr = Field(min_length=1, description="What good output looks like (judged by output_quality)")
     tags: list[StrictStr] = Field(default_factory=list)
     mode: Literal["deterministic", "live_canary"] = "deterministic"
     trials: StrictInt | None = Field(None, ge=1, description="Trials for this test (overrides --trials)")
@@ -279,6 +285,10 @@ def read_suite(path: str | Path) -> SuiteFile:
             test = SuiteTest.model_validate(item)
         except ValidationError as exc:
             problems.extend(f"{prefix}, {_field_problem(error)}" for error in exc.errors())
+            continue
+        if not test.expected_tools and not test.expect:
+            problems.append(f"{prefix}: a test that grades nothing cannot fail: give expected_tools or expect "
+                            "(with no expected tools, tool accuracy and turn efficiency alone reach the pass threshold)")
             continue
         graders[test.id] = built
         tests.append(test)

@@ -15,17 +15,24 @@ __all__ = ["Usage", "ToolCall", "ToolResult", "Turn", "Denial", "Trajectory", "R
 
 @dataclass(slots=True)
 class Usage:
-    """Token counts of one model response (or a sum of several)."""
+    """Token counts of one model response (or a sum of several).
+
+    `input_tokens` counts every prompt token; `cached_input_tokens` (read from a prompt cache) and
+    `cache_write_input_tokens` (written to one: Anthropic charges those at a higher rate) are parts of it.
+    The cache-write part is left out of `==`, so usages compare by the counts every provider reports.
+    """
 
     input_tokens: int = 0
     output_tokens: int = 0
     cached_input_tokens: int = 0
+    cache_write_input_tokens: int = field(default=0, compare=False)
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
             self.input_tokens + other.input_tokens,
             self.output_tokens + other.output_tokens,
             self.cached_input_tokens + other.cached_input_tokens,
+            self.cache_write_input_tokens + other.cache_write_input_tokens,
         )
 
     @property

@@ -6,6 +6,7 @@ import asyncio
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 
 import trialrun as tr
@@ -134,10 +135,35 @@ def test_cost_limit() -> None:
 
 def test_unknown_model_has_no_cost_and_a_ceiling_says_why() -> None:
     model = tr.ScriptedModel([tr.reply("hi", usage=tr.Usage(10, 2))])
-    run = tr.Agent(model, model_name="acme-llm-7", max_cost_usd=0.01).run("hi")
+    run = tr.Agent(model, model_name="acme-llm-7").run("hi")
     assert run.status == "completed" and run.cost_usd is None
     [verdict] = tr.check([tr.expect.max_cost_usd(0.01)], run)
-    assert not verdict.passed and "no price is known for its model" in verdict.reason
+    assert not verdict.passed and "no price is known for model 'acme-llm-7'" in verdict.reason
+
+
+def test_an_agent_ceiling_on_an_unpriced_model_ends_the_run_before_spending() -> None:
+    for driver in ("run", "arun"):
+        model = tr.ScriptedModel(lambda request: tr.tool_call("add", a=1, b=1))
+        agent = tr.Agent(model, model_name="acme-llm-7", tools=[add], max_cost_usd=0.01)
+        run = agent.run("hi") if driver == "run" else asyncio.run(agent.arun("hi"))
+        assert run.status == "error" and model.calls == 0  # not silently run to max_turns
+        assert run.error.startswith("max_cost_usd=0.01 cannot be enforced for model 'acme-llm-7': no price is known")
+
+
+@pytest.mark.parametrize("answering_as, usage, why", [
+    ("acme-llm-7", {"prompt_tokens": 10, "completion_tokens": 2}, "cannot be enforced for model 'acme-llm-7'"),
+    ("gpt-4.1-mini", None, "cannot be enforced: the response to model call 1 reported no token usage"),
+])
+def test_an_agent_ceiling_ends_the_run_when_a_response_cannot_be_priced(answering_as, usage, why) -> None:
+    call = {"id": "c1", "type": "function", "function": {"name": "add", "arguments": '{"a": 1, "b": 1}'}}
+    body = {"model": answering_as, "choices": [{"index": 0, "finish_reason": "tool_calls",
+                                                "message": {"role": "assistant", "content": None, "tool_calls": [call]}}]}
+    if usage is not None:
+        body["usage"] = usage
+    model = httpx.MockTransport(lambda request: httpx.Response(200, json=body))
+    run = tr.Agent(model, model_name="gpt-4.1-mini", tools=[add], max_cost_usd=1.0).run("hi")
+    assert run.status == "error" and why in run.error, run.error
+    assert len(run.trajectory.turns) == 1 and run.trajectory.tool_results == []  # stopped before running tools
 
 
 def test_policy_deny_records_a_denial_and_the_model_reads_a_refusal(tmp_path: Path) -> None:

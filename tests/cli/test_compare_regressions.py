@@ -9,7 +9,8 @@ from pathlib import Path
 SUITE = [
     {"id": "notes", "prompt": "What do my notes say?", "expected_tools": [], "max_turns": 3,
      "success_criteria": "Mentions milk", "expect": [{"contains": "milk"}]},
-    {"id": "steady", "prompt": "Say hi", "success_criteria": "Says hi"},
+    {"id": "steady", "prompt": "Say hi", "expected_tools": [], "max_turns": 1, "success_criteria": "Says hi",
+     "expect": {"contains": "hi"}},
 ]
 
 
@@ -42,7 +43,7 @@ def test_pass_to_fail_at_the_same_score_is_a_regression(project: Path, cli, writ
 
 
 def test_a_model_error_that_keeps_the_score_is_a_regression(project: Path, cli, write_suite) -> None:
-    write_suite(project / "state" / "eval" / "tests.json", [{**SUITE[0], "expect": []}, SUITE[1]])
+    write_suite(project / "state" / "eval" / "tests.json", [{**SUITE[0], "expect": [{"not_called": "write_file"}]}, SUITE[1]])
     _run_with(project, cli, [{"reply": "Buy milk."}])
     _run_with(project, cli, [{"error": {"status": 400, "message": "model not found"}}])
 

@@ -47,18 +47,22 @@ def test_malformed_suite_messages(project: Path, cli, write_suite, text: str, me
 
 def test_every_problem_is_listed_at_once(project: Path, cli, write_suite) -> None:
     write_suite(project / SUITE, [
-        {"id": "a", "prompt": "x", "max_turns": "3"},
-        {"id": "a", "prompt": "y"},
-        {"id": "b", "prompt": "z", "expected_tools": [1], "colour": "red"},
+        {"id": "a", "prompt": "x", "expected_tools": ["read_file"], "max_turns": "3", "success_criteria": "c"},
+        {"id": "a", "prompt": "y", "expected_tools": ["read_file"], "max_turns": 3, "success_criteria": "c"},
+        {"id": "b", "prompt": "z", "expected_tools": [1], "max_turns": 3, "success_criteria": "c", "colour": "red"},
+        {"id": "c", "prompt": "w"},
     ])
     result = cli("run", "all")
-    assert "4 problems in the suite; nothing was run:" in result.output
-    for needle in ("field 'max_turns'", "duplicate id 'a'", "field 'expected_tools[0]'", "field 'colour': unknown field"):
+    assert "7 problems in the suite; nothing was run:" in result.output
+    for needle in ("field 'max_turns'", "duplicate id 'a'", "field 'expected_tools[0]'", "field 'colour': unknown field",
+                   "test 'c', field 'expected_tools': required", "test 'c', field 'max_turns': required",
+                   "test 'c', field 'success_criteria': required"):
         assert needle in result.output
 
 
 def test_yaml_suites_work_and_report_line_and_column(project: Path, cli, write_suite) -> None:
-    write_suite(project / "state" / "eval" / "tests.yaml", "- id: read-file\n  prompt: What do my notes say?\n  expected_tools: [read_file]\n")
+    write_suite(project / "state" / "eval" / "tests.yaml", "- id: read-file\n  prompt: What do my notes say?\n  expected_tools: [read_file]\n"
+                "  max_turns: 2\n  success_criteria: Mentions the meeting with Sam\n")
     result = cli("run", "all", "--suite", "state/eval/tests.yaml")
     assert result.exit_code == 0, result.output
     write_suite(project / "state" / "eval" / "tests.yaml", "- id: a\n  prompt: [oops\n")

@@ -222,7 +222,10 @@ def _subprocess_env() -> dict[str, str]:
 
 def test_progress_bar_on_a_terminal_for_runs_over_a_second(project: Path, write_suite) -> None:
     (project / "my_agent.py").write_text(SLOW_AGENT)
-    write_suite(project / "state" / "eval" / "tests.json", [{"id": f"t{i}", "prompt": "sleep 0.5"} for i in range(4)])
+    write_suite(project / "state" / "eval" / "tests.json", [
+        {"id": f"t{i}", "prompt": "sleep 0.5", "expected_tools": [], "max_turns": 1, "success_criteria": "Says ok",
+         "expect": {"contains": "ok"}} for i in range(4)
+    ])
     (project / "s.yaml").write_text("".join(f"t{i}:\n  - reply: ok\n" for i in range(4)))
     args = [sys.executable, "-m", "trialrun", "run", "all", "--agent", "my_agent:run", "--model", "scripted:s.yaml", "-j", "1"]
     tty = subprocess.run(args, capture_output=True, text=True, env={**_subprocess_env(), "TTY_COMPATIBLE": "1"}, timeout=60)
@@ -249,8 +252,10 @@ def test_no_progress_bar_on_a_terminal_for_a_run_under_a_second(project: Path) -
 def test_ctrl_c_saves_finished_tests_as_interrupted_and_exits_130(project: Path, write_suite) -> None:
     (project / "my_agent.py").write_text(SLOW_AGENT)
     write_suite(project / "state" / "eval" / "tests.json", [
-        {"id": "quick", "prompt": "hello"},
-        {"id": "slow", "prompt": "sleep 30"},
+        {"id": "quick", "prompt": "hello", "expected_tools": [], "max_turns": 1, "success_criteria": "Says hi",
+         "expect": {"contains": "hi"}},
+        {"id": "slow", "prompt": "sleep 30", "expected_tools": [], "max_turns": 1, "success_criteria": "Says late",
+         "expect": {"contains": "late"}},
     ])
     (project / "s.yaml").write_text("quick:\n  - reply: hi\nslow:\n  - reply: late\n")
     proc = subprocess.Popen(

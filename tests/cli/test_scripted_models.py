@@ -103,7 +103,8 @@ def test_turn_limit_from_trialrun_toml_stops_the_agent(project: Path, cli, write
     config = project / "trialrun.toml"
     config.write_text(config.read_text().replace("skills = [", "turn_limit = 3\nskills = ["))
     write_suite(project / "state" / "eval" / "tests.json", [
-        {"id": "loop", "prompt": "List forever", "expected_tools": ["list_dir"], "max_turns": 10},
+        {"id": "loop", "prompt": "List forever", "expected_tools": ["list_dir"], "max_turns": 10,
+         "success_criteria": "Lists the workspace"},
     ])
     model = _script(project, {"loop": [{"tool_call": {"name": "list_dir", "arguments": {}}}] * 6 + [{"reply": "done"}]})
     cli("run", "loop", "--model", model)

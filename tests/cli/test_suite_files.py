@@ -42,6 +42,8 @@ def test_expect_mapping_in_yaml(project: Path, cli, write_suite) -> None:
         "- id: read-file\n"
         "  prompt: What do my notes say?\n"
         "  expected_tools: [read_file]\n"
+        "  max_turns: 2\n"
+        "  success_criteria: Mentions the meeting with Sam\n"
         "  expect:\n"
         "    called: {tool: read_file, args: {path: notes.txt}}\n"
         "    not_called: run_command\n"
@@ -54,11 +56,12 @@ def test_expect_mapping_in_yaml(project: Path, cli, write_suite) -> None:
 
 def test_both_forms_validate_against_the_published_schema(project: Path, cli) -> None:
     schema = json.loads(cli("schema").output)
-    jsonschema.validate([{"id": "a", "prompt": "p", "expect": {"not_called": "run_command", "contains": "x"}}], schema)
-    jsonschema.validate([{"id": "a", "prompt": "p", "expect": [{"not_called": "run_command"}]}], schema)
+    test = {"id": "a", "prompt": "p", "expected_tools": [], "max_turns": 2, "success_criteria": "c"}
+    jsonschema.validate([{**test, "expect": {"not_called": "run_command", "contains": "x"}}], schema)
+    jsonschema.validate([{**test, "expect": [{"not_called": "run_command"}]}], schema)
     for wrong in ("run_command", {"not_caled": "x"}, [{"contains": "a", "not_called": "b"}]):
         with pytest.raises(jsonschema.ValidationError):
-            jsonschema.validate([{"id": "a", "prompt": "p", "expect": wrong}], schema)
+            jsonschema.validate([{**test, "expect": wrong}], schema)
 
 
 @pytest.mark.parametrize(

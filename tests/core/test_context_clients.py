@@ -164,3 +164,67 @@ def test_a_cassette_miss_fails_the_trial_with_the_cassettes_message_even_if_the_
     assert trial.error.message.startswith(f"cassette {fixture}: request 1 (POST /v1/chat/completions) matches no recording")
     assert "nearest unused recording is exchange 1: body." in trial.error.message
     assert 'mode="record"' in trial.error.message
+
+
+# -- an error from inside an SDK keeps the user's frames ---------------------------------------------------------
+def _ask_the_model(client: openai.OpenAI) -> str:
+    answer = client.chat.completions.create(model="gpt-4.1-mini", messages=[{"role": "user", "content": "go"}])
+    return answer.choices[0].message.content or ""
+
+
+def _sdk_agent(steps: list[object]) -> object:
+    def invoke(ctx: tr.TrialContext) -> str:
+        client = openai.OpenAI(api_key="test", max_retries=0, http_client=ctx.http_client(ctx.scripted(steps)))
+        _ask_the_model(client)
+        return _ask_the_model(client)
+
+    return invoke
+
+
+def test_an_sdk_error_keeps_the_users_frames_in_the_stored_traceback_and_the_rendered_failure() -> None:
+    from trialrun.render.text import case_failure_text
+
+    cases = [
+        tr.Case(name="exhausted", invoke=_sdk_agent([tr.reply("one")]), expect_outcome=[expect.contains("two")]),
+        tr.Case(name="rate limited", invoke=_sdk_agent([tr.reply("one"), tr.fail(429)]),
+                expect_outcome=[expect.contains("two")]),
+    ]
+    report = tr.evaluate(cases)
+    this_file = Path(__file__).name
+    for case, error_type in zip(report.cases, ("InternalServerError", "RateLimitError")):
+        error = case.trials[0].error
+        assert error is not None and error.type == error_type and error.phase == "invoke"
+        # The whole traceback: the test's own frames, the SDK's frames below them, up to the raise.
+        assert f'{this_file}", line' in error.traceback
+        assert "in invoke\n" in error.traceback and "in _ask_the_model\n" in error.traceback
+        assert "openai/_base_client.py" in error.traceback.replace("\\", "/")
+        assert error.traceback.rstrip().endswith(f"{error_type}: {error.message}")
+
+        lines = case_failure_text(case, width=200).splitlines()
+        start = lines.index("      traceback (most recent call last):")
+        shown = [line.strip() for line in lines[start + 1:]]
+        # The user's frames (invoke, then its helper), then the one SDK frame that raised; no runner frames.
+        assert [line.split(", in ")[-1] for line in shown if line.startswith('File "')] == ["invoke", "_ask_the_model", "request"]
+        assert shown[0].startswith('File "') and this_file in shown[0]
+        assert shown[1] == "return _ask_the_model(client)"  # the second call is the one that failed
+        assert shown[4].startswith('File "openai/_base_client.py", line ')  # the SDK's path, shortened
+        assert "runner.py" not in "\n".join(lines)
+
+
+def test_a_huge_traceback_keeps_its_head_and_its_tail() -> None:
+    def deep(n: int) -> None:
+        if n:
+            deep(n - 1)
+        raise ValueError("end of the story " + "x" * 30_000 + " THE END")
+
+    def invoke(ctx: tr.TrialContext) -> None:
+        deep(3)
+
+    error = tr.evaluate([tr.Case(name="huge", invoke=invoke, expect_outcome=[expect.contains("x")])]).cases[0].trials[0].error
+    assert error is not None
+    text = error.traceback
+    assert len(text) < 20_200
+    assert text.startswith("Traceback (most recent call last):\n")
+    assert f'{Path(__file__).name}", line' in text.split("characters of the traceback omitted")[0]  # the head
+    assert text.count("characters of the traceback omitted") == 1
+    assert text.rstrip().endswith("x THE END")

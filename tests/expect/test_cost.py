@@ -16,7 +16,8 @@ from trialrun import expect
         (
             tr.Run("x", trajectory=tr.Trajectory(turns=[tr.Turn(usage=tr.Usage(100, 5), model="mystery-1")])),
             False,
-            "cost could not be determined: the run reported usage (100 input, 5 output tokens) but no price is known for its model",
+            "cost could not be determined: the run reported usage (100 input, 5 output tokens) but no price is known for "
+            "model 'mystery-1' (add one with trialrun.prices.set or a price file)",
         ),
     ],
 )

@@ -150,3 +150,16 @@ def test_every_trial_is_scored_and_one_that_crashed_counts_zero() -> None:
     assert result.trials[1].error is not None
     assert result.score == 0.5  # mean of 1.0 and 0: the crash is not left out of the mean
     assert result.passed is False
+
+
+# -- what README.md and the eval skill say about the heuristic ------------------------------------------------
+def test_the_documented_worked_example_holds() -> None:
+    """README's paragraph on the heuristic, checked: terms, five-letter prefixes, and the 60% / 25% cut-offs."""
+    assert key_terms(NOTES) == ["meeting", "sam", "tuesday", "buying", "milk"]
+    assert heuristic_quality(NOTES, "Meeting with Sam; buy milk.")[0] == 0.5       # 3/5 = 60%: "buy" misses "buying"
+    assert heuristic_quality(NOTES, "Meetings with Sam.")[0] == 0.25               # 2/5 = 40%
+    assert heuristic_quality(NOTES, "Sam called.")[0] == 0.0                       # 1/5 = 20%, under 25%
+    assert heuristic_quality("Summarise the notes", "A summary of your notes.")[0] == 0.5  # summa- finds summary
+    assert heuristic_quality("The response should say it", "anything")[0] == 0.5  # no key terms: any answer
+    assert heuristic_quality(NOTES, "   ")[0] == 0.0
+    assert heuristic_quality(NOTES, "Meeting with Sam on Tuesday, buying milk.", _run("x", status="error", error="boom"))[0] == 0.0

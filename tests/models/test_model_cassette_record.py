@@ -421,3 +421,60 @@ def test_a_given_upstream_is_used_as_is(tmp_path: Path) -> None:
     with pytest.raises(openai.RateLimitError):
         ask(sdk(cassette, max_retries=0), "hi")
     assert len(provider.requests) == 1
+
+
+# -- bodies that are not JSON -----------------------------------------------------------------------------------------
+PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)) + b"\xff\xfe\x00\x80"  # not UTF-8, NULs included
+DOWNLOAD = bytes(reversed(range(256))) * 3 + b"\xc3\x28"  # an invalid UTF-8 sequence at the end
+
+
+def file_provider(request: httpx.Request) -> httpx.Response:
+    """An uploads API: stores a binary body, hands back bytes of its own, answers plain text and a JSON string."""
+    if request.method == "POST" and request.url.path == "/v1/files":
+        assert request.content == PNG, "the provider must receive the upload unchanged"
+        return httpx.Response(200, json={"id": "file-1", "bytes": len(request.content)})
+    if request.url.path == "/v1/files/file-1/content":
+        return httpx.Response(200, content=DOWNLOAD, headers={"content-type": "application/octet-stream"})
+    if request.url.path == "/v1/status":
+        return httpx.Response(200, content=b'"ok"', headers={"content-type": "application/json"})
+    return httpx.Response(200, text="caf\u00e9 plain text\r\n", headers={"content-type": "text/plain"})
+
+
+def _use_the_files_api(transport: Any) -> list[bytes]:
+    with httpx.Client(transport=transport, base_url="https://api.openai.com") as client:
+        uploaded = client.post("/v1/files", content=PNG, headers={"content-type": "application/octet-stream"})
+        downloaded = client.get("/v1/files/file-1/content")
+        status = client.get("/v1/status")
+        text = client.get("/v1/readme")
+    return [uploaded.content, downloaded.content, status.content, text.content]
+
+
+@pytest.mark.parametrize("suffix", [".yaml", ".json"])
+def test_binary_uploads_and_downloads_replay_byte_for_byte(tmp_path: Path, suffix: str) -> None:
+    path = tmp_path / f"files{suffix}"
+    live = _use_the_files_api(Cassette(path, mode="record", upstream=httpx.MockTransport(file_provider)))
+    assert live[1] == DOWNLOAD
+
+    stored = load_exchanges(path)
+    assert [e.request_body for e in stored] == [PNG, b"", b"", b""]
+    assert [e.response_body for e in stored][1:] == [DOWNLOAD, b'"ok"', "caf\u00e9 plain text\r\n".encode()]
+    raw = path.read_text()
+    data = json.loads(raw) if suffix == ".json" else yaml.safe_load(raw)
+    upload, download, status, text = data["exchanges"]
+    assert set(upload["request"]) >= {"body_base64"} and "body" not in upload["request"]
+    assert download["response"]["body_base64"] and upload["response"]["body"] == {"id": "file-1", "bytes": len(PNG)}
+    assert status["response"]["body_text"] == '"ok"' and text["response"]["body_text"] == "caf\u00e9 plain text\r\n"
+
+    replay = Cassette(path)  # the binary upload must also MATCH its recording to be answered
+    assert _use_the_files_api(replay) == live
+    assert replay.problems == []
+
+
+def test_a_broken_base64_body_names_the_file_exchange_and_field(tmp_path: Path) -> None:
+    path = tmp_path / "broken.yaml"
+    path.write_text(yaml.safe_dump({"version": 1, "exchanges": [
+        {"request": {"method": "GET", "url": CHAT_URL}, "response": {"status": 200, "body_base64": "AAAA"}},
+        {"request": {"method": "POST", "url": CHAT_URL, "body_base64": "not base64!"}, "response": {"status": 200}},
+    ]}))
+    with pytest.raises(CassetteFileError, match=r"broken\.yaml: exchange 2: request\.body_base64 is not valid base64"):
+        load_exchanges(path)

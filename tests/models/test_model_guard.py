@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextvars
 import http.server
 import socket
@@ -15,6 +16,8 @@ import httpx
 import openai
 import pytest
 
+import trialrun as tr
+from trialrun._threads import Workers
 from trialrun.models import NetworkBlockedError, guard
 
 ADVICE = ("Deterministic cases must not reach the network: use a ScriptedModel or a Cassette, or mark the case "
@@ -141,8 +144,12 @@ def test_global_default_scopes_and_threads() -> None:
         for thread in (copied, plain):
             thread.start()
             thread.join()
-        assert seen == {"copied": True, "plain": False}  # a plain thread falls back to the global default
+        assert seen == {"copied": True, "plain": True}  # a plain thread inherits its starter's state
     assert not guard.is_blocking()
+    unguarded = threading.Thread(target=lambda: seen.__setitem__("outside", guard.is_blocking()))
+    unguarded.start()
+    unguarded.join()
+    assert seen["outside"] is False  # started outside no_network: the global default (off)
 
 
 def test_install_is_idempotent() -> None:
@@ -150,3 +157,175 @@ def test_install_is_idempotent() -> None:
     patched = socket.getaddrinfo
     guard.install()
     assert socket.getaddrinfo is patched
+
+
+# -- threads and executors: a job runs with the guard state of the code that started it ---------------------------
+REAL_HOST = ("192.0.2.2", 8765)  # TEST-NET-1: not loopback, so the guard treats it as a real host
+REAL_URL = "http://192.0.2.2:8765/"
+
+
+@pytest.fixture
+def real_host(loopback_server: int, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A URL on a real (non-loopback) address whose connections, once the guard has let them through, land on the
+    loopback server: a request answers "local ok" exactly when the guard failed to block it."""
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    connect = guard._originals["create_connection"]
+
+    def redirect(address: tuple[str, int], *args: object, **kwargs: object) -> socket.socket:
+        if tuple(address[:2]) == REAL_HOST:
+            address = ("127.0.0.1", loopback_server)
+        return connect(address, *args, **kwargs)
+
+    monkeypatch.setitem(guard._originals, "create_connection", redirect)
+    return REAL_URL
+
+
+def _fetch(url: str) -> str:
+    """What an agent's tool does: "reached" when the request got through, else the error's type."""
+    try:
+        return "reached" if httpx.get(url, timeout=5).text == "local ok" else "wrong answer"
+    except NetworkBlockedError:
+        return "blocked"
+
+
+def _in_thread(url: str) -> str:
+    box: list[str] = []
+    thread = threading.Thread(target=lambda: box.append(_fetch(url)))
+    thread.start()
+    thread.join()
+    return box[0]
+
+
+def _in_pool(url: str) -> str:
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        return pool.submit(_fetch, url).result()
+
+
+def _in_executor(url: str) -> str:
+    async def main() -> str:
+        return await asyncio.get_running_loop().run_in_executor(None, _fetch, url)
+
+    return asyncio.run(main())
+
+
+FETCHERS = {"thread": _in_thread, "pool": _in_pool, "executor": _in_executor}
+
+
+def test_the_redirect_really_reaches_the_server_when_nothing_blocks(real_host: str) -> None:
+    guard.block_globally(False)
+    assert _fetch(real_host) == "reached"
+    with guard.no_network(label="case 'direct'") as attempts:
+        assert _fetch(real_host) == "blocked"
+    assert attempts == [f"trialrun blocked a network connection to 192.0.2.2:8765 from deterministic case 'direct'. {ADVICE}"]
+
+
+@pytest.mark.parametrize("how", FETCHERS)
+def test_a_deterministic_case_cannot_reach_a_real_host_from_another_thread(real_host: str, how: str) -> None:
+    guard.block_globally(False)  # only the case's own guard may block
+    fetch = FETCHERS[how]
+    case = tr.Case(name=f"via {how}", invoke=lambda ctx: fetch(real_host), expect_outcome=[tr.expect.equals("blocked")])
+    report = tr.evaluate([case])
+    trial = report.cases[0].trials[0]
+    assert trial.output == "blocked"
+    assert not trial.passed and trial.error is not None and trial.error.type == "NetworkBlockedError"
+    assert trial.error.message.startswith(
+        f"trialrun blocked a network connection to 192.0.2.2:8765 from deterministic case 'via {how}'."
+    )
+
+
+@pytest.mark.parametrize("how", FETCHERS)
+def test_a_live_canarys_threads_may_reach_the_network(real_host: str, how: str) -> None:
+    guard.block_globally(False)
+    fetch = FETCHERS[how]
+    case = tr.Case(name=f"live via {how}", mode="live_canary", invoke=lambda ctx: fetch(real_host),
+                   expect_outcome=[tr.expect.equals("reached")])
+    report = tr.evaluate([case], include_live_canary=True)
+    assert report.cases[0].passed, report.cases[0].trials[0]
+
+
+def test_a_worker_started_in_a_guarded_trial_does_not_guard_later_trials(real_host: str) -> None:
+    """The runner's worker thread starts inside the first (deterministic) trial; with one trial at a time, the live
+    canary after it runs on that same thread, and each job's own context wins over the one the thread started in."""
+    guard.block_globally(False)
+
+    def where(ctx: tr.TrialContext) -> str:
+        return f"{threading.current_thread().name}: direct {_fetch(real_host)}, thread {_in_thread(real_host)}"
+
+    cases = [tr.Case(name="guarded", invoke=where, expect_outcome=[tr.expect.contains("blocked")]),
+             tr.Case(name="live", mode="live_canary", invoke=where, expect_outcome=[tr.expect.contains("reached")])]
+    report = tr.evaluate(cases, include_live_canary=True, concurrency=1)
+    guarded, live = (case.trials[0].output for case in report.cases)
+    worker = guarded.split(":")[0]
+    assert guarded == f"{worker}: direct blocked, thread blocked"
+    assert live == f"{worker}: direct reached, thread reached"
+
+
+def test_a_pool_keeps_no_guard_state_of_the_code_that_started_its_threads(real_host: str) -> None:
+    guard.block_globally(False)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        with guard.no_network(label="case 'starts the pool'"):
+            assert pool.submit(_fetch, real_host).result() == "blocked"  # the worker thread starts here
+        assert pool.submit(_fetch, real_host).result() == "reached"  # the same worker, an unguarded job
+        with guard.no_network(label="case 'later'"):
+            assert pool.submit(_fetch, real_host).result() == "blocked"
+
+    tools = Workers("test-guard")  # trialrun's tool workers run each job in the context the caller copied
+    done = threading.Event()
+    outcome: list[str] = []
+    with guard.no_network(label="case 'starts a tool worker'"):
+        context = contextvars.copy_context()
+        tools.submit(lambda: (outcome.append(context.run(_fetch, real_host)), done.set()))
+        assert done.wait(5)
+    done.clear()
+    context = contextvars.copy_context()
+    tools.submit(lambda: (outcome.append(context.run(_fetch, real_host)), done.set()))
+    assert done.wait(5)
+    assert outcome == ["blocked", "reached"]
+
+
+# -- proxies: a loopback proxy reaches real hosts --------------------------------------------------------------
+@pytest.mark.parametrize("variable", ["HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"])
+def test_a_loopback_proxy_from_the_environment_is_blocked_and_named(
+    loopback_server: int, monkeypatch: pytest.MonkeyPatch, variable: str,
+) -> None:
+    """The loopback server plays the proxy: it would answer the proxied request for the real host."""
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy", "NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    proxy = f"http://127.0.0.1:{loopback_server}"
+    monkeypatch.setenv(variable, proxy)
+    guard.block_globally(False)
+    assert httpx.get(REAL_URL, timeout=5).text == "local ok"  # unguarded, the proxy does reach the "real host"
+
+    with guard.no_network(label="case 'proxied'") as attempts:
+        with pytest.raises(NetworkBlockedError) as info:
+            httpx.get(REAL_URL, timeout=5)
+    assert str(info.value) == attempts[0]
+    assert attempts[0].startswith(
+        f"trialrun blocked a network connection to 127.0.0.1:{loopback_server} via proxy {proxy} "
+        "from deterministic case 'proxied': a proxy set in the environment (HTTP_PROXY, HTTPS_PROXY or ALL_PROXY) "
+        "reaches real hosts for its clients, so it is blocked even on loopback; unset it for deterministic runs."
+    )
+    assert attempts[0].endswith(ADVICE)
+
+
+def test_a_proxy_named_localhost_without_a_scheme_matches_its_loopback_address(
+    loopback_server: int, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("HTTPS_PROXY", f"localhost:{loopback_server}")
+    monkeypatch.setenv("NO_PROXY", "")
+    with guard.no_network(label="case 'proxied'") as attempts:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            with pytest.raises(NetworkBlockedError, match=f"via proxy localhost:{loopback_server} "):
+                sock.connect(("127.0.0.1", loopback_server))
+        with pytest.raises(NetworkBlockedError, match=f"to ::1:{loopback_server} via proxy localhost:{loopback_server} "):
+            socket.getaddrinfo("::1", loopback_server)
+    assert len(attempts) == 2
+
+
+def test_loopback_servers_still_work_when_a_proxy_is_set(loopback_server: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    with guard.no_network(label="case 'local'") as attempts:
+        assert httpx.get(f"http://127.0.0.1:{loopback_server}/", timeout=5).text == "local ok"
+    assert attempts == []

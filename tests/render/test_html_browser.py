@@ -19,6 +19,7 @@ from _html_reports import DENIAL_CASE, REGRESSED_CASE, shellpilot_comparison, sh
 
 import trialrun as tr
 from trialrun import expect
+from trialrun.compare import compare
 from trialrun.render.html import comparison_html, report_html
 from trialrun.results import CaseResult, RunReport, TrialError, TrialResult
 from trialrun.trajectory import ToolCall, ToolResult, Trajectory, Turn
@@ -157,6 +158,18 @@ def test_a_link_to_a_case_opens_it(context: Any, run_page_file: Path) -> None:
     assert p.locator('button.expander[data-case="tool-raises"]').get_attribute("aria-expanded") == "true"
     trial = page.expand_trial(p.locator("tr.detail-row"), 1)
     assert "weather service unreachable for Paris" in trial.locator(".result.error").inner_text()
+    assert page.problems == []
+
+
+def test_a_malformed_link_is_ignored_and_the_page_still_works(context: Any, run_page_file: Path) -> None:
+    page = _browser.open_report(context, run_page_file, fragment="#case=%E0%A4%A")  # waits for data-ready
+    p = page.page
+    assert p.locator("#case-table-count").inner_text() == "Showing 1–9 of 9 cases"
+    assert p.locator("tr.detail-row").count() == 0
+    assert page.problems == []  # no "URI malformed" page error
+    p.evaluate("location.hash = '#case=%E0%A4%A%'")  # a bad link followed later, then a good one
+    p.evaluate("location.hash = '#case=tool-raises'")
+    p.locator('button.expander[data-case="tool-raises"][aria-expanded="true"]').wait_for()
     assert page.problems == []
 
 
@@ -307,4 +320,23 @@ def test_a_thousand_cases_of_ten_trials_open_fast(context: Any, tmp_path: Path) 
     assert p.locator(".trial-body").count() == 1
     assert page.node_count() < nodes + 1500
     page.screenshot(tmp_path / "large.png", full_page=False)
+    assert page.problems == []
+
+
+def test_compare_page_shows_tests_an_interrupted_run_did_not_finish(context: Any, tmp_path: Path) -> None:
+    _, before, after = shellpilot_comparison()
+    unfinished = after.cases[0].name
+    cut = after.model_copy(update={"cases": after.cases[1:], "unfinished_cases": [unfinished], "status": "interrupted"})
+    comparison = compare(before, cut)
+    html_file = tmp_path / "interrupted.html"
+    html_file.write_text(comparison_html(comparison, before, cut), encoding="utf-8")
+    page = _open(context, html_file)
+    p = page.page
+    row = p.locator(f'#delta-table tbody tr.row[data-case="{unfinished}"]')
+    assert "not finished" in row.inner_text()
+    _choose_status(page, "Not finished")
+    assert _names_in(p, "#delta-table") == [unfinished]
+    _choose_status(page, "All")
+    detail = page.expand_case(unfinished)
+    assert "Did not finish in the later run (interrupted)." in detail.inner_text()
     assert page.problems == []

@@ -3,7 +3,7 @@
 from .loop import DEFAULT_BASE_URLS, Agent, RunStatus
 from .policy import Decision, ToolPolicy
 from .pricing import Price, PriceTable, cost_of_trajectory, prices
-from .tools import Tool, ToolError, shell_tools, tool
+from .tools import Tool, ToolError, shell_tools, stop_commands, tool
 
 __all__ = [
     "Agent",
@@ -15,6 +15,7 @@ __all__ = [
     "ToolError",
     "tool",
     "shell_tools",
+    "stop_commands",
     "Price",
     "PriceTable",
     "prices",

@@ -17,13 +17,13 @@ from typing import Any, Literal
 import httpx
 
 from .. import _shell
-from .._retry import RETRY_STATUSES, retry_delay
+from .._retry import retry_delay, retryable
 from ..trajectory import Denial, Run, ToolCall, ToolResult, Trajectory, Turn
 from ..wire import Codec, Message, WireError, codec_named
 from ..wire._codec import arguments_problem
 from .policy import Decision, ToolPolicy
 from .pricing import PriceTable, prices
-from .tools import Tool, ToolError
+from .tools import Tool, ToolError, _check_timeout
 
 __all__ = ["Agent", "RunStatus", "DEFAULT_BASE_URLS"]
 
@@ -120,8 +120,13 @@ class Agent:
         if max_turns < 1:
             raise ValueError(f"max_turns must be at least 1, got {max_turns}")
         self.max_turns = max_turns
+        if max_cost_usd is not None and (
+            isinstance(max_cost_usd, bool) or not isinstance(max_cost_usd, (int, float)) or not max_cost_usd >= 0
+        ):
+            raise ValueError(f"max_cost_usd must be a non-negative number of US dollars or None, got {max_cost_usd!r}")
         self.max_cost_usd = max_cost_usd
-        self.tool_timeout_s = tool_timeout_s
+        # None means no limit; 0 or less is refused rather than guessed at (see _check_timeout).
+        self.tool_timeout_s = _check_timeout(tool_timeout_s, "Agent tool_timeout_s")
         self.max_tokens = max_tokens
         self.base_url = (base_url or DEFAULT_BASE_URLS[api]).rstrip("/")
         self.headers = {"content-type": "application/json", **(headers or {})}
@@ -140,6 +145,9 @@ class Agent:
         url = self.base_url + self.codec.request_path(self.model_name)
         trajectory = state.trajectory
         trajectory.prompt = prompt
+        unenforceable = self._unenforceable_ceiling(self.model_name, state)
+        if unenforceable:  # before spending anything: a ceiling that cannot be checked must not be trusted
+            return self._end(state, "error", unenforceable)
         while True:
             body = self.codec.encode_request(
                 model=self.model_name, messages=messages, tools=specs, system=self.system, max_tokens=self.max_tokens
@@ -149,7 +157,7 @@ class Agent:
                 reply = yield _Post(url, body, self.headers)
                 if reply.status < 400:
                     break
-                if reply.status not in RETRY_STATUSES or attempt == self.max_retries:
+                if not retryable(reply.status, reply.headers) or attempt == self.max_retries:
                     return self._end(state, "error", f"provider answered HTTP {reply.status}: {_error_text(reply.body)}")
                 yield _Sleep(retry_delay(reply.headers, attempt, cap=self.max_retry_wait))
             assert reply is not None
@@ -165,6 +173,9 @@ class Agent:
                 state.cost = None if cost is None else state.cost + cost
             if not turn.tool_calls:
                 return self._end(state, "completed")
+            unenforceable = self._unenforceable_ceiling(turn.model, state, turn)
+            if unenforceable:  # the model answered as another (unpriced) model, or without usage
+                return self._end(state, "error", unenforceable)
 
             messages.append(Message("assistant", turn.text, tool_calls=list(turn.tool_calls)))
             runnable: list[tuple[Tool, ToolCall]] = []
@@ -209,6 +220,22 @@ class Agent:
                 return self._end(state, "cost_limit", f"spent ${state.cost:.6f}, limit ${self.max_cost_usd:g}")
             if len(trajectory.turns) >= self.max_turns:
                 return self._end(state, "max_turns", f"stopped after {self.max_turns} turns")
+
+    def _unenforceable_ceiling(self, model: str | None, state: _State, turn: Turn | None = None) -> str | None:
+        """Why `max_cost_usd` cannot be enforced (no price for the model, a response without usage), or None."""
+        if self.max_cost_usd is None or (turn is not None and state.cost is not None):
+            return None
+        if model is None or self.prices.get(model) is None:
+            return (
+                f"max_cost_usd={self.max_cost_usd:g} cannot be enforced for model {model!r}: no price is known for "
+                f"it; add one with trialrun.prices.set({model!r}, input=..., output=...) or a price file"
+            )
+        if turn is not None and turn.usage is None:
+            return (
+                f"max_cost_usd={self.max_cost_usd:g} cannot be enforced: the response to model call "
+                f"{len(state.trajectory.turns)} reported no token usage"
+            )
+        return None
 
     def _end(self, state: _State, status: RunStatus, error: str | None = None) -> Run:
         trajectory = state.trajectory

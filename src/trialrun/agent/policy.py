@@ -7,6 +7,8 @@ result, and the denial is recorded) or stop (the run ends).
 
 from __future__ import annotations
 
+import re
+import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
@@ -53,6 +55,23 @@ class ToolPolicy:
     vouch for a command it cannot read (fail closed). allow_commands deny it too. Only a policy without such
     rules lets it through.
 
+    Deny and stop rules match when the command runs the pattern's program with ALL the pattern's words, in any
+    order (`rm -rf` catches `sudo rm -f -r /`). Allow rules are exact instead, because "allowed" must not stretch
+    to what the rule's author never saw:
+
+    - every program the command runs must be allowed, wrappers included (`sudo ls` needs `sudo` too);
+    - a rule that is just a program (`ls`) allows it with any arguments;
+    - a rule with arguments allows exactly those words, in that order (`git status` allows `git status`, not
+      `git -c core.fsmonitor=... status`; `cat notes.txt` does not allow `cat /etc/shadow notes.txt`), unless it
+      ends with ` *`, which allows more arguments after them (`git log *`); such a rule allows no variable
+      assignment in front of the command either (`GIT_DIR=x git status`);
+    - the program is compared as written: `ls` allows `ls`, not `./ls` or `/tmp/x/ls` (write `/bin/ls` to allow
+      that path); a program or argument only known at run time (`$X`, `$(...)`) never matches a word;
+    - assigning PATH, IFS, ENV, BASH_ENV, PYTHONPATH, PYTHONSTARTUP or any LD_* or DYLD_* variable anywhere in
+      the line (`PATH=. ls`, `export LD_PRELOAD=x.so`, `env PATH=. ls`) is never allowed: it changes which
+      program a name runs, or what a program loads;
+    - a pipeline is not a rule: each command of a pipeline is judged on its own.
+
     >>> policy = ToolPolicy(deny_commands=["rm -rf", "curl | sh"], deny_tools=["write_file"])
     >>> policy.decide("run_command", {"command": "sudo rm -fr /"}).action
     'deny'
@@ -89,6 +108,7 @@ class ToolPolicy:
                     _shell.CommandPattern.parse(pattern)
                 except ValueError as exc:
                     raise ValueError(f"ToolPolicy {field}: {exc}") from None
+        self._allow_rules = tuple(_AllowRule.parse(pattern) for pattern in self.allow_commands or ())
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ToolPolicy:
@@ -117,10 +137,18 @@ class ToolPolicy:
         command = _shell.command_of_call(tool, arguments, self.command_tools)
         if command is not None:
             for action, field, patterns in (("stop", "stop_commands", self.stop_commands), ("deny", "deny_commands", self.deny_commands)):
+                # A rule the command certainly runs is the one to report, before one matched only by failing closed
+                # (`curl x | sh` runs shell code nobody can read, which may be `rm -rf` too, but is `curl | sh`).
+                guessed: tuple[str, _shell.CommandMatch] | None = None
                 for pattern in patterns:
                     match = _shell.match_command(pattern, command)
-                    if match.matched:
+                    if match.matched and not match.uncertain:
                         return Decision(action, f"{match.reason}; {field} rule {pattern!r}", f"{field}: {pattern}")  # type: ignore[arg-type]
+                    if match.matched and guessed is None:
+                        guessed = (pattern, match)
+                if guessed is not None:
+                    pattern, match = guessed
+                    return Decision(action, f"{match.reason}; {field} rule {pattern!r}", f"{field}: {pattern}")  # type: ignore[arg-type]
         for pattern in self.deny_tools:
             if fnmatchcase(tool, pattern):
                 return Decision("deny", f"tool {tool} is denied by rule {pattern!r}", f"deny_tools: {pattern}")
@@ -143,17 +171,85 @@ class ToolPolicy:
         return Decision("allow", "allowed (default allow)", None)
 
     def _allowed_command(self, command: str | Sequence[str]) -> Decision:
-        """Allow only when every simple command the line runs matches an allow pattern."""
+        """Allow only when every program the line runs is allowed by a rule (see the class docstring)."""
         assert self.allow_commands is not None
-        for pattern in self.allow_commands:
-            if _shell.match_command(pattern, command).unparsable:
-                return Decision("deny", "command could not be parsed; denied (fail closed)", "allow_commands")
-        # An allow rule needs certainty: `$X` or `eval "$X"` may be anything, so no allow rule covers it.
-        part = _shell.first_not_allowed(self.allow_commands, command)
-        if part is not None:
-            return Decision("deny", f"`{part}` is not in allow_commands ({', '.join(self.allow_commands)})", "allow_commands")
+        unreadable = _shell.cannot_read(command)
+        if unreadable is not None:
+            return Decision("deny", f"the command {unreadable}; denied (fail closed)", "allow_commands")
+        try:
+            found, assigned = _shell.commands_for_allow_list(command)
+        except ValueError as exc:
+            return Decision("deny", f"{exc}; denied (fail closed)", "allow_commands")
+        risky = next((name for name in assigned if _LOADER_VARIABLE.fullmatch(name)), None)
+        if risky is not None:
+            return Decision(
+                "deny", f"it sets {risky}, which changes which programs run or what they load; allow_commands never "
+                "allow that", "allow_commands",
+            )
+        rules = ", ".join(self.allow_commands)
+        for words, dynamic, display, uncertain, prefix in found:
+            if uncertain or dynamic[0]:
+                # An allow rule needs certainty: `$X` or `eval "$X"` may be anything, so no allow rule covers it.
+                return Decision(
+                    "deny", f"`{display}`: what it runs is only known at run time; no allow_commands rule covers "
+                    f"that ({rules})", "allow_commands",
+                )
+            if not any(rule.allows(words, dynamic, prefix) for rule in self._allow_rules):
+                near = next((rule for rule in self._allow_rules if rule.names(words[0]) and rule.args is not None), None)
+                hint = (
+                    f"; `{near.text}` allows exactly those words"
+                    + ("" if near.open_ended else " (end a rule with ` *` to allow more arguments)")
+                    if near is not None else ""
+                )
+                return Decision("deny", f"`{display}` is not in allow_commands ({rules}){hint}", "allow_commands")
         return Decision("allow", "every command it runs is in allow_commands", "allow_commands")
 
     def __repr__(self) -> str:
         parts = ", ".join(f"{k}={v!r}" for k, v in self.summary().items())
         return f"ToolPolicy({parts})"
+
+
+#: Variables that change which program a name runs or what a program loads: never allowed by an allow list.
+_LOADER_VARIABLE = re.compile(r"PATH|IFS|ENV|BASH_ENV|PYTHONPATH|PYTHONSTARTUP|LD_\w*|DYLD_\w*")
+_GLOB = re.compile(r"[*?\[]")
+
+
+@dataclass(frozen=True, slots=True)
+class _AllowRule:
+    """One allow_commands entry: a program (as written, may be a glob) and, unless it is bare, its exact words."""
+
+    text: str
+    program: str
+    args: tuple[str, ...] | None  # None: a bare program, any arguments
+    open_ended: bool  # the rule ended with ` *`: more arguments may follow its words
+
+    @classmethod
+    def parse(cls, text: str) -> _AllowRule:
+        stripped = text.strip()
+        open_ended = len(stripped) > 2 and stripped[-1] == "*" and stripped[-2] in " \t"
+        lexer = shlex.shlex(stripped[:-1] if open_ended else stripped, posix=True, punctuation_chars="|")
+        lexer.whitespace_split = True
+        words = list(lexer)
+        if "|" in words:
+            raise ValueError(
+                f"ToolPolicy allow_commands: {text!r} is a pipeline; an allow rule is one command (each command "
+                "of a pipeline is judged on its own)"
+            )
+        return cls(text, words[0], tuple(words[1:]) if len(words) > 1 or open_ended else None, open_ended)
+
+    def names(self, program: str) -> bool:
+        """The rule is about this program word (compared as written: `ls` is not `./ls`)."""
+        return fnmatchcase(program, self.program) if _GLOB.search(self.program) else program == self.program
+
+    def allows(self, words: Sequence[str], dynamic: Sequence[bool], prefix: Sequence[str]) -> bool:
+        if not self.names(words[0]):
+            return False
+        if self.args is None:
+            return True
+        if prefix:  # `GIT_CONFIG_COUNT=1 ... git status`: the environment is part of an exact command
+            return False
+        args, unknown = words[1:], dynamic[1:]
+        n = len(self.args)
+        if len(args) < n or (not self.open_ended and len(args) != n):
+            return False
+        return all(not d and a == want for a, d, want in zip(args[:n], unknown[:n], self.args))

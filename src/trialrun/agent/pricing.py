@@ -23,16 +23,21 @@ __all__ = ["Price", "PriceTable", "prices", "cost_of_trajectory"]
 
 @dataclass(frozen=True, slots=True)
 class Price:
-    """USD per million tokens. `cached_input` applies to input tokens read from a prompt cache."""
+    """USD per million tokens. `cached_input` applies to input tokens read from a prompt cache, `cache_write_input`
+    to input tokens written to one (Anthropic: 1.25x input for the 5-minute cache); None means the input rate."""
 
     input: float
     output: float
     cached_input: float | None = None
+    cache_write_input: float | None = None
 
     def cost(self, usage: Usage) -> float:
         cached = min(usage.cached_input_tokens, usage.input_tokens)
+        written = min(usage.cache_write_input_tokens, usage.input_tokens - cached)
         cached_rate = self.input if self.cached_input is None else self.cached_input
-        return ((usage.input_tokens - cached) * self.input + cached * cached_rate + usage.output_tokens * self.output) / 1e6
+        write_rate = self.input if self.cache_write_input is None else self.cache_write_input
+        plain = usage.input_tokens - cached - written
+        return (plain * self.input + cached * cached_rate + written * write_rate + usage.output_tokens * self.output) / 1e6
 
 
 # As published by the providers (standard tier, short context). Input tokens count cached ones too; see Usage.
@@ -49,17 +54,17 @@ _DEFAULTS: dict[str, Price] = {
     "o3": Price(2.00, 8.00, 0.50),
     "o3-mini": Price(1.10, 4.40, 0.55),
     "o4-mini": Price(1.10, 4.40, 0.275),
-    # Anthropic (cached_input = cache reads)
-    "claude-opus-4-5": Price(5.00, 25.00, 0.50),
-    "claude-opus-4-1": Price(15.00, 75.00, 1.50),
-    "claude-opus-4": Price(15.00, 75.00, 1.50),
-    "claude-sonnet-4-5": Price(3.00, 15.00, 0.30),
-    "claude-sonnet-4": Price(3.00, 15.00, 0.30),
-    "claude-haiku-4-5": Price(1.00, 5.00, 0.10),
-    "claude-3-7-sonnet": Price(3.00, 15.00, 0.30),
-    "claude-3-5-sonnet": Price(3.00, 15.00, 0.30),
-    "claude-3-5-haiku": Price(0.80, 4.00, 0.08),
-    "claude-3-haiku": Price(0.25, 1.25, 0.03),
+    # Anthropic (cached_input = cache reads at 0.1x input; cache writes, 5-minute cache, at 1.25x input)
+    "claude-opus-4-5": Price(5.00, 25.00, 0.50, 6.25),
+    "claude-opus-4-1": Price(15.00, 75.00, 1.50, 18.75),
+    "claude-opus-4": Price(15.00, 75.00, 1.50, 18.75),
+    "claude-sonnet-4-5": Price(3.00, 15.00, 0.30, 3.75),
+    "claude-sonnet-4": Price(3.00, 15.00, 0.30, 3.75),
+    "claude-haiku-4-5": Price(1.00, 5.00, 0.10, 1.25),
+    "claude-3-7-sonnet": Price(3.00, 15.00, 0.30, 3.75),
+    "claude-3-5-sonnet": Price(3.00, 15.00, 0.30, 3.75),
+    "claude-3-5-haiku": Price(0.80, 4.00, 0.08, 1.00),
+    "claude-3-haiku": Price(0.25, 1.25, 0.03, 0.30),
     # Google
     "gemini-2.5-pro": Price(1.25, 10.00, 0.31),
     "gemini-2.5-flash": Price(0.30, 2.50, 0.075),
@@ -86,17 +91,25 @@ class PriceTable:
         self._entries: dict[str, Price] = dict(entries or {})
         self._cache: dict[str, Price | None] = {}
 
-    def set(self, model: str, *, input: float, output: float, cached_input: float | None = None) -> None:
+    def set(
+        self, model: str, *, input: float, output: float, cached_input: float | None = None,
+        cache_write_input: float | None = None,
+    ) -> None:
         """Add or override a model's price (USD per million tokens)."""
-        for name, value in (("input", input), ("output", output), ("cached_input", cached_input)):
+        for name, value in (
+            ("input", input), ("output", output), ("cached_input", cached_input), ("cache_write_input", cache_write_input),
+        ):
             if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0):
                 raise ValueError(f"price {name} for {model!r} must be a non-negative number, got {value!r}")
         with self._lock:
-            self._entries[_normalise(model)] = Price(float(input), float(output), None if cached_input is None else float(cached_input))
+            self._entries[_normalise(model)] = Price(
+                float(input), float(output), None if cached_input is None else float(cached_input),
+                None if cache_write_input is None else float(cache_write_input),
+            )
             self._cache.clear()
 
     def load(self, path: str | os.PathLike[str]) -> None:
-        """Load prices from a file: {model: {input, output, cached_input}} in TOML, JSON or YAML.
+        """Load prices from a file: {model: {input, output, cached_input, cache_write_input}} in TOML, JSON or YAML.
 
         In TOML a `[prices]` table is accepted too (so trialrun.toml can carry them).
         """
@@ -121,11 +134,14 @@ class PriceTable:
         for model, entry in data.items():
             if not isinstance(entry, dict) or not {"input", "output"} <= set(entry):
                 raise ValueError(f"{path}: model {model!r}: expected {{input = ..., output = ...}} in USD per million tokens")
-            unknown = set(entry) - {"input", "output", "cached_input"}
+            unknown = set(entry) - {"input", "output", "cached_input", "cache_write_input"}
             if unknown:
                 raise ValueError(f"{path}: model {model!r}: unknown field(s) {', '.join(sorted(unknown))}")
             try:
-                self.set(str(model), input=entry["input"], output=entry["output"], cached_input=entry.get("cached_input"))
+                self.set(
+                    str(model), input=entry["input"], output=entry["output"], cached_input=entry.get("cached_input"),
+                    cache_write_input=entry.get("cache_write_input"),
+                )
             except ValueError as exc:
                 raise ValueError(f"{path}: {exc}") from None
 

@@ -8,13 +8,14 @@ the model can read, never a crash.
 from __future__ import annotations
 
 import asyncio
+import codecs
 import contextvars
 import inspect
 import json
 import os
-import signal
-import subprocess
+import stat
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, get_type_hints
@@ -23,12 +24,23 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from .._threads import Workers
 from ..wire import ToolSpec
+from ._commands import CURRENT_CALL, CallScope, cut_note, run_shell, stop_commands
 
-__all__ = ["Tool", "ToolError", "tool", "shell_tools"]
+__all__ = ["Tool", "ToolError", "tool", "shell_tools", "stop_commands"]
 
 
 class ToolError(Exception):
     """A tool's own refusal or failure, reported to the model as an error result (not a crash)."""
+
+
+def _check_timeout(value: float | None, what: str) -> float | None:
+    """A time limit in seconds, or None for none. Zero or less is refused: `0` reads as "no time at all" to some
+    and "no limit" to others, and either guess would surprise half of them."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or value == float("inf"):
+        raise ValueError(f"{what} must be a positive number of seconds, or None for no limit; got {value!r}")
+    return float(value)
 
 
 def _doc_parts(fn: Callable[..., Any]) -> tuple[str, dict[str, str]]:
@@ -74,7 +86,7 @@ class Tool:
         self.name = name or fn.__name__
         doc, param_docs = _doc_parts(fn)
         self.description = description if description is not None else doc
-        self.timeout_s = timeout_s
+        self.timeout_s = _check_timeout(timeout_s, f"timeout_s of tool {self.name}")
         self.is_async = inspect.iscoroutinefunction(fn)
         self._model = self._arguments_model(fn, param_docs)
         schema = self._model.model_json_schema()
@@ -120,49 +132,83 @@ class Tool:
 
         A sync tool with a time limit runs on a worker that starts it at once, so its clock starts when it starts:
         a shared fixed-size pool would count the time it waited for a free worker, and time out busy tools that
-        were never slow.
+        were never slow. A call that is given up on (its time limit, or the awaiting task cancelled) is abandoned:
+        the commands it started are killed (see `_commands`), as a thread cannot be.
         """
         values = self.validate(arguments)
-        limit = self.timeout_s if self.timeout_s is not None else timeout_s
-        if self.is_async:
-            call = self.fn(**values)
-        elif limit:
-            call = _thread_future(self.fn, values, self.name)
-        else:
-            call = asyncio.to_thread(self.fn, **values)  # to_thread copies contextvars
+        limit = self._limit(timeout_s)
+        scope = CallScope()
+        token = CURRENT_CALL.set(scope)  # copied into the worker thread (and into an async tool's task)
+        started = time.monotonic()
         try:
-            result = await (asyncio.wait_for(call, limit) if limit else call)
+            if self.is_async:
+                call = self.fn(**values)
+            elif limit is not None:
+                call = _thread_future(self.fn, values, self.name)
+            else:
+                call = asyncio.to_thread(self.fn, **values)  # to_thread copies contextvars
+            result = await (asyncio.wait_for(call, limit) if limit is not None else call)
         except asyncio.TimeoutError:
-            raise ToolError(f"{self.name} timed out after {limit:g}s") from None
+            scope.abandon()
+            if limit is not None and time.monotonic() - started >= limit:
+                raise ToolError(f"{self.name} timed out after {limit:g}s") from None
+            raise  # the tool's own TimeoutError, before its limit
+        except BaseException:  # cancelled (a case's timeout, Ctrl-C), or the tool raised: nothing of it may run on
+            scope.abandon()
+            raise
+        finally:
+            CURRENT_CALL.reset(token)
         return _render(result)
 
     def run_sync(self, arguments: dict[str, Any], *, timeout_s: float | None = None) -> str:
         """The same, without an event loop. A time limit runs the tool on a daemon worker that starts it at once
-        (`_threads.Workers`), and abandons it when late (a thread cannot be killed; it no longer holds anyone up)."""
+        (`_threads.Workers`), and abandons it when late: a thread cannot be killed, but the commands it started
+        are, and it no longer holds anyone up."""
         values = self.validate(arguments)
-        limit = self.timeout_s if self.timeout_s is not None else timeout_s
-        if self.is_async:
-            return _render(asyncio.run(asyncio.wait_for(self.fn(**values), limit) if limit else self.fn(**values)))
-        if not limit:
-            return _render(self.fn(**values))
-        done = threading.Event()
-        outcome: list[Any] = []  # [value] or [None, exception]
+        limit = self._limit(timeout_s)
+        scope = CallScope()
+        token = CURRENT_CALL.set(scope)
+        try:
+            if self.is_async:
+                started = time.monotonic()
+                coroutine = self.fn(**values)
+                try:
+                    return _render(asyncio.run(asyncio.wait_for(coroutine, limit) if limit is not None else coroutine))
+                except asyncio.TimeoutError:
+                    if limit is not None and time.monotonic() - started >= limit:
+                        raise ToolError(f"{self.name} timed out after {limit:g}s") from None
+                    raise
+            if limit is None:
+                return _render(self.fn(**values))
+            done = threading.Event()
+            outcome: list[Any] = []  # [value] or [None, exception]
 
-        def work() -> None:
-            try:
-                outcome.append(context.run(self.fn, **values))
-            except BaseException as exc:  # noqa: BLE001 - handed to the caller below
-                outcome.extend([None, exc])
-            finally:
-                done.set()
+            def work() -> None:
+                try:
+                    outcome.append(context.run(self.fn, **values))
+                except BaseException as exc:  # noqa: BLE001 - handed to the caller below
+                    outcome.extend([None, exc])
+                finally:
+                    done.set()
 
-        context = contextvars.copy_context()
-        _WORKERS.submit(work)
-        if not done.wait(limit):
-            raise ToolError(f"{self.name} timed out after {limit:g}s")
-        if len(outcome) == 2:
-            raise outcome[1]
-        return _render(outcome[0])
+            context = contextvars.copy_context()
+            _WORKERS.submit(work)
+            if not done.wait(limit):
+                raise ToolError(f"{self.name} timed out after {limit:g}s")
+            if len(outcome) == 2:
+                raise outcome[1]
+            return _render(outcome[0])
+        except BaseException:  # timed out, interrupted, or the tool raised: nothing of it may run on
+            scope.abandon()
+            raise
+        finally:
+            CURRENT_CALL.reset(token)
+
+    def _limit(self, timeout_s: float | None) -> float | None:
+        """The time limit of a call: the tool's own, else the caller's; None means no limit."""
+        if self.timeout_s is not None:
+            return self.timeout_s
+        return _check_timeout(timeout_s, f"timeout_s for tool {self.name}")
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.fn(*args, **kwargs)
@@ -252,97 +298,143 @@ def _cap(text: str, limit: int) -> str:
         return text
     head = limit * 3 // 4
     tail = limit - head
-    cut = len(text) - head - tail
-    return f"{text[:head]}\n[... {cut} characters cut; output was {len(text)} characters ...]\n{text[-tail:]}"
+    return text[:head] + cut_note(len(text) - head - tail, len(text)) + (text[-tail:] if tail else "")
 
 
-def _kill_group(process: subprocess.Popen[bytes]) -> None:
-    """SIGKILL the process group a command runs in (its shell and everything the shell started)."""
+def _existing_file(target: Path, shown: str, doing: str) -> bool:
+    """Whether `target` exists, refusing anything there but a regular file with one link, WITHOUT opening it:
+    opening a FIFO blocks until someone writes to it, a device may be anything, and a file with several hard
+    links shares its content with another path, which may be outside the workspace."""
     try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):  # already gone (or not ours): make sure of the shell itself
-        process.kill()
+        info = os.lstat(target)
+    except FileNotFoundError:
+        return False
+    _check_file(info, shown, doing)
+    return True
 
 
-def _leftover_output(process: subprocess.Popen[bytes]) -> tuple[bytes, bytes]:
-    """What a killed command wrote before it died (communicate keeps what it read before the timeout)."""
+def _check_file(info: os.stat_result, shown: str, doing: str) -> None:
+    if stat.S_ISDIR(info.st_mode):
+        raise ToolError(f"{shown} is a directory" + ("; use list_dir to see what is in it" if doing == "read" else ""))
+    if not stat.S_ISREG(info.st_mode):
+        raise ToolError(f"{shown} is not a regular file; refusing to {doing} it")
+    if info.st_nlink > 1:
+        raise ToolError(
+            f"{shown} has {info.st_nlink} hard links: its content is shared with another path, which may be "
+            f"outside the workspace; refusing to {doing} it"
+        )
+
+
+# O_NOFOLLOW: the path was resolved already, a symlink there now is a swap. O_NONBLOCK: a FIFO swapped in after the
+# check cannot block the open (the descriptor is checked again before any byte moves).
+_OPEN_FLAGS = os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+
+
+def _open_checked(target: Path, shown: str, doing: str, flags: int) -> int:
     try:
-        return process.communicate(timeout=2.0)
-    except subprocess.TimeoutExpired as exc:  # a process that left the group still holds the pipes: stop reading
-        for pipe in (process.stdout, process.stderr):
-            if pipe is not None:
-                pipe.close()
-        process.wait()
-        return _as_bytes(exc.stdout), _as_bytes(exc.stderr)
+        fd = os.open(target, flags | _OPEN_FLAGS, 0o666)
+    except FileNotFoundError:
+        raise ToolError(f"no such file: {shown}") from None
+    except OSError as exc:  # ELOOP (a symlink swapped in), ENXIO (a FIFO nobody reads), ...
+        raise ToolError(f"{shown} is not a regular file ({exc.strerror}); refusing to {doing} it") from None
+    try:
+        _check_file(os.fstat(fd), shown, doing)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
-def _as_bytes(data: bytes | str | None) -> bytes:
-    return data.encode() if isinstance(data, str) else (data or b"")
-
-
-def _joined(out: bytes | None, err: bytes | None) -> str:
-    """Standard output, then standard error on a line of its own, decoded (undecodable bytes replaced)."""
-    output = (out or b"").decode("utf-8", "replace")
-    if err:
-        output += ("" if not output or output.endswith("\n") else "\n") + err.decode("utf-8", "replace")
-    return output
+def _read_capped(fd: int, limit: int) -> str:
+    """A file's text, reading at most about `limit` bytes: all of a small file, else its head and tail around a
+    note of how many bytes were left out (split characters at the cuts are dropped, not garbled)."""
+    size = os.fstat(fd).st_size
+    if size <= limit:
+        chunks: list[bytes] = []
+        have = 0
+        while have <= limit:  # the file may have grown since: read one byte more than the limit at most
+            chunk = os.read(fd, limit + 1 - have)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            have += len(chunk)
+        data = b"".join(chunks)
+        if len(data) <= limit:
+            return data.decode("utf-8", "replace")
+        size = max(size, len(data))
+    head_n = limit * 3 // 4
+    tail_n = limit - head_n
+    head = codecs.getincrementaldecoder("utf-8")("replace").decode(os.pread(fd, head_n, 0), False)
+    tail_bytes = os.pread(fd, tail_n, size - tail_n) if tail_n else b""
+    skip = 0
+    while skip < min(3, len(tail_bytes)) and 0x80 <= tail_bytes[skip] < 0xC0:  # a character cut in two
+        skip += 1
+    tail = tail_bytes[skip:].decode("utf-8", "replace")
+    return head + cut_note(size - head_n - tail_n, size, "bytes", "the file is") + tail
 
 
 def shell_tools(
-    root: str | os.PathLike[str], *, timeout_s: float = 30.0, max_output: int = 10_000, writable: bool = True,
+    root: str | os.PathLike[str], *, timeout_s: float | None = 30.0, max_output: int = 10_000, writable: bool = True,
 ) -> list[Tool]:
     """run_command, read_file, write_file and list_dir, every path confined to `root`.
 
-    run_command runs through the shell in `root` with a timeout; its result has the exit code and the output,
-    capped at `max_output` characters with a note of what was cut.
+    run_command runs through the shell in `root` with a timeout (None: none); its result has the exit code and the
+    output, capped at `max_output` characters with a note of what was cut (read as it arrives: memory stays
+    bounded whatever a command prints). Its process group never outlives the call (see `_commands`).
+    read_file reads at most about `max_output` bytes and list_dir lists at most `max_output` characters, with the
+    same kind of note. Only regular files are read or written (never a FIFO or device, which could block or be
+    anything), and never one with several hard links (its content is shared with a path that may be outside
+    `root`).
     """
     base = Path(root).resolve()
     if not base.is_dir():
         raise ValueError(f"shell_tools root {str(root)!r} is not a directory")
+    limit_s = _check_timeout(timeout_s, "shell_tools timeout_s")
+    if isinstance(max_output, bool) or not isinstance(max_output, int) or max_output < 1:
+        raise ValueError(f"shell_tools max_output must be a positive number of characters, got {max_output!r}")
 
     def run_command(command: str) -> str:
         """Run a shell command in the workspace and return its exit code and output."""
-        # A session of its own: on timeout the whole process group goes, not only /bin/sh (`sleep 987 & wait`
-        # would otherwise outlive the trial, and keep the output pipes open).
-        process = subprocess.Popen(
-            command, shell=True, cwd=base, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
-        try:
-            out, err = process.communicate(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            _kill_group(process)
-            out, err = _leftover_output(process)
-            partial = _joined(out, err)
+        finished = run_shell(command, base, limit_s, max_output)
+        if finished.stopped == "timeout":
             raise ToolError(
-                f"command timed out after {timeout_s:g}s; it was stopped"
-                + (f"; partial output:\n{_cap(partial, max_output)}" if partial else " (no output before that)")
-            ) from None
-        return f"exit code: {process.returncode}\n{_cap(_joined(out, err), max_output)}"
+                f"command timed out after {limit_s:g}s; it was stopped"
+                + (f"; partial output:\n{finished.output}" if finished.output else " (no output before that)")
+            )
+        if finished.stopped is not None:
+            raise ToolError(f"command stopped: its workspace {base} was removed")
+        return f"exit code: {finished.returncode}\n{finished.output}"
 
     def read_file(path: str) -> str:
         """Read a text file in the workspace."""
         target = _confine(base, path)
-        if not target.is_file():
+        if not _existing_file(target, path, "read"):
             raise ToolError(f"no such file: {path}")
-        return _cap(target.read_text(encoding="utf-8", errors="replace"), max_output)
+        fd = _open_checked(target, path, "read", os.O_RDONLY)
+        try:
+            return _read_capped(fd, max_output)
+        finally:
+            os.close(fd)
 
     def write_file(path: str, content: str) -> str:
         """Write a text file in the workspace (creating folders as needed)."""
         target = _confine(base, path)
-        if target.is_dir():
-            raise ToolError(f"{path} is a directory")
+        _existing_file(target, path, "write")
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(content, encoding="utf-8")
+        fd = _open_checked(target, path, "write", os.O_WRONLY | os.O_CREAT)  # no O_TRUNC before the checks
+        with os.fdopen(fd, "wb") as handle:
+            handle.truncate(0)
+            handle.write(content.encode("utf-8"))
         return f"wrote {len(content)} characters to {path}"
 
     def list_dir(path: str = ".") -> str:
         """List a folder of the workspace (folders end with /)."""
         target = _confine(base, path)
         if not target.is_dir():
-            raise ToolError(f"no such folder: {path}")
-        entries = sorted(target.iterdir(), key=lambda p: p.name)
-        return "\n".join(p.name + ("/" if p.is_dir() else "") for p in entries) or "(empty)"
+            raise ToolError(f"{path} is not a folder" if os.path.lexists(target) else f"no such folder: {path}")
+        with os.scandir(target) as entries:
+            names = sorted(entry.name + ("/" if entry.is_dir() else "") for entry in entries)
+        return _cap("\n".join(names), max_output) if names else "(empty)"
 
     tools = [Tool(run_command), Tool(read_file), Tool(list_dir)]
     if writable:

@@ -21,8 +21,8 @@ def max_cost_usd(limit: float) -> Grader:
         if cost is None:
             usage = run.usage or run.trajectory.usage
             why = (
-                f"the run reported usage ({usage.input_tokens} input, {usage.output_tokens} output tokens) but no "
-                "price is known for its model"
+                f"the run reported usage ({usage.input_tokens} input, {usage.output_tokens} output tokens) but "
+                + _unpriced(run)
                 if usage
                 else "the run reported neither cost_usd nor token usage"
             )
@@ -32,3 +32,21 @@ def max_cost_usd(limit: float) -> Grader:
         return Verdict(False, label, f"cost ${cost:.6f} exceeds ${limit:g}")
 
     return Grader(label, grade, "cost")
+
+
+def _unpriced(run: Run) -> str:
+    """Which of the run's models has no price (named, so the fix is one `trialrun.prices.set` away), or which
+    model call reported no usage."""
+    from ..agent.pricing import prices  # the grader reads the table, it does not own it
+
+    turns = run.trajectory.turns
+    models = list(dict.fromkeys(turn.model for turn in turns if turn.model))
+    unpriced = [model for model in models if model not in prices]
+    if unpriced:
+        names = ", ".join(repr(model) for model in unpriced)
+        noun = "model" if len(unpriced) == 1 else "models"
+        return f"no price is known for {noun} {names} (add one with trialrun.prices.set or a price file)"
+    silent = next((number for number, turn in enumerate(turns, 1) if turn.usage is None), None)
+    if silent is not None:
+        return f"model call {silent} reported no token usage"
+    return "no price is known for its model (the run does not name it)"

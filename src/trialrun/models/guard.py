@@ -1,20 +1,31 @@
 """The no-network guard: a deterministic run that tries to reach a real host fails loudly, never silently.
 
 `install()` patches the socket functions every HTTP stack ends in (name resolution and connect). Whether a call is
-blocked is decided per context: `no_network(label=...)` turns blocking on for the current thread or task (and the
-threads and tasks started with a copy of its context) and collects each blocked attempt, because SDKs often swallow
-the exception (the openai SDK turns it into "Connection error."); the runner fails the trial from the collected
-attempts. `block_globally(True)` sets the default for contexts that never said (the test suite turns it on).
-Loopback hosts and unix sockets are always allowed: the loopback model endpoint and local test servers use them.
+blocked is decided per context: `no_network(label=...)` turns blocking on for the current thread or task and
+collects each blocked attempt, because SDKs often swallow the exception (the openai SDK turns it into "Connection
+error."); the runner fails the trial from the collected attempts. `block_globally(True)` sets the default for
+contexts that never said (the test suite turns it on).
+
+Agents do not stay on one thread: they fan tool calls out to `threading.Thread`s, `ThreadPoolExecutor`s and
+`loop.run_in_executor`, and a new thread starts with an empty context. So `install()` also makes a thread inherit
+the guard state of the code that started it, and an executor job that of the code that submitted it (the job's
+state wins over its worker thread's, since pooled workers outlive the trial that started them).
+
+Loopback hosts and unix sockets are allowed: the loopback model endpoint and local test servers use them. A proxy
+set in the environment (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY) is not, even on loopback: it reaches real hosts for
+its clients.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import ipaddress
 import socket
 import threading
-from collections.abc import Iterator
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,6 +46,12 @@ _ADVICE = (
     "pytest --trialrun-include-live-canary)."
 )
 _GLOBAL_LABEL = "code (trialrun's no-network guard is on for this whole process, e.g. in a test suite)"
+_PROXY_NOTE = (
+    "a proxy set in the environment (HTTP_PROXY, HTTPS_PROXY or ALL_PROXY) reaches real hosts for its clients, so it "
+    "is blocked even on loopback; unset it for deterministic runs"
+)
+#: Ports of proxy URLs that do not say: what the URL scheme implies.
+_DEFAULT_PROXY_PORTS = {"http": 80, "https": 443, "socks4": 1080, "socks4a": 1080, "socks5": 1080, "socks5h": 1080}
 
 
 class NetworkBlockedError(RuntimeError):
@@ -116,16 +133,67 @@ def _is_local(host: Any) -> bool:
     return address.is_loopback or address.is_unspecified
 
 
+def _port_number(port: Any) -> int | None:
+    if isinstance(port, bytes):
+        port = port.decode("ascii", "replace")
+    try:
+        return int(port)
+    except (TypeError, ValueError):
+        return None  # a service name ("https"): cannot be a proxy's numeric port
+
+
+def _host_text(host: Any) -> str:
+    if isinstance(host, bytes):
+        host = host.decode("ascii", "replace")
+    return str(host).strip("[]").lower()
+
+
+def _proxies() -> list[tuple[str, int, str]]:
+    """(host, port, url) of every proxy configured in the environment (`urllib.request.getproxies`: the
+    `<scheme>_proxy` variables, any case; the system settings on macOS and Windows). `no_proxy` is not a proxy."""
+    found: list[tuple[str, int, str]] = []
+    for scheme, url in urllib.request.getproxies().items():
+        if scheme == "no" or not isinstance(url, str) or not url.strip():
+            continue
+        url = url.strip()
+        try:
+            parts = urllib.parse.urlsplit(url if "://" in url else f"http://{url}")
+            port = parts.port or _DEFAULT_PROXY_PORTS.get(parts.scheme.lower())
+        except ValueError:  # a malformed port: the client cannot use that proxy either
+            continue
+        if parts.hostname and port:
+            found.append((parts.hostname.lower(), port, url))
+    return found
+
+
+def _proxy_at(host: Any, port: Any) -> str | None:
+    """The URL of the environment's proxy listening at host:port (loopback names and addresses count as one)."""
+    number = _port_number(port)
+    if number is None:
+        return None
+    name = _host_text(host)
+    for proxy_host, proxy_port, url in _proxies():
+        if proxy_port == number and (proxy_host == name or (_is_local(proxy_host) and _is_local(host))):
+            return url
+    return None
+
+
 def _check(host: Any, port: Any) -> None:
     scope = _scope.get()
     if scope is None:
         scope = _global
-    if not scope.block or _is_local(host):
+    if not scope.block:
+        return
+    proxy = _proxy_at(host, port)
+    if proxy is None and _is_local(host):
         return
     if isinstance(host, bytes):
         host = host.decode("ascii", "replace")
     who = scope.label if scope.label.startswith("deterministic ") else f"deterministic {scope.label}"
-    message = f"trialrun blocked a network connection to {host}:{port} from {who}. {_ADVICE}"
+    if proxy is not None:
+        message = f"trialrun blocked a network connection to {host}:{port} via proxy {proxy} from {who}: {_PROXY_NOTE}. {_ADVICE}"
+    else:
+        message = f"trialrun blocked a network connection to {host}:{port} from {who}. {_ADVICE}"
     scope.attempts.append(message)
     raise NetworkBlockedError(message)
 
@@ -160,15 +228,50 @@ def _connect_ex(self: socket.socket, address: Any) -> Any:
 
 
 async def _loop_getaddrinfo(self: Any, host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
-    # asyncio resolves names in an executor thread, which does not see the task's context: check here, in the task.
+    # asyncio resolves names in an executor thread: check here too, in the task, so the task's state decides.
     flags = kwargs.get("flags", 0)
     if not (flags & socket.AI_PASSIVE and host is None):
         _check(host, port)
     return await _originals["loop_getaddrinfo"](self, host, port, *args, **kwargs)
 
 
+# -- threads and executor jobs carry the guard state of the code that started them ---------------------------------
+
+def _thread_start(self: threading.Thread) -> None:
+    """`Thread.start`: the new thread runs with its starter's guard state (a new thread's context is empty)."""
+    scope = _scope.get()
+    if scope is not None:
+        run = self.run
+
+        def run_in_scope() -> None:
+            _scope.set(scope)  # the thread's own context: nothing else sees it
+            try:
+                run()
+            finally:
+                self.__dict__.pop("run", None)  # the thread and this closure no longer hold each other
+
+        self.run = run_in_scope  # type: ignore[method-assign]
+    _originals["thread_start"](self)
+
+
+def _in_scope(scope: _Scope | None, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+    token = _scope.set(scope)
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        _scope.reset(token)
+
+
+def _executor_submit(self: concurrent.futures.ThreadPoolExecutor, fn: Callable[..., Any], /, *args: Any,
+                     **kwargs: Any) -> Any:
+    """`ThreadPoolExecutor.submit` (and so `map` and `loop.run_in_executor`): the job runs with its submitter's guard
+    state, even "not set", which must not fall back to the state of whoever started the pooled worker thread."""
+    return _originals["executor_submit"](self, _in_scope, _scope.get(), fn, *args, **kwargs)
+
+
 def install() -> None:
-    """Patch the socket functions (once; calling again does nothing). Blocking stays off until asked for."""
+    """Patch the socket functions, `Thread.start` and `ThreadPoolExecutor.submit` (once; calling again does
+    nothing). Blocking stays off until asked for."""
     import asyncio.base_events
 
     with _install_lock:
@@ -180,14 +283,18 @@ def install() -> None:
         _originals["create_connection"] = socket.create_connection
         _originals["connect"] = socket.socket.connect
         _originals["connect_ex"] = socket.socket.connect_ex
+        _originals["thread_start"] = threading.Thread.start
+        _originals["executor_submit"] = concurrent.futures.ThreadPoolExecutor.submit
         socket.getaddrinfo = _getaddrinfo  # type: ignore[assignment]
         socket.create_connection = _create_connection  # type: ignore[assignment]
         socket.socket.connect = _connect  # type: ignore[method-assign]
         socket.socket.connect_ex = _connect_ex  # type: ignore[method-assign]
+        threading.Thread.start = _thread_start  # type: ignore[method-assign]
+        concurrent.futures.ThreadPoolExecutor.submit = _executor_submit  # type: ignore[method-assign]
 
 
 def uninstall() -> None:
-    """Restore the original socket functions (for tools that must leave the process as they found it)."""
+    """Restore the original functions (for tools that must leave the process as they found it)."""
     import asyncio.base_events
 
     with _install_lock:
@@ -198,3 +305,5 @@ def uninstall() -> None:
         socket.create_connection = _originals.pop("create_connection")
         socket.socket.connect = _originals.pop("connect")  # type: ignore[method-assign]
         socket.socket.connect_ex = _originals.pop("connect_ex")  # type: ignore[method-assign]
+        threading.Thread.start = _originals.pop("thread_start")  # type: ignore[method-assign]
+        concurrent.futures.ThreadPoolExecutor.submit = _originals.pop("executor_submit")  # type: ignore[method-assign]

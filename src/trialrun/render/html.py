@@ -25,7 +25,7 @@ from importlib import resources
 from typing import Any
 
 from .. import metrics
-from ..compare import CaseDelta, Comparison, dropped, flatten_config
+from ..compare import CaseDelta, Comparison, dropped, flatten_config, note_lines
 from ..expect._base import Verdict
 from ..results import CaseResult, RunReport, TrialError, TrialResult, jsonable
 from ..trajectory import Denial, ToolCall, ToolResult, Trajectory, Turn, Usage
@@ -485,6 +485,10 @@ def _delta(before: float | None, after: float | None, *, integer: bool = False) 
     return (f"▲ {text}", "up") if change > 0 else (f"▼ {text}", "down")
 
 
+def _sentence(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
 def _regression_item(c: Comparison, d: CaseDelta) -> str:
     """One regression: the score drop, or (same score) that the case passed before and fails now, and why."""
     head = f"<li><code>{escape(d.name)}</code>: {_rate(d.before)} → {_rate(d.after)} "
@@ -526,6 +530,8 @@ def _compare_summary(comparison: Comparison, before: RunReport, after: RunReport
                       _delta(c.trials_before, c.trials_after, integer=True), "stat-trials"),
         _stat("Cases added", str(len(c.added)), stat_id="stat-added"),
         _stat("Cases removed", str(len(c.removed)), stat_id="stat-removed"),
+        _stat("Not finished", str(len(c.not_finished)), tone="fail" if c.not_finished else "",
+              note="the later run was interrupted" if c.not_finished else "", stat_id="stat-not-finished"),
         _stat("Regressions", str(len(c.regressions)), tone="fail" if regressed else "pass", stat_id="stat-regressions",
               note=f"drop of {c.threshold:.2f} or more, or pass to fail"),
     ]
@@ -538,6 +544,10 @@ def _compare_summary(comparison: Comparison, before: RunReport, after: RunReport
     else:
         alert = (f'<p class="alert good" id="regressions">No case dropped by {c.threshold:.2f} or more, '
                  "and none that passed now fails.</p>")
+    notes = note_lines(c)
+    if notes:  # an interrupted run: its missing tests did not finish, they were not removed
+        alert += ('<div class="alert warn" id="interrupted"><ul>'
+                  + "".join(f"<li>{escape(_sentence(n.removeprefix('note: ')))}</li>" for n in notes) + "</ul></div>")
     if c.config_changes:
         config_rows = "".join(
             f'<tr><th scope="row"><code>{escape(ch.key)}</code></th><td class="old"><code>{_value(ch.before)}</code></td>'
@@ -547,6 +557,11 @@ def _compare_summary(comparison: Comparison, before: RunReport, after: RunReport
                   f"<tbody>{config_rows}</tbody></table>")
     else:
         config = '<p class="muted" id="config-diff">The configuration snapshots are identical.</p>'
+
+    not_finished = ("" if not c.not_finished else
+                    '<section class="panel" aria-labelledby="unfinished-h"><h3 id="unfinished-h">Not finished '
+                    f'({len(c.not_finished)})</h3><p class="muted">The later run was interrupted before these cases '
+                    f'finished; they were not removed.</p>{_name_list(c.not_finished, "")}</section>')
 
     def run_line(label: str, report: RunReport) -> str:
         rid = f" <code>{escape(report.run_id)}</code>" if report.run_id else ""
@@ -567,7 +582,7 @@ def _compare_summary(comparison: Comparison, before: RunReport, after: RunReport
 <div class="two-col">
 <section class="panel" aria-labelledby="added-h"><h3 id="added-h">Added ({len(c.added)})</h3>{_name_list(c.added, "No case was added.")}</section>
 <section class="panel" aria-labelledby="removed-h"><h3 id="removed-h">Removed ({len(c.removed)})</h3>{_name_list(c.removed, "No case was removed.")}</section>
-</div>
+</div>{not_finished}
 <section class="panel" aria-labelledby="config-h"><h3 id="config-h">Configuration changes ({len(c.config_changes)})</h3>{config}</section>
 </section>
 <section aria-labelledby="cases-h" id="cases-section">

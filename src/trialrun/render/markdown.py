@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..compare import CaseDelta, Comparison, delta_lines, dropped, format_value, movement
+from ..compare import CaseDelta, Comparison, delta_lines, dropped, format_value, movement, note_lines
 from ..results import CaseResult, RunReport, TrialResult
 from .text import failing_trials, first_reason, one_line, output_summary, printable, trajectory_summary
 
@@ -210,6 +210,12 @@ def report_markdown(report: RunReport, *, title: str | None = None) -> str:
         if len(failed) > MAX_FAILING_CASES:
             parts += [f"… and {len(failed) - MAX_FAILING_CASES} more failing cases (see the full report).", ""]
         parts.pop()
+    from .terminal import ending_notes  # the one wording of how trials ended
+
+    endings = ending_notes(report)
+    if endings:  # a trial cut off by a limit can still pass on the rubric: say so
+        parts += ["", "### ⏹️ Trials that did not complete", ""]
+        parts += [f"- {_md(line, 300)}" for line in endings]
     if report.skipped_cases:
         parts += ["", "### ⏭️ Skipped", ""]
         parts += [f"- **{_md(skip.name, 120)}**: {_md(skip.reason, 300)}" for skip in report.skipped_cases]
@@ -224,7 +230,7 @@ def _change(delta: CaseDelta) -> str:
     if delta.regression:
         return "⚠️ **regression**"
     return {"improved": "▲ improved", "regressed": "▼ lower", "unchanged": "= unchanged",
-            "added": "🆕 added", "removed": "➖ removed"}[delta.status]
+            "added": "🆕 added", "removed": "➖ removed", "not_finished": "⏸️ not finished"}[delta.status]
 
 
 def _pair(before: float | None, after: float | None) -> str:
@@ -239,7 +245,9 @@ def _deltas_table(comparison: Comparison) -> str:
     for d in comparison.cases:
         name = f"**{_md(d.name, 120)}**" if d.regression else _md(d.name, 120)
         moved = "=" if d.status == "unchanged" else movement(d.delta) or "–"
-        row = [name, _num(d.before), _num(d.after), moved, _change(d)]
+        before = "not finished" if d.unfinished_in == "before" else _num(d.before)
+        after = "not finished" if d.unfinished_in == "after" else _num(d.after)
+        row = [name, before, after, moved, _change(d)]
         if multi:
             row += [_pair(d.pass_at_1_before, d.pass_at_1_after), _pair(d.pass_pow_k_before, d.pass_pow_k_after)]
         rows.append(row)
@@ -283,9 +291,18 @@ def comparison_markdown(comparison: Comparison, *, title: str | None = None) -> 
     before, after = comparison.before_run_id or "before", comparison.after_run_id or "after"
     heading = title if title is not None else f"trialrun compare: {before} → {after}"
     count = len(comparison.regressions)
-    status = f"⚠️ {_md(heading, 200)} — {count} regression{'s' if count != 1 else ''}" if count else (
-        f"✅ {_md(heading, 200)} — no regressions")
+    lost = [f"{len(names)} test{'s' if len(names) != 1 else ''} {what}"
+            for names, what in ((comparison.not_finished, "not finished"), (comparison.removed, "removed")) if names]
+    if count:
+        status = f"⚠️ {_md(heading, 200)} — {count} regression{'s' if count != 1 else ''}"
+    elif lost:  # no regression among the tests that finished, but the later run is missing some
+        status = f"⚠️ {_md(heading, 200)} — no regressions; {', '.join(lost)}"
+    else:
+        status = f"✅ {_md(heading, 200)} — no regressions"
     parts = [f"## {status}", ""]
+    for note in note_lines(comparison):  # an interrupted run: its missing tests did not finish, they were not removed
+        sentence = _md(note.removeprefix("note: "), 300)
+        parts += ["> [!NOTE]", f"> {sentence[:1].upper()}{sentence[1:]}", ""]
     by_name = {d.name: d for d in comparison.cases}
     for name in comparison.regressions:
         parts += [*_regression_warning(comparison, by_name[name]), ""]
@@ -293,7 +310,10 @@ def comparison_markdown(comparison: Comparison, *, title: str | None = None) -> 
         parts += [_deltas_table(comparison), ""]
     added = ", ".join(_md(name, 120) for name in comparison.added) or "none"
     removed = ", ".join(_md(name, 120) for name in comparison.removed) or "none"
-    parts += [f"**Tests added:** {added} · **Tests removed:** {removed}", "", _aggregates_table(comparison), ""]
+    line = f"**Tests added:** {added} · **Tests removed:** {removed}"
+    if comparison.not_finished:
+        line += " · **Not finished (interrupted):** " + ", ".join(_md(name, 120) for name in comparison.not_finished)
+    parts += [line, "", _aggregates_table(comparison), ""]
     parts += ["### Config changes", ""]
     if comparison.config_changes:
         rows = [[_code(c.key, table=True, limit=120), _config_value(c.before), _config_value(c.after)]

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import re
 import threading
 import time
+from collections import Counter
 from types import TracebackType
 
 from rich import box
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.segment import Segments
 from rich.table import Table
 from rich.text import Text
 
@@ -17,7 +18,7 @@ from ..compare import Comparison, delta_lines
 from ..results import CaseResult, RunReport
 from .text import first_reason
 
-__all__ = ["print_report", "print_comparison", "why_failed", "RunProgress"]
+__all__ = ["print_report", "print_comparison", "why_failed", "ending_notes", "RunProgress"]
 
 
 def _num(value: float | None, digits: int = 2) -> str:
@@ -34,32 +35,38 @@ def why_failed(case: CaseResult, limit: int = 90) -> str:
 _GAP = 2  # between two columns of the table below: one space of padding and the (blank) divider
 
 
-def _fold_words(text: str, width: int) -> str:
-    """`text` broken into lines of at most `width` characters after '-', '_', '.', '/' or a space, so a test id
-    like refuse-dangerous-command folds into its words; a word longer than `width` is cut where it must."""
-    lines: list[str] = []
-    line = ""
-    for word in re.findall(r"[^-_./ ]*[-_./ ]|[^-_./ ]+", text):
-        while len(word) > width:
-            if line:
-                lines.append(line.rstrip())
-                line = ""
-            lines.append(word[:width])
-            word = word[width:]
-        if len(line) + len(word.rstrip()) > width:
-            lines.append(line.rstrip())
-            line = ""
-        line += word
-    if line:
-        lines.append(line.rstrip())
-    return "\n".join(lines)
+#: How a trial that did not complete ended, by the agent's status (the reference agent's; others say their own).
+_ENDINGS = {
+    "max_turns": "stopped at {limit} with no final response",
+    "cost_limit": "stopped at the cost limit (max_cost_usd)",
+    "stopped_by_policy": "were stopped by the tool policy",
+    "error": "ended in an error",
+}
+
+
+def ending_notes(report: RunReport) -> list[str]:
+    """A line per test and way its trials ended other than "completed", passing or not: the rubric can still pass a
+    trial the hard turn limit cut off (tool accuracy and turn efficiency reach 0.7 alone), and that must be seen.
+
+        read-file: 1 of 1 trials stopped at turn_limit 25 with no final response
+    """
+    limit = report.config_snapshot.get("turn_limit")
+    lines = []
+    for case in report.graded_cases:
+        counts = Counter(t.status for t in case.trials if t.status not in (None, "completed"))
+        for status, count in counts.items():
+            what = _ENDINGS[status] if status in _ENDINGS else f"ended with status {status!r}"
+            what = what.replace("{limit}", f"turn_limit {limit}" if limit is not None else "the agent's turn limit")
+            lines.append(f"{case.name}: {count} of {len(case.trials)} trials {what}")
+    return lines
 
 
 def print_report(report: RunReport, console: Console, *, saved: str | None = None) -> None:
     """The run as a table (test, score, sub-scores, turns, tools, pass@k when k > 1, result, why).
 
-    The numbers never shrink: when the terminal is narrow the tools column wraps between tool names and the test
-    column folds at the words of the test id, so an 80-column terminal shows every score in full.
+    The numbers never shrink and a test id is never split: when the console is narrow the tools column wraps
+    between tool names, and when even that is not enough the table is printed wider than the console (a CI log or
+    a pipe keeps each row's id whole, so it can be searched for).
     """
     multi = any(len(c.trials) > 1 for c in report.cases)
     rows: list[list[str]] = []
@@ -80,19 +87,14 @@ def print_report(report: RunReport, console: Console, *, saved: str | None = Non
     numeric = ["score", "acc", "eff", "qual", "turns"] + (["pass@1", "pass^k"] if multi else [])
     headers = ["test", *numeric[:5], "tools used", *numeric[5:], "result"]
     natural = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
-    fixed = sum(w for i, w in enumerate(natural) if i not in (0, 6)) + _GAP * (len(headers) - 1)
-    room = console.width - fixed
-    test_width: int | None = None
-    tools_width: int | None = None
+    fixed = sum(w for i, w in enumerate(natural) if i != 6) + _GAP * (len(headers) - 1)  # all but the tools column
     longest_tool = max([len("tools")] + [len(t) + 1 for c in report.graded_cases for t in c.tools_used])
-    if natural[0] + natural[6] > room and room >= longest_tool + 4:
-        # the tools column gives way first (it wraps between names), the test column only what is still missing
-        tools_width = max(longest_tool, room - natural[0])
-        test_width = room - tools_width
+    tools_width = max(longest_tool, console.width - fixed) if fixed + natural[6] > console.width else None
+    needed = fixed + (tools_width or natural[6])
     table = Table(title=f"trialrun {report.run_id or ''}".strip(), title_justify="left", expand=False,
                   box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True, padding=(0, 1),
                   caption="acc tool accuracy · eff turn efficiency · qual output quality", caption_justify="left")
-    table.add_column("test", overflow="fold", width=test_width)
+    table.add_column("test", no_wrap=True, min_width=natural[0])
     for header in numeric[:5]:
         table.add_column(header, justify="right", no_wrap=True)
     table.add_column("tools used", overflow="fold", width=tools_width)
@@ -100,12 +102,16 @@ def print_report(report: RunReport, console: Console, *, saved: str | None = Non
         table.add_column(header, justify="right", no_wrap=True)
     table.add_column("result", no_wrap=True)
     for row in rows:
-        name = _fold_words(row[0], test_width) if test_width else row[0]
         result = Text(row[-1], style="bold green" if row[-1] == "PASS" else "bold red")
-        table.add_row(name, *row[1:-1], result)
-    console.print(table)
+        table.add_row(*row[:-1], result)
+    if needed > console.width:  # wider than the console rather than split an id or cut a score
+        console.print(Segments(console.render(table, console.options.update_width(needed))), crop=False, soft_wrap=True)
+    else:
+        console.print(table)
     for case in (c for c in report.graded_cases if not c.passed):
         console.print(Text.assemble(("✗ ", "red"), (case.name, "bold"), ": ", why_failed(case, limit=400)))
+    for line in ending_notes(report):
+        console.print(Text.assemble(("! ", "yellow"), line))
     for skipped in report.skipped_cases:
         console.print(f"[yellow]skipped[/] {skipped.name}: {skipped.reason}")
     for name in report.unfinished_cases:
@@ -133,8 +139,13 @@ def print_report(report: RunReport, console: Console, *, saved: str | None = Non
 def print_comparison(comparison: Comparison, console: Console) -> None:
     """The eval skill's compare lines, coloured: ▲ green, ▼ red, warnings yellow."""
     for line in delta_lines(comparison):
-        style = "bold yellow" if line.startswith("WARNING") else "green" if "▲" in line else "red" if "▼" in line else None
-        console.print(Text(line, style=style or ""))
+        if line.startswith("WARNING"):
+            style = "bold yellow"
+        elif line.startswith("note:") or line.endswith("(interrupted)"):
+            style = "yellow"
+        else:
+            style = "green" if "▲" in line else "red" if "▼" in line else ""
+        console.print(Text(line, style=style))
 
 
 class RunProgress:

@@ -1,9 +1,10 @@
 """Why a case failed, as plain text for a terminal or a CI log (the pytest plugin's failure report, the CLI).
 
 A failing trial is shown whole enough to act on without opening a result file: which verdicts failed and why, the
-error if any (type, phase, message and the user's frames of the traceback, never trialrun's own), and a compact
-trajectory: each turn's text, tool calls with their arguments, what the tools returned (shortened), policy denials
-next to the call they refused, shell commands, and the final output. Long trajectories keep their beginning and
+error if any (type, phase, message and the user's frames of the traceback, plus the library frame that raised when
+the error came from inside an SDK; never trialrun's runner), and a compact trajectory: each turn's text, tool calls
+with their arguments, what the tools returned (shortened), policy denials next to the call they refused, shell
+commands, and the final output. Long trajectories keep their beginning and
 their end, since that is where an agent's mistake and its consequence usually are.
 
 This module is the one source of those explanations for every renderer: the JUnit and Markdown renderers use its
@@ -17,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sysconfig
 import textwrap
 from typing import Any
 
@@ -36,6 +38,9 @@ _TRACEBACK_LINES = 8
 _REASON_LINES = 4
 _OUTPUT_LINES = 4
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_STDLIB_DIRS = tuple({os.path.abspath(sysconfig.get_paths()[key]) + os.sep for key in ("stdlib", "platstdlib")})
+#: Paths of installed packages and of a standard library, on any machine (`.../lib/python3.11/...`, `...\\Lib\\...`).
+_LIBRARY_PATH = re.compile(r"[\\/](?:site-packages|dist-packages)[\\/]|[\\/]lib[\\/]python\d[\d.]*[\\/]|[\\/]Lib[\\/]")
 #: Room for one tool call in `trajectory_summary` (its arguments share it).
 _SUMMARY_CALL_WIDTH = 80
 
@@ -117,27 +122,41 @@ def _fit(line: str, width: int) -> str:
     return line if len(line) <= width else line[: max(width - 3, 10)] + "..."
 
 
-def _user_frames(traceback_text: str) -> list[str]:
-    """The traceback's frames outside trialrun's own package, compact: one location line and one code line each.
+def _is_library(path: str) -> bool:
+    """A frame of trialrun itself, of an installed package or of the standard library (also for a traceback stored
+    on another machine: its site-packages and lib/pythonX.Y paths say so)."""
+    if path.startswith("<frozen "):
+        return True
+    if _LIBRARY_PATH.search(path):
+        return True
+    absolute = os.path.abspath(path)
+    return absolute.startswith(_PACKAGE_DIR + os.sep) or absolute.startswith(_STDLIB_DIRS)
 
-    When every frame is trialrun's (the error arose inside trialrun's agent or a model transport), the last frame is
-    kept so the reader still sees where it happened.
+
+def _user_frames(traceback_text: str) -> list[str]:
+    """The frames worth reading, compact (one location line and one code line each): the user's frames, outside
+    trialrun, installed packages and the standard library, and the library frame that raised, when the error came
+    from inside a library (an SDK call several frames below the user's own line).
+
+    When every frame is a library's (the error arose inside trialrun's agent or a model transport), the last frame
+    is kept so the reader still sees where it happened.
     """
     frames: list[list[str]] = []
     for line in traceback_text.splitlines():
         stripped = line.strip()
         if stripped.startswith('File "'):
             frames.append([stripped])
-        elif frames and stripped and len(frames[-1]) == 1 and not set(stripped) <= set("^~ "):
+        elif frames and stripped and len(frames[-1]) == 1 and line.startswith("    ") and not set(stripped) <= set("^~ "):
             frames[-1].append(_INDENT + stripped)
     if not frames:
         return []
 
-    def ours(frame: list[str]) -> bool:
-        path = frame[0][len('File "'):].split('"', 1)[0]
-        return os.path.abspath(path).startswith(_PACKAGE_DIR + os.sep)
+    def library(frame: list[str]) -> bool:
+        return _is_library(frame[0][len('File "'):].split('"', 1)[0])
 
-    kept = [frame for frame in frames if not ours(frame)] or frames[-1:]
+    kept = [frame for frame in frames if not library(frame)]
+    if library(frames[-1]):
+        kept.append(frames[-1])
     return [line for frame in kept for line in (_short_location(frame[0]), *frame[1:])]
 
 

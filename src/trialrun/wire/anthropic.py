@@ -491,10 +491,12 @@ def _usage(raw: Any, where: str) -> Usage | None:
         return value
 
     cache_read = count("cache_read_input_tokens")
+    cache_write = count("cache_creation_input_tokens")  # priced apart: a cache write costs more than input
     return Usage(
-        input_tokens=count("input_tokens") + count("cache_creation_input_tokens") + cache_read,
+        input_tokens=count("input_tokens") + cache_write + cache_read,
         output_tokens=count("output_tokens"),
         cached_input_tokens=cache_read,
+        cache_write_input_tokens=cache_write,
     )
 
 

@@ -565,9 +565,10 @@
     improved: { icon: "▲", label: "better", cls: "pass" },
     unchanged: { icon: "=", label: "same", cls: "same" },
     added: { icon: "+", label: "added", cls: "info" },
-    removed: { icon: "−", label: "removed", cls: "skip" }
+    removed: { icon: "−", label: "removed", cls: "skip" },
+    not_finished: { icon: "⏸", label: "not finished", cls: "skip" }
   };
-  var MOVE_RANK = { regressed: 1, removed: 2, added: 3, improved: 4, unchanged: 5 };
+  var MOVE_RANK = { regressed: 1, not_finished: 2, removed: 3, added: 4, improved: 5, unchanged: 6 };
 
   function passText(v) { return v === undefined ? "–" : v ? "PASS" : "FAIL"; }
   function arrow(a, b, fmt) {
@@ -594,8 +595,8 @@
       detail: function (d) {
         var b = beforeCases[d.name], a = afterCases[d.name];
         return h("div", { "class": "side-by-side" },
-          h("section", null, h("h4", { "class": "side" }, "Before"), b ? caseDetail(b) : h("p", { "class": "muted" }, "Not in the earlier run.")),
-          h("section", null, h("h4", { "class": "side" }, "After"), a ? caseDetail(a) : h("p", { "class": "muted" }, "Not in the later run.")));
+          h("section", null, h("h4", { "class": "side" }, "Before"), b ? caseDetail(b) : h("p", { "class": "muted" }, d.unfinished_in === "before" ? "Did not finish in the earlier run (interrupted)." : "Not in the earlier run.")),
+          h("section", null, h("h4", { "class": "side" }, "After"), a ? caseDetail(a) : h("p", { "class": "muted" }, d.unfinished_in === "after" ? "Did not finish in the later run (interrupted)." : "Not in the later run.")));
       },
       sortKey: "change",
       columns: [
@@ -623,7 +624,8 @@
       { value: "improved", label: "Better", cls: "pass", match: function (d) { return d.status === "improved"; } },
       { value: "unchanged", label: "Same", match: function (d) { return d.status === "unchanged"; } },
       { value: "added", label: "Added", match: function (d) { return d.status === "added"; } },
-      { value: "removed", label: "Removed", match: function (d) { return d.status === "removed"; } }
+      { value: "removed", label: "Removed", match: function (d) { return d.status === "removed"; } },
+      { value: "not_finished", label: "Not finished", match: function (d) { return d.status === "not_finished"; } }
     ];
     mount.appendChild(toolbar(cmp.cases || [], statuses, function (d) { return d.status; }, tagsOf,
       function (d) { var c = afterCases[d.name] || beforeCases[d.name] || {}; return caseText(Object.assign({ name: d.name }, c)); },
@@ -637,10 +639,16 @@
   var table = DATA.kind === "compare"
     ? comparePage(DATA.comparison, DATA.runs[0], DATA.runs[1], mount)
     : runPage(DATA.runs[0], mount);
-  function openFromHash() {
+  function caseFromHash() {
+    // A hand-edited or truncated link ("#case=%E0%A4%A") is not an error worth stopping the page for: ignore it.
     var match = /^#case=(.+)$/.exec(location.hash);
-    if (match && table.reveal(decodeURIComponent(match[1]))) {
-      var el = document.querySelector('tr.row[data-case="' + cssEscape(decodeURIComponent(match[1])) + '"]');
+    if (!match) return null;
+    try { return decodeURIComponent(match[1]); } catch (e) { return null; }
+  }
+  function openFromHash() {
+    var name = caseFromHash();
+    if (name !== null && table.reveal(name)) {
+      var el = document.querySelector('tr.row[data-case="' + cssEscape(name) + '"]');
       if (el) el.scrollIntoView();
     }
   }

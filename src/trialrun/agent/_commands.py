@@ -1,0 +1,286 @@
+"""Shell commands the agent's tools start: their output read with bounded memory, and no command left behind.
+
+A command runs in a process group of its own (`start_new_session=True`), and every live group is registered here,
+so that it dies whenever nobody waits for it any more:
+
+- its own timeout (`shell_tools(timeout_s=...)`);
+- the tool call giving up on it: `Tool.run`/`Tool.run_sync` open a `CallScope` per call and abandon it on their
+  time limit, on asyncio cancellation (a case's timeout, Ctrl-C in the runner) or on KeyboardInterrupt;
+- its workspace being removed while it runs (the trial it belonged to is over, even if a synchronous agent was
+  abandoned in a thread nobody can stop);
+- `stop_commands(root)`, and interpreter exit (atexit) for whatever is still alive, background children included.
+
+Output is read as it arrives, keeping only a head and a tail of `max_output` characters and counting the rest, so
+`yes` costs a few kilobytes however long it runs.
+"""
+
+from __future__ import annotations
+
+import atexit
+import codecs
+import os
+import selectors
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from contextvars import ContextVar
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["CallScope", "CURRENT_CALL", "Finished", "run_shell", "stop_commands", "cut_note"]
+
+_CHUNK = 1 << 16
+_POLL_S = 0.25  # how often a waiting command checks that its workspace still exists
+_DRAIN_S = 1.0  # after a kill, how long to keep reading what a process outside the group still writes
+
+
+class CallScope:
+    """One tool call. What the call starts registers a cleanup; abandoning the call runs them (once)."""
+
+    __slots__ = ("_lock", "_cleanups", "abandoned")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._cleanups: dict[object, Callable[[], None]] = {}
+        self.abandoned = False
+
+    def hold(self, key: object, cleanup: Callable[[], None]) -> bool:
+        """Register `cleanup`; False when the call was already abandoned (the caller must clean up now)."""
+        with self._lock:
+            if self.abandoned:
+                return False
+            self._cleanups[key] = cleanup
+            return True
+
+    def release(self, key: object) -> None:
+        with self._lock:
+            self._cleanups.pop(key, None)
+
+    def abandon(self) -> None:
+        with self._lock:
+            self.abandoned = True
+            cleanups = list(self._cleanups.values())
+            self._cleanups.clear()
+        for cleanup in cleanups:
+            cleanup()
+
+
+#: The tool call running in this context (set by `Tool.run`/`Tool.run_sync`, copied into their worker threads).
+CURRENT_CALL: ContextVar[CallScope | None] = ContextVar("trialrun_tool_call", default=None)
+
+# -- the registry of live process groups ---------------------------------------------------------------------
+_LOCK = threading.Lock()
+_GROUPS: dict[int, Path] = {}  # process group id -> the workspace its command runs in
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):  # already gone
+        pass
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def stop_commands(root: str | os.PathLike[str] | None = None) -> int:
+    """Kill every command (and its background children) still alive that shell tools started, under `root` only
+    when given; returns how many process groups were signalled. Runs at interpreter exit for all of them."""
+    base = None if root is None else Path(root).resolve()
+    with _LOCK:
+        chosen = [pgid for pgid, where in _GROUPS.items() if base is None or where == base or base in where.parents]
+        for pgid in chosen:
+            del _GROUPS[pgid]
+    for pgid in chosen:
+        _kill_group(pgid)
+    return len(chosen)
+
+
+atexit.register(stop_commands)
+
+
+def _register(pgid: int, root: Path) -> None:
+    with _LOCK:
+        # Groups left behind by commands that finished (`server &`) are kept until they are empty: prune them here.
+        for old in [p for p in _GROUPS if p != pgid and not _group_alive(p)]:
+            del _GROUPS[old]
+        _GROUPS[pgid] = root
+
+
+def _forget_if_empty(pgid: int) -> None:
+    """After the command's shell has exited: forget its group unless background children live on in it."""
+    if not _group_alive(pgid):
+        with _LOCK:
+            _GROUPS.pop(pgid, None)
+
+
+# -- output kept within bounds ---------------------------------------------------------------------------------
+def cut_note(cut: int, total: int, unit: str = "characters", what: str = "output was") -> str:
+    """The one wording of "this much was left out" that every capped tool result uses."""
+    return f"\n[... {cut} {unit} cut; {what} {total} {unit} ...]\n"
+
+
+class _Capped:
+    """A stream's first `limit * 3 // 4` and last remaining characters, and how many it had in all."""
+
+    __slots__ = ("head_limit", "tail_limit", "_head", "_head_len", "_tail", "total", "_decoder")
+
+    def __init__(self, limit: int) -> None:
+        self.head_limit = limit * 3 // 4
+        self.tail_limit = limit - self.head_limit
+        self._head: list[str] = []
+        self._head_len = 0
+        self._tail = ""
+        self.total = 0
+        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+
+    def feed(self, data: bytes, final: bool = False) -> None:
+        text = self._decoder.decode(data, final)
+        if not text:
+            return
+        self.total += len(text)
+        room = self.head_limit - self._head_len
+        if room > 0:
+            part = text[:room]
+            self._head.append(part)
+            self._head_len += len(part)
+            text = text[room:]
+            if not text:
+                return
+        if len(text) >= self.tail_limit:
+            self._tail = text[len(text) - self.tail_limit:]
+        else:
+            self._tail = (self._tail + text)[-self.tail_limit:]
+
+    @property
+    def complete(self) -> bool:
+        return self.total <= self.head_limit + self.tail_limit
+
+    def text(self) -> str:
+        """All of it (only when complete)."""
+        return "".join(self._head) + self._tail
+
+    def first(self, n: int) -> str:
+        """The first n characters (n <= head_limit, or the stream is complete)."""
+        return "".join(self._head)[:n]
+
+    def last(self, n: int) -> str:
+        """The last n characters (n <= tail_limit, or the stream is complete)."""
+        if n <= 0:
+            return ""
+        whole = self.text() if self.complete else self._tail
+        return whole[-n:]
+
+
+def _render(out: _Capped, err: _Capped, limit: int) -> str:
+    """Standard output, then standard error on a line of its own, capped at `limit` characters with a note."""
+    sep = "\n" if err.total and out.total and not out.last(1).endswith("\n") else ""
+    total = out.total + len(sep) + err.total
+    if total <= limit:  # then each stream is complete
+        return out.text() + sep + err.text()
+    head_n = limit * 3 // 4
+    tail_n = limit - head_n
+    head = (out.first(head_n) + sep + err.first(head_n))[:head_n]
+    tail = (out.last(tail_n) + sep + err.last(tail_n))[-tail_n:] if tail_n else ""
+    return head + cut_note(total - head_n - tail_n, total) + tail
+
+
+# -- running one command -----------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Finished:
+    """How a command ended: its exit code (negative: killed by that signal), its capped output, and why it was
+    stopped (None when it ended by itself)."""
+
+    returncode: int
+    output: str
+    stopped: str | None = None  # "timeout" | "workspace removed"
+
+
+def run_shell(command: str, cwd: Path, timeout_s: float | None, max_output: int) -> Finished:
+    """Run `command` through /bin/sh in `cwd`, in a process group of its own that never outlives its caller."""
+    process = subprocess.Popen(
+        command, shell=True, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    pgid = process.pid
+    _register(pgid, cwd)
+    scope = CURRENT_CALL.get()
+    key = object()
+    try:
+        if scope is not None and not scope.hold(key, lambda: _kill_group(pgid)):
+            _kill_group(pgid)  # the call was abandoned while the command started
+        out, err = _Capped(max_output), _Capped(max_output)
+        stopped = _pump(process, pgid, out, err, cwd, None if timeout_s is None else time.monotonic() + timeout_s)
+        return Finished(process.returncode, _render(out, err, max_output), stopped)
+    except BaseException:  # KeyboardInterrupt, or anything else that means nobody reads the result
+        _kill_group(pgid)
+        raise
+    finally:
+        if scope is not None:
+            scope.release(key)
+        for pipe in (process.stdout, process.stderr):
+            if pipe is not None:
+                pipe.close()
+        if process.poll() is None:
+            _kill_group(pgid)
+            process.wait()
+        _forget_if_empty(pgid)
+
+
+def _pump(
+    process: subprocess.Popen[bytes], pgid: int, out: _Capped, err: _Capped, cwd: Path, deadline: float | None,
+) -> str | None:
+    """Read both pipes until they close and the shell exits, or until a reason to stop it; returns that reason."""
+    stopped: str | None = None
+    grace: float | None = None  # after a kill: stop reading at this time even if a pipe stays open
+    next_check = time.monotonic() + _POLL_S
+
+    def stop(reason: str) -> None:
+        nonlocal stopped, grace
+        _kill_group(pgid)
+        stopped, grace = reason, time.monotonic() + _DRAIN_S
+
+    with selectors.DefaultSelector() as selector:
+        for pipe, sink in ((process.stdout, out), (process.stderr, err)):
+            assert pipe is not None
+            selector.register(pipe.fileno(), selectors.EVENT_READ, sink)
+        while selector.get_map():
+            now = time.monotonic()
+            if stopped is None:
+                if deadline is not None and now >= deadline:
+                    stop("timeout")
+                elif now >= next_check:
+                    next_check = now + _POLL_S
+                    if not cwd.is_dir():
+                        stop("workspace removed")
+            elif grace is not None and now >= grace:
+                break  # a process that left the group still holds the pipes: stop reading
+            limit = grace if stopped is not None else deadline
+            wait = _POLL_S if limit is None else max(0.0, min(_POLL_S, limit - time.monotonic()))
+            for ready, _ in selector.select(wait):
+                sink = ready.data
+                data = os.read(ready.fd, _CHUNK)
+                if data:
+                    sink.feed(data)
+                else:
+                    selector.unregister(ready.fd)
+                    sink.feed(b"", final=True)
+    while stopped is None:  # the pipes closed; the shell itself may still run (`exec >&-; sleep 99`)
+        wait = _POLL_S if deadline is None else min(_POLL_S, deadline - time.monotonic())
+        try:
+            process.wait(max(0.0, wait))
+            break
+        except subprocess.TimeoutExpired:
+            if deadline is not None and time.monotonic() >= deadline:
+                stop("timeout")
+            elif not cwd.is_dir():
+                stop("workspace removed")
+    process.wait()
+    return stopped
