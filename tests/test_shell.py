@@ -359,17 +359,21 @@ def test_code_known_when_parsed_is_read_not_feared() -> None:
 
 
 def test_allow_lists_need_certainty() -> None:
-    from trialrun._shell import first_not_allowed
+    import trialrun as tr
 
-    assert first_not_allowed(["ls", "cat"], "ls -la && cat a.txt") is None
-    assert first_not_allowed(["ls"], "ls $HOME") is None  # an unknown argument is fine: the program is known
-    assert first_not_allowed(["ls"], "$X") == '"$X"'
-    assert first_not_allowed(["ls", "bash"], 'bash -c "ls $D"') == 'bash -c "ls $D"'
-    assert first_not_allowed(["eval", "echo"], 'eval "$(echo ls)"') == 'eval "$(echo ls)"'
-    assert first_not_allowed(["ls", "bash"], "$SHELL -c ls") == '"$SHELL" -c ls'
-    with pytest.raises(ValueError, match="cannot parse"):
-        first_not_allowed(["ls"], "ls 'x")
+    def action(patterns: list[str], command: str) -> str:
+        return tr.ToolPolicy(allow_commands=patterns).decide("run_command", {"command": command}).action
 
+    assert action(["ls", "cat"], "ls -la && cat a.txt") == "allow"
+    assert action(["ls"], "ls $HOME") == "allow"  # an unknown argument is fine: the program is known
+    for patterns, command in [
+        (["ls"], "$X"),
+        (["ls", "bash"], 'bash -c "ls $D"'),
+        (["eval", "echo"], 'eval "$(echo ls)"'),
+        (["ls", "bash"], "$SHELL -c ls"),
+        (["ls"], "ls 'x"),  # cannot be parsed
+    ]:
+        assert action(patterns, command) == "deny", command
 
 def test_commands_in_lists_a_run_time_program_as_itself() -> None:
     assert commands_in("$SHELL -c 'ls'") == ['"$SHELL" -c ls']  # the guessed `ls` inside is not listed
@@ -785,17 +789,21 @@ def test_curl_into_a_shell_keeps_its_pipeline_meaning() -> None:
 
 
 def test_an_allow_list_never_allows_a_shell_reading_unknown_code() -> None:
-    from trialrun._shell import first_not_allowed
+    import trialrun as tr
 
-    assert first_not_allowed(["cat", "sh"], "cat script.sh | sh") == "sh"
-    assert first_not_allowed(["echo", "sh", "ls"], "echo ls | sh") is None
+    def action(patterns: list[str], command: str) -> str:
+        return tr.ToolPolicy(allow_commands=patterns).decide("run_command", {"command": command}).action
+
+    assert action(["cat", "sh"], "cat script.sh | sh") == "deny"
+    assert action(["echo", "sh", "ls"], "echo ls | sh") == "allow"
 
 
 # -- 4. a command tool call carrying both `command` and `cmd` -----------------------------------------------------
 
 
 def test_both_command_and_cmd_are_examined() -> None:
-    from trialrun._shell import CommandLines, cannot_read, first_not_allowed
+    import trialrun as tr
+    from trialrun._shell import CommandLines, cannot_read
 
     command = command_of_call("bash", {"command": "ls", "cmd": "rm -rf x"})
     assert isinstance(command, CommandLines) and command.parts == ("ls", "rm -rf x")
@@ -803,7 +811,8 @@ def test_both_command_and_cmd_are_examined() -> None:
     result = match_command("rm -rf", command)
     assert result.matched and result.segment == "rm -rf x"
     assert commands_in(command) == ["ls", "rm -rf x"]
-    assert first_not_allowed(["ls"], command) == "rm -rf x"
+    decision = tr.ToolPolicy(allow_commands=["ls"]).decide("bash", {"command": "ls", "cmd": "rm -rf x"})
+    assert decision.action == "deny" and "`rm -rf x`" in decision.reason
     assert cannot_read(command) is None
     miss = match_command("rm -rf", command_of_call("bash", {"command": "ls", "cmd": ["pwd"]}))
     assert not miss.matched and miss.reason == "of its 2 commands: `ls` runs only `ls`; `pwd` runs only `pwd`"

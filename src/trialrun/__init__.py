@@ -25,7 +25,7 @@ _EXPORTS: dict[str, str] = {
     "check": "expect", "Verdict": "expect",
     # results
     "RunReport": "results", "CaseResult": "results", "TrialResult": "results", "TrialError": "results",
-    "SkippedCase": "results",
+    "SkippedCase": "results", "Comparison": "compare", "CaseDelta": "compare",
     # what an agent did
     "Run": "trajectory", "Trajectory": "trajectory", "Turn": "trajectory", "ToolCall": "trajectory",
     "ToolResult": "trajectory", "Usage": "trajectory", "Denial": "trajectory",
@@ -76,6 +76,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         tool_call,
         tool_calls,
     )
+    from .compare import CaseDelta, Comparison
     from .results import CaseResult, RunReport, SkippedCase, TrialError, TrialResult
     from .runner import EvaluationInterrupted, aevaluate, evaluate
     from .trajectory import Denial, Run, ToolCall, ToolResult, Trajectory, Turn, Usage

@@ -12,8 +12,8 @@ from collections.abc import Mapping
 
 __all__ = ["retry_delay", "retry_after", "retryable", "RETRY_STATUSES"]
 
-#: Worth retrying: rate limits, overload and transient server errors.
-RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
+#: Client errors worth retrying (a timeout, a conflict, a rate limit), besides every 5xx (`retryable`).
+RETRY_STATUSES = frozenset({408, 409, 429})
 
 
 def _header(headers: Mapping[str, str], name: str) -> str | None:

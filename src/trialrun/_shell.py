@@ -31,7 +31,7 @@ __all__ = [
     "command_of_call",
     "UnreadableCommand",
     "commands_in",
-    "first_not_allowed",
+    "commands_for_allow_list",
     "cannot_read",
     "CommandLines",
 ]
@@ -2258,33 +2258,6 @@ def cannot_read(command: str | Sequence[str]) -> str | None:
     return None
 
 
-def first_not_allowed(patterns: Sequence[str], command: str | Sequence[str]) -> str | None:
-    """The first simple command `command` runs that no pattern allows, or None when each one is allowed.
-
-    For allow lists: a command is allowed only when it is certainly one of the patterns, so a program or shell
-    code only known at run time (`$X`, `eval "$X"`, `bash -c "ls $D"`) is never allowed. ValueError when the
-    command cannot be parsed.
-
-    >>> first_not_allowed(["ls", "cat"], "ls -la && cat a.txt") is None
-    True
-    >>> first_not_allowed(["ls", "echo"], "ls; $(echo rm) -rf /")
-    '"$(echo rm)" -rf /'
-    """
-    if isinstance(command, CommandLines):
-        return next((part for part in (first_not_allowed(patterns, p) for p in command.parts) if part), None)
-    key: str | tuple[str, ...] = command if isinstance(command, str) else tuple(str(w) for w in command)
-    analysis = _analyse(key)
-    if analysis.error is not None:
-        raise ValueError(f"cannot parse command {_shorten(_command_text(command))!r}: {analysis.error}")
-    singles = [stages[0] for stages in map(_compile, patterns) if len(stages) == 1]
-    for inv in analysis.invs:
-        if not inv.leaf or inv.guessed:
-            continue
-        if inv.uncertain or not any(s.matches_program(inv) and not s.missing(inv) for s in singles):
-            return inv.display
-    return None
-
-
 def command_of_call(
     tool: str, arguments: Mapping[str, Any], command_tools: Iterable[str] = DEFAULT_COMMAND_TOOLS
 ) -> str | list[str] | None:
@@ -2328,7 +2301,7 @@ def command_of_call(
 
 class CommandLines(str):
     """Several commands one tool call carries (`{"command": "ls", "cmd": "rm -rf /"}`): the tool may run any
-    of them, so `match_command`, `cannot_read`, `first_not_allowed` and `commands_in` examine each one on its
+    of them, so `match_command`, `cannot_read`, `commands_for_allow_list` and `commands_in` examine each one on its
     own (one command's unclosed here-document cannot swallow the next). As a string: one per line."""
 
     parts: tuple[str | tuple[str, ...], ...]

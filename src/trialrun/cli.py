@@ -411,7 +411,8 @@ def compare(runs: tuple[str, ...], results_dir: str | None, suite: str | None, c
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Configuration file.")
 @_fail_cleanly
 def grade(run_ref: str, test_id: str, quality: str, results_dir: str | None, config_path: str | None) -> None:
-    """Set TEST_ID's output_quality (0, 0.25 or 0.5) by hand in RUN (an id, a path, or `latest`)."""
+    """Set TEST_ID's output_quality (0, 0.25 or 0.5) by hand in RUN: a run id, a result file's name or stem, a path,
+    or `latest`."""
     from .results import regrade_output_quality
     from .store import ResultsStore, load_report
 

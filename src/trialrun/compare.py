@@ -11,6 +11,8 @@ A test that an interruption (Ctrl-C) stopped is "not finished", never "removed":
 
 from __future__ import annotations
 
+import sys
+import types
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -120,10 +122,9 @@ def config_diff(before: dict[str, Any], after: dict[str, Any]) -> list[ConfigCha
 
 
 def _why(case: CaseResult) -> str:
-    from .render.text import first_reason  # the one wording of "why a case failed"
+    from .render.text import why_failed  # the one wording of "why a case failed"
 
-    text = " ".join(first_reason(case).split())
-    return text if len(text) <= 160 else text[:159] + "…"
+    return why_failed(case, limit=160)
 
 
 def _count(n: int, noun: str) -> str:
@@ -307,3 +308,14 @@ def format_value(value: Any) -> str:
     if isinstance(value, list):
         return ", ".join(map(str, value)) or "[]"
     return str(value)
+
+
+class _CallableModule(types.ModuleType):
+    """`trialrun.compare(before, after)` as DESIGN names it, while `trialrun.compare` stays this module (a package's
+    submodule attribute would otherwise replace a function of the same name as soon as the module is imported)."""
+
+    def __call__(self, before: RunReport, after: RunReport, **options: Any) -> Comparison:
+        return compare(before, after, **options)
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -85,6 +85,8 @@ class TrialResult(BaseModel):
 
 
 class SkippedCase(BaseModel):
+    """A selected case that was not run (a live canary without include_live_canary), and why."""
+
     name: str
     reason: str
 

@@ -15,7 +15,6 @@ import signal
 import threading
 import time
 import traceback
-from functools import partial
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timezone
 from queue import SimpleQueue
@@ -225,14 +224,21 @@ class _Runner:
 
     async def _grade(self, graders: Sequence[Grader], run: Run, ctx: TrialContext) -> tuple[list[Verdict], TrialError | None]:
         """Every grader's verdict, and the first grader exception as the trial's error (a broken grader fails it)."""
-        raised: list[Exception] = []
-        verdicts = []
-        for grader in graders:
-            if is_builtin(grader) or inspect.iscoroutinefunction(getattr(grader.fn, "__wrapped__", grader.fn)):
-                verdicts.append(await agrade(grader, run, ctx, raised=raised))
-            else:  # a user's synchronous grader may be slow (a judge, a file check): not on the event loop
-                verdicts.append(await self._in_thread(partial(grade, raised=raised), grader, run, ctx))
-        return verdicts, _error("grade", raised[0]) if raised else None
+        # A user's synchronous graders may be slow (a judge, a file check): they run off the event loop, all of a
+        # trial's in one worker-thread hop; trialrun's own graders and async ones run on the loop.
+        off_loop = [i for i, g in enumerate(graders)
+                    if not is_builtin(g) and not inspect.iscoroutinefunction(getattr(g.fn, "__wrapped__", g.fn))]
+        raised: list[list[Exception]] = [[] for _ in graders]
+        verdicts: list[Verdict | None] = [None] * len(graders)
+        if off_loop:
+            done = await self._in_thread(_grade_all, [(graders[i], raised[i]) for i in off_loop], run, ctx)
+            for i, verdict in zip(off_loop, done):
+                verdicts[i] = verdict
+        for i, grader in enumerate(graders):
+            if verdicts[i] is None:
+                verdicts[i] = await agrade(grader, run, ctx, raised=raised[i])
+        first = next((errors[0] for errors in raised if errors), None)
+        return verdicts, _error("grade", first) if first is not None else None  # type: ignore[return-value]
 
     async def _teardown(self, case: Case, ctx: TrialContext) -> TrialError | None:
         """Run teardown to completion even if the run is being cancelled (then let the cancellation go on)."""
@@ -299,6 +305,10 @@ class _Runner:
         finally:
             teardown_error = await self._teardown(case, ctx)
         return _trial_result(trial, run, verdicts, error, teardown_error, time.perf_counter() - started)
+
+
+def _grade_all(graders: list[tuple[Grader, list[Exception]]], run: Run, ctx: TrialContext) -> list[Verdict]:
+    return [grade(grader, run, ctx, raised=raised) for grader, raised in graders]
 
 
 def _sync_setup_invoke(setup: Callable[[TrialContext], Any] | None, invoke: Callable[[TrialContext], Any], ctx: TrialContext) -> Any:
@@ -509,7 +519,7 @@ def evaluate(
         except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
             box["error"] = exc
         finally:
-            loop.close()
+            _close(loop)
 
     thread = threading.Thread(target=target, name="trialrun-evaluate", daemon=True)
     thread.start()
@@ -560,7 +570,21 @@ def _run_with_interrupt(coro: Any) -> RunReport:
     finally:
         if main:
             signal.signal(signal.SIGINT, previous)
-        try:
-            loop.run_until_complete(loop.shutdown_asyncgens())
-        finally:
-            loop.close()
+        _close(loop)
+
+
+def _close(loop: asyncio.AbstractEventLoop) -> None:
+    """Close a loop trialrun made: cancel what is left (a task of an agent that outlived the run) and shut down
+    async generators, as asyncio.run does, then close. The default executor is not joined: a thread stuck in a
+    user's tool must not hang an interrupted run (the CLI exits without waiting for it)."""
+    try:
+        left = [task for task in asyncio.all_tasks(loop) if not task.done()]
+        for task in left:
+            task.cancel()
+        if left:
+            loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
+        loop.run_until_complete(loop.shutdown_asyncgens())
+    except BaseException:  # noqa: BLE001 - a second Ctrl-C while closing: close anyway
+        pass
+    finally:
+        loop.close()

@@ -44,7 +44,7 @@ def test_allowed(command: str | list[str]) -> None:
         ("git status $X", "`git status \"$X\"` is not in allow_commands"),
         ("git", "`git` is not in allow_commands"),
         ("cat", "`cat` is not in allow_commands"),
-        ("GIT_CONFIG_COUNT=1 git status", "`git status` is not in allow_commands"),  # the environment is part of it
+        ("GIT_CONFIG_COUNT=1 git status", "a variable is assigned in front of `git status` (GIT_CONFIG_COUNT)"),  # the environment is part of it
         ("./ls", "`./ls` is not in allow_commands"),  # a file named ls is not the program ls
         ("/tmp/x/ls -la", "`/tmp/x/ls -la` is not in allow_commands"),
         ("sudo ls", "`sudo ls` is not in allow_commands"),  # wrappers are programs too
@@ -109,3 +109,11 @@ def test_an_allow_list_judges_every_command_a_call_carries() -> None:
     decision = policy.decide("bash", {"command": "cat <<EOF", "cmd": "rm -rf x"})
     assert decision.action == "deny" and "rm" in decision.reason
     assert policy.decide("bash", {"command": "cat a.txt", "cmd": "cat b.txt"}).action == "allow"
+
+
+def test_a_variable_in_front_of_an_exact_rule_is_named_as_the_reason() -> None:
+    policy = tr.ToolPolicy(default="deny", allow_tools=["run_command"], allow_commands=["git status"])
+    decision = policy.decide("run_command", {"command": "GIT_DIR=x git status"})
+    assert decision.action == "deny"
+    assert decision.reason == ("a variable is assigned in front of `git status` (GIT_DIR); the rule `git status` has "
+                               "arguments, so it allows no assignment")

@@ -43,7 +43,7 @@ def test_retry_delay_honours_retry_after_else_backs_off_and_is_capped() -> None:
     assert retry_delay({"retry-after": email.utils.formatdate(NOW + 4, usegmt=True)}, 0, now=NOW) == 4.0
 
 
-@pytest.mark.parametrize("status", sorted(RETRY_STATUSES | {501, 520, 599}))
+@pytest.mark.parametrize("status", sorted(RETRY_STATUSES | {500, 501, 502, 503, 504, 520, 529, 599}))
 def test_rate_limits_timeouts_conflicts_and_server_errors_are_retryable(status: int) -> None:
     assert retryable(status, {})
 

@@ -315,6 +315,14 @@ def test_encode_response_round_trips(name: str, streamed: bool) -> None:
     assert response.id and response.id.startswith("msg_")
 
 
+@pytest.mark.parametrize("streamed", [False, True], ids=["json", "sse"])
+def test_cache_reads_and_writes_survive_a_round_trip(streamed: bool) -> None:
+    usage = Usage(input_tokens=1000, output_tokens=10, cached_input_tokens=100, cache_write_input_tokens=300)
+    response = round_trip(CODEC, Step(text="ok", usage=usage), _request(streamed))
+    assert (response.usage.input_tokens, response.usage.cached_input_tokens, response.usage.cache_write_input_tokens,
+            response.usage.output_tokens) == (1000, 100, 300, 10)
+
+
 def test_streamed_response_has_the_full_event_sequence() -> None:
     step = Step(text="Checking the notes now.", tool_calls=[ToolCall("read_file", {"path": "notes.txt"})])
     events = parse_sse(CODEC.encode_response(step, _request(True)).body)

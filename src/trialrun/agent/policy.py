@@ -196,6 +196,11 @@ class ToolPolicy:
                 )
             if not any(rule.allows(words, dynamic, prefix) for rule in self._allow_rules):
                 near = next((rule for rule in self._allow_rules if rule.names(words[0]) and rule.args is not None), None)
+                if near is not None and prefix and near.allows(words, dynamic):
+                    return Decision(
+                        "deny", f"a variable is assigned in front of `{display}` ({', '.join(prefix)}); the rule "
+                        f"`{near.text}` has arguments, so it allows no assignment", "allow_commands",
+                    )
                 hint = (
                     f"; `{near.text}` allows exactly those words"
                     + ("" if near.open_ended else " (end a rule with ` *` to allow more arguments)")
@@ -241,7 +246,7 @@ class _AllowRule:
         """The rule is about this program word (compared as written: `ls` is not `./ls`)."""
         return fnmatchcase(program, self.program) if _GLOB.search(self.program) else program == self.program
 
-    def allows(self, words: Sequence[str], dynamic: Sequence[bool], prefix: Sequence[str]) -> bool:
+    def allows(self, words: Sequence[str], dynamic: Sequence[bool], prefix: Sequence[str] = ()) -> bool:
         if not self.names(words[0]):
             return False
         if self.args is None:

@@ -71,7 +71,8 @@ def heuristic_quality(criteria: str, response: str, run: Run | None = None) -> t
     share = len(found) / len(terms)
     level = 0.5 if share >= 0.6 else 0.25 if share >= 0.25 else 0.0
     missing = [t for t in terms if t not in found]
-    return level, f"{len(found)}/{len(terms)} criteria terms found" + (f" (missing: {', '.join(missing[:6])})" if missing else "")
+    more = f", +{len(missing) - 6} more" if len(missing) > 6 else ""
+    return level, f"{len(found)}/{len(terms)} criteria terms found" + (f" (missing: {', '.join(missing[:6])}{more})" if missing else "")
 
 
 def _no_answer(response: str, run: Run | None) -> str | None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import ipaddress
+import os
 import socket
 import threading
 import urllib.parse
@@ -148,7 +149,23 @@ def _host_text(host: Any) -> str:
     return str(host).strip("[]").lower()
 
 
+_PROXY_VARIABLES = tuple(f"{scheme}_proxy" for scheme in ("http", "https", "all")) + tuple(
+    f"{scheme.upper()}_PROXY" for scheme in ("http", "https", "all")
+)
+_proxy_cache: tuple[tuple[str | None, ...], list[tuple[str, int, str]]] | None = None
+
+
 def _proxies() -> list[tuple[str, int, str]]:
+    """The environment's proxies, read again only when a proxy variable changed (this runs on every guarded
+    connection, and `getproxies` alone costs tens of microseconds)."""
+    global _proxy_cache
+    key = tuple(os.environ.get(name) for name in _PROXY_VARIABLES)
+    if _proxy_cache is None or _proxy_cache[0] != key:
+        _proxy_cache = (key, _read_proxies())
+    return _proxy_cache[1]
+
+
+def _read_proxies() -> list[tuple[str, int, str]]:
     """(host, port, url) of every proxy configured in the environment (`urllib.request.getproxies`: the
     `<scheme>_proxy` variables, any case; the system settings on macOS and Windows). `no_proxy` is not a proxy."""
     found: list[tuple[str, int, str]] = []
@@ -184,8 +201,9 @@ def _check(host: Any, port: Any) -> None:
         scope = _global
     if not scope.block:
         return
-    proxy = _proxy_at(host, port)
-    if proxy is None and _is_local(host):
+    local = _is_local(host)
+    proxy = _proxy_at(host, port) if local else None  # a loopback proxy forwards to real hosts
+    if local and proxy is None:
         return
     if isinstance(host, bytes):
         host = host.decode("ascii", "replace")

@@ -1,17 +1,13 @@
 """Observing any httpx transport: record its exchanges (streams included) without changing what the agent sees.
 
 This is how the trajectory of an agent that talks to some other transport (a real provider, a local server, a
-custom mock) is read: wrap the transport, hand the wrapper to the agent's httpx client. 
+custom mock) is read: wrap the transport, hand the wrapper to the agent's httpx client.
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from ..trajectory import Trajectory
-from ..wire import WireError, codec_for, decode_trajectory
-from ..wire._types import Exchange
 from ._base import ModelTransport, aforward, forward
 
 __all__ = ["ObservedTransport", "observe"]

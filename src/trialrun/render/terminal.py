@@ -16,20 +16,13 @@ from rich.text import Text
 
 from ..compare import Comparison, delta_lines
 from ..results import CaseResult, RunReport
-from .text import first_reason
+from .text import why_failed
 
 __all__ = ["print_report", "print_comparison", "why_failed", "ending_notes", "RunProgress"]
 
 
 def _num(value: float | None, digits: int = 2) -> str:
     return "–" if value is None else f"{value:.{digits}f}"
-
-
-def why_failed(case: CaseResult, limit: int = 90) -> str:
-    """One line saying why a case failed (`text.first_reason`), whitespace collapsed and cut to `limit` characters
-    so the table's row stays one line; "" for a case that did not fail."""
-    text = " ".join(first_reason(case).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 _GAP = 2  # between two columns of the table below: one space of padding and the (blank) divider

@@ -27,7 +27,7 @@ from ..results import CaseResult, TrialError, TrialResult
 from ..trajectory import Denial, ToolCall, Trajectory
 
 __all__ = [
-    "trial_text", "case_failure_text", "error_text", "failing_trials", "first_cause", "first_reason",
+    "trial_text", "case_failure_text", "error_text", "failing_trials", "first_cause", "first_reason", "why_failed",
     "trajectory_summary", "output_summary", "printable", "one_line",
 ]
 
@@ -440,3 +440,10 @@ def first_reason(case: CaseResult) -> str:
     if failing:
         return f"trial {failing[0].trial} failed"
     return "" if case.passed or case.skipped else "the case ran no trial"
+
+
+def why_failed(case: CaseResult, limit: int = 90) -> str:
+    """One line saying why a case failed (`first_reason`), whitespace collapsed and cut to `limit` characters (a
+    table row, a compare warning); "" for a case that did not fail."""
+    text = " ".join(first_reason(case).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -99,16 +99,21 @@ def decode_trajectory(exchanges: list[Exchange]) -> Trajectory:
     `trajectory.notes` so nothing disappears silently. `trajectory.prompt` is what the agent was asked
     (`first_prompt`), so a report shows it even for a case that names no prompt of its own.
     """
-    trajectory = Trajectory(prompt=first_prompt(exchanges))
+    trajectory = Trajectory()
+    prompt_seen = False  # the prompt is the first readable model request's (read once, not parsed twice)
     pending: Turn | None = None
     for number, exchange in enumerate(exchanges, start=1):
         try:
             request, response = decode_exchange(exchange, number)
         except WireError as exc:
             trajectory.notes.append(str(exc))
+            if not prompt_seen and (prompt := first_prompt([exchange])) is not None:
+                trajectory.prompt, prompt_seen = prompt, True  # its response was unreadable, its request not
             continue
         if request is None:
             continue
+        if not prompt_seen:
+            trajectory.prompt, prompt_seen = request.last_user_text or None, True
         if pending is not None:
             _attach_results(pending, request)
             pending = None

@@ -510,14 +510,15 @@ def _digest(*parts: Any) -> str:
 
 
 def _usage_json(usage: Usage) -> dict[str, int]:
+    """The inverse of `_usage`: Anthropic counts plain input, cache writes and cache reads apart."""
     cached = min(usage.cached_input_tokens, usage.input_tokens)
+    written = min(usage.cache_write_input_tokens, usage.input_tokens - cached)
     return {
-        "input_tokens": usage.input_tokens - cached,
-        "cache_creation_input_tokens": 0,
+        "input_tokens": usage.input_tokens - cached - written,
+        "cache_creation_input_tokens": written,
         "cache_read_input_tokens": cached,
         "output_tokens": usage.output_tokens,
     }
-
 
 
 def _stream_events(
