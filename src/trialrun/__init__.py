@@ -58,25 +58,20 @@ def __dir__() -> list[str]:
     return sorted(set(__all__) | _SUBMODULES)
 
 
-if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eagerly
-    from . import expect
-    from .agent import Agent, Decision, Price, PriceTable, Tool, ToolError, ToolPolicy, prices, shell_tools, tool
-    from .endpoint import ModelEndpoint, serve
-    from .expect import Verdict, check
-    from .models import (
-        Cassette,
-        LiveModel,
-        ModelTransport,
-        NetworkBlockedError,
-        ObservedTransport,
-        ScriptedModel,
-        fail,
-        read_trajectory,
-        reply,
-        tool_call,
-        tool_calls,
-    )
-    from .compare import CaseDelta, Comparison
-    from .results import CaseResult, RunReport, SkippedCase, TrialError, TrialResult
-    from .runner import EvaluationInterrupted, aevaluate, evaluate
-    from .trajectory import Denial, Run, ToolCall, ToolResult, Trajectory, Turn, Usage
+if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eagerly (`X as X`: re-exported)
+    from . import expect as expect
+    from .agent import Agent as Agent, Decision as Decision, Price as Price, PriceTable as PriceTable
+    from .agent import Tool as Tool, ToolError as ToolError, ToolPolicy as ToolPolicy
+    from .agent import prices as prices, shell_tools as shell_tools, tool as tool
+    from .compare import CaseDelta as CaseDelta, Comparison as Comparison
+    from .endpoint import ModelEndpoint as ModelEndpoint, serve as serve
+    from .expect import Verdict as Verdict, check as check
+    from .models import Cassette as Cassette, LiveModel as LiveModel, ModelTransport as ModelTransport
+    from .models import NetworkBlockedError as NetworkBlockedError, ObservedTransport as ObservedTransport
+    from .models import ScriptedModel as ScriptedModel, fail as fail, read_trajectory as read_trajectory
+    from .models import reply as reply, tool_call as tool_call, tool_calls as tool_calls
+    from .results import CaseResult as CaseResult, RunReport as RunReport, SkippedCase as SkippedCase
+    from .results import TrialError as TrialError, TrialResult as TrialResult
+    from .runner import EvaluationInterrupted as EvaluationInterrupted, aevaluate as aevaluate, evaluate as evaluate
+    from .trajectory import Denial as Denial, Run as Run, ToolCall as ToolCall, ToolResult as ToolResult
+    from .trajectory import Trajectory as Trajectory, Turn as Turn, Usage as Usage

@@ -93,6 +93,15 @@ def _suggest(key: str, options: Iterable[str]) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
+def _as_tuple(items: Any) -> tuple[Any, ...]:
+    """An expectation list as given: None, one grader on its own, or a list of them."""
+    if items is None:
+        return ()
+    if callable(items) and not isinstance(items, (list, tuple)):
+        return (items,)
+    return tuple(items)
+
+
 def _takes_one_argument(fn: Callable[..., Any]) -> str | None:
     """Why `fn` cannot be called with the trial context alone, or None when it can (or cannot be inspected)."""
     import inspect
@@ -252,8 +261,8 @@ class Case:
         self.mode: str = normal_mode or "deterministic"
         self.setup = setup
         self.teardown = teardown
-        self.expect_outcome: tuple[Any, ...] = tuple(expect_outcome or ())
-        self.expect_trajectory: tuple[Any, ...] = tuple(expect_trajectory or ())
+        self.expect_outcome: tuple[Any, ...] = _as_tuple(expect_outcome)
+        self.expect_trajectory: tuple[Any, ...] = _as_tuple(expect_trajectory)
         self.max_cost_usd: float | None = float(max_cost_usd) if max_cost_usd is not None else None
         self.timeout_s: float | None = float(timeout_s) if timeout_s is not None else None
         self.trials: int | None = trials
@@ -415,11 +424,18 @@ class TrialContext:
         return list(self._transports)
 
     def trajectory(self) -> Trajectory:
-        """The trajectory observed through this trial's transports (in the order they were created)."""
+        """The trajectory observed through this trial's transports (in the order they were created). A transport that
+        serves as another's upstream (`ctx.cassette(p, "record", upstream=ctx.scripted(...))`) saw the same calls:
+        only the outer one, what the agent talked to, is counted."""
         if len(self._transports) == 1:
             return self._transports[0].trajectory()
+        behind = {id(inner) for t in self._transports for inner in (getattr(t, "upstream", None), getattr(t, "inner", None))
+                  if inner is not None}
+        outer = [t for t in self._transports if id(t) not in behind]
+        if len(outer) == 1:
+            return outer[0].trajectory()
         merged = Trajectory()
-        for transport in self._transports:
+        for transport in outer:
             part = transport.trajectory()
             merged.turns.extend(part.turns)
             merged.commands.extend(part.commands)

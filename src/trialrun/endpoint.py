@@ -11,6 +11,7 @@ trajectory. Streamed responses are streamed (chunked transfer encoding).
 
 from __future__ import annotations
 
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -70,6 +71,12 @@ class _Server(ThreadingHTTPServer):
         super().__init__(address, _Handler)
         self.transport = transport
         self.host_header = f"{address[0]}:{self.server_address[1]}"
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hangs up mid-request (an agent cancelled, a timeout) is normal here, not a traceback."""
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
 
 
 class ModelEndpoint:

@@ -3,7 +3,9 @@
 Using trialrun with pytest
 --------------------------
 
-The plugin is installed with trialrun (entry point ``pytest11``); nothing to enable. In any test module
+The plugin is installed with trialrun (entry point ``pytest11``, named ``trialrun``); nothing to enable. Where
+plugin autoloading is off (``PYTEST_DISABLE_PLUGIN_AUTOLOAD``), enable it with ``-p trialrun``; do not also list
+``trialrun.pytest_plugin`` in ``pytest_plugins`` (pytest would register the one module under two names). In any test module
 (``test_*.py``), trialrun collects:
 
 - functions decorated with ``@tr.case(...)`` (the function is the invoke; the decorator takes Case's other fields),

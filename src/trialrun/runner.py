@@ -165,6 +165,12 @@ class _Threads:
             except RuntimeError:  # the loop is closed: the run was interrupted and nobody waits any more
                 pass
 
+    def abandon(self) -> None:
+        """A job timed out while its thread runs on (Python cannot stop it): allow one thread more, so the stuck
+        one never holds a slot that later trials wait for."""
+        with self._lock:
+            self._size += 1
+
     def close(self) -> None:
         for _ in self._threads:
             self._queue.put(None)
@@ -290,6 +296,8 @@ class _Runner:
                 except _PhaseFailure as failure:
                     error = _error(failure.phase, failure.exc)
                 except asyncio.TimeoutError:
+                    if not inspect.iscoroutinefunction(case.invoke):
+                        self.threads.abandon()  # its worker thread is still busy with the late invoke
                     error = TrialError(
                         type="TimeoutError", message=f"trial timed out after {case.timeout_s:g}s", phase="invoke"
                     )
@@ -302,6 +310,9 @@ class _Runner:
                     run.cost_usd = self._observed_cost(run)
                 verdicts, grade_error = await self._grade(case.graders, run, ctx)
                 error = error or grade_error or _run_error(run, case)
+            elif ctx._transports:  # invoke raised or timed out: keep what the agent did and spent, ungraded
+                run = Run(output=None, trajectory=ctx.trajectory())
+                run.cost_usd = self._observed_cost(run)
         finally:
             teardown_error = await self._teardown(case, ctx)
         return _trial_result(trial, run, verdicts, error, teardown_error, time.perf_counter() - started)

@@ -76,6 +76,13 @@ def test_the_constructor_lists_every_problem_as_a_case_error() -> None:
     ]
 
 
+def test_a_single_grader_needs_no_list() -> None:
+    case = tr.Case(name="x", invoke=lambda ctx: "a", expect_outcome=expect.contains("a"),
+                   expect_trajectory=expect.max_turns(3))
+    assert len(case.expect_outcome) == len(case.expect_trajectory) == 1 and len(case.graders) == 2
+    assert tr.evaluate([case]).passed_case_count == 1
+
+
 def test_max_cost_alone_is_an_expectation() -> None:
     case = tr.Case(name="x", invoke=lambda ctx: 1, max_cost_usd=0.5)
     assert [g.label for g in case.graders] == ["max_cost_usd(0.5)"]

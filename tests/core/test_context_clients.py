@@ -228,3 +228,18 @@ def test_a_huge_traceback_keeps_its_head_and_its_tail() -> None:
     assert f'{Path(__file__).name}", line' in text.split("characters of the traceback omitted")[0]  # the head
     assert text.count("characters of the traceback omitted") == 1
     assert text.rstrip().endswith("x THE END")
+
+
+def test_a_transport_behind_another_is_not_counted_twice(tmp_path: Path) -> None:
+    def invoke(ctx: tr.TrialContext) -> str:
+        upstream = ctx.scripted([tr.reply("Hello.", usage=tr.Usage(10, 2))])
+        recorder = ctx.cassette(tmp_path / "rec.yaml", mode="record", upstream=upstream)
+        with ctx.http_client(recorder) as client:
+            client.post("https://api.openai.com/v1/chat/completions",
+                        json={"model": "gpt-4.1-mini", "messages": [{"role": "user", "content": "hi"}]})
+        return "done"
+
+    case = tr.Case(name="chained", invoke=invoke, expect_trajectory=[expect.max_turns(1)])
+    trial = tr.evaluate([case]).cases[0].trials[0]
+    assert trial.passed, trial.verdicts
+    assert len(trial.trajectory.turns) == 1 and trial.usage == tr.Usage(10, 2)

@@ -401,3 +401,38 @@ def test_slow_synchronous_graders_of_different_trials_run_side_by_side() -> None
     report = tr.evaluate(cases, concurrency=4)
     assert report.passed_case_count == 4
     assert time.perf_counter() - started < 1.0  # four 0.3 s graders, not one after another (1.2 s)
+
+
+def test_a_trial_that_raises_keeps_the_trajectory_and_spend_it_made() -> None:
+    import httpx
+
+    def invoke(ctx: tr.TrialContext) -> str:
+        model = ctx.scripted([tr.reply("one", usage=tr.Usage(100, 10)), tr.reply("two", usage=tr.Usage(200, 20))])
+        with httpx.Client(transport=model) as client:
+            for _ in range(2):
+                client.post("https://api.openai.com/v1/chat/completions",
+                            json={"model": "gpt-4.1-mini", "messages": [{"role": "user", "content": "hi"}]})
+        raise RuntimeError("the agent crashed after two model calls")
+
+    trial = tr.evaluate([_case("crashes", invoke)]).cases[0].trials[0]
+    assert not trial.passed and trial.error.message == "the agent crashed after two model calls"
+    assert [t.text for t in trial.trajectory.turns] == ["one", "two"]
+    assert trial.usage == tr.Usage(300, 30) and trial.cost_usd is not None and trial.cost_usd > 0
+    assert trial.verdicts == []  # nothing to grade: the run never returned
+
+
+def test_a_sync_invoke_stuck_past_its_timeout_does_not_starve_later_trials() -> None:
+    release = threading.Event()
+
+    def stuck(ctx: tr.TrialContext) -> str:
+        release.wait(5)  # ignores the trial's timeout: Python cannot stop this thread
+        return "hello"
+
+    cases = [_case("stuck", stuck, timeout_s=0.2), _case("quick", timeout_s=1.0)]
+    try:
+        report = tr.evaluate(cases, trials=2, concurrency=2)
+    finally:
+        release.set()
+    stuck_case, quick_case = report.cases
+    assert [t.error.type for t in stuck_case.trials] == ["TimeoutError", "TimeoutError"]
+    assert quick_case.passed  # its trials got threads of their own

@@ -10,6 +10,7 @@ import textwrap
 
 import httpx
 import openai
+import pytest
 
 import trialrun as tr
 
@@ -80,3 +81,22 @@ def test_inside_a_case_the_served_model_is_observed() -> None:
                    expect_trajectory=[tr.expect.called("read_file", args={"path": "a.txt"})])
     trial = tr.evaluate([case]).cases[0].trials[0]
     assert trial.passed, [v.reason for v in trial.verdicts]
+
+
+def test_a_client_that_hangs_up_prints_no_traceback(capsys: pytest.CaptureFixture[str]) -> None:
+    import socket
+    import struct
+
+    with tr.serve(tr.ScriptedModel([tr.reply("hi")])) as endpoint:
+        parts = httpx.URL(endpoint.url)
+        host, port = parts.host, parts.port
+        for _ in range(5):
+            sock = socket.create_connection((host, port))
+            sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # reset, not close
+            sock.close()
+        with httpx.Client() as client:  # still serving
+            response = client.post(endpoint.openai_base_url + "/chat/completions",
+                                   json={"model": "m", "messages": [{"role": "user", "content": "hi"}]})
+        assert response.status_code == 200
+    assert "Traceback" not in capsys.readouterr().err

@@ -22,6 +22,7 @@ BAD: list[tuple[Callable[[], object], type[Exception], str]] = [
     (lambda: expect.called("x", times="2"), TypeError, "expect.called: times must be a whole number, got str '2'"),
     (lambda: expect.called("x", at_least=-1), ValueError, "expect.called: at_least must not be negative, got -1"),
     (lambda: expect.called("x", at_most=True), TypeError, "expect.called: at_most must be a whole number, got bool True"),
+    (lambda: expect.called("x", at_least=3, at_most=1), ValueError, "expect.called: at_least=3 is more than at_most=1; it could never pass"),
     (lambda: expect.not_called(None), TypeError, "expect.not_called: tool must be a string, got NoneType None"),
     (lambda: expect.called_in_order("abc"), TypeError, "expect.called_in_order: steps must be a list *, got str"),
     (lambda: expect.trajectory_matches("read_file"), TypeError, "expect.trajectory_matches: reference_calls must be a list of calls, got str"),

@@ -298,15 +298,17 @@ def test_a_loopback_proxy_from_the_environment_is_blocked_and_named(
     assert httpx.get(REAL_URL, timeout=5).text == "local ok"  # unguarded, the proxy does reach the "real host"
 
     with guard.no_network(label="case 'proxied'") as attempts:
+        with pytest.raises(NetworkBlockedError, match="to 192.0.2.2:8765 from deterministic case 'proxied'"):
+            httpx.get(REAL_URL, timeout=5)  # httpx is stopped at the real host it asks for
         with pytest.raises(NetworkBlockedError) as info:
-            httpx.get(REAL_URL, timeout=5)
-    assert str(info.value) == attempts[0]
-    assert attempts[0].startswith(
+            socket.create_connection(("127.0.0.1", loopback_server), timeout=5)  # any client going via the proxy
+    assert str(info.value) == attempts[1]
+    assert attempts[1].startswith(
         f"trialrun blocked a network connection to 127.0.0.1:{loopback_server} via proxy {proxy} "
         "from deterministic case 'proxied': a proxy set in the environment (HTTP_PROXY, HTTPS_PROXY or ALL_PROXY) "
         "reaches real hosts for its clients, so it is blocked even on loopback; unset it for deterministic runs."
     )
-    assert attempts[0].endswith(ADVICE)
+    assert attempts[1].endswith(ADVICE)
 
 
 def test_a_proxy_named_localhost_without_a_scheme_matches_its_loopback_address(
@@ -329,3 +331,24 @@ def test_loopback_servers_still_work_when_a_proxy_is_set(loopback_server: int, m
     with guard.no_network(label="case 'local'") as attempts:
         assert httpx.get(f"http://127.0.0.1:{loopback_server}/", timeout=5).text == "local ok"
     assert attempts == []
+
+
+def test_a_kept_alive_connection_opened_by_a_live_canary_is_not_reused_by_a_deterministic_case(real_host: str) -> None:
+    guard.block_globally(False)
+    shared = httpx.Client(timeout=5)  # a module-level client, as agents often keep one
+
+    def fetch(ctx: tr.TrialContext) -> str:
+        try:
+            return "reached" if shared.get(real_host).text == "local ok" else "wrong answer"
+        except NetworkBlockedError:
+            return "blocked"
+
+    live = tr.Case(name="live first", mode="live_canary", invoke=fetch, expect_outcome=[tr.expect.equals("reached")])
+    deterministic = tr.Case(name="then deterministic", invoke=fetch, expect_outcome=[tr.expect.equals("blocked")])
+    try:
+        report = tr.evaluate([live, deterministic], include_live_canary=True, concurrency=1)
+    finally:
+        shared.close()
+    assert report.cases[0].passed  # the canary opened a connection, kept alive in the pool
+    trial = report.cases[1].trials[0]
+    assert trial.output == "blocked" and trial.error.type == "NetworkBlockedError"

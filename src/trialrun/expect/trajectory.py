@@ -76,6 +76,8 @@ def called(
     for name, value in (("times", times), ("at_least", at_least), ("at_most", at_most)):
         if value is not None:
             count_arg("called", name, value)
+    if at_least is not None and at_most is not None and at_least > at_most:
+        raise ValueError(f"expect.called: at_least={at_least} is more than at_most={at_most}; it could never pass")
     parts = [repr(tool)]
     if args is not None:
         parts.append(f"args={args!r}")

@@ -309,6 +309,42 @@ def install() -> None:
         socket.socket.connect_ex = _connect_ex  # type: ignore[method-assign]
         threading.Thread.start = _thread_start  # type: ignore[method-assign]
         concurrent.futures.ThreadPoolExecutor.submit = _executor_submit  # type: ignore[method-assign]
+        for cls, name in _http_transports():
+            _originals[f"{cls.__module__}.{cls.__qualname__}.{name}"] = original = getattr(cls, name)
+            setattr(cls, name, _checked_send(original, name))
+
+
+def _http_transports() -> list[tuple[type, str]]:
+    """httpx's (and httpx2's) network transports: a request sent on a kept-alive connection opens no socket, so
+    the socket patches alone would let a deterministic case reuse a connection a live canary opened."""
+    import importlib
+
+    found: list[tuple[type, str]] = []
+    for package in ("httpx", "httpx2"):
+        try:
+            module = importlib.import_module(package)
+        except ImportError:
+            continue
+        found += [(module.HTTPTransport, "handle_request"), (module.AsyncHTTPTransport, "handle_async_request")]
+    return found
+
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def _checked_send(original: Any, name: str) -> Any:
+    if name == "handle_async_request":
+        async def handle_async_request(self: Any, request: Any) -> Any:
+            _check(request.url.host, request.url.port or _DEFAULT_PORTS.get(request.url.scheme))
+            return await original(self, request)
+
+        return handle_async_request
+
+    def handle_request(self: Any, request: Any) -> Any:
+        _check(request.url.host, request.url.port or _DEFAULT_PORTS.get(request.url.scheme))
+        return original(self, request)
+
+    return handle_request
 
 
 def uninstall() -> None:
@@ -325,3 +361,5 @@ def uninstall() -> None:
         socket.socket.connect_ex = _originals.pop("connect_ex")  # type: ignore[method-assign]
         threading.Thread.start = _originals.pop("thread_start")  # type: ignore[method-assign]
         concurrent.futures.ThreadPoolExecutor.submit = _originals.pop("executor_submit")  # type: ignore[method-assign]
+        for cls, name in _http_transports():
+            setattr(cls, name, _originals.pop(f"{cls.__module__}.{cls.__qualname__}.{name}"))
