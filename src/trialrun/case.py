@@ -13,7 +13,7 @@ import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from .expect._base import Grader, as_grader
 from .expect.cost import max_cost_usd as _max_cost_grader
@@ -21,6 +21,9 @@ from .trajectory import Trajectory
 
 if TYPE_CHECKING:
     import httpx
+
+    from .endpoint import ModelEndpoint
+    from .models import Cassette, ModelTransport, ScriptedModel
 
 __all__ = ["Case", "CaseError", "Problem", "TrialContext", "MODES", "validate_cases", "case"]
 
@@ -372,19 +375,19 @@ class TrialContext:
             self._transports.append(transport)
         return transport
 
-    def scripted(self, steps: Any, **kwargs: Any) -> Any:
+    def scripted(self, steps: Any, **kwargs: Any) -> ScriptedModel:
         """A ScriptedModel for this trial, observed."""
         from .models import ScriptedModel
 
         return self._register(ScriptedModel(steps, **kwargs))
 
-    def cassette(self, path: str | Path, mode: str = "replay", **kwargs: Any) -> Any:
+    def cassette(self, path: str | Path, mode: str = "replay", **kwargs: Any) -> Cassette:
         """A Cassette transport for this trial, observed."""
         from .models import Cassette
 
         return self._register(Cassette(path, mode, **kwargs))
 
-    def observe(self, transport: Any) -> Any:
+    def observe(self, transport: Any) -> ModelTransport:
         """Observe any httpx transport (wrapping it when it does not record its own traffic)."""
         from .models import ModelTransport, ObservedTransport
 
@@ -392,7 +395,12 @@ class TrialContext:
             transport = ObservedTransport(transport)
         return self._register(transport)
 
-    def http_client(self, transport: Any = None, *, httpx2: bool = False, **kwargs: Any) -> httpx.Client:
+    @overload
+    def http_client(self, transport: Any = None, *, httpx2: Literal[False] = False, **kwargs: Any) -> httpx.Client: ...
+    @overload
+    def http_client(self, transport: Any = None, *, httpx2: Literal[True], **kwargs: Any) -> Any: ...  # httpx2.Client
+
+    def http_client(self, transport: Any = None, *, httpx2: bool = False, **kwargs: Any) -> Any:
         """An httpx.Client whose traffic is observed (closed after the trial).
 
         `httpx2=True` gives an `httpx2.Client` instead: the anthropic SDK accepts only those (the openai SDK takes
@@ -403,14 +411,21 @@ class TrialContext:
         self._clients.append(client)
         return client
 
-    def async_http_client(self, transport: Any = None, *, httpx2: bool = False, **kwargs: Any) -> httpx.AsyncClient:
+    @overload
+    def async_http_client(
+        self, transport: Any = None, *, httpx2: Literal[False] = False, **kwargs: Any
+    ) -> httpx.AsyncClient: ...
+    @overload
+    def async_http_client(self, transport: Any = None, *, httpx2: Literal[True], **kwargs: Any) -> Any: ...
+
+    def async_http_client(self, transport: Any = None, *, httpx2: bool = False, **kwargs: Any) -> Any:
         """An httpx.AsyncClient whose traffic is observed (closed after the trial); `httpx2=True` as above."""
         module = _httpx_module(httpx2)
         client = module.AsyncClient(transport=self.observe(transport or module.AsyncHTTPTransport()), **kwargs)
         self._clients.append(client)
         return client
 
-    def serve(self, transport: Any) -> Any:
+    def serve(self, transport: Any) -> ModelEndpoint:
         """Serve a model transport on a loopback port (for an agent in another process); observed, and stopped
         after the trial. Point the agent at `endpoint.openai_base_url` or `endpoint.anthropic_base_url`."""
         from .endpoint import serve
