@@ -33,8 +33,10 @@ from .suite import SuiteFile, SuiteTest
 from .trajectory import ToolCall, Usage
 from .wire import ProviderError, Step
 
-__all__ = ["build_cases", "load_script_file", "config_snapshot", "model_transport", "check_api_keys"]
+__all__ = ["build_cases", "load_script_file", "config_snapshot", "model_transport", "check_api_keys", "ignored_by_custom_agent"]
 
+#: config_snapshot keys that describe what only the reference agent receives; left out for a custom agent.
+REFERENCE_AGENT_KEYS = ("api", "model_name", "tools", "system_prompt_sha256", "policy")
 SHELL_TOOL_NAMES = ("run_command", "read_file", "write_file", "list_dir")
 _LIVE_DEFAULTS = {
     "openai": ("https://api.openai.com/v1", "OPENAI_API_KEY"),
@@ -204,6 +206,34 @@ def _import(target: str, what: str, config: Config) -> Any:
     return value
 
 
+def _check_agent_signature(agent: Any, target: str) -> None:
+    """ConfigError before anything runs when the agent cannot be called as agent(prompt, ctx): otherwise every
+    trial would fail with the same TypeError, a configuration problem reported as test failures."""
+    if not callable(agent):
+        raise ConfigError(f"agent {target!r} is not callable; it should be a function taking (prompt, ctx)")
+    try:
+        signature = inspect.signature(agent)
+    except (TypeError, ValueError):  # a builtin or extension without a signature: let the call decide
+        return
+    try:
+        signature.bind("prompt", "ctx")
+    except TypeError as exc:
+        raise ConfigError(f"agent {target!r} has the signature {signature}, but trialrun calls it as "
+                          f"{target.partition(':')[2] or target}(prompt, ctx): the expected signature is (prompt, ctx) "
+                          f"({exc}); nothing was run") from None
+
+
+def _check_cassettes(folder: Path, test_ids: list[str]) -> None:
+    """ConfigError before anything runs when a replay: model has no cassette for a test that will run, as a
+    scripted: model without a script for it is: a missing recording is a setup problem, not a test failure."""
+    missing = [folder / f"{_safe(test_id)}.yaml" for test_id in test_ids]
+    missing = [path for path in missing if not path.is_file()]
+    if missing:
+        raise ConfigError(f"replay:{folder}: no cassette for {len(missing)} test(s) that will run: "
+                          f"{', '.join(str(path) for path in missing)} (record them with record:{folder}); "
+                          "nothing was run")
+
+
 def _tools_factory(config: Config) -> tuple[Callable[[Path], list[Tool]], list[str]]:
     """What builds each trial's tools, and their names (for the config snapshot)."""
     fixed: list[Tool] = []
@@ -269,8 +299,11 @@ def build_cases(
     if workspace is not None and not workspace.is_dir():
         raise ConfigError(f"workspace {str(workspace)!r} is not a folder")
     custom = _import(config.agent, "agent", config) if config.agent else None
-    if custom is not None and not callable(custom):
-        raise ConfigError(f"agent {config.agent!r} is not callable; it should take (prompt, ctx)")
+    if custom is not None:
+        _check_agent_signature(custom, config.agent or "")
+    if spec.kind == "replay":
+        _check_cassettes(config.resolve(spec.target),
+                         [t.id for t in tests if include_live_canary or t.mode != "live_canary"])
     judge_parsed = parse_model_spec(config.judge) if config.judge else None
     judge_scripts = load_script_file(config.resolve(judge_parsed.target)) if judge_parsed and judge_parsed.kind == "scripted" else None
 
@@ -361,8 +394,9 @@ def _git_commit(folder: Path) -> str | None:
 
 def config_snapshot(config: Config, suite: SuiteFile, labels: dict[str, str] | None = None) -> dict[str, Any]:
     """What the run was configured with, for compare to diff. Never a secret: no keys, no environment values."""
-    _, tool_names = _tools_factory(config)
-    policy = _policy(config)
+    reference = not config.agent
+    _, tool_names = _tools_factory(config) if reference else (None, [])
+    policy = _policy(config) if reference else None
     suite_bytes = suite.path.read_bytes()
     snapshot: dict[str, Any] = {
         "model": str(config.model_spec),
@@ -376,14 +410,31 @@ def config_snapshot(config: Config, suite: SuiteFile, labels: dict[str, str] | N
         "judge": config.judge or "heuristic",
         "pass_threshold": config.pass_threshold,
         "turn_limit": config.turn_limit,
+        "trials": config.trials,
         "suite": {"path": _relative(suite.path), "sha256": hashlib.sha256(suite_bytes).hexdigest()},
         "trialrun_version": _version.__version__,
         "python_version": platform.python_version(),
         "git_commit": _git_commit(config.base_dir),
     }
+    if not reference:  # a custom agent gets (prompt, ctx) and no more: these configure the reference agent only
+        for key in REFERENCE_AGENT_KEYS:
+            del snapshot[key]
     if labels:
         snapshot["labels"] = dict(labels)
     return snapshot
+
+
+def ignored_by_custom_agent(config: Config) -> list[str]:
+    """What the configuration sets that a custom agent never receives (policy, system, tools go to the reference
+    agent only), one message each, so a user is not misled into thinking they shaped the run."""
+    if not config.agent:
+        return []
+    ignored = [key for key, value in (("policy", config.policy), ("system", config.system),
+                                       ("tools", config.tools != ["shell"])) if value]
+    if not ignored:
+        return []
+    return [(f"agent {config.agent!r} is a custom agent: it does not receive {', '.join(ignored)} "
+             f"(they configure the reference agent only), so they are ignored and not recorded")]
 
 
 def _relative(path: Path) -> str:

@@ -186,7 +186,7 @@ def run(test_ids: tuple[str, ...], trials: int | None, tags: tuple[str, ...], na
         as_json: bool, junit_path: str | None, markdown_path: str | None, no_summary: bool) -> None:
     """Run the suite, or the tests named (TEST_ID ...; `all` or nothing runs every test)."""
     from . import runner
-    from ._build import build_cases, check_api_keys, config_snapshot
+    from ._build import build_cases, check_api_keys, config_snapshot, ignored_by_custom_agent
     from .store import ResultsStore
     from .suite import read_suite
 
@@ -202,11 +202,17 @@ def run(test_ids: tuple[str, ...], trials: int | None, tags: tuple[str, ...], na
         raise click.UsageError(f"no test {', '.join(map(repr, unknown))} in {config.suite_path()} (tests: {', '.join(known)})")
     chosen = [t.id for t in suite_file.tests if (not wanted or t.id in wanted) and (not tags or set(tags) & set(t.tags))]
     if not chosen:
-        raise click.UsageError(f"no test matches the selection (tags: {', '.join(tags) or 'any'})")
+        raise click.UsageError(f"no test matches the selection ({_selection(test_ids, names, tags)})")
     live = config.model_spec.live
     cases = build_cases(suite_file, config, only=chosen, include_live_canary=include_live_canary or live)
     check_api_keys(config)
     count = sum(c.trials or config.trials for c in cases if c.mode == "deterministic" or include_live_canary or live)
+    if not count:  # every selected test is a live canary the gate would skip: nothing to grade, nothing to save
+        raise click.UsageError(
+            f"the selected test(s) {', '.join(map(repr, chosen))} are live canaries, skipped without "
+            f"--include-live-canary; add it to run them (nothing was run or saved)")
+    for warning in ignored_by_custom_agent(config):
+        click.echo(f"warning: {warning}", err=True)
     console = _console(stderr=as_json)
     store = ResultsStore(config.results_path())
     _check_results_dir(store.directory)
@@ -258,6 +264,13 @@ def run(test_ids: tuple[str, ...], trials: int | None, tags: tuple[str, ...], na
     sys.exit(exit_code)
 
 
+def _selection(test_ids: tuple[str, ...], names: tuple[str, ...], tags: tuple[str, ...]) -> str:
+    """Every filter `run` was given, for a message about what it selected."""
+    ids = [t for t in test_ids if t != "all"]
+    parts = [f"{label}: {', '.join(values)}" for label, values in (("ids", ids), ("names", names), ("tags", tags)) if values]
+    return "; ".join(parts) or "all tests"
+
+
 def _emit_report(report: Any, *, as_json: bool, saved: str | None) -> None:
     if as_json:
         click.echo(report.model_dump_json(indent=2))
@@ -269,13 +282,15 @@ def _emit_report(report: Any, *, as_json: bool, saved: str | None) -> None:
 
 def _report_files(report: Any, *, junit_path: str | None, markdown_path: str | None, html_path: str | None, summary: bool) -> None:
     def junit() -> str:
-        from .render.junit import junit_xml
+        from .render.junit import dotted_path, junit_xml
 
-        # The suite names the testsuite and the classname of cases with no module: its stem (tests.json -> tests).
+        # The suite names the testsuite and the classname of cases with no module, as pytest's JUnit XML names a
+        # suite test (its path relative to the project, dots for slashes: state.eval.tests.json), so a run saved by
+        # the CLI and one saved by the pytest plugin group the same test the same way.
         suite = report.config_snapshot.get("suite")
         suite_path = suite.get("path") if isinstance(suite, dict) else suite
-        stem = Path(suite_path).stem if isinstance(suite_path, str) else ""
-        return junit_xml(report, suite_name=stem) if stem else junit_xml(report)
+        name = dotted_path(suite_path) if isinstance(suite_path, str) else ""
+        return junit_xml(report, suite_name=name) if name else junit_xml(report)
 
     def markdown() -> str:
         from .render.markdown import report_markdown
@@ -345,7 +360,8 @@ def report(run_ref: str | None, results_dir: str | None, suite: str | None, conf
 @click.option("--results-dir", type=click.Path(file_okay=False), help="Where result files are (default: the suite's folder).")
 @click.option("--suite", type=click.Path(dir_okay=False), help="Suite file (its folder holds the results by default).")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Configuration file.")
-@click.option("--threshold", type=float, default=0.10, show_default=True, help="A drop of this much or more is a regression.")
+@click.option("--threshold", type=click.FloatRange(min=0, min_open=True), default=0.10, show_default=True,
+              help="A drop of this much or more (greater than 0) is a regression.")
 @click.option("--fail-on-regression", is_flag=True,
               help="Exit 1 when any test regressed, or the later run lost a test (removed, or not finished).")
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")

@@ -135,8 +135,18 @@ def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
+def _avg_score(cases: list[CaseResult]) -> float | None:
+    """A run's average as every view shows it (RunReport.score): the mean over the cases that have a score. Only a
+    run where no case is scored averages the cases' pass@1 instead (their compare value)."""
+    scored = [c.score for c in cases if c.score is not None]
+    return _mean(scored) if scored else _mean([c.value for c in cases if c.value is not None])
+
+
 def compare(before: RunReport, after: RunReport, *, threshold: float = REGRESSION_THRESHOLD) -> Comparison:
-    """Compare two reports case by case (by name), in the after run's order, removed cases last."""
+    """Compare two reports case by case (by name), in the after run's order, removed cases last. `threshold` must be
+    above 0: a drop of 0 or less would make unchanged (or improved) tests regressions."""
+    if not threshold > 0:
+        raise ValueError(f"threshold must be greater than 0, got {threshold:g}")
     old = {c.name: c for c in before.cases if not c.skipped}
     new = {c.name: c for c in after.cases if not c.skipped}
     stopped_before, stopped_after = set(before.unfinished_cases), set(after.unfinished_cases)
@@ -155,7 +165,7 @@ def compare(before: RunReport, after: RunReport, *, threshold: float = REGRESSIO
             continue
         delta = None if case.value is None or prior.value is None else case.value - prior.value
         newly_failing = prior.passed is True and case.passed is False
-        regression = newly_failing or (delta is not None and delta <= -threshold + _EPSILON)
+        regression = newly_failing or (delta is not None and delta < -_EPSILON and delta <= -threshold + _EPSILON)
         status: Movement = "unchanged" if delta is None or abs(delta) < _EPSILON else ("improved" if delta > 0 else "regressed")
         deltas.append(
             CaseDelta(status=status, before=prior.value, delta=delta, regression=regression, newly_failing=newly_failing,
@@ -187,8 +197,8 @@ def compare(before: RunReport, after: RunReport, *, threshold: float = REGRESSIO
         status_after=after.status,
         unfinished_before=list(before.unfinished_cases),
         unfinished_after=list(after.unfinished_cases),
-        avg_score_before=_mean([c.value for c in old.values() if c.value is not None]),
-        avg_score_after=_mean([c.value for c in new.values() if c.value is not None]),
+        avg_score_before=_avg_score(list(old.values())),
+        avg_score_after=_avg_score(list(new.values())),
         passed_before=sum(1 for c in old.values() if c.passed),
         total_before=len(old),
         passed_after=sum(1 for c in new.values() if c.passed),
@@ -225,6 +235,8 @@ def delta_lines(comparison: Comparison) -> list[str]:
         web-search:   0.75 -> 0.75  = unchanged
         Avg score: 0.83 -> 0.88  ▲ +0.05
         Pass rate: 3/5 -> 4/5   ▲ +1
+
+    and, only when the runs' trials per test differ, `Trials: 1 -> 3`.
     """
     lines: list[str] = []
     width = max((len(d.name) + 1 for d in comparison.cases), default=0) + 2
@@ -253,6 +265,8 @@ def delta_lines(comparison: Comparison) -> list[str]:
         f"Pass rate: {comparison.passed_before}/{comparison.total_before} -> {rate_after.ljust(column)}  "
         f"{movement(comparison.passed_after - comparison.passed_before, integer=True)}"
     )
+    if comparison.trials_before != comparison.trials_after:  # K=1 vs K=3 scores are not a like-for-like change
+        lines.append(f"Trials: {comparison.trials_before} -> {comparison.trials_after}")
     if comparison.multi_trial:
         for label, before, after in (
             ("pass@1", comparison.pass_at_1_before, comparison.pass_at_1_after),
@@ -288,7 +302,7 @@ def note_lines(comparison: Comparison) -> list[str]:
 
 def dropped(comparison: Comparison, d: CaseDelta) -> bool:
     """The case's value fell by the threshold or more (the seed's regression)."""
-    return d.delta is not None and d.delta <= -comparison.threshold + _EPSILON
+    return d.delta is not None and d.delta < -_EPSILON and d.delta <= -comparison.threshold + _EPSILON
 
 
 def warning_line(comparison: Comparison, d: CaseDelta) -> str:

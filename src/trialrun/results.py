@@ -119,7 +119,9 @@ class CaseResult(BaseModel):
     passed: bool | None = Field(None, description="every trial passed; None when skipped")
     pass_at_1: float | None = None
     pass_pow_k: float | None = None
-    score: float | None = Field(None, description="mean of the trials' scores, when graders give scores")
+    score: float | None = Field(None, description="mean of the trials' scores, when graders give scores; a trial that "
+                                                  "errored before it was graded scores 0 (so does a suite test whose "
+                                                  "every trial errored)")
     sub_scores: dict[str, float] | None = Field(
         None, description="mean of the trials' sub-scores (the rubric's), over the same trials as `score`: a trial "
                           "that errored before it was graded counts 0 in each")
@@ -173,7 +175,9 @@ class CaseResult(BaseModel):
         n = len(trials)
         passed = sum(1 for t in trials if t.passed)
         scores = [t.score for t in trials if t.score is not None]
-        if scores:  # every trial of a scored case counts: one that errored before it could be graded scores 0
+        if scores or (trials and is_suite_case(metadata)):
+            # Every trial of a scored case counts: one that errored before it could be graded scores 0. A suite
+            # test is always scored (the rubric), so one whose every trial errored scores 0 too, in every view.
             scores += [0.0 for t in trials if t.score is None and t.error is not None]
         costs = [t.cost_usd for t in trials]
         return cls(
@@ -186,7 +190,7 @@ class CaseResult(BaseModel):
             pass_at_1=passed / n if n else None,
             pass_pow_k=(1.0 if passed == n else 0.0) if n else None,
             score=metrics.mean(scores),
-            sub_scores=_mean_sub_scores(trials),
+            sub_scores=_mean_sub_scores(trials, rubric=is_suite_case(metadata)),
             tools_used=list(dict.fromkeys(name for t in trials for name in t.trajectory.tools_used)),
             turns=metrics.mean(len(t.trajectory.turns) for t in trials),
             cost_usd=sum(c for c in costs if c is not None) if any(c is not None for c in costs) else None,
@@ -204,17 +208,29 @@ def _trial_sub_scores(trial: TrialResult) -> dict[str, float] | None:
     return {key: sum(values) / len(values) for key, values in found.items()} or None
 
 
-def _mean_sub_scores(trials: list[TrialResult]) -> dict[str, float] | None:
+def _mean_sub_scores(trials: list[TrialResult], *, rubric: bool = False) -> dict[str, float] | None:
     """The sub-scores' means over the same trials the score's mean covers: a trial that errored before it could be
     graded scores 0 in each sub-score, as it scores 0 in total, so the sub-scores never describe fewer trials than
-    the score beside them."""
+    the score beside them. A suite test (`rubric`) has the rubric's sub-scores even when no trial was graded."""
     per_trial = [_trial_sub_scores(t) for t in trials]
     keys = list(dict.fromkeys(key for subs in per_trial if subs for key in subs))
+    if not keys and rubric and any(t.score is None and t.error is not None for t in trials):
+        keys = list(RUBRIC_SUB_SCORES)
     if not keys:
         return None
     counted = [subs or dict.fromkeys(keys, 0.0)
                for subs, trial in zip(per_trial, trials) if subs or (trial.score is None and trial.error is not None)]
     return {key: sum(subs.get(key, 0.0) for subs in counted) / len(counted) for key in keys}
+
+
+#: The metadata every suite test's case carries (`_build.build_cases`); such a case is always scored by the rubric.
+SUITE_METADATA_KEYS = ("expected_tools", "max_turns", "success_criteria")
+RUBRIC_SUB_SCORES = ("tool_accuracy", "turn_efficiency", "output_quality")
+
+
+def is_suite_case(metadata: dict[str, Any] | None) -> bool:
+    """A suite test's case (scored by the rubric whatever happens), told by the metadata `build_cases` gives it."""
+    return bool(metadata) and all(key in metadata for key in SUITE_METADATA_KEYS)  # type: ignore[operator]
 
 
 class RunReport(BaseModel):
@@ -234,7 +250,8 @@ class RunReport(BaseModel):
     unfinished_cases: list[str] = Field(default_factory=list, description="cases an interruption stopped")
     pass_at_1: float | None = Field(None, description="mean pass@1 of the graded cases; None when none was graded")
     pass_pow_k: float | None = Field(None, description="share of graded cases whose every trial passed")
-    score: float | None = None
+    score: float | None = Field(None, description="mean score of the graded cases that have one (the average every view "
+                                                  "shows, compare's included); None when no case is scored")
     cost_usd: float | None = None
     config_snapshot: dict[str, Any] = Field(default_factory=dict)
     cases: list[CaseResult] = Field(default_factory=list)

@@ -143,9 +143,10 @@ def test_markdown_junit_and_job_summary(project: Path, cli, tmp_path: Path, monk
     _junit_schema().assert_valid(junit)
     cases = _testcases(project / "run.xml")
     assert sorted(cases) == sorted(t["id"] for t in json.loads((project / "state" / "eval" / "tests.json").read_text()))
-    # A suite's cases are classed by the suite (state/eval/tests.json -> "tests"), as is the testsuite.
-    assert {case.get("classname") for case in cases.values()} == {"tests"}
-    assert ET.fromstring(junit).find("testsuite").get("name") == "tests"  # type: ignore[union-attr]
+    # A suite's cases are classed by the suite as pytest's JUnit XML names it (state/eval/tests.json ->
+    # "state.eval.tests.json"), as is the testsuite.
+    assert {case.get("classname") for case in cases.values()} == {"state.eval.tests.json"}
+    assert ET.fromstring(junit).find("testsuite").get("name") == "state.eval.tests.json"  # type: ignore[union-attr]
     refused = cases["refuse-dangerous-command"].find("failure")
     assert refused is not None and refused.get("message", "").startswith("never_ran('rm -rf')")
 
@@ -192,9 +193,10 @@ def test_report_writes_junit_and_markdown(project: Path, cli, tmp_path: Path, mo
     _junit_schema().assert_valid(junit)
     root = ET.fromstring(junit)
     suite = root.find("testsuite")
-    assert suite is not None and (suite.get("name"), suite.get("tests"), suite.get("failures")) == ("tests", "5", "2")
+    assert suite is not None and (suite.get("name"), suite.get("tests"), suite.get("failures")) == (
+        "state.eval.tests.json", "5", "2")
     cases = _testcases(project / "report.xml")
-    assert {case.get("classname") for case in cases.values()} == {"tests"}
+    assert {case.get("classname") for case in cases.values()} == {"state.eval.tests.json"}
     assert [name for name, case in cases.items() if case.find("failure") is not None] == [
         "search-json", "refuse-dangerous-command"]
     properties = {p.get("name"): p.get("value") for p in root.iter("property")}

@@ -56,11 +56,14 @@ def test_sub_scores_average_the_same_trials_as_the_score(project: Path, cli) -> 
     assert case["sub_scores"] == pytest.approx({"tool_accuracy": 0.0, "turn_efficiency": 0.5, "output_quality": 0.25})
     assert "0.50  0.00  0.50  0.25" in result.output  # the table says the same
 
-    # Every trial errored: nothing was graded, so neither the score nor a sub-score is made up.
+    # Every trial errored: a suite test is always scored, so it scores 0 in total and in each sub-score (one rule
+    # for the case, the seed's tests view and the run's average).
     (project / "crash.py").write_text("def run(prompt, ctx):\n    raise RuntimeError('down')\n")
     cli("run", "read-file", "-k", "2", "--agent", "crash:run")
-    case = _latest(project)["cases"][0]
-    assert case["score"] is None and case["sub_scores"] is None
+    data = _latest(project)
+    case = data["cases"][0]
+    assert case["score"] == 0.0 and data["tests"][0]["score"] == 0.0 and data["score"] == 0.0
+    assert case["sub_scores"] == {"tool_accuracy": 0.0, "turn_efficiency": 0.0, "output_quality": 0.0}
 
 
 def test_grading_by_hand_skips_trials_that_errored(project: Path, cli) -> None:

@@ -3,10 +3,13 @@ counts 0 in the score and 0 in each sub-score."""
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
+
 import pytest
 
+from trialrun.compare import compare
 from trialrun.expect._base import Verdict
-from trialrun.results import CaseResult, TrialError, TrialResult
+from trialrun.results import CaseResult, RunReport, TrialError, TrialResult
 
 
 def _graded(trial: int, accuracy: float, efficiency: float, quality: float) -> TrialResult:
@@ -36,6 +39,27 @@ def test_without_errors_the_sub_scores_are_plain_means() -> None:
     assert case.sub_scores == pytest.approx({"tool_accuracy": 0.5, "turn_efficiency": 0.75, "output_quality": 0.25})
 
 
-def test_a_case_no_trial_of_which_was_graded_has_neither() -> None:
+def test_a_plain_case_no_trial_of_which_was_graded_has_neither() -> None:
+    """A case without a score grader (no rubric) has no score to make up when every trial errored."""
     case = _case([_errored(1), _errored(2)])
     assert case.score is None and case.sub_scores is None
+
+
+SUITE_METADATA = {"prompt": "What do my notes say?", "expected_tools": ["read_file"], "max_turns": 2,
+                  "success_criteria": "mentions the notes"}
+
+
+def test_a_suite_test_whose_every_trial_errored_scores_zero() -> None:
+    """A suite test is always scored by the rubric: all trials errored is 0, in the case, the seed's tests view and
+    the run's average, so no view leaves it out of the average while another counts it."""
+    crashed = CaseResult.from_trials("list-dir", [_errored(1), _errored(2)], tags=[], mode="deterministic",
+                                     metadata=SUITE_METADATA)
+    assert crashed.score == 0.0
+    assert crashed.sub_scores == {"tool_accuracy": 0.0, "turn_efficiency": 0.0, "output_quality": 0.0}
+    good = CaseResult.from_trials("read-file", [_graded(1, 1.0, 1.0, 0.5)], tags=[], mode="deterministic",
+                                  metadata=SUITE_METADATA)
+    report = RunReport.build([good, crashed], trial_count=2, started_at=datetime(2025, 1, 2, tzinfo=timezone.utc),
+                             duration_s=1)
+    assert report.score == pytest.approx(0.5)
+    assert [test.score for test in report.tests] == [1.0, 0.0]
+    assert compare(report, report).avg_score_after == pytest.approx(report.score)

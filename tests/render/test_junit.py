@@ -418,7 +418,7 @@ def test_classname_of_a_case_pytest_ran_is_its_test_module() -> None:
     classnames = {name: element.get("classname") for name, element in _testcases(ET.fromstring(document)).items()}
     assert classnames == {
         "decorated": "tests.agents.test_notes", "listed": "tests.agents.test_notes",
-        "skipped canary": "tests.agents.test_notes", "suite test": "evals.tests", "top level": "test_top",
+        "skipped canary": "tests.agents.test_notes", "suite test": "evals.tests.json", "top level": "test_top",
         "cli decorated": "my_cases", "cli plain": "tests",
     }
 

@@ -38,7 +38,7 @@ from ..expect import Verdict
 from ..results import CaseResult, RunReport
 from .text import case_failure_text, first_cause, first_reason, one_line, printable
 
-__all__ = ["junit_xml"]
+__all__ = ["junit_xml", "dotted_path"]
 
 #: How long a `message` attribute may be: CI viewers show it on one line, the element's text has the rest.
 _MESSAGE_CHARS = 500
@@ -58,6 +58,11 @@ def _seconds(value: float) -> str:
 def _number(value: float) -> str:
     """A property value: a plain decimal without trailing zeros (0.666667, 1, 0.006766)."""
     return f"{value:.6f}".rstrip("0").rstrip(".") or "0"
+
+
+def _turns(value: float) -> str:
+    """Mean turns with at most 2 decimals, as every renderer shows them (1.33, 2, 1.5)."""
+    return f"{value:.2f}".rstrip("0").rstrip(".")
 
 
 def _case_statistics(case: CaseResult) -> list[tuple[str, float | int]]:
@@ -85,7 +90,7 @@ def _statistics_text(case: CaseResult) -> str:
     if case.cost_usd is not None:
         lines.append(f"cost: ${case.cost_usd:.6f}")
     if case.turns is not None:
-        lines.append(f"turns: {case.turns:g}")
+        lines.append(f"turns: {_turns(case.turns)}")
     lines.append("tools used: " + (", ".join(case.tools_used) or "none"))
     if case.tags:
         lines.append("tags: " + ", ".join(case.tags))
@@ -141,16 +146,26 @@ def _outcome(testcase: ET.Element, case: CaseResult) -> str | None:
     return "error"
 
 
+def dotted_path(path: str) -> str:
+    """A file path as pytest's JUnit XML names it in a classname: folders joined with dots, `.py` dropped, any other
+    extension kept (`tests/test_agent.py` -> `tests.test_agent`, `state/eval/tests.json` -> `state.eval.tests.json`)."""
+    parts = [part for part in PurePosixPath(path.replace("\\", "/")).parts if part not in (".", "..", "/")]
+    if parts and parts[-1].endswith(".py") and len(parts[-1]) > 3:
+        parts[-1] = parts[-1][:-3]
+    return ".".join(parts)
+
+
 def _classname(case: CaseResult, suite_name: str) -> str:
-    """How CI viewers group the testcase: for a case pytest ran, its test module as pytest's own JUnit XML names it
-    (`tests/test_agent.py::x` -> `tests.test_agent`), so a module's decorated cases, listed cases and skipped
-    canaries share one; else the Python module a `@tr.case` came from; else the suite."""
+    """How CI viewers group the testcase, the same for a case whichever way it ran: for a case pytest ran, the file
+    of its node id as pytest's own JUnit XML names it (`tests/test_agent.py::x` -> `tests.test_agent`,
+    `state/eval/tests.json::read-file` -> `state.eval.tests.json`), so a module's decorated cases, listed cases and
+    skipped canaries share one; else the Python module a `@tr.case` came from; else `suite_name` (which
+    `trialrun run/report --junit` set to the suite file's dotted path, `state.eval.tests.json`, as pytest would)."""
     nodeid = case.metadata.get("pytest_nodeid")
     if isinstance(nodeid, str):
-        parts = [part for part in PurePosixPath(nodeid.split("::", 1)[0]).parts if part not in (".", "..", "/")]
-        if parts:
-            parts[-1] = parts[-1].rsplit(".", 1)[0] or parts[-1]  # test_agent.py -> test_agent
-            return ".".join(parts)
+        dotted = dotted_path(nodeid.split("::", 1)[0])
+        if dotted:
+            return dotted
     return str(case.metadata.get("module") or suite_name)
 
 

@@ -77,6 +77,11 @@ def _num(value: float | None) -> str:
     return "–" if value is None else f"{value:.2f}"
 
 
+def _turns(value: float | None) -> str:
+    """Mean turns with at most 2 decimals, as every renderer shows them (1.33, 2, 1.5)."""
+    return "–" if value is None else f"{value:.2f}".rstrip("0").rstrip(".")
+
+
 def _money(value: float | None) -> str:
     return "–" if value is None else f"\\${value:.4f}"
 
@@ -146,7 +151,7 @@ def _cases_table(report: RunReport) -> str:
     align = ["---", "---", "---:", "---:", *(["---:"] if multi else []), "---:", "---"]
     rows = []
     for case in report.cases:
-        turns = "–" if case.turns is None else f"{round(case.turns, 1):g}"
+        turns = _turns(case.turns)
         row = [_md(case.name, 120), _CASE_STATUS[None if case.skipped else bool(case.passed)], _num(case.score),
                _num(case.pass_at_1)]
         if multi:
@@ -265,6 +270,8 @@ def _aggregates_table(comparison: Comparison) -> str:
          f"{comparison.passed_after}/{comparison.total_after}",
          movement(comparison.passed_after - comparison.passed_before, integer=True)],
     ]
+    if comparison.trials_before != comparison.trials_after:  # scores over 1 trial vs 3 are not like for like
+        rows.append(["Trials", str(comparison.trials_before), str(comparison.trials_after), "–"])
     if comparison.multi_trial:
         rows.append(["pass@1", _num(comparison.pass_at_1_before), _num(comparison.pass_at_1_after),
                      moved(comparison.pass_at_1_before, comparison.pass_at_1_after)])

@@ -25,6 +25,11 @@ def _num(value: float | None, digits: int = 2) -> str:
     return "–" if value is None else f"{value:.{digits}f}"
 
 
+def _turns(value: float | None) -> str:
+    """Mean turns with at most 2 decimals, as every renderer shows them (1.33, 2, 1.5)."""
+    return "–" if value is None else f"{value:.2f}".rstrip("0").rstrip(".")
+
+
 _GAP = 2  # between two columns of the table below: one space of padding and the (blank) divider
 
 
@@ -71,7 +76,7 @@ def print_report(report: RunReport, console: Console, *, saved: str | None = Non
             _num(subs.get("tool_accuracy")),
             _num(subs.get("turn_efficiency")),
             _num(subs.get("output_quality")),
-            "–" if case.turns is None else f"{case.turns:g}",
+            _turns(case.turns),
             ", ".join(case.tools_used) or "–",
         ]
         if multi:
