@@ -35,8 +35,8 @@ class CaseDelta(BaseModel):
     after: float | None = None
     delta: float | None = None
     regression: bool = False
-    newly_failing: bool = Field(False, description="passed before, fails now (a regression whatever the score)")
-    failure_after: str | None = Field(None, description="why it fails now, when it newly fails")
+    newly_failing: bool = Field(default=False, description="passed before, fails now (a regression whatever the score)")
+    failure_after: str | None = Field(default=None, description="why it fails now, when it newly fails")
     passed_before: bool | None = None
     passed_after: bool | None = None
     pass_at_1_before: float | None = None
@@ -44,7 +44,7 @@ class CaseDelta(BaseModel):
     pass_pow_k_before: float | None = None
     pass_pow_k_after: float | None = None
     unfinished_in: Literal["before", "after"] | None = Field(
-        None, description="for status not_finished: the run an interruption stopped before this test finished")
+        default=None, description="for status not_finished: the run an interruption stopped before this test finished")
 
 
 class ConfigChange(BaseModel):

@@ -103,7 +103,7 @@ class Config(BaseModel):
     prices: dict[str, dict[str, float]] = Field(default_factory=dict)
     trials: int = 1
     concurrency: int | None = None
-    source: Path | None = Field(None, exclude=True, description="the file this came from")
+    source: Path | None = Field(default=None, exclude=True, description="the file this came from")
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
 
     @field_validator("api")

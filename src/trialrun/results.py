@@ -8,6 +8,8 @@ in snake_case, plus what a person needs to see why a trial failed.
 from __future__ import annotations
 
 import json
+import math
+import os
 from datetime import datetime, timezone
 from typing import Any
 
@@ -24,11 +26,19 @@ SCHEMA_VERSION = "1.0"
 
 
 def jsonable(value: Any) -> Any:
-    """A JSON-safe copy of an output, so reports serialise and round-trip exactly whatever invoke returned."""
-    if value is None or isinstance(value, (str, bool, int, float)):
+    """A JSON-safe copy of an output, so reports serialise and round-trip exactly whatever invoke returned. NaN and
+    the infinities, which JSON cannot hold, become the strings "nan", "inf" and "-inf" (as the HTML report shows
+    them)."""
+    if value is None or isinstance(value, (str, bool, int)):
         return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else repr(value)
     if isinstance(value, (list, tuple)):
         return [jsonable(item) for item in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted((jsonable(item) for item in value), key=repr)
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
     if isinstance(value, dict):
         return {str(key): jsonable(item) for key, item in value.items()}
     if isinstance(value, BaseModel):
@@ -61,10 +71,10 @@ class TrialResult(BaseModel):
 
     trial: int
     passed: bool
-    outcome_passed: bool | None = Field(None, description="None when the case has no outcome graders or grading never ran")
+    outcome_passed: bool | None = Field(default=None, description="None when the case has no outcome graders or grading never ran")
     trajectory_passed: bool | None = None
     cost_passed: bool | None = None
-    score_passed: bool | None = Field(None, description="the rubric score reached the pass threshold")
+    score_passed: bool | None = Field(default=None, description="the rubric score reached the pass threshold")
     verdicts: list[Verdict] = Field(default_factory=list)
     error: TrialError | None = None
     teardown_error: TrialError | None = None
@@ -72,7 +82,7 @@ class TrialResult(BaseModel):
     cost_usd: float | None = None
     usage: Usage | None = None
     score: float | None = None
-    status: str | None = Field(None, description="how the agent's loop ended, when the agent says (e.g. max_turns)")
+    status: str | None = Field(default=None, description="how the agent's loop ended, when the agent says (e.g. max_turns)")
     output: Any = None
     trajectory: Trajectory = Field(default_factory=Trajectory)
 
@@ -110,23 +120,23 @@ class CaseResult(BaseModel):
     """All trials of one case. pass_at_1 is what one attempt is worth; pass_pow_k whether the case is reliable."""
 
     name: str
-    title: str | None = Field(None, description="human-readable label (a suite test's `name`)")
+    title: str | None = Field(default=None, description="human-readable label (a suite test's `name`)")
     description: str | None = None
     tags: list[str] = Field(default_factory=list)
     mode: str = "deterministic"
     skipped: bool = False
     skip_reason: str | None = None
-    passed: bool | None = Field(None, description="every trial passed; None when skipped")
+    passed: bool | None = Field(default=None, description="every trial passed; None when skipped")
     pass_at_1: float | None = None
     pass_pow_k: float | None = None
-    score: float | None = Field(None, description="mean of the trials' scores, when graders give scores; a trial that "
+    score: float | None = Field(default=None, description="mean of the trials' scores, when graders give scores; a trial that "
                                                   "errored before it was graded scores 0 (so does a suite test whose "
                                                   "every trial errored)")
     sub_scores: dict[str, float] | None = Field(
-        None, description="mean of the trials' sub-scores (the rubric's), over the same trials as `score`: a trial "
+        default=None, description="mean of the trials' sub-scores (the rubric's), over the same trials as `score`: a trial "
                           "that errored before it was graded counts 0 in each")
     tools_used: list[str] = Field(default_factory=list, description="distinct tools any trial used, first use first")
-    turns: float | None = Field(None, description="mean number of model turns per trial")
+    turns: float | None = Field(default=None, description="mean number of model turns per trial")
     cost_usd: float | None = None
     trials: list[TrialResult] = Field(default_factory=list)
     metadata: dict[str, Any] = Field(default_factory=dict)
@@ -238,7 +248,7 @@ class RunReport(BaseModel):
 
     schema_version: str = SCHEMA_VERSION
     run_id: str | None = None
-    status: str = Field("completed", description="completed | interrupted")
+    status: str = Field(default="completed", description="completed | interrupted")
     started_at: datetime
     duration_s: float = 0.0
     trial_count: int = Field(description="trials per case requested for the run")
@@ -248,9 +258,9 @@ class RunReport(BaseModel):
     skipped_case_count: int = 0
     skipped_cases: list[SkippedCase] = Field(default_factory=list)
     unfinished_cases: list[str] = Field(default_factory=list, description="cases an interruption stopped")
-    pass_at_1: float | None = Field(None, description="mean pass@1 of the graded cases; None when none was graded")
-    pass_pow_k: float | None = Field(None, description="share of graded cases whose every trial passed")
-    score: float | None = Field(None, description="mean score of the graded cases that have one (the average every view "
+    pass_at_1: float | None = Field(default=None, description="mean pass@1 of the graded cases; None when none was graded")
+    pass_pow_k: float | None = Field(default=None, description="share of graded cases whose every trial passed")
+    score: float | None = Field(default=None, description="mean score of the graded cases that have one (the average every view "
                                                   "shows, compare's included); None when no case is scored")
     cost_usd: float | None = None
     config_snapshot: dict[str, Any] = Field(default_factory=dict)

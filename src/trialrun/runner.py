@@ -348,6 +348,8 @@ def _as_run(value: Any, ctx: TrialContext) -> Run:
     trajectory observed through the trial's transports."""
     if isinstance(value, Run):
         trajectory = value.trajectory
+        for call in trajectory.tool_calls:  # built by the caller: arguments may hold anything; the report must save
+            call.arguments = jsonable(call.arguments)
         if ctx._transports and not trajectory.turns and not trajectory.commands and not trajectory.denials:
             value.trajectory = ctx.trajectory()
             if value.usage is None:
@@ -371,6 +373,9 @@ def _trial_result(
         kind = verdict.kind or "outcome"
         by_kind[kind] = by_kind.get(kind, True) and verdict.passed
     scores = [v.score for v in verdicts if v.score is not None]
+    for verdict in verdicts:
+        if verdict.details:  # a user's grader may put anything there; the report must still save
+            verdict.details = jsonable(verdict.details)
     # an exception anywhere in the trial fails it, teardown included (the error says which phase)
     passed = error is None and teardown_error is None and all(v.passed for v in verdicts)
     return TrialResult.model_construct(

@@ -74,7 +74,7 @@ class SuiteTest(BaseModel):
     model_config = ConfigDict(extra="forbid", title="trialrun suite test")
 
     id: StrictStr = Field(description="Unique identifier (the case's name)", min_length=1)
-    name: StrictStr | None = Field(None, description="Human-readable label (default: the id)")
+    name: StrictStr | None = Field(default=None, description="Human-readable label (default: the id)")
     prompt: StrictStr = Field(description="The message sent to the agent", min_length=1)
     expected_tools: list[StrictStr] = Field(
         description="Tool names the agent should use (may be empty only when `expect` has graders)")
@@ -82,13 +82,13 @@ class SuiteTest(BaseModel):
     success_criteria: StrictStr = Field(min_length=1, description="What good output looks like (judged by output_quality)")
     tags: list[StrictStr] = Field(default_factory=list)
     mode: Literal["deterministic", "live_canary"] = "deterministic"
-    trials: StrictInt | None = Field(None, ge=1, description="Trials for this test (overrides --trials)")
+    trials: StrictInt | None = Field(default=None, ge=1, description="Trials for this test (overrides --trials)")
     expect: list[dict[str, Any]] = Field(
         default_factory=list,
         description="Extra graders in data form, all of which must pass: a list of {grader: value} pairs, or one "
                     "mapping of graders (one per key)",
     )
-    max_cost_usd: float | None = Field(None, ge=0)
+    max_cost_usd: float | None = Field(default=None, ge=0)
 
     @field_validator("expect", mode="before")
     @classmethod

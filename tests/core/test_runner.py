@@ -9,6 +9,7 @@ import sys
 import textwrap
 import threading
 import time
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -436,3 +437,20 @@ def test_a_sync_invoke_stuck_past_its_timeout_does_not_starve_later_trials() -> 
     stuck_case, quick_case = report.cases
     assert [t.error.type for t in stuck_case.trials] == ["TimeoutError", "TimeoutError"]
     assert quick_case.passed  # its trials got threads of their own
+
+
+def test_whatever_a_case_returns_or_a_grader_notes_the_report_still_saves() -> None:
+    def invoke(ctx: tr.TrialContext) -> tr.Run:
+        call = tr.ToolCall("read_file", {"path": Path("notes.txt"), "tags": {"a"}}, id="c1")
+        return tr.Run(output={"v": float("inf"), "w": float("nan")}, trajectory=tr.Trajectory(turns=[tr.Turn(tool_calls=[call])]))
+
+    def noting(run: tr.Run, ctx: object) -> tr.Verdict:
+        return tr.Verdict(True, "noting", "ok", details={"when": datetime.now(), "n": float("nan")})
+
+    report = tr.evaluate([_case("odd values", invoke, expect_outcome=[noting])])
+    again = tr.RunReport.model_validate_json(report.model_dump_json())
+    trial = again.cases[0].trials[0]
+    assert trial.output == {"v": "inf", "w": "nan"}
+    assert trial.trajectory.tool_calls[0].arguments["path"] == "notes.txt"
+    assert trial.verdicts[0].details["n"] == "nan" and isinstance(trial.verdicts[0].details["when"], str)
+    assert again == tr.RunReport.model_validate_json(again.model_dump_json())  # stable from here on
