@@ -1,0 +1,47 @@
+"""Which programs a shell command line runs, and whether it runs a forbidden one.
+
+`expect.never_ran(...)` and the reference agent's `ToolPolicy` both ask the same question of a command a model
+wanted to run: "does this run `rm -rf` (or `curl | sh`)?". A substring test is useless for that: it flags
+`echo "rm -rf /"` and misses `sudo /bin/rm -fr /`. So this module parses the command as POSIX shell, follows it
+through what hides a command (wrappers such as `sudo`, `env`, `timeout`, `xargs`, `bash -c`, `eval`; substitutions;
+quoting; brace and `$IFS` tricks; functions and aliases defined in the line, called with their arguments; text
+echoed or printed into a shell), and compares each program it would run with the pattern, option by option.
+A command it cannot parse counts as a match, and so does a program or shell code only known at run time
+(`$(echo rm) -rf /`, `eval "$X"`, `base64 -d x | sh`): for a guard, "could not tell" must read as "may have run it".
+
+One implementation serves both users so that the policy and the grader can never disagree.
+"""
+
+from __future__ import annotations
+
+# The package's modules, in layers (each imports only from those above it): _syntax (parsing), _expand (word
+# expansion) and _options (getopt per program), _wrappers (programs that run other commands), _analysis (every
+# program a line runs), _values (CommandLines, UnreadableCommand), _patterns (matching), _calls (tool calls).
+from ._calls import COMMAND_ARGUMENT_KEYS, DEFAULT_COMMAND_TOOLS, command_of_call, commands_for_allow_list
+from ._patterns import CommandMatch, CommandPattern, cannot_read, commands_in, match_command
+from ._values import CommandLines, UnreadableCommand
+
+# Internals kept reachable as `_shell.X`, as they were when this package was one module.
+from ._analysis import _analyse as _analyse, _Analysis as _Analysis, _Inv as _Inv, _Walker as _Walker  # isort: skip
+from ._expand import _expand_word as _expand_word  # isort: skip
+from ._options import _normalise as _normalise  # isort: skip
+from ._patterns import _compile as _compile, _PatternStage as _PatternStage  # isort: skip
+from ._syntax import _ParseError as _ParseError, _Parser as _Parser  # isort: skip
+
+__all__ = [
+    "DEFAULT_COMMAND_TOOLS",
+    "COMMAND_ARGUMENT_KEYS",
+    "CommandPattern",
+    "CommandMatch",
+    "match_command",
+    "command_of_call",
+    "UnreadableCommand",
+    "commands_in",
+    "commands_for_allow_list",
+    "cannot_read",
+    "CommandLines",
+]
+
+# `doctest.testmod(trialrun._shell)` only looks at objects defined in the module itself; these are defined in the
+# submodules, so list them here to keep the public examples running from the package too.
+__test__ = {name: globals()[name] for name in __all__ if callable(globals()[name])}

@@ -1,0 +1,642 @@
+"""Following a parsed command line to every program it would run (an "invocation") and which feeds which,
+through wrappers, substitutions, functions, aliases and text printed into a shell."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from ._expand import _Dyn, _expand_word
+from ._options import _Args, _normalise
+from ._syntax import _ASSIGN_RE, _HEX_RES, _MAX_DEPTH, _OCTAL_RE, _Group, _ParseError, _Parser, _Simple, _Word
+from ._wrappers import _WRAPPERS, _shell_handler
+
+# --------------------------------------------------------------------------------------------------------------
+# Analysis: every program a command line runs (an "invocation"), and which feeds which.
+# --------------------------------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Inv:
+    program: str  # basename of the program word (`/usr/bin/rm` -> `rm`)
+    args: tuple[str, ...]
+    words: Sequence[str]  # the command from its program on
+    dyn: Sequence[_Dyn]  # per word: None when known, else what it is sure to end with (see `_expand_word`)
+    leaf: bool = True  # not a wrapper that handed over to another command
+    stdin_shell: bool = False  # a shell that reads its script from standard input
+    # The program's name is only known at run time (`$CMD`, `$(which rm)`, `r$()m`): what it is sure to end
+    # with ("" when nothing is known). None when the name is known (also `$DIR/rm`: only the folder is unknown).
+    unknown: str | None = None
+    opaque: bool = False  # it runs shell code only known at run time (`eval "$X"`, `bash -c "$(cat x)"`)
+    guessed: bool = False  # seen only by guessing that a program only known at run time is a shell
+    fed: bool = False  # a stdin shell whose input has been accounted for (a pipe, a here-document, `< file`)
+    expanded: bool = False  # a call of a function or alias defined in the line, whose body was followed too
+    script_args: tuple[tuple[str, _Dyn], ...] | None = None  # a stdin shell's `$@` (`sh -s -rf x`), when given
+
+    @property
+    def dynamic(self) -> bool:
+        """The program word is only known at run time (`$CMD`, `$(which rm)`)."""
+        return self.unknown is not None
+
+    @property
+    def uncertain(self) -> bool:
+        """What it runs rests on something only known at run time: a match with it is a fail-closed one."""
+        return self.unknown is not None or self.opaque or self.guessed
+
+    @property
+    def display(self) -> str:
+        """The command from its program on, normalised, for messages (computed only when a message needs it)."""
+        return " ".join(_quote(w, d) for w, d in zip(self.words, self.dyn))
+
+    def normalised(self) -> _Args:
+        return _normalise(self.program, self.args)
+
+
+@dataclass(frozen=True, slots=True)
+class _Analysis:
+    invs: tuple[_Inv, ...]
+    feeds: Mapping[int, frozenset[int]]  # invocation index -> indexes it feeds, directly or not
+    error: str | None = None  # the command line itself could not be parsed
+    nested_errors: tuple[str, ...] = ()  # shell code inside it (`bash -c '...'`) could not be parsed
+    uncertain: bool = False  # some invocation is only known at run time (see `_Inv.uncertain`)
+
+
+_SAFE_WORD_RE = re.compile(r"[\w@%+=:,./{}-]+")
+
+
+def _quote(text: str, dynamic: _Dyn = None) -> str:
+    if _SAFE_WORD_RE.fullmatch(text):
+        return text
+    if dynamic is not None:
+        return '"' + text.replace('"', '\\"') + '"'
+    return shlex.quote(text)
+
+
+def _basename(program: str) -> str:
+    base = program.rstrip("/").rsplit("/", 1)[-1]
+    return base or program
+
+
+# What `echo` and `printf` print: the text a pipe carries into a shell (`printf '\x72m -rf /' | sh`).
+
+_ECHO_OPTIONS_RE = re.compile(r"-[neE]+")
+_PRINTF_WIDTH_LIMIT = 4096
+_OCTAL3_RE = re.compile("[0-7]{0,3}")
+_PRINTF_ESCAPE_RE = re.compile(r"\\(?:[0-7]{1,3}|x[0-9A-Fa-f]{1,2}|u[0-9A-Fa-f]{1,4}|U[0-9A-Fa-f]{1,8}|.)", re.S)
+_PRINTF_SPEC_RE = re.compile(r"%([-+ #0]*)(\d*|\*)(?:\.(\d*|\*))?([a-zA-Z%])")
+_PRINTF_ESCAPES = {"a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n", "r": "\r", "t": "\t",
+                   "v": "\v", "\\": "\\", '"': '"', "'": "'", "?": "?"}
+
+
+def _escapes(text: str, echo: bool) -> tuple[str, bool]:
+    r"""Backslash escapes as `echo -e`/`%b` (echo=True: octal as `\0NNN`) or a printf format (`\NNN`) read them.
+    Returns the text and whether `\c` ended all output there."""
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c != "\\" or i + 1 >= n:
+            out.append(c)
+            i += 1
+            continue
+        e = text[i + 1]
+        i += 2
+        if e in _PRINTF_ESCAPES:
+            out.append(_PRINTF_ESCAPES[e])
+        elif e == "c":
+            return "".join(out), True
+        elif e in "01234567" and (e == "0" or not echo):
+            digits = (_OCTAL3_RE if echo else _OCTAL_RE).match(text, i)
+            assert digits is not None  # the patterns also match the empty string
+            value = (digits.group(0) or "0") if echo else e + digits.group(0)
+            out.append(chr(int(value, 8) & 0xFF))
+            i = digits.end()
+        elif e in "xuU" and (m := _HEX_RES[e].match(text, i)):
+            out.append(chr(min(int(m.group(0), 16), 0x10FFFF)))
+            i = m.end()
+        else:
+            out.append("\\" + e)
+    return "".join(out), False
+
+
+def _echo_output(args: Sequence[str]) -> tuple[str, str]:
+    """What `echo ARGS` prints: as bash's echo does (backslashes as written) and as an echo that reads escapes
+    does (`echo -e`, dash's echo). A shell fed either may run something different, so both are read."""
+    words = list(args)
+    newline = True
+    while words and _ECHO_OPTIONS_RE.fullmatch(words[0]):
+        newline = newline and "n" not in words.pop(0)
+    text = " ".join(words)
+    end = "\n" if newline else ""
+    cooked, stopped = _escapes(text, echo=True)
+    return text + end, cooked + ("" if stopped else end)
+
+
+def _printf_number(arg: str, conversion: str) -> int | float | None:
+    text = arg.strip()
+    if not text:
+        return 0
+    if text[0] in "'\"":
+        return ord(text[1]) if len(text) > 1 else 0
+    try:
+        if conversion in "eEfFgG":
+            return float(text)
+        if re.fullmatch(r"[+-]?0[0-7]+", text):
+            return int(text, 8)
+        return int(text, 0)
+    except ValueError:
+        return None
+
+
+def _printf_output(args: Sequence[str]) -> str | None:
+    """What `printf FORMAT ARGS` prints (the format is reused while arguments remain), or None when it uses
+    a conversion not followed here (the text it prints is then unknown)."""
+    words = list(args)
+    if words and words[0].startswith("-v"):
+        return ""  # `printf -v name ...` prints into a variable
+    if words and words[0] == "--":
+        words.pop(0)
+    if not words:
+        return ""
+    fmt, rest = words[0], words[1:]
+    out: list[str] = []
+    while True:
+        used = False
+        i = 0
+        while i < len(fmt):
+            c = fmt[i]
+            if c == "\\":
+                m = _PRINTF_ESCAPE_RE.match(fmt, i)
+                end = m.end() if m else i + 1
+                text, stopped = _escapes(fmt[i:end], echo=False)
+                out.append(text)
+                if stopped:
+                    return "".join(out)
+                i = end
+                continue
+            if c != "%":
+                out.append(c)
+                i += 1
+                continue
+            m = _PRINTF_SPEC_RE.match(fmt, i)
+            if m is None:
+                return None
+            flags, width, precision, conversion = m.groups()
+            i = m.end()
+            if conversion == "%":
+                out.append("%")
+                continue
+            if "*" in (width, precision) or max(int(width or 0), int(precision or 0)) > _PRINTF_WIDTH_LIMIT:
+                return None  # a width from the arguments, or one meant to flood: what it prints is not followed
+            arg = rest.pop(0) if rest else ""
+            used = True
+            if conversion in "sbqc":
+                if conversion == "b":
+                    value, stopped = _escapes(arg, echo=True)
+                    if stopped:
+                        out.append(value)
+                        return "".join(out)
+                else:
+                    value = {"s": arg, "q": shlex.quote(arg), "c": arg[:1]}[conversion]
+                if precision is not None and conversion != "c":
+                    value = value[: int(precision or 0)]
+                if width:
+                    value = value.ljust(int(width)) if "-" in flags else value.rjust(int(width))
+                out.append(value)
+            elif conversion in "diouxXeEfFgG":
+                number = _printf_number(arg, conversion)
+                if number is None:
+                    return None
+                spec = "%" + flags + width + ("." + precision if precision is not None else "")
+                try:
+                    out.append((spec + conversion) % number)
+                except (TypeError, ValueError):
+                    return None
+            else:
+                return None
+        if not used or not rest:
+            return "".join(out)
+
+
+_POSITIONAL = ("@", "*", "#", "1", "2", "3", "4", "5", "6", "7", "8", "9")
+_MAX_CALLS = 256  # calls of functions and aliases followed in one command line before giving up (fail closed)
+_MAX_CODE = 1024  # pieces of shell code (`bash -c`, text piped into a shell...) followed in one line, likewise
+_SILENT = frozenset({"true", "false", ":"})  # print nothing, so they do not change what a pipe carries
+# Uses of positional parameters whose value is not followed (`${@:2}`, `${1:-x}`, `${10}`, `${#1}`, `${!1}`).
+_HARD_POSITIONAL_RE = re.compile(r"\$\{[#!]?(?:[@*]|\d)")
+_Env = dict  # variables by name; "@" holds the positional parameters as (text, tail) fields
+
+
+def _bind_positional(env: _Env, fields: Sequence[tuple[str, _Dyn]] | None) -> None:
+    """Set `$1`..`$9`, `$#`, `$*` and `$@` to `fields` (None: they are only known at run time)."""
+    for key in _POSITIONAL:
+        env.pop(key, None)
+    if fields is None:
+        return
+    fields = tuple(fields)
+    env["@"] = fields
+    env["#"] = str(len(fields))
+    if all(tail is None for _, tail in fields):
+        env["*"] = " ".join(text for text, _ in fields)
+    for k in range(9):
+        if k >= len(fields):
+            env[str(k + 1)] = ""  # unset: expands to nothing
+        elif fields[k][1] is None:
+            env[str(k + 1)] = fields[k][0]
+
+
+def _word_text(word: _Word, env: Mapping[str, Any]) -> tuple[str, bool]:
+    """A word expanded as one string (a here-document's text), and whether all of it is known."""
+    fields = _expand_word(word, env, split=False)
+    text, tail = fields[0] if fields else ("", None)
+    return text, tail is None
+
+
+def _hard_positional_use(script: list) -> bool:
+    """Whether shell code uses the positional parameters in a form whose value is not followed (`${@:2}`)."""
+    for pipeline in script:
+        for stage in pipeline:
+            if isinstance(stage, _Group):
+                if _hard_positional_use(stage.body):
+                    return True
+                words = [stage.stdin_word] if stage.stdin_word is not None else []
+            else:
+                words = stage.words + ([stage.stdin_word] if stage.stdin_word is not None else [])
+            for word in words:
+                if any(p[0] == "D" and _HARD_POSITIONAL_RE.search(p[1]) for p in word.pieces):
+                    return True
+            if any(_hard_positional_use(sub) for sub in stage.subs):
+                return True
+    return False
+
+
+class _Walker:
+    """Turns a syntax tree into invocations, unwrapping wrappers and recording what feeds what."""
+
+    def __init__(self) -> None:
+        self.invs: list[_Inv] = []
+        self.edges: dict[int, set[int]] = {}
+        self.errors: list[str] = []
+        self.guessing = 0  # > 0 while following a guess (a program only known at run time taken for a shell)
+        self.functions: dict[str, _Group] = {}  # defined so far in the line
+        self.aliases: dict[str, str | None] = {}  # defined so far; None: the value is only known at run time
+        self.active: list[tuple] = []  # functions and aliases being followed (so that recursion ends)
+        self.calls = 0  # functions and aliases followed so far
+        self.codes = 0  # pieces of shell code followed so far
+
+    def link(self, sources: Iterable[int], targets: list[int]) -> None:
+        if targets:
+            for a in sources:
+                self.edges.setdefault(a, set()).update(targets)
+
+    def script(self, script: list, env: _Env, depth: int) -> list[int]:
+        ids: list[int] = []
+        for pipeline in script:
+            ids += self.pipeline(pipeline, env, depth)
+        return ids
+
+    def pipeline(self, stages: list, env: _Env, depth: int) -> list[int]:
+        groups: list[list[int]] = []
+        for k, stage in enumerate(stages):
+            ids = self.stage(stage, env, depth)
+            if k:  # `echo 'rm -rf /' | sh`: what the stage before prints is the script of a shell reading stdin
+                texts, known = self.output_of(stages[k - 1], groups[-1], env)
+                ids += self.feed(ids, texts, known, "text piped into a shell", env, depth)
+            groups.append(ids)
+        for k in range(1, len(groups)):
+            for earlier in groups[:k]:
+                self.link(earlier, groups[k])
+        return [x for g in groups for x in g]
+
+    def output_of(self, stage: _Simple | _Group, ids: list[int], env: _Env) -> tuple[list[str] | None, bool]:
+        """What a pipeline stage prints when only `echo`, `printf` or `cat` of a here-document print in it: the
+        text in each way it may be read (bash's `echo 'a\\tb'` prints the backslash, dash's a tab), and whether all
+        of it is known before it runs. The texts are None when anything else prints (`base64 -d`, `curl`)."""
+        plain: list[str] = []
+        escaped: list[str] = []
+        known = True
+        for x in ids:
+            inv = self.invs[x]
+            if not inv.leaf or inv.expanded or (inv.program in _SILENT and not inv.uncertain):
+                continue  # a wrapper, or a function call whose body is among `ids`
+            if inv.uncertain:
+                return None, False
+            if inv.program == "echo":
+                text, cooked = _echo_output(inv.args)
+            elif inv.program == "printf" and (printed := _printf_output(inv.args)) is not None:
+                text = cooked = printed
+            elif (
+                inv.program == "cat" and isinstance(stage, _Simple) and stage.stdin_word is not None
+                and not stage.stdin_file and not inv.normalised().operands
+            ):
+                text, sure = _word_text(stage.stdin_word, env)
+                cooked = text
+                known = known and sure
+            else:
+                return None, False
+            known = known and all(d is None for d in inv.dyn[1:])
+            plain.append(text)
+            escaped.append(cooked)
+        texts = ["".join(plain)]
+        if "".join(escaped) != texts[0]:
+            texts.append("".join(escaped))
+        return texts, known
+
+    def feed(
+        self, ids: list[int], texts: list[str] | None, known: bool, what: str, env: _Env, depth: int
+    ) -> list[int]:
+        """The shells among `ids` that read their script from standard input (and have not been given one yet)
+        run `texts`. Unknown texts (None) make a shell's code only known at run time: it may run anything."""
+        shells = [x for x in ids if self.invs[x].stdin_shell and not self.invs[x].fed]
+        if not shells:
+            return []
+        for x in shells:
+            inv = self.invs[x]
+            inv.fed = True
+            # A program only known at run time is only guessed to be a shell: `ls | "$PAGER"` is not feared.
+            if (texts is None and not inv.dynamic) or (texts is not None and not known):
+                inv.opaque = inv.leaf = True
+        if texts is None:
+            return []
+        guessed = all(self.invs[x].dynamic for x in shells)
+        self.guessing += guessed
+        try:
+            ran: list[int] = []
+            for positional in dict.fromkeys(self.invs[x].script_args for x in shells):
+                for text in texts:
+                    ran += self.code(text, what, env, depth, positional=positional)
+            return ran
+        finally:
+            self.guessing -= guessed
+
+    def redirected(self, node: _Simple | _Group, ids: list[int], env: _Env, depth: int) -> list[int]:
+        """What a command's or group's redirections put on the standard input of the shells in it."""
+        if node.stdin_file:  # `bash -s < script.sh`: a script nobody here can read
+            return self.feed(ids, None, False, "", env, depth)
+        if node.stdin_word is not None:
+            text, known = _word_text(node.stdin_word, env)
+            return self.feed(ids, [text], known, "here-document fed to a shell", env, depth)
+        return []
+
+    def stage(self, stage: _Simple | _Group, env: _Env, depth: int) -> list[int]:
+        pre: list[int] = []
+        for sub in stage.subs:  # substitutions run first, and their output feeds the command
+            pre += self.script(sub, env, depth + 1)
+        if isinstance(stage, _Group):
+            if stage.name is not None:  # a function definition: remembered for its calls, and read as written
+                self.functions[stage.name] = stage
+                own = dict(env)
+                _bind_positional(own, None)
+                ids = self.body(stage, own, depth)
+            else:
+                ids = self.body(stage, env, depth)
+        else:
+            ids = self.simple(stage, env, depth)
+            ids += self.redirected(stage, ids, env, depth)
+        self.link(pre, ids)
+        return pre + ids
+
+    def body(self, group: _Group, env: _Env, depth: int) -> list[int]:
+        ids = self.script(group.body, env, depth)
+        return ids + self.redirected(group, ids, env, depth)
+
+    def simple(self, cmd: _Simple, env: _Env, depth: int) -> list[int]:
+        words: list[str] = []
+        dyn: list[_Dyn] = []
+        assigning = True
+        assignments: list[tuple[str, str, bool]] = []
+        for word in cmd.words:
+            first = word.pieces[0]
+            if assigning and first[0] == "L" and not first[2] and _ASSIGN_RE.match(first[1]):
+                fields = _expand_word(word, env, split=False)
+                text, tail = fields[0] if fields else ("", None)
+                name = text.split("=", 1)[0].rstrip("+")
+                assignments.append((name, text.split("=", 1)[1], tail is not None))
+                continue
+            assigning = False
+            for text, is_dyn in _expand_word(word, env):
+                words.append(text)
+                dyn.append(is_dyn)
+        if not words:  # `x=rm`: remembered, so that `$x -rf /` later is seen as rm
+            for name, value, is_dyn in assignments:
+                if is_dyn:
+                    env.pop(name, None)
+                else:
+                    env[name] = value
+            return []
+        if words[0] in ("export", "declare", "typeset", "local", "readonly"):
+            for text, tail in zip(words[1:], dyn[1:]):
+                if _ASSIGN_RE.match(text):
+                    name, value = text.split("=", 1)
+                    if tail is not None:
+                        env.pop(name.rstrip("+"), None)
+                    else:
+                        env[name.rstrip("+")] = value
+        elif words[0] in ("set", "shift") and dyn[0] is None:
+            _reposition(words, dyn, env)
+        inner_env = env
+        if assignments:  # `X=rm bash -c '$X -rf /'`: the prefix is in the command's environment
+            inner_env = dict(env)
+            inner_env.update((name, value) for name, value, is_dyn in assignments if not is_dyn)
+        return self.argv(words, dyn, inner_env, depth)
+
+    def argv(self, words: Sequence[str], dyn: Sequence[_Dyn], env: _Env, depth: int) -> list[int]:
+        if not words:
+            return []
+        program, tail = words[0], dyn[0]
+        if tail is not None and "/" in tail:  # `$DIR/rm`: only the folder is unknown, the program is not
+            inv = _Inv(_basename(tail), tuple(words[1:]), words, dyn, guessed=self.guessing > 0)
+        else:
+            inv = _Inv(_basename(program), tuple(words[1:]), words, dyn, unknown=tail, guessed=self.guessing > 0)
+        index = len(self.invs)
+        self.invs.append(inv)
+        ids = [index]
+        rest, rest_dyn = words[1:], dyn[1:]
+        if inv.dynamic:
+            # The program could be anything, a shell among others: follow what it would run as one (`$SHELL -c
+            # 'rm -rf /'`, `echo 'rm -rf /' | $SHELL`), as a guess whose parse errors do not count.
+            actions, guess = _shell_handler(rest), 1
+        else:
+            if inv.program == "alias":
+                self.define_aliases(rest, rest_dyn)
+            handler = _WRAPPERS.get(inv.program)
+            actions, guess = (handler(rest) if handler else []), 0
+        self.guessing += guess
+        try:
+            for action in actions:
+                if action[0] == "argv":
+                    ids += self.argv(rest[action[1]:action[2]], rest_dyn[action[1]:action[2]], env, depth)
+                elif action[0] == "text":
+                    code = action[1]
+                    if not guess and any(d is not None and w in code for w, d in zip(rest, rest_dyn)):
+                        inv.opaque = True  # `eval "$(echo rm -rf /)"`: the code itself is only known at run time
+                    positional = None
+                    if len(action) > 2:  # a new shell: `bash -c 'rm "$@"' _ -rf /` has its own `$@`
+                        positional = tuple(zip(rest[action[2]:], rest_dyn[action[2]:]))
+                    ids += self.code(code, f"shell code given to `{inv.program}`", env, depth, positional=positional)
+                elif action[0] == "stdin":
+                    inv.stdin_shell = True
+                    if action[1] is not None:
+                        inv.script_args = tuple(zip(rest[action[1]:], rest_dyn[action[1]:]))
+                elif not guess and rest_dyn[action[1]] is not None and rest[action[1]].startswith(("<(", ">(")):
+                    inv.opaque = True  # `bash <(base64 -d x)`: the script is what another command prints
+        finally:
+            self.guessing -= guess
+        # A command whose program or code is only known at run time stays a command of its own (a leaf), so that
+        # an allow list never passes it on the strength of what a guess found inside it.
+        inv.leaf = len(ids) == 1 or inv.dynamic or inv.opaque
+        if not inv.dynamic and (program in self.functions or program in self.aliases):
+            # A call of a function or alias defined earlier in the line stays a command of its own too (the
+            # definition may not have run, and then a program of that name runs), and runs its body.
+            ids += self.expand(inv, program, rest, rest_dyn, env, depth)
+        return ids
+
+    def define_aliases(self, words: Sequence[str], dyn: Sequence[_Dyn]) -> None:
+        """`alias r='rm -rf'`: remembered, so that a later `r build` is read as `rm -rf build`."""
+        for word, tail in zip(words, dyn):
+            name, eq, value = word.partition("=")
+            if eq and name and not name.startswith("-") and "$" not in name and "`" not in name:
+                self.aliases[name] = value if tail is None else None
+
+    def expand(
+        self, inv: _Inv, name: str, rest: Sequence[str], rest_dyn: Sequence[_Dyn], env: _Env, depth: int
+    ) -> list[int]:
+        """Follow a call of a function (its body, with `$1`, `$@`... bound to the call's arguments) or an alias
+        (its text, then the call's arguments) defined earlier in the line. Recursion with the same arguments
+        is not followed again; past a budget of calls the line fails closed."""
+        fields = tuple(zip(rest, rest_dyn))
+        alias_key, function_key = ("alias", name), ("function", name, fields)
+        todo = [
+            key for key, table in ((alias_key, self.aliases), (function_key, self.functions))
+            if name in table and key not in self.active
+        ]
+        if not todo:
+            return []
+        self.calls += 1
+        if self.calls > _MAX_CALLS or depth >= _MAX_DEPTH:
+            if not self.guessing:
+                self.errors.append(f"`{name}`: too many calls of functions or aliases to follow")
+            return []
+        ids: list[int] = []
+        for key in todo:
+            self.active.append(key)
+            try:
+                if key is alias_key:
+                    value = self.aliases[name]
+                    if value is None:  # `alias r="$X"`: what `r` runs is only known at run time
+                        inv.opaque = True
+                        continue
+                    text = " ".join([value, *(_quote(w, d) for w, d in fields)])
+                    ids += self.code(text, f"alias `{name}`", env, depth, shared=True)
+                else:
+                    group = self.functions[name]
+                    if _hard_positional_use(group.body):  # `${@:2}`, `${1:-x}`: arguments not followed
+                        inv.opaque = True
+                    saved = {k: env[k] for k in _POSITIONAL if k in env}
+                    _bind_positional(env, fields)
+                    try:
+                        ids += self.body(group, env, depth + 1)
+                    finally:
+                        _bind_positional(env, None)
+                        env.update(saved)
+                inv.expanded = True
+            finally:
+                self.active.pop()
+        return ids
+
+    def code(
+        self, text: str, what: str, env: _Env, depth: int,
+        shared: bool = False, positional: Sequence[tuple[str, _Dyn]] | None = None,
+    ) -> list[int]:
+        """Shell code inside a command (`bash -c`, `eval`, a here-document fed to `sh`): parse and walk it.
+
+        `shared`: it runs in this shell (an alias), so its assignments last; `positional`: it runs in a new
+        shell with these arguments as `$@`."""
+        if depth >= _MAX_DEPTH:
+            if not self.guessing:
+                self.errors.append(f"{what} is nested too deeply to follow")
+            return []
+        self.codes += 1
+        if self.codes > _MAX_CODE:
+            if self.codes == _MAX_CODE + 1:
+                self.errors.append(f"{what}: too much shell code inside shell code to follow")
+            return []
+        try:
+            script = _Parser(text, depth + 1).parse_all()
+            own = env if shared else dict(env)
+            if positional is not None:
+                _bind_positional(own, positional)
+            return self.script(script, own, depth + 1)
+        except (_ParseError, RecursionError) as exc:
+            if not self.guessing:  # a guess that is not shell code (`$PY -c 'print(1)'`) was a wrong guess
+                message = "nested too deeply to follow" if isinstance(exc, RecursionError) else str(exc)
+                self.errors.append(f"{what}: {message}")
+            return []
+
+
+def _reposition(words: Sequence[str], dyn: Sequence[_Dyn], env: _Env) -> None:
+    """`set -- a b` and `shift [n]` change the positional parameters that later `$1`, `$@` expand to."""
+    if words[0] == "shift":
+        current = env.get("@")
+        if not isinstance(current, tuple):
+            return  # not known before: not known after
+        count = words[1] if len(words) > 1 else "1"
+        if len(words) > 1 and (dyn[1] is not None or not count.isdigit()):
+            _bind_positional(env, None)  # `shift $n`: what is left is only known at run time
+        elif int(count) <= len(current):
+            _bind_positional(env, current[int(count):])
+        return
+    i = 1
+    while i < len(words):
+        word = words[i]
+        if word == "--" or (word == "-" and dyn[i] is None):
+            i += 1
+            break
+        if dyn[i] is None and len(word) > 1 and word[0] in "-+":
+            i += 2 if word[1:] == "o" else 1  # `set -o pipefail`, `set -eu`
+            continue
+        break
+    else:
+        return  # options only (`set -e`): the positional parameters stay
+    _bind_positional(env, tuple(zip(words[i:], dyn[i:])))
+
+
+def _closure(edges: Mapping[int, set[int]]) -> dict[int, frozenset[int]]:
+    out: dict[int, frozenset[int]] = {}
+    for start in edges:
+        seen: set[int] = set()
+        stack = list(edges[start])
+        while stack:
+            x = stack.pop()
+            if x not in seen:
+                seen.add(x)
+                stack.extend(edges.get(x, ()))
+        out[start] = frozenset(seen)
+    return out
+
+
+@lru_cache(maxsize=4096)
+def _analyse(command: str | tuple[str, ...]) -> _Analysis:
+    """Cached: the same command is examined against every rule of a policy and every `never_ran` of a case."""
+    walker = _Walker()
+    try:
+        if isinstance(command, str):
+            script = _Parser(command).parse_all()
+            walker.script(script, {}, 0)
+        elif len(command) == 1 and re.search(r"\s|[;&|<>$`]", command[0]):
+            # an argv of one string with shell syntax in it (`["ls -la | wc"]`): tools run such strings in a shell
+            walker.script(_Parser(command[0]).parse_all(), {}, 0)
+        else:
+            walker.argv(list(command), [None] * len(command), {}, 0)
+    except _ParseError as exc:
+        return _Analysis((), {}, error=str(exc))
+    except RecursionError:
+        return _Analysis((), {}, error="nested too deeply to follow")
+    return _Analysis(
+        tuple(walker.invs), _closure(walker.edges), nested_errors=tuple(walker.errors),
+        uncertain=any(inv.uncertain for inv in walker.invs),
+    )

@@ -1,0 +1,354 @@
+"""Command patterns (`rm -rf`, `curl | sh`) and matching them against what a command line runs."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from functools import lru_cache
+
+from ._analysis import _analyse, _Analysis, _basename, _Inv, _quote
+from ._expand import _expand_word
+from ._options import _key_text, _normalise
+from ._syntax import _ASSIGN_RE, _Group, _ParseError, _Parser
+from ._values import CommandLines, UnreadableCommand
+from ._wrappers import _CODE_RUNNERS, _SHELLS
+
+_REASON_LIMIT = 160  # characters of a command quoted in a reason before it is shortened
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Patterns and matching.
+# --------------------------------------------------------------------------------------------------------------
+
+_GLOB_CHARS = re.compile(r"[*?\[]")
+
+
+@dataclass(frozen=True, slots=True)
+class _PatternStage:
+    program: str  # basename, may be a glob
+    glob: bool
+    args: tuple[str, ...]
+    display: str
+
+    def matches_program(self, inv: _Inv) -> bool:
+        """The invocation runs this program, or may: a name only known at run time may be any name that ends
+        with what is known of it (`$(echo rm)`, `r$()m`, `${X:-rm}`; "could not tell" reads as "may have")."""
+        if inv.unknown is not None:
+            return self.glob or self.program.endswith(inv.unknown)
+        return fnmatchcase(inv.program, self.program) if self.glob else inv.program == self.program
+
+    def runs_code(self, inv: _Inv) -> bool:
+        """The invocation is (or may be) a shell or `eval`: it runs the text it is fed."""
+        if inv.unknown is not None:
+            return any(name.endswith(inv.unknown) for name in _CODE_RUNNERS)
+        return inv.program in _CODE_RUNNERS
+
+    def missing(self, inv: _Inv) -> list[str]:
+        """What the invocation lacks of this stage's arguments (empty: it matches)."""
+        if not self.args:
+            return []
+        need = _normalise(inv.program if self.glob else self.program, self.args)
+        # A program only known at run time is taken for this one: its options are read the way this one's are.
+        have = _normalise(self.program, inv.args) if inv.dynamic and not self.glob else inv.normalised()
+        with_value = {key for key, _ in need.values}  # `-o FILE` is checked with its value below
+        lacking = [_key_text(key) for key in sorted(need.flags - with_value) if key not in have.flags]
+        lacking += [_key_text(key, value) for key, value in sorted(need.values) if (key, value) not in have.values]
+        lacking += [
+            operand for operand in need.operands
+            if operand not in have.operands and not any(operand == v for _, v in have.values)
+        ]
+        return lacking
+
+    def shellish(self) -> bool:
+        """A bare shell on the right of a pattern pipe means "into a shell": `curl | sh` also catches `curl x | bash`
+        and `eval "$(curl x)"`, which run the downloaded text just the same."""
+        return not self.args and any(fnmatchcase(s, self.program) for s in _SHELLS)
+
+
+@lru_cache(maxsize=1024)
+def _compile(text: str) -> tuple[_PatternStage, ...]:
+    if not isinstance(text, str):
+        raise TypeError(f"a command pattern must be a string, got {type(text).__name__}")
+    if not text.strip():
+        raise ValueError("empty command pattern: give a program and its arguments, e.g. 'rm -rf' or 'curl | sh'")
+    try:
+        script = _Parser(text).parse_all()
+    except _ParseError as exc:
+        raise ValueError(f"cannot parse command pattern {text!r}: {exc}") from None
+    if len(script) != 1:
+        raise ValueError(
+            f"command pattern {text!r} has several commands; a pattern is one command ('rm -rf') "
+            "or one pipeline ('curl | sh')"
+        )
+    stages: list[_PatternStage] = []
+    for stage in script[0]:
+        if isinstance(stage, _Group) or stage.stdin_word is not None:
+            raise ValueError(
+                f"command pattern {text!r} has a group, here-document or compound command; "
+                "a pattern is plain words, optionally joined by `|`"
+            )
+        if stage.subs or any(p[0] == "D" for w in stage.words for p in w.pieces):
+            raise ValueError(f"command pattern {text!r} has a substitution (`$(...)`, backticks); use plain words")
+        words = [t for w in stage.words for t, _ in _expand_word(w, {})]
+        if words and _ASSIGN_RE.match(words[0]):
+            raise ValueError(
+                f"command pattern {text!r} starts with a variable assignment; start it with the program "
+                "(assignments before a command are seen through anyway)"
+            )
+        if not words:
+            raise ValueError(f"command pattern {text!r} has an empty stage (or only a redirection)")
+        if stage.redirections:
+            raise ValueError(f"command pattern {text!r} has a redirection; a pattern is words joined by `|`")
+        program = _basename(words[0])
+        stages.append(
+            _PatternStage(program, bool(_GLOB_CHARS.search(program)), tuple(words[1:]), " ".join(map(_quote, words)))
+        )
+    return tuple(stages)
+
+
+@dataclass(frozen=True)
+class CommandPattern:
+    """A forbidden command: shell words (`rm -rf /`, `mkfs*`) or a pipeline of them (`curl | sh`).
+
+    - The program is compared by basename (`/bin/rm` is `rm`) and may be a glob (`mkfs*`).
+    - Every argument must be present, in any order. Options are compared by meaning: clusters are split
+      (`-rf` == `-r -f` == `-fr`), and for common programs long forms and case variants are known
+      (`rm --recursive --force`, `rm -R`, `git push -f`, `curl --output X` == `-o X`). Other words are compared
+      literally (`rm -rf /` does not match `rm -rf /tmp`).
+    - `a | b` matches when a command matching `a` feeds a LATER command matching `b`: through pipes (also with
+      stages between), or as a substitution in `b`'s arguments (`sh -c "$(curl x)"`, `bash <(curl x)`).
+      A bare shell on the right (`sh`) stands for any shell and for `eval`/`source`.
+    - Fail closed on what is only known at run time: a program word like `$(echo rm)`, `$X`, `r$()m` or
+      `$(which rm)` counts as the pattern's program when the arguments match (`$X -rf /` runs `rm -rf /` as far as
+      anyone can tell; `curl x | $SHELL` pipes into a shell), and shell code like `eval "$(echo ...)"` or
+      `bash -c "$X"` counts as any command. Such matches say so in their reason and have `uncertain=True`.
+      What is known of a name still counts (`$DIR/rm` is `rm`; `r$()m` cannot be `ls`), and a bare program
+      pattern (`mkfs*`) is not matched by a program of which nothing is known (`"$EDITOR" notes.txt`).
+
+    `CommandPattern(text)` and `CommandPattern.parse(text)` raise ValueError for an empty or malformed pattern.
+
+    >>> CommandPattern.parse("rm -rf").text
+    'rm -rf'
+    """
+
+    text: str
+    _stages: tuple[_PatternStage, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_stages", _compile(self.text))
+
+    @classmethod
+    def parse(cls, text: str) -> CommandPattern:
+        """Validate a pattern; ValueError names what is wrong with it."""
+        return cls(text)
+
+    def __str__(self) -> str:
+        return self.text
+
+
+@dataclass(frozen=True)
+class CommandMatch:
+    """Whether a command runs a pattern, and a reason a person reading a CI log can act on."""
+
+    matched: bool
+    pattern: str
+    command: str
+    reason: str
+    unparsable: bool = False
+    segment: str | None = None
+    #: matched only because a program or shell code is only known at run time (`$(echo rm) -rf /`,
+    #: `eval "$X"`): a deny rule counts it (fail closed), an allow rule must not.
+    uncertain: bool = False
+
+
+def _shorten(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= _REASON_LIMIT else text[: _REASON_LIMIT - 1] + "…"
+
+
+def _command_text(command: str | Sequence[str]) -> str:
+    return command if isinstance(command, str) else shlex.join(str(w) for w in command)
+
+
+def _in_clause(segment: str, command_text: str) -> str:
+    whole = " ".join(command_text.split())
+    return "" if segment == whole else f" (in `{_shorten(command_text)}`)"
+
+
+def match_command(pattern: str | CommandPattern, command: str | Sequence[str]) -> CommandMatch:
+    """Does `command` (a shell string or an argv list) run `pattern`?
+
+    >>> match_command("rm -rf", "cd /tmp && sudo /bin/rm -fr build").reason
+    'runs `/bin/rm -fr build` (in `cd /tmp && sudo /bin/rm -fr build`)'
+    >>> match_command("rm -rf", 'echo "rm -rf /"').matched
+    False
+    """
+    text = pattern.text if isinstance(pattern, CommandPattern) else pattern
+    stages = pattern._stages if isinstance(pattern, CommandPattern) else _compile(pattern)
+    command_text = _command_text(command)
+    if isinstance(command, CommandLines):
+        results = [match_command(pattern, part) for part in command.parts]
+        hit = next((result for result in results if result.matched), None)
+        if hit is not None:
+            return hit
+        reasons = "; ".join(f"`{_shorten(r.command)}` {r.reason}" for r in results)
+        return CommandMatch(False, text, command_text, f"of its {len(results)} commands: {reasons}")
+    if isinstance(command, UnreadableCommand):
+        return CommandMatch(
+            True, text, command_text,
+            f"could not be read (the command tool was given `{_shorten(command)}`, not a command string or an argv "
+            "list); counted as a match (fail closed)",
+            unparsable=True,
+        )
+    key: str | tuple[str, ...] = command if isinstance(command, str) else tuple(str(w) for w in command)
+    analysis = _analyse(key)
+    if analysis.error is not None:
+        return CommandMatch(
+            True, text, command_text,
+            f"could not be parsed ({analysis.error}); counted as a match (fail closed)",
+            unparsable=True,
+        )
+    found, opaque = _find(stages, analysis)
+    if found is not None:
+        invs = [analysis.invs[x] for x in found]
+        segment = " | ".join(inv.display for inv in invs)
+        if len(invs) == 1:
+            reason = f"runs `{_shorten(segment)}`"
+        else:
+            reason = "runs " + " feeding ".join(f"`{_shorten(inv.display)}`" for inv in invs)
+        reason += _in_clause(segment, command_text)
+        if opaque:
+            uncertainty: str | None = "the shell code it runs is only known at run time"
+        else:
+            uncertainty = next((_uncertainty(inv) for inv in invs if inv.dynamic or inv.guessed), None)
+        if uncertainty:
+            reason += f"; {uncertainty}: counted as a match (fail closed)"
+        return CommandMatch(True, text, command_text, reason, segment=segment, uncertain=uncertainty is not None)
+    if analysis.nested_errors:
+        return CommandMatch(
+            True, text, command_text,
+            f"part of it could not be parsed ({analysis.nested_errors[0]}); counted as a match (fail closed)",
+            unparsable=True,
+        )
+    return CommandMatch(False, text, command_text, _miss_reason(stages, analysis))
+
+
+def _uncertainty(inv: _Inv) -> str:
+    if inv.dynamic:
+        return "its program is only known at run time"
+    return "it runs there if a program only known at run time is a shell"
+
+
+def _find(stages: tuple[_PatternStage, ...], analysis: _Analysis) -> tuple[list[int] | None, bool]:
+    """Indexes of invocations that match the pattern's stages in order, each feeding the next (or None), and
+    whether the match is shell code only known at run time standing in for the whole pattern.
+
+    A match that rests on nothing unknown is preferred; then one that takes a program only known at run time
+    for the pattern's; then any shell code only known at run time, which may run anything.
+    """
+    found = _chain(stages, analysis, certain=True)
+    if found is not None or not analysis.uncertain:
+        return found, False
+    found = _chain(stages, analysis, certain=False)
+    if found is not None:
+        return found, False
+    opaque = next(([x] for x, inv in enumerate(analysis.invs) if inv.opaque), None)
+    return opaque, opaque is not None
+
+
+def _chain(stages: tuple[_PatternStage, ...], analysis: _Analysis, certain: bool) -> list[int] | None:
+    invs = analysis.invs
+    hits: list[list[int]] = []
+    for k, stage in enumerate(stages):
+        shellish = k > 0 and stage.shellish()
+        # A bare program name alone (`mkfs*`) is no evidence against `$EDITOR notes.txt`: a program of which
+        # nothing is known matches it only inside a pipeline pattern, where what feeds what is the evidence.
+        bare = len(stages) == 1 and not stage.args
+        hits.append([
+            x for x, inv in enumerate(invs)
+            if not (certain and (inv.dynamic or inv.guessed))
+            and not (bare and inv.unknown == "")
+            and ((stage.matches_program(inv) and not stage.missing(inv)) or (shellish and stage.runs_code(inv)))
+        ])
+        if not hits[-1]:
+            return None
+    if len(stages) == 1:
+        return [hits[0][0]]
+
+    def chain(k: int, prev: int) -> list[int] | None:
+        if k == len(stages):
+            return []
+        reach = analysis.feeds.get(prev, frozenset())
+        for x in hits[k]:
+            if x in reach:
+                rest = chain(k + 1, x)
+                if rest is not None:
+                    return [x, *rest]
+        return None
+
+    for first in hits[0]:
+        rest = chain(1, first)
+        if rest is not None:
+            return [first, *rest]
+    return None
+
+
+def _miss_reason(stages: tuple[_PatternStage, ...], analysis: _Analysis) -> str:
+    leaves = [inv for inv in analysis.invs if inv.leaf]
+    if not analysis.invs:
+        return "runs no command"
+    ran = ", ".join(f"`{_shorten(inv.display)}`" for inv in leaves[:5])
+    if len(leaves) > 5:
+        ran += f" and {len(leaves) - 5} more"
+    if len(stages) == 1:
+        stage = stages[0]
+        for inv in analysis.invs:
+            if stage.matches_program(inv):
+                lacking = stage.missing(inv)
+                return f"runs `{_shorten(inv.display)}`, which lacks {' '.join(lacking)}"
+        return f"runs only {ran}"
+    names = " to a later ".join(f"`{s.display}`" for s in stages)
+    return f"nothing pipes {names}; runs {ran}"
+
+
+def commands_in(command: str | Sequence[str]) -> list[str]:
+    """The simple commands a command line runs (wrappers such as `sudo` and `bash -c` unwrapped), normalised.
+
+    Commands inside substitutions come before the command they feed, as they run first.
+    ValueError when the command cannot be parsed.
+
+    >>> commands_in("cd /tmp && sudo bash -c 'rm -rf x; ls'")
+    ['cd /tmp', 'rm -rf x', 'ls']
+    """
+    if isinstance(command, CommandLines):
+        return [found for part in command.parts for found in commands_in(part)]
+    key: str | tuple[str, ...] = command if isinstance(command, str) else tuple(str(w) for w in command)
+    analysis = _analyse(key)
+    if analysis.error is not None:
+        raise ValueError(f"cannot parse command {_shorten(_command_text(command))!r}: {analysis.error}")
+    return [inv.display for inv in analysis.invs if inv.leaf and not inv.guessed]
+
+
+def cannot_read(command: str | Sequence[str]) -> str | None:
+    """Why nothing can say what `command` runs (it cannot be parsed, in whole or in part, or is not a command at
+    all), or None when it can be read.
+
+    >>> cannot_read("echo $(oops")
+    'could not be parsed (unclosed `$(`)'
+    >>> cannot_read("ls -la") is None
+    True
+    """
+    if isinstance(command, CommandLines):
+        return next((why for why in map(cannot_read, command.parts) if why is not None), None)
+    if isinstance(command, UnreadableCommand):
+        return f"could not be read (the command argument is {_shorten(command)}, not a string or an argv list)"
+    key: str | tuple[str, ...] = command if isinstance(command, str) else tuple(str(w) for w in command)
+    analysis = _analyse(key)
+    if analysis.error is not None:
+        return f"could not be parsed ({analysis.error})"
+    if analysis.nested_errors:
+        return f"part of it could not be parsed ({analysis.nested_errors[0]})"
+    return None

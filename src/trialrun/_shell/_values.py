@@ -1,0 +1,32 @@
+"""Command values that are not one plain command line: several commands one tool call carries
+(`CommandLines`) and a command argument nothing can read (`UnreadableCommand`). Every matcher knows both."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+
+class CommandLines(str):
+    """Several commands one tool call carries (`{"command": "ls", "cmd": "rm -rf /"}`): the tool may run any
+    of them, so `match_command`, `cannot_read`, `commands_for_allow_list` and `commands_in` examine each one on its
+    own (one command's unclosed here-document cannot swallow the next). As a string: one per line."""
+
+    parts: tuple[str | tuple[str, ...], ...]
+
+    def __new__(cls, parts: Iterable[str | Sequence[str]]) -> CommandLines:
+        kept = tuple(p if isinstance(p, str) else tuple(str(w) for w in p) for p in parts)
+        self = super().__new__(cls, "\n".join(p if isinstance(p, str) else shlex.join(p) for p in kept))
+        self.parts = kept
+        return self
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.parts,))
+
+
+class UnreadableCommand(str):
+    """A command tool's command argument that is neither a string nor an argv list (`{"argv": [...]}`,
+    `["rm", None]`): nothing can say what it runs, so every matcher counts it as a match (fail closed)."""
+
+    __slots__ = ()
