@@ -21,7 +21,7 @@ from typing import Any
 import yaml
 
 from . import _version
-from ._files import read_text
+from ._files import TOO_DEEP, read_text
 from .agent import Agent, ToolPolicy, prices, shell_tools
 from .agent.tools import Tool
 from .case import Case, TrialContext
@@ -114,6 +114,8 @@ def load_script_file(path: Path) -> dict[str, list[Step | ProviderError]]:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         raise ConfigError(f"{path}:{mark.line + 1}:{mark.column + 1}: not valid YAML/JSON: {exc.problem}" if mark else f"{path}: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: {TOO_DEEP}") from None
     if data is None:
         raise ConfigError(f"{path}: the scripted model file is empty; it maps test ids to lists of steps, "
                           f"e.g. {{read-file: [{{reply: hi}}]}}")
@@ -253,7 +255,8 @@ def _tools_factory(config: Config) -> tuple[Callable[[Path], list[Tool]], list[s
                 else:
                     raise ConfigError(f"tool {entry!r}: {item!r} is not a tool or a function")
         else:
-            raise ConfigError(f"tools: {entry!r} is not 'shell', a shell tool ({', '.join(SHELL_TOOL_NAMES)}) or 'module:attr'")
+            raise ConfigError(f"{config.source or 'configuration'}: tools: {entry!r} is not 'shell', a shell tool "
+                              f"({', '.join(SHELL_TOOL_NAMES)}) or 'module:attr'")
 
     def make(root: Path) -> list[Tool]:
         shell = [t for t in shell_tools(root) if t.name in shell_names] if shell_names else []
@@ -297,7 +300,7 @@ def build_cases(
     make_tools, _ = _tools_factory(config)
     workspace = config.resolve(config.workspace) if config.workspace else None
     if workspace is not None and not workspace.is_dir():
-        raise ConfigError(f"workspace {str(workspace)!r} is not a folder")
+        raise ConfigError(f"{config.source or 'configuration'}: workspace: {str(workspace)!r} is not a folder")
     custom = _import(config.agent, "agent", config) if config.agent else None
     if custom is not None:
         _check_agent_signature(custom, config.agent or "")

@@ -29,7 +29,7 @@ from typing import Any
 
 import yaml
 
-from ._files import read_text, write_atomic
+from ._files import TOO_DEEP, read_text, write_atomic
 from .wire._types import Exchange
 
 __all__ = ["CassetteFileError", "load_exchanges", "save_exchanges", "exchange_to_dict"]
@@ -49,6 +49,8 @@ def load_exchanges(path: str | os.PathLike[str]) -> list[Exchange]:
         data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
     except (ValueError, yaml.YAMLError) as exc:
         raise CassetteFileError(f"{path}: not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {exc}") from None
+    except RecursionError:
+        raise CassetteFileError(f"{path}: {TOO_DEEP}") from None
     if isinstance(data, dict) and "interactions" in data:
         entries, reader = data["interactions"], _from_vcr
     elif isinstance(data, dict) and "exchanges" in data:

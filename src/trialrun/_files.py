@@ -6,7 +6,10 @@ import os
 import secrets
 from pathlib import Path
 
-__all__ = ["read_text", "write_atomic"]
+__all__ = ["read_text", "write_atomic", "unencodable_text", "TOO_DEEP"]
+
+#: The message for a file nested so deeply the parser gives up (`[[[[...]]]]`): a mistake to name, not a crash.
+TOO_DEEP = "nested too deeply to read (thousands of levels of lists or mappings)"
 
 
 def read_text(path: Path, what: str, error: type[Exception], *, missing: str | None = None) -> str:
@@ -21,6 +24,28 @@ def read_text(path: Path, what: str, error: type[Exception], *, missing: str | N
         raise error(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except OSError as exc:
         raise error(f"{path}: cannot read {what} ({exc.strerror or exc})") from None
+
+
+def unencodable_text(data: object) -> str | None:
+    """Where `data` (parsed JSON) holds text that cannot be written back as UTF-8 (a lone surrogate such as
+    "\\ud800", which JSON allows), as a dotted path (`3.name`); None when it has none. Such text would fail only
+    later, when the finished run is saved or printed."""
+    stack: list[tuple[str, object]] = [("", data)]
+    while stack:
+        where, value = stack.pop()
+        items: list[tuple[str, object]] = []
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                return where or "(the whole value)"
+        elif isinstance(value, dict):
+            items = [(f"{where}.{key}" if where else str(key), item) for key, item in value.items()]
+            items += [(f"{where}.{key}" if where else str(key), key) for key in value if isinstance(key, str)]
+        elif isinstance(value, list):
+            items = [(f"{where}.{index}" if where else str(index), item) for index, item in enumerate(value)]
+        stack.extend(reversed(items))
+    return None
 
 
 def write_atomic(path: Path, text: str) -> None:

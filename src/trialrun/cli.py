@@ -187,7 +187,7 @@ def run(test_ids: tuple[str, ...], trials: int | None, tags: tuple[str, ...], na
     """Run the suite, or the tests named (TEST_ID ...; `all` or nothing runs every test)."""
     from . import runner
     from ._build import build_cases, check_api_keys, config_snapshot, ignored_by_custom_agent
-    from .store import ResultsStore
+    from .store import LatestNotUpdated, ResultsStore
     from .suite import read_suite
 
     label_map = _labels(labels)
@@ -245,6 +245,9 @@ def run(test_ids: tuple[str, ...], trials: int | None, tags: tuple[str, ...], na
     save_problem = ""
     try:
         saved = store.save(report)
+    except LatestNotUpdated as exc:  # saved; only the pointer to it failed
+        saved = exc.saved
+        click.echo(f"warning: {exc}", err=True)
     except OSError as exc:  # the run is done: show it anyway, then say why it was not saved
         save_problem = _os_problem(exc)
     if exit_code == EXIT_OK and report.failed_case_count:

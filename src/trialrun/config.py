@@ -179,11 +179,21 @@ def _describe(exc: ValidationError, where: str) -> str:
 
 def _read(path: Path) -> dict[str, Any]:
     try:
-        return toml_loads(path.read_text(encoding="utf-8"))
+        return toml_loads(path.read_text(encoding="utf-8").removeprefix("\ufeff"))  # a BOM some editors write
     except TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read ({exc.strerror or exc})") from None
+
+
+def _tool_table(raw: dict[str, Any], path: Path) -> dict[str, Any]:
+    """pyproject.toml's [tool] table, checked (a stray `tool = 1` is a mistake to name, not a crash)."""
+    tool = raw.get("tool", {})
+    if not isinstance(tool, dict):
+        raise ConfigError(f"{path}: tool must be a table ([tool.trialrun]), got {type(tool).__name__}")
+    return tool
 
 
 def load_config(start: Path | str | None = None, *, path: Path | str | None = None) -> Config:
@@ -196,15 +206,16 @@ def load_config(start: Path | str | None = None, *, path: Path | str | None = No
         if not source.is_file():
             raise ConfigError(f"{source}: no such configuration file")
         raw = _read(source)
-        data = raw.get("tool", {}).get("trialrun", {}) if source.name == "pyproject.toml" else raw
+        data = _tool_table(raw, source).get("trialrun", {}) if source.name == "pyproject.toml" else raw
     elif (base / CONFIG_FILE).is_file():
         source = base / CONFIG_FILE
         data = _read(source)
     elif (base / "pyproject.toml").is_file():
         raw = _read(base / "pyproject.toml")
-        if "trialrun" in raw.get("tool", {}):
+        tool = _tool_table(raw, base / "pyproject.toml")
+        if "trialrun" in tool:
             source = base / "pyproject.toml"
-            data = raw["tool"]["trialrun"]
+            data = tool["trialrun"]
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: the trialrun configuration must be a table")
     folder = source.parent if source else base

@@ -16,10 +16,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ._files import read_text, write_atomic
+from ._files import TOO_DEEP, read_text, unencodable_text, write_atomic
 from .results import SCHEMA_VERSION, RunReport
 
-__all__ = ["ResultsStore", "ResultFileError", "load_report"]
+__all__ = ["ResultsStore", "ResultFileError", "LatestNotUpdated", "load_report"]
 
 _FILE = re.compile(r"^results_(\d{8}_\d{6})(?:_(\d+))?\.json$")
 LATEST = "latest.json"
@@ -60,6 +60,10 @@ def load_report(path: str | os.PathLike[str]) -> RunReport:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise _bad(path, f"not valid JSON at line {exc.lineno}, column {exc.colno} ({exc.msg}); the file may be truncated") from None
+    except RecursionError:
+        raise _bad(path, TOO_DEEP) from None
+    if (where := unencodable_text(data)) is not None:
+        raise _bad(path, f"{where}: text that is not valid Unicode (a lone surrogate escape such as \\ud800)")
     if not isinstance(data, dict):
         raise _bad(path, "not a trialrun result file (expected a JSON object)")
     version = data.get("schema_version")
@@ -88,6 +92,14 @@ def _where(data: dict[str, Any], loc: tuple[int | str, ...]) -> str:
     rest = ".".join(str(part) for part in loc[2:])
     kind = "case" if loc[0] == "cases" else "test"
     return f"{kind} {label!r} ({loc[0]}.{loc[1]})" + (f", {rest}" if rest else "")
+
+
+class LatestNotUpdated(OSError):
+    """The run was saved, but latest.json could not be pointed at it (a folder in its place, a read-only file)."""
+
+    def __init__(self, saved: Path, latest: Path, cause: OSError) -> None:
+        self.saved = saved
+        super().__init__(f"saved {saved.name}, but could not update {latest}: {cause.strerror or cause}")
 
 
 class ResultsStore:
@@ -130,7 +142,10 @@ class ResultsStore:
         if report.run_id is None:
             report.run_id = f"eval_{stamp}{suffix}"
         write_atomic(path, report.model_dump_json(indent=2) + "\n")
-        self._point_latest(path)
+        try:
+            self._point_latest(path)
+        except OSError as exc:
+            raise LatestNotUpdated(path, self.directory / LATEST, exc) from exc
         return path
 
     def rewrite(self, path: Path, report: RunReport) -> None:

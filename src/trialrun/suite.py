@@ -29,6 +29,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError, field_validator
 
 from . import expect
+from ._files import TOO_DEEP, unencodable_text
 from ._files import read_text as _read_text
 from .expect._base import Grader
 
@@ -204,6 +205,10 @@ def _json_items(text: str, path: Path) -> tuple[Any, list[int]]:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise SuiteError([f"{path}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}"]) from None
+    except RecursionError:
+        raise SuiteError([f"{path}: {TOO_DEEP}"]) from None
+    if (where := unencodable_text(data)) is not None:
+        raise SuiteError([f"{path}: {where}: text that is not valid Unicode (a lone surrogate escape such as \\ud800)"])
     lines: list[int] = []
     if isinstance(data, list):
         decoder = json.JSONDecoder()
@@ -226,6 +231,8 @@ def _yaml_items(text: str, path: Path) -> tuple[Any, list[int]]:
         raise SuiteError([f"{where}: not valid YAML: {exc.problem or exc}"]) from None
     except yaml.YAMLError as exc:
         raise SuiteError([f"{path}: not valid YAML: {exc}"]) from None
+    except RecursionError:
+        raise SuiteError([f"{path}: {TOO_DEEP}"]) from None
     lines = [item.start_mark.line + 1 for item in node.value] if isinstance(node, yaml.SequenceNode) else []
     return data, lines
 
