@@ -159,9 +159,14 @@ def test_ctrl_c_kills_the_command(workspace: Path, sleeper: Sleeper) -> None:
         sleeper.pid()
         _thread.interrupt_main()
 
-    threading.Thread(target=interrupt, daemon=True).start()
-    with pytest.raises(KeyboardInterrupt):
-        run_command.run_sync({"command": sleeper.command})
+    # Ctrl-C on, even when this test run was started with SIGINT ignored (`nohup ... &`); restored afterwards
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        threading.Thread(target=interrupt, daemon=True).start()
+        with pytest.raises(KeyboardInterrupt):
+            run_command.run_sync({"command": sleeper.command})
+    finally:
+        signal.signal(signal.SIGINT, previous)
     sleeper.assert_gone()
 
 

@@ -263,6 +263,7 @@ def test_ctrl_c_saves_finished_tests_as_interrupted_and_exits_130(project: Path,
     proc = subprocess.Popen(
         [sys.executable, "-m", "trialrun", "run", "all", "--agent", "my_agent:run", "--model", "scripted:s.yaml", "-j", "1"],
         cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_subprocess_env(),
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # Ctrl-C on even under `nohup ... &`
     )
     deadline = time.time() + 30
     while not (project / "started.txt").exists():

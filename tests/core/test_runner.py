@@ -18,6 +18,11 @@ import trialrun as tr
 from trialrun import expect
 
 
+def _ctrl_c_on() -> None:
+    """In the child: Ctrl-C on, even when this test run itself was started with SIGINT ignored (`nohup ... &`)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _case(name: str = "c", invoke=lambda ctx: "hello", **kwargs) -> tr.Case:
     kwargs.setdefault("expect_outcome", [expect.contains("hello")])
     return tr.Case(name=name, invoke=invoke, **kwargs)
@@ -260,7 +265,7 @@ def test_ctrl_c_in_evaluate_runs_teardown_and_raises_with_the_partial_report(tmp
             print("interrupted", exc.report.status, [c.name for c in exc.report.cases], flush=True)
             sys.exit(130)
     """))
-    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True, preexec_fn=_ctrl_c_on)
     assert proc.stdout.readline().strip() == "started"
     proc.send_signal(signal.SIGINT)
     out, _ = proc.communicate(timeout=20)
@@ -336,7 +341,7 @@ def test_a_second_ctrl_c_gives_up_on_a_hanging_teardown(tmp_path: Path) -> None:
         except KeyboardInterrupt as exc:
             print("gave up", type(exc).__name__, flush=True)
     """))
-    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True, preexec_fn=_ctrl_c_on)
     assert proc.stdout.readline().strip() == "tearing down"
     proc.send_signal(signal.SIGINT)  # the first asks the run to stop; the teardown still hangs
     for _ in range(50):  # then press again (two signals close together may reach Python as one)
@@ -369,7 +374,7 @@ def test_ctrl_c_reaches_an_evaluate_called_inside_a_running_loop(tmp_path: Path)
                 print("interrupted", exc.report.status, flush=True)
         asyncio.run(main())
     """))
-    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True, preexec_fn=_ctrl_c_on)
     assert proc.stdout.readline().strip() == "started"
     proc.send_signal(signal.SIGINT)
     out, _ = proc.communicate(timeout=20)
