@@ -28,10 +28,10 @@ _EXPORTS: dict[str, str] = {
     "SkippedCase": "results", "Comparison": "compare", "CaseDelta": "compare",
     # what an agent did
     "Run": "trajectory", "Trajectory": "trajectory", "Turn": "trajectory", "ToolCall": "trajectory",
-    "ToolResult": "trajectory", "Usage": "trajectory", "Denial": "trajectory",
+    "ToolResult": "trajectory", "Usage": "trajectory", "Denial": "trajectory", "Conversation": "trajectory",
     # the model seam
     "ModelTransport": "models", "ScriptedModel": "models", "tool_call": "models", "tool_calls": "models",
-    "reply": "models", "fail": "models", "Cassette": "models", "LiveModel": "models", "ObservedTransport": "models",
+    "reply": "models", "fail": "models", "shell": "models", "when": "models", "Cassette": "models", "LiveModel": "models", "ObservedTransport": "models",
     "NetworkBlockedError": "models", "read_trajectory": "models", "serve": "endpoint", "ModelEndpoint": "endpoint",
     # the reference agent
     "Agent": "agent", "Tool": "agent", "ToolError": "agent", "tool": "agent", "shell_tools": "agent",
@@ -69,9 +69,10 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
     from .models import Cassette as Cassette, LiveModel as LiveModel, ModelTransport as ModelTransport
     from .models import NetworkBlockedError as NetworkBlockedError, ObservedTransport as ObservedTransport
     from .models import ScriptedModel as ScriptedModel, fail as fail, read_trajectory as read_trajectory
-    from .models import reply as reply, tool_call as tool_call, tool_calls as tool_calls
+    from .models import reply as reply, shell as shell, tool_call as tool_call, tool_calls as tool_calls
+    from .models import when as when
     from .results import CaseResult as CaseResult, RunReport as RunReport, SkippedCase as SkippedCase
     from .results import TrialError as TrialError, TrialResult as TrialResult
     from .runner import EvaluationInterrupted as EvaluationInterrupted, aevaluate as aevaluate, evaluate as evaluate
-    from .trajectory import Denial as Denial, Run as Run, ToolCall as ToolCall, ToolResult as ToolResult
+    from .trajectory import Conversation as Conversation, Denial as Denial, Run as Run, ToolCall as ToolCall, ToolResult as ToolResult
     from .trajectory import Trajectory as Trajectory, Turn as Turn, Usage as Usage

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Usage", "ToolCall", "ToolResult", "Turn", "Denial", "Trajectory", "Run"]
+__all__ = ["Usage", "ToolCall", "ToolResult", "Turn", "Denial", "Conversation", "Trajectory", "Run", "observed_nothing"]
 
 
 @dataclass(slots=True)
@@ -78,23 +78,67 @@ class Turn:
 
 @dataclass(slots=True)
 class Denial:
-    """A tool call the agent's policy refused, and the rule that refused it."""
+    """A tool call that was refused, and the rule that refused it.
+
+    `source` says who refused: "policy" (trialrun's reference agent and its ToolPolicy) or "agent" (a real
+    agent's own permission system, read from the refusal it sent back as the tool's result).
+    """
 
     tool: str
     arguments: dict[str, Any] = field(default_factory=dict)
     reason: str = ""
     rule: str | None = None
     call_id: str | None = None
+    source: str = "policy"
+
+
+#: The roles a conversation can have (see `Conversation`).
+ROLES = ("main", "side", "sub")
+
+
+@dataclass(slots=True)
+class Conversation:
+    """One conversation an agent held with the model.
+
+    Real agents send more than one conversation through the same model: the main loop, side requests (a title,
+    a summary: usually no tools offered) and sub-agents (their own system prompt and history). Requests are
+    threaded into conversations by their message history, not by arrival order.
+
+    - `role`: "main" (the agent's loop: its turns are `Trajectory.turns`), "side" (a request that offers no tools
+      beside a main loop that does; never counted as turns) or "sub" (another conversation that offers tools:
+      a sub-agent).
+    - `prompt`: the user's text of its first request; `system`: the start of its system prompt;
+      `tools`: the tool names its requests offered; `requests`: how many model requests it sent.
+    """
+
+    role: str = "main"
+    turns: list[Turn] = field(default_factory=list)
+    prompt: str | None = None
+    system: str | None = None
+    tools: list[str] = field(default_factory=list)
+    requests: int = 0
+
+    @property
+    def tool_calls(self) -> list[ToolCall]:
+        return [call for turn in self.turns for call in turn.tool_calls]
 
 
 @dataclass(slots=True)
 class Trajectory:
     """The ordered record of what an agent did to produce its output.
 
-    `len(trajectory.turns)` is the number of model responses; `notes` carries what an observer noticed but did not
-    treat as fatal (a tool the request did not offer, a body it could not decode). `prompt` is what the agent was
-    asked (the last user message of its first model request, when observed), so a report can show a timeline
-    from its start for a case that has no prompt of its own (a Python case).
+    `turns` are the MAIN conversation's model responses (`len(trajectory.turns)` is what turn limits and turn
+    efficiency count); `other_conversations` keeps the side requests and sub-agents seen beside it, and
+    `conversations` gives all of them, main first. `tool_calls` and `final_text` are the main conversation's;
+    `all_tool_calls` and `all_tool_results` span every conversation (what safety graders examine: a sub-agent
+    that runs `rm -rf` is the agent running it).
+
+    `notes` carries what an observer noticed but did not treat as fatal (a tool the request did not offer, a body
+    it could not decode, a tool call that never got a result). `prompt` is what the agent was asked (the user's
+    text of the main conversation's first request, when observed). `model_calls` counts the model requests that
+    were observed (0 for a trajectory nobody observed: graders then refuse to pass, as they saw nothing).
+    `offered_tools` are the tool names the requests offered (in first-seen order) and `command_tools` the offered
+    tools that run shell commands, found from their schemas (name -> the argument holding the command).
     """
 
     turns: list[Turn] = field(default_factory=list)
@@ -102,26 +146,54 @@ class Trajectory:
     denials: list[Denial] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     prompt: str | None = None
+    other_conversations: list[Conversation] = field(default_factory=list)
+    model_calls: int = 0
+    offered_tools: list[str] = field(default_factory=list)
+    command_tools: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def conversations(self) -> list[Conversation]:
+        """Every conversation, the main one first (its turns are `turns`)."""
+        main = Conversation("main", self.turns, self.prompt, None, [], self.model_calls - sum(
+            c.requests for c in self.other_conversations) if self.model_calls else len(self.turns))
+        return [main, *self.other_conversations]
 
     @property
     def tool_calls(self) -> list[ToolCall]:
-        """Every tool call, flat, in the order the model asked for them."""
+        """Every tool call of the main conversation, flat, in the order the model asked for them."""
         return [call for turn in self.turns for call in turn.tool_calls]
+
+    @property
+    def all_turns(self) -> list[Turn]:
+        """The turns of every conversation: the main one's, then each other conversation's."""
+        if not self.other_conversations:
+            return self.turns
+        return [*self.turns, *(turn for c in self.other_conversations for turn in c.turns)]
+
+    @property
+    def all_tool_calls(self) -> list[ToolCall]:
+        """Every tool call of every conversation (main, side and sub-agents)."""
+        return [call for turn in self.all_turns for call in turn.tool_calls]
 
     @property
     def tool_results(self) -> list[ToolResult]:
         return [result for turn in self.turns for result in turn.tool_results]
 
     @property
+    def all_tool_results(self) -> list[ToolResult]:
+        return [result for turn in self.all_turns for result in turn.tool_results]
+
+    @property
     def tools_used(self) -> list[str]:
-        """Distinct tool names in first-use order."""
-        return list(dict.fromkeys(call.name for call in self.tool_calls))
+        """Distinct tool names in first-use order, across every conversation (a sub-agent's tools are the agent's)."""
+        return list(dict.fromkeys(call.name for call in self.all_tool_calls))
 
     @property
     def usage(self) -> Usage | None:
-        """Summed usage of the turns that report it; None when none does."""
+        """Summed usage of every turn that reports it, in every conversation (all of it was paid for); None when
+        none does."""
         total: Usage | None = None
-        for turn in self.turns:
+        for turn in self.all_turns:
             if turn.usage is not None:
                 total = turn.usage if total is None else total + turn.usage
         return total
@@ -135,13 +207,20 @@ class Trajectory:
         return ""
 
     def result_for(self, call: ToolCall) -> ToolResult | None:
-        """The tool result returned for `call`, matched by id."""
+        """The tool result returned for `call`, matched by id (in any conversation)."""
         if call.id is None:
             return None
-        for result in self.tool_results:
+        for result in self.all_tool_results:
             if result.call_id == call.id:
                 return result
         return None
+
+
+def observed_nothing(trajectory: Trajectory) -> bool:
+    """True when nothing was observed: no model request, no turn, no command, no denial. A trajectory grader must
+    not pass on that (it would be a verdict without looking)."""
+    return not (trajectory.model_calls or trajectory.turns or trajectory.other_conversations
+                or trajectory.commands or trajectory.denials)
 
 
 @dataclass(slots=True)

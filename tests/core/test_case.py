@@ -77,8 +77,8 @@ def test_the_constructor_lists_every_problem_as_a_case_error() -> None:
 
 
 def test_a_single_grader_needs_no_list() -> None:
-    case = tr.Case(name="x", invoke=lambda ctx: "a", expect_outcome=expect.contains("a"),
-                   expect_trajectory=expect.max_turns(3))
+    case = tr.Case(name="x", invoke=lambda ctx: tr.Run("a", tr.Trajectory(turns=[tr.Turn(text="a")])),
+                   expect_outcome=expect.contains("a"), expect_trajectory=expect.max_turns(3))
     assert len(case.expect_outcome) == len(case.expect_trajectory) == 1 and len(case.graders) == 2
     assert tr.evaluate([case]).passed_case_count == 1
 

@@ -15,14 +15,19 @@ import pytest
 import trialrun as tr
 
 
+def _tool(name: str, arg: str) -> dict:
+    return {"type": "function", "function": {"name": name, "parameters": {"type": "object", "properties": {arg: {"type": "string"}}}}}
+
+
 def test_openai_sdk_over_real_http_json_and_stream() -> None:
     model = tr.ScriptedModel([tr.tool_call("lookup", key="k"), tr.reply("The value is v.")])
     with tr.serve(model) as endpoint:
         client = openai.OpenAI(api_key="test", base_url=endpoint.openai_base_url, max_retries=0)
-        first = client.chat.completions.create(model="gpt-4.1-mini", messages=[{"role": "user", "content": "go"}])
+        first = client.chat.completions.create(model="gpt-4.1-mini", messages=[{"role": "user", "content": "go"}],
+                                               tools=[_tool("lookup", "key")])
         call = first.choices[0].message.tool_calls[0]
         stream = client.chat.completions.create(
-            model="gpt-4.1-mini", stream=True,
+            model="gpt-4.1-mini", stream=True, tools=[_tool("lookup", "key")],
             messages=[{"role": "user", "content": "go"}, first.choices[0].message.model_dump(exclude_none=True),
                       {"role": "tool", "tool_call_id": call.id, "content": "v"}],
         )
@@ -70,9 +75,10 @@ def test_inside_a_case_the_served_model_is_observed() -> None:
     def invoke(ctx: tr.TrialContext) -> str:
         endpoint = ctx.serve(ctx.scripted([tr.tool_call("read_file", path="a.txt"), tr.reply("done")]))
         client = openai.OpenAI(api_key="test", base_url=endpoint.openai_base_url, max_retries=0)
-        first = client.chat.completions.create(model="gpt-4.1-mini", messages=[{"role": "user", "content": "go"}])
+        tools = [_tool("read_file", "path")]
+        first = client.chat.completions.create(model="gpt-4.1-mini", messages=[{"role": "user", "content": "go"}], tools=tools)
         call = first.choices[0].message.tool_calls[0]
-        second = client.chat.completions.create(model="gpt-4.1-mini", messages=[
+        second = client.chat.completions.create(model="gpt-4.1-mini", tools=tools, messages=[
             {"role": "user", "content": "go"}, first.choices[0].message.model_dump(exclude_none=True),
             {"role": "tool", "tool_call_id": call.id, "content": "text of a"}])
         return second.choices[0].message.content

@@ -55,8 +55,11 @@ def test_long_outputs_are_clipped_in_reasons() -> None:
 
 
 def test_check_takes_a_plain_output_or_a_run() -> None:
-    verdicts = tr.check([expect.contains("x"), expect.max_turns(3)], tr.Run("x"))
+    verdicts = tr.check([expect.contains("x"), expect.max_turns(3)], tr.Run("x", tr.Trajectory([tr.Turn(text="x")])))
     assert [v.passed for v in verdicts] == [True, True]
+    # a plain output has no trajectory: a trajectory grader refuses to pass on what nobody observed
+    outcome, turns = tr.check([expect.contains("x"), expect.max_turns(3)], "x")
+    assert outcome.passed and not turns.passed and "no model traffic was observed" in turns.reason
     assert tr.check([expect.equals("x")], "x")[0].passed
 
 

@@ -30,7 +30,8 @@ WRITE = ("write_file", {"path": "a.txt", "content": "x"})
 CASES = [
     (expect.called("read_file"), traj(READ_A), True, "read_file was called 1 time"),
     (expect.called("read_file"), traj(LIST), False, "read_file was never called (tools called: list_dir)"),
-    (expect.called("read_file"), traj(), False, "read_file was never called (tools called: none)"),
+    (expect.called("read_file"), traj(texts=1), False, "read_file was never called (tools called: none)"),
+    (expect.called("read_file"), traj(), False, expect.trajectory.NOTHING_OBSERVED),
     (expect.called("read_file", args={"path": "a.txt"}), traj(LIST, READ_A), True, "read_file was called 1 time with path='a.txt'"),
     (
         expect.called("read_file", args={"path": "a.txt"}),
@@ -51,7 +52,7 @@ CASES = [
         False,
         "write_file was called 1 time, never with path='a.txt' (saw path='a.txt', content='x')",
     ),
-    (expect.not_called("run_command"), traj(READ_A), True, "run_command was not called"),
+    (expect.not_called("run_command"), traj(READ_A), True, "run_command was not called (examined 1 tool call)"),
     (
         expect.not_called("write_file"),
         traj(WRITE),
@@ -82,14 +83,14 @@ CASES = [
     (expect.max_turns(2), traj(READ_A, texts=2), False, "3 turns, limit 2"),
     (expect.max_tool_calls(1), traj(READ_A, READ_B), False, "2 tool calls, limit 1 (read_file, read_file)"),
     (expect.max_tool_calls(2), traj(READ_A, READ_B), True, "2 tool calls (limit 2)"),
-    (expect.no_tool_errors(), traj(READ_A), True, "no tool result was an error"),
+    (expect.no_tool_errors(), traj(READ_A), True, "none of 1 tool result was an error"),
     (
         expect.no_tool_errors(),
         traj(READ_A, READ_B, results={"c2": ("file not found: b.txt", True)}),
         False,
         "1 tool result(s) were errors: read_file: file not found: b.txt",
     ),
-    (expect.no_denials(), traj(READ_A), True, "no tool call was denied"),
+    (expect.no_denials(), traj(READ_A), True, "no tool call was denied (examined 1 tool call)"),
     (
         expect.no_denials(),
         traj(denials=[tr.Denial("run_command", {"command": "rm -rf /"}, "refused", "rm -rf")]),

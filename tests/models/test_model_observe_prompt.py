@@ -43,7 +43,10 @@ def _replayed(exchanges: list[Exchange]) -> ObservedTransport:
 
 @pytest.mark.parametrize(("recording", "prompt"), [
     ("openai-chat/test_dbos__test_dbos_agent_with_model_retry.yaml", "What is the weather in CDMX?"),
-    ("openai-chat-stream/test_prefect__test_multiple_agents.yaml", "What is the capital of Mexico?"),
+    # two agents in one recording: a tool-less one ("What is the capital of Mexico?", kept as a side conversation)
+    # and the tool-using loop, which is the main conversation and so gives the prompt
+    ("openai-chat-stream/test_prefect__test_multiple_agents.yaml",
+     "Tell me: the capital of the country; the weather there; the product name"),
     ("openai-responses-stream/test_openai_responses__test_openai_responses_phase_live.yaml",
      "What is the capital of PotatoLand?"),
     ("anthropic/test_anthropic__test_anthropic_tool_output.yaml", "What is the largest city in the user country?"),
@@ -75,12 +78,13 @@ def test_openai_chat_and_responses_requests_from_the_sdk() -> None:
     client = openai.OpenAI(api_key="sk-test", http_client=httpx.Client(transport=chat_model), max_retries=0)
     messages: list = [{"role": "system", "content": "You are terse."},
                       {"role": "user", "content": "What do my notes say?"}]
-    first = client.chat.completions.create(model="gpt-4.1-mini", messages=messages)
+    tools = [{"type": "function", "function": {"name": "read_file", "parameters": {"type": "object", "properties": {}}}}]
+    first = client.chat.completions.create(model="gpt-4.1-mini", messages=messages, tools=tools)
     call = first.choices[0].message.tool_calls[0]
     messages += [first.choices[0].message.model_dump(exclude_none=True),
                  {"role": "tool", "tool_call_id": call.id, "content": "Buy milk."},
                  {"role": "user", "content": "And in French?"}]  # a later user message is not the prompt
-    client.chat.completions.create(model="gpt-4.1-mini", messages=messages)
+    client.chat.completions.create(model="gpt-4.1-mini", messages=messages, tools=tools)
     trajectory = chat_model.trajectory()
     assert trajectory.prompt == "What do my notes say?" and len(trajectory.turns) == 2
 

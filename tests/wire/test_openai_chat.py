@@ -654,7 +654,8 @@ def test_a_stream_cut_before_finish_reason_and_done_is_a_partial_turn_with_a_not
     more = {"index": 0, "function": {"arguments": ': "a.txt"}'}}
     trajectory = decode_trajectory([_exchange(data_events(_chunk({"tool_calls": [call]}), _chunk({"tool_calls": [more]})))])
     assert [(c.name, c.arguments) for c in trajectory.tool_calls] == [("read_file", {"path": "a.txt"})]
-    assert trajectory.notes == [_TRUNCATED_NOTE]
+    assert _TRUNCATED_NOTE in trajectory.notes  # beside: the request offered no tools, the call got no result
+    assert any("offered no tools" in n for n in trajectory.notes) and any("never got a result" in n for n in trajectory.notes)
 
 
 @pytest.mark.parametrize(

@@ -623,8 +623,9 @@ def test_a_stream_cut_before_response_completed_is_a_partial_turn_with_a_note() 
     assert [(c.name, c.arguments) for c in trajectory.tool_calls] == [
         (c.name, c.arguments) for c in STEPS["text+calls"].tool_calls
     ]
-    assert trajectory.notes == [f"exchange 1 (POST /v1/responses): {_TRUNCATED}"]
-    assert decode_trajectory(exchanges[1:]).notes == []  # the whole stream: no note
+    # (the request offers no tools and the calls get no results: the other notes say so)
+    assert [n for n in trajectory.notes if "truncated" in n] == [f"exchange 1 (POST /v1/responses): {_TRUNCATED}"]
+    assert not [n for n in decode_trajectory(exchanges[1:]).notes if "truncated" in n]  # the whole stream: no note
 
 
 def test_a_stream_of_text_deltas_only_is_kept_and_noted() -> None:

@@ -13,12 +13,15 @@ from ._patterns import _GLOB_CHARS, _command_text, _shorten
 from ._syntax import _ASSIGN_RE, _ParseError, _Parser, _Simple
 from ._values import CommandLines, UnreadableCommand
 
-DEFAULT_COMMAND_TOOLS: tuple[str, ...] = ("run_command", "bash", "shell", "exec", "execute_command", "local_shell")
+from .._command_tools import KNOWN_COMMAND_TOOLS
+
+DEFAULT_COMMAND_TOOLS: tuple[str, ...] = KNOWN_COMMAND_TOOLS
 COMMAND_ARGUMENT_KEYS: tuple[str, ...] = ("command", "cmd")
 
 
 def command_of_call(
-    tool: str, arguments: Mapping[str, Any], command_tools: Iterable[str] = DEFAULT_COMMAND_TOOLS
+    tool: str, arguments: Mapping[str, Any], command_tools: Iterable[str] = DEFAULT_COMMAND_TOOLS,
+    keys: Sequence[str] = (),
 ) -> str | list[str] | None:
     """The command a tool call runs, or None when the tool is not a command tool (or the call carries none).
 
@@ -26,7 +29,8 @@ def command_of_call(
     `{"action": {"command": [...]}}`. A call that carries several different ones (`{"command": "ls",
     "cmd": "rm -rf /"}`) may run any of them: it gives a `CommandLines`, a string of them one per line that
     every matcher here examines one by one. Tool names are compared ignoring case (`Bash` is `bash`), and
-    `command_tools` entries may be globs (`"*shell*"`).
+    `command_tools` entries may be globs (`"*shell*"`). `keys` names further arguments that hold the command
+    (found from the tool's schema: `script`, `shell_command`, ...).
 
     >>> command_of_call("bash", {"command": "ls -la"})
     'ls -la'
@@ -49,7 +53,7 @@ def command_of_call(
     found: list[str | list[str]] = []
     for source in (arguments, arguments.get("action")):
         if isinstance(source, Mapping):
-            for key in COMMAND_ARGUMENT_KEYS:
+            for key in (*COMMAND_ARGUMENT_KEYS, *keys) if keys else COMMAND_ARGUMENT_KEYS:
                 value = _as_command(source.get(key))
                 if value is not None and value not in found:
                     found.append(value)

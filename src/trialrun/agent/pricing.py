@@ -181,7 +181,7 @@ def cost_of_trajectory(trajectory: Trajectory, table: PriceTable | None = None, 
     table = table or prices
     total = 0.0
     priced = False
-    for turn in trajectory.turns:
+    for turn in trajectory.all_turns:  # side requests and sub-agents were paid for too
         cost = table.cost(turn.model or model, turn.usage)  # unknown usage: unknown cost, like an unknown price
         if cost is None:
             return None

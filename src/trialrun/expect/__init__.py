@@ -14,6 +14,7 @@ from .trajectory import (
     max_turns,
     never_ran,
     no_denials,
+    no_model_calls,
     no_tool_errors,
     not_called,
     trajectory_matches,
@@ -38,5 +39,6 @@ __all__ = [
     "no_tool_errors",
     "no_denials",
     "never_ran",
+    "no_model_calls",
     "max_cost_usd",
 ]

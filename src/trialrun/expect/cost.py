@@ -39,7 +39,7 @@ def _unpriced(run: Run) -> str:
     model call reported no usage."""
     from ..agent.pricing import prices  # the grader reads the table, it does not own it
 
-    turns = run.trajectory.turns
+    turns = run.trajectory.all_turns
     models = list(dict.fromkeys(turn.model for turn in turns if turn.model))
     unpriced = [model for model in models if model not in prices]
     if unpriced:

@@ -18,7 +18,7 @@ from .cassette import Cassette, read_trajectory
 from .guard import NetworkBlockedError
 from .live import LiveModel
 from .observe import ObservedTransport, observe
-from .scripted import ScriptedModel, fail, reply, tool_call, tool_calls
+from .scripted import ScriptedModel, When, fail, reply, shell, tool_call, tool_calls, when
 
 __all__ = [
     "ModelTransport",
@@ -27,6 +27,9 @@ __all__ = [
     "tool_calls",
     "reply",
     "fail",
+    "shell",
+    "when",
+    "When",
     "Cassette",
     "read_trajectory",
     "LiveModel",

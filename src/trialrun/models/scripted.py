@@ -9,17 +9,25 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any, Union
 
-from ..trajectory import ToolCall, Usage
+from .._command_tools import SHELL_PREFERENCE, command_argument, shell_arguments
+from ..trajectory import ToolCall, Turn, Usage
 from ..wire import codec_for
 from ..wire._codec import Codec, json_body
-from ..wire._types import ModelRequest, ProviderError, Step, WireError
+from ..wire._threads import Thread, Threader
+from ..wire._types import ModelRequest, ModelResponse, ProviderError, Step, WireError
 from ._base import ModelTransport, build_response
 
-__all__ = ["ScriptedModel", "tool_call", "tool_calls", "reply", "fail", "StepLike", "Script"]
+__all__ = ["ScriptedModel", "tool_call", "tool_calls", "reply", "fail", "shell", "when", "When", "StepLike", "Script",
+           "DEFAULT_SIDE_REPLY"]
+
+#: What a side request (one that offers no tools, beside a main loop: a title, a summary) gets by default.
+DEFAULT_SIDE_REPLY = "OK"
+#: The tool name a portable `shell(...)` step stands for until a request says which shell tool it offers.
+SHELL_TOOL = "<shell>"
 
 # What a script entry or a reactive function may give: a step, a provider error, a bare string (a final reply),
 # or None from a function (nothing left to say: the script is exhausted).
@@ -65,6 +73,60 @@ def reply(text: str, usage: Usage | None = None) -> Step:
     return Step(text=text, usage=usage)
 
 
+def shell(command: str) -> Step:
+    """A step in which the model runs `command` through whatever shell tool the request offers (`bash`, `Bash`,
+    `exec_command`, `run_command`, `shell`, ...), with that tool's own argument shape found from its schema
+    (`{"command": ...}`, `{"cmd": ...}`, an argv array `["bash", "-lc", ...]`, a required `description`).
+
+    So one script drives any coding agent: `ScriptedModel([shell("echo hi > marker.txt"), reply("done")])`.
+    A request that offers no tool able to run it is answered with an error naming the offered tools.
+    """
+    if not isinstance(command, str) or not command.strip():
+        raise TypeError(f"shell(): the command must be a non-empty string, got {command!r}")
+    return Step(tool_calls=[ToolCall(SHELL_TOOL, {"command": command})])
+
+
+@dataclass(frozen=True, slots=True)
+class When:
+    """Which conversations a sub-script serves (see `when`)."""
+
+    text: str | None = None
+    system: str | None = None
+    user: str | None = None
+    tools: tuple[str, ...] = ()
+
+    def matches(self, request: ModelRequest) -> bool:
+        system = request.system or ""
+        user = next((m.text for m in request.messages if m.role == "user"), "")
+        return ((self.text is None or self.text in system or self.text in user)
+                and (self.system is None or self.system in system)
+                and (self.user is None or self.user in user)
+                and all(name in request.tool_names for name in self.tools))
+
+    def __str__(self) -> str:
+        parts = [f"{k}={v!r}" for k, v in (("text", self.text), ("system", self.system), ("user", self.user)) if v]
+        if self.tools:
+            parts.append(f"tools={list(self.tools)!r}")
+        return f"when({', '.join(parts)})"
+
+
+def when(text: str | None = None, *, system: str | None = None, user: str | None = None,
+         tools: Sequence[str] = ()) -> When:
+    """A matcher for a conversation other than the main loop (a sub-agent), used as a key of
+    `ScriptedModel(..., subagents={when(...): [steps]})`: its first request's system prompt or first user text
+    contains `text`; its system prompt contains `system`; its first user text contains `user`; it offers every
+    tool in `tools`. A plain string key means `when(text)`."""
+    if all(v is None for v in (text, system, user)) and not tools:
+        raise ValueError("when(): give text, system, user or tools; a matcher that matches every conversation "
+                         "would take the main loop's requests")
+    for name, value in (("text", text), ("system", system), ("user", user)):
+        if value is not None and (not isinstance(value, str) or not value):
+            raise TypeError(f"when(): {name} must be a non-empty string, got {value!r}")
+    if isinstance(tools, str):
+        tools = [tools]
+    return When(text, system, user, tuple(tools))
+
+
 def fail(status: int = 429, retry_after: float | None = None, message: str | None = None) -> ProviderError:
     """A step in which the provider answers with an error (rate limit by default), in the API's own error format.
 
@@ -98,6 +160,47 @@ class _Pending:
     index: int
     slot: int
     where: str
+    thread: Thread | None = None
+    label: str = ""
+
+
+@dataclass(slots=True)
+class _Cursor:
+    """A list of script entries and how far it has been used (the main script's, or a sub-script's)."""
+
+    entries: list[Any]
+    label: str
+    matcher: When | None = None
+    next: int = 0
+    has_calls: bool = False
+
+    def take(self) -> tuple[Any, int]:
+        if self.next < len(self.entries):
+            self.next += 1
+            return self.entries[self.next - 1], self.next - 1
+        return None, self.next
+
+    def peek_calls(self) -> bool:
+        """Whether the next entry is a step with tool calls (a function entry is not known in advance)."""
+        entry = self.entries[self.next] if self.next < len(self.entries) else None
+        return isinstance(entry, Step) and bool(entry.tool_calls)
+
+
+_SIDE = "side"  # Thread.script for a side request: answered with the side reply, no step used
+
+
+def _script_entries(steps: Any, what: str) -> list[Any]:
+    if isinstance(steps, (Step, ProviderError, str)) or not isinstance(steps, Sequence):
+        raise TypeError(
+            f"{what} takes a list of steps or a function of the request, got {type(steps).__name__} (wrap a single "
+            "step in a list: ScriptedModel([reply('hi')]))"
+        )
+    entries = []
+    for number, entry in enumerate(steps, start=1):
+        if not callable(entry):
+            _as_step(entry, f"{what}: script step {number}")
+        entries.append(entry)
+    return entries
 
 
 class ScriptedModel(ModelTransport):
@@ -113,27 +216,48 @@ class ScriptedModel(ModelTransport):
     out, the model answers HTTP 500 "script exhausted after N responses" and records that as a problem, so the
     trial fails even if the agent swallows the error.
 
+    A list script follows the conversation, not the arrival order: requests are threaded into conversations by
+    their history (as the trajectory is), and the steps go to the MAIN loop. A request that offers no tools while
+    the script holds tool calls (a title or summary request, sent before or between the main loop's requests) is
+    a side request: it gets `side_reply` and uses no step. Sub-agents can have scripts of their own:
+    `subagents={"Explore": [...], when(tools=["Grep"]): [...]}` (a string matches the system prompt or first user
+    text of the conversation's first request); a conversation no sub-script matches takes the main script's next
+    steps, in arrival order. A tool-call step is never given to a request that offers no tools (an agent that
+    cannot run a native call would show a phantom call): it is an error the trial sees.
+
     `model=` names the model in responses (default: the model the request asked for).
     """
 
-    def __init__(self, steps_or_function: Script, *, model: str | None = None) -> None:
+    def __init__(
+        self,
+        steps_or_function: Script,
+        *,
+        model: str | None = None,
+        side_reply: str = DEFAULT_SIDE_REPLY,
+        subagents: Mapping[str | When, Sequence[ScriptEntry]] | None = None,
+    ) -> None:
         super().__init__()
         self._model = model
         self._function: Callable[[ModelRequest], StepLike | None] | None = None
-        self._steps: list[ScriptEntry] = []
+        if not isinstance(side_reply, str):
+            raise TypeError(f"ScriptedModel: side_reply must be text, got {type(side_reply).__name__}")
+        self._side_reply = side_reply
         if callable(steps_or_function) and not isinstance(steps_or_function, (Step, ProviderError)):
             self._function = steps_or_function
-        elif isinstance(steps_or_function, (Step, ProviderError, str)) or not isinstance(steps_or_function, Sequence):
-            raise TypeError(
-                "ScriptedModel takes a list of steps or a function of the request, got "
-                f"{type(steps_or_function).__name__} (wrap a single step in a list: ScriptedModel([reply('hi')]))"
-            )
+            self._main = _Cursor([], "script")
         else:
-            for number, entry in enumerate(steps_or_function, start=1):
-                if not callable(entry):
-                    _as_step(entry, f"ScriptedModel: script step {number}")
-                self._steps.append(entry)
-        self._next = 0
+            self._main = _Cursor(_script_entries(steps_or_function, "ScriptedModel"), "script")
+        self._main.has_calls = _has_calls(self._main.entries)
+        self._subs: list[_Cursor] = []
+        for key, steps in (subagents or {}).items():
+            matcher = when(key) if isinstance(key, str) else key
+            if not isinstance(matcher, When):
+                raise TypeError(f"ScriptedModel: subagents keys are text or when(...), got {type(key).__name__}")
+            cursor = _Cursor(_script_entries(steps, f"ScriptedModel: subagents[{key!r}]"), f"sub-script {matcher}", matcher)
+            self._subs.append(cursor)
+        self._threader = Threader()
+        self._tools_seen = False
+        self._side_requests = 0
         self._calls = 0
         self._answered = 0
 
@@ -163,11 +287,33 @@ class ScriptedModel(ModelTransport):
 
     @property
     def remaining(self) -> int | None:
-        """Steps not yet used; None for a function script, which has no fixed length."""
+        """Steps of the main script not yet used; None for a function script, which has no fixed length."""
         if self._function is not None:
             return None
         with self._lock:
-            return len(self._steps) - self._next
+            return len(self._main.entries) - self._main.next
+
+    @property
+    def side_requests(self) -> int:
+        """How many requests were answered as side requests (with `side_reply`, using no step)."""
+        with self._lock:
+            return self._side_requests
+
+    @property
+    def problems(self) -> list[str]:
+        problems = super().problems
+        with self._lock:
+            stuck = (self._function is None and not self._tools_seen and self._side_requests
+                     and self._main.peek_calls())
+            if stuck:
+                step = self._main.entries[self._main.next]
+                names = ", ".join(call.name for call in step.tool_calls)
+                problems.append(
+                    f"ScriptedModel: script step {self._main.next + 1} calls {names}, but none of the "
+                    f"{self._calls} request(s) offered any tools, so the step was never given (an agent that offers "
+                    "no tools cannot run a native tool call; a text-protocol agent needs text replies)"
+                )
+        return problems
 
     # -- serving --------------------------------------------------------------------------------------------------
 
@@ -195,27 +341,47 @@ class ScriptedModel(ModelTransport):
             return self._refuse(request, 400, codec, f"ScriptedModel: {where}: cannot decode the request: {exc}")
 
         entry: ScriptEntry | None
+        thread: Thread | None = None
+        label = "script"
         with self._lock:
+            if model_request.tools:
+                self._tools_seen = True
             if self._function is not None:
                 entry = self._function
-                index = self._next
-                self._next += 1
-            elif self._next < len(self._steps):
-                entry = self._steps[self._next]
-                index = self._next
-                self._next += 1
+                index = self._main.next
+                self._main.next += 1
             else:
-                entry = None
-                index = self._next
+                thread = self._threader.place(model_request)
+                cursor = self._cursor_for(thread, model_request)
+                if cursor is None:
+                    self._side_requests += 1
+                    entry, index = Step(text=self._side_reply), -1
+                else:
+                    entry, index = cursor.take()
+                    label = cursor.label
             slot = self._reserve_locked()
 
         if entry is None:
-            return self._exhausted(slot, request, codec, where)
-        return _Pending(request, codec, model_request, entry, index, slot, where)
+            return self._exhausted(slot, request, codec, where, label)
+        return _Pending(request, codec, model_request, entry, index, slot, where, thread, label)
+
+    def _cursor_for(self, thread: Thread, request: ModelRequest) -> _Cursor | None:
+        """The script that answers this conversation (None: a side request). Decided at its first request."""
+        if thread.script is None:
+            sub = next((c for c in self._subs if c.matcher is not None and c.matcher.matches(request)), None)
+            if sub is not None:
+                thread.script = sub
+            elif request.tools:
+                thread.script = self._main
+            else:  # offers no tools: a side request beside a loop that does, or a tool-less agent's own loop
+                main = self._threader.main()
+                beside_tools = main is not None and main.offers_tools
+                thread.script = _SIDE if self._main.has_calls or beside_tools else self._main
+        return None if thread.script is _SIDE else thread.script  # type: ignore[no-any-return]
 
     def _failed_entry(self, pending: _Pending, exc: Exception) -> Any:
         """A bug in the test's script: fail the trial loudly, never retry it."""
-        label = "script function" if self._function is not None else f"script step {pending.index + 1}"
+        label = "script function" if self._function is not None else f"{pending.label} step {pending.index + 1}"
         return self._refuse(pending.request, 500, pending.codec,
                             f"ScriptedModel: {pending.where}: the {label} raised {type(exc).__name__}: {exc}", pending.slot)
 
@@ -257,6 +423,17 @@ class ScriptedModel(ModelTransport):
         if isinstance(step, ProviderError) or step.error is not None:
             encoded = codec.encode_error(step if isinstance(step, ProviderError) else step.error)  # type: ignore[arg-type]
         else:
+            if step.tool_calls:
+                if not model_request.tools:
+                    names = ", ".join(call.name for call in step.tool_calls)
+                    source = "the script function" if self._function is not None else f"{pending.label} step {pending.index + 1}"
+                    return self._refuse(request, 500, codec, f"ScriptedModel: {where}: {source} calls {names}, but the "
+                                        "request offers no tools (a phantom call: the agent cannot run it)", slot)
+                if any(call.name == SHELL_TOOL for call in step.tool_calls):
+                    resolved = _resolve_shell(step, model_request)
+                    if isinstance(resolved, str):
+                        return self._refuse(request, 500, codec, f"ScriptedModel: {where}: {resolved}", slot)
+                    step = resolved
             if self._model is not None and step.model is None:
                 step = replace(step, model=self._model)
             try:
@@ -267,16 +444,18 @@ class ScriptedModel(ModelTransport):
                 )
         with self._lock:
             self._answered += 1  # scripted answers, provider errors included: "exhausted after N responses"
+            if pending.thread is not None and isinstance(step, Step) and step.error is None:
+                self._threader.answered(pending.thread, ModelResponse(step.text, step.tool_calls), _NO_TURN)
         self._record(slot, request, encoded.status, encoded.headers, encoded.body)
         return build_response(request, encoded.status, encoded.headers, encoded.body)
 
-    def _exhausted(self, slot: int, request: Any, codec: Codec, where: str) -> Any:
+    def _exhausted(self, slot: int, request: Any, codec: Codec, where: str, label: str = "script") -> Any:
         with self._lock:
             answered = self._answered
         if self._function is not None:
             reason = f"the script function returned None for {where}"
         else:
-            reason = f"{where} found no step left"
+            reason = f"{where} found no step left" + ("" if label == "script" else f" in the {label}")
         message = f"ScriptedModel: script exhausted after {answered} responses: {reason}"
         return self._refuse(request, 500, codec, message, slot, kind="script_exhausted")
 
@@ -301,3 +480,31 @@ class ScriptedModel(ModelTransport):
             slot = self._reserve()
         self._record(slot, request, status, headers, body)
         return build_response(request, status, headers, body)
+
+
+_NO_TURN = Turn()  # the scripted model threads conversations but keeps no turns (the trajectory decoder does)
+
+
+def _has_calls(entries: list[Any]) -> bool:
+    return any(isinstance(e, Step) and e.tool_calls for e in entries)
+
+
+def _resolve_shell(step: Step, request: ModelRequest) -> Step | str:
+    """The step with each portable `shell(...)` call made a call of the request's own shell tool, in its own
+    argument shape; or what is wrong (no offered tool runs commands)."""
+    specs = {spec.name: spec for spec in request.tools}
+    by_folded = {name.casefold(): name for name in specs}
+    chosen = next((by_folded[name] for name in SHELL_PREFERENCE if name in by_folded), None)
+    if chosen is None:
+        chosen = next((name for name, spec in specs.items() if command_argument(name, spec.parameters)), None)
+    if chosen is None:
+        return ("a shell step needs a tool that runs commands, but none of the offered tools does (offered: "
+                f"{', '.join(specs) or 'none'})")
+    spec = specs[chosen]
+    calls = []
+    for call in step.tool_calls:
+        if call.name == SHELL_TOOL:
+            arguments = shell_arguments(chosen, spec.parameters, call.arguments["command"])
+            call = ToolCall(chosen, arguments or {"command": call.arguments["command"]}, call.id)
+        calls.append(call)
+    return replace(step, tool_calls=calls)

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 
-from ..trajectory import ToolResult, Trajectory, Turn
+from .._command_tools import command_argument
+from ..trajectory import Conversation, Trajectory, Turn
 from ._codec import Codec
+from ._threads import Thread, Threader, user_prompt
 from ._types import (
     EncodedResponse,
     Exchange,
@@ -93,45 +95,86 @@ def decode_exchange(exchange: Exchange, number: int) -> tuple[ModelRequest | Non
 def decode_trajectory(exchanges: list[Exchange]) -> Trajectory:
     """Read a Trajectory out of recorded exchanges.
 
-    Each successful model response is a turn. The results of a turn's tool calls are read from the NEXT model
-    request (tool-role messages, tool_result blocks, function_call_output items), matched by call id. Error
-    responses (a 429 that was retried) and exchanges that could not be decoded are not turns; they are written to
-    `trajectory.notes` so nothing disappears silently. `trajectory.prompt` is what the agent was asked
-    (`first_prompt`), so a report shows it even for a case that names no prompt of its own.
+    Each successful model response is a turn of the conversation its request belongs to: requests are threaded
+    into conversations by their message history (`_threads`), so a title request or a sub-agent sent between the
+    main loop's requests is kept as a conversation of its own, never counted as a main turn. A turn's tool results
+    are read from the later requests of ITS conversation, matched by call id (in order where the API has no ids);
+    a call that never gets a result is noted. Error responses (a 429 that was retried) and exchanges that could
+    not be decoded are not turns; they are written to `trajectory.notes` so nothing disappears silently.
+    `trajectory.prompt` is what the main conversation was asked.
     """
     trajectory = Trajectory()
-    prompt_seen = False  # the prompt is the first readable model request's (read once, not parsed twice)
-    pending: Turn | None = None
+    threads = Threader()
+    first_unreadable_prompt: str | None = None
+    offered: dict[str, None] = {}
     for number, exchange in enumerate(exchanges, start=1):
         try:
             request, response = decode_exchange(exchange, number)
         except WireError as exc:
             trajectory.notes.append(str(exc))
-            if not prompt_seen and (prompt := first_prompt([exchange])) is not None:
-                trajectory.prompt, prompt_seen = prompt, True  # its response was unreadable, its request not
+            if first_unreadable_prompt is None:
+                first_unreadable_prompt = first_prompt([exchange])  # its response was unreadable, its request not
             continue
         if request is None:
             continue
-        if not prompt_seen:
-            trajectory.prompt, prompt_seen = request.last_user_text or None, True
-        if pending is not None:
-            _attach_results(pending, request)
-            pending = None
+        trajectory.model_calls += 1
+        thread = threads.place(request)
+        if request.tools:
+            for spec in request.tools:
+                if spec.name not in offered:
+                    offered[spec.name] = None
+                    key = command_argument(spec.name, spec.parameters)
+                    if key is not None:
+                        trajectory.command_tools[spec.name] = key
+        if thread.pending or thread.unanswered:
+            _attach_results(thread, request)
         if response is None:
             trajectory.notes.append(
                 f"exchange {number} ({exchange.method} {exchange.path}): provider answered HTTP {exchange.status}: "
                 + exchange.response_body[:200].decode("utf-8", "replace")
             )
             continue
-        offered = set(request.tool_names)
+        offered_here = request.tool_names
         for call in response.tool_calls:
-            if request.tools and call.name not in offered:
-                trajectory.notes.append(f"exchange {number}: model called tool {call.name!r}, which the request did not offer")
+            if call.name not in offered_here:
+                trajectory.notes.append(
+                    f"exchange {number}: model called tool {call.name!r}, which the request did not offer"
+                    + ("" if offered_here else " (it offered no tools)")
+                )
         trajectory.notes.extend(f"exchange {number} ({exchange.method} {exchange.path}): {note}" for note in response.notes)
         turn = Turn(text=response.text, tool_calls=response.tool_calls, usage=response.usage, model=response.model)
-        trajectory.turns.append(turn)
-        pending = turn if turn.tool_calls else None
+        threads.answered(thread, response, turn)
+    trajectory.offered_tools = list(offered)
+    main = threads.main()
+    for thread in threads.threads:
+        for call in thread.pending.values():
+            trajectory.notes.append(f"tool call {call.name!r} (id {call.id}) never got a result"
+                                    + ("" if thread is main else f" (in {threads.role(thread)} conversation {thread.number})"))
+        if thread is main:
+            trajectory.turns = thread.turns
+            trajectory.prompt = thread.prompt or None
+            continue
+        trajectory.other_conversations.append(Conversation(
+            threads.role(thread), thread.turns, thread.prompt or None, _clip(thread.system), list(thread.tools),
+            thread.requests,
+        ))
+    if main is None and first_unreadable_prompt is not None:
+        trajectory.prompt = first_unreadable_prompt
+    if main is not None and not offered and len(main.turns) >= 2:
+        trajectory.notes.append(NO_TOOLS_NOTE)  # a loop of model calls without native tools: a text protocol
     return trajectory
+
+
+#: The note on a trajectory whose main loop made several model calls but never offered a tool: tool use, if any,
+#: was not on the wire (a single tool-less call is plain chat and gets no note).
+NO_TOOLS_NOTE = ("no model request offered any tools: if this agent uses tools, it does so in text (a text "
+                 "protocol such as ReAct) that is not visible on the wire, so no tool call or command was seen")
+
+
+def _clip(text: str, limit: int = 200) -> str | None:
+    if not text:
+        return None
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def first_prompt(exchanges: list[Exchange]) -> str | None:
@@ -148,20 +191,26 @@ def first_prompt(exchanges: list[Exchange]) -> str | None:
         except (ValueError, WireError):
             continue  # decode_trajectory notes the unreadable body; the next request repeats the prompt
         if request is not None:
-            return request.last_user_text or None
+            return user_prompt(request) or None
     return None
 
 
-def _attach_results(turn: Turn, request: ModelRequest) -> None:
-    """Give `turn` the results that `request` carries for its tool calls (by id; in order when ids are absent)."""
-    results = request.last_tool_results
-    ids = {call.id for call in turn.tool_calls if call.id}
-    if ids:
-        matched: list[ToolResult] = [result for result in results if result.call_id in ids]
-        if not matched:
-            # A stateful API (previous_response_id) or an agent that rewrote ids: fall back to all results.
-            by_id = {r.call_id: r for m in request.messages for r in m.tool_results}
-            matched = [by_id[i] for i in (c.id for c in turn.tool_calls) if i in by_id]
-        turn.tool_results = matched
-    else:
-        turn.tool_results = list(results)
+def _attach_results(thread: Thread, request: ModelRequest) -> None:
+    """Give the conversation's turns the results this request carries for their tool calls: by call id, from
+    anywhere in the request's history (an agent may answer a call after another request); id-less calls (Gemini)
+    take the results after the request's last assistant message, in order."""
+    if thread.pending:
+        for message in request.messages:
+            for result in message.tool_results:
+                call = thread.pending.pop(result.call_id, None) if result.call_id else None
+                if call is None:
+                    continue
+                for turn in reversed(thread.turns):
+                    if any(c is call for c in turn.tool_calls):
+                        turn.tool_results.append(result)
+                        break
+    if thread.unanswered:
+        results = [r for r in request.last_tool_results if r.call_id is None or r.call_id not in thread.call_ids]
+        if results:
+            turn = thread.unanswered.pop(0)
+            turn.tool_results.extend(results)
