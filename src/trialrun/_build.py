@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,8 @@ from .case import Case, TrialContext
 from .config import Config, ConfigError, ModelSpec, parse_model_spec
 from .expect.rubric import rubric
 from .judge import llm_judge
-from .models import LiveModel
+from .models import LiveModel, ScriptedModel
+from .models.scripted import DEFAULT_SIDE_REPLY, shell
 from .suite import SuiteFile, SuiteTest
 from .trajectory import ToolCall, Usage
 from .wire import ProviderError, Step
@@ -49,10 +51,10 @@ _LIVE_DEFAULTS = {
 def _step(data: Any, where: str) -> Step | ProviderError:
     if not isinstance(data, dict):
         raise ConfigError(f"{where}: a step is a mapping such as {{reply: ...}}, got {type(data).__name__}")
-    kinds = [k for k in ("tool_call", "tool_calls", "reply", "error") if k in data]
-    extra = sorted(set(data) - {"tool_call", "tool_calls", "reply", "error", "usage", "text"})
+    kinds = [k for k in ("tool_call", "tool_calls", "reply", "error", "shell") if k in data]
+    extra = sorted(set(data) - {"tool_call", "tool_calls", "reply", "error", "shell", "usage", "text"})
     if len(kinds) != 1 or extra:
-        raise ConfigError(f"{where}: a step has exactly one of tool_call, tool_calls, reply, error"
+        raise ConfigError(f"{where}: a step has exactly one of tool_call, tool_calls, reply, error, shell"
                           + (f" (unknown key(s): {', '.join(extra)})" if extra else f" (got {sorted(data)})"))
     usage = None
     if "usage" in data:
@@ -68,6 +70,11 @@ def _step(data: Any, where: str) -> Step | ProviderError:
         return Step(text=value, usage=usage)
     if kind == "error":
         return _error_step(value, where)
+    if kind == "shell":
+        if not isinstance(value, str) or not value.strip():
+            raise ConfigError(f"{where}: shell is the command to run through the agent's shell tool, e.g. "
+                              f"{{shell: 'echo hi > marker.txt'}} (got {value!r})")
+        return replace(shell(value), text=str(data.get("text", "")), usage=usage)
     calls = [value] if kind == "tool_call" else value
     if not isinstance(calls, list) or not calls:
         raise ConfigError(f"{where}: tool_calls must be a non-empty list")
@@ -106,8 +113,48 @@ def _default_error(status: int) -> str:
     return {429: "Rate limit exceeded", 500: "Internal server error", 503: "Service unavailable"}.get(status, f"HTTP {status}")
 
 
-def load_script_file(path: Path) -> dict[str, list[Step | ProviderError]]:
-    """A scripted model file: {test id: [steps]} in JSON or YAML."""
+@dataclass(frozen=True)
+class FileScript:
+    """One test's script from a scripted model file: the main loop's steps, what side requests get, and the
+    sub-agents' scripts (keyed by text their conversation's first request contains)."""
+
+    steps: list[Step | ProviderError]
+    side_reply: str = DEFAULT_SIDE_REPLY
+    subagents: dict[str, list[Step | ProviderError]] = field(default_factory=dict)
+
+    def model(self) -> ScriptedModel:
+        return ScriptedModel(list(self.steps), side_reply=self.side_reply,
+                             subagents={key: list(steps) for key, steps in self.subagents.items()})
+
+
+def _file_script(value: Any, where: str) -> FileScript:
+    """`[steps]`, or `{steps: [...], side_reply: text, subagents: {text: [steps]}}`."""
+    def steps_of(items: Any, at: str) -> list[Step | ProviderError]:
+        if not isinstance(items, list):
+            raise ConfigError(f"{at}: expected a list of steps")
+        return [_step(step, f"{at}, step {n}") for n, step in enumerate(items, start=1)]
+
+    if isinstance(value, list):
+        return FileScript(steps_of(value, where))
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}: expected a list of steps, or a mapping with steps (and side_reply, subagents)")
+    unknown = sorted(set(value) - {"steps", "side_reply", "subagents"})
+    if unknown or "steps" not in value:
+        raise ConfigError(f"{where}: a test's script is a list of steps or a mapping with steps, side_reply and "
+                          f"subagents" + (f" (unknown key(s): {', '.join(map(str, unknown))})" if unknown else " (no steps)"))
+    side_reply = value.get("side_reply", DEFAULT_SIDE_REPLY)
+    if not isinstance(side_reply, str):
+        raise ConfigError(f"{where}: side_reply must be text (what a request offering no tools, such as a title "
+                          f"request, is answered with), got {side_reply!r}")
+    subagents = value.get("subagents") or {}
+    if not isinstance(subagents, dict):
+        raise ConfigError(f"{where}: subagents maps text that a sub-agent's first request contains to its steps")
+    return FileScript(steps_of(value["steps"], where), side_reply,
+                      {str(key): steps_of(items, f"{where}, subagent {key!r}") for key, items in subagents.items()})
+
+
+def load_script_file(path: Path) -> dict[str, FileScript]:
+    """A scripted model file: {test id: [steps]} (or {test id: {steps, side_reply, subagents}}) in JSON or YAML."""
     text = read_text(path, "scripted model file", ConfigError)
     try:
         data = yaml.safe_load(text)  # YAML is a superset of JSON
@@ -122,12 +169,7 @@ def load_script_file(path: Path) -> dict[str, list[Step | ProviderError]]:
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: a scripted model file maps test ids to lists of steps, e.g. "
                           f"{{read-file: [{{reply: hi}}]}} (got {type(data).__name__})")
-    scripts: dict[str, list[Step | ProviderError]] = {}
-    for test_id, steps in data.items():
-        if not isinstance(steps, list):
-            raise ConfigError(f"{path}: test {test_id!r}: expected a list of steps")
-        scripts[str(test_id)] = [_step(step, f"{path}: test {test_id!r}, step {n}") for n, step in enumerate(steps, start=1)]
-    return scripts
+    return {str(test_id): _file_script(value, f"{path}: test {test_id!r}") for test_id, value in data.items()}
 
 
 # -- the model of one trial --------------------------------------------------------------------------------
@@ -168,13 +210,13 @@ def check_api_keys(config: Config, environ: Mapping[str, str] | None = None) -> 
                           "nothing was run")
 
 
-def model_transport(spec: ModelSpec, test_id: str, config: Config, ctx: TrialContext, scripts: dict[str, list[Any]] | None) -> Any:
+def model_transport(spec: ModelSpec, test_id: str, config: Config, ctx: TrialContext, scripts: dict[str, FileScript] | None) -> Any:
     """The observed transport a trial talks to, for a model spec."""
     if spec.kind == "scripted":
         assert scripts is not None
         if test_id not in scripts:  # a live canary run after all (e.g. by the pytest plugin's option)
             raise ConfigError(f"{config.resolve(spec.target)}: no script for test {test_id!r}")
-        return ctx.scripted(list(scripts[test_id]))
+        return ctx.observe(scripts[test_id].model())
     if spec.kind in ("replay", "record"):
         cassette = config.resolve(spec.target) / f"{_safe(test_id)}.yaml"
         if spec.kind == "replay":
@@ -372,14 +414,14 @@ def build_cases(
     return cases
 
 
-def _judge_transport(spec: ModelSpec, test_id: str, config: Config, scripts: dict[str, list[Any]] | None) -> Any:
+def _judge_transport(spec: ModelSpec, test_id: str, config: Config, scripts: dict[str, FileScript] | None) -> Any:
     from .models import Cassette, ScriptedModel
 
     if spec.kind == "scripted":
         assert scripts is not None
         if test_id not in scripts:
             raise ConfigError(f"judge script has no entry for test {test_id!r}")
-        return ScriptedModel(list(scripts[test_id]))
+        return scripts[test_id].model()
     if spec.kind in ("replay", "record"):
         path = config.resolve(spec.target) / f"judge-{_safe(test_id)}.yaml"
         return Cassette(path, spec.kind, upstream=_live(spec, "openai-chat") if spec.kind == "record" else None)

@@ -68,8 +68,8 @@ def test_an_error_step_the_agent_cannot_retry_fails_the_test(project: Path, cli)
         ("read-file: [\n", "bad.yaml:2:1: not valid YAML/JSON"),
         ("read-file: hi\n", "test 'read-file': expected a list of steps"),
         ("read-file:\n  - hi\n", "test 'read-file', step 1: a step is a mapping such as {reply: ...}, got str"),
-        ("read-file:\n  - {rply: hi}\n", "step 1: a step has exactly one of tool_call, tool_calls, reply, error (unknown key(s): rply)"),
-        ("read-file:\n  - {reply: hi, error: 429}\n", "step 1: a step has exactly one of tool_call, tool_calls, reply, error (got ['error', 'reply'])"),
+        ("read-file:\n  - {rply: hi}\n", "step 1: a step has exactly one of tool_call, tool_calls, reply, error, shell (unknown key(s): rply)"),
+        ("read-file:\n  - {reply: hi, error: 429}\n", "step 1: a step has exactly one of tool_call, tool_calls, reply, error, shell (got ['error', 'reply'])"),
         ("read-file:\n  - {reply: 3}\n", "step 1: reply must be text"),
         ("read-file:\n  - {tool_calls: []}\n", "step 1: tool_calls must be a non-empty list"),
         ("read-file:\n  - {tool_call: {arguments: {}}}\n", "step 1: tool call 1 needs a name, e.g. {name: read_file"),
@@ -135,3 +135,29 @@ def test_pass_threshold_from_trialrun_toml_decides_pass_or_fail(project: Path, c
     assert result.exit_code == 1 and "score 0.80 (< 0.85)" in result.output
     data = _latest(project)
     assert data["tests"][0]["passed"] is False and data["config_snapshot"]["pass_threshold"] == 0.85
+
+
+def test_a_shell_step_and_a_script_mapping_with_side_reply(project: Path, cli) -> None:
+    """`{shell: ...}` calls whatever shell tool the agent offers (the reference agent's run_command); a test's
+    script may be a mapping with steps and side_reply."""
+    model = _script(project, {"read-file": {"steps": [{"shell": "cat notes.txt"}, {"reply": NOTES}],
+                                            "side_reply": "Notes"}})
+    result = cli("run", "read-file", "--model", model)
+    assert result.exit_code == 0, result.output
+    turn = _latest(project)["cases"][0]["trials"][0]["trajectory"]["turns"][0]
+    assert turn["tool_calls"][0]["name"] == "run_command"
+    assert turn["tool_calls"][0]["arguments"] == {"command": "cat notes.txt"}
+    assert "Sam" in turn["tool_results"][0]["content"]
+
+
+@pytest.mark.parametrize("value, message", [
+    ({"steps": [{"shell": ""}]}, "shell is the command to run through the agent's shell tool"),
+    ({"steps": [{"reply": "x"}], "side_reply": 3}, "side_reply must be text"),
+    ({"steps": [{"reply": "x"}], "sidereply": "x"}, "unknown key(s): sidereply"),
+    ({"side_reply": "x"}, "(no steps)"),
+    ({"steps": [{"reply": "x"}], "subagents": {"Explore": {"reply": "x"}}}, "subagent 'Explore': expected a list of steps"),
+])
+def test_script_mapping_errors_name_the_test_and_field(project: Path, cli, value: dict, message: str) -> None:
+    model = _script(project, {"read-file": value})
+    result = cli("run", "read-file", "--model", model)
+    assert result.exit_code == 2 and message in result.output and "test 'read-file'" in result.output, result.output

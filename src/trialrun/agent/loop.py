@@ -17,6 +17,7 @@ from typing import Any, Literal
 import httpx
 
 from .. import _shell
+from .._command_tools import command_argument
 from .._retry import retry_delay, retryable
 from ..trajectory import Denial, Run, ToolCall, ToolResult, Trajectory, Turn
 from ..wire import Codec, Message, WireError, codec_named
@@ -145,6 +146,11 @@ class Agent:
         url = self.base_url + self.codec.request_path(self.model_name)
         trajectory = state.trajectory
         trajectory.prompt = prompt
+        trajectory.offered_tools = [spec.name for spec in specs]  # what the requests offer (no phantom calls)
+        for spec in specs:
+            key = command_argument(spec.name, spec.parameters)
+            if key is not None:
+                trajectory.command_tools[spec.name] = key
         unenforceable = self._unenforceable_ceiling(self.model_name, state)
         if unenforceable:  # before spending anything: a ceiling that cannot be checked must not be trusted
             return self._end(state, "error", unenforceable)
@@ -155,6 +161,7 @@ class Agent:
             reply: _Reply | None = None
             for attempt in range(self.max_retries + 1):
                 reply = yield _Post(url, body, self.headers)
+                trajectory.model_calls += 1
                 if reply.status < 400:
                     break
                 if not retryable(reply.status, reply.headers) or attempt == self.max_retries:
