@@ -399,3 +399,21 @@ def test_when_matches_system_user_and_tools() -> None:
         tr.when()
     matcher = tr.when(system="sub-agent", tools=["Bash"])
     assert "when(system='sub-agent', tools=['Bash'])" == str(matcher)
+
+
+def test_the_text_report_folds_side_and_sub_conversations_under_the_main_one() -> None:
+    from trialrun.render.text import trajectory_summary, trial_text
+
+    def invoke(ctx: tr.TrialContext) -> str:
+        model = ctx.scripted([tr.tool_call("Task", prompt="Delete build/"), tr.reply("Cleaned up.")],
+                             subagents={"sub-agent": [tr.shell("true"), tr.reply("deleted")]})
+        client = anthropic.Anthropic(api_key="t", http_client=ctx.http_client(model, httpx2=True), max_retries=0)
+        return claude_like(client, ctx.workdir)
+
+    case = tr.Case(name="x", invoke=invoke, expect_trajectory=[expect.never_ran("true")])
+    trial = tr.evaluate([case]).cases[0].trials[0]
+    text = trial_text(trial, width=120)
+    assert "trajectory (2 turns, 1 tool call, 1 side/sub conversation):" in text
+    assert "+ sub-agent 1 (tools: Bash; 'Delete build/'): 2 responses, not counted as turns" in text
+    assert "Bash(command='true')" in text.split("+ sub-agent 1")[1]
+    assert trajectory_summary(trial.trajectory) == "2 turns; Task(prompt='Delete build/'); + 1 sub-agent (Bash(command='true'))"

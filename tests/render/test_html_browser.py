@@ -340,3 +340,33 @@ def test_compare_page_shows_tests_an_interrupted_run_did_not_finish(context: Any
     detail = page.expand_case(unfinished)
     assert "Did not finish in the later run (interrupted)." in detail.inner_text()
     assert page.problems == []
+
+
+def test_side_and_sub_conversations_are_folded_under_the_main_timeline(context: Any, tmp_path: Path) -> None:
+    """A title request and a sub-agent are shown beside the main turns, collapsed, and never numbered as turns."""
+    from trialrun.trajectory import Conversation
+
+    sub = Conversation("sub", [Turn("", [ToolCall("Bash", {"command": "rm -rf build"}, "s1")], [ToolResult("s1", "")]),
+                               Turn("deleted")], "Delete build/", None, ["Bash"], 2)
+    side = Conversation("side", [Turn("Cleaning up")], "Clean the build folder.", "Generate a title", [], 1)
+    trajectory = Trajectory(turns=[Turn("", [ToolCall("Task", {"prompt": "Delete build/"}, "t1")], [ToolResult("t1", "deleted")]),
+                                   Turn("Cleaned up.")], prompt="Clean the build folder.",
+                            other_conversations=[side, sub], model_calls=5, offered_tools=["Task", "Bash"])
+    trial = TrialResult(trial=1, passed=True, output="Cleaned up.", trajectory=trajectory)
+    case = CaseResult.from_trials("delegates", [trial], tags=[], mode="deterministic")
+    report = RunReport.build([case], trial_count=1, started_at=datetime(2025, 1, 1, tzinfo=timezone.utc), duration_s=1.0)
+    html_file = tmp_path / "conversations.html"
+    html_file.write_text(report_html(report), encoding="utf-8")
+    page = _open(context, html_file)
+    expanded = page.expand_trial(page.expand_case("delegates"), 1)
+    assert expanded.locator(".step.turn:not(.nested .step)").count() >= 2
+    folded = expanded.locator(".step.conversation")
+    assert folded.count() == 2
+    assert "side request 1 (no tools" in folded.nth(0).inner_text()
+    assert "sub-agent 2 (tools: Bash" in folded.nth(1).inner_text() and "not counted as turns" in folded.nth(1).inner_text()
+    assert not folded.nth(1).locator("code.tool-name").first.is_visible()  # collapsed by default
+    folded.nth(1).locator("summary").click()
+    assert folded.nth(1).locator("code.tool-name").first.inner_text() == "Bash"
+    assert "2 side/sub conversations" in expanded.locator("summary").first.inner_text()
+    page.screenshot(tmp_path / "conversations.png")
+    assert page.problems == []

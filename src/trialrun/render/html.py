@@ -29,6 +29,7 @@ from ..compare import CaseDelta, Comparison, dropped, flatten_config, note_lines
 from ..expect._base import Verdict
 from ..results import CaseResult, RunReport, TrialError, TrialResult, jsonable
 from ..trajectory import Denial, ToolCall, ToolResult, Trajectory, Turn, Usage
+from .text import conversation_title
 
 __all__ = ["report_html", "comparison_html", "report_payload", "comparison_payload", "MAX_TEXT", "PAYLOAD_VERSION"]
 
@@ -225,12 +226,17 @@ class _Packer:
     # -- trajectories ------------------------------------------------------------------------------------
     def trajectory(self, trajectory: Trajectory) -> int | None:
         """Index of the packed trajectory in T; identical trajectories (common across trials) are stored once."""
-        if not (trajectory.turns or trajectory.commands or trajectory.denials or trajectory.notes or trajectory.prompt):
+        if not (trajectory.turns or trajectory.commands or trajectory.denials or trajectory.notes or trajectory.prompt
+                or trajectory.other_conversations):
             return None
         denials = list(trajectory.denials)
-        linked = _link_denials(trajectory.turns, denials)
+        linked = _link_denials(trajectory.all_turns, denials)
         packed = _compact({
             "turns": [self.turn(turn, linked) for turn in trajectory.turns],
+            # side requests and sub-agents, folded under the main conversation (collapsed in the timeline)
+            "cv": [_compact({"ro": conversation.role, "ti": self.s(conversation_title(conversation, number)),
+                             "turns": [self.turn(turn, linked) for turn in conversation.turns]})
+                   for number, conversation in enumerate(trajectory.other_conversations, start=1)],
             "cmd": [self.s(command) for command in trajectory.commands],
             "den": [self.denial(d) for d in denials],
             "notes": [self.s(note) for note in trajectory.notes],
@@ -264,7 +270,8 @@ class _Packer:
         })
 
     def denial(self, denial: Denial) -> list[Any]:
-        return [self.s(denial.tool), _raw(denial.arguments), self.s(denial.reason), self.s(denial.rule)]
+        packed = [self.s(denial.tool), _raw(denial.arguments), self.s(denial.reason), self.s(denial.rule)]
+        return packed + [1] if denial.source == "agent" else packed  # [4]: refused by the agent itself
 
 
 def _flag(value: bool | None) -> int | None:

@@ -24,7 +24,7 @@ from typing import Any
 
 from ..expect import Verdict
 from ..results import CaseResult, TrialError, TrialResult
-from ..trajectory import Denial, ToolCall, Trajectory
+from ..trajectory import Conversation, Denial, ToolCall, Trajectory, Turn
 
 __all__ = [
     "trial_text", "case_failure_text", "error_text", "failing_trials", "first_cause", "first_reason", "why_failed",
@@ -216,12 +216,39 @@ def _header(trial: TrialResult) -> str:
 
 
 def _trajectory_lines(trajectory: Trajectory, width: int) -> list[str]:
-    """One block per turn: its text, each tool call with what came back (or the denial that refused it)."""
+    """One block per turn of the main conversation: its text, each tool call with what came back (or the denial
+    that refused it); then each side request and sub-agent, folded under it with its own turns."""
     denials_by_call = {d.call_id: d for d in trajectory.denials if d.call_id}
     shown_denials: set[int] = set()
+    lines = _turn_lines(trajectory.turns, width, denials_by_call, shown_denials)
+    for number, conversation in enumerate(trajectory.other_conversations, start=1):
+        lines.append(_fit(conversation_title(conversation, number), width))
+        lines.extend("   " + line for line in _turn_lines(conversation.turns, width - 3, denials_by_call, shown_denials))
+    for denial in trajectory.denials:
+        if id(denial) not in shown_denials:
+            rule = f" by {denial.rule}" if denial.rule else ""
+            lines.append(_fit(f"DENIED {_call_text(denial, width)}{rule}: {_escaped(denial.reason)}", width))
+    for command in trajectory.commands:
+        lines.append(_fit(f"$ {_escaped(command)}", width))
+    return lines
+
+
+def conversation_title(conversation: Conversation, number: int) -> str:
+    """`+ side request 1 (no tools; "Generate a title..."): 1 response, not counted as turns`: one line naming a
+    conversation beside the main one (the HTML report and the terminal say the same)."""
+    kind = "sub-agent" if conversation.role == "sub" else "side request"
+    tools = f"tools: {', '.join(conversation.tools[:6])}{', ...' if len(conversation.tools) > 6 else ''}" if conversation.tools else "no tools"
+    about = conversation.prompt or conversation.system or ""
+    shown = f"; {_value(about, 50)}" if about else ""
+    responses = len(conversation.turns)
+    return (f"+ {kind} {number} ({tools}{shown}): {responses} response{'s' if responses != 1 else ''}, "
+            "not counted as turns")
+
+
+def _turn_lines(turns: list[Turn], width: int, denials_by_call: dict[str | None, Denial], shown_denials: set[int]) -> list[str]:
     lines: list[str] = []
-    number_width = len(str(len(trajectory.turns)))
-    for number, turn in enumerate(trajectory.turns, start=1):
+    number_width = len(str(len(turns)))
+    for number, turn in enumerate(turns, start=1):
         lead = f"{number:>{number_width}}. "
         pad = " " * len(lead)
         room = width - len(lead)
@@ -236,8 +263,8 @@ def _trajectory_lines(trajectory: Trajectory, width: int) -> list[str]:
             result = results.pop(call.id, None) if call.id else None
             if denial is not None:
                 shown_denials.add(id(denial))
-                rule = f" by {denial.rule}" if denial.rule else ""
-                entries.extend(_wrap(f"DENIED{rule}: {_escaped(denial.reason)}", room, "  ", 2))
+                by = f" by {denial.rule}" if denial.rule else " by the agent" if denial.source == "agent" else ""
+                entries.extend(_wrap(f"DENIED{by}: {_escaped(denial.reason)}", room, "  ", 2))
             elif result is not None:
                 entries.append(f"  {'-> ERROR: ' if result.is_error else '-> '}{_escaped(result.content)}")
         for result in [*results.values(), *loose_results]:
@@ -246,12 +273,6 @@ def _trajectory_lines(trajectory: Trajectory, width: int) -> list[str]:
             entries.append("(empty response)")
         for position, entry in enumerate(entries):
             lines.append(_fit((lead if position == 0 else pad) + entry, width))
-    for denial in trajectory.denials:
-        if id(denial) not in shown_denials:
-            rule = f" by {denial.rule}" if denial.rule else ""
-            lines.append(_fit(f"DENIED {_call_text(denial, width)}{rule}: {_escaped(denial.reason)}", width))
-    for command in trajectory.commands:
-        lines.append(_fit(f"$ {_escaped(command)}", width))
     return lines
 
 
@@ -281,6 +302,12 @@ def trajectory_summary(trajectory: Trajectory) -> str:
                  for d in trajectory.denials if d.call_id not in call_ids)
     turns = len(trajectory.turns)
     summary = f"{turns} turn{'s' if turns != 1 else ''}; {' → '.join(steps) if steps else 'no tool calls'}"
+    for kind, label in (("sub", "sub-agent"), ("side", "side request")):
+        others = [c for c in trajectory.other_conversations if c.role == kind]
+        if others:
+            calls = [_call_text(call, _SUMMARY_CALL_WIDTH) for c in others for call in c.tool_calls]
+            summary += f"; + {len(others)} {label}{'s' if len(others) != 1 else ''}" + (
+                f" ({' → '.join(calls)})" if calls else "")
     if trajectory.commands:
         summary += "; commands: " + "; ".join(f"`{command}`" for command in trajectory.commands)
     return summary
@@ -356,6 +383,9 @@ def trial_text(trial: TrialResult, *, width: int = 100, max_lines: int = 40) -> 
         summary = f"{len(trajectory.turns)} turn{'s' if len(trajectory.turns) != 1 else ''}, {calls} tool call{'s' if calls != 1 else ''}"
         if trajectory.denials:
             summary += f", {len(trajectory.denials)} denied"
+        if trajectory.other_conversations:
+            others = len(trajectory.other_conversations)
+            summary += f", {others} side/sub conversation{'s' if others != 1 else ''}"
         budget = max_lines - len(lines) - len(tail) - 1
         lines.append(f"{_INDENT}trajectory ({summary}):")
         lines.extend(_INDENT * 2 + line for line in _elide(body, max(budget, 6)))

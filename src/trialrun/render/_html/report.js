@@ -162,7 +162,7 @@
 
   function denialBlock(d) {
     return h("div", { "class": "denial", role: "note" },
-      h("p", { "class": "denial-head" }, h("span", { "class": "badge deny" }, "⊘ DENIED"), " by policy",
+      h("p", { "class": "denial-head" }, h("span", { "class": "badge deny" }, "⊘ DENIED"), d[4] ? " by the agent itself" : " by policy",
         d[3] !== undefined && d[3] !== null ? [" · rule ", h("code", null, str(d[3]))] : null),
       d[2] !== undefined ? h("p", { "class": "denial-reason" }, str(d[2])) : null);
   }
@@ -186,6 +186,18 @@
     return fmtInt(u[0]) + " in / " + fmtInt(u[1]) + " out tokens" + (u[2] ? " (" + fmtInt(u[2]) + " cached)" : "");
   }
 
+  function turnItem(turn, i, tj) {
+    var meta = [turn.m !== undefined ? str(turn.m) : "", usageText(turn.u)].filter(Boolean).join(" · ");
+    return h("li", { "class": "step turn" },
+      h("p", { "class": "step-head" }, "Turn " + (i + 1), meta ? h("span", { "class": "muted" }, " · " + meta) : null),
+      turn.x !== undefined ? longText(str(turn.x), "text model-text") : null,
+      (turn.c || []).map(function (call) { return callBlock(call, tj); }),
+      (turn.r || []).map(function (r) {
+        return h("div", { "class": "result" + (r.e ? " error" : "") }, h("p", { "class": "result-head" },
+          r.e ? "✗ tool error (no matching call)" : "↳ tool result (no matching call)"), longText(str(r.r), "text"));
+      }));
+  }
+
   function timeline(trial, kase) {
     var tj = trial.tj !== undefined ? T[trial.tj] : { turns: [] };
     var items = [];
@@ -196,16 +208,12 @@
       items.push(h("li", { "class": "step prompt" }, h("p", { "class": "step-head" }, "Prompt"),
         longText(typeof prompt === "string" ? prompt : json(prompt), "text")));
     }
-    (tj.turns || []).forEach(function (turn, i) {
-      var meta = [turn.m !== undefined ? str(turn.m) : "", usageText(turn.u)].filter(Boolean).join(" · ");
-      items.push(h("li", { "class": "step turn" },
-        h("p", { "class": "step-head" }, "Turn " + (i + 1), meta ? h("span", { "class": "muted" }, " · " + meta) : null),
-        turn.x !== undefined ? longText(str(turn.x), "text model-text") : null,
-        (turn.c || []).map(function (call) { return callBlock(call, tj); }),
-        (turn.r || []).map(function (r) {
-          return h("div", { "class": "result" + (r.e ? " error" : "") }, h("p", { "class": "result-head" },
-            r.e ? "✗ tool error (no matching call)" : "↳ tool result (no matching call)"), longText(str(r.r), "text"));
-        })));
+    (tj.turns || []).forEach(function (turn, i) { items.push(turnItem(turn, i, tj)); });
+    // Side requests (a title, a summary) and sub-agents: folded under the main conversation, never counted as turns.
+    (tj.cv || []).forEach(function (cv) {
+      items.push(h("li", { "class": "step conversation " + str(cv.ro) },
+        h("details", null, h("summary", { "class": "step-head" }, str(cv.ti)),
+          h("ol", { "class": "timeline nested" }, (cv.turns || []).map(function (turn, i) { return turnItem(turn, i, tj); })))));
     });
     var output = trial.os !== undefined ? str(trial.os) : (trial.oj !== undefined ? json(trial.oj) : null);
     items.push(h("li", { "class": "step output" }, h("p", { "class": "step-head" }, "Final output",
@@ -239,8 +247,9 @@
 
   function trialBody(trial, kase) {
     var tj = trial.tj !== undefined ? T[trial.tj] : {};
+    var allTurns = (tj.turns || []).concat.apply(tj.turns || [], (tj.cv || []).map(function (cv) { return cv.turns || []; }));
     var unlinked = (tj.den || []).filter(function (d, i) {
-      return !(tj.turns || []).some(function (t) { return (t.c || []).some(function (c) { return c.dn === i; }); });
+      return !allTurns.some(function (t) { return (t.c || []).some(function (c) { return c.dn === i; }); });
     });
     return h("div", { "class": "trial-body" },
       errorBlock(trial.e, "Error"), errorBlock(trial.te, "Teardown error"),
@@ -260,6 +269,7 @@
     var denials = (tj.den || []).length;
     var failed = (trial.v || []).filter(function (v) { return v[0] !== 1; }).length;
     var facts = [plural(turns, "turn"), plural(calls, "tool call")];
+    if (tj.cv) facts.push(plural(tj.cv.length, "side/sub conversation"));
     if (trial.d !== undefined) facts.push(seconds(trial.d));
     if (trial.$ !== undefined) facts.push(money(trial.$));
     if (trial.st !== undefined) facts.push("ended: " + str(trial.st));
