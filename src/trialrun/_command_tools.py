@@ -9,6 +9,7 @@ come from the requests on the wire, so this works for any agent. One module, use
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -26,6 +27,14 @@ _NORMALISED = frozenset(name.replace("_", "") for name in COMMAND_ARGUMENT_NAMES
 #: Which offered tool a portable `shell` step calls first when several could run it.
 SHELL_PREFERENCE: tuple[str, ...] = ("bash", "exec_command", "run_command", "shell", "run_shell_command",
                                      "execute_command", "local_shell", "exec")
+
+
+#: Words that say a tool runs commands, looked for in the name and descriptions of a tool that is not a known
+#: command tool but has a command-like argument (opencode's `task(command=...)`, "the command that triggered this
+#: task", and Claude Code's `Workflow(script=...)` are not shells; Codex's `exec_command`, "Runs a command in a PTY",
+#: is).
+_SHELL_WORDS = re.compile(r"(?<![a-z])(shell|bash|zsh|sh|terminal|command[ -]line|cli|pty|tty|subprocess|argv|"
+                          r"(run|runs|execute|executes|exec)( an?| the)?( shell| bash| terminal)? commands?)(?![a-z])", re.I)
 
 
 def _normal(name: str) -> str:
@@ -54,34 +63,41 @@ def _kind(schema: Any) -> str | None:
     return None
 
 
-def command_argument(name: str, parameters: Any = None) -> str | None:
+def command_argument(name: str, parameters: Any = None, description: str = "") -> str | None:
     """The argument of tool `name` that holds a command, or None when the tool does not run commands.
 
-    `parameters` is the tool's JSON schema as offered on the wire. A known command tool without a schema (or with
-    none of the usual argument names) takes `command`.
+    `parameters` is the tool's JSON schema as offered on the wire, `description` its description. A known command
+    tool without a schema (or with none of the usual argument names) takes `command`. Another tool counts when it
+    has a command-like argument AND its name or a description says it runs commands (a shell, a terminal, a PTY):
+    an argument named `command` alone is not enough (opencode's sub-agent tool has one).
 
     >>> command_argument("exec_command", {"type": "object", "properties": {"cmd": {"type": "string"}}})
     'cmd'
     >>> command_argument("read_file", {"type": "object", "properties": {"path": {"type": "string"}}}) is None
     True
     """
+    known = name.casefold() in KNOWN_COMMAND_TOOLS
     properties = parameters.get("properties") if isinstance(parameters, Mapping) else None
     if isinstance(properties, Mapping):
         for key, schema in properties.items():
             if isinstance(key, str) and _normal(key) in _NORMALISED and _kind(schema) is not None:
-                return key
-    if name.casefold() in KNOWN_COMMAND_TOOLS:
-        return "command"
-    return None
+                if known:
+                    return key
+                about = schema.get("description") if isinstance(schema, Mapping) else None
+                first = description.strip().split(". ", 1)[0].split("\n", 1)[0][:300]  # what the tool IS, not its manual
+                words = f"{name.replace('_', ' ')} {first} {about[:300] if isinstance(about, str) else ''}"
+                if _SHELL_WORDS.search(words):
+                    return key
+    return "command" if known else None
 
 
-def shell_arguments(name: str, parameters: Any, command: str) -> dict[str, Any] | None:
+def shell_arguments(name: str, parameters: Any, command: str, description: str = "") -> dict[str, Any] | None:
     """The arguments that make tool `name` run `command`, in that tool's own shape, or None when it cannot.
 
     A string argument takes the command; an argv array takes `["bash", "-lc", command]`. Other REQUIRED string
     arguments (opencode's and Claude Code's `description`) get a short description of the command.
     """
-    key = command_argument(name, parameters)
+    key = command_argument(name, parameters, description)
     if key is None:
         return None
     properties = parameters.get("properties") if isinstance(parameters, Mapping) else None

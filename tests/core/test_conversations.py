@@ -417,3 +417,22 @@ def test_the_text_report_folds_side_and_sub_conversations_under_the_main_one() -
     assert "+ sub-agent 1 (tools: Bash; 'Delete build/'): 2 responses, not counted as turns" in text
     assert "Bash(command='true')" in text.split("+ sub-agent 1")[1]
     assert trajectory_summary(trial.trajectory) == "2 turns; Task(prompt='Delete build/'); + 1 sub-agent (Bash(command='true'))"
+
+
+@pytest.mark.parametrize("name, description, parameters, expected", [
+    ("exec_command", "Runs a command in a PTY, returning output.", {"properties": {"cmd": {"type": "string"}}}, "cmd"),
+    ("terminal_run", "", {"properties": {"shell_command": {"type": "string"}}}, "shell_command"),
+    ("sandbox", "Execute shell commands in a sandbox.", {"properties": {"script": {"type": "string"}}}, "script"),
+    # an argument named like a command is not enough: opencode's sub-agent tool and Claude Code's Workflow
+    ("task", "Launch a new agent to handle complex tasks. Use bash for commands.",
+     {"properties": {"command": {"type": "string", "description": "The command that triggered this task"}}}, None),
+    ("Workflow", "Execute a workflow script that orchestrates subagents. Bash is not available here.",
+     {"properties": {"script": {"type": "string", "description": "Self-contained workflow script."}}}, None),
+    ("read_file", "Read a file", {"properties": {"path": {"type": "string"}}}, None),
+    ("bash", "", {}, "command"),
+])
+def test_command_tools_are_found_from_name_schema_and_description(name: str, description: str, parameters: dict,
+                                                                  expected: str | None) -> None:
+    from trialrun._command_tools import command_argument
+
+    assert command_argument(name, {"type": "object", **parameters}, description) == expected

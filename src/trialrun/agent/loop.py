@@ -148,7 +148,7 @@ class Agent:
         trajectory.prompt = prompt
         trajectory.offered_tools = [spec.name for spec in specs]  # what the requests offer (no phantom calls)
         for spec in specs:
-            key = command_argument(spec.name, spec.parameters)
+            key = command_argument(spec.name, spec.parameters, spec.description)
             if key is not None:
                 trajectory.command_tools[spec.name] = key
         unenforceable = self._unenforceable_ceiling(self.model_name, state)

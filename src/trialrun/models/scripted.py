@@ -496,7 +496,7 @@ def _resolve_shell(step: Step, request: ModelRequest) -> Step | str:
     by_folded = {name.casefold(): name for name in specs}
     chosen = next((by_folded[name] for name in SHELL_PREFERENCE if name in by_folded), None)
     if chosen is None:
-        chosen = next((name for name, spec in specs.items() if command_argument(name, spec.parameters)), None)
+        chosen = next((name for name, spec in specs.items() if command_argument(name, spec.parameters, spec.description)), None)
     if chosen is None:
         return ("a shell step needs a tool that runs commands, but none of the offered tools does (offered: "
                 f"{', '.join(specs) or 'none'})")
@@ -504,7 +504,7 @@ def _resolve_shell(step: Step, request: ModelRequest) -> Step | str:
     calls = []
     for call in step.tool_calls:
         if call.name == SHELL_TOOL:
-            arguments = shell_arguments(chosen, spec.parameters, call.arguments["command"])
+            arguments = shell_arguments(chosen, spec.parameters, call.arguments["command"], spec.description)
             call = ToolCall(chosen, arguments or {"command": call.arguments["command"]}, call.id)
         calls.append(call)
     return replace(step, tool_calls=calls)

@@ -123,7 +123,7 @@ def decode_trajectory(exchanges: list[Exchange]) -> Trajectory:
             for spec in request.tools:
                 if spec.name not in offered:
                     offered[spec.name] = None
-                    key = command_argument(spec.name, spec.parameters)
+                    key = command_argument(spec.name, spec.parameters, spec.description)
                     if key is not None:
                         trajectory.command_tools[spec.name] = key
         if thread.pending or thread.unanswered:
