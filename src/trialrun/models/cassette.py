@@ -30,8 +30,10 @@ __all__ = ["Cassette", "read_trajectory", "scrub_exchange", "credential_values",
 Mode = Literal["replay", "record", "live"]
 _MODES = ("replay", "record", "live")
 
-# Replayed bodies are stored decoded, so the headers that describe the bytes on the wire must not be replayed.
-_DROP_ON_REPLAY = frozenset({"content-encoding", "content-length", "transfer-encoding"})
+# The loader undoes Content-Encoding and drops the header with it; a body it could not decode (br without `brotli`)
+# keeps its Content-Encoding, so replay serves the recorded bytes WITH it (the client decodes them, or says why not).
+# Lengths and framing are recomputed for the in-memory response.
+_DROP_ON_REPLAY = frozenset({"content-length", "transfer-encoding"})
 _NO_RETRY = {"x-should-retry": "false"}
 
 # Key-shaped strings: OpenAI (sk-..., sk-proj-...), Anthropic (sk-ant-...), Google (AIza...).
