@@ -14,6 +14,7 @@ import json
 import os
 import re
 from dataclasses import replace
+from urllib.parse import unquote
 from pathlib import Path
 from typing import Any, Literal
 
@@ -150,7 +151,8 @@ class _Recording:
         self.exchange = exchange
         body = _scrubbed_request_body(exchange.request_body, exchange.request_headers)
         self.parsed, canonical = _canonical(body, ignore)
-        self.key = (exchange.method.upper(), exchange.path, canonical)
+        # httpx gives a request's path percent-decoded (`v1:0`); a recorded URL may keep it encoded (`v1%3A0`).
+        self.key = (exchange.method.upper(), unquote(exchange.path), canonical)
         self.used = False
 
 

@@ -35,8 +35,27 @@ def undo_content_encoding(body: bytes, encoding: str) -> bytes:
     for coding in reversed(codings):
         if coding in ("identity", "none") or not body:
             continue
-        body = _undo(body, coding)
+        try:
+            body = _undo(body, coding)
+        except _Corrupt as exc:
+            if not _is_text(body):
+                raise WireError(str(exc)) from None
+            # Not data of that coding, but readable text: a recorder that stored the body decoded and kept the
+            # header (a hand-edited file, a proxy). The header is stale; the bytes are the body.
+            return body
     return body
+
+
+class _Corrupt(WireError):
+    """The bytes are not data of the coding the header names."""
+
+
+def _is_text(body: bytes) -> bool:
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def without_encoding(headers: dict[str, str], body: bytes) -> tuple[dict[str, str], bytes]:
@@ -71,7 +90,7 @@ def _undo(body: bytes, coding: str) -> bytes:
         try:
             return zlib.decompress(body, wbits=zlib.MAX_WBITS | 16)
         except zlib.error as exc:
-            raise WireError(f"gzip data is corrupt ({exc})") from None
+            raise _Corrupt(f"gzip data is corrupt ({exc})") from None
     if coding == "deflate":
         try:  # RFC 9110 says zlib-wrapped; some servers send raw deflate
             return zlib.decompress(body)
@@ -79,7 +98,7 @@ def _undo(body: bytes, coding: str) -> bytes:
             try:
                 return zlib.decompress(body, wbits=-zlib.MAX_WBITS)
             except zlib.error as exc:
-                raise WireError(f"deflate data is corrupt ({exc})") from None
+                raise _Corrupt(f"deflate data is corrupt ({exc})") from None
     if coding == "br":
         return _with_library(body, "br", ("brotli", "brotlicffi"), lambda module, data: module.decompress(data))
     if coding == "zstd":
@@ -105,7 +124,7 @@ def _with_library(body: bytes, coding: str, modules: tuple[str, ...], decompress
         try:
             return decompress(module, body)  # type: ignore[operator]
         except Exception as exc:  # each library has its own error class
-            raise WireError(f"{coding} data is corrupt ({exc})") from None
+            raise _Corrupt(f"{coding} data is corrupt ({exc})") from None
     needs = "the package 'brotli' (pip install brotli)" if coding == "br" else (
         "the package 'zstandard' (pip install zstandard) or Python 3.14's compression.zstd"
     )
