@@ -342,3 +342,19 @@ def test_a_streamed_live_gzip_body_is_recorded_decoded_without_its_header(tmp_pa
     exchange = model.exchanges[0]
     assert "content-encoding" not in exchange.response_headers
     assert _calls(model.trajectory()) == [[("read_file", {"path": "notes.txt"})]]
+
+
+def test_a_read_live_body_httpx_could_not_decode_keeps_its_header(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delitem(httpx._decoders.SUPPORTED_DECODERS, "br", raising=False)  # as on a machine without brotli
+    recorded = b"\x8b\x7f\x80compressed\xff\x00bytes"
+
+    def provider(request: httpx.Request) -> httpx.Response:  # content=: httpx reads it at once, passing br through
+        return httpx.Response(200, headers={"content-type": "application/json", "content-encoding": "br"},
+                              content=recorded)
+
+    model = Cassette(tmp_path / "live.yaml", mode="live", upstream=httpx.MockTransport(provider))
+    with httpx.Client(transport=model) as client:
+        client.post(CHAT_URL, json=REQUEST)
+    exchange = model.exchanges[0]
+    assert (exchange.response_headers["content-encoding"], exchange.response_body) == ("br", recorded)
+    assert "response body has Content-Encoding 'br'" in model.trajectory().notes[0]

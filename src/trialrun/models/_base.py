@@ -161,6 +161,15 @@ def _decode_content(headers: Any, raw: bytes) -> tuple[bytes, dict[str, str]]:
         return raw, {"content-encoding": encoding}
 
 
+def _left_encoded(module: ModuleType, headers: Any) -> dict[str, str]:
+    """The content-encoding to keep for a body httpx has already read: httpx passes codings it has no decoder for
+    (br without `brotli`) through undecoded, so those bytes keep the header that says what they are."""
+    encoding = headers.get("content-encoding", "").strip()
+    decoders = getattr(getattr(module, "_decoders", None), "SUPPORTED_DECODERS", ("identity", "gzip", "deflate"))
+    left = [c.strip() for c in encoding.split(",") if c.strip() and c.strip().lower() not in decoders]
+    return {"content-encoding": ", ".join(left)} if left else {}
+
+
 class ModelTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
     """An httpx transport (sync and async) that records every exchange passing through it.
 
@@ -270,6 +279,7 @@ class ModelTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
             pass
         else:
             exchange.response_body = body
+            exchange.response_headers.update(_left_encoded(module, response.headers))
             self._fill(slot, exchange)
             return response
 

@@ -14,9 +14,9 @@ import json
 import os
 import re
 from dataclasses import replace
-from urllib.parse import unquote
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import unquote
 
 from .._cassette_io import CassetteFileError, load_exchanges, save_exchanges
 from ..trajectory import Trajectory
