@@ -11,6 +11,10 @@ trialrun's format (YAML or JSON, chosen by the file suffix)::
       - request: {method: POST, url: ..., headers: {...}, body_base64: "iVBORw0K..."}  # bytes that are not UTF-8
         response: {status: 200, headers: {...}, body_text: "plain text"}            # text that is not JSON
 
+Bodies recorded compressed (vcrpy keeps gzip bytes as `!!binary` with `Content-Encoding: gzip`) are decompressed
+on load and lose the headers that described the compressed bytes; header values recorded as bytes (`!!binary`, as
+botocore's are) are read as text.
+
 A body is stored as data when it is a JSON object or array (readable and diffable), as text when it is other UTF-8,
 and as base64 when it is not UTF-8 (an uploaded file, a download), so replay returns exactly the recorded bytes.
 
@@ -30,7 +34,8 @@ from typing import Any
 import yaml
 
 from ._files import TOO_DEEP, read_text, write_atomic
-from .wire._types import Exchange
+from .wire._encoding import without_encoding
+from .wire._types import Exchange, WireError
 
 __all__ = ["CassetteFileError", "load_exchanges", "save_exchanges", "exchange_to_dict"]
 
@@ -67,10 +72,25 @@ def load_exchanges(path: str | os.PathLike[str]) -> list[Exchange]:
             what = f"is {_kind(entry)}" if not isinstance(entry, dict) else "has no 'request'"
             raise CassetteFileError(f"{path}: exchange {number} {what}, expected a mapping with 'request' and 'response'")
         try:
-            exchanges.append(reader(entry))
+            exchanges.append(_decoded(reader(entry)))
         except (ValueError, TypeError, KeyError) as exc:  # _ShapeError names the field; the rest are a fallback
             raise CassetteFileError(f"{path}: exchange {number}: {exc}") from None
     return exchanges
+
+
+def _decoded(exchange: Exchange) -> Exchange:
+    """The exchange with each body's Content-Encoding undone (vcrpy stores gzip bytes with the header), so readers
+    and replay see the bytes the client saw. A body whose encoding cannot be undone (br without `brotli`) stays as
+    recorded WITH its header: the wire decoders then note the encoding by name, and replay serves it as recorded."""
+    for side in ("request", "response"):
+        headers, body = getattr(exchange, f"{side}_headers"), getattr(exchange, f"{side}_body")
+        try:
+            headers, body = without_encoding(headers, body)
+        except WireError:
+            continue
+        setattr(exchange, f"{side}_headers", headers)
+        setattr(exchange, f"{side}_body", body)
+    return exchange
 
 
 def save_exchanges(path: str | os.PathLike[str], exchanges: list[Exchange]) -> None:
@@ -209,7 +229,17 @@ def _from_own(entry: dict[str, Any]) -> Exchange:
 
 
 def _own_headers(headers: Any, field: str) -> dict[str, str]:
-    return {str(k): _text(v, f"{field}[{k!r}]") for k, v in _mapping(headers, field).items()}
+    return {str(k): _header_value(v, f"{field}[{k!r}]") for k, v in _mapping(headers, field).items()}
+
+
+def _header_value(value: Any, field: str) -> str:
+    """A header value as text. botocore hands vcrpy header values as bytes, which YAML stores as `!!binary`."""
+    if isinstance(value, bytes):
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            return value.decode("latin-1")  # what HTTP itself allows in a header value
+    return _text(value, field)
 
 
 def _vcr_headers(headers: Any, field: str = "headers") -> dict[str, str]:
@@ -218,9 +248,9 @@ def _vcr_headers(headers: Any, field: str = "headers") -> dict[str, str]:
     for name, value in _mapping(headers, field).items():
         where = f"{field}[{name!r}]"
         if isinstance(value, list):
-            out[str(name)] = ", ".join(_text(item, where) for item in value)
+            out[str(name)] = ", ".join(_header_value(item, where) for item in value)
         else:
-            out[str(name)] = _text(value, where)
+            out[str(name)] = _header_value(value, where)
     return out
 
 

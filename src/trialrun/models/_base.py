@@ -20,7 +20,8 @@ import httpx
 
 from ..trajectory import Trajectory
 from ..wire import decode_trajectory
-from ..wire._types import Exchange
+from ..wire._encoding import undo_content_encoding
+from ..wire._types import Exchange, WireError
 
 __all__ = [
     "ModelTransport",
@@ -52,8 +53,10 @@ SENSITIVE_HEADERS = frozenset(
     }
 )
 
-# Bodies are recorded decoded, so the headers that describe the bytes on the wire no longer apply.
+# Bodies are recorded decoded, so the headers that describe the bytes on the wire no longer apply. A body that could
+# not be decoded keeps its content-encoding (see wire/_encoding.py): encoded bytes never lose the header saying so.
 _WIRE_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})
+_FRAMING_HEADERS = frozenset({"content-length", "transfer-encoding"})
 
 
 def flavour(request: Any) -> ModuleType:
@@ -137,23 +140,34 @@ async def aforward(transport: Any, request: Any) -> Any:
     return _convert_response(response, request, asynchronous=True)
 
 
-def _recorded_response_headers(headers: Any) -> dict[str, str]:
+def _recorded_response_headers(headers: Any, *, decoded: bool = True) -> dict[str, str]:
+    """Response headers as kept in a recording; `decoded=False` when the body is kept exactly as served (its
+    content-encoding, if any, still applies)."""
+    drop = _WIRE_HEADERS if decoded else _FRAMING_HEADERS
     return {
         name: (REDACTED if name.lower() in SENSITIVE_HEADERS else value)
         for name, value in headers.items()
-        if name.lower() not in _WIRE_HEADERS
+        if name.lower() not in drop
     }
 
 
-def _decode_content(headers: Any, raw: bytes) -> bytes:
-    """Undo content-encoding (gzip, deflate, br when available) of bytes teed off the wire."""
-    encoding = headers.get("content-encoding", "").strip().lower()
-    if not raw or encoding in ("", "identity"):
-        return raw
+def _decode_content(headers: Any, raw: bytes) -> tuple[bytes, dict[str, str]]:
+    """Bytes teed off the wire with their content-encoding undone -> (body, headers to keep): the encoding header
+    when it could not be undone (br without `brotli`), so the recording never holds encoded bytes unlabelled."""
+    encoding = headers.get("content-encoding", "").strip()
     try:
-        return httpx.Response(200, headers={"content-encoding": encoding}, content=raw).content
-    except httpx.DecodingError:
-        return raw
+        return undo_content_encoding(raw, encoding), {}
+    except WireError:
+        return raw, {"content-encoding": encoding}
+
+
+def _left_encoded(module: ModuleType, headers: Any) -> dict[str, str]:
+    """The content-encoding to keep for a body httpx has already read: httpx passes codings it has no decoder for
+    (br without `brotli`) through undecoded, so those bytes keep the header that says what they are."""
+    encoding = headers.get("content-encoding", "").strip()
+    decoders = getattr(getattr(module, "_decoders", None), "SUPPORTED_DECODERS", ("identity", "gzip", "deflate"))
+    left = [c.strip() for c in encoding.split(",") if c.strip() and c.strip().lower() not in decoders]
+    return {"content-encoding": ", ".join(left)} if left else {}
 
 
 class ModelTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
@@ -245,7 +259,7 @@ class ModelTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
         """Record an exchange whose response this transport built itself."""
         exchange = self._request_part(request)
         exchange.status = status
-        exchange.response_headers = _recorded_response_headers(headers)
+        exchange.response_headers = _recorded_response_headers(headers, decoded=False)
         exchange.response_body = body
         self._fill(slot, exchange)
 
@@ -265,11 +279,13 @@ class ModelTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
             pass
         else:
             exchange.response_body = body
+            exchange.response_headers.update(_left_encoded(module, response.headers))
             self._fill(slot, exchange)
             return response
 
         def done(raw: bytes) -> None:
-            exchange.response_body = _decode_content(response.headers, raw)
+            exchange.response_body, kept = _decode_content(response.headers, raw)
+            exchange.response_headers.update(kept)
             self._fill(slot, exchange)
 
         sync_tee, async_tee = _tee_classes(module)

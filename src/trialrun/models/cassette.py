@@ -16,6 +16,7 @@ import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import unquote
 
 from .._cassette_io import CassetteFileError, load_exchanges, save_exchanges
 from ..trajectory import Trajectory
@@ -30,8 +31,10 @@ __all__ = ["Cassette", "read_trajectory", "scrub_exchange", "credential_values",
 Mode = Literal["replay", "record", "live"]
 _MODES = ("replay", "record", "live")
 
-# Replayed bodies are stored decoded, so the headers that describe the bytes on the wire must not be replayed.
-_DROP_ON_REPLAY = frozenset({"content-encoding", "content-length", "transfer-encoding"})
+# The loader undoes Content-Encoding and drops the header with it; a body it could not decode (br without `brotli`)
+# keeps its Content-Encoding, so replay serves the recorded bytes WITH it (the client decodes them, or says why not).
+# Lengths and framing are recomputed for the in-memory response.
+_DROP_ON_REPLAY = frozenset({"content-length", "transfer-encoding"})
 _NO_RETRY = {"x-should-retry": "false"}
 
 # Key-shaped strings: OpenAI (sk-..., sk-proj-...), Anthropic (sk-ant-...), Google (AIza...).
@@ -148,7 +151,8 @@ class _Recording:
         self.exchange = exchange
         body = _scrubbed_request_body(exchange.request_body, exchange.request_headers)
         self.parsed, canonical = _canonical(body, ignore)
-        self.key = (exchange.method.upper(), exchange.path, canonical)
+        # httpx gives a request's path percent-decoded (`v1:0`); a recorded URL may keep it encoded (`v1%3A0`).
+        self.key = (exchange.method.upper(), unquote(exchange.path), canonical)
         self.used = False
 
 

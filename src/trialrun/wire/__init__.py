@@ -11,6 +11,7 @@ import json
 from .._command_tools import command_argument
 from ..trajectory import Conversation, Trajectory, Turn
 from ._codec import Codec
+from ._encoding import readable_body
 from ._threads import Thread, Threader, user_prompt
 from ._types import (
     EncodedResponse,
@@ -76,7 +77,10 @@ def decode_exchange(exchange: Exchange, number: int) -> tuple[ModelRequest | Non
         return None, None
     where = f"exchange {number} ({exchange.method} {exchange.path})"
     try:
-        body = json.loads(exchange.request_body) if exchange.request_body else {}
+        raw = readable_body(exchange.request_headers, exchange.request_body, "request body")
+        body = json.loads(raw) if raw else {}
+    except WireError as exc:
+        raise WireError(f"{where}: {exc}") from None
     except ValueError as exc:
         raise WireError(f"{where}: request body is not valid JSON ({exc})") from None
     if not isinstance(body, dict):
@@ -86,7 +90,8 @@ def decode_exchange(exchange: Exchange, number: int) -> tuple[ModelRequest | Non
         response = None
         if 200 <= exchange.status < 300:
             streamed = exchange.streamed or bool(body.get("stream")) or "streamGenerateContent" in exchange.path
-            response = codec.decode_response(exchange.response_body, streamed)
+            raw = readable_body(exchange.response_headers, exchange.response_body, "response body")
+            response = codec.decode_response(raw, streamed)
     except WireError as exc:
         raise WireError(f"{where}: {exc}") from None
     return request, response

@@ -14,6 +14,9 @@ Neutral conventions this codec keeps:
   Anything else is the compact JSON of the response object.
 - `thought: true` parts are the model's reasoning, not its answer: skipped. Text parts are joined with "" in
   model messages and responses (stream chunks concatenate), with "\\n" in user content and system instructions.
+- Field names: the REST API accepts both JSON spellings of its proto fields, camelCase (`functionCall`,
+  `usageMetadata`) and the proto names (`function_call`, `function_response`, `inline_data`, `usage_metadata`), which
+  clients such as llm-gemini and LiteLLM send; both are read, in requests and responses. Rendering uses camelCase.
 - Built-in tools (`googleSearch`, `codeExecution`, ...) have no function name and are not in `ModelRequest.tools`.
 - Usage: `input_tokens` = promptTokenCount + toolUsePromptTokenCount (the cached part included, as Gemini counts
   it), `cached_input_tokens` = cachedContentTokenCount, `output_tokens` = candidatesTokenCount +
@@ -25,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from functools import lru_cache
 from typing import Any
 
 from ..trajectory import ToolCall, ToolResult, Usage
@@ -187,6 +191,24 @@ class GeminiCodec(Codec):
 # ------------------------------------------------------------------------------------------ request decoding
 
 
+@lru_cache(maxsize=64)
+def _snake(name: str) -> str:
+    """The proto field name of a camelCase JSON name: functionCall -> function_call."""
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+def _has(data: dict[str, Any], name: str) -> bool:
+    """Whether `data` has the field `name` (camelCase) in either JSON spelling the API accepts."""
+    return name in data or _snake(name) in data
+
+
+def _field(data: dict[str, Any], name: str, default: Any = None) -> Any:
+    """The field `name` (camelCase) of `data`, in either spelling: camelCase wins when both are present."""
+    if name in data:
+        return data[name]
+    return data.get(_snake(name), default)
+
+
 def _parts(content: dict[str, Any], where: str) -> list[dict[str, Any]]:
     parts = content.get("parts", [])
     if not isinstance(parts, list) or not all(isinstance(part, dict) for part in parts):
@@ -208,11 +230,11 @@ def _decode_content(content: Any, where: str) -> list[Message]:
         if "text" in part:
             if not part.get("thought"):
                 texts.append(_text(part, here))
-        elif "functionCall" in part and role == "model":
-            calls.append(_function_call(part["functionCall"], here))
-        elif "functionResponse" in part:
-            results.append(_function_response(part["functionResponse"], here))
-        # inlineData, fileData, executableCode, codeExecutionResult: not the agent's tool traffic.
+        elif _has(part, "functionCall") and role == "model":
+            calls.append(_function_call(_field(part, "functionCall"), here))
+        elif _has(part, "functionResponse"):
+            results.append(_function_response(_field(part, "functionResponse"), here))
+        # inlineData, fileData, executableCode, codeExecutionResult (either spelling): not the agent's tool traffic.
     if role == "model":
         return [Message(role="assistant", text="".join(texts), tool_calls=calls)]
     if not results:
@@ -322,7 +344,7 @@ def _decode_chunks(chunks: list[Any], streamed: bool) -> ModelResponse:
         candidates = chunk.get("candidates", [])
         if not isinstance(candidates, list):
             raise WireError(f"{where}: 'candidates' is not a list")
-        if "candidates" not in chunk and "usageMetadata" not in chunk and "promptFeedback" not in chunk:
+        if "candidates" not in chunk and not _has(chunk, "usageMetadata") and not _has(chunk, "promptFeedback"):
             raise WireError(f"{where} has no 'candidates' (not a GenerateContentResponse)")
         if candidates:
             candidate = candidates[0]
@@ -335,16 +357,16 @@ def _decode_chunks(chunks: list[Any], streamed: bool) -> ModelResponse:
                 here = f"{where} candidates[0].content.parts[{index}]"
                 if "text" in part and not part.get("thought"):
                     texts.append(_text(part, here))
-                elif "functionCall" in part:
-                    calls.append(_function_call(part["functionCall"], here))
-            if isinstance(candidate.get("finishReason"), str):
-                stop_reason = candidate["finishReason"]
-        elif isinstance(chunk.get("promptFeedback"), dict) and chunk["promptFeedback"].get("blockReason"):
-            stop_reason = str(chunk["promptFeedback"]["blockReason"])
-        if "usageMetadata" in chunk:
-            usage = _usage(chunk["usageMetadata"], f"{where} usageMetadata")
-        model = chunk.get("modelVersion") if isinstance(chunk.get("modelVersion"), str) else model
-        response_id = chunk.get("responseId") if isinstance(chunk.get("responseId"), str) else response_id
+                elif _has(part, "functionCall"):
+                    calls.append(_function_call(_field(part, "functionCall"), here))
+            if isinstance(_field(candidate, "finishReason"), str):
+                stop_reason = _field(candidate, "finishReason")
+        elif isinstance(feedback := _field(chunk, "promptFeedback"), dict) and _field(feedback, "blockReason"):
+            stop_reason = str(_field(feedback, "blockReason"))
+        if _has(chunk, "usageMetadata"):
+            usage = _usage(_field(chunk, "usageMetadata"), f"{where} usageMetadata")
+        model = value if isinstance(value := _field(chunk, "modelVersion"), str) else model
+        response_id = value if isinstance(value := _field(chunk, "responseId"), str) else response_id
     return ModelResponse(
         text="".join(texts), tool_calls=calls, usage=usage, model=model, stop_reason=stop_reason, id=response_id
     )
@@ -361,7 +383,7 @@ def _usage(raw: Any, where: str) -> Usage:
         raise WireError(f"{where} is a {type(raw).__name__}, expected an object")
 
     def count(key: str) -> int:
-        value = raw.get(key) or 0
+        value = _field(raw, key) or 0
         if not isinstance(value, int) or isinstance(value, bool):
             raise WireError(f"{where}.{key} is {value!r}, expected an integer")
         return value
