@@ -193,7 +193,9 @@ COMPLETION = {
                                  "function": {"name": "read_file", "arguments": "{\"path\": \"notes.txt\"}"}}]}}],
     "usage": {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8},
 }
-REQUEST = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "read the notes"}]}
+REQUEST = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "read the notes"}],
+           "tools": [{"type": "function", "function": {"name": "read_file", "parameters": {
+               "type": "object", "properties": {"path": {"type": "string"}}}}}]}
 
 
 def _vcr_file(tmp_path: Path, body: bytes, encoding: str | None, request_encoding: str | None = None) -> Path:
@@ -229,7 +231,8 @@ def _raw_deflate(data: bytes) -> bytes:
 def test_each_coding_is_undone_on_load(tmp_path: Path, encoding: str, encode: Any) -> None:
     path = _vcr_file(tmp_path, encode(json.dumps(COMPLETION).encode()), encoding)
     trajectory = read_trajectory(path)
-    assert trajectory.notes == []
+    # the one recorded call has no later request to carry its result: that is the only note
+    assert trajectory.notes == ["tool call 'read_file' (id call_1) never got a result"]
     assert _calls(trajectory) == [[("read_file", {"path": "notes.txt"})]]
 
 
