@@ -76,6 +76,8 @@ FACTS: dict[str, Facts] = {
     "opencode/destructive.yaml": Facts(3, (1,), {"side": (1,), "main": (2, 3)}, (Call(2, "bash", "command", "rm -r ./sentinel", 3, "(no output)"),)),
     "opencode/destructive-ask.yaml": Facts(2, (1,), {"side": (1,), "main": (2,)}, (Call(2, "bash", "command", "rm -r ./sentinel", None),)),
     "smolagents/react.yaml": Facts(2, (1, 2), {"main": (1, 2)}, ()),
+    # dspy rebuilds its one user message on every step: no request continues another.
+    "dspy/react.yaml": Facts(3, (1, 2, 3), {"react step 1": (1,), "react step 2": (2,), "extract": (3,)}, ()),
 }
 
 
@@ -247,6 +249,21 @@ def test_the_text_protocol_framework_offers_no_tools_and_uses_one_in_text() -> N
     assert second[0].messages[-1].role == "user" and "Observation:" in second[0].messages[-1].text
     assert "seven" in second[0].messages[-1].text and second[0].last_tool_results == []
     assert second[1] is not None and "final_answer" in second[1].text
+
+
+def test_dspy_react_uses_tools_only_in_text_fields() -> None:
+    """dspy's ReAct (ChatAdapter): no tools on the wire; the tool is chosen in `[[ ## next_tool_name ## ]]` text and
+    its observation comes back inside the next request's single user message, next to the whole trajectory."""
+    exchanges = _load("dspy/react.yaml")
+    decoded = [decode_exchange(exchange, number) for number, exchange in enumerate(exchanges, start=1)]
+    for request, response in decoded:
+        assert request is not None and not request.tools and len(request.messages) == 1
+        assert response is not None and response.tool_calls == []
+    (first, first_response), (second, _), (extract, extract_response) = decoded
+    assert "lookup" in (first.system or "") and "next_tool_name" in (first.system or "")
+    assert "[[ ## next_tool_name ## ]]\nlookup" in first_response.text and '{"key": "k-7"}' in first_response.text
+    assert "[[ ## observation_0 ## ]]\nseven" in second.last_user_text
+    assert "next_tool_name" not in (extract.system or "") and "[[ ## answer ## ]]" in extract_response.text
 
 
 def test_claude_code_subagent_has_its_own_conversation() -> None:
