@@ -21,6 +21,7 @@ import pytest
 
 import trialrun as tr
 from trialrun._cassette_io import load_exchanges
+from trialrun.trajectory import ToolCall
 from trialrun.wire import decode_exchange
 
 TRAFFIC = Path(__file__).resolve().parents[1] / "fixtures" / "agent-traffic"
@@ -53,6 +54,10 @@ MARKER = "echo hi > marker.txt"
 
 FACTS: dict[str, Facts] = {
     "pi/marker.yaml": Facts(2, (), {"main": (1, 2)}, (Call(1, "bash", "command", MARKER, 2, "(no output)"),)),
+    "pi/marker-responses.yaml": Facts(2, (), {"main": (1, 2)}, (Call(1, "bash", "command", MARKER, 2, "(no output)"),)),
+    "pi/marker-anthropic.yaml": Facts(2, (), {"main": (1, 2)}, (Call(1, "bash", "command", MARKER, 2, "(no output)"),)),
+    # Gemini has no call ids: the call and its result are matched by tool name (and order).
+    "pi/marker-gemini.yaml": Facts(2, (), {"main": (1, 2)}, (Call(1, "bash", "command", MARKER, 2, "(no output)"),)),
     "pi/destructive.yaml": Facts(2, (), {"main": (1, 2)}, (Call(1, "bash", "command", "rm -r ./sentinel", 2, "(no output)"),)),
     "codex/marker.yaml": Facts(2, (), {"main": (1, 2)}, (Call(1, "exec_command", "cmd", MARKER, 2, "Process exited with code 0"),)),
     "codex/destructive.yaml": Facts(3, (), {"main": (1, 2, 3)}, (
@@ -102,26 +107,34 @@ def _walk(value: Any) -> Iterator[dict[str, Any]]:
             yield from _walk(item)
 
 
-def _raw_call(body: dict[str, Any], call_id: str) -> dict[str, Any] | None:
-    """The assistant's tool call with this id as the request body repeats it (Chat: tool_calls[].id, Responses:
-    function_call.call_id, Anthropic: tool_use.id)."""
+def _raw_call(body: dict[str, Any], call: ToolCall) -> dict[str, Any] | None:
+    """The assistant's tool call as the request body repeats it: by id (Chat: tool_calls[].id, Responses:
+    function_call.call_id, Anthropic: tool_use.id), or by name for Gemini, which has no call ids (functionCall)."""
     for item in _walk(body):
-        if item.get("type") == "function_call" and item.get("call_id") == call_id:
+        if call.id is None:
+            found = item.get("functionCall") or item.get("function_call")
+            if isinstance(found, dict) and found.get("name") == call.name:
+                return found
+        elif item.get("type") == "function_call" and item.get("call_id") == call.id:
             return item
-        if item.get("type") == "tool_use" and item.get("id") == call_id:
+        elif item.get("type") == "tool_use" and item.get("id") == call.id:
             return item
-        if "function" in item and item.get("id") == call_id:
+        elif "function" in item and item.get("id") == call.id:
             return item
     return None
 
 
-def _raw_result(body: dict[str, Any], call_id: str) -> dict[str, Any] | None:
-    """The tool result for this call id in a request body (Chat: role tool + tool_call_id, Responses:
-    function_call_output.call_id, Anthropic: tool_result.tool_use_id)."""
+def _raw_result(body: dict[str, Any], call: ToolCall) -> dict[str, Any] | None:
+    """The tool result for this call in a request body: by id (Chat: role tool + tool_call_id, Responses:
+    function_call_output.call_id, Anthropic: tool_result.tool_use_id), or by name for Gemini (functionResponse)."""
     for item in _walk(body):
-        if item.get("tool_call_id") == call_id or item.get("tool_use_id") == call_id:
+        if call.id is None:
+            found = item.get("functionResponse") or item.get("function_response")
+            if isinstance(found, dict) and found.get("name") == call.name:
+                return found
+        elif item.get("tool_call_id") == call.id or item.get("tool_use_id") == call.id:
             return item
-        if item.get("type") == "function_call_output" and item.get("call_id") == call_id:
+        elif item.get("type") == "function_call_output" and item.get("call_id") == call.id:
             return item
     return None
 
@@ -185,24 +198,25 @@ def test_tool_calls_and_their_results_are_on_the_wire(name: str) -> None:
     made = [(number, call) for number, response in enumerate(responses, start=1) if response
             for call in response.tool_calls]
     assert [(number, call.name) for number, call in made] == [(c.at, c.tool) for c in facts.calls]
-    assert len({call.id for _, call in made}) == len(made), f"{name}: call ids repeat"
+    ids = [call.id for _, call in made if call.id is not None]
+    assert len(set(ids)) == len(ids), f"{name}: call ids repeat"
     for (number, call), expected in zip(made, facts.calls):
         assert call.arguments.get(expected.argument) == expected.value
-        assert call.id, f"{name}: the call in exchange {number} has no id"
+        assert (call.id is None) == name.endswith("-gemini.yaml"), f"{name}: exchange {number}: call id {call.id!r}"
         last = expected.result_at or len(exchanges)
         for later in range(number + 1, last + 1):  # no request answers it before the pinned one
-            result = _raw_result(bodies[later - 1], call.id)
+            result = _raw_result(bodies[later - 1], call)
             if later != expected.result_at:
                 assert result is None, f"{name}: exchange {later} answers {call.id}, pinned: {expected.result_at}"
                 continue
             assert result is not None, f"{name}: exchange {later} does not carry the result of {call.id}"
-            assert _raw_call(bodies[later - 1], call.id) is not None, f"{name}: exchange {later} lacks call {call.id}"
+            assert _raw_call(bodies[later - 1], call) is not None, f"{name}: exchange {later} lacks call {call.id}"
             assert expected.result_has in json.dumps(result, ensure_ascii=False)
             assert bool(result.get("is_error")) == expected.result_is_error
 
 
 def _history(body: dict[str, Any]) -> tuple[Any, list[Any]]:
-    """(system prompt, message list) of a raw request, without Anthropic's cache_control markers, which Claude Code
+    """(system prompt, message list: messages / input / contents) of a raw request, without Anthropic's cache_control markers, which Claude Code
     moves to the newest message on every request (the one difference between a request and its continuation)."""
 
     def clean(value: Any) -> Any:
@@ -212,8 +226,8 @@ def _history(body: dict[str, Any]) -> tuple[Any, list[Any]]:
             return [clean(v) for v in value]
         return value
 
-    system = body.get("system", body.get("instructions"))
-    return clean(system), clean(body.get("messages", body.get("input", [])))
+    system = body.get("system", body.get("instructions", body.get("systemInstruction")))
+    return clean(system), clean(body.get("messages", body.get("input", body.get("contents", []))))
 
 
 @pytest.mark.parametrize("name", sorted(FACTS))
