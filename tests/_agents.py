@@ -8,6 +8,7 @@ skip would hide that they did not. Outside CI the test is skipped, saying what t
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from dataclasses import dataclass
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-__all__ = ["AGENTS", "Agent", "agents_bin_dir", "find_agent", "in_ci", "require_agent"]
+__all__ = ["AGENTS", "Agent", "agents_bin_dir", "find_agent", "in_ci", "installed_version", "require_agent"]
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,15 @@ def agents_bin_dir() -> Path:
     """Where `.ci/install-agents` puts the agents' executables."""
     base = os.environ.get("TRIALRUN_AGENTS_DIR") or str(Path.home() / ".cache" / "trialrun-agents")
     return Path(base) / "node_modules" / ".bin"
+
+
+def installed_version(name: str) -> str | None:
+    """The version of agent `name`'s npm package in the install folder, or None when it is not there."""
+    manifest = agents_bin_dir().parent / AGENTS[name].package / "package.json"
+    try:
+        return str(json.loads(manifest.read_text())["version"])
+    except (OSError, ValueError, KeyError):
+        return None
 
 
 def find_agent(name: str) -> str | None:

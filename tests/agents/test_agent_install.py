@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from _agents import AGENTS, agents_bin_dir, find_agent, in_ci, require_agent
+from _agents import AGENTS, agents_bin_dir, find_agent, in_ci, installed_version, require_agent
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -51,6 +51,15 @@ def test_the_install_folder_comes_before_path(monkeypatch: pytest.MonkeyPatch, t
     assert find_agent("pi") == str(elsewhere / "pi")
 
 
+def test_installed_versions_are_read_from_the_install_folder(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("TRIALRUN_AGENTS_DIR", str(tmp_path))
+    assert installed_version("claude-code") is None
+    manifest = tmp_path / "node_modules" / "@anthropic-ai" / "claude-code" / "package.json"
+    manifest.parent.mkdir(parents=True)
+    manifest.write_text('{"name": "@anthropic-ai/claude-code", "version": "2.1.197"}')
+    assert installed_version("claude-code") == "2.1.197"
+
+
 @pytest.mark.parametrize("name", sorted(AGENTS))
 def test_the_installed_agent_is_the_pinned_version(name: str, tmp_path: Path) -> None:
     """Runs the real program (`--version`), with a temporary HOME and config folders: never the user's own."""
@@ -66,12 +75,17 @@ def test_the_installed_agent_is_the_pinned_version(name: str, tmp_path: Path) ->
 
 
 def test_install_agents_is_quiet_when_everything_is_installed() -> None:
-    """With every pinned package in place the script only prints the folder of the executables."""
+    """With every pinned package in place the script only prints the folder of the executables (and, the versions
+    being right, never reaches npm: nothing here may use the network)."""
     for name in AGENTS:
         require_agent(name)
-    if find_agent("pi") != str(agents_bin_dir() / "pi"):
-        pytest.skip(f"the agents are on PATH, not in {agents_bin_dir()}")  # nothing for the script to find there
-    done = subprocess.run([str(ROOT / ".ci" / "install-agents")], capture_output=True, text=True, timeout=120,
+    wrong = {name: installed_version(name) for name in AGENTS if installed_version(name) != AGENTS[name].version}
+    if wrong:
+        message = f"{agents_bin_dir().parent} holds other versions than the pinned ones: {wrong}; run .ci/install-agents"
+        if in_ci():
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
+    done = subprocess.run([str(ROOT / ".ci" / "install-agents")], capture_output=True, text=True, timeout=60,
                           stdin=subprocess.DEVNULL)
     assert done.returncode == 0, done.stderr
     assert done.stdout == f"{agents_bin_dir()}\n" and done.stderr == ""
