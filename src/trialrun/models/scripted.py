@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Union
 
 from .._command_tools import SHELL_PREFERENCE, command_argument, shell_arguments
-from ..trajectory import ToolCall, Turn, Usage
+from ..trajectory import ToolCall, Usage
 from ..wire import codec_for
 from ..wire._codec import Codec, json_body
 from ..wire._threads import Thread, Threader
@@ -445,7 +445,7 @@ class ScriptedModel(ModelTransport):
         with self._lock:
             self._answered += 1  # scripted answers, provider errors included: "exhausted after N responses"
             if pending.thread is not None and isinstance(step, Step) and step.error is None:
-                self._threader.answered(pending.thread, ModelResponse(step.text, step.tool_calls), _NO_TURN)
+                self._threader.answered(pending.thread, ModelResponse(step.text, step.tool_calls))
         self._record(slot, request, encoded.status, encoded.headers, encoded.body)
         return build_response(request, encoded.status, encoded.headers, encoded.body)
 
@@ -481,8 +481,6 @@ class ScriptedModel(ModelTransport):
         self._record(slot, request, status, headers, body)
         return build_response(request, status, headers, body)
 
-
-_NO_TURN = Turn()  # the scripted model threads conversations but keeps no turns (the trajectory decoder does)
 
 
 def _has_calls(entries: list[Any]) -> bool:

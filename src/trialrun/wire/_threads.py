@@ -121,9 +121,9 @@ class Threader:
         best.last_request = request
         return best
 
-    def answered(self, thread: Thread, response: ModelResponse, turn: Turn) -> None:
-        """Remember what the conversation's latest response said, for matching the requests that follow."""
-        thread.turns.append(turn)
+    def answered(self, thread: Thread, response: ModelResponse, turn: Turn | None = None) -> None:
+        """Remember what the conversation's latest response said, for matching the requests that follow; with a
+        `turn`, also keep it and wait for its calls' results (the decoder does; the scripted model only threads)."""
         thread.last_text = response.text
         thread.last_calls = tuple(_call_key(c) for c in response.tool_calls)
         if response.id:
@@ -131,6 +131,11 @@ class Threader:
         for call in response.tool_calls:
             if call.id:
                 thread.call_ids.add(call.id)
+        if turn is None:
+            return
+        thread.turns.append(turn)
+        for call in response.tool_calls:
+            if call.id:
                 thread.pending[call.id] = call
         if any(call.id is None for call in response.tool_calls):
             thread.unanswered.append(turn)
