@@ -172,6 +172,8 @@ def main() -> None:
 @click.option("--agent", help="Agent under test, module:function taking (prompt, ctx).")
 @click.option("--api", type=click.Choice(["openai-chat", "openai-responses", "anthropic", "gemini"]), help="Wire API of the reference agent.")
 @click.option("--judge", help="Judge output_quality with this model spec instead of the heuristic.")
+@click.option("--rubric", type=click.Choice(["balanced", "skill"]), help="How sub-scores make the score (default: balanced).")
+@click.option("--strict", is_flag=True, help="Make every suite warning an error (exit 2 before anything runs).")
 @click.option("--results-dir", type=click.Path(file_okay=False), help="Where result files go (default: the suite's folder).")
 @click.option("--concurrency", "-j", type=click.IntRange(min=1), help="Trials in flight at once.")
 @click.option("--label", "labels", multiple=True, metavar="KEY=VALUE", help="Record a label in config_snapshot (repeatable).")
@@ -182,18 +184,19 @@ def main() -> None:
 @_fail_cleanly
 def run(test_ids: tuple[str, ...], trials: int | None, tags: tuple[str, ...], names: tuple[str, ...],
         include_live_canary: bool, suite: str | None, config_path: str | None, model: str | None, agent: str | None,
-        api: str | None, judge: str | None, results_dir: str | None, concurrency: int | None, labels: tuple[str, ...],
-        as_json: bool, junit_path: str | None, markdown_path: str | None, no_summary: bool) -> None:
+        api: str | None, judge: str | None, rubric: str | None, strict: bool, results_dir: str | None,
+        concurrency: int | None, labels: tuple[str, ...], as_json: bool, junit_path: str | None, markdown_path: str | None,
+        no_summary: bool) -> None:
     """Run the suite, or the tests named (TEST_ID ...; `all` or nothing runs every test)."""
     from . import runner
-    from ._build import build_cases, check_api_keys, config_snapshot, ignored_by_custom_agent
+    from ._build import build_cases, check_api_keys, config_snapshot, ignored_by_custom_agent, suite_warnings
     from .store import LatestNotUpdated, ResultsStore
-    from .suite import read_suite
+    from .suite import SuiteError, read_suite
 
     label_map = _labels(labels)
     config = _load_config(config_path, suite=Path(suite) if suite else None, model=model, agent=agent, api=api,
                           judge=judge, results_dir=Path(results_dir) if results_dir else None, trials=trials,
-                          concurrency=concurrency)
+                          concurrency=concurrency, rubric=rubric)
     suite_file = read_suite(config.suite_path())
     wanted = [t for t in test_ids if t != "all"] + list(names)
     known = [t.id for t in suite_file.tests]
@@ -211,7 +214,10 @@ def run(test_ids: tuple[str, ...], trials: int | None, tags: tuple[str, ...], na
         raise click.UsageError(
             f"the selected test(s) {', '.join(map(repr, chosen))} are live canaries, skipped without "
             f"--include-live-canary; add it to run them (nothing was run or saved)")
-    for warning in ignored_by_custom_agent(config):
+    warnings = suite_warnings(suite_file, config, only=chosen)
+    if strict and warnings:
+        raise SuiteError([f"{w} (an error with --strict)" for w in warnings])
+    for warning in [*warnings, *ignored_by_custom_agent(config)]:
         click.echo(f"warning: {warning}", err=True)
     console = _console(stderr=as_json)
     store = ResultsStore(config.results_path())

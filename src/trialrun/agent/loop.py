@@ -145,6 +145,7 @@ class Agent:
         url = self.base_url + self.codec.request_path(self.model_name)
         trajectory = state.trajectory
         trajectory.prompt = prompt
+        trajectory.offered_tools = [spec.name for spec in specs]
         unenforceable = self._unenforceable_ceiling(self.model_name, state)
         if unenforceable:  # before spending anything: a ceiling that cannot be checked must not be trusted
             return self._end(state, "error", unenforceable)

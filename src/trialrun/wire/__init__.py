@@ -124,6 +124,7 @@ def decode_trajectory(exchanges: list[Exchange]) -> Trajectory:
             )
             continue
         offered = set(request.tool_names)
+        trajectory.offered_tools.extend(name for name in request.tool_names if name not in trajectory.offered_tools)
         for call in response.tool_calls:
             if request.tools and call.name not in offered:
                 trajectory.notes.append(f"exchange {number}: model called tool {call.name!r}, which the request did not offer")
