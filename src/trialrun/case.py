@@ -456,7 +456,9 @@ class TrialContext:
             merged.commands.extend(part.commands)
             merged.denials.extend(part.denials)
             merged.notes.extend(part.notes)
-            merged.offered_tools.extend(name for name in part.offered_tools if name not in merged.offered_tools)
+            if part.offered_tools is not None:
+                known = merged.offered_tools = merged.offered_tools or []
+                known.extend(name for name in part.offered_tools if name not in known)
             merged.prompt = merged.prompt or part.prompt  # the first transport's prompt started the run
         return merged
 

@@ -372,14 +372,18 @@ def report(run_ref: str | None, results_dir: str | None, suite: str | None, conf
 @click.option("--threshold", type=click.FloatRange(min=0, min_open=True), default=0.10, show_default=True,
               help="A drop of this much or more (greater than 0) is a regression.")
 @click.option("--fail-on-regression", is_flag=True,
-              help="Exit 1 when any test regressed, or the later run lost a test (removed, or not finished).")
+              help="Exit 1 when a test regressed (with several trials per test: beyond chance), or the later run lost "
+                   "a test (removed, or not finished).")
+@click.option("--any-drop", is_flag=True, help="With --fail-on-regression and several trials per test: count every "
+                                               "regression, not only those beyond chance.")
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
 @click.option("--markdown", "markdown_path", type=click.Path(dir_okay=False), help="Write the comparison as Markdown here.")
 @click.option("--html", "html_path", type=click.Path(dir_okay=False), help="Write a self-contained HTML comparison here.")
 @click.option("--no-summary", is_flag=True, help="Do not append to $GITHUB_STEP_SUMMARY.")
 @_fail_cleanly
 def compare(runs: tuple[str, ...], results_dir: str | None, suite: str | None, config_path: str | None, threshold: float,
-            fail_on_regression: bool, as_json: bool, markdown_path: str | None, html_path: str | None, no_summary: bool) -> None:
+            fail_on_regression: bool, any_drop: bool, as_json: bool, markdown_path: str | None, html_path: str | None,
+            no_summary: bool) -> None:
     """Compare two runs: the two most recent by default (before -> after); A and B as `report` takes a RUN.
     A drop of --threshold or more, or a test that passed and now fails, is a regression."""
     from . import compare as comparing
@@ -421,7 +425,11 @@ def compare(runs: tuple[str, ...], results_dir: str | None, suite: str | None, c
         return comparison_html(comparison, before, after)
 
     _write_outputs(markdown_path, None, html_path, markdown=markdown, junit=None, html=html, summary=not no_summary)
-    problems = comparison.gate_problems() if fail_on_regression else []
+    problems = comparison.gate_problems(any_drop=any_drop) if fail_on_regression else []
+    uncounted = len(comparison.regressions) - len(comparison.counted_regressions(any_drop=any_drop))
+    if fail_on_regression and uncounted:
+        click.echo(f"--fail-on-regression: {uncounted} regression(s) not beyond chance at these trial counts, not "
+                   "counted (--any-drop counts them)", err=True)
     if problems:  # a test the later run lost (removed, or stopped by Ctrl-C) is no evidence that nothing regressed
         click.echo(f"--fail-on-regression: {'; '.join(problems)}", err=True)
     sys.exit(EXIT_FAILED if problems else EXIT_OK)

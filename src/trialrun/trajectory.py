@@ -95,8 +95,8 @@ class Trajectory:
     treat as fatal (a tool the request did not offer, a body it could not decode). `prompt` is what the agent was
     asked (the last user message of its first model request, when observed), so a report can show a timeline
     from its start for a case that has no prompt of its own (a Python case). `offered_tools` are the tool names the
-    agent offered the model (every request's, in first-seen order), so a grader can tell a tool the agent never had
-    from one it did not use.
+    agent offered the model (every request's, in first-seen order; None when no request was seen, so it is not
+    known), so a grader can tell a tool the agent never had from one it did not use.
     """
 
     turns: list[Turn] = field(default_factory=list)
@@ -104,7 +104,7 @@ class Trajectory:
     denials: list[Denial] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     prompt: str | None = None
-    offered_tools: list[str] = field(default_factory=list)
+    offered_tools: list[str] | None = None
 
     @property
     def tool_calls(self) -> list[ToolCall]:

@@ -133,10 +133,8 @@ def turn_count(run: Run) -> int:
 def offered_tools(run: Run) -> list[str] | None:
     """The tool names the agent offered the model (read off the wire, or the reference agent's own), or None when
     no model request was seen, so nothing is known about what was offered."""
-    trajectory = run.trajectory
-    if not trajectory.turns and not trajectory.offered_tools:
-        return None
-    return list(trajectory.offered_tools)
+    offered = run.trajectory.offered_tools
+    return None if offered is None else list(offered)
 
 
 def _tool_note(missing: Sequence[str], run: Run) -> str:

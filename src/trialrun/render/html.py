@@ -25,7 +25,7 @@ from importlib import resources
 from typing import Any
 
 from .. import metrics
-from ..compare import CaseDelta, Comparison, dropped, flatten_config, note_lines
+from ..compare import CaseDelta, Comparison, dropped, flatten_config, note_lines, regression_reason, shown
 from ..expect._base import Verdict
 from ..results import CaseResult, RunReport, TrialError, TrialResult, jsonable
 from ..trajectory import Denial, ToolCall, ToolResult, Trajectory, Turn, Usage
@@ -478,7 +478,7 @@ def _delta(before: float | None, after: float | None, *, integer: bool = False) 
     """Text and tone of a change: '▲ +0.05' (better), '▼ -0.10' (worse), '= unchanged'."""
     if before is None or after is None:
         return "", ""
-    change = after - before
+    change = after - before if integer else round(shown(after) - shown(before), 2)  # the change of the shown values
     if abs(change) < 1e-9:
         return "= unchanged", "same"
     text = f"{change:+d}" if integer else f"{change:+.2f}"
@@ -494,6 +494,8 @@ def _regression_item(c: Comparison, d: CaseDelta) -> str:
     head = f"<li><code>{escape(d.name)}</code>: {_rate(d.before)} → {_rate(d.after)} "
     if dropped(c, d):
         return head + f"(<strong>{d.delta:+.2f}</strong>)</li>"
+    if d.sub_score_regressions and not d.newly_failing:  # a sub-score fell behind an unchanged total
+        return head + f"(<strong>{escape(regression_reason(c, d))}</strong>)</li>"
     why = f": {escape(d.failure_after)}" if d.failure_after else ""
     return head + f"(<strong>passed before, fails now</strong>{why})</li>"
 

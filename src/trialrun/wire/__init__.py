@@ -124,7 +124,8 @@ def decode_trajectory(exchanges: list[Exchange]) -> Trajectory:
             )
             continue
         offered = set(request.tool_names)
-        trajectory.offered_tools.extend(name for name in request.tool_names if name not in trajectory.offered_tools)
+        known = trajectory.offered_tools = trajectory.offered_tools or []
+        known.extend(name for name in dict.fromkeys(request.tool_names) if name not in known)
         for call in response.tool_calls:
             if request.tools and call.name not in offered:
                 trajectory.notes.append(f"exchange {number}: model called tool {call.name!r}, which the request did not offer")
