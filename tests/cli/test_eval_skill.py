@@ -226,3 +226,37 @@ def test_a_test_over_its_turn_budget_is_measured_not_stopped(project: Path, cli)
     case = json.loads((project / "state" / "eval" / "latest.json").read_text())["cases"][0]
     assert case["turns"] == 4 and case["metadata"]["max_turns"] == 2  # 4 turns ran against a budget of 2
     assert case["sub_scores"]["turn_efficiency"] == 0.5 and case["trials"][0]["status"] == "completed"
+
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def _readme_blocks() -> list[str]:
+    """README's fenced blocks, in order (fences opened and closed line by line)."""
+    blocks: list[str] = []
+    current: list[str] | None = None
+    for line in README.read_text(encoding="utf-8").splitlines():
+        if line.startswith("```"):
+            if current is None:
+                current = []
+            else:
+                blocks.append("\n".join(current) + "\n")
+                current = None
+        elif current is not None:
+            current.append(line)
+    return blocks
+
+
+def test_the_readme_compare_sample_is_what_compare_prints(project: Path, cli) -> None:
+    [sample] = [block for block in _readme_blocks() if block.startswith("eval_") and " -> eval_" in block.split("\n")[0]]
+    cli("run", "all")
+    cli("run", "all", "--model", "scripted:model_v2.yaml")
+    assert cli("compare").output.split("\n", 1)[1] == sample.split("\n", 1)[1]
+
+    [chance] = [block for block in _readme_blocks() if block.startswith("Beyond chance:")]
+    cli("run", "all", "-k", "5")
+    cli("run", "all", "-k", "5", "--model", "scripted:model_v2.yaml")
+    lines = cli("compare").output.splitlines()
+    assert all(line in lines for line in chance.splitlines()), chance
+    assert ("summarise-notes:           1.00 -> 0.17  ▼ -0.83, now fails  [5/5 -> 0/5 trials passed: beyond chance "
+            "(Fisher p=0.008); pass@1 1.00 [0.57, 1.00] -> 0.00 [0.00, 0.43]]") in lines
