@@ -26,15 +26,15 @@ from ._files import TOO_DEEP, read_text
 from .agent import Agent, ToolPolicy, prices, shell_tools
 from .agent.tools import Tool
 from .case import Case, TrialContext
-from .config import Config, ConfigError, ModelSpec, parse_model_spec
+from .config import Config, ConfigError, ModelSpec, load_config, parse_model_spec
 from .expect.rubric import rubric
 from .judge import llm_judge
 from .models import LiveModel
-from .suite import SuiteError, SuiteFile, SuiteTest
+from .suite import SuiteError, SuiteFile, SuiteTest, read_suite
 from .trajectory import ToolCall, Usage
 from .wire import ProviderError, Step
 
-__all__ = ["build_cases", "load_script_file", "config_snapshot", "model_transport", "check_api_keys", "ignored_by_custom_agent",
+__all__ = ["build_cases", "load_suite", "load_script_file", "config_snapshot", "model_transport", "check_api_keys", "ignored_by_custom_agent",
            "suite_warnings"]
 
 #: config_snapshot keys that describe what only the reference agent receives; left out for a custom agent.
@@ -374,6 +374,13 @@ def build_cases(
         for case in cases:
             case.mode = "live_canary"
     return cases
+
+
+def load_suite(path: str | Path, config: Config | None = None) -> list[Case]:
+    """Read a suite file and build runnable Cases from it with a configuration (trialrun.toml). It lives here, not
+    in `suite`, so data flows one way: suite files -> cases."""
+    suite = read_suite(path)
+    return build_cases(suite, config if config is not None else load_config(Path(path).parent))
 
 
 def _where(suite: SuiteFile, test: SuiteTest) -> str:

@@ -337,7 +337,7 @@ class SuiteCollector(pytest.File):
     """A suite file (--trialrun-suite): one item per test, built with trialrun.toml as `trialrun run` does."""
 
     def collect(self) -> Iterator[CaseItem]:
-        from .suite import load_suite
+        from ._build import load_suite
 
         cases = load_suite(self.path, _state(self.config).trialrun_config())
         for case in cases:

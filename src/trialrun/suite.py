@@ -33,7 +33,7 @@ from ._files import TOO_DEEP, unencodable_text
 from ._files import read_text as _read_text
 from .expect._base import Grader
 
-__all__ = ["SuiteTest", "SuiteError", "SuiteFile", "read_suite", "load_suite", "suite_json_schema", "EXPECT_FORMS",
+__all__ = ["SuiteTest", "SuiteError", "SuiteFile", "read_suite", "suite_json_schema", "EXPECT_FORMS",
            "build_expectations", "expect_items"]
 
 #: How `expect` is written, shown whenever it is written some other way.
@@ -326,15 +326,6 @@ def _field_problem(error: Any) -> str:
     shown = f" (got {value!r})" if not isinstance(value, (dict, list)) else ""
     message = error["msg"].removeprefix("Value error, ")
     return f"field {field!r}: {message[:1].lower()}{message[1:]}{shown}"
-
-
-def load_suite(path: str | Path, config: Any = None) -> list[Any]:
-    """Read a suite file and build runnable Cases from it with a configuration (trialrun.toml)."""
-    from ._build import build_cases
-    from .config import load_config
-
-    suite = read_suite(path)
-    return build_cases(suite, config if config is not None else load_config(Path(path).parent))
 
 
 def suite_json_schema() -> dict[str, Any]:
