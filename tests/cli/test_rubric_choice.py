@@ -40,7 +40,8 @@ def test_a_custom_agent_returning_none_fails(project: Path, cli) -> None:
 
 def test_the_rubric_from_trialrun_toml_and_a_wrong_one_named(project: Path, cli) -> None:
     config = project / "trialrun.toml"
-    config.write_text(config.read_text().replace("\n[policy]", '\nrubric = "skill"\n\n[policy]'))
+    assert 'rubric = "balanced"' in config.read_text()  # the quickstart names its rubric
+    config.write_text(config.read_text().replace('rubric = "balanced"', 'rubric = "skill"'))
     (project / "lazy.py").write_text(LAZY)
     assert cli("run", "read-file", "--agent", "lazy:run").exit_code == 0  # passes on turn efficiency alone
     assert _latest(project)["config_snapshot"]["rubric"] == "skill"
