@@ -63,6 +63,13 @@ def test_five_of_five_to_four_is_not_significant_and_to_none_is(project: Path, c
                                             "detail": "5/5 -> 0/5 trials passed"}
     assert by_name["a"]["significance"]["significant"] is False and by_name["a"]["significance"]["p_value"] == 1.0
 
+    cli("compare", "--markdown", "cmp.md", "--html", "cmp.html", "--no-summary")
+    markdown = (project / "cmp.md").read_text()
+    assert "> **Regression in b**: 1.00 → 0.67 (-0.33, a drop of 0.10 or more); beyond chance (Fisher p=0.008)" in markdown
+    assert "> **Regression in a**: 1.00 → 0.93 passed before, fails now: trial 5 of 5: score 0.67" in markdown
+    assert "(missing: milk)); not significant (Fisher p=1.00)" in markdown
+    assert "(<strong>-0.33</strong>; beyond chance (Fisher p=0.008))</li>" in (project / "cmp.html").read_text()
+
     gate = cli("compare", "--fail-on-regression")
     assert gate.exit_code == 1 and "--fail-on-regression: 1 regression beyond chance" in gate.output
     assert "1 regression(s) not beyond chance at these trial counts, not counted (--any-drop counts them)" in gate.output
