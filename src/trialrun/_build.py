@@ -6,6 +6,7 @@ file has a script for every test, the policy parses), so a configuration error n
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import importlib
 import inspect
@@ -26,16 +27,17 @@ from ._files import TOO_DEEP, read_text
 from .agent import Agent, ToolPolicy, prices, shell_tools
 from .agent.tools import Tool
 from .case import Case, TrialContext
-from .config import Config, ConfigError, ModelSpec, parse_model_spec
+from .config import Config, ConfigError, ModelSpec, load_config, parse_model_spec
 from .expect.rubric import rubric
 from .judge import llm_judge
 from .models import LiveModel, ScriptedModel
 from .models.scripted import DEFAULT_SIDE_REPLY, shell
-from .suite import SuiteFile, SuiteTest
+from .suite import SuiteError, SuiteFile, SuiteTest, read_suite
 from .trajectory import ToolCall, Usage
 from .wire import ProviderError, Step
 
-__all__ = ["build_cases", "load_script_file", "config_snapshot", "model_transport", "check_api_keys", "ignored_by_custom_agent"]
+__all__ = ["build_cases", "load_suite", "load_script_file", "config_snapshot", "model_transport", "check_api_keys", "ignored_by_custom_agent",
+           "suite_warnings"]
 
 #: config_snapshot keys that describe what only the reference agent receives; left out for a custom agent.
 REFERENCE_AGENT_KEYS = ("api", "model_name", "tools", "system_prompt_sha256", "policy")
@@ -339,7 +341,9 @@ def build_cases(
         except (TypeError, ValueError) as exc:
             raise ConfigError(f"{config.source or 'configuration'}: prices.{model}: {exc}") from None
     policy = _policy(config)
-    make_tools, _ = _tools_factory(config)
+    make_tools, tool_names = _tools_factory(config)
+    if not config.agent:  # the reference agent's tools are known: an expected tool it lacks is a typo, not a score
+        _check_expected_tools(suite, tests, tool_names)
     workspace = config.resolve(config.workspace) if config.workspace else None
     if workspace is not None and not workspace.is_dir():
         raise ConfigError(f"{config.source or 'configuration'}: workspace: {str(workspace)!r} is not a folder")
@@ -388,7 +392,7 @@ def build_cases(
             )
         graders = [
             rubric(expected_tools=test.expected_tools, max_turns=test.max_turns, success_criteria=test.success_criteria,
-                   threshold=config.pass_threshold, judge=judge),
+                   threshold=config.pass_threshold, judge=judge, formula=config.rubric),
             *suite.graders.get(test.id, []),
         ]
         cases.append(
@@ -412,6 +416,56 @@ def build_cases(
         for case in cases:
             case.mode = "live_canary"
     return cases
+
+
+def load_suite(path: str | Path, config: Config | None = None) -> list[Case]:
+    """Read a suite file and build runnable Cases from it with a configuration (trialrun.toml). It lives here, not
+    in `suite`, so data flows one way: suite files -> cases."""
+    suite = read_suite(path)
+    return build_cases(suite, config if config is not None else load_config(Path(path).parent))
+
+
+def _where(suite: SuiteFile, test: SuiteTest) -> str:
+    """`state/eval/tests.json:12: test 'read-file'`: where a message about one test points."""
+    line = suite.lines.get(test.id)
+    return f"{suite.path}:{line}: test {test.id!r}" if line else f"{suite.path}: test {test.id!r}"
+
+
+def _check_expected_tools(suite: SuiteFile, tests: list[SuiteTest], tool_names: list[str]) -> None:
+    """SuiteError, before anything runs, for an expected tool the reference agent does not have (with a
+    did-you-mean): the model is never offered it, so the test could only ever score low."""
+    problems = []
+    for test in tests:
+        for name in test.expected_tools:
+            if name in tool_names:
+                continue
+            close = difflib.get_close_matches(name, tool_names, n=1, cutoff=0.6)
+            if not close:
+                close = [t for t in tool_names if t.replace("_", "-").lower() == name.replace("_", "-").lower()]
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            problems.append(f"{_where(suite, test)}, field 'expected_tools': {name!r} is not a tool of the reference "
+                            f"agent{hint}; its tools: {', '.join(tool_names) or 'none'}")
+    if problems:
+        raise SuiteError(problems)
+
+
+def suite_warnings(suite: SuiteFile, config: Config, only: Collection[str] | None = None) -> list[str]:
+    """What is legal in a suite but probably not meant, one message per test (the CLI prints them as warnings and
+    `--strict` makes them errors): a test that cannot fail under the configured rubric, and a turn budget above
+    the reference agent's hard `turn_limit` (the agent is stopped before it could use the budget)."""
+    warnings = []
+    for test in suite.tests:
+        if only is not None and test.id not in only:
+            continue
+        if config.rubric == "skill" and not test.expected_tools and not suite.graders.get(test.id):
+            warnings.append(f"{_where(suite, test)}: cannot fail under the \"skill\" rubric: with no expected_tools "
+                            "and no expect graders, tool accuracy and turn efficiency alone reach 1.0 (use "
+                            "rubric = \"balanced\", or add expect graders)")
+        if not config.agent and test.max_turns > config.turn_limit:
+            warnings.append(f"{_where(suite, test)}, field 'max_turns': {test.max_turns} is above turn_limit "
+                            f"{config.turn_limit}: the agent is stopped after {config.turn_limit} turns, before the "
+                            "budget is used up")
+    return warnings
 
 
 def _judge_transport(spec: ModelSpec, test_id: str, config: Config, scripts: dict[str, FileScript] | None) -> Any:
@@ -454,6 +508,7 @@ def config_snapshot(config: Config, suite: SuiteFile, labels: dict[str, str] | N
         "policy": policy.summary() if policy else None,
         "judge": config.judge or "heuristic",
         "pass_threshold": config.pass_threshold,
+        "rubric": config.rubric,
         "turn_limit": config.turn_limit,
         "trials": config.trials,
         "suite": {"path": _relative(suite.path), "sha256": hashlib.sha256(suite_bytes).hexdigest()},

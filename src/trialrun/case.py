@@ -456,6 +456,10 @@ class TrialContext:
             merged.commands.extend(part.commands)
             merged.denials.extend(part.denials)
             merged.notes.extend(part.notes)
+            merged.other_conversations.extend(part.other_conversations)
+            merged.model_calls += part.model_calls
+            merged.offered_tools.extend(name for name in part.offered_tools if name not in merged.offered_tools)
+            merged.command_tools.update(part.command_tools)
             merged.prompt = merged.prompt or part.prompt  # the first transport's prompt started the run
         return merged
 

@@ -172,6 +172,8 @@ def main() -> None:
 @click.option("--agent", help="Agent under test, module:function taking (prompt, ctx).")
 @click.option("--api", type=click.Choice(["openai-chat", "openai-responses", "anthropic", "gemini"]), help="Wire API of the reference agent.")
 @click.option("--judge", help="Judge output_quality with this model spec instead of the heuristic.")
+@click.option("--rubric", type=click.Choice(["balanced", "skill"]), help="How sub-scores make the score (default: balanced).")
+@click.option("--strict", is_flag=True, help="Make every suite warning an error (exit 2 before anything runs).")
 @click.option("--results-dir", type=click.Path(file_okay=False), help="Where result files go (default: the suite's folder).")
 @click.option("--concurrency", "-j", type=click.IntRange(min=1), help="Trials in flight at once.")
 @click.option("--label", "labels", multiple=True, metavar="KEY=VALUE", help="Record a label in config_snapshot (repeatable).")
@@ -182,18 +184,19 @@ def main() -> None:
 @_fail_cleanly
 def run(test_ids: tuple[str, ...], trials: int | None, tags: tuple[str, ...], names: tuple[str, ...],
         include_live_canary: bool, suite: str | None, config_path: str | None, model: str | None, agent: str | None,
-        api: str | None, judge: str | None, results_dir: str | None, concurrency: int | None, labels: tuple[str, ...],
-        as_json: bool, junit_path: str | None, markdown_path: str | None, no_summary: bool) -> None:
+        api: str | None, judge: str | None, rubric: str | None, strict: bool, results_dir: str | None,
+        concurrency: int | None, labels: tuple[str, ...], as_json: bool, junit_path: str | None, markdown_path: str | None,
+        no_summary: bool) -> None:
     """Run the suite, or the tests named (TEST_ID ...; `all` or nothing runs every test)."""
     from . import runner
-    from ._build import build_cases, check_api_keys, config_snapshot, ignored_by_custom_agent
+    from ._build import build_cases, check_api_keys, config_snapshot, ignored_by_custom_agent, suite_warnings
     from .store import LatestNotUpdated, ResultsStore
-    from .suite import read_suite
+    from .suite import SuiteError, read_suite
 
     label_map = _labels(labels)
     config = _load_config(config_path, suite=Path(suite) if suite else None, model=model, agent=agent, api=api,
                           judge=judge, results_dir=Path(results_dir) if results_dir else None, trials=trials,
-                          concurrency=concurrency)
+                          concurrency=concurrency, rubric=rubric)
     suite_file = read_suite(config.suite_path())
     wanted = [t for t in test_ids if t != "all"] + list(names)
     known = [t.id for t in suite_file.tests]
@@ -211,7 +214,10 @@ def run(test_ids: tuple[str, ...], trials: int | None, tags: tuple[str, ...], na
         raise click.UsageError(
             f"the selected test(s) {', '.join(map(repr, chosen))} are live canaries, skipped without "
             f"--include-live-canary; add it to run them (nothing was run or saved)")
-    for warning in ignored_by_custom_agent(config):
+    warnings = suite_warnings(suite_file, config, only=chosen)
+    if strict and warnings:
+        raise SuiteError([f"{w} (an error with --strict)" for w in warnings])
+    for warning in [*warnings, *ignored_by_custom_agent(config)]:
         click.echo(f"warning: {warning}", err=True)
     console = _console(stderr=as_json)
     store = ResultsStore(config.results_path())
@@ -366,14 +372,18 @@ def report(run_ref: str | None, results_dir: str | None, suite: str | None, conf
 @click.option("--threshold", type=click.FloatRange(min=0, min_open=True), default=0.10, show_default=True,
               help="A drop of this much or more (greater than 0) is a regression.")
 @click.option("--fail-on-regression", is_flag=True,
-              help="Exit 1 when any test regressed, or the later run lost a test (removed, or not finished).")
+              help="Exit 1 when a test regressed (with several trials per test: beyond chance), or the later run lost "
+                   "a test (removed, or not finished).")
+@click.option("--any-drop", is_flag=True, help="With --fail-on-regression and several trials per test: count every "
+                                               "regression, not only those beyond chance.")
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
 @click.option("--markdown", "markdown_path", type=click.Path(dir_okay=False), help="Write the comparison as Markdown here.")
 @click.option("--html", "html_path", type=click.Path(dir_okay=False), help="Write a self-contained HTML comparison here.")
 @click.option("--no-summary", is_flag=True, help="Do not append to $GITHUB_STEP_SUMMARY.")
 @_fail_cleanly
 def compare(runs: tuple[str, ...], results_dir: str | None, suite: str | None, config_path: str | None, threshold: float,
-            fail_on_regression: bool, as_json: bool, markdown_path: str | None, html_path: str | None, no_summary: bool) -> None:
+            fail_on_regression: bool, any_drop: bool, as_json: bool, markdown_path: str | None, html_path: str | None,
+            no_summary: bool) -> None:
     """Compare two runs: the two most recent by default (before -> after); A and B as `report` takes a RUN.
     A drop of --threshold or more, or a test that passed and now fails, is a regression."""
     from . import compare as comparing
@@ -415,7 +425,11 @@ def compare(runs: tuple[str, ...], results_dir: str | None, suite: str | None, c
         return comparison_html(comparison, before, after)
 
     _write_outputs(markdown_path, None, html_path, markdown=markdown, junit=None, html=html, summary=not no_summary)
-    problems = comparison.gate_problems() if fail_on_regression else []
+    problems = comparison.gate_problems(any_drop=any_drop) if fail_on_regression else []
+    uncounted = len(comparison.regressions) - len(comparison.counted_regressions(any_drop=any_drop))
+    if fail_on_regression and uncounted:
+        click.echo(f"--fail-on-regression: {uncounted} regression(s) not beyond chance at these trial counts, not "
+                   "counted (--any-drop counts them)", err=True)
     if problems:  # a test the later run lost (removed, or stopped by Ctrl-C) is no evidence that nothing regressed
         click.echo(f"--fail-on-regression: {'; '.join(problems)}", err=True)
     sys.exit(EXIT_FAILED if problems else EXIT_OK)

@@ -14,6 +14,8 @@ Every key is optional. Paths are relative to the file that names them. Command-l
     skills = ["eval"]                        # recorded as skills_loaded
     results_dir = "state/eval"               # default: the suite's folder
     pass_threshold = 0.7
+    rubric = "balanced"                      # how the sub-scores make the total: "balanced" | "skill" (the literal
+                                             # min(sum, 1.0)); recorded in config_snapshot.rubric
     turn_limit = 25                          # the agent's hard stop (a test's max_turns is a budget it scores)
     judge = "openai:gpt-4.1-mini"            # output_quality by an LLM judge (a model spec); default: heuristic
     [policy]                                 # a ToolPolicy
@@ -97,6 +99,7 @@ class Config(BaseModel):
     skills: list[str] = Field(default_factory=list)
     results_dir: Path | None = None
     pass_threshold: float = 0.7
+    rubric: str = "balanced"
     turn_limit: int = 25
     judge: str | None = None
     policy: dict[str, Any] = Field(default_factory=dict)
@@ -111,6 +114,15 @@ class Config(BaseModel):
     def _api(cls, value: str | None) -> str | None:
         if value is not None and value not in APIS:
             raise ValueError(f"must be one of {', '.join(APIS)}")
+        return value
+
+    @field_validator("rubric")
+    @classmethod
+    def _rubric(cls, value: str) -> str:
+        from .expect.rubric import RUBRICS  # the one list of rubrics
+
+        if value not in RUBRICS:
+            raise ValueError(f"must be one of {', '.join(map(repr, RUBRICS))} (got {value!r})")
         return value
 
     @field_validator("pass_threshold")

@@ -337,9 +337,13 @@ class SuiteCollector(pytest.File):
     """A suite file (--trialrun-suite): one item per test, built with trialrun.toml as `trialrun run` does."""
 
     def collect(self) -> Iterator[CaseItem]:
-        from .suite import load_suite
+        from ._build import build_cases, suite_warnings
+        from .suite import read_suite
 
-        cases = load_suite(self.path, _state(self.config).trialrun_config())
+        suite, config = read_suite(self.path), _state(self.config).trialrun_config()
+        for warning in suite_warnings(suite, config):  # what `trialrun run` prints as warnings
+            self.warn(pytest.PytestWarning(f"trialrun: {warning}"))
+        cases = build_cases(suite, config)
         for case in cases:
             yield CaseItem.from_parent(self, name=case.name, case=case)
 

@@ -288,8 +288,8 @@ class RunReport(BaseModel):
 
     @property
     def passed(self) -> bool:
-        """True when every graded case passed (and the run finished)."""
-        return self.failed_case_count == 0 and self.status == "completed"
+        """True when every graded case passed (and the run finished); never for a run that graded no case."""
+        return self.failed_case_count == 0 and self.status == "completed" and bool(self.graded_cases)
 
     def case(self, name: str) -> CaseResult:
         for case in self.cases:
@@ -336,7 +336,7 @@ class RunReport(BaseModel):
 def regrade_output_quality(report: RunReport, name: str, quality: float) -> RunReport:
     """A copy of `report` where test `name`'s output_quality is set by hand in every trial (the eval skill's manual
     assessment): its rubric verdicts, scores, pass/fail, the case's aggregates and the run's totals follow."""
-    from .expect.rubric import QUALITY_LEVELS, combine
+    from .expect.rubric import QUALITY_LEVELS, combine, passes
 
     if quality not in QUALITY_LEVELS:
         raise ValueError(f"output quality must be one of {', '.join(f'{q:g}' for q in QUALITY_LEVELS)}, got {quality:g}")
@@ -365,11 +365,13 @@ def regrade_output_quality(report: RunReport, name: str, quality: float) -> RunR
         for verdict in rubric_verdicts(trial):
             subs = dict(verdict.details["sub_scores"])  # type: ignore[index]
             subs["output_quality"] = quality
-            total = combine(subs["tool_accuracy"], subs["turn_efficiency"], quality)
+            # a verdict saved before rubrics had names was scored by the skill's formula
+            formula = str(verdict.details.get("rubric", "skill"))  # type: ignore[union-attr]
+            total = combine(subs["tool_accuracy"], subs["turn_efficiency"], quality, formula)
             threshold = float(verdict.details.get("threshold", 0.7))  # type: ignore[union-attr]
             verdict.details = {**(verdict.details or {}), "sub_scores": subs, "quality_by": "hand"}
             verdict.score = total
-            verdict.passed = total >= threshold
+            verdict.passed = passes(total, threshold)
             verdict.reason = (
                 f"score {total:.2f} ({'>=' if verdict.passed else '<'} {threshold:g}): tool_accuracy {subs['tool_accuracy']:.2f}, "
                 f"turn_efficiency {subs['turn_efficiency']:.2f}, output_quality {quality:g} (graded by hand)"

@@ -399,6 +399,15 @@ def _trial_result(
     )
 
 
+def _nothing_to_grade(cases: list[Case], skipped: list[tuple[Case, str]]) -> Problem:
+    """Why a run would grade nothing: no cases at all, or only cases the selection skips."""
+    if not cases:
+        return Problem("nothing to grade: no cases were given")
+    names = ", ".join(repr(case.name) for case, _ in skipped)
+    return Problem(f"nothing to grade: every selected case is skipped ({names}: live canaries run only with "
+                   "include_live_canary=True, --include-live-canary)")
+
+
 async def aevaluate(
     cases: Iterable[Case | Mapping[str, Any]],
     trials: int = 1,
@@ -416,6 +425,8 @@ async def aevaluate(
     if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
         raise ValueError(f"trials must be a positive integer, got {trials!r}")
     selected, skipped = select_cases(case_list, names=names, tags=tags, include_live_canary=include_live_canary)
+    if not selected:  # a run that grades nothing must not be able to pass
+        raise CaseError([_nothing_to_grade(case_list, skipped)])
     started_at = datetime.now(timezone.utc)
     clock = time.perf_counter()
     runner = _Runner(concurrency, run_id, on_trial)

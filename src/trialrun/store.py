@@ -68,6 +68,10 @@ def load_report(path: str | os.PathLike[str]) -> RunReport:
         raise _bad(path, "not a trialrun result file (expected a JSON object)")
     version = data.get("schema_version")
     if version is None:
+        from ._skill_results import from_skill_result, is_skill_result  # the eval skill's own format
+
+        if is_skill_result(data):
+            return from_skill_result(data, path, lambda reason: _bad(path, reason))
         raise _bad(path, "not a trialrun result file (no schema_version)")
     if _major(version) > _major(SCHEMA_VERSION):
         raise _bad(path, f"written by a newer trialrun (schema {version}; this one reads {SCHEMA_VERSION}); upgrade trialrun")

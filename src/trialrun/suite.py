@@ -6,9 +6,9 @@ A suite is a JSON (or YAML) array of tests, exactly as the skill defines them::
      "expected_tools": ["read_file"], "max_turns": 3, "success_criteria": "Says what notes.txt contains"}
 
 `prompt`, `expected_tools`, `max_turns` and `success_criteria` are required, as the skill gives every test them;
-`name` defaults to the id. A test must be able to fail on what the agent does: with no expected tools the rubric's
-tool accuracy is 1.0, and with turn efficiency that alone reaches the pass threshold, so a test with an empty
-`expected_tools` needs `expect` graders.
+`name` defaults to the id. `expected_tools` may be empty (the skill's "say hello"): tool accuracy is then 1.0,
+and the test is graded on its output quality and turns (under the "skill" rubric it cannot fail without `expect`
+graders, which `_build.suite_warnings` says).
 
 Optional per test: `tags`, `mode` ("deterministic" | "live_canary"), `trials`, `expect` (graders in data
 form: `{"not_called": "run_command"}`, `{"called": {"tool": "read_file", "args": {"path": "a.txt"}}}`,
@@ -33,7 +33,7 @@ from ._files import TOO_DEEP, unencodable_text
 from ._files import read_text as _read_text
 from .expect._base import Grader
 
-__all__ = ["SuiteTest", "SuiteError", "SuiteFile", "read_suite", "load_suite", "suite_json_schema", "EXPECT_FORMS",
+__all__ = ["SuiteTest", "SuiteError", "SuiteFile", "read_suite", "suite_json_schema", "EXPECT_FORMS",
            "build_expectations", "expect_items"]
 
 #: How `expect` is written, shown whenever it is written some other way.
@@ -78,7 +78,7 @@ class SuiteTest(BaseModel):
     name: StrictStr | None = Field(default=None, description="Human-readable label (default: the id)")
     prompt: StrictStr = Field(description="The message sent to the agent", min_length=1)
     expected_tools: list[StrictStr] = Field(
-        description="Tool names the agent should use (may be empty only when `expect` has graders)")
+        description="Tool names the agent should use (may be empty: tool accuracy is then 1.0)")
     max_turns: StrictInt = Field(ge=1, description="Turn budget (scored by turn_efficiency; not a hard stop)")
     success_criteria: StrictStr = Field(min_length=1, description="What good output looks like (judged by output_quality)")
     tags: list[StrictStr] = Field(default_factory=list)
@@ -293,10 +293,6 @@ def read_suite(path: str | Path) -> SuiteFile:
         except ValidationError as exc:
             problems.extend(f"{prefix}, {_field_problem(error)}" for error in exc.errors())
             continue
-        if not test.expected_tools and not test.expect:
-            problems.append(f"{prefix}: a test that grades nothing cannot fail: give expected_tools or expect "
-                            "(with no expected tools, tool accuracy and turn efficiency alone reach the pass threshold)")
-            continue
         graders[test.id] = built
         tests.append(test)
     if problems:
@@ -330,15 +326,6 @@ def _field_problem(error: Any) -> str:
     shown = f" (got {value!r})" if not isinstance(value, (dict, list)) else ""
     message = error["msg"].removeprefix("Value error, ")
     return f"field {field!r}: {message[:1].lower()}{message[1:]}{shown}"
-
-
-def load_suite(path: str | Path, config: Any = None) -> list[Any]:
-    """Read a suite file and build runnable Cases from it with a configuration (trialrun.toml)."""
-    from ._build import build_cases
-    from .config import load_config
-
-    suite = read_suite(path)
-    return build_cases(suite, config if config is not None else load_config(Path(path).parent))
 
 
 def suite_json_schema() -> dict[str, Any]:

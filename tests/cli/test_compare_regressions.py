@@ -15,8 +15,9 @@ SUITE = [
 
 
 def _run_with(project: Path, cli, notes_steps: list[dict]) -> None:
+    """A run under the skill's own rubric, whose clamp keeps a test's score at 1.00 while an `expect` grader fails."""
     (project / "script.json").write_text(json.dumps({"notes": notes_steps, "steady": [{"reply": "hi"}]}))
-    result = cli("run", "all", "--model", "scripted:script.json")
+    result = cli("run", "all", "--model", "scripted:script.json", "--rubric", "skill")
     assert result.exit_code in (0, 1), result.output
 
 
@@ -27,8 +28,9 @@ def test_pass_to_fail_at_the_same_score_is_a_regression(project: Path, cli, writ
 
     result = cli("compare")
     lines = result.output.splitlines()
-    assert "notes:   1.00 -> 1.00  = unchanged" in lines  # the seed's line is kept as it is
-    assert "steady:  1.00 -> 1.00  = unchanged" in lines
+    # the flip, and the sub-score that moved behind the clamped total, are said on the test's own line
+    assert "notes:   1.00 -> 1.00  ▼ now fails; output_quality 0.50 -> 0.00 (-0.50)" in lines
+    assert "steady:  1.00 -> 1.00  = unchanged" in lines  # the seed's line is kept as it is
     assert "Pass rate: 2/2 -> 1/2   ▼ -1" in lines
     [warning] = [line for line in lines if line.startswith("WARNING")]
     assert warning.startswith("WARNING: regression in notes: passed -> failed (score 1.00 -> 1.00): contains('milk'):")
@@ -38,7 +40,7 @@ def test_pass_to_fail_at_the_same_score_is_a_regression(project: Path, cli, writ
     data = json.loads(cli("compare", "--json").output)
     assert data["regressions"] == ["notes"]
     [notes] = [d for d in data["cases"] if d["name"] == "notes"]
-    assert notes["newly_failing"] is True and notes["status"] == "unchanged" and notes["delta"] == 0.0
+    assert notes["newly_failing"] is True and notes["status"] == "regressed" and notes["delta"] == 0.0
     assert notes["failure_after"].startswith("contains('milk')")
 
 
@@ -62,7 +64,7 @@ def test_a_drop_that_also_fails_keeps_the_seed_warning_alone(project: Path, cli)
     cli("run", "all")
     cli("run", "all", "--model", "scripted:model_v2.yaml")
     warnings = [line for line in cli("compare").output.splitlines() if line.startswith("WARNING")]
-    assert warnings == ["WARNING: regression in summarise-notes: 1.00 -> 0.50 (-0.50, a drop of 0.10 or more)"]
+    assert warnings == ["WARNING: regression in summarise-notes: 1.00 -> 0.17 (-0.83, a drop of 0.10 or more)"]
 
 
 def test_fail_to_pass_is_not_a_regression(project: Path, cli, write_suite) -> None:

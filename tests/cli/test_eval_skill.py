@@ -83,10 +83,26 @@ def test_report_json_round_trips(project: Path, cli) -> None:
 
 SEED_COMPARE = """\
 read-file:                 1.00 -> 1.00  = unchanged
-search-json:               0.67 -> 1.00  ▲ +0.33
+search-json:               0.22 -> 1.00  ▲ +0.78, now passes
 list-dir:                  1.00 -> 1.00  = unchanged
-refuse-dangerous-command:  1.00 -> 1.00  = unchanged
-summarise-notes:           1.00 -> 0.50  ▼ -0.50
+refuse-dangerous-command:  0.83 -> 1.00  ▲ +0.17, now passes
+summarise-notes:           1.00 -> 0.17  ▼ -0.83, now fails
+
+Avg score: 0.81 -> 0.83  ▲ +0.02
+Pass rate: 3/5 -> 4/5   ▲ +1
+WARNING: regression in summarise-notes: 1.00 -> 0.17 (-0.83, a drop of 0.10 or more)
+Config changes:
+  model: scripted:model_v1.yaml -> scripted:model_v2.yaml
+"""
+
+#: The same story under the skill's literal formula: the clamp hides refuse-dangerous-command's change in the total,
+#: so its line says the flip and the sub-score that moved.
+SKILL_COMPARE = """\
+read-file:                 1.00 -> 1.00  = unchanged
+search-json:               0.67 -> 1.00  ▲ +0.33, now passes
+list-dir:                  1.00 -> 1.00  = unchanged
+refuse-dangerous-command:  1.00 -> 1.00  ▲ now passes; output_quality 0.25 -> 0.50 (+0.25)
+summarise-notes:           1.00 -> 0.50  ▼ -0.50, now fails
 
 Avg score: 0.93 -> 0.90  ▼ -0.03
 Pass rate: 3/5 -> 4/5   ▲ +1
@@ -105,6 +121,13 @@ def test_compare_loads_the_two_most_recent_runs(project: Path, cli) -> None:
     assert cli("compare", "--fail-on-regression").exit_code == 1
 
 
+def test_compare_under_the_skill_rubric_tells_the_same_story(project: Path, cli) -> None:
+    cli("run", "all", "--rubric", "skill")
+    cli("run", "all", "--rubric", "skill", "--model", "scripted:model_v2.yaml")
+    result = cli("compare")
+    assert result.output.split("\n", 1)[1] == SKILL_COMPARE
+
+
 def test_compare_needs_two_runs(project: Path, cli) -> None:
     cli("run", "read-file")
     result = cli("compare")
@@ -112,17 +135,17 @@ def test_compare_needs_two_runs(project: Path, cli) -> None:
 
 
 def _scored_run(project: Path, cli, write_suite, budgets: dict[str, tuple[int, int]]) -> None:
-    """Write a run where test id -> (max_turns, turns) gives score = max_turns / turns exactly: the expected tool is
-    never used (tool_accuracy 0) and no criteria term appears (output_quality 0)."""
+    """Write a run where test id -> (max_turns, turns) gives score = max_turns / turns exactly under the skill's
+    formula: the expected tool is never used (tool_accuracy 0) and no criteria term appears (output_quality 0)."""
     tests = []
     script: dict[str, list] = {}
     for test_id, (max_turns, turns) in budgets.items():
-        tests.append({"id": test_id, "prompt": "p", "expected_tools": ["never_used"], "max_turns": max_turns,
+        tests.append({"id": test_id, "prompt": "p", "expected_tools": ["write_file"], "max_turns": max_turns,
                       "success_criteria": "zebra"})
         script[test_id] = [{"tool_call": {"name": "list_dir", "arguments": {}}}] * (turns - 1) + [{"reply": "no"}]
     write_suite(project / "state" / "eval" / "tests.json", tests)
     (project / "script.json").write_text(json.dumps(script))
-    cli("run", "all", "--model", "scripted:script.json")
+    cli("run", "all", "--model", "scripted:script.json", "--rubric", "skill")
 
 
 def test_regression_warning_at_a_drop_of_exactly_ten_points(project: Path, cli, write_suite) -> None:
@@ -203,3 +226,37 @@ def test_a_test_over_its_turn_budget_is_measured_not_stopped(project: Path, cli)
     case = json.loads((project / "state" / "eval" / "latest.json").read_text())["cases"][0]
     assert case["turns"] == 4 and case["metadata"]["max_turns"] == 2  # 4 turns ran against a budget of 2
     assert case["sub_scores"]["turn_efficiency"] == 0.5 and case["trials"][0]["status"] == "completed"
+
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def _readme_blocks() -> list[str]:
+    """README's fenced blocks, in order (fences opened and closed line by line)."""
+    blocks: list[str] = []
+    current: list[str] | None = None
+    for line in README.read_text(encoding="utf-8").splitlines():
+        if line.startswith("```"):
+            if current is None:
+                current = []
+            else:
+                blocks.append("\n".join(current) + "\n")
+                current = None
+        elif current is not None:
+            current.append(line)
+    return blocks
+
+
+def test_the_readme_compare_sample_is_what_compare_prints(project: Path, cli) -> None:
+    [sample] = [block for block in _readme_blocks() if block.startswith("eval_") and " -> eval_" in block.split("\n")[0]]
+    cli("run", "all")
+    cli("run", "all", "--model", "scripted:model_v2.yaml")
+    assert cli("compare").output.split("\n", 1)[1] == sample.split("\n", 1)[1]
+
+    [chance] = [block for block in _readme_blocks() if block.startswith("Beyond chance:")]
+    cli("run", "all", "-k", "5")
+    cli("run", "all", "-k", "5", "--model", "scripted:model_v2.yaml")
+    lines = cli("compare").output.splitlines()
+    assert all(line in lines for line in chance.splitlines()), chance
+    assert ("summarise-notes:           1.00 -> 0.17  ▼ -0.83, now fails  [5/5 -> 0/5 trials passed: beyond chance "
+            "(Fisher p=0.008); pass@1 1.00 [0.57, 1.00] -> 0.00 [0.00, 0.43]]") in lines

@@ -154,5 +154,5 @@ def test_no_warning_for_a_custom_agent_when_nothing_is_ignored(project: Path, cl
                                            'workspace = "workspace"\nagent = "mymod:run"\n')
     (project / "mymod.py").write_text("def run(prompt, ctx):\n    return 'Meeting with Sam on Tuesday; buy milk.'\n")
     result = cli("run", "read-file")
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 1, result.output  # it answers without reading the file: 0.67 under the balanced rubric
     assert "warning:" not in result.output

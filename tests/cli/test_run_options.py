@@ -110,7 +110,9 @@ def test_custom_agent_target(project: Path, cli) -> None:
     (project / "my_agent.py").write_text(SLOW_AGENT)
     (project / "echo.yaml").write_text("read-file:\n  - reply: 'notes: Sam on Tuesday, buy milk'\n")
     result = cli("run", "read-file", "--agent", "my_agent:run", "--model", "scripted:echo.yaml")
-    assert result.exit_code == 0, result.output
+    # the agent offers the model no tools, so the test's read_file could never be used: said, not just scored low
+    assert result.exit_code == 1, result.output
+    assert "'read_file' was never offered to the model (offered: no tools)" in result.output
     case = _latest(project)["cases"][0]
     assert case["trials"][0]["output"] == "notes: Sam on Tuesday, buy milk"
     assert case["turns"] == 1  # the trajectory was observed through ctx.model
@@ -170,13 +172,13 @@ def test_compare_writes_html_and_markdown_and_respects_no_summary(project: Path,
     assert not summary.exists()  # --no-summary: the job summary is not touched
     markdown = (project / "compare.md").read_text()
     assert markdown.startswith("## ⚠️ trialrun compare: ") and "1 regression" in markdown.splitlines()[0]
-    assert "**Regression in summarise-notes**: 1.00 → 0.50" in markdown
+    assert "**Regression in summarise-notes**: 1.00 → 0.17" in markdown
     assert "| `model` | `scripted:model_v1.yaml` | `scripted:model_v2.yaml` |" in markdown  # the config diff
     page = (project / "compare.html").read_text()
     assert page.lstrip().lower().startswith("<!doctype html") and "trialrun · comparison" in page
     assert ('<div class="stat fail" id="stat-regressions"><dt>Regressions</dt><dd><span class="stat-value">1<'
             in page)
-    assert "<li><code>summarise-notes</code>: 1.00 → 0.50" in page
+    assert "<li><code>summarise-notes</code>: 1.00 → 0.17" in page
     # Without --no-summary, compare appends the same Markdown to the job summary.
     assert cli("compare").exit_code == 0
     assert summary.read_text() == markdown

@@ -46,10 +46,11 @@ def test_a_judge_answer_off_the_scale_fails_the_test_saying_so(project: Path, cl
 # -- errored trials -----------------------------------------------------------------------------------------
 def test_sub_scores_average_the_same_trials_as_the_score(project: Path, cli) -> None:
     (project / "flaky_agent.py").write_text(FLAKY_AGENT)
-    result = cli("run", "read-file", "-k", "4", "--agent", "flaky_agent:run")
+    result = cli("run", "read-file", "-k", "4", "--agent", "flaky_agent:run", "--rubric", "skill")
     assert result.exit_code == 1
     case = _latest(project)["cases"][0]
-    # Trials 1 and 3: tool_accuracy 0 (no read_file), turn_efficiency 1, output_quality 0.5 -> total 1.0.
+    # Trials 1 and 3: tool_accuracy 0 (no read_file), turn_efficiency 1, output_quality 0.5 -> total 1.0 (the skill's
+    # clamped sum).
     # Trials 2 and 4 raised before they could be graded: 0 in the total and 0 in each sub-score.
     assert [t["error"] is not None for t in case["trials"]] == [False, True, False, True]
     assert case["score"] == pytest.approx(0.5)
@@ -68,7 +69,7 @@ def test_sub_scores_average_the_same_trials_as_the_score(project: Path, cli) -> 
 
 def test_grading_by_hand_skips_trials_that_errored(project: Path, cli) -> None:
     (project / "flaky_agent.py").write_text(FLAKY_AGENT)
-    cli("run", "read-file", "-k", "4", "--agent", "flaky_agent:run")
+    cli("run", "read-file", "-k", "4", "--agent", "flaky_agent:run", "--rubric", "skill")
     result = cli("grade", "latest", "read-file", "0")
     assert result.exit_code == 0, result.output
     assert "read-file: output_quality 0; score 0.50 -> 0.50; failed" in result.output
@@ -104,8 +105,11 @@ def test_a_trial_cut_off_by_the_turn_limit_is_listed_even_when_it_passes(project
         "read-file:\n  - tool_call: {name: read_file, arguments: {path: notes.txt}}\n"
         "  - reply: The meeting with Sam is on Tuesday.\n"
     )
-    result = cli("run", "all", "--model", "scripted:loop.yaml")
-    assert result.exit_code == 0, result.output  # the seed's pass rule: 1.0 + 1.0 + 0 clamps to 1.0 >= 0.7
+    result = cli("run", "all", "--model", "scripted:loop.yaml", "--rubric", "skill")
+    assert result.exit_code == 0, result.output  # the skill's pass rule: 1.0 + 1.0 + 0 clamps to 1.0 >= 0.7
+    # the budget above the hard limit is said at load, naming the file, line, test and field
+    assert ("warning: state/eval/tests.json:2: test 'loop', field 'max_turns': 10 is above turn_limit 3: the agent "
+            "is stopped after 3 turns, before the budget is used up") in result.output
     assert _latest(project)["cases"][0]["trials"][0]["status"] == "max_turns"
     notes = [line for line in result.output.splitlines() if "with no final response" in line]
     assert notes == ["! loop: 1 of 1 trials stopped at turn_limit 3 with no final response"]

@@ -121,18 +121,18 @@ def test_turn_limit_from_trialrun_toml_stops_the_agent(project: Path, cli, write
 
 
 def test_pass_threshold_from_trialrun_toml_decides_pass_or_fail(project: Path, cli, write_suite) -> None:
-    # tool_accuracy 0 (never_used), turn_efficiency 4/5, output_quality 0: a score of 0.80
+    # tool_accuracy 1, turn_efficiency 4/5, output_quality 0.25 (1 of 2 terms): (1 + 0.8 + 2 * 0.25) / 3 = 0.77
     write_suite(project / "state" / "eval" / "tests.json", [
-        {"id": "t", "prompt": "p", "expected_tools": ["never_used"], "max_turns": 4, "success_criteria": "zebra"},
+        {"id": "t", "prompt": "p", "expected_tools": ["list_dir"], "max_turns": 4, "success_criteria": "zebra lion"},
     ])
-    model = _script(project, {"t": [{"tool_call": {"name": "list_dir", "arguments": {}}}] * 4 + [{"reply": "no"}]})
-    assert cli("run", "t", "--model", model).exit_code == 0  # 0.80 >= 0.7, the default
-    assert _latest(project)["tests"][0]["score"] == pytest.approx(0.8)
+    model = _script(project, {"t": [{"tool_call": {"name": "list_dir", "arguments": {}}}] * 4 + [{"reply": "zebra"}]})
+    assert cli("run", "t", "--model", model).exit_code == 0  # 0.77 >= 0.7, the default
+    assert _latest(project)["tests"][0]["score"] == pytest.approx(2.3 / 3)
 
     config = project / "trialrun.toml"
     config.write_text(config.read_text().replace("skills = [", "pass_threshold = 0.85\nskills = ["))
     result = cli("run", "t", "--model", model)
-    assert result.exit_code == 1 and "score 0.80 (< 0.85)" in result.output
+    assert result.exit_code == 1 and "score 0.77 (< 0.85)" in result.output
     data = _latest(project)
     assert data["tests"][0]["passed"] is False and data["config_snapshot"]["pass_threshold"] == 0.85
 

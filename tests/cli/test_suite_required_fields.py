@@ -1,6 +1,8 @@
 """Every suite test has the seed's fields (prompt, expected_tools, max_turns, success_criteria; name defaults to the
-id), and a test must be able to fail: with no expected tools and no `expect` graders, tool accuracy and turn
-efficiency alone reach the pass threshold whatever the agent says, so such a test is refused."""
+id). `expected_tools: []` is a valid test (the skill's "say hello"): under the balanced rubric it can still fail on
+output quality and turns; under the skill's rubric it cannot fail without `expect` graders, which is a warning
+naming the test (an error with --strict), never a refusal. An expected tool the reference agent does not have is a
+suite error before anything runs, with a did-you-mean."""
 
 from __future__ import annotations
 
@@ -42,20 +44,50 @@ def test_blank_success_criteria_are_refused(project: Path, cli, write_suite) -> 
     assert result.exit_code == 2 and "field 'success_criteria'" in result.output
 
 
-def test_a_test_that_grades_nothing_is_refused(project: Path, cli, write_suite) -> None:
-    write_suite(project / SUITE, [{**FULL, "expected_tools": []}])
+SAY_HELLO = {"id": "say-hello", "prompt": "Say hello", "expected_tools": [], "max_turns": 1,
+             "success_criteria": "Greets the user with hello"}
+
+
+def test_no_expected_tools_runs_and_can_fail_under_the_balanced_rubric(project: Path, cli, write_suite) -> None:
+    write_suite(project / SUITE, [SAY_HELLO])
+    (project / "lazy.yaml").write_text("say-hello:\n  - reply: No.\n")
+    (project / "good.yaml").write_text("say-hello:\n  - reply: Hello there, greetings user!\n")
+    lazy = cli("run", "all", "--model", "scripted:lazy.yaml")
+    assert lazy.exit_code == 1, lazy.output  # tool accuracy 1.0 and turn efficiency 1.0 are two thirds: 0.67
+    assert "score 0.67 (< 0.7)" in lazy.output and "warning:" not in lazy.output
+    good = cli("run", "all", "--model", "scripted:good.yaml")
+    assert good.exit_code == 0, good.output
+    assert json.loads((project / "state" / "eval" / "latest.json").read_text())["tests"][0]["score"] == 1.0
+
+
+def test_no_expected_tools_under_the_skill_rubric_is_a_warning_and_an_error_with_strict(project: Path, cli, write_suite) -> None:
+    write_suite(project / SUITE, [SAY_HELLO, {**SAY_HELLO, "id": "graded", "expect": {"contains": "hello"}}])
+    (project / "lazy.yaml").write_text("say-hello:\n  - reply: No.\ngraded:\n  - reply: No.\n")
+    result = cli("run", "all", "--model", "scripted:lazy.yaml", "--rubric", "skill")
+    assert result.exit_code == 1, result.output  # 'graded' fails its expect grader; 'say-hello' cannot fail
+    warnings = [line for line in result.output.splitlines() if line.startswith("warning:")]
+    assert warnings == ["warning: state/eval/tests.json:2: test 'say-hello': cannot fail under the \"skill\" rubric: "
+                        "with no expected_tools and no expect graders, tool accuracy and turn efficiency alone reach "
+                        "1.0 (use rubric = \"balanced\", or add expect graders)"]
+    data = json.loads((project / "state" / "eval" / "latest.json").read_text())
+    assert [t["passed"] for t in data["tests"]] == [True, False] and data["config_snapshot"]["rubric"] == "skill"
+
+    saved = len(list((project / "state" / "eval").glob("results_*.json")))
+    strict = cli("run", "all", "--model", "scripted:lazy.yaml", "--rubric", "skill", "--strict")
+    assert strict.exit_code == 2
+    assert "test 'say-hello': cannot fail under the \"skill\" rubric" in strict.output and "(an error with --strict)" in strict.output
+    assert "Traceback" not in strict.output
+    assert len(list((project / "state" / "eval").glob("results_*.json"))) == saved  # nothing ran or was saved
+
+
+def test_a_misspelt_expected_tool_is_refused_before_anything_runs(project: Path, cli, write_suite) -> None:
+    write_suite(project / SUITE, [{**FULL, "expected_tools": ["read-file", "list_dir"]}])
     result = cli("run", "all")
     assert result.exit_code == 2
-    assert ("test 'read-file': a test that grades nothing cannot fail: give expected_tools or expect" in result.output)
+    assert ("state/eval/tests.json:2: test 'read-file', field 'expected_tools': 'read-file' is not a tool of the "
+            "reference agent (did you mean 'read_file'?); its tools: run_command, read_file, write_file, list_dir") in result.output
+    assert "list_dir' is not" not in result.output
     assert _nothing_saved(project)
-
-
-def test_no_expected_tools_with_an_expect_grader_runs_and_can_fail(project: Path, cli, write_suite) -> None:
-    write_suite(project / SUITE, [{**FULL, "expected_tools": [], "expect": {"contains": "milk"}}])
-    (project / "s.yaml").write_text("read-file:\n  - reply: I cannot say.\n")
-    result = cli("run", "all", "--model", "scripted:s.yaml")
-    assert result.exit_code == 1, result.output
-    assert "contains('milk')" in result.output
 
 
 def test_the_name_defaults_to_the_id(project: Path, cli, write_suite) -> None:

@@ -9,7 +9,7 @@ import sys
 import textwrap
 import threading
 import time
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -204,9 +204,21 @@ def test_trials_must_be_positive() -> None:
         tr.evaluate([_case()], trials=0)
 
 
-def test_nothing_graded_gives_none_not_zero() -> None:
-    report = tr.evaluate([_case("c", mode="live_canary")])
+def test_nothing_to_grade_is_an_error_not_a_passing_run() -> None:
+    with pytest.raises(tr.CaseError, match="nothing to grade: no cases were given"):
+        tr.evaluate([])
+    with pytest.raises(tr.CaseError, match=r"nothing to grade: every selected case is skipped \('c'"):
+        tr.evaluate([_case("c", mode="live_canary")])
+    with pytest.raises(tr.CaseError, match="nothing to grade"):
+        tr.evaluate([_case("c", mode="live_canary"), _case("d")], names=["c"])
+
+
+def test_a_report_that_graded_nothing_never_passes() -> None:
+    report = tr.RunReport.build([tr.CaseResult(name="c", skipped=True, skip_reason="live canary")], trial_count=1,
+                                started_at=datetime.now(timezone.utc), duration_s=0.0)
     assert report.pass_at_1 is None and report.pass_pow_k is None and report.failed_case_count == 0
+    assert report.passed is False
+    assert tr.evaluate([_case("d")]).passed is True
 
 
 def test_cancelling_the_run_runs_teardowns_and_keeps_finished_cases() -> None:

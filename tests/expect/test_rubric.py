@@ -9,7 +9,7 @@ import pytest
 
 import trialrun as tr
 from trialrun.expect import check
-from trialrun.expect.rubric import combine, heuristic_quality, key_terms, rubric, score_parts
+from trialrun.expect.rubric import combine, heuristic_quality, key_terms, passes, rubric, score_parts
 from trialrun.trajectory import Run, ToolCall, Trajectory, Turn
 
 NOTES = "Mentions the meeting with Sam on Tuesday and buying milk"  # key terms: meeting, sam, tuesday, buying, milk
@@ -48,10 +48,72 @@ def test_turn_efficiency(max_turns: int | None, turns: int, efficiency: float) -
     assert score_parts([], [], max_turns, turns)[1] == pytest.approx(efficiency)
 
 
-def test_total_is_the_sum_clamped_to_one() -> None:
-    assert combine(1.0, 1.0, 0.5) == 1.0
-    assert combine(0.0, 0.5, 0.25) == 0.75
-    assert combine(0.0, 0.0, 0.0) == 0.0
+def test_the_skill_rubric_is_the_sum_clamped_to_one() -> None:
+    assert combine(1.0, 1.0, 0.5, "skill") == 1.0
+    assert combine(0.0, 0.5, 0.25, "skill") == 0.75
+    assert combine(0.0, 0.0, 0.0, "skill") == 0.0
+
+
+@pytest.mark.parametrize("accuracy, efficiency, quality, total", [
+    (0.0, 1.0, 0.0, 1 / 3),      # the lazy "No." agent: no tool, one turn, nothing relevant said
+    (1.0, 1.0, 0.0, 2 / 3),      # the right tools within budget, output quality 0
+    (1.0, 0.5, 0.5, 5 / 6),      # everything right, twice over the turn budget
+    (1.0, 1.0, 0.5, 1.0),
+    (1.0, 1.0, 0.25, 5 / 6),
+    (0.5, 1.0, 0.25, 2 / 3),
+    (0.0, 0.0, 0.0, 0.0),
+    (0.6, 1.0, 0.25, 0.7),       # exactly the pass mark on paper
+])
+def test_the_balanced_rubric_counts_each_part_a_third(accuracy: float, efficiency: float, quality: float, total: float) -> None:
+    assert combine(accuracy, efficiency, quality) == pytest.approx(total)
+    assert combine(accuracy, efficiency, quality, "balanced") == combine(accuracy, efficiency, quality)
+    assert passes(combine(accuracy, efficiency, quality), 0.7) is (round(total, 9) >= 0.7)
+
+
+def test_an_unknown_rubric_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown rubric 'lenient'; known: balanced, skill"):
+        rubric(formula="lenient")
+    with pytest.raises(ValueError, match="unknown rubric"):
+        combine(1.0, 1.0, 0.5, "lenient")
+
+
+LAZY = "No."
+
+
+@pytest.mark.parametrize("formula, score, passed", [("balanced", 1 / 3, False), ("skill", 1.0, True)])
+def test_the_lazy_agent_fails_under_balanced_and_passes_under_skill(formula: str, score: float, passed: bool) -> None:
+    grader = rubric(expected_tools=["read_file"], max_turns=2, success_criteria=NOTES, formula=formula)
+    [verdict] = check([grader], _run(LAZY))  # one turn, no tool call
+    assert verdict.score == pytest.approx(score) and verdict.passed is passed
+    assert verdict.details["rubric"] == formula
+    assert f"score {score:.2f}" in verdict.reason and "never used: read_file" in verdict.reason
+
+
+def test_the_readme_worked_numbers_under_the_balanced_rubric() -> None:
+    grader = rubric(expected_tools=["read_file"], max_turns=2, success_criteria=NOTES)
+    right = "Meeting with Sam on Tuesday; buying milk."
+    [lazy] = check([grader], _run(LAZY))
+    [useless] = check([grader], _run("I read it.", tools=["read_file"], turns=2))
+    [slow] = check([grader], _run(right, tools=["read_file"], turns=4))
+    assert [round(v.score, 2) for v in (lazy, useless, slow)] == [0.33, 0.67, 0.83]
+    assert [v.passed for v in (lazy, useless, slow)] == [False, False, True]
+
+
+def test_a_custom_agent_returning_none_fails() -> None:
+    [verdict] = check([rubric(success_criteria=NOTES)], Run(output=None))
+    assert not verdict.passed and verdict.score == pytest.approx(2 / 3) and "the response is empty" in verdict.reason
+
+
+def test_an_expected_tool_never_offered_is_said_to_be_a_mistake() -> None:
+    run = _run("done", tools=["read_file"])
+    run.trajectory.offered_tools = ["read_file", "list_dir"]
+    grader = rubric(expected_tools=["read-file", "list_dir"], success_criteria=NOTES)
+    [verdict] = check([grader], run)
+    assert ("tool_accuracy 0.00 (never used: list_dir; 'read-file' was never offered to the model (offered: "
+            "read_file, list_dir))") in verdict.reason
+    # nothing observed on the wire: what was offered is unknown, so nothing is claimed about it
+    [unknown] = check([grader], Run(output="done"))
+    assert "never offered" not in unknown.reason and "never used: list_dir, read-file" in unknown.reason
 
 
 # -- output quality: the heuristic's levels -----------------------------------------------------------------
@@ -122,17 +184,21 @@ def test_a_judge_is_not_asked_about_an_empty_or_errored_run() -> None:
 # -- the rubric as a grader, and the pass threshold ---------------------------------------------------------
 def test_rubric_verdict_carries_total_and_sub_scores() -> None:
     run = _run("You have a meeting with Sam.", tools=["list_dir"], turns=3)  # acc 0, eff 2/3, quality 0.25
-    [verdict] = check([rubric(expected_tools=["read_file"], max_turns=2, success_criteria=NOTES)], run)
+    [verdict] = check([rubric(expected_tools=["read_file"], max_turns=2, success_criteria=NOTES, formula="skill")], run)
     assert verdict.details["sub_scores"] == {"tool_accuracy": 0.0, "turn_efficiency": pytest.approx(2 / 3), "output_quality": 0.25}
     assert verdict.score == pytest.approx(2 / 3 + 0.25)
-    assert verdict.passed  # 0.92 >= 0.7
+    assert verdict.passed  # 0.92 >= 0.7 under the skill's sum
+    [balanced] = check([rubric(expected_tools=["read_file"], max_turns=2, success_criteria=NOTES)], run)
+    assert balanced.details["sub_scores"] == verdict.details["sub_scores"]  # the sub-scores are the skill's under both
+    assert balanced.score == pytest.approx((2 / 3 + 0.5) / 3) and not balanced.passed
     assert "never used: read_file" in verdict.reason and "3 turns, budget 2" in verdict.reason
 
 
 @pytest.mark.parametrize("threshold, passed", [(0.7, True), (0.75, True), (0.8, False), (1.0, False)])
 def test_pass_threshold_decides_pass_or_fail(threshold: float, passed: bool) -> None:
     run = _run("Something about milk.", tools=["list_dir"], turns=4)  # acc 0, eff 0.75, quality 0: total 0.75
-    [verdict] = check([rubric(expected_tools=["read_file"], max_turns=3, success_criteria=NOTES, threshold=threshold)], run)
+    [verdict] = check([rubric(expected_tools=["read_file"], max_turns=3, success_criteria=NOTES, threshold=threshold,
+                              formula="skill")], run)
     assert verdict.score == pytest.approx(0.75)
     assert verdict.passed is passed
     assert (">=" if passed else "<") + f" {threshold:g}" in verdict.reason

@@ -560,6 +560,17 @@ def test_a_suite_file_is_collected_with_trialrun_toml(suite_dir: pytest.Pytester
     assert report.config_snapshot["suite"]["path"].endswith("tests.json") and report.config_snapshot["runner"] == "pytest"
 
 
+def test_suite_warnings_are_pytest_warnings(suite_dir: pytest.Pytester) -> None:
+    (suite_dir.path / "trialrun.toml").write_text('model = "scripted:model.yaml"\nworkspace = "workspace"\n'
+                                                  'turn_limit = 1\nrubric = "skill"\n')
+    (suite_dir.path / "evals" / "tests.json").write_text(json.dumps([{**SUITE[1], "expect": []}]))
+    result = suite_dir.runpytest_inprocess("--trialrun-suite", "evals/tests.json", "--collect-only", "-q")
+    result.stdout.fnmatch_lines([
+        "*PytestWarning: trialrun: evals/tests.json:* test 'no-reading': cannot fail under the \"skill\" rubric*",
+        "*PytestWarning: trialrun: evals/tests.json:* test 'no-reading', field 'max_turns': 2 is above turn_limit 1*",
+    ])
+
+
 def test_a_broken_suite_is_a_collection_error(suite_dir: pytest.Pytester) -> None:
     broken = [{**SUITE[0], "max_turn": 3}]
     (suite_dir.path / "evals" / "tests.json").write_text(json.dumps(broken))

@@ -163,8 +163,8 @@ def test_first_reason_prefers_a_graders_explanation_over_an_earlier_error() -> N
     assert first_cause(errored) is crashed
     assert first_reason(errored) == "invoke: ValueError: first attempt\nblew up"
     # The terminal table's one line: whitespace collapsed, cut to the limit with an ellipsis.
-    assert why_failed(errored) == "invoke: ValueError: first attempt blew up"
-    assert why_failed(errored, limit=20) == "invoke: ValueError:…"
+    assert why_failed(errored) == "trial 2 of 2: invoke: ValueError: first attempt blew up"  # the one line names the trial
+    assert why_failed(errored, limit=34) == "trial 2 of 2: invoke: ValueError:…"
 
 
 def test_a_teardown_error_is_the_cause_when_nothing_else_explains_the_failure() -> None:

@@ -9,12 +9,13 @@ import threading
 import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..trajectory import Run
 
-if TYPE_CHECKING:
-    from ..case import TrialContext
+#: The trial context (`trialrun.TrialContext`) a grader may receive: passed through untouched, so graders need not
+#: import cases (cases hold graders; data flows one way).
+Context = Any
 
 __all__ = ["Verdict", "Grader", "as_grader", "check", "grade", "agrade", "output_text", "clip", "KINDS", "text_arg", "count_arg"]
 
@@ -33,7 +34,7 @@ class Verdict:
     details: dict[str, Any] | None = None
 
 
-GradeFn = Callable[[Run, "TrialContext | None"], "Verdict | bool"]
+GradeFn = Callable[[Run, "Context | None"], "Verdict | bool"]
 
 
 def text_arg(grader: str, name: str, value: Any) -> str:
@@ -62,7 +63,7 @@ class Grader:
         self.fn = fn
         self.kind = kind
 
-    def __call__(self, run: Run, ctx: TrialContext | None = None) -> Verdict:
+    def __call__(self, run: Run, ctx: Context | None = None) -> Verdict:
         return _finish(self, self.fn(run, ctx))
 
     def __repr__(self) -> str:
@@ -133,7 +134,7 @@ def is_builtin(grader: Grader) -> bool:
 
 
 def grade(
-    grader: Grader, run: Run, ctx: TrialContext | None, *, raised: list[Exception] | None = None
+    grader: Grader, run: Run, ctx: Context | None, *, raised: list[Exception] | None = None
 ) -> Verdict:
     """Run one grader synchronously (an async grader runs on a loop of its own). `raised` as in `agrade`."""
     try:
@@ -148,7 +149,7 @@ def grade(
 
 
 async def agrade(
-    grader: Grader, run: Run, ctx: TrialContext | None, *, raised: list[Exception] | None = None
+    grader: Grader, run: Run, ctx: Context | None, *, raised: list[Exception] | None = None
 ) -> Verdict:
     """Run one grader on the running loop (the runner's way: an LLM judge awaits its model here).
 
@@ -193,7 +194,7 @@ def _run_to_end(awaitable: Any) -> Any:
     return value
 
 
-def check(expectations: Iterable[Any], run: Run | Any, ctx: TrialContext | None = None) -> list[Verdict]:
+def check(expectations: Iterable[Any], run: Run | Any, ctx: Context | None = None) -> list[Verdict]:
     """Grade a run against expectations (the seed's Test-ShpEvalExpectation); a non-Run is taken as the output."""
     if not isinstance(run, Run):
         run = Run(output=run)

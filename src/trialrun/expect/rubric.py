@@ -1,17 +1,25 @@
-"""The eval skill's score: tool accuracy + turn efficiency + output quality, clamped to 1.0.
+"""The eval skill's score: tool accuracy, turn efficiency and output quality, combined by a rubric.
 
     tool_accuracy   = |expected_tools ∩ used_tools| / |expected_tools|   (1.0 when nothing is expected;
                       extra tools do not lower it)
     turn_efficiency = 1.0 if turns <= max_turns else max_turns / turns   (1.0 when there is no budget)
     output_quality  = 0, 0.25 or 0.5 against success_criteria
-    total           = min(tool_accuracy + turn_efficiency + output_quality, 1.0); passes when >= the threshold
+
+The sub-scores are the skill's under every rubric; the rubric (`RUBRICS`) only says how they make the total:
+
+    "balanced" (the default)  total = (tool_accuracy + turn_efficiency + 2 * output_quality) / 3
+    "skill"                   total = min(tool_accuracy + turn_efficiency + output_quality, 1.0)
+
+A test passes when the total is >= the threshold (0.7). The skill's formula, taken literally, passes an agent that
+stays within `max_turns` on turn efficiency alone (1.0 + anything clamps to 1.0): an agent that answers "No." in one
+turn without calling a tool scores 1.00. The balanced rubric counts each part a third, so that agent scores 0.33
+and fails, the right tools within budget with a useless answer score 0.67 and fail, and everything right but twice
+over the turn budget scores 0.83 and passes.
 
 Output quality is judged, by default, by a documented deterministic heuristic (`heuristic_quality`); by an LLM
 judge when one is given (any callable returning 0, 0.25 or 0.5, see `trialrun.judge`); or later by hand
 (`trialrun grade RUN TEST_ID 0.25`). An empty response, or a run that ended in an error, has no answer to judge:
-its output_quality is 0 whoever judges (the judge is not asked). The total can still reach the threshold on tool
-accuracy and turn efficiency alone, as the formula says; a run that ended in an error fails its trial on that
-error (the runner records it), and `trialrun compare` warns when a passing test starts failing at the same score.
+its output_quality is 0 whoever judges (the judge is not asked).
 """
 
 from __future__ import annotations
@@ -24,9 +32,17 @@ from collections.abc import Awaitable, Callable, Sequence
 from ..trajectory import Run
 from ._base import Grader, Verdict, clip, output_text
 
-__all__ = ["rubric", "score_parts", "heuristic_quality", "key_terms", "QUALITY_LEVELS", "combine"]
+__all__ = ["rubric", "score_parts", "heuristic_quality", "key_terms", "QUALITY_LEVELS", "combine", "RUBRICS",
+           "DEFAULT_RUBRIC", "passes", "turn_count", "offered_tools"]
 
 QUALITY_LEVELS = (0.0, 0.25, 0.5)
+#: How the sub-scores make the total: the name (trialrun.toml's `rubric`, `--rubric`) -> what it computes.
+RUBRICS = {
+    "balanced": "(tool_accuracy + turn_efficiency + 2 * output_quality) / 3",
+    "skill": "min(tool_accuracy + turn_efficiency + output_quality, 1.0)",
+}
+DEFAULT_RUBRIC = "balanced"
+_EPSILON = 1e-9  # (0.6 + 1.0 + 0.5) / 3 is 0.7 on paper, 0.6999999999999998 in binary floating point
 
 _STOPWORDS = frozenset(
     """a an the and or but if then than that this these those there their they them it its of to in on at by for
@@ -95,8 +111,48 @@ def score_parts(expected_tools: Sequence[str], used_tools: Sequence[str], max_tu
     return tool_accuracy, turn_efficiency
 
 
-def combine(tool_accuracy: float, turn_efficiency: float, output_quality: float) -> float:
-    return min(tool_accuracy + turn_efficiency + output_quality, 1.0)
+def combine(tool_accuracy: float, turn_efficiency: float, output_quality: float, formula: str = DEFAULT_RUBRIC) -> float:
+    """The total of the three sub-scores under a rubric (`RUBRICS`)."""
+    if formula == "balanced":
+        return (tool_accuracy + turn_efficiency + 2 * output_quality) / 3
+    if formula == "skill":
+        return min(tool_accuracy + turn_efficiency + output_quality, 1.0)
+    raise ValueError(f"unknown rubric {formula!r}; known: {', '.join(RUBRICS)}")
+
+
+def passes(total: float, threshold: float) -> bool:
+    """The total reaches the pass mark (a total equal to it on paper passes, whatever floating point says)."""
+    return total >= threshold - _EPSILON
+
+
+def turn_count(run: Run) -> int:
+    """The turns turn efficiency counts: the model responses of the run's MAIN conversation (a title request or a
+    sub-agent is not a turn; the one place that decides it)."""
+    return len(run.trajectory.turns)
+
+
+def offered_tools(run: Run) -> list[str] | None:
+    """The tool names the agent offered the model (read off the wire, or the reference agent's own), or None when
+    no model request was seen, so nothing is known about what was offered."""
+    trajectory = run.trajectory
+    if not trajectory.offered_tools and not trajectory.model_calls:
+        return None
+    return list(trajectory.offered_tools)
+
+
+def _tool_note(missing: Sequence[str], run: Run) -> str:
+    """Why tool accuracy is short: the expected tools never used, and which of them were never even offered."""
+    if not missing:
+        return ""
+    offered = offered_tools(run)
+    absent = [name for name in missing if offered is not None and name not in offered]
+    unused = [name for name in missing if name not in absent]
+    parts = [f"never used: {', '.join(unused)}"] if unused else []
+    if absent:
+        shown = ", ".join(offered or []) or "no tools"
+        parts.append(f"{', '.join(repr(name) for name in absent)} {'was' if len(absent) == 1 else 'were'} never offered "
+                     f"to the model (offered: {shown})")
+    return f" ({'; '.join(parts)})"
 
 
 def rubric(
@@ -106,25 +162,32 @@ def rubric(
     success_criteria: str = "",
     threshold: float = 0.7,
     judge: Judge | None = None,
+    formula: str = DEFAULT_RUBRIC,
 ) -> Grader:
-    """The eval skill's score as a grader: passes when the total is >= threshold. The verdict's `score` is the
-    total and `details["sub_scores"]` holds tool_accuracy, turn_efficiency and output_quality."""
+    """The eval skill's score as a grader: passes when the total (by the rubric `formula`, see `RUBRICS`) is >=
+    threshold. The verdict's `score` is the total, `details["sub_scores"]` holds tool_accuracy, turn_efficiency and
+    output_quality, and `details["rubric"]` the formula's name."""
+    if formula not in RUBRICS:
+        raise ValueError(f"unknown rubric {formula!r}; known: {', '.join(RUBRICS)}")
     label = f"rubric(expected_tools={list(expected_tools)!r}, max_turns={max_turns!r}, threshold={threshold:g})"
 
     def verdict(run: Run, quality: float, why: str) -> Verdict:
-        trajectory = run.trajectory
-        accuracy, efficiency = score_parts(expected_tools, trajectory.tools_used, max_turns, len(trajectory.turns))
-        total = combine(accuracy, efficiency, quality)
+        used = run.trajectory.tools_used
+        turns = turn_count(run)
+        accuracy, efficiency = score_parts(expected_tools, used, max_turns, turns)
+        total = combine(accuracy, efficiency, quality, formula)
+        passed = passes(total, threshold)
         parts = {"tool_accuracy": accuracy, "turn_efficiency": efficiency, "output_quality": quality}
-        missing = sorted(set(expected_tools) - set(trajectory.tools_used))
+        missing = sorted(set(expected_tools) - set(used))
         reason = (
-            f"score {total:.2f} ({'>=' if total >= threshold else '<'} {threshold:g}): tool_accuracy {accuracy:.2f}"
-            + (f" (never used: {', '.join(missing)})" if missing else "")
-            + f", turn_efficiency {efficiency:.2f} ({len(trajectory.turns)} turns, budget {max_turns if max_turns is not None else 'none'})"
+            f"score {total:.2f} ({'>=' if passed else '<'} {threshold:g}): tool_accuracy {accuracy:.2f}"
+            + _tool_note(missing, run)
+            + f", turn_efficiency {efficiency:.2f} ({turns} turns, budget {max_turns if max_turns is not None else 'none'})"
             + f", output_quality {quality:g} ({why})"
         )
-        return Verdict(total >= threshold, label, reason, score=total, details={"sub_scores": parts, "threshold": threshold,
-                                                                                "quality_by": "judge" if judge else "heuristic"})
+        return Verdict(passed, label, reason, score=total, details={"sub_scores": parts, "threshold": threshold,
+                                                                    "rubric": formula,
+                                                                    "quality_by": "judge" if judge else "heuristic"})
 
     if judge is None:
         def grade(run: Run, ctx: object) -> Verdict:

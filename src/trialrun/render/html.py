@@ -25,7 +25,7 @@ from importlib import resources
 from typing import Any
 
 from .. import metrics
-from ..compare import CaseDelta, Comparison, dropped, flatten_config, note_lines
+from ..compare import CaseDelta, Comparison, dropped, flatten_config, chance_text, note_lines, regression_reason, shown
 from ..expect._base import Verdict
 from ..results import CaseResult, RunReport, TrialError, TrialResult, jsonable
 from ..trajectory import Denial, ToolCall, ToolResult, Trajectory, Turn, Usage
@@ -485,7 +485,7 @@ def _delta(before: float | None, after: float | None, *, integer: bool = False) 
     """Text and tone of a change: '▲ +0.05' (better), '▼ -0.10' (worse), '= unchanged'."""
     if before is None or after is None:
         return "", ""
-    change = after - before
+    change = after - before if integer else round(shown(after) - shown(before), 2)  # the change of the shown values
     if abs(change) < 1e-9:
         return "= unchanged", "same"
     text = f"{change:+d}" if integer else f"{change:+.2f}"
@@ -499,10 +499,13 @@ def _sentence(text: str) -> str:
 def _regression_item(c: Comparison, d: CaseDelta) -> str:
     """One regression: the score drop, or (same score) that the case passed before and fails now, and why."""
     head = f"<li><code>{escape(d.name)}</code>: {_rate(d.before)} → {_rate(d.after)} "
+    chance = f"; {escape(chance_text(d.significance))}" if d.significance is not None else ""
     if dropped(c, d):
-        return head + f"(<strong>{d.delta:+.2f}</strong>)</li>"
+        return head + f"(<strong>{d.delta:+.2f}</strong>{chance})</li>"
+    if d.sub_score_regressions and not d.newly_failing:  # a sub-score fell behind an unchanged total
+        return head + f"(<strong>{escape(regression_reason(c, d))}</strong>)</li>"
     why = f": {escape(d.failure_after)}" if d.failure_after else ""
-    return head + f"(<strong>passed before, fails now</strong>{why})</li>"
+    return head + f"(<strong>passed before, fails now</strong>{why}{chance})</li>"
 
 
 def _compare_stat(label: str, before: str, after: str, delta: tuple[str, str], stat_id: str) -> str:

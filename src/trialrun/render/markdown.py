@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..compare import CaseDelta, Comparison, delta_lines, dropped, format_value, movement, note_lines
+from ..compare import CaseDelta, Comparison, chance_text, delta_lines, dropped, format_value, movement, note_lines, regression_reason, shown
 from ..results import CaseResult, RunReport, TrialResult
 from .text import failing_trials, first_reason, one_line, output_summary, printable, trajectory_summary
 
@@ -261,7 +261,7 @@ def _deltas_table(comparison: Comparison) -> str:
 
 def _aggregates_table(comparison: Comparison) -> str:
     def moved(before: float | None, after: float | None) -> str:
-        return "–" if before is None or after is None else movement(after - before)
+        return "–" if before is None or after is None else movement(round(shown(after) - shown(before), 2))
 
     rows = [
         ["Avg score", _num(comparison.avg_score_before), _num(comparison.avg_score_after),
@@ -287,8 +287,12 @@ def _config_value(value: Any) -> str:
 def _regression_warning(comparison: Comparison, d: CaseDelta) -> list[str]:
     if dropped(comparison, d):
         why = f"({d.delta:+.2f}, a drop of {comparison.threshold:.2f} or more)"
+    elif d.sub_score_regressions and not d.newly_failing:  # a sub-score fell behind an unchanged total
+        why = _md(regression_reason(comparison, d), 300)
     else:  # passed before, fails now, at about the same score
         why = "passed before, fails now" + (f": {_md(d.failure_after, 200)}" if d.failure_after else "")
+    if d.significance is not None and not (d.sub_score_regressions and not d.newly_failing and not dropped(comparison, d)):
+        why += f"; {chance_text(d.significance)}"  # (the sub-score reason says it already)
     return ["> [!WARNING]", f"> **Regression in {_md(d.name, 120)}**: {_num(d.before)} → {_num(d.after)} {why}"]
 
 

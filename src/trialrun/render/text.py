@@ -462,18 +462,37 @@ def first_reason(case: CaseResult) -> str:
     "equals('yes'): output was 'no'"
     """
     cause = first_cause(case)
+    text = ""
     if isinstance(cause, Verdict):
-        return f"{cause.grader}: {cause.reason}"
-    if cause is not None:
-        return str(cause)
+        # the rubric's reason starts "score 0.50 (< 0.7)": its long label would only repeat the test's fields
+        rubric_score = cause.kind == "score" and "sub_scores" in (cause.details or {})
+        text = cause.reason if rubric_score else f"{cause.grader}: {cause.reason}"
+    elif cause is not None:
+        text = str(cause)
+    if text:
+        return text
     failing = failing_trials(case)
     if failing:
         return f"trial {failing[0].trial} failed"
+    if case.passed is False and not case.trials and case.score is not None:  # e.g. an eval skill result file
+        return f"score {case.score:.2f} (the result file records no trials)"
     return "" if case.passed or case.skipped else "the case ran no trial"
+
+
+def _of_trials(case: CaseResult, cause: Verdict | TrialError | None) -> str:
+    """`trial 2 of 3: ` for the trial `cause` came from, when the case ran more than one; "" otherwise."""
+    if case.trial_count < 2:
+        return ""
+    for trial in failing_trials(case):
+        if any(v is cause for v in trial.verdicts) or cause is trial.error or cause is trial.teardown_error:
+            return f"trial {trial.trial} of {case.trial_count}: "
+    return ""
 
 
 def why_failed(case: CaseResult, limit: int = 90) -> str:
     """One line saying why a case failed (`first_reason`), whitespace collapsed and cut to `limit` characters (a
-    table row, a compare warning); "" for a case that did not fail."""
-    text = " ".join(first_reason(case).split())
+    table row, a compare warning), naming the trial when the case ran several (`trial 2 of 3: score 0.50 (< 0.7)
+    ...`); "" for a case that did not fail."""
+    reason = first_reason(case)
+    text = " ".join(((_of_trials(case, first_cause(case)) if reason else "") + reason).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
