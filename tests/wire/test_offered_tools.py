@@ -29,10 +29,12 @@ def test_offered_tools_are_the_union_of_every_request_in_first_seen_order() -> N
 
 def test_a_request_without_tools_offers_none_and_no_request_is_unknown() -> None:
     model = tr.ScriptedModel([tr.reply("one")])
-    assert model.trajectory().offered_tools is None  # nothing seen: not known
+    from trialrun.expect.rubric import offered_tools
+
+    assert offered_tools(tr.Run("", model.trajectory())) is None  # nothing seen: not known
     with httpx.Client(transport=model, base_url="https://api.openai.com/v1") as client:
         _ask(client, [])
-    assert model.trajectory().offered_tools == []
+    assert model.trajectory().offered_tools == [] and offered_tools(tr.Run("", model.trajectory())) == []
 
 
 def test_the_rubric_explains_an_expected_tool_the_agent_never_offered() -> None:
