@@ -18,10 +18,9 @@ from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from . import _version
-from ._files import TOO_DEEP, read_text
+from ._files import read_text
+from ._yaml import YamlError, load_yaml
 from .agent import Agent, ToolPolicy, prices, shell_tools
 from .agent.tools import Tool
 from .case import Case, TrialContext
@@ -59,7 +58,13 @@ def _step(data: Any, where: str) -> Step | ProviderError:
         u = data["usage"]
         if not isinstance(u, dict) or not {"input_tokens", "output_tokens"} <= set(u):
             raise ConfigError(f"{where}: usage needs input_tokens and output_tokens")
-        usage = Usage(int(u["input_tokens"]), int(u["output_tokens"]), int(u.get("cached_input_tokens", 0)))
+        counts = []
+        for key in ("input_tokens", "output_tokens", "cached_input_tokens"):
+            count = u.get(key, 0)
+            if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+                raise ConfigError(f"{where}: usage: {key} is a whole number of tokens >= 0 (got {count!r})")
+            counts.append(count)
+        usage = Usage(*counts)
     kind = kinds[0]
     value = data[kind]
     if kind == "reply":
@@ -110,12 +115,9 @@ def load_script_file(path: Path) -> dict[str, list[Step | ProviderError]]:
     """A scripted model file: {test id: [steps]} in JSON or YAML."""
     text = read_text(path, "scripted model file", ConfigError)
     try:
-        data = yaml.safe_load(text)  # YAML is a superset of JSON
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark
-        raise ConfigError(f"{path}:{mark.line + 1}:{mark.column + 1}: not valid YAML/JSON: {exc.problem}" if mark else f"{path}: {exc}") from None
-    except RecursionError:
-        raise ConfigError(f"{path}: {TOO_DEEP}") from None
+        data = load_yaml(text, language="YAML/JSON")  # YAML is a superset of JSON
+    except YamlError as exc:
+        raise ConfigError(f"{path}{exc.where}: {exc}") from None
     if data is None:
         raise ConfigError(f"{path}: the scripted model file is empty; it maps test ids to lists of steps, "
                           f"e.g. {{read-file: [{{reply: hi}}]}}")
@@ -189,30 +191,39 @@ def _safe(name: str) -> str:
 
 # -- the agent --------------------------------------------------------------------------------------------
 def _import(target: str, what: str, config: Config) -> Any:
+    where = config.source or "configuration"
     module_name, sep, attr = target.partition(":")
     if not sep or not module_name or not attr:
-        raise ConfigError(f"{what} {target!r} must be 'module:attribute', e.g. 'my_agent:run'")
+        raise ConfigError(f"{where}: {what} {target!r} must be 'module:attribute', e.g. 'my_agent:run'")
     for folder in (str(config.base_dir), str(Path.cwd())):
         if folder not in sys.path:
             sys.path.insert(0, folder)
     try:
         module = importlib.import_module(module_name)
-    except Exception as exc:  # noqa: BLE001 - any import failure is a configuration error
-        raise ConfigError(f"{what} {target!r}: cannot import {module_name}: {type(exc).__name__}: {exc}") from None
+    except (Exception, SystemExit, KeyboardInterrupt) as exc:  # noqa: BLE001 - any import failure is a configuration error
+        # SystemExit(0) at import would otherwise end the run with exit 0 and nothing run: a false green.
+        raise ConfigError(f"{where}: {what} {target!r}: cannot import {module_name}: {_raised(exc)}") from None
     try:
         value = module
         for part in attr.split("."):
             value = getattr(value, part)
     except AttributeError:
-        raise ConfigError(f"{what} {target!r}: {module_name} has no attribute {attr!r}") from None
+        raise ConfigError(f"{where}: {what} {target!r}: {module_name} has no attribute {attr!r}") from None
     return value
 
 
-def _check_agent_signature(agent: Any, target: str) -> None:
+def _raised(exc: BaseException) -> str:
+    """What an import raised, for a message: `SystemExit(0) at import` says more than a bare `0`."""
+    if isinstance(exc, (SystemExit, KeyboardInterrupt)):
+        return f"it raised {type(exc).__name__}({', '.join(map(repr, exc.args))}) while being imported"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _check_agent_signature(agent: Any, target: str, where: object = "configuration") -> None:
     """ConfigError before anything runs when the agent cannot be called as agent(prompt, ctx): otherwise every
     trial would fail with the same TypeError, a configuration problem reported as test failures."""
     if not callable(agent):
-        raise ConfigError(f"agent {target!r} is not callable; it should be a function taking (prompt, ctx)")
+        raise ConfigError(f"{where}: agent {target!r} is not callable; it should be a function taking (prompt, ctx)")
     try:
         signature = inspect.signature(agent)
     except (TypeError, ValueError):  # a builtin or extension without a signature: let the call decide
@@ -220,7 +231,7 @@ def _check_agent_signature(agent: Any, target: str) -> None:
     try:
         signature.bind("prompt", "ctx")
     except TypeError as exc:
-        raise ConfigError(f"agent {target!r} has the signature {signature}, but trialrun calls it as "
+        raise ConfigError(f"{where}: agent {target!r} has the signature {signature}, but trialrun calls it as "
                           f"{target.partition(':')[2] or target}(prompt, ctx): the expected signature is (prompt, ctx) "
                           f"({exc}); nothing was run") from None
 
@@ -253,7 +264,7 @@ def _tools_factory(config: Config) -> tuple[Callable[[Path], list[Tool]], list[s
                 elif callable(item):
                     fixed.append(Tool(item))
                 else:
-                    raise ConfigError(f"tool {entry!r}: {item!r} is not a tool or a function")
+                    raise ConfigError(f"{config.source or 'configuration'}: tool {entry!r}: {item!r} is not a tool or a function")
         else:
             raise ConfigError(f"{config.source or 'configuration'}: tools: {entry!r} is not 'shell', a shell tool "
                               f"({', '.join(SHELL_TOOL_NAMES)}) or 'module:attr'")
@@ -303,7 +314,7 @@ def build_cases(
         raise ConfigError(f"{config.source or 'configuration'}: workspace: {str(workspace)!r} is not a folder")
     custom = _import(config.agent, "agent", config) if config.agent else None
     if custom is not None:
-        _check_agent_signature(custom, config.agent or "")
+        _check_agent_signature(custom, config.agent or "", config.source or "configuration")
     if spec.kind == "replay":
         _check_cassettes(config.resolve(spec.target),
                          [t.id for t in tests if include_live_canary or t.mode != "live_canary"])

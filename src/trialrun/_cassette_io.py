@@ -30,6 +30,7 @@ from typing import Any
 import yaml
 
 from ._files import TOO_DEEP, read_text, write_atomic
+from ._yaml import YamlError, load_yaml
 from .wire._types import Exchange
 
 __all__ = ["CassetteFileError", "load_exchanges", "save_exchanges", "exchange_to_dict"]
@@ -46,7 +47,9 @@ def load_exchanges(path: str | os.PathLike[str]) -> list[Exchange]:
     path = Path(path)
     text = read_text(path, "cassette file", CassetteFileError)
     try:
-        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+        data = json.loads(text) if path.suffix == ".json" else load_yaml(text)
+    except YamlError as exc:
+        raise CassetteFileError(f"{path}{exc.where}: {exc}") from None
     except (ValueError, yaml.YAMLError) as exc:
         raise CassetteFileError(f"{path}: not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {exc}") from None
     except RecursionError:
