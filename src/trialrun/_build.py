@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from . import _version
+from ._cassette_io import load_exchanges
 from ._files import read_text
 from ._yaml import YamlError, load_yaml
 from .agent import Agent, ToolPolicy, prices, shell_tools
@@ -239,12 +240,14 @@ def _check_agent_signature(agent: Any, target: str, where: object = "configurati
 def _check_cassettes(folder: Path, test_ids: list[str]) -> None:
     """ConfigError before anything runs when a replay: model has no cassette for a test that will run, as a
     scripted: model without a script for it is: a missing recording is a setup problem, not a test failure."""
-    missing = [folder / f"{_safe(test_id)}.yaml" for test_id in test_ids]
-    missing = [path for path in missing if not path.is_file()]
+    paths = [folder / f"{_safe(test_id)}.yaml" for test_id in test_ids]
+    missing = [path for path in paths if not path.exists()]
     if missing:
         raise ConfigError(f"replay:{folder}: no cassette for {len(missing)} test(s) that will run: "
                           f"{', '.join(str(path) for path in missing)} (record them with record:{folder}); "
                           "nothing was run")
+    for path in paths:  # a corrupt cassette is a file to fix (CassetteFileError names it), not a failed test
+        load_exchanges(path)
 
 
 def _tools_factory(config: Config) -> tuple[Callable[[Path], list[Tool]], list[str]]:

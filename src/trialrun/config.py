@@ -189,9 +189,9 @@ def _describe(exc: ValidationError, where: str) -> str:
             lines.append(f"{where}: unknown key {key!r}{hint}")
             continue
         value = error.get("input")
-        got = "" if isinstance(value, (dict, list)) else f", got {_toml_value(value)}"
         expected = _EXPECTED.get(error["type"])
         message = f"expected {expected}" if expected else error["msg"].removeprefix("Value error, ")
+        got = "" if isinstance(value, (dict, list)) or repr(value) in message else f", got {_toml_value(value)}"
         lines.append(f"{where}: {key}: {message}{got}")
     return "\n".join(lines)
 
