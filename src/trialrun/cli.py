@@ -206,11 +206,13 @@ def run(test_ids: tuple[str, ...], trials: int | None, tags: tuple[str, ...], na
     suite_file = read_suite(config.suite_path())
     wanted = [t for t in test_ids if t != "all"] + list(names)
     known = [t.id for t in suite_file.tests]
-    unknown = [t for t in wanted if t not in known]
+    known_ids = set(known)
+    unknown = [t for t in wanted if t not in known_ids]
     if unknown:
         shown = ", ".join(known[:20]) + (f", ... ({len(known) - 20:,} more)" if len(known) > 20 else "")
         raise click.UsageError(f"no test {', '.join(map(repr, unknown[:20]))} in {config.suite_path()} (tests: {shown})")
-    chosen = [t.id for t in suite_file.tests if (not wanted or t.id in wanted) and (not tags or set(tags) & set(t.tags))]
+    wanted_ids = set(wanted)
+    chosen = [t.id for t in suite_file.tests if (not wanted or t.id in wanted_ids) and (not tags or set(tags) & set(t.tags))]
     if not chosen:
         raise click.UsageError(f"no test matches the selection ({_selection(test_ids, names, tags)})")
     live = config.model_spec.live
