@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import secrets
 import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["read_text", "MAX_BYTES", "write_atomic", "unencodable_text", "TOO_DEEP"]
+__all__ = ["read_text", "MAX_BYTES", "gc_paused", "write_atomic", "unencodable_text", "TOO_DEEP"]
 
 #: The largest file trialrun reads by default (suites, configurations, cassettes, scripted model files, price
 #: files): 100,000 tests are about 20 MiB; a file far larger is a mistake (or an attack), not something to parse.
@@ -65,6 +68,20 @@ def _kind_of_file(mode: int) -> str:
 
 def _size(count: int) -> str:
     return f"{count / 2**20:.1f} MiB" if count >= 2**20 else f"{count:,} bytes"
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a big file is parsed into plain data: the data holds no cycles
+    (YAML aliases that would make one are refused), yet every collection walks all of it, which made loading 100,000
+    tests spend about two thirds of its time collecting nothing. Reference counting still frees as usual."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def unencodable_text(data: object) -> str | None:

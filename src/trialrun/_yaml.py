@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from ._files import TOO_DEEP
+from ._files import TOO_DEEP, gc_paused
 
 __all__ = ["YamlError", "load_yaml", "ALIAS_BUDGET"]
 
@@ -49,7 +49,7 @@ def load_yaml(text: str, *, with_node: bool = False, language: str = "YAML") -> 
     document nested too deeply, and aliases beyond the budget.
     """
     loader = _Loader(text)
-    try:
+    with gc_paused():
         try:
             node = loader.get_single_node()
             if node is not None and "&" in text and "*" in text:  # no anchor and alias, nothing to expand
@@ -65,8 +65,8 @@ def load_yaml(text: str, *, with_node: bool = False, language: str = "YAML") -> 
             raise YamlError(f"not valid {language}: {exc}") from None
         except RecursionError:
             raise YamlError(TOO_DEEP) from None
-    finally:
-        loader.dispose()
+        finally:
+            loader.dispose()
     return (data, node) if with_node else data
 
 
