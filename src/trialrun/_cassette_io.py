@@ -49,7 +49,7 @@ def load_exchanges(path: str | os.PathLike[str]) -> list[Exchange]:
     try:
         data = json.loads(text) if path.suffix == ".json" else load_yaml(text)
     except YamlError as exc:
-        raise CassetteFileError(f"{path}{exc.where}: {exc}") from None
+        raise CassetteFileError(f"{path}: {exc}" + (f" (line {exc.line}, column {exc.column})" if exc.where else "")) from None
     except (ValueError, yaml.YAMLError) as exc:
         raise CassetteFileError(f"{path}: not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {exc}") from None
     except RecursionError:
