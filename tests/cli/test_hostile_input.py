@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from trialrun.suite import SuiteError, read_suite
+from trialrun.suite import read_suite
 
 SUITE = Path("state/eval/tests.json")
 RESULTS = Path("state/eval")
