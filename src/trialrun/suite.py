@@ -22,6 +22,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -241,7 +242,11 @@ def _duplicated_keys(value: Any) -> list[str]:
     return sorted(found)
 
 
-def _json_items(text: str, path: Path) -> tuple[Any, list[int], bool]:
+#: For a test's index and value, every key spelled twice in it (a dotted path each): JSON and YAML keep the last.
+Twice = Callable[[int, Any], list[str]]
+
+
+def _json_items(text: str, path: Path) -> tuple[Any, list[int], Twice]:
     """Parse JSON; for a top-level array also return the line where each element starts (counted in one pass,
     so 100,000 tests take as long to place as to parse), and whether any object spelled a key twice."""
     duplicated = False
@@ -272,16 +277,43 @@ def _json_items(text: str, path: Path) -> tuple[Any, list[int], bool]:
             counted = index
             lines.append(line)
             _, index = decoder.raw_decode(text, index)
-    return data, lines, duplicated
+    return data, lines, lambda index, item: _duplicated_keys(item) if duplicated else []
 
 
-def _yaml_items(text: str, path: Path) -> tuple[Any, list[int], bool]:
+def _yaml_items(text: str, path: Path) -> tuple[Any, list[int], Twice]:
     try:
         data, node = load_yaml(text, with_node=True)
     except YamlError as exc:
         raise SuiteError([f"{path}{exc.where}: {exc}"]) from None
     lines = [item.start_mark.line + 1 for item in node.value] if isinstance(node, yaml.SequenceNode) else []
-    return data, lines, False
+    if isinstance(node, yaml.MappingNode):  # {tests: [...]}
+        node = next((value for key, value in node.value if getattr(key, "value", None) == "tests"), None)
+    items = node.value if isinstance(node, yaml.SequenceNode) else []
+    return data, lines, lambda index, item: _yaml_twice(items[index]) if index < len(items) else []
+
+
+def _yaml_twice(root: yaml.Node) -> list[str]:
+    """Every key spelled twice in a mapping anywhere under `root`, as a dotted path (merge keys `<<` aside)."""
+    found: list[str] = []
+    stack: list[tuple[str, yaml.Node]] = [("", root)]
+    done: set[int] = set()
+    while stack:
+        where, node = stack.pop()
+        if id(node) in done:  # an alias: its value was looked at where it was written
+            continue
+        done.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            seen: set[str] = set()
+            for key, value in node.value:
+                name = key.value if isinstance(key, yaml.ScalarNode) else None
+                if name is not None and name != "<<":
+                    if name in seen:
+                        found.append(f"{where}.{name}" if where else name)
+                    seen.add(name)
+                stack.append((f"{where}.{name}" if where else str(name), value))
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend((f"{where}.{index}" if where else str(index), child) for index, child in enumerate(node.value))
+    return sorted(found)
 
 
 def _shown(path: Path) -> Path:
@@ -308,7 +340,7 @@ def _read_suite(path: str | Path) -> SuiteFile:
     form = "a YAML list of tests (each starting '- id: ...')" if is_yaml else "a JSON array of tests"
     if not text.strip():
         raise SuiteError([f"{path}: the suite is empty; it should be {form}"])
-    data, lines, duplicated = (_yaml_items if is_yaml else _json_items)(text, path)
+    data, lines, twice = (_yaml_items if is_yaml else _json_items)(text, path)
     if isinstance(data, dict) and isinstance(data.get("tests"), list):
         data = data["tests"]  # also accept {"tests": [...]}
     if data is None and is_yaml:  # only comments
@@ -329,8 +361,8 @@ def _read_suite(path: str | Path) -> SuiteFile:
         if not isinstance(item, dict):
             problems.append(f"{prefix}: a test is an object, got {type(item).__name__}")
             continue
-        for key in _duplicated_keys(item) if duplicated else ():
-            problems.append(f"{prefix}: key {key!r} is given twice (JSON keeps only the last; remove one)")
+        for key in twice(index, item):
+            problems.append(f"{prefix}: key {key!r} is given twice (only the last would count; remove one)")
         if isinstance(ident, str) and ident:
             if ident in where:
                 problems.append(f"{prefix}: duplicate id {ident!r} (first at line {where[ident]})")

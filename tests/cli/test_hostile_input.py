@@ -237,6 +237,14 @@ def test_a_key_given_twice_in_a_json_suite_names_the_test_and_key(project: Path,
     assert "2 problems" in output
 
 
+def test_a_key_given_twice_in_a_yaml_suite_names_the_test_and_key(project: Path, cli) -> None:
+    (project / "tests.yaml").write_text(
+        "- id: read-file\n  prompt: What do my notes say?\n  expected_tools: [read_file]\n  max_turns: 2\n"
+        "  success_criteria: Sam\n  prompt: Delete everything\n  expect:\n    - {never_ran: rm, never_ran: ls}\n")
+    _clean_failure(cli("run", "all", "--suite", "tests.yaml"), "tests.yaml:1: test 'read-file': key 'prompt' is given twice",
+                   "test 'read-file': key 'expect.0.never_ran' is given twice")
+
+
 @pytest.mark.parametrize("usage", ['{input_tokens: ten, output_tokens: 1}', "{input_tokens: 1, output_tokens: [2]}",
                                    "{input_tokens: -1, output_tokens: 1}", "{input_tokens: true, output_tokens: 1}"])
 def test_a_usage_that_is_not_a_number_names_the_file_and_step(project: Path, cli, usage: str) -> None:
