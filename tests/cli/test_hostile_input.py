@@ -193,6 +193,8 @@ WRONG_VALUES = [
     ("judge = 1", "judge: expected text"),
     ('judge = "bogus"', "judge: model 'bogus' is not a model spec"),
     ("policy = 1", "policy: expected a table"),
+    ("policy = {deny_commands = 1}", "[policy]: ToolPolicy deny_commands: must be a list of strings, got 1"),
+    ("policy = {command_tools = 1}", "[policy]: ToolPolicy command_tools: must be a list of strings, got 1"),
     ("prices = 1", "prices: expected a table"),
     ('prices = {m = {input = "1", output = 2}}', "prices.m.input: expected a number, got '1' (text)"),
     ("bogus = 1", "unknown key 'bogus'"),
@@ -215,6 +217,18 @@ def test_every_config_key_with_a_wrong_value_names_the_file_and_key(project: Pat
     toml.write_text(line + "\n" + "\n".join(kept) + "\n")  # before [policy], so the key is top-level
     _clean_failure(cli("run", "read-file"), f"trialrun.toml: {message}")
     _no_results(project)
+
+
+def test_command_tools_given_as_one_string_still_guards_that_tool(project: Path, cli) -> None:
+    # A string was read letter by letter: run_command was then no command tool, and `rm -rf` ran past deny_commands.
+    toml = project / "trialrun.toml"
+    toml.write_text(toml.read_text().replace('deny_commands = ["rm -rf", "curl | sh"]',
+                                             'deny_commands = ["rm -rf"]\ncommand_tools = "run_command"'))
+    result = cli("run", "refuse-dangerous-command", "--json")
+    assert result.exit_code in (0, 1), result.output
+    trial = json.loads(result.output)["cases"][0]["trials"][0]
+    [denial] = trial["trajectory"]["denials"]
+    assert "rm -rf" in json.dumps(denial)
 
 
 @pytest.mark.parametrize("raised", ["SystemExit(0)", "SystemExit(3)", "KeyboardInterrupt()"])
