@@ -10,6 +10,7 @@ import difflib
 import hashlib
 import importlib
 import inspect
+import json
 import os
 import platform
 import shutil
@@ -20,10 +21,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from . import _version
-from ._files import TOO_DEEP, read_text
+from ._cassette_io import load_exchanges
+from ._files import gc_paused, read_text
+from ._yaml import YamlError, load_yaml
 from .agent import Agent, ToolPolicy, prices, shell_tools
 from .agent.tools import Tool
 from .case import Case, TrialContext
@@ -63,7 +64,13 @@ def _step(data: Any, where: str) -> Step | ProviderError:
         u = data["usage"]
         if not isinstance(u, dict) or not {"input_tokens", "output_tokens"} <= set(u):
             raise ConfigError(f"{where}: usage needs input_tokens and output_tokens")
-        usage = Usage(int(u["input_tokens"]), int(u["output_tokens"]), int(u.get("cached_input_tokens", 0)))
+        counts = []
+        for key in ("input_tokens", "output_tokens", "cached_input_tokens"):
+            count = u.get(key, 0)
+            if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+                raise ConfigError(f"{where}: usage: {key} is a whole number of tokens >= 0 (got {count!r})")
+            counts.append(count)
+        usage = Usage(*counts)
     kind = kinds[0]
     value = data[kind]
     if kind == "reply":
@@ -158,13 +165,18 @@ def _file_script(value: Any, where: str) -> FileScript:
 def load_script_file(path: Path) -> dict[str, FileScript]:
     """A scripted model file: {test id: [steps]} (or {test id: {steps, side_reply, subagents}}) in JSON or YAML."""
     text = read_text(path, "scripted model file", ConfigError)
-    try:
-        data = yaml.safe_load(text)  # YAML is a superset of JSON
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark
-        raise ConfigError(f"{path}:{mark.line + 1}:{mark.column + 1}: not valid YAML/JSON: {exc.problem}" if mark else f"{path}: {exc}") from None
-    except RecursionError:
-        raise ConfigError(f"{path}: {TOO_DEEP}") from None
+    data: Any = None
+    if path.suffix == ".json":  # read as JSON (fast); when it is not, YAML (a superset) says where and why
+        try:
+            with gc_paused():
+                data = json.loads(text)
+        except (ValueError, RecursionError):
+            data = None
+    if data is None:
+        try:
+            data = load_yaml(text, language="YAML/JSON")
+        except YamlError as exc:
+            raise ConfigError(f"{path}{exc.where}: {exc}") from None
     if data is None:
         raise ConfigError(f"{path}: the scripted model file is empty; it maps test ids to lists of steps, "
                           f"e.g. {{read-file: [{{reply: hi}}]}}")
@@ -233,30 +245,39 @@ def _safe(name: str) -> str:
 
 # -- the agent --------------------------------------------------------------------------------------------
 def _import(target: str, what: str, config: Config) -> Any:
+    where = config.source or "configuration"
     module_name, sep, attr = target.partition(":")
     if not sep or not module_name or not attr:
-        raise ConfigError(f"{what} {target!r} must be 'module:attribute', e.g. 'my_agent:run'")
+        raise ConfigError(f"{where}: {what} {target!r} must be 'module:attribute', e.g. 'my_agent:run'")
     for folder in (str(config.base_dir), str(Path.cwd())):
         if folder not in sys.path:
             sys.path.insert(0, folder)
     try:
         module = importlib.import_module(module_name)
-    except Exception as exc:  # noqa: BLE001 - any import failure is a configuration error
-        raise ConfigError(f"{what} {target!r}: cannot import {module_name}: {type(exc).__name__}: {exc}") from None
+    except (Exception, SystemExit, KeyboardInterrupt) as exc:  # noqa: BLE001 - any import failure is a configuration error
+        # SystemExit(0) at import would otherwise end the run with exit 0 and nothing run: a false green.
+        raise ConfigError(f"{where}: {what} {target!r}: cannot import {module_name}: {_raised(exc)}") from None
     try:
         value = module
         for part in attr.split("."):
             value = getattr(value, part)
     except AttributeError:
-        raise ConfigError(f"{what} {target!r}: {module_name} has no attribute {attr!r}") from None
+        raise ConfigError(f"{where}: {what} {target!r}: {module_name} has no attribute {attr!r}") from None
     return value
 
 
-def _check_agent_signature(agent: Any, target: str) -> None:
+def _raised(exc: BaseException) -> str:
+    """What an import raised, for a message: `SystemExit(0) at import` says more than a bare `0`."""
+    if isinstance(exc, (SystemExit, KeyboardInterrupt)):
+        return f"it raised {type(exc).__name__}({', '.join(map(repr, exc.args))}) while being imported"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _check_agent_signature(agent: Any, target: str, where: object = "configuration") -> None:
     """ConfigError before anything runs when the agent cannot be called as agent(prompt, ctx): otherwise every
     trial would fail with the same TypeError, a configuration problem reported as test failures."""
     if not callable(agent):
-        raise ConfigError(f"agent {target!r} is not callable; it should be a function taking (prompt, ctx)")
+        raise ConfigError(f"{where}: agent {target!r} is not callable; it should be a function taking (prompt, ctx)")
     try:
         signature = inspect.signature(agent)
     except (TypeError, ValueError):  # a builtin or extension without a signature: let the call decide
@@ -264,7 +285,7 @@ def _check_agent_signature(agent: Any, target: str) -> None:
     try:
         signature.bind("prompt", "ctx")
     except TypeError as exc:
-        raise ConfigError(f"agent {target!r} has the signature {signature}, but trialrun calls it as "
+        raise ConfigError(f"{where}: agent {target!r} has the signature {signature}, but trialrun calls it as "
                           f"{target.partition(':')[2] or target}(prompt, ctx): the expected signature is (prompt, ctx) "
                           f"({exc}); nothing was run") from None
 
@@ -272,12 +293,14 @@ def _check_agent_signature(agent: Any, target: str) -> None:
 def _check_cassettes(folder: Path, test_ids: list[str]) -> None:
     """ConfigError before anything runs when a replay: model has no cassette for a test that will run, as a
     scripted: model without a script for it is: a missing recording is a setup problem, not a test failure."""
-    missing = [folder / f"{_safe(test_id)}.yaml" for test_id in test_ids]
-    missing = [path for path in missing if not path.is_file()]
+    paths = [folder / f"{_safe(test_id)}.yaml" for test_id in test_ids]
+    missing = [path for path in paths if not path.exists()]
     if missing:
         raise ConfigError(f"replay:{folder}: no cassette for {len(missing)} test(s) that will run: "
                           f"{', '.join(str(path) for path in missing)} (record them with record:{folder}); "
                           "nothing was run")
+    for path in paths:  # a corrupt cassette is a file to fix (CassetteFileError names it), not a failed test
+        load_exchanges(path)
 
 
 def _tools_factory(config: Config) -> tuple[Callable[[Path], list[Tool]], list[str]]:
@@ -297,7 +320,7 @@ def _tools_factory(config: Config) -> tuple[Callable[[Path], list[Tool]], list[s
                 elif callable(item):
                     fixed.append(Tool(item))
                 else:
-                    raise ConfigError(f"tool {entry!r}: {item!r} is not a tool or a function")
+                    raise ConfigError(f"{config.source or 'configuration'}: tool {entry!r}: {item!r} is not a tool or a function")
         else:
             raise ConfigError(f"{config.source or 'configuration'}: tools: {entry!r} is not 'shell', a shell tool "
                               f"({', '.join(SHELL_TOOL_NAMES)}) or 'module:attr'")
@@ -326,7 +349,15 @@ def build_cases(
     A scripted model must have a script for every test that will run; a live canary that will be skipped (without
     `include_live_canary`) needs none, as it never asks the model anything.
     """
-    tests = [t for t in suite.tests if only is None or t.id in only]
+    with gc_paused():  # 100,000 cases: half the time was the collector walking them
+        return _build_cases(suite, config, only=only, include_live_canary=include_live_canary)
+
+
+def _build_cases(
+    suite: SuiteFile, config: Config, *, only: Collection[str] | None, include_live_canary: bool,
+) -> list[Case]:
+    wanted = None if only is None else set(only)  # a set: `only` may name 100,000 tests
+    tests = [t for t in suite.tests if wanted is None or t.id in wanted]
     spec = config.model_spec
     api = config.effective_api
     model_name = config.effective_model_name
@@ -349,7 +380,7 @@ def build_cases(
         raise ConfigError(f"{config.source or 'configuration'}: workspace: {str(workspace)!r} is not a folder")
     custom = _import(config.agent, "agent", config) if config.agent else None
     if custom is not None:
-        _check_agent_signature(custom, config.agent or "")
+        _check_agent_signature(custom, config.agent or "", config.source or "configuration")
     if spec.kind == "replay":
         _check_cassettes(config.resolve(spec.target),
                          [t.id for t in tests if include_live_canary or t.mode != "live_canary"])

@@ -34,6 +34,7 @@ from typing import Any
 import yaml
 
 from ._files import TOO_DEEP, read_text, write_atomic
+from ._yaml import YamlError, load_yaml
 from .wire._encoding import without_encoding
 from .wire._types import Exchange, WireError
 
@@ -51,7 +52,9 @@ def load_exchanges(path: str | os.PathLike[str]) -> list[Exchange]:
     path = Path(path)
     text = read_text(path, "cassette file", CassetteFileError)
     try:
-        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+        data = json.loads(text) if path.suffix == ".json" else load_yaml(text)
+    except YamlError as exc:
+        raise CassetteFileError(f"{path}: {exc}" + (f" (line {exc.line}, column {exc.column})" if exc.where else "")) from None
     except (ValueError, yaml.YAMLError) as exc:
         raise CassetteFileError(f"{path}: not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {exc}") from None
     except RecursionError:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
 
+from ._display import listing
 from .expect._base import Grader, as_grader
 from .expect.cost import max_cost_usd as _max_cost_grader
 from .trajectory import Trajectory
@@ -87,8 +88,8 @@ class CaseError(ValueError):
     def __init__(self, problems: Sequence[Problem | str]) -> None:
         self.problems = [p if isinstance(p, Problem) else Problem(p) for p in problems]
         count = len(self.problems)
-        head = f"{count} problem{'s' if count != 1 else ''} in the cases; nothing was run:"
-        super().__init__(head + "".join(f"\n  - {p}" for p in self.problems))
+        head = f"{count:,} problem{'s' if count != 1 else ''} in the cases; nothing was run:"
+        super().__init__(listing(head, self.problems))
 
 
 def _suggest(key: str, options: Iterable[str]) -> str:

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 import click
 
+from ._display import clean, markup
 from ._version import __version__
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -51,14 +52,22 @@ def _fail_cleanly(fn: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
+        except click.ClickException as exc:  # click prints it: make its text as safe as ours
+            exc.message = clean(exc.message)
+            raise
         except _user_errors() as exc:
-            click.echo(f"error: {exc}", err=True)
+            _say(f"error: {exc}")
             sys.exit(EXIT_USAGE)
         except OSError as exc:
-            click.echo(f"error: {_os_problem(exc)}", err=True)
+            _say(f"error: {_os_problem(exc)}")
             sys.exit(EXIT_USAGE)
 
     return wrapper  # type: ignore[return-value]
+
+
+def _say(message: str, *, err: bool = True) -> None:
+    """Print a message that may hold a user's, an agent's or a model's text: control characters escaped."""
+    click.echo(clean(message), err=err)
 
 
 def _file_in_the_way(path: Path) -> Path | None:
@@ -200,10 +209,13 @@ def run(test_ids: tuple[str, ...], trials: int | None, tags: tuple[str, ...], na
     suite_file = read_suite(config.suite_path())
     wanted = [t for t in test_ids if t != "all"] + list(names)
     known = [t.id for t in suite_file.tests]
-    unknown = [t for t in wanted if t not in known]
+    known_ids = set(known)
+    unknown = [t for t in wanted if t not in known_ids]
     if unknown:
-        raise click.UsageError(f"no test {', '.join(map(repr, unknown))} in {config.suite_path()} (tests: {', '.join(known)})")
-    chosen = [t.id for t in suite_file.tests if (not wanted or t.id in wanted) and (not tags or set(tags) & set(t.tags))]
+        shown = ", ".join(known[:20]) + (f", ... ({len(known) - 20:,} more)" if len(known) > 20 else "")
+        raise click.UsageError(f"no test {', '.join(map(repr, unknown[:20]))} in {config.suite_path()} (tests: {shown})")
+    wanted_ids = set(wanted)
+    chosen = [t.id for t in suite_file.tests if (not wanted or t.id in wanted_ids) and (not tags or set(tags) & set(t.tags))]
     if not chosen:
         raise click.UsageError(f"no test matches the selection ({_selection(test_ids, names, tags)})")
     live = config.model_spec.live
@@ -218,7 +230,7 @@ def run(test_ids: tuple[str, ...], trials: int | None, tags: tuple[str, ...], na
     if strict and warnings:
         raise SuiteError([f"{w} (an error with --strict)" for w in warnings])
     for warning in [*warnings, *ignored_by_custom_agent(config)]:
-        click.echo(f"warning: {warning}", err=True)
+        _say(f"warning: {warning}")
     console = _console(stderr=as_json)
     store = ResultsStore(config.results_path())
     _check_results_dir(store.directory)
@@ -226,7 +238,7 @@ def run(test_ids: tuple[str, ...], trials: int | None, tags: tuple[str, ...], na
     _check_output_file(markdown_path, "--markdown")
     snapshot = config_snapshot(config, suite_file, label_map)
     if live and not as_json:
-        console.print(f"[yellow]live model {config.model_spec}: tests call the provider[/]")
+        console.print(f"[yellow]live model {markup(config.model_spec)}: tests call the provider[/]")
 
     from .render.terminal import RunProgress
 
@@ -253,19 +265,19 @@ def run(test_ids: tuple[str, ...], trials: int | None, tags: tuple[str, ...], na
         saved = store.save(report)
     except LatestNotUpdated as exc:  # saved; only the pointer to it failed
         saved = exc.saved
-        click.echo(f"warning: {exc}", err=True)
+        _say(f"warning: {exc}")
     except OSError as exc:  # the run is done: show it anyway, then say why it was not saved
         save_problem = _os_problem(exc)
     if exit_code == EXIT_OK and report.failed_case_count:
         exit_code = EXIT_FAILED
     _emit_report(report, as_json=as_json, saved=None if saved is None else str(saved))
     if saved is None:
-        click.echo(f"error: the run was not saved to {store.directory}: {save_problem}", err=True)
+        _say(f"error: the run was not saved to {store.directory}: {save_problem}")
         exit_code = EXIT_INTERRUPTED if exit_code == EXIT_INTERRUPTED else EXIT_USAGE
     _report_files(report, junit_path=junit_path, markdown_path=markdown_path, html_path=None, summary=not no_summary)
     if exit_code == EXIT_INTERRUPTED:
         where = f"saved the {len(report.cases)} finished test(s) to {saved}" if saved else "the finished tests were not saved"
-        click.echo(f"interrupted: {where}", err=True)
+        _say(f"interrupted: {where}")
         # A synchronous agent still running in a worker thread cannot be stopped; do not wait for it at exit.
         sys.stdout.flush()
         sys.stderr.flush()
@@ -326,7 +338,7 @@ def _store(results_dir: str | None, config_path: str | None, suite: str | None =
 def _warn_skipped(store: Any) -> None:
     """Say which result files were passed over, and why, so an older run is never shown in silence."""
     for path, reason in store.skipped.items():
-        click.echo(f"warning: skipped {path}: {reason}", err=True)
+        _say(f"warning: skipped {path}: {reason}")
 
 
 # -- report -------------------------------------------------------------------------------------------------
@@ -358,7 +370,7 @@ def report(run_ref: str | None, results_dir: str | None, suite: str | None, conf
     result = load_report(path)
     _emit_report(result, as_json=as_json, saved=None)
     if not as_json:
-        _console().print(f"[dim]{path}[/]")
+        _console().print(f"[dim]{markup(path)}[/]")
     _report_files(result, junit_path=junit_path, markdown_path=markdown_path, html_path=html_path, summary=False)
     sys.exit(EXIT_FAILED if result.failed_case_count else EXIT_OK)
 
@@ -411,7 +423,7 @@ def compare(runs: tuple[str, ...], results_dir: str | None, suite: str | None, c
         from .render.terminal import print_comparison
 
         console = _console()
-        console.print(f"[dim]{before.run_id} -> {after.run_id}[/]")
+        console.print(f"[dim]{markup(before.run_id)} -> {markup(after.run_id)}[/]")
         print_comparison(comparison, console)
 
     def markdown() -> str:
@@ -428,10 +440,10 @@ def compare(runs: tuple[str, ...], results_dir: str | None, suite: str | None, c
     problems = comparison.gate_problems(any_drop=any_drop) if fail_on_regression else []
     uncounted = len(comparison.regressions) - len(comparison.counted_regressions(any_drop=any_drop))
     if fail_on_regression and uncounted:
-        click.echo(f"--fail-on-regression: {uncounted} regression(s) not beyond chance at these trial counts, not "
-                   "counted (--any-drop counts them)", err=True)
+        _say(f"--fail-on-regression: {uncounted} regression(s) not beyond chance at these trial counts, not "
+                   "counted (--any-drop counts them)")
     if problems:  # a test the later run lost (removed, or stopped by Ctrl-C) is no evidence that nothing regressed
-        click.echo(f"--fail-on-regression: {'; '.join(problems)}", err=True)
+        _say(f"--fail-on-regression: {'; '.join(problems)}")
     sys.exit(EXIT_FAILED if problems else EXIT_OK)
 
 
@@ -459,9 +471,10 @@ def grade(run_ref: str, test_id: str, quality: str, results_dir: str | None, con
     target_store = store if path.parent == store.directory else ResultsStore(path.parent)
     target_store.rewrite(path.resolve() if path.is_symlink() else path, updated)
     before, after = original.case(test_id), updated.case(test_id)
-    click.echo(
+    _say(
         f"{test_id}: output_quality {quality}; score {before.score:.2f} -> {after.score:.2f}; "
-        f"{'passed' if after.passed else 'failed'}; run {updated.passed_case_count}/{len(updated.graded_cases)} passed ({path})"
+        f"{'passed' if after.passed else 'failed'}; run {updated.passed_case_count}/{len(updated.graded_cases)} passed ({path})",
+        err=False,
     )
 
 
@@ -506,8 +519,8 @@ def skill_install(directory: str, force: bool) -> None:
     source = files("trialrun").joinpath("skills", "eval", "SKILL.md").read_text(encoding="utf-8")
     target = Path(directory) / "eval" / "SKILL.md"
     if target.exists() and not force:
-        click.echo(f"error: {target} exists; use --force to overwrite", err=True)
+        _say(f"error: {target} exists; use --force to overwrite")
         sys.exit(EXIT_USAGE)
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(source, encoding="utf-8")
-    click.echo(f"installed {target}")
+    _say(f"installed {target}", err=False)

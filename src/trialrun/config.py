@@ -31,9 +31,10 @@ import difflib
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr, ValidationError, field_validator
 
-from ._toml import TOMLDecodeError
+from ._files import read_text
+from ._toml import TomlError
 from ._toml import loads as toml_loads
 
 __all__ = ["Config", "ConfigError", "load_config", "DEFAULT_SUITE", "CONFIG_FILE", "ModelSpec", "parse_model_spec"]
@@ -88,24 +89,26 @@ class Config(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    # Strict types: TOML has integers, floats, booleans and strings, and `trials = "2"` or `trials = true` is a
+    # mistake to name, not a value to coerce.
     suite: Path = Path(DEFAULT_SUITE)
-    agent: str | None = None
-    model: str = "scripted:model.yaml"
-    api: str | None = None
-    model_name: str | None = None
-    system: str | None = None
-    tools: list[str] = Field(default_factory=lambda: ["shell"])
+    agent: StrictStr | None = None
+    model: StrictStr = "scripted:model.yaml"
+    api: StrictStr | None = None
+    model_name: StrictStr | None = None
+    system: StrictStr | None = None
+    tools: list[StrictStr] = Field(default_factory=lambda: ["shell"])
     workspace: Path | None = None
-    skills: list[str] = Field(default_factory=list)
+    skills: list[StrictStr] = Field(default_factory=list)
     results_dir: Path | None = None
-    pass_threshold: float = 0.7
-    rubric: str = "balanced"
-    turn_limit: int = 25
-    judge: str | None = None
+    pass_threshold: StrictFloat = 0.7
+    rubric: StrictStr = "balanced"
+    turn_limit: StrictInt = 25
+    judge: StrictStr | None = None
     policy: dict[str, Any] = Field(default_factory=dict)
-    prices: dict[str, dict[str, float]] = Field(default_factory=dict)
-    trials: int = 1
-    concurrency: int | None = None
+    prices: dict[str, dict[str, StrictFloat]] = Field(default_factory=dict)
+    trials: StrictInt = 1
+    concurrency: StrictInt | None = None
     source: Path | None = Field(default=None, exclude=True, description="the file this came from")
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
 
@@ -125,6 +128,13 @@ class Config(BaseModel):
             raise ValueError(f"must be one of {', '.join(map(repr, RUBRICS))} (got {value!r})")
         return value
 
+    @field_validator("model", "judge")
+    @classmethod
+    def _spec(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_model_spec(value)  # its ConfigError says what the forms are
+        return value
+
     @field_validator("pass_threshold")
     @classmethod
     def _threshold(cls, value: float) -> float:
@@ -132,10 +142,10 @@ class Config(BaseModel):
             raise ValueError("must be between 0 and 1")
         return value
 
-    @field_validator("turn_limit", "trials")
+    @field_validator("turn_limit", "trials", "concurrency")
     @classmethod
-    def _positive(cls, value: int) -> int:
-        if value < 1:
+    def _positive(cls, value: int | None) -> int | None:
+        if value is not None and value < 1:
             raise ValueError("must be at least 1")
         return value
 
@@ -175,6 +185,11 @@ class Config(BaseModel):
             raise ConfigError(_describe(exc, "command line")) from None
 
 
+#: What each kind of wrong value should have been, in TOML's words.
+_EXPECTED = {"string_type": "text (a quoted string)", "int_type": "a whole number", "float_type": "a number",
+             "list_type": "a list, e.g. [\"a\", \"b\"]", "dict_type": "a table", "path_type": "a path (text)"}
+
+
 def _describe(exc: ValidationError, where: str) -> str:
     known = list(Config.model_fields)
     lines = []
@@ -184,20 +199,30 @@ def _describe(exc: ValidationError, where: str) -> str:
             close = difflib.get_close_matches(str(error["loc"][0]), known, n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             lines.append(f"{where}: unknown key {key!r}{hint}")
-        else:
-            lines.append(f"{where}: {key}: {error['msg'].removeprefix('Value error, ')}")
+            continue
+        value = error.get("input")
+        expected = _EXPECTED.get(error["type"])
+        message = f"expected {expected}" if expected else error["msg"].removeprefix("Value error, ")
+        got = "" if isinstance(value, (dict, list)) or repr(value) in message else f", got {_toml_value(value)}"
+        lines.append(f"{where}: {key}: {message}{got}")
     return "\n".join(lines)
 
 
+def _toml_value(value: Any) -> str:
+    """A value as TOML writes it (true, not True), with its kind when that is the point."""
+    if isinstance(value, bool):
+        return f"{str(value).lower()} (a boolean)"
+    if isinstance(value, str):
+        return f"{value!r} (text)"
+    return repr(value)
+
+
 def _read(path: Path) -> dict[str, Any]:
+    text = read_text(path, "configuration file", ConfigError, missing="no such configuration file")
     try:
-        return toml_loads(path.read_text(encoding="utf-8").removeprefix("\ufeff"))  # a BOM some editors write
-    except TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start})") from None
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read ({exc.strerror or exc})") from None
+        return toml_loads(text.removeprefix("\ufeff"))  # a BOM some editors write
+    except TomlError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
 
 
 def _tool_table(raw: dict[str, Any], path: Path) -> dict[str, Any]:
@@ -215,14 +240,12 @@ def load_config(start: Path | str | None = None, *, path: Path | str | None = No
     source: Path | None = None
     if path is not None:
         source = Path(path).resolve()
-        if not source.is_file():
-            raise ConfigError(f"{source}: no such configuration file")
         raw = _read(source)
         data = _tool_table(raw, source).get("trialrun", {}) if source.name == "pyproject.toml" else raw
-    elif (base / CONFIG_FILE).is_file():
+    elif (base / CONFIG_FILE).exists():  # a FIFO or folder in its place is refused by _read, never skipped
         source = base / CONFIG_FILE
         data = _read(source)
-    elif (base / "pyproject.toml").is_file():
+    elif (base / "pyproject.toml").exists():
         raw = _read(base / "pyproject.toml")
         tool = _tool_table(raw, base / "pyproject.toml")
         if "trialrun" in tool:

@@ -69,6 +69,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from _pytest._code.code import ExceptionChainRepr, ReprEntryNative, ReprFileLocation, ReprTraceback
 
+from ._display import clean
+
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
@@ -187,9 +189,9 @@ class _State:
             _summary_table(terminalreporter, self.session_report(interrupted=False))
         if self.save:
             if self.saved is not None:
-                terminalreporter.write_line(f"trialrun: results saved to {self.saved}")
+                terminalreporter.write_line(clean(f"trialrun: results saved to {self.saved}"))
             elif self.save_error is not None:
-                terminalreporter.write_line(f"trialrun: could not save the results: {self.save_error}", red=True)
+                terminalreporter.write_line(clean(f"trialrun: could not save the results: {self.save_error}"), red=True)
             elif not self.reported:
                 terminalreporter.write_line("trialrun: no trialrun case ran; nothing saved")
 
@@ -306,7 +308,7 @@ def _items(collector: pytest.Collector, cases: list[Case]) -> list[CaseItem]:
             raise CaseError([Problem(f"two cases are named {case.name!r}; names must be unique in a module",
                                      case=case.name, field="name", source=str(collector.path))])
         seen[case.name] = case
-        items.append(CaseItem.from_parent(collector, name=case.name, case=case))
+        items.append(CaseItem.from_parent(collector, name=clean(case.name, lines=False), case=case))
     return items
 
 
@@ -322,7 +324,7 @@ def pytest_make_collect_report(collector: pytest.Collector) -> Iterator[None]:
         if case_module is not None and excinfo is not None and isinstance(excinfo.value, case_module.CaseError):
             line = next((entry.lineno + 1 for entry in reversed(excinfo.traceback) if entry.path == collector.path), None)
             where = f"{collector.path}" + (f":{line}" if line else "")
-            report.longrepr = f"trialrun: broken case(s) in {where}\n{excinfo.value}"
+            report.longrepr = clean(f"trialrun: broken case(s) in {where}\n{excinfo.value}")
     return report  # type: ignore[return-value]
 
 
@@ -345,11 +347,11 @@ class SuiteCollector(pytest.File):
             self.warn(pytest.PytestWarning(f"trialrun: {warning}"))
         cases = build_cases(suite, config)
         for case in cases:
-            yield CaseItem.from_parent(self, name=case.name, case=case)
+            yield CaseItem.from_parent(self, name=clean(case.name, lines=False), case=case)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:  # type: ignore[override]
         if isinstance(excinfo.value, ValueError):  # SuiteError, ConfigError, CaseError: the message says it all
-            return f"trialrun: cannot use the suite {self.path}\n{excinfo.value}"
+            return clean(f"trialrun: cannot use the suite {self.path}\n{excinfo.value}")
         return super().repr_failure(excinfo)
 
 
@@ -423,13 +425,13 @@ class CaseItem(pytest.Item):
             width = max(80, min(self.config.get_terminal_writer().fullwidth, 140))
             result = excinfo.value.result
             path, lineno, _ = self.location
-            crash = ReprFileLocation(path, (lineno or 0) + 1, _crash_message(result))
+            crash = ReprFileLocation(path, (lineno or 0) + 1, clean(_crash_message(result), lines=False))
             if self.config.getoption("tbstyle", "auto") == "line":
                 return _FailureRepr("", crash)  # pytest prints the crash line itself
-            return _FailureRepr(case_failure_text(result, width=width), crash)
+            return _FailureRepr(clean(case_failure_text(result, width=width)), crash)
         case_module = sys.modules.get("trialrun.case")
         if case_module is not None and isinstance(excinfo.value, case_module.CaseError):
-            return f"trialrun: {excinfo.value}"
+            return clean(f"trialrun: {excinfo.value}")
         return super().repr_failure(excinfo)
 
     def reportinfo(self) -> tuple[Any, int, str]:
@@ -550,13 +552,15 @@ def _summary_table(tr: Any, report: RunReport) -> None:
         rows = [case for case in graded if not case.passed]
         hidden = len(graded) - len(rows)
     session = f"session ({len(graded)} case{'s' if len(graded) != 1 else ''})"
-    name_width = min(max([len(case.name) for case in rows] + [len(session), 10]), 60)
+    names = {id(case): clean(case.name, lines=False) for case in rows}
+    name_width = min(max([len(name) for name in names.values()] + [len(session), 10]), 60)
     counts = {case.trial_count for case in graded}
     k = f"k={counts.pop()}" if len(counts) == 1 else "k per case"
     tr.write_sep("=", f"trialrun: pass@1 and pass^k ({k})")
     tr.write_line(f"{'case':<{name_width}}  {'passed':>7}  {'pass@1':>6}  {'pass^k':>6}")
     for case in rows:
-        name = case.name if len(case.name) <= name_width else case.name[: name_width - 3] + "..."
+        name = names[id(case)]
+        name = name if len(name) <= name_width else name[: name_width - 3] + "..."
         line = f"{name:<{name_width}}  {f'{case.passed_trials}/{case.trial_count}':>7}  {case.pass_at_1:>6.2f}  {case.pass_pow_k:>6.2f}"
         tr.write_line(line, red=not case.passed, green=bool(case.passed))
     if hidden:

@@ -47,11 +47,16 @@ def _major(version: str) -> int:
         return -1
 
 
+#: Result files are trialrun's own output and grow with cases x trials (10,000 trials with trajectories are about
+#: 30 MiB), so they may be larger than the files a user writes by hand.
+RESULT_MAX_BYTES = 2**30
+
+
 def load_report(path: str | os.PathLike[str]) -> RunReport:
     """Load one result file, with an error that names the file for every way it can be wrong."""
     path = Path(path)
     try:
-        text = read_text(path, "result file", ResultFileError, missing="no such result file")
+        text = read_text(path, "result file", ResultFileError, missing="no such result file", limit=RESULT_MAX_BYTES)
     except ResultFileError as exc:
         raise ResultFileError(str(exc), path=path) from None
     if not text.strip():

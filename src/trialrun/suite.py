@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -29,8 +31,10 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError, field_validator
 
 from . import expect
-from ._files import TOO_DEEP, unencodable_text
+from ._display import listing, shorten
+from ._files import TOO_DEEP, gc_paused, unencodable_text
 from ._files import read_text as _read_text
+from ._yaml import YamlError, load_yaml
 from .expect._base import Grader
 
 __all__ = ["SuiteTest", "SuiteError", "SuiteFile", "read_suite", "suite_json_schema", "EXPECT_FORMS",
@@ -65,8 +69,8 @@ class SuiteError(ValueError):
     def __init__(self, problems: list[str]) -> None:
         self.problems = problems
         count = len(problems)
-        head = problems[0] if count == 1 else f"{count} problems in the suite; nothing was run:"
-        super().__init__(head if count == 1 else head + "".join(f"\n  - {p}" for p in problems))
+        head = problems[0] if count == 1 else f"{count:,} problems in the suite; nothing was run:"
+        super().__init__(head if count == 1 else listing(head, problems))
 
 
 class SuiteTest(BaseModel):
@@ -199,42 +203,117 @@ class SuiteFile:
     graders: dict[str, list[Grader]]
 
 
-def _json_items(text: str, path: Path) -> tuple[Any, list[int]]:
-    """Parse JSON; for a top-level array also return the line where each element starts."""
+_BETWEEN = re.compile(r"[ \t\r\n,]*")
+_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+class _Duplicated(dict):  # type: ignore[type-arg]
+    """A JSON object that spelled a key twice (json keeps the last silently): `twice` says which."""
+
+    twice: list[str]
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    data = dict(pairs)
+    if len(data) == len(pairs):
+        return data
+    seen: set[str] = set()
+    marked = _Duplicated(data)
+    marked.twice = []
+    for key, _ in pairs:
+        if key in seen:
+            marked.twice.append(key)
+        seen.add(key)
+    return marked
+
+
+def _duplicated_keys(value: Any) -> list[str]:
+    """Every key spelled twice in an object anywhere in `value`, as a dotted path (`expect.0.called.tool`)."""
+    found: list[str] = []
+    stack: list[tuple[str, Any]] = [("", value)]
+    while stack:
+        where, item = stack.pop()
+        if isinstance(item, _Duplicated):
+            found.extend(f"{where}.{key}" if where else key for key in item.twice)
+        if isinstance(item, dict):
+            stack.extend((f"{where}.{key}" if where else str(key), child) for key, child in item.items())
+        elif isinstance(item, list):
+            stack.extend((f"{where}.{index}" if where else str(index), child) for index, child in enumerate(item))
+    return sorted(found)
+
+
+#: For a test's index and value, every key spelled twice in it (a dotted path each): JSON and YAML keep the last.
+Twice = Callable[[int, Any], list[str]]
+
+
+def _json_items(text: str, path: Path) -> tuple[Any, list[int], Twice]:
+    """Parse JSON; for a top-level array also return the line where each element starts (counted in one pass,
+    so 100,000 tests take as long to place as to parse), and whether any object spelled a key twice."""
+    duplicated = False
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        nonlocal duplicated
+        data = _pairs(items)
+        duplicated = duplicated or isinstance(data, _Duplicated)
+        return data
+
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=pairs)
     except json.JSONDecodeError as exc:
         raise SuiteError([f"{path}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}"]) from None
     except RecursionError:
         raise SuiteError([f"{path}: {TOO_DEEP}"]) from None
-    if (where := unencodable_text(data)) is not None:
+    # Only a \\uD800-\\uDFFF escape makes such text (the file was decoded strictly): look only then.
+    if _SURROGATE.search(text) and (where := unencodable_text(data)) is not None:
         raise SuiteError([f"{path}: {where}: text that is not valid Unicode (a lone surrogate escape such as \\ud800)"])
     lines: list[int] = []
     if isinstance(data, list):
         decoder = json.JSONDecoder()
         index = text.index("[") + 1
+        line, counted = 1, 0
         for _ in data:
-            while text[index] in " \t\r\n,":
-                index += 1
-            lines.append(text.count("\n", 0, index) + 1)
+            index = _BETWEEN.match(text, index).end()  # type: ignore[union-attr]
+            line += text.count("\n", counted, index)
+            counted = index
+            lines.append(line)
             _, index = decoder.raw_decode(text, index)
-    return data, lines
+    return data, lines, lambda index, item: _duplicated_keys(item) if duplicated else []
 
 
-def _yaml_items(text: str, path: Path) -> tuple[Any, list[int]]:
+def _yaml_items(text: str, path: Path) -> tuple[Any, list[int], Twice]:
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
-        raise SuiteError([f"{where}: not valid YAML: {exc.problem or exc}"]) from None
-    except yaml.YAMLError as exc:
-        raise SuiteError([f"{path}: not valid YAML: {exc}"]) from None
-    except RecursionError:
-        raise SuiteError([f"{path}: {TOO_DEEP}"]) from None
+        data, node = load_yaml(text, with_node=True)
+    except YamlError as exc:
+        raise SuiteError([f"{path}{exc.where}: {exc}"]) from None
     lines = [item.start_mark.line + 1 for item in node.value] if isinstance(node, yaml.SequenceNode) else []
-    return data, lines
+    if isinstance(node, yaml.MappingNode):  # {tests: [...]}
+        node = next((value for key, value in node.value if getattr(key, "value", None) == "tests"), None)
+    items = node.value if isinstance(node, yaml.SequenceNode) else []
+    return data, lines, lambda index, item: _yaml_twice(items[index]) if index < len(items) else []
+
+
+def _yaml_twice(root: yaml.Node) -> list[str]:
+    """Every key spelled twice in a mapping anywhere under `root`, as a dotted path (merge keys `<<` aside)."""
+    found: list[str] = []
+    stack: list[tuple[str, yaml.Node]] = [("", root)]
+    done: set[int] = set()
+    while stack:
+        where, node = stack.pop()
+        if id(node) in done:  # an alias: its value was looked at where it was written
+            continue
+        done.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            seen: set[str] = set()
+            for key, value in node.value:
+                name = key.value if isinstance(key, yaml.ScalarNode) else None
+                if name is not None and name != "<<":
+                    if name in seen:
+                        found.append(f"{where}.{name}" if where else name)
+                    seen.add(name)
+                stack.append((f"{where}.{name}" if where else str(name), value))
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend((f"{where}.{index}" if where else str(index), child) for index, child in enumerate(node.value))
+    return sorted(found)
 
 
 def _shown(path: Path) -> Path:
@@ -247,6 +326,11 @@ def _shown(path: Path) -> Path:
 
 def read_suite(path: str | Path) -> SuiteFile:
     """Read and validate a suite file; SuiteError lists every problem (file, line, test, field)."""
+    with gc_paused():  # 100,000 tests: a third of the time without the collector walking them again and again
+        return _read_suite(path)
+
+
+def _read_suite(path: str | Path) -> SuiteFile:
     path = _shown(Path(path))
     try:
         text = _read_text(path, "suite file", ValueError, missing="suite file not found (create it, or pass --suite PATH)")
@@ -256,7 +340,7 @@ def read_suite(path: str | Path) -> SuiteFile:
     form = "a YAML list of tests (each starting '- id: ...')" if is_yaml else "a JSON array of tests"
     if not text.strip():
         raise SuiteError([f"{path}: the suite is empty; it should be {form}"])
-    data, lines = (_yaml_items if is_yaml else _json_items)(text, path)
+    data, lines, twice = (_yaml_items if is_yaml else _json_items)(text, path)
     if isinstance(data, dict) and isinstance(data.get("tests"), list):
         data = data["tests"]  # also accept {"tests": [...]}
     if data is None and is_yaml:  # only comments
@@ -272,11 +356,13 @@ def read_suite(path: str | Path) -> SuiteFile:
     for index, item in enumerate(data):
         line = lines[index] if index < len(lines) else None
         ident = item.get("id") if isinstance(item, dict) else None
-        label = f"test {ident!r}" if isinstance(ident, str) and ident else f"test #{index + 1}"
+        label = f"test {shorten(repr(ident))}" if isinstance(ident, str) and ident else f"test #{index + 1}"
         prefix = f"{path}:{line}: {label}" if line else f"{path}: {label}"
         if not isinstance(item, dict):
             problems.append(f"{prefix}: a test is an object, got {type(item).__name__}")
             continue
+        for key in twice(index, item):
+            problems.append(f"{prefix}: key {key!r} is given twice (only the last would count; remove one)")
         if isinstance(ident, str) and ident:
             if ident in where:
                 problems.append(f"{prefix}: duplicate id {ident!r} (first at line {where[ident]})")

@@ -39,6 +39,8 @@ def _strings(value: Iterable[str] | str | None, field: str) -> tuple[str, ...]:
         return ()
     if isinstance(value, str):
         value = [value]
+    if not isinstance(value, Iterable) or isinstance(value, Mapping):  # `deny_commands = 1` in trialrun.toml
+        raise ValueError(f"ToolPolicy {field}: must be a list of strings, got {value!r}")
     items = tuple(value)
     for item in items:
         if not isinstance(item, str) or not item.strip():
@@ -100,7 +102,9 @@ class ToolPolicy:
         self.deny_commands = _strings(deny_commands, "deny_commands")
         self.stop_commands = _strings(stop_commands, "stop_commands")
         self.default: Literal["allow", "deny"] = default
-        self.command_tools = tuple(command_tools)
+        # As the rules are read: `command_tools = "run_command"` is one tool, not eleven one-letter ones (which
+        # would leave run_command's commands unchecked by every command rule).
+        self.command_tools = _strings(command_tools, "command_tools")
         # Parse every pattern now: a bad pattern is a configuration error, not a surprise mid-run.
         for field in ("allow_commands", "deny_commands", "stop_commands"):
             for pattern in getattr(self, field) or ():

@@ -124,9 +124,9 @@ class PriceTable:
             elif path.suffix == ".json":
                 data = json.loads(text)
             else:
-                import yaml
+                from .._yaml import load_yaml
 
-                data = yaml.safe_load(text)
+                data = load_yaml(text)
         except Exception as exc:  # noqa: BLE001 - any parser's error becomes one clear message
             raise ValueError(f"{path}: not a valid price file: {exc}") from None
         if not isinstance(data, dict):

@@ -1,4 +1,9 @@
-"""The terminal view (rich): the run table, why failing tests failed, the comparison lines, a progress bar."""
+"""The terminal view (rich): the run table, why failing tests failed, the comparison lines, a progress bar.
+
+Everything shown that came from a result (ids, tool names, reasons, statuses: a user's, an agent's or a model's
+text) is passed as rich `Text` through `clean`, never as markup: `read [/etc/hosts]` is an id, not a closing tag,
+and an escape sequence in a reply is shown as `\x1b`, not sent to the terminal.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +19,7 @@ from rich.segment import Segments
 from rich.table import Table
 from rich.text import Text
 
+from .._display import clean, markup
 from ..compare import Comparison, delta_lines
 from ..results import CaseResult, RunReport
 from .text import why_failed
@@ -71,13 +77,13 @@ def print_report(report: RunReport, console: Console, *, saved: str | None = Non
     for case in report.graded_cases:
         subs = case.sub_scores or {}
         row = [
-            case.name,
+            clean(case.name, lines=False),
             _num(case.score),
             _num(subs.get("tool_accuracy")),
             _num(subs.get("turn_efficiency")),
             _num(subs.get("output_quality")),
             _turns(case.turns),
-            ", ".join(case.tools_used) or "–",
+            clean(", ".join(case.tools_used), lines=False) or "–",
         ]
         if multi:
             row += [_num(case.pass_at_1), _num(case.pass_pow_k, 0)]
@@ -86,10 +92,10 @@ def print_report(report: RunReport, console: Console, *, saved: str | None = Non
     headers = ["test", *numeric[:5], "tools used", *numeric[5:], "result"]
     natural = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
     fixed = sum(w for i, w in enumerate(natural) if i != 6) + _GAP * (len(headers) - 1)  # all but the tools column
-    longest_tool = max([len("tools")] + [len(t) + 1 for c in report.graded_cases for t in c.tools_used])
+    longest_tool = max([len("tools")] + [len(clean(t, lines=False)) + 1 for c in report.graded_cases for t in c.tools_used])
     tools_width = max(longest_tool, console.width - fixed) if fixed + natural[6] > console.width else None
     needed = fixed + (tools_width or natural[6])
-    table = Table(title=f"trialrun {report.run_id or ''}".strip(), title_justify="left", expand=False,
+    table = Table(title=Text(f"trialrun {clean(report.run_id or '', lines=False)}".strip()), title_justify="left", expand=False,
                   box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True, padding=(0, 1),
                   caption="acc tool accuracy · eff turn efficiency · qual output quality", caption_justify="left")
     table.add_column("test", no_wrap=True, min_width=natural[0])
@@ -101,19 +107,20 @@ def print_report(report: RunReport, console: Console, *, saved: str | None = Non
     table.add_column("result", no_wrap=True)
     for row in rows:
         result = Text(row[-1], style="bold green" if row[-1] == "PASS" else "bold red")
-        table.add_row(*row[:-1], result)
+        table.add_row(*(Text(cell) for cell in row[:-1]), result)
     if needed > console.width:  # wider than the console rather than split an id or cut a score
         console.print(Segments(console.render(table, console.options.update_width(needed))), crop=False, soft_wrap=True)
     else:
         console.print(table)
     for case in (c for c in report.graded_cases if not c.passed):
-        console.print(Text.assemble(("✗ ", "red"), (case.name, "bold"), ": ", why_failed(case, limit=400)))
+        console.print(Text.assemble(("✗ ", "red"), (clean(case.name, lines=False), "bold"), ": ",
+                                    clean(why_failed(case, limit=400))))
     for line in ending_notes(report):
-        console.print(Text.assemble(("! ", "yellow"), line))
+        console.print(Text.assemble(("! ", "yellow"), clean(line)))
     for skipped in report.skipped_cases:
-        console.print(f"[yellow]skipped[/] {skipped.name}: {skipped.reason}")
+        console.print(Text.assemble(("skipped", "yellow"), f" {clean(skipped.name, lines=False)}: {clean(skipped.reason)}"))
     for name in report.unfinished_cases:
-        console.print(f"[yellow]not finished[/] {name} (interrupted)")
+        console.print(Text.assemble(("not finished", "yellow"), f" {clean(name, lines=False)} (interrupted)"))
     graded = len(report.graded_cases)
     parts = [f"{report.passed_case_count}/{graded} passed"]
     if report.failed_case_count:
@@ -128,10 +135,10 @@ def print_report(report: RunReport, console: Console, *, saved: str | None = Non
         parts.append(f"cost ${report.cost_usd:.4f}")
     parts.append(f"{report.duration_s:.1f}s")
     if report.status != "completed":
-        parts.append(f"[yellow]{report.status}[/]")
+        parts.append(f"[yellow]{markup(report.status, lines=False)}[/]")
     console.print(" · ".join(parts))
     if saved:
-        console.print(f"saved {saved}")
+        console.print(Text(f"saved {clean(saved)}"))
 
 
 def print_comparison(comparison: Comparison, console: Console) -> None:
@@ -143,7 +150,7 @@ def print_comparison(comparison: Comparison, console: Console) -> None:
             style = "yellow"
         else:
             style = "green" if "▲" in line else "red" if "▼" in line else ""
-        console.print(Text(line, style=style))
+        console.print(Text(clean(line), style=style))
 
 
 class RunProgress:
