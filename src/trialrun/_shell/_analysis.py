@@ -10,10 +10,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from . import _files
+from ._code import LANGUAGES, analyse_code, language_of, language_of_script
 from ._expand import _Dyn, _expand_word
-from ._options import _Args, _normalise
+from ._options import _Args, _getopt, _normalise, _opts
 from ._syntax import _ASSIGN_RE, _HEX_RES, _MAX_DEPTH, _OCTAL_RE, _Group, _ParseError, _Parser, _Simple, _Word
-from ._wrappers import _WRAPPERS, _shell_handler
+from ._wrappers import _CODE_RUNNERS, _SHELLS, _WRAPPERS, _shell_handler, handler_for
 
 # --------------------------------------------------------------------------------------------------------------
 # Analysis: every program a command line runs (an "invocation"), and which feeds which.
@@ -36,6 +38,10 @@ class _Inv:
     fed: bool = False  # a stdin shell whose input has been accounted for (a pipe, a here-document, `< file`)
     expanded: bool = False  # a call of a function or alias defined in the line, whose body was followed too
     script_args: tuple[tuple[str, _Dyn], ...] | None = None  # a stdin shell's `$@` (`sh -s -rf x`), when given
+    glob: bool = False  # the program word is a glob (`/bin/r?`): it runs whatever program the glob expands to
+    why: str | None = None  # why what it runs is only known at run time (for `opaque`), in words
+    stdin_lang: str | None = None  # an interpreter reading its program from standard input (`python3 -`)
+    renamed: str | None = None  # the path it was run by, a copy of or link to `program` (`./x` after `ln -s /bin/rm x`)
 
     @property
     def dynamic(self) -> bool:
@@ -63,6 +69,7 @@ class _Analysis:
     error: str | None = None  # the command line itself could not be parsed
     nested_errors: tuple[str, ...] = ()  # shell code inside it (`bash -c '...'`) could not be parsed
     uncertain: bool = False  # some invocation is only known at run time (see `_Inv.uncertain`)
+    files: tuple = ()  # the files the trajectory wrote, after this line ran (see `_files`)
 
 
 _SAFE_WORD_RE = re.compile(r"[\w@%+=:,./{}-]+")
@@ -274,10 +281,96 @@ def _hard_positional_use(script: list) -> bool:
     return False
 
 
-class _Walker:
-    """Turns a syntax tree into invocations, unwrapping wrappers and recording what feeds what."""
+_NAMEREF = "\0nameref"  # set in a variable table once `declare -n` made any name a reference to any other
+_PROGRAM_GLOB_RE = re.compile(r"[*?]|\[[^\]]+\]")
+_READ_OPTS = _opts(values="adinNptu")
+_MAPFILE_OPTS = _opts(values="dnOsuCc")
+# Programs that do not write the files named in their arguments (so that `chmod +x x.sh` leaves x.sh as it was).
+_READ_ONLY = frozenset({
+    "cat", "ls", "echo", "printf", "grep", "egrep", "fgrep", "rg", "ag", "head", "tail", "wc", "less", "more", "stat",
+    "file", "chmod", "chown", "chgrp", "test", "[", "diff", "cmp", "md5sum", "sha1sum", "sha256sum", "sha512sum",
+    "shasum", "cksum", "b2sum", "readlink", "realpath", "basename", "dirname", "du", "df", "which", "type",
+    "command", "cd", "pushd", "popd", "pwd", "true", "false", ":", "man", "help", "info", "nl", "od", "xxd",
+    "hexdump", "strings", "cut", "tr", "jq", "yq", "touch", "mkdir", "rmdir", "rm", "tree", "find", "column",
+    "fold", "fmt", "paste", "join", "comm", "date", "sleep", "whoami", "id", "uname", "hostname", "ps", "kill",
+    "exit", "return", "export", "declare", "typeset", "local", "readonly", "read", "set", "shift", "unset",
+    "alias", "hash", "trap", "wait", "jobs", "ulimit", "umask", "getopts", "let", "source", ".", "eval", "exec",
+    "bat", "view", "shellcheck", "tee", "cp", "ln", "mv", "install",
+})
+_GIT_WRITES = frozenset({"checkout", "restore", "reset", "stash", "pull", "merge", "apply", "am", "cherry-pick",
+                         "rebase", "clone", "switch", "revert", "mv", "worktree", "submodule", "fetch"})
 
-    def __init__(self) -> None:
+
+def _drop(env: _Env, base: str) -> None:
+    for key in [k for k in env if k == base or k.startswith(base + "[")]:
+        del env[key]
+
+
+def _set(env: _Env, name: str, value: str | None) -> None:
+    """Assign a variable; None: to a value only known at run time. `a[1]=x` sets one element of an array."""
+    if env.get(_NAMEREF):  # after `declare -n`, an assignment may change any variable: nothing is known any more
+        value = None
+    base, bracket, index = name.partition("[")
+    if bracket:
+        index = index.rstrip("]")
+        known = {k: v for k, v in env.items() if k.startswith(base + "[") and k[len(base) + 1:-1].isdigit()}
+        _drop(env, base)
+        if index.isdigit():
+            env.update(known)
+            if value is not None:
+                env[f"{base}[{index}]"] = value
+                if index == "0":
+                    env[base] = value
+            else:
+                env.pop(f"{base}[{index}]", None)
+        return
+    _drop(env, base)  # `a=x` on an array sets `a[0]` only: the rest is not followed
+    if value is not None:
+        env[name] = value
+
+
+def _set_array(env: _Env, name: str, fields: list[tuple[str, _Dyn]] | None, append: bool = False) -> None:
+    """`a=(rm -rf x)`: `${a[@]}` are the fields, `${a[0]}` (and `$a`) the first; None: only known at run time."""
+    if env.get(_NAMEREF):
+        fields = None
+    if append:
+        before = env.get(name + "[@]")
+        fields = list(before) + fields if isinstance(before, tuple) and fields is not None else None
+    _drop(env, name)
+    if fields is None:
+        return
+    env[name + "[@]"] = tuple(fields)
+    if all(tail is None for _, tail in fields):
+        env[name + "[*]"] = " ".join(text for text, _ in fields)
+    for k, (text, tail) in enumerate(fields):
+        if tail is None:
+            env[f"{name}[{k}]"] = text
+            if k == 0:
+                env[name] = text
+
+
+def _merge_maybe(env: _Env, inner: _Env) -> None:
+    """Variables changed where the change may or may not happen (an `if`, after `&&`) are unknown afterwards."""
+    if inner.get(_NAMEREF) and not env.get(_NAMEREF):
+        for key in [k for k in env if k not in _POSITIONAL]:
+            del env[key]
+        env[_NAMEREF] = True
+        return
+    for key in set(env) | set(inner):
+        if key not in _POSITIONAL and env.get(key) != inner.get(key):
+            env.pop(key, None)
+
+
+class _Walker:
+    """Turns a syntax tree into invocations, unwrapping wrappers and recording what feeds what.
+
+    `files` are what the trajectory wrote before this line (see `_files`); `own` the `own_scripts` rule."""
+
+    def __init__(self, files: dict | None = None, own: _files.OwnScripts = "workspace") -> None:
+        self.files: dict = dict(files or {})
+        self.own = own
+        self.hashed: dict[str, tuple] = {}  # `hash -p /bin/rm x`: names that run another program
+        self.wild_write = False  # something was written to a path only known at run time
         self.invs: list[_Inv] = []
         self.edges: dict[int, set[int]] = {}
         self.errors: list[str] = []
@@ -301,11 +394,19 @@ class _Walker:
 
     def pipeline(self, stages: list, env: _Env, depth: int) -> list[int]:
         groups: list[list[int]] = []
+        last = len(stages) - 1
         for k, stage in enumerate(stages):
-            ids = self.stage(stage, env, depth)
+            # Each stage of a real pipeline runs in a subshell: its assignments are lost (the last one's may stay).
+            local = env if not last else dict(env)
+            ids = self.stage(stage, local, depth)
+            incoming: tuple[list[str] | None, bool] | None = None
             if k:  # `echo 'rm -rf /' | sh`: what the stage before prints is the script of a shell reading stdin
                 texts, known = self.output_of(stages[k - 1], groups[-1], env)
-                ids += self.feed(ids, texts, known, "text piped into a shell", env, depth)
+                incoming = (texts, known)
+                ids += self.feed(ids, texts, known, "text piped into a shell", local, depth)
+            self.writes(stage, ids, local, incoming)
+            if last and k == last:
+                _merge_maybe(env, local)
             groups.append(ids)
         for k in range(1, len(groups)):
             for earlier in groups[:k]:
@@ -366,6 +467,11 @@ class _Walker:
         self.guessing += guessed
         try:
             ran: list[int] = []
+            for x in shells:  # `echo 'import os; ...' | python3`: code in another language
+                if self.invs[x].stdin_lang:
+                    for text in texts:
+                        ran += self.lang_code(self.invs[x], self.invs[x].stdin_lang or "", text, depth)
+            shells = [x for x in shells if not self.invs[x].stdin_lang]
             for positional in dict.fromkeys(self.invs[x].script_args for x in shells):
                 for text in texts:
                     ran += self.code(text, what, env, depth, positional=positional)
@@ -392,6 +498,13 @@ class _Walker:
                 own = dict(env)
                 _bind_positional(own, None)
                 ids = self.body(stage, own, depth)
+            elif stage.scope or stage.assigns:
+                inner = dict(env)
+                for name in stage.assigns:  # a `for` loop's variable: set to each word in turn
+                    _set(inner, name, None)
+                ids = self.body(stage, inner, depth)
+                if stage.scope != "sub":
+                    _merge_maybe(env, inner)
             else:
                 ids = self.body(stage, env, depth)
         else:
@@ -408,41 +521,96 @@ class _Walker:
         words: list[str] = []
         dyn: list[_Dyn] = []
         assigning = True
-        assignments: list[tuple[str, str, bool]] = []
-        for word in cmd.words:
+        # (name, value, only known at run time, array fields or None, `+=`, an array assignment)
+        assignments: list[tuple[str, str, bool, list | None, bool, bool]] = []
+        for k, word in enumerate(cmd.words):
             first = word.pieces[0]
             if assigning and first[0] == "L" and not first[2] and _ASSIGN_RE.match(first[1]):
                 fields = _expand_word(word, env, split=False)
                 text, tail = fields[0] if fields else ("", None)
-                name = text.split("=", 1)[0].rstrip("+")
-                assignments.append((name, text.split("=", 1)[1], tail is not None))
+                name, _, value = text.partition("=")
+                array = self.array_fields(cmd, k, env)
+                assignments.append((name.rstrip("+"), value, tail is not None, array, name.endswith("+"),
+                                    k in cmd.arrays))
                 continue
             assigning = False
             for text, is_dyn in _expand_word(word, env):
                 words.append(text)
                 dyn.append(is_dyn)
         if not words:  # `x=rm`: remembered, so that `$x -rf /` later is seen as rm
-            for name, value, is_dyn in assignments:
-                if is_dyn:
-                    env.pop(name, None)
+            for name, value, is_dyn, array, append, is_array in assignments:
+                if is_array:
+                    _set_array(env, name, array, append)
+                elif append:
+                    before = env.get(name)
+                    _set(env, name, None if is_dyn or before is None else before + value)
                 else:
-                    env[name] = value
+                    _set(env, name, None if is_dyn else value)
             return []
-        if words[0] in ("export", "declare", "typeset", "local", "readonly"):
-            for text, tail in zip(words[1:], dyn[1:]):
-                if _ASSIGN_RE.match(text):
-                    name, value = text.split("=", 1)
-                    if tail is not None:
-                        env.pop(name.rstrip("+"), None)
-                    else:
-                        env[name.rstrip("+")] = value
-        elif words[0] in ("set", "shift") and dyn[0] is None:
-            _reposition(words, dyn, env)
+        self.builtin(cmd, words, dyn, env)
         inner_env = env
         if assignments:  # `X=rm bash -c '$X -rf /'`: the prefix is in the command's environment
             inner_env = dict(env)
-            inner_env.update((name, value) for name, value, is_dyn in assignments if not is_dyn)
+            for name, value, is_dyn, _, append, is_array in assignments:
+                _set(inner_env, name, None if is_dyn or append or is_array else value)
         return self.argv(words, dyn, inner_env, depth)
+
+    def array_fields(self, cmd: _Simple, k: int, env: _Env) -> list[tuple[str, _Dyn]] | None:
+        if k not in cmd.arrays:
+            return None
+        return [field for element in cmd.arrays[k] for field in _expand_word(element, env)]
+
+    def builtin(self, cmd: _Simple, words: Sequence[str], dyn: Sequence[_Dyn], env: _Env) -> None:
+        """What builtins do to variables: `export`/`declare`/`local`, `read`, `mapfile`, `printf -v`, `unset`,
+        `getopts`, `set --`/`shift`, `hash -p`. A value they set from input is only known at run time."""
+        if dyn[0] is not None:
+            return
+        program, args, args_dyn = words[0], list(words[1:]), list(dyn[1:])
+        if program in ("export", "declare", "typeset", "local", "readonly"):
+            options = "".join(a[1:] for a in args if a.startswith("-") and not _ASSIGN_RE.match(a))
+            if "n" in options and program != "export":  # namerefs: any name may now stand for any other
+                for key in [k for k in env if k not in _POSITIONAL]:
+                    del env[key]
+                env[_NAMEREF] = True
+            for text, tail in zip(args, args_dyn):
+                if _ASSIGN_RE.match(text):
+                    name, value = text.split("=", 1)
+                    _set(env, name.rstrip("+"), None if tail is not None or name.endswith("+") else value)
+                elif program == "local" and not text.startswith(("-", "+")):
+                    _set(env, text, None)
+            for k in cmd.arrays:
+                head = cmd.words[k].pieces[0][1] if cmd.words[k].pieces[0][0] == "L" else ""
+                name = head.split("=", 1)[0]
+                _set_array(env, name.rstrip("+"), self.array_fields(cmd, k, env), name.endswith("+"))
+        elif program == "read":
+            j, seen = _getopt(args, 0, _READ_OPTS)
+            if seen.get("a"):
+                _set_array(env, seen["a"], None)
+            for name in args[j:] or ([] if seen.get("a") else ["REPLY"]):
+                _set(env, name, None)
+        elif program in ("mapfile", "readarray"):
+            j, _ = _getopt(args, 0, _MAPFILE_OPTS)
+            _set_array(env, args[j] if j < len(args) else "MAPFILE", None)
+        elif program == "getopts" and len(args) >= 2:
+            _set(env, args[1], None)
+        elif program == "printf" and args and args[0].startswith("-v"):
+            name = args[0][2:] or (args[1] if len(args) > 1 else "")
+            rest, rest_dyn = (args[1:], args_dyn[1:]) if args[0][2:] else (args[2:], args_dyn[2:])
+            value = _printf_output(rest) if all(d is None for d in rest_dyn) else None
+            if name:
+                _set(env, name, value)
+        elif program == "unset":
+            for name in args:
+                if not name.startswith("-"):
+                    _drop(env, name)
+        elif program in ("set", "shift"):
+            _reposition(words, dyn, env)
+        elif program == "hash" and "-p" in args:
+            i = args.index("-p")
+            if i + 1 < len(args):
+                state = self.source_state(args[i + 1], args_dyn[i + 1])
+                for name in args[i + 2:]:
+                    self.hashed[name] = state
 
     def argv(self, words: Sequence[str], dyn: Sequence[_Dyn], env: _Env, depth: int) -> list[int]:
         if not words:
@@ -452,6 +620,16 @@ class _Walker:
             inv = _Inv(_basename(tail), tuple(words[1:]), words, dyn, guessed=self.guessing > 0)
         else:
             inv = _Inv(_basename(program), tuple(words[1:]), words, dyn, unknown=tail, guessed=self.guessing > 0)
+        state = None
+        if tail is None:
+            if "/" in program:  # `./x`, `/tmp/r`: what the trajectory wrote there, if it did
+                state = self.lookup(program)
+            elif program in self.hashed:  # `hash -p /bin/rm x; x`
+                state = self.hashed[program]
+            if state is not None and state[0] == "program":
+                inv.renamed, inv.program = program, state[1]
+            elif _PROGRAM_GLOB_RE.search(inv.program):
+                inv.glob = True
         index = len(self.invs)
         self.invs.append(inv)
         ids = [index]
@@ -463,29 +641,71 @@ class _Walker:
         else:
             if inv.program == "alias":
                 self.define_aliases(rest, rest_dyn)
-            handler = _WRAPPERS.get(inv.program)
+            handler = handler_for(inv.program)
             actions, guess = (handler(rest) if handler else []), 0
         self.guessing += guess
+        scripts: set[str] = set()
         try:
             for action in actions:
-                if action[0] == "argv":
+                kind = action[0]
+                if kind == "argv":
                     ids += self.argv(rest[action[1]:action[2]], rest_dyn[action[1]:action[2]], env, depth)
-                elif action[0] == "text":
+                elif kind == "xargv":  # `xargs CMD`: CMD runs with input items as (more) arguments
+                    sub, sub_dyn = list(rest[action[1]:action[2]]), list(rest_dyn[action[1]:action[2]])
+                    repl = action[3]
+                    if repl:
+                        sub_dyn = [("" if d is None and repl in w else d) for w, d in zip(sub, sub_dyn)]
+                    elif sub and (_basename(sub[0]) in _CODE_RUNNERS or language_of(_basename(sub[0]))):
+                        sub, sub_dyn = [*sub, "{}"], [*sub_dyn, ""]
+                    ids += self.argv(sub, sub_dyn, env, depth)
+                elif kind == "text":
                     code = action[1]
                     if not guess and any(d is not None and w in code for w, d in zip(rest, rest_dyn)):
                         inv.opaque = True  # `eval "$(echo rm -rf /)"`: the code itself is only known at run time
                     positional = None
                     if len(action) > 2:  # a new shell: `bash -c 'rm "$@"' _ -rf /` has its own `$@`
                         positional = tuple(zip(rest[action[2]:], rest_dyn[action[2]:]))
-                    ids += self.code(code, f"shell code given to `{inv.program}`", env, depth, positional=positional)
-                elif action[0] == "stdin":
+                    # `eval` runs in this shell: what it assigns lasts
+                    ids += self.code(code, f"shell code given to `{inv.program}`", env, depth,
+                                     shared=inv.program == "eval", positional=positional)
+                elif kind == "stdin":
                     inv.stdin_shell = True
                     if action[1] is not None:
                         inv.script_args = tuple(zip(rest[action[1]:], rest_dyn[action[1]:]))
-                elif not guess and rest_dyn[action[1]] is not None and rest[action[1]].startswith(("<(", ">(")):
-                    inv.opaque = True  # `bash <(base64 -d x)`: the script is what another command prints
+                elif kind == "code":  # `python3 -c CODE`, `perl -e CODE`
+                    lang, k, code = action[1], action[2], action[3]
+                    hidden = any(d is not None for d in rest_dyn) if k < 0 else rest_dyn[k] is not None
+                    if not guess and hidden:
+                        inv.opaque = True
+                        inv.why = inv.why or f"the {lang} code it runs is only known at run time"
+                    ids += self.lang_code(inv, lang, code, depth)
+                elif kind == "code-stdin":
+                    inv.stdin_shell, inv.stdin_lang = True, action[1]
+                elif kind in ("script", "script-file"):
+                    lang, k = ("sh", action[1]) if kind == "script" else (action[1], action[2])
+                    if k < 0 or k >= len(rest):
+                        continue
+                    if not guess and rest_dyn[k] is not None:
+                        inv.opaque = True  # `bash <(base64 -d x)`, `sh "$F"`: a script only known at run time
+                        inv.why = inv.why or f"the script it runs (`{rest[k]}`) is only known at run time"
+                        continue
+                    if guess:
+                        continue
+                    scripts.add(rest[k])
+                    how = "source" if inv.program in ("source", ".") else lang
+                    ids += self.run_file(inv, rest[k], how, rest[k + 1:], rest_dyn[k + 1:], env, depth)
+                elif kind == "opaque" and not guess:
+                    inv.opaque = True
+                    inv.why = inv.why or action[1]
         finally:
             self.guessing -= guess
+        if (
+            tail is None and "/" in program and not actions and not self.guessing
+            and (state is None or state[0] != "program")
+        ):
+            ids += self.run_file(inv, program, "exec", rest, rest_dyn, env, depth)  # `./x.sh`
+        if not inv.dynamic and not self.guessing:
+            self.note_writes(inv, rest, rest_dyn, scripts)
         # A command whose program or code is only known at run time stays a command of its own (a leaf), so that
         # an allow list never passes it on the strength of what a guess found inside it.
         inv.leaf = len(ids) == 1 or inv.dynamic or inv.opaque
@@ -494,6 +714,158 @@ class _Walker:
             # definition may not have run, and then a program of that name runs), and runs its body.
             ids += self.expand(inv, program, rest, rest_dyn, env, depth)
         return ids
+
+    # -- code in other languages, scripts and the files a line writes ---------------------------------------------
+
+    def lang_code(self, inv: _Inv, lang: str, code: str, depth: int) -> list[int]:
+        """What code handed to an interpreter runs (see `_code`); what it hides makes `inv` only known at run time."""
+        if depth >= _MAX_DEPTH:
+            if not self.guessing:
+                self.errors.append(f"{lang} code is nested too deeply to follow")
+            return []
+        ids: list[int] = []
+        what = f"{lang} code given to `{inv.program}`"
+        for action in analyse_code(lang, code):
+            kind = action[0]
+            if kind == "text":
+                ids += self.code(action[1], what, {}, depth, positional=())
+            elif kind == "argv":
+                ids += self.argv([w for w, _ in action[1]], [d for _, d in action[1]], {}, depth + 1)
+            elif kind == "fed":  # awk's `print ... | "sh"`: a command reading text only known at run time
+                fed = self.code(action[1], what, {}, depth, positional=())
+                self.feed(fed, None, False, "", {}, depth)
+                ids += fed
+            elif kind == "opaque" and not self.guessing:
+                inv.opaque = True
+                inv.why = inv.why or action[1]
+        return ids
+
+    def lookup(self, path: str) -> tuple | None:
+        return _files.lookup(self.files, path)
+
+    def run_file(
+        self, inv: _Inv, path: str, how: str, args: Sequence[str], args_dyn: Sequence[_Dyn], env: _Env, depth: int
+    ) -> list[int]:
+        """A script run by path (`sh x.sh`, `. x`, `./x.sh`, `python3 x.py`): read it when the trajectory wrote
+        it where it could be seen; else it is the user's own (the `own_scripts` rule) or only known at run time."""
+        state = self.lookup(path)
+        if state is None:
+            if how == "exec" and path.startswith("/"):
+                return []  # a program installed somewhere, judged by its name
+            if _files.own_script(path, self.own) and not self.wild_write:
+                return []
+            inv.opaque = True
+            inv.why = inv.why or (
+                f"it runs `{path}`, which this trajectory never showed being written and is not one of the user's "
+                "own scripts (own_scripts)"
+            )
+            return []
+        if state[0] == "unknown":
+            inv.opaque = True
+            inv.why = inv.why or f"it runs `{path}`, which {state[1]}"
+            return []
+        if state[0] != "text":
+            return []
+        ids: list[int] = []
+        for text in state[1]:
+            lang = language_of_script(text, path) if how == "exec" else ("sh" if how == "source" else how)
+            if lang in LANGUAGES:
+                ids += self.lang_code(inv, lang, text, depth)
+            else:
+                ids += self.code(text, f"`{path}`", env, depth, shared=how == "source",
+                                 positional=None if how == "source" else tuple(zip(args, args_dyn)))
+        return ids
+
+    def source_state(self, path: str, tail: _Dyn) -> tuple:
+        """What a copy of or link to `path` is (`cp /bin/rm x`, `ln -s "$(which rm)" x`, `cp tmpl.sh x.sh`)."""
+        if tail is not None:
+            if "/" in tail and tail.rstrip("/"):
+                return ("program", _basename(tail))
+            return ("unknown", f"is a copy of `{path}`, a path only known at run time")
+        program = _files.system_program(path)
+        if program is not None:
+            return ("program", program)
+        state = self.lookup(path)
+        if state is not None:
+            return state
+        if _files.own_script(path, self.own):
+            return ("own",)
+        return ("unknown", f"is a copy of `{path}`, which this trajectory never showed")
+
+    def note_writes(self, inv: _Inv, rest: Sequence[str], rest_dyn: Sequence[_Dyn], scripts: set[str]) -> None:
+        """Copies and links (`cp`, `ln`, `install`, `mv`) make their target what their source is; any other
+        program (but a few that only read) may have written the files it names: they become unknown."""
+        program = inv.program
+        if program in ("cp", "ln", "install", "mv"):
+            parsed = _normalise(program, inv.args)
+            tails = dict(zip(rest, rest_dyn))
+            operands = list(parsed.operands)
+            target_dir = next((v for k, v in parsed.values if k == "t"), None)
+            if target_dir is None and program == "ln" and len(operands) == 1:
+                target_dir = "."
+            if target_dir is None and len(operands) < 2:
+                return
+            sources = operands if target_dir is not None else operands[:-1]
+            for source in sources:
+                if target_dir is not None or len(sources) > 1:
+                    dest = f"{target_dir or operands[-1]}/{_basename(source)}"
+                else:
+                    dest = operands[-1]
+                self.files[_files.normalise(dest)] = self.source_state(source, tails.get(source))
+            return
+        if (
+            program in _READ_ONLY or program in _SHELLS or language_of(program) or inv.glob
+            or (program in _WRAPPERS and program not in ("git", "tar"))
+            or (program == "git" and not any(a in _GIT_WRITES for a in inv.args))
+        ):
+            return
+        why = f"was written by `{inv.display}`"
+        for text, tail in zip(rest, rest_dyn):
+            if tail is not None or text in scripts or "://" in text:
+                continue
+            if text.startswith("-") or (program == "dd" and "=" in text):
+                text = text.split("=", 1)[1] if "=" in text else ""
+            if text and not text.startswith("-") and text not in _files._DEVICES:
+                self.files[_files.normalise(text)] = ("unknown", why)
+
+    def writes(
+        self, stage: _Simple | _Group, ids: list[int], env: _Env,
+        incoming: tuple[list[str] | None, bool] | None,
+    ) -> None:
+        """Files a stage writes: its output redirections (`echo ... > x.sh`) and `tee FILE`, with what they hold
+        when that is known (`echo`, `printf`, `cat` of a here-document), else as unknown."""
+        targets: list[tuple[str, bool, tuple[list[str] | None, bool], str]] = []
+        if stage.writes:
+            output = self.output_of(stage, ids, env)
+            shown = f"`{self.invs[ids[0]].display}`" if ids else "a command"
+            for word, append in stage.writes:
+                fields = _expand_word(word, env, split=False)
+                path, tail = fields[0] if fields else ("", None)
+                if tail is not None:
+                    self.wild_write = True
+                    continue
+                targets.append((path, append, output, shown))
+        if isinstance(stage, _Simple) and ids and self.invs[ids[0]].program == "tee" and not self.invs[ids[0]].dynamic:
+            tee = self.invs[ids[0]]
+            if stage.stdin_word is not None:
+                text, known = _word_text(stage.stdin_word, env)
+                incoming = ([text], known)
+            parsed = tee.normalised()
+            for path in parsed.operands:
+                targets.append((path, "a" in parsed.flags, incoming or (None, False), "the command before `tee`"))
+        for path, append, (texts, known), shown in targets:
+            if path in _files._DEVICES or not path:
+                continue
+            key = _files.normalise(path)
+            if texts is None or not known:
+                self.files[key] = ("unknown", f"was written by {shown}")
+                continue
+            before = self.lookup(path) if append else None
+            if before is not None and before[0] == "unknown":
+                continue
+            if before is not None and before[0] == "text":
+                texts = [b + t for b in before[1] for t in texts]
+            self.files[key] = ("text", tuple(dict.fromkeys(texts)))
 
     def define_aliases(self, words: Sequence[str], dyn: Sequence[_Dyn]) -> None:
         """`alias r='rm -rf'`: remembered, so that a later `r build` is read as `rm -rf build`."""
@@ -620,9 +992,11 @@ def _closure(edges: Mapping[int, set[int]]) -> dict[int, frozenset[int]]:
 
 
 @lru_cache(maxsize=4096)
-def _analyse(command: str | tuple[str, ...]) -> _Analysis:
-    """Cached: the same command is examined against every rule of a policy and every `never_ran` of a case."""
-    walker = _Walker()
+def _analyse(command: str | tuple[str, ...], files: _files.Files = (), own: _files.OwnScripts = "workspace") -> _Analysis:
+    """Cached: the same command is examined against every rule of a policy and every `never_ran` of a case.
+
+    `files`: what the trajectory wrote before this command (see `_files`); `own`: the `own_scripts` rule."""
+    walker = _Walker(dict(files), own)
     try:
         if isinstance(command, str):
             script = _Parser(command).parse_all()
@@ -638,5 +1012,5 @@ def _analyse(command: str | tuple[str, ...]) -> _Analysis:
         return _Analysis((), {}, error="nested too deeply to follow")
     return _Analysis(
         tuple(walker.invs), _closure(walker.edges), nested_errors=tuple(walker.errors),
-        uncertain=any(inv.uncertain for inv in walker.invs),
+        uncertain=any(inv.uncertain for inv in walker.invs), files=tuple(walker.files.items()),
     )
