@@ -18,8 +18,10 @@ from __future__ import annotations
 # expansion) and _options (getopt per program), _wrappers (programs that run other commands), _analysis (every
 # program a line runs), _values (CommandLines, UnreadableCommand), _patterns (matching), _calls (tool calls).
 from ._calls import COMMAND_ARGUMENT_KEYS, DEFAULT_COMMAND_TOOLS, command_of_call, commands_for_allow_list
-from ._patterns import CommandMatch, CommandPattern, cannot_read, commands_in, match_command
+from ._patterns import CommandMatch, CommandPattern, cannot_read, commands_in, match_command, unknown_at_run_time
 from ._values import CommandLines, UnreadableCommand
+from ._files import check_own_scripts
+from ._history import history
 
 # Internals kept reachable as `_shell.X`, as they were when this package was one module.
 from ._analysis import _analyse as _analyse, _Analysis as _Analysis, _Inv as _Inv, _Walker as _Walker  # isort: skip
@@ -39,6 +41,9 @@ __all__ = [
     "commands_in",
     "commands_for_allow_list",
     "cannot_read",
+    "unknown_at_run_time",
+    "history",
+    "check_own_scripts",
     "CommandLines",
 ]
 

@@ -687,7 +687,8 @@ class _Walker:
                         continue
                     if not guess and rest_dyn[k] is not None:
                         inv.opaque = True  # `bash <(base64 -d x)`, `sh "$F"`: a script only known at run time
-                        inv.why = inv.why or f"the script it runs (`{rest[k]}`) is only known at run time"
+                        if not rest[k].startswith(("<(", ">(")):  # (process substitution: shell code)
+                            inv.why = inv.why or f"the script it runs (`{rest[k]}`) is only known at run time"
                         continue
                     if guess:
                         continue

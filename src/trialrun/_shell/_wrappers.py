@@ -245,7 +245,7 @@ def _tmux_handler(words: Sequence[str]) -> list[_Action]:
     sub, rest = words[j], j + 1
     if sub in ("new", "new-session", "new-window", "neww", "split-window", "splitw", "respawn-pane", "respawnp",
                "respawn-window", "respawnw", "display-popup", "popup", "run-shell", "run", "if-shell", "if"):
-        k, _ = _getopt(words, rest, _opts(values="stcnxyFelpwhTeEbdBdS"))
+        k, _ = _getopt(words, rest, _opts(values="stcnxyFelpwT"))
         if k >= len(words):
             return []
         return [("text", " ".join(words[k:]))] if k + 1 == len(words) else [("argv", k, len(words))]
@@ -353,7 +353,7 @@ def _cluster_args(code_letters: str, valued: str, digits: str) -> Any:
                     break
                 k += 1
                 if c in digits:
-                    while k < len(w) and w[k] in "0123456789xXabcdefABCDEF":
+                    while k < len(w) and w[k] in "0123456789":
                         k += 1
             i += 1
         if codes:
