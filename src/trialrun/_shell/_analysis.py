@@ -724,6 +724,11 @@ class _Walker:
             if not self.guessing:
                 self.errors.append(f"{lang} code is nested too deeply to follow")
             return []
+        self.codes += 1
+        if self.codes > _MAX_CODE:
+            if self.codes == _MAX_CODE + 1:
+                self.errors.append(f"{lang} code: too much code inside code to follow")
+            return []
         ids: list[int] = []
         what = f"{lang} code given to `{inv.program}`"
         for action in analyse_code(lang, code):

@@ -233,6 +233,11 @@ _DYNAMIC = {
 }
 _INTERPOLATES = {"perl": r"[$@][\w{]", "ruby": r"#\{", "node": r"\$\{", "php": r"\$\w|\{\$", "awk": r"(?!)"}
 _QUOTE_PAIRS = {"(": ")", "{": "}", "[": "]", "<": ">"}
+_QUOTE_OP_RE = re.compile(r"(qx|qq|qw|q|%x|%w|%W|%q|%Q|%)([^\w\s])")
+_SED_ADDRESS_RE = re.compile(
+    r"(?:\d+|\$|/(?:\\.|[^/])*/[IM]*|\\(.)(?:\\.|.)*?\1)(?:\s*,\s*(?:\d+|\$|/(?:\\.|[^/])*/[IM]*|[+~]\d+))?\s*!?\s*"
+)
+_SED_FLAGS_RE = re.compile(r"[gpIiMme\d]*(?:w\s+\S+)?")
 
 
 def _tokens(lang: str, code: str) -> tuple[str, list[tuple[str, str, bool]]]:
@@ -263,11 +268,11 @@ def _tokens(lang: str, code: str) -> tuple[str, list[tuple[str, str, bool]]]:
             end = code.find("\n", i)
             i = n if end < 0 else end
             continue
-        m = re.match(r"(qx|qq|qw|q|%x|%w|%W|%q|%Q|%)([^\w\s])", code[i:]) if lang in ("perl", "ruby") else None
+        m = _QUOTE_OP_RE.match(code, i) if lang in ("perl", "ruby") and c in "qQ%" else None
         if m and (i == 0 or not (code[i - 1].isalnum() or code[i - 1] == "_")) and (m.group(1) != "%" or lang == "ruby"):
             opener = m.group(2)
             closer = _QUOTE_PAIRS.get(opener, opener)
-            j = i + len(m.group(0))
+            j = m.end()
             depth = 1
             k = j
             while k < n:
@@ -439,9 +444,9 @@ def _sed(script: str) -> list[_Action]:
         if c in " \t\n;{}!":
             i += 1
             continue
-        m = re.match(r"(?:\d+|\$|/(?:\\.|[^/])*/[IM]*|\\(.)(?:\\.|.)*?\1)(?:\s*,\s*(?:\d+|\$|/(?:\\.|[^/])*/[IM]*|[+~]\d+))?\s*!?\s*", script[i:])
-        if m and m.end():
-            i += m.end()
+        m = _SED_ADDRESS_RE.match(script, i)
+        if m and m.end() > i:
+            i = m.end()
             continue
         if c in "aic":  # text commands run to the end of the line
             end = script.find("\n", i)
@@ -468,10 +473,10 @@ def _sed(script: str) -> list[_Action]:
                 if script[j] == delim:
                     parts += 1
                 j += 1
-            flags = re.match(r"[gpIiMme\d]*(?:w\s+\S+)?", script[j:])
+            flags = _SED_FLAGS_RE.match(script, j)
             if c == "s" and flags and "e" in flags.group(0).split("w")[0]:
                 actions.append(("opaque", "sed's `s///e` runs what it substitutes as a command"))
-            i = j + (flags.end() if flags else 0)
+            i = max(flags.end() if flags else j, i + 1)
             continue
         i += 1
     return actions
