@@ -98,13 +98,22 @@ def _python(code: str, depth: int) -> list[_Action]:
         return _generic("python", code, depth)  # not Python this version reads: skim it instead
     aliases: dict[str, str] = {}
     constants: dict[str, str | None] = {}  # names assigned once to a string: what `'rm -rf ' + d` means
+    starters = _PY_SHELL | _PY_RUN | set(_PY_DELETE)
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for a in node.names:
                 aliases[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
         elif isinstance(node, ast.ImportFrom) and node.module:
             for a in node.names:
-                aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+                if a.name == "*":  # `from os import *`: its program starters by their bare names
+                    for full in starters:
+                        if full.rsplit(".", 1)[0] == node.module:
+                            aliases[full.rsplit(".", 1)[1]] = full
+                    if node.module == "os":
+                        for prefix in _PY_EXEC_PREFIXES:
+                            aliases.setdefault(prefix[3:] + "*", prefix)
+                else:
+                    aliases[a.asname or a.name] = f"{node.module}.{a.name}"
         elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr, ast.For)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             value = getattr(node, "value", None)
@@ -128,6 +137,16 @@ def _python(code: str, depth: int) -> list[_Action]:
         ):
             return node.args[0].value
         return None
+
+    for _ in range(2):  # `s = os; s.system(...)`, `run = subprocess.run`: names bound to modules or functions
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                and isinstance(node.value, (ast.Name, ast.Attribute))
+            ):
+                bound = name_of(node.value)
+                if bound is not None and bound != node.targets[0].id:
+                    aliases[node.targets[0].id] = bound
 
     def text(node: ast.AST) -> tuple[str, bool]:
         """An argument as shell text, and whether all of it is known."""
@@ -182,7 +201,9 @@ def _python(code: str, depth: int) -> list[_Action]:
             executable = next((k.value for k in node.keywords if k.arg == "executable"), None)
             if executable is not None:
                 actions.append(("argv", [word(executable), *words(args[:1])[1:]]))
-        elif name is not None and name.startswith(_PY_EXEC_PREFIXES):
+        elif name is not None and (name.startswith(_PY_EXEC_PREFIXES) or (
+            "os.exec*" in aliases.values() and re.fullmatch(r"(?:exec|spawn|posix_spawn)\w*", name)
+        )):
             rest = [a for a in args if not (isinstance(a, ast.Attribute) and a.attr.isupper())]
             if rest:
                 actions.append(("argv", words(rest)))
@@ -196,8 +217,16 @@ def _python(code: str, depth: int) -> list[_Action]:
         elif name in _PY_DYNAMIC or (name == "__import__" and name_of(node) is None):
             actions.append(("opaque", f"it calls `{name}`, so what it runs is only known at run time"))
     inner = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
+    inner |= {  # `run = subprocess.run`: an alias, whose calls are read as calls of what it names
+        id(node.value) for node in ast.walk(tree)
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+        and isinstance(node.value, (ast.Name, ast.Attribute))
+    }
     for node in ast.walk(tree):  # `f = os.system; f(x)`: a program starter used other than by a plain call
-        if isinstance(node, (ast.Attribute, ast.Name)) and id(node) not in called and id(node) not in inner:
+        if (
+            isinstance(node, (ast.Attribute, ast.Name)) and id(node) not in called and id(node) not in inner
+            and not isinstance(node.ctx, ast.Store)
+        ):
             name = name_of(node)
             if name in _PY_SHELL or name in _PY_RUN or (name is not None and name.startswith(_PY_EXEC_PREFIXES)):
                 actions.append(("opaque", f"it uses `{name}` other than by calling it"))
