@@ -674,7 +674,7 @@ class _Walker:
                         inv.script_args = tuple(zip(rest[action[1]:], rest_dyn[action[1]:]))
                 elif kind == "code":  # `python3 -c CODE`, `perl -e CODE`
                     lang, k, code = action[1], action[2], action[3]
-                    hidden = any(d is not None for d in rest_dyn) if k < 0 else rest_dyn[k] is not None
+                    hidden = any(d is not None for d in rest_dyn) if k < 0 else (k < len(rest_dyn) and rest_dyn[k] is not None)
                     if not guess and hidden:
                         inv.opaque = True
                         inv.why = inv.why or f"the {lang} code it runs is only known at run time"
@@ -683,6 +683,11 @@ class _Walker:
                     inv.stdin_shell, inv.stdin_lang = True, action[1]
                 elif kind in ("script", "script-file"):
                     lang, k = ("sh", action[1]) if kind == "script" else (action[1], action[2])
+                    if isinstance(k, str):  # a path given in an option (`php -fx.php`, `at -f x.sh`)
+                        if not guess:
+                            scripts.add(k)
+                            ids += self.run_file(inv, k, lang, (), (), env, depth)
+                        continue
                     if k < 0 or k >= len(rest):
                         continue
                     if not guess and rest_dyn[k] is not None:
@@ -1016,6 +1021,8 @@ def _analyse(command: str | tuple[str, ...], files: _files.Files = (), own: _fil
         return _Analysis((), {}, error=str(exc))
     except RecursionError:
         return _Analysis((), {}, error="nested too deeply to follow")
+    except (IndexError, KeyError, ValueError, TypeError, AttributeError) as exc:  # a guard never crashes: it fails closed
+        return _Analysis((), {}, error=f"could not be followed ({type(exc).__name__}: {exc})")
     return _Analysis(
         tuple(walker.invs), _closure(walker.edges), nested_errors=tuple(walker.errors),
         uncertain=any(inv.uncertain for inv in walker.invs), files=tuple(walker.files.items()),

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import re
+import warnings
 from collections.abc import Sequence
 
 from ._expand import _Dyn
@@ -93,7 +94,9 @@ _PY_DYNAMIC = {"getattr", "importlib.import_module", "importlib.__import__", "gl
 
 def _python(code: str, depth: int) -> list[_Action]:
     try:
-        tree = ast.parse(code)
+        with warnings.catch_warnings():  # `1_x` in a string that is not Python warns; the matcher must stay quiet
+            warnings.simplefilter("ignore")
+            tree = ast.parse(code)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return _generic("python", code, depth)  # not Python this version reads: skim it instead
     aliases: dict[str, str] = {}

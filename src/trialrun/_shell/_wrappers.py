@@ -203,6 +203,9 @@ _WRAPPERS["source"] = _WRAPPERS["."] = _source_handler
 # More wrappers (issue 11): locks, tracers, terminals, schedulers, namespaces. Each hands over to a command.
 #   ("xargv", start, end, repl)  words[start:end] run once per input item; `repl` (`{}`) stands for an item
 #   ("opaque", why)              it runs something only known at run time
+#   ("code", lang, k, text)      it runs `text`, code in `lang` given as words[k] (k < 0: several words)
+#   ("code-stdin", lang)         it runs the code in `lang` on its standard input
+#   ("script-file", lang, k)     it runs the file words[k] (or the path k, when a string) as `lang`
 # --------------------------------------------------------------------------------------------------------------
 
 
@@ -274,7 +277,7 @@ def _at_handler(words: Sequence[str]) -> list[_Action]:
     parsed = _normalise("at", tuple(words))
     files = [v for key, v in parsed.values if key == "f"]
     if files:
-        return [("script-file", "sh", list(words).index(files[0]) if files[0] in words else -1)]
+        return [("script-file", "sh", files[0])]
     if parsed.flags & {"l", "r", "d", "c"}:  # list, remove, cat: nothing runs
         return []
     return [("stdin", None)]
@@ -392,7 +395,7 @@ def _php_args(words: Sequence[str], lang: str) -> list[_Action]:
     if codes:
         return [("code", lang, -1, "\n".join(c for c in codes if c))]
     if seen.get("f"):
-        return [("script-file", lang, list(words).index(seen["f"]))]
+        return [("script-file", lang, seen["f"])]
     if "a" in seen or "S" in seen or "l" in seen:
         return []
     return _script_or_stdin(words, parsed_to, lang)
@@ -409,10 +412,8 @@ def _awk_args(words: Sequence[str], lang: str) -> list[_Action]:
         if w == "--":
             i += 1
             break
-        got = None if not w.startswith("-") or w == "-" else w
-        if got is None:
+        if not w.startswith("-") or w == "-":
             break
-        k, found = _getopt(words, i, opts) if False else (None, None)
         key = w[1:2] if not w.startswith("--") else opts.canonical_long(w[2:].split("=", 1)[0])
         value_attached = w[2:] if not w.startswith("--") else (w.split("=", 1)[1] if "=" in w else "")
         if key in ("f", "e", "E", "--file", "--source", "--exec") or key in opts.values:
@@ -449,7 +450,8 @@ def _sed_args(words: Sequence[str], lang: str) -> list[_Action]:
         if w.startswith("--expression="):
             codes.append((i, w.split("=", 1)[1]))
         elif w == "--expression" or (w.startswith("-") and not w.startswith("--") and w.rstrip("nErsuz")[-1:] == "e"):
-            codes.append((i + 1, words[i + 1] if i + 1 < n else ""))
+            if i + 1 < n:
+                codes.append((i + 1, words[i + 1]))
             i += 1
         elif w.startswith("--file="):
             files.append(i)
