@@ -12,6 +12,7 @@ A file's state is one of
 from __future__ import annotations
 
 import posixpath
+import re
 from collections.abc import Iterable, Mapping
 from fnmatch import fnmatchcase
 from typing import Any, Union
@@ -88,8 +89,12 @@ def lookup(files: Mapping[str, State], path: str) -> State | None:
     return None
 
 
-def tool_write(arguments: Any, files: dict[str, State]) -> None:
-    """Record what a (non-command) tool call wrote: `write_file(path, content)`, an edit, an `apply_patch`."""
+_WRITER_NAME_RE = re.compile(r"write|create|save|edit|patch|put|append|replace|insert|update|file", re.I)
+
+
+def tool_write(arguments: Any, files: dict[str, State], tool: str = "write_file") -> None:
+    """Record what a (non-command) tool call wrote: `write_file(path, content)`, an edit, an `apply_patch`.
+    Arguments named like `text` or `data` count as a file's content only for a tool named like a writer."""
     if not isinstance(arguments, Mapping):
         return
     patch = next((v for k, v in arguments.items() if isinstance(v, str) and "*** Begin Patch" in v), None)
@@ -99,7 +104,8 @@ def tool_write(arguments: Any, files: dict[str, State]) -> None:
     path = next((arguments[k] for k in _PATH_KEYS if isinstance(arguments.get(k), str)), None)
     if not path:
         return
-    content = next((arguments[k] for k in _CONTENT_KEYS if isinstance(arguments.get(k), str)), None)
+    keys = _CONTENT_KEYS if _WRITER_NAME_RE.search(tool) else _CONTENT_KEYS[:4]
+    content = next((arguments[k] for k in keys if isinstance(arguments.get(k), str)), None)
     if content is not None and not any(k in arguments for k in _EDIT_KEYS):
         files[normalise(path)] = ("text", (content,))
         return

@@ -189,21 +189,51 @@ Earlier = Iterable["str | Sequence[str] | tuple[str, Mapping[str, object]]"]
 
 
 def files_before(earlier: Earlier, own_scripts: _files.OwnScripts = "workspace") -> _files.Files:
-    """What `earlier` (see `Earlier`) wrote, as the analysis reads it."""
-    files: dict[str, tuple] = {}
+    """What `earlier` (see `Earlier`) wrote, as the analysis reads it.
+
+    Graders and policies ask this for every call of a trajectory in turn: each prefix of the history is a node of
+    a tree (its parent's node and its last item), and each node's files are folded once, from its parent's."""
+    node, files = 0, ()
     for item in earlier:
-        if isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], Mapping):
-            _files.tool_write(item[1], files)
+        key = (node, _item_key(item), own_scripts)
+        known = _NODES.get(key)
+        if known is None:
+            files = _fold_step(files, item, own_scripts)
+            if len(_NODES) >= _NODE_LIMIT:
+                _NODES.clear()
+            _NODE_COUNT[0] += 1  # node numbers never repeat, even after a clear
+            known = _NODES[key] = (_NODE_COUNT[0], files, item)  # (the item kept alive: its id is in keys)
+        node, files = known[0], known[1]
+    return files
+
+
+_NODES: dict[tuple, tuple] = {}
+_NODE_LIMIT = 20000
+_NODE_COUNT = [0]
+
+
+def _item_key(item: object) -> tuple:
+    if isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], Mapping):
+        return ("tool", item[0], id(item[1]))
+    if isinstance(item, str):
+        return ("command", type(item).__name__, item)
+    return ("argv", id(item))
+
+
+def _fold_step(files: _files.Files, item: object, own_scripts: _files.OwnScripts) -> _files.Files:
+    state = dict(files)
+    if isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], Mapping):
+        _files.tool_write(item[1], state, str(item[0]))
+        return tuple(state.items())
+    parts = item.parts if isinstance(item, CommandLines) else (item,)
+    for part in parts:
+        if isinstance(part, UnreadableCommand):
             continue
-        parts = item.parts if isinstance(item, CommandLines) else (item,)
-        for part in parts:
-            if isinstance(part, UnreadableCommand):
-                continue
-            key: str | tuple[str, ...] = part if isinstance(part, str) else tuple(str(w) for w in part)
-            analysis = _analyse(key, tuple(files.items()), own_scripts)
-            if analysis.error is None:
-                files = dict(analysis.files)
-    return tuple(files.items())
+        key: str | tuple[str, ...] = part if isinstance(part, str) else tuple(str(w) for w in part)  # type: ignore[union-attr]
+        analysis = _analyse(key, tuple(state.items()), own_scripts)
+        if analysis.error is None:
+            state = dict(analysis.files)
+    return tuple(state.items())
 
 
 def match_command(

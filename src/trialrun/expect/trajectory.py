@@ -355,7 +355,7 @@ def never_ran(
         trajectory = run.trajectory
         denied_ids = {d.call_id for d in trajectory.denials if d.call_id}
         calls: list[tuple[Any, str, list[Any]]] = []
-        before: list[tuple[str, Any]] = []  # the calls so far that ran: what they wrote is read by later ones
+        before: list[Any] = []  # the calls so far that ran (commands, or (tool, arguments)): later ones read what they wrote
         # An agent records the command of each call it ran (the reference agent does): that command and the
         # call's own are one command, examined (and counted) once, as the call's.
         recorded = Counter(trajectory.commands)
@@ -366,7 +366,7 @@ def never_ran(
             denied = call.id is not None and call.id in denied_ids
             earlier = list(before)
             if not denied:
-                before.append((call.name, arguments))
+                before.extend(_shell.history([(call.name, arguments)], tools) if found is None else [found])
             if found is None:
                 continue
             if denied and not include_denied:
@@ -383,7 +383,7 @@ def never_ran(
                 examined.append((text, "", list(trajectory.commands[:k])))
         examined += calls
         for text, via, earlier in examined:
-            match = _shell.match_command(pattern, text, _shell.history(earlier, tools), own)
+            match = _shell.match_command(pattern, text, earlier, own)
             if match.matched:
                 return Verdict(False, label, f"{match.reason}{via}")
         return Verdict(True, label, f"none of {len(examined)} command(s) ran {command!r}")
