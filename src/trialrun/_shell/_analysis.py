@@ -299,6 +299,10 @@ _READ_ONLY = frozenset({
 })
 _GIT_WRITES = frozenset({"checkout", "restore", "reset", "stash", "pull", "merge", "apply", "am", "cherry-pick",
                          "rebase", "clone", "switch", "revert", "mv", "worktree", "submodule", "fetch"})
+# Programs that write files whose names their arguments do not give (archives, clones, copies of folders).
+_UNPACKERS = frozenset({"unzip", "7z", "7za", "7zr", "cpio", "ar", "rsync", "scp", "gunzip", "bunzip2", "unxz",
+                        "unzstd", "bsdtar", "jar", "unrar"})
+_CWD = "\0cwd"  # the folder the line is in, relative to where it started (None: unknown), kept with the variables
 
 
 def _drop(env: _Env, base: str) -> None:
@@ -359,6 +363,8 @@ def _merge_maybe(env: _Env, inner: _Env) -> None:
     for key in set(env) | set(inner):
         if key not in _POSITIONAL and env.get(key) != inner.get(key):
             env.pop(key, None)
+            if key == _CWD:
+                env[_CWD] = None  # `if ...; then cd x; fi`: somewhere only known at run time
 
 
 class _Walker:
@@ -370,7 +376,6 @@ class _Walker:
         self.files: dict = dict(files or {})
         self.own = own
         self.hashed: dict[str, tuple] = {}  # `hash -p /bin/rm x`: names that run another program
-        self.wild_write = False  # something was written to a path only known at run time
         self.invs: list[_Inv] = []
         self.edges: dict[int, set[int]] = {}
         self.errors: list[str] = []
@@ -380,6 +385,8 @@ class _Walker:
         self.active: list[tuple] = []  # functions and aliases being followed (so that recursion ends)
         self.calls = 0  # functions and aliases followed so far
         self.codes = 0  # pieces of shell code followed so far
+
+    env_cwd: str | None = ""  # the current folder of the command being walked (set by `builtin` through `env`)
 
     def link(self, sources: Iterable[int], targets: list[int]) -> None:
         if targets:
@@ -605,6 +612,14 @@ class _Walker:
                     _drop(env, name)
         elif program in ("set", "shift"):
             _reposition(words, dyn, env)
+        elif program in ("cd", "pushd"):
+            target = next((a for a in args if not a.startswith("-") or a == "-"), None)
+            k = args.index(target) if target is not None else -1
+            cwd = env.get(_CWD, "")
+            if target is None or target in ("-", "~") or args_dyn[k] is not None or cwd is None:
+                env[_CWD] = None  # somewhere only known at run time
+            else:
+                env[_CWD] = target if target.startswith("/") else _files.normalise((cwd + "/" if cwd else "") + target)
         elif program == "hash" and "-p" in args:
             i = args.index("-p")
             if i + 1 < len(args):
@@ -620,6 +635,7 @@ class _Walker:
             inv = _Inv(_basename(tail), tuple(words[1:]), words, dyn, guessed=self.guessing > 0)
         else:
             inv = _Inv(_basename(program), tuple(words[1:]), words, dyn, unknown=tail, guessed=self.guessing > 0)
+        self.env_cwd = env.get(_CWD, "")
         state = None
         if tail is None:
             if "/" in program:  # `./x`, `/tmp/r`: what the trajectory wrote there, if it did
@@ -752,7 +768,17 @@ class _Walker:
         return ids
 
     def lookup(self, path: str) -> tuple | None:
-        return _files.lookup(self.files, path)
+        return _files.lookup(self.files, self.here(path))
+
+    def here(self, path: str) -> str:
+        """A path as seen from where the line started (`cd repo && ./x` runs repo/x)."""
+        cwd = self.env_cwd
+        if cwd and not path.startswith(("/", "~")):
+            return _files.normalise(cwd + "/" + path)
+        return _files.normalise(path)
+
+    def written_anywhere(self, why: str) -> None:
+        self.files[_files.ANYWHERE] = ("unknown", why)
 
     def run_file(
         self, inv: _Inv, path: str, how: str, args: Sequence[str], args_dyn: Sequence[_Dyn], env: _Env, depth: int
@@ -763,12 +789,14 @@ class _Walker:
         if state is None:
             if how == "exec" and path.startswith("/"):
                 return []  # a program installed somewhere, judged by its name
-            if _files.own_script(path, self.own) and not self.wild_write:
+            anywhere = self.files.get(_files.ANYWHERE)
+            if _files.own_script(path, self.own) and anywhere is None:
                 return []
             inv.opaque = True
             inv.why = inv.why or (
-                f"it runs `{path}`, which this trajectory never showed being written and is not one of the user's "
-                "own scripts (own_scripts)"
+                f"it runs `{path}`, which {anywhere[1]}" if anywhere is not None and _files.own_script(path, self.own)
+                else f"it runs `{path}`, which this trajectory never showed being written and is not one of the "
+                "user's own scripts (own_scripts)"
             )
             return []
         if state[0] == "unknown":
@@ -822,8 +850,15 @@ class _Walker:
                     dest = f"{target_dir or operands[-1]}/{_basename(source)}"
                 else:
                     dest = operands[-1]
-                self.files[_files.normalise(dest)] = self.source_state(source, tails.get(source))
+                self.files[self.here(dest)] = self.source_state(source, tails.get(source))
             return
+        unpacks = program in _UNPACKERS or (program == "tar" and _tar_extracts(inv.args)) or (
+            program == "git" and any(a in ("clone", "pull", "checkout", "restore", "reset", "stash", "merge", "rebase",
+                                           "apply", "am", "cherry-pick", "revert", "switch", "submodule", "worktree")
+                                     for a in inv.args) and not (inv.args[:1] == ("checkout",) and "-b" in inv.args)
+        ) or (program == "wget" and any(a in ("-r", "-m", "--recursive", "--mirror") for a in inv.args))
+        if unpacks:
+            self.written_anywhere(f"may have been written by `{inv.display}`")
         if (
             program in _READ_ONLY or program in _SHELLS or language_of(program) or inv.glob
             or (program in _WRAPPERS and program not in ("git", "tar"))
@@ -837,7 +872,7 @@ class _Walker:
             if text.startswith("-") or (program == "dd" and "=" in text):
                 text = text.split("=", 1)[1] if "=" in text else ""
             if text and not text.startswith("-") and text not in _files._DEVICES:
-                self.files[_files.normalise(text)] = ("unknown", why)
+                self.files[self.here(text)] = ("unknown", why)
 
     def writes(
         self, stage: _Simple | _Group, ids: list[int], env: _Env,
@@ -853,7 +888,7 @@ class _Walker:
                 fields = _expand_word(word, env, split=False)
                 path, tail = fields[0] if fields else ("", None)
                 if tail is not None:
-                    self.wild_write = True
+                    self.written_anywhere(f"was perhaps written by {shown} (to a path only known at run time)")
                     continue
                 targets.append((path, append, output, shown))
         if isinstance(stage, _Simple) and ids and self.invs[ids[0]].program == "tee" and not self.invs[ids[0]].dynamic:
@@ -867,7 +902,7 @@ class _Walker:
         for path, append, (texts, known), shown in targets:
             if path in _files._DEVICES or not path:
                 continue
-            key = _files.normalise(path)
+            key = self.here(path)
             if texts is None or not known:
                 self.files[key] = ("unknown", f"was written by {shown}")
                 continue
@@ -959,6 +994,14 @@ class _Walker:
                 message = "nested too deeply to follow" if isinstance(exc, RecursionError) else str(exc)
                 self.errors.append(f"{what}: {message}")
             return []
+
+
+def _tar_extracts(args: Sequence[str]) -> bool:
+    """`tar xf a.tar`, `tar -xzf`, `tar --extract`: it writes the files in the archive."""
+    first = args[0] if args else ""
+    return any(a in ("--extract", "--get") for a in args) or (
+        bool(first) and not first.startswith("--") and "x" in first.lstrip("-")
+    ) or any(a.startswith("-") and not a.startswith("--") and "x" in a for a in args)
 
 
 def _reposition(words: Sequence[str], dyn: Sequence[_Dyn], env: _Env) -> None:

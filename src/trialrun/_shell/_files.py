@@ -73,6 +73,11 @@ def check_own_scripts(value: Any, where: str) -> OwnScripts:
     return globs
 
 
+#: A key in the file table: set once something wrote files nobody can name (`git clone`, `tar x`, `unzip`,
+#: `> "$F"`). From then on no unseen script is taken for one of the user's own.
+ANYWHERE = "\0anywhere"
+
+
 def lookup(files: Mapping[str, State], path: str) -> State | None:
     """The state of `path`, or None when the trajectory never wrote it. A path written under another folder with
     the same name counts (a tool wrote `/work/trial/x.sh`, the command runs `sh x.sh`): the folders the
@@ -80,8 +85,13 @@ def lookup(files: Mapping[str, State], path: str) -> State | None:
     key = normalise(path)
     if key in files:
         return files[key]
+    parent = key
+    while "/" in parent.strip("/"):  # in a folder that something unreadable wrote (`git clone x repo`)
+        parent = parent.rstrip("/").rsplit("/", 1)[0]
+        if parent and files.get(parent, ("",))[0] == "unknown":
+            return files[parent]
     name = key.rsplit("/", 1)[-1]
-    same = {state for k, state in files.items() if k.rsplit("/", 1)[-1] == name}
+    same = {state for k, state in files.items() if k.rsplit("/", 1)[-1] == name and k != ANYWHERE}
     if len(same) == 1:
         return same.pop()
     if same:
