@@ -15,7 +15,7 @@ from ._code import LANGUAGES, analyse_code, language_of, language_of_script
 from ._expand import _Dyn, _expand_word
 from ._options import _Args, _getopt, _normalise, _opts
 from ._syntax import _ASSIGN_RE, _HEX_RES, _MAX_DEPTH, _OCTAL_RE, _Group, _ParseError, _Parser, _Simple, _Word
-from ._wrappers import _CODE_RUNNERS, _SHELLS, _WRAPPERS, _shell_handler, handler_for
+from ._wrappers import _CODE_RUNNERS, _GIT_CODE_KEYS, _SHELLS, _WRAPPERS, _shell_handler, handler_for
 
 # --------------------------------------------------------------------------------------------------------------
 # Analysis: every program a command line runs (an "invocation"), and which feeds which.
@@ -727,6 +727,8 @@ class _Walker:
         ):
             ids += self.run_file(inv, program, "exec", rest, rest_dyn, env, depth)  # `./x.sh`
         if not inv.dynamic and not self.guessing:
+            if inv.program == "git":
+                ids += self.git_config(inv, env, depth)
             self.note_writes(inv, rest, rest_dyn, scripts)
         # A command whose program or code is only known at run time stays a command of its own (a leaf), so that
         # an allow list never passes it on the strength of what a guess found inside it.
@@ -765,6 +767,31 @@ class _Walker:
             elif kind == "opaque" and not self.guessing:
                 inv.opaque = True
                 inv.why = inv.why or action[1]
+        return ids
+
+    def git_config(self, inv: _Inv, env: _Env, depth: int) -> list[int]:
+        """`git config alias.x '!rm -rf b'` is remembered (as a file would be: it outlives the command), and a later
+        `git x`, or any git command once a pager, editor or ssh command was set, runs it."""
+        args = list(inv.args)
+        if "config" in args:
+            rest = [a for a in args[args.index("config") + 1:] if not a.startswith("-")]
+            if len(rest) >= 2:
+                key = rest[0].lower()
+                if key.startswith("alias.") or _GIT_CODE_KEYS.fullmatch(key):
+                    self.files["\0git " + key] = ("text", (" ".join(rest[1:]),))
+            return []
+        sub = next((a for a in args if not a.startswith("-")), "")
+        ids: list[int] = []
+        for key, state in list(self.files.items()):
+            if not key.startswith("\0git ") or state[0] != "text":
+                continue
+            name = key[5:]
+            if name.startswith("alias.") and name[6:] != sub.lower():
+                continue
+            value = state[1][0]
+            if name.startswith("alias.") and not value.startswith("!"):
+                value = "git " + value
+            ids += self.code(value.lstrip("!"), f"git configuration `{name}`", env, depth)
         return ids
 
     def lookup(self, path: str) -> tuple | None:

@@ -91,7 +91,7 @@ def lookup(files: Mapping[str, State], path: str) -> State | None:
         if parent and files.get(parent, ("",))[0] == "unknown":
             return files[parent]
     name = key.rsplit("/", 1)[-1]
-    same = {state for k, state in files.items() if k.rsplit("/", 1)[-1] == name and k != ANYWHERE}
+    same = {state for k, state in files.items() if k.rsplit("/", 1)[-1] == name and not k.startswith("\0")}
     if len(same) == 1:
         return same.pop()
     if same:
