@@ -25,9 +25,11 @@ OwnScripts = Union[str, tuple[str, ...]]
 _SYSTEM_DIRS = ("/bin/", "/sbin/", "/usr/bin/", "/usr/sbin/", "/usr/local/bin/", "/usr/local/sbin/",
                 "/usr/libexec/", "/opt/homebrew/bin/", "/snap/bin/")
 _DEVICES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/fd/1", "/dev/fd/2"})
-_PATH_KEYS = ("path", "file_path", "filepath", "filename", "file", "target_file", "target", "dest", "destination")
+_PATH_KEYS = ("path", "file_path", "filePath", "filepath", "filename", "file", "target_file", "target", "dest",
+              "destination")
 _CONTENT_KEYS = ("content", "contents", "text", "file_text", "new_content", "data", "body", "code", "source")
-_EDIT_KEYS = ("old_string", "old_str", "old_text", "edits", "diff", "patch", "insert_line", "new_str", "new_string")
+_EDIT_KEYS = ("old_string", "old_str", "old_text", "oldString", "edits", "diff", "patch", "insert_line", "new_str",
+              "new_string", "newString")
 
 
 def normalise(path: str) -> str:
@@ -120,8 +122,10 @@ def tool_write(arguments: Any, files: dict[str, State], tool: str = "write_file"
         files[normalise(path)] = ("text", (content,))
         return
     if any(k in arguments for k in _EDIT_KEYS):
-        old = next((arguments[k] for k in ("old_string", "old_str", "old_text") if isinstance(arguments.get(k), str)), None)
-        new = next((arguments[k] for k in ("new_string", "new_str", "new_text") if isinstance(arguments.get(k), str)), None)
+        old = next((arguments[k] for k in ("old_string", "old_str", "old_text", "oldString")
+                    if isinstance(arguments.get(k), str)), None)
+        new = next((arguments[k] for k in ("new_string", "new_str", "new_text", "newString")
+                    if isinstance(arguments.get(k), str)), None)
         before = lookup(files, path)
         if before is not None and before[0] == "text" and old is not None and new is not None:
             files[normalise(path)] = ("text", tuple(t.replace(old, new) for t in before[1]))
