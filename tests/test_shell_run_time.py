@@ -252,3 +252,14 @@ def test_the_reference_agent_denies_a_script_it_wrote_itself(tmp_path: Path) -> 
         [denial] = run.trajectory.denials
         assert denial.rule == "deny_commands: rm -rf" and "runs `rm -rf build` (in `sh x.sh`)" in denial.reason
         assert run.trajectory.commands == []
+
+
+def test_suite_files_take_own_scripts_and_name_a_bad_value() -> None:
+    from trialrun.suite import build_expectations
+
+    graders, problems = build_expectations([{"never_ran": {"command": "rm -rf", "own_scripts": "none"}}])
+    assert problems == [] and len(graders) == 1
+    [verdict] = tr.check(graders, tr.Run("x", tr.Trajectory(commands=["sh build.sh"])))
+    assert not verdict.passed and "own_scripts" in verdict.reason
+    _, problems = build_expectations([{"never_ran": {"command": "rm -rf", "own_scripts": 3}}])
+    assert problems and problems[0].startswith("expect[1]: never_ran: never_ran('rm -rf'): own_scripts must be")
