@@ -15,6 +15,7 @@ import ast
 import re
 import warnings
 from collections.abc import Sequence
+from functools import lru_cache
 
 from ._expand import _Dyn
 
@@ -28,6 +29,7 @@ _Action = tuple
 LANGUAGES = ("python", "perl", "ruby", "node", "php", "awk", "sed")
 
 
+@lru_cache(maxsize=1024)
 def language_of(program: str) -> str | None:
     """The language an interpreter program reads (`python3.12` -> python), or None."""
     if re.fullmatch(r"(?:python|pypy)[\d.]*|python[\d.]*[dmu]?", program):

@@ -8,6 +8,7 @@ import shlex
 from collections.abc import Sequence
 from typing import Any
 
+from ._code import language_of
 from ._options import _GENERIC, _SPECS, _getopt, _normalise, _Opts, _opts
 from ._syntax import _ASSIGN_RE
 
@@ -654,7 +655,5 @@ def handler_for(program: str) -> _Handler | None:
     handler = _WRAPPERS.get(program)
     if handler is not None:
         return handler
-    from ._code import language_of
-
     lang = language_of(program)
     return _interpreter_handler(lang) if lang is not None else None
