@@ -28,13 +28,18 @@ def history(
             elif isinstance(arguments, Mapping):
                 out.append((tool, arguments))
         elif isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], str):
+            command = command_of_call(item[0], item[1], tools)  # (tool, raw arguments as the model sent them)
+            if command is not None:
+                out.append(command)
+                continue
             import json
 
-            try:  # (tool, raw JSON arguments)
+            try:
                 arguments = json.loads(item[1])
             except ValueError:
                 continue
-            out.extend(history([(item[0], arguments)], tools))
+            if isinstance(arguments, Mapping):
+                out.append((item[0], arguments))
         else:
             out.append(item)
     return out
