@@ -107,7 +107,7 @@ def _find_handler(words: Sequence[str]) -> list[_Action]:
             end = i + 1
             while end < n and words[end] not in (";", "+"):
                 end += 1
-            actions.append(("argv", i + 1, end))
+            actions.append(("xargv", i + 1, end, "{}"))  # `{}` is each file found: only known at run time
             i = end
         i += 1
     return actions
