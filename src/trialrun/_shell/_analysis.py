@@ -488,7 +488,13 @@ class _Walker:
 
     def redirected(self, node: _Simple | _Group, ids: list[int], env: _Env, depth: int) -> list[int]:
         """What a command's or group's redirections put on the standard input of the shells in it."""
-        if node.stdin_file:  # `bash -s < script.sh`: a script nobody here can read
+        if node.stdin_file:  # `bash -s < script.sh`: a script nobody here can read, unless the trajectory wrote it
+            if node.stdin_path is not None:
+                path, sure = _word_text(node.stdin_path, env)
+                self.env_cwd = env.get(_CWD, "")
+                state = self.lookup(path) if sure else None
+                if state is not None and state[0] == "text":
+                    return self.feed(ids, list(state[1]), True, f"`{path}` fed to a shell", env, depth)
             return self.feed(ids, None, False, "", env, depth)
         if node.stdin_word is not None:
             text, known = _word_text(node.stdin_word, env)

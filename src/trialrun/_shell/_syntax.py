@@ -36,6 +36,7 @@ class _Simple:
     stdin_word: _Word | None = None  # a here-document or here-string: the text on its standard input
     redirections: int = 0
     stdin_file: bool = False  # standard input comes from a file or descriptor (`< script.sh`, `<&3`)
+    stdin_path: _Word | None = None  # the file, for `< FILE` (not for descriptors)
     # files its standard output goes to: (target word, appends) for `> f`, `>> f`, `&> f`, `>| f`
     writes: list[tuple[_Word, bool]] = field(default_factory=list)
     # array assignments (`a=(rm -rf x)`): index of the `a=` word -> the element words
@@ -51,6 +52,7 @@ class _Group:
     name: str | None = None  # a function definition's name (`f() { ...; }`, `function f { ...; }`)
     stdin_word: _Word | None = None  # as for _Simple: what redirections put on its standard input
     stdin_file: bool = False
+    stdin_path: _Word | None = None
     writes: list[tuple[_Word, bool]] = field(default_factory=list)  # as for _Simple
     # How variables assigned inside last: "" as in the shell around it (`{ ...; }`), "sub" not at all (a
     # subshell, a background job), "maybe" perhaps (if/while/for/case bodies, after `&&`/`||`): unknown after.
@@ -242,6 +244,7 @@ class _Parser:
                 break
         self.heredocs = [(d, q, t, group if c is holder else c, fd0) for d, q, t, c, fd0 in self.heredocs]
         group.stdin_word, group.stdin_file, group.writes = holder.stdin_word, holder.stdin_file, holder.writes
+        group.stdin_path = holder.stdin_path
         if self.i < self.n and self.s[self.i] not in "\n;&|)":
             raise _ParseError(f"unexpected `{self.s[self.i:self.i + 10].split()[0]}` after a compound command")
         return group
@@ -475,6 +478,7 @@ class _Parser:
             cmd.stdin_word = target
         elif op in ("<", "<>", "<&") and on_stdin:
             cmd.stdin_file = True  # (with a here-document too, the file makes what the command reads unknown)
+            cmd.stdin_path = target if op == "<" else None
         elif op in (">", ">>", ">|", "&>", "&>>") and m.group(0)[: len(m.group(0)) - len(op)] in ("", "1"):
             cmd.writes.append((target, op.endswith(">>")))
         return True
