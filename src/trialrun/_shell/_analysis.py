@@ -281,6 +281,7 @@ def _hard_positional_use(script: list) -> bool:
     return False
 
 
+_ASSIGNERS = frozenset({"export", "declare", "typeset", "local", "readonly", "read", "mapfile", "readarray", "printf"})
 _NAMEREF = "\0nameref"  # set in a variable table once `declare -n` made any name a reference to any other
 _PROGRAM_GLOB_RE = re.compile(r"[*?]|\[[^\]]+\]")
 _READ_OPTS = _opts(values="adinNptu")
@@ -579,6 +580,9 @@ class _Walker:
         if dyn[0] is not None:
             return
         program, args, args_dyn = words[0], list(words[1:]), list(dyn[1:])
+        if _names_only_known_at_run_time(program, args, args_dyn):  # any variable may now hold anything
+            for key in [k for k in env if k not in _POSITIONAL and not k.startswith("\0")]:
+                del env[key]
         if program in ("export", "declare", "typeset", "local", "readonly"):
             options = "".join(a[1:] for a in args if a.startswith("-") and not _ASSIGN_RE.match(a))
             if "n" in options and program != "export":  # namerefs: any name may now stand for any other
@@ -1027,6 +1031,20 @@ class _Walker:
                 message = "nested too deeply to follow" if isinstance(exc, RecursionError) else str(exc)
                 self.errors.append(f"{what}: {message}")
             return []
+
+
+def _names_only_known_at_run_time(program: str, args: Sequence[str], dyn: Sequence[_Dyn]) -> bool:
+    """`export $(cat .env)`, `read "$name"`, `printf -v "$n" ...`: a builtin assigning to names only known at run
+    time (`export X="$Y"` is not: only the value is unknown)."""
+    if program not in _ASSIGNERS:
+        return False
+    if program == "printf":
+        if not args or not args[0].startswith("-v"):
+            return False
+        return dyn[0] is not None or (args[0] == "-v" and len(dyn) > 1 and dyn[1] is not None)
+    return any(
+        tail is not None and not (_ASSIGN_RE.match(word) and "=" not in tail) for word, tail in zip(args, dyn)
+    )
 
 
 def _tar_extracts(args: Sequence[str]) -> bool:
