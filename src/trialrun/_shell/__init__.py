@@ -19,7 +19,8 @@ from __future__ import annotations
 
 # The package's modules, in layers (each imports only from those above it): _syntax (parsing), _expand (word
 # expansion) and _options (getopt per program), _code (code in other languages), _files (what a trajectory wrote),
-# _wrappers (programs that run other commands), _analysis (every program a line runs), _values (CommandLines,
+# _printed (what echo/printf print), _variables (shell variables), _wrappers (programs that run other commands),
+# _analysis (every program a line runs), _values (CommandLines,
 # UnreadableCommand), _patterns (matching), _calls (tool calls), _history (earlier calls, as the matcher reads them).
 from ._calls import COMMAND_ARGUMENT_KEYS, DEFAULT_COMMAND_TOOLS, command_of_call, commands_for_allow_list
 from ._patterns import CommandMatch, CommandPattern, cannot_read, commands_in, match_command, unknown_at_run_time

@@ -14,7 +14,12 @@ from . import _files
 from ._code import LANGUAGES, analyse_code, language_of, language_of_script
 from ._expand import _Dyn, _expand_word
 from ._options import _Args, _getopt, _normalise, _opts
-from ._syntax import _ASSIGN_RE, _HEX_RES, _MAX_DEPTH, _OCTAL_RE, _Group, _ParseError, _Parser, _Simple, _Word
+from ._printed import _echo_output, _printf_output
+from ._syntax import _ASSIGN_RE, _MAX_DEPTH, _Group, _ParseError, _Parser, _Simple, _Word
+from ._variables import (
+    _CWD, _NAMEREF, _POSITIONAL, _bind_positional, _drop, _Env, _merge_maybe,
+    _names_only_known_at_run_time, _reposition, _set, _set_array,
+)
 from ._wrappers import _CODE_RUNNERS, _GIT_CODE_KEYS, _SHELLS, _WRAPPERS, _shell_handler, handler_for
 
 # --------------------------------------------------------------------------------------------------------------
@@ -88,172 +93,11 @@ def _basename(program: str) -> str:
     return base or program
 
 
-# What `echo` and `printf` print: the text a pipe carries into a shell (`printf '\x72m -rf /' | sh`).
-
-_ECHO_OPTIONS_RE = re.compile(r"-[neE]+")
-_PRINTF_WIDTH_LIMIT = 4096
-_OCTAL3_RE = re.compile("[0-7]{0,3}")
-_PRINTF_ESCAPE_RE = re.compile(r"\\(?:[0-7]{1,3}|x[0-9A-Fa-f]{1,2}|u[0-9A-Fa-f]{1,4}|U[0-9A-Fa-f]{1,8}|.)", re.S)
-_PRINTF_SPEC_RE = re.compile(r"%([-+ #0]*)(\d*|\*)(?:\.(\d*|\*))?([a-zA-Z%])")
-_PRINTF_ESCAPES = {"a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n", "r": "\r", "t": "\t",
-                   "v": "\v", "\\": "\\", '"': '"', "'": "'", "?": "?"}
-
-
-def _escapes(text: str, echo: bool) -> tuple[str, bool]:
-    r"""Backslash escapes as `echo -e`/`%b` (echo=True: octal as `\0NNN`) or a printf format (`\NNN`) read them.
-    Returns the text and whether `\c` ended all output there."""
-    out: list[str] = []
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        if c != "\\" or i + 1 >= n:
-            out.append(c)
-            i += 1
-            continue
-        e = text[i + 1]
-        i += 2
-        if e in _PRINTF_ESCAPES:
-            out.append(_PRINTF_ESCAPES[e])
-        elif e == "c":
-            return "".join(out), True
-        elif e in "01234567" and (e == "0" or not echo):
-            digits = (_OCTAL3_RE if echo else _OCTAL_RE).match(text, i)
-            assert digits is not None  # the patterns also match the empty string
-            value = (digits.group(0) or "0") if echo else e + digits.group(0)
-            out.append(chr(int(value, 8) & 0xFF))
-            i = digits.end()
-        elif e in "xuU" and (m := _HEX_RES[e].match(text, i)):
-            out.append(chr(min(int(m.group(0), 16), 0x10FFFF)))
-            i = m.end()
-        else:
-            out.append("\\" + e)
-    return "".join(out), False
-
-
-def _echo_output(args: Sequence[str]) -> tuple[str, str]:
-    """What `echo ARGS` prints: as bash's echo does (backslashes as written) and as an echo that reads escapes
-    does (`echo -e`, dash's echo). A shell fed either may run something different, so both are read."""
-    words = list(args)
-    newline = True
-    while words and _ECHO_OPTIONS_RE.fullmatch(words[0]):
-        newline = newline and "n" not in words.pop(0)
-    text = " ".join(words)
-    end = "\n" if newline else ""
-    cooked, stopped = _escapes(text, echo=True)
-    return text + end, cooked + ("" if stopped else end)
-
-
-def _printf_number(arg: str, conversion: str) -> int | float | None:
-    text = arg.strip()
-    if not text:
-        return 0
-    if text[0] in "'\"":
-        return ord(text[1]) if len(text) > 1 else 0
-    try:
-        if conversion in "eEfFgG":
-            return float(text)
-        if re.fullmatch(r"[+-]?0[0-7]+", text):
-            return int(text, 8)
-        return int(text, 0)
-    except ValueError:
-        return None
-
-
-def _printf_output(args: Sequence[str]) -> str | None:
-    """What `printf FORMAT ARGS` prints (the format is reused while arguments remain), or None when it uses
-    a conversion not followed here (the text it prints is then unknown)."""
-    words = list(args)
-    if words and words[0].startswith("-v"):
-        return ""  # `printf -v name ...` prints into a variable
-    if words and words[0] == "--":
-        words.pop(0)
-    if not words:
-        return ""
-    fmt, rest = words[0], words[1:]
-    out: list[str] = []
-    while True:
-        used = False
-        i = 0
-        while i < len(fmt):
-            c = fmt[i]
-            if c == "\\":
-                m = _PRINTF_ESCAPE_RE.match(fmt, i)
-                end = m.end() if m else i + 1
-                text, stopped = _escapes(fmt[i:end], echo=False)
-                out.append(text)
-                if stopped:
-                    return "".join(out)
-                i = end
-                continue
-            if c != "%":
-                out.append(c)
-                i += 1
-                continue
-            m = _PRINTF_SPEC_RE.match(fmt, i)
-            if m is None:
-                return None
-            flags, width, precision, conversion = m.groups()
-            i = m.end()
-            if conversion == "%":
-                out.append("%")
-                continue
-            if "*" in (width, precision) or max(int(width or 0), int(precision or 0)) > _PRINTF_WIDTH_LIMIT:
-                return None  # a width from the arguments, or one meant to flood: what it prints is not followed
-            arg = rest.pop(0) if rest else ""
-            used = True
-            if conversion in "sbqc":
-                if conversion == "b":
-                    value, stopped = _escapes(arg, echo=True)
-                    if stopped:
-                        out.append(value)
-                        return "".join(out)
-                else:
-                    value = {"s": arg, "q": shlex.quote(arg), "c": arg[:1]}[conversion]
-                if precision is not None and conversion != "c":
-                    value = value[: int(precision or 0)]
-                if width:
-                    value = value.ljust(int(width)) if "-" in flags else value.rjust(int(width))
-                out.append(value)
-            elif conversion in "diouxXeEfFgG":
-                number = _printf_number(arg, conversion)
-                if number is None:
-                    return None
-                spec = "%" + flags + width + ("." + precision if precision is not None else "")
-                try:
-                    out.append((spec + conversion) % number)
-                except (TypeError, ValueError):
-                    return None
-            else:
-                return None
-        if not used or not rest:
-            return "".join(out)
-
-
-_POSITIONAL = ("@", "*", "#", "1", "2", "3", "4", "5", "6", "7", "8", "9")
 _MAX_CALLS = 256  # calls of functions and aliases followed in one command line before giving up (fail closed)
 _MAX_CODE = 1024  # pieces of shell code (`bash -c`, text piped into a shell...) followed in one line, likewise
 _SILENT = frozenset({"true", "false", ":"})  # print nothing, so they do not change what a pipe carries
 # Uses of positional parameters whose value is not followed (`${@:2}`, `${1:-x}`, `${10}`, `${#1}`, `${!1}`).
 _HARD_POSITIONAL_RE = re.compile(r"\$\{[#!]?(?:[@*]|\d)")
-_Env = dict  # variables by name; "@" holds the positional parameters as (text, tail) fields
-
-
-def _bind_positional(env: _Env, fields: Sequence[tuple[str, _Dyn]] | None) -> None:
-    """Set `$1`..`$9`, `$#`, `$*` and `$@` to `fields` (None: they are only known at run time)."""
-    for key in _POSITIONAL:
-        env.pop(key, None)
-    if fields is None:
-        return
-    fields = tuple(fields)
-    env["@"] = fields
-    env["#"] = str(len(fields))
-    if all(tail is None for _, tail in fields):
-        env["*"] = " ".join(text for text, _ in fields)
-    for k in range(9):
-        if k >= len(fields):
-            env[str(k + 1)] = ""  # unset: expands to nothing
-        elif fields[k][1] is None:
-            env[str(k + 1)] = fields[k][0]
 
 
 def _word_text(word: _Word, env: Mapping[str, Any]) -> tuple[str, bool]:
@@ -281,8 +125,6 @@ def _hard_positional_use(script: list) -> bool:
     return False
 
 
-_ASSIGNERS = frozenset({"export", "declare", "typeset", "local", "readonly", "read", "mapfile", "readarray", "printf"})
-_NAMEREF = "\0nameref"  # set in a variable table once `declare -n` made any name a reference to any other
 _PROGRAM_GLOB_RE = re.compile(r"[*?]|\[[^\]]+\]")
 _READ_OPTS = _opts(values="adinNptu")
 _MAPFILE_OPTS = _opts(values="dnOsuCc")
@@ -303,71 +145,6 @@ _GIT_WRITES = frozenset({"checkout", "restore", "reset", "stash", "pull", "merge
 # Programs that write files whose names their arguments do not give (archives, clones, copies of folders).
 _UNPACKERS = frozenset({"unzip", "7z", "7za", "7zr", "cpio", "ar", "rsync", "scp", "gunzip", "bunzip2", "unxz",
                         "unzstd", "bsdtar", "jar", "unrar"})
-_CWD = "\0cwd"  # the folder the line is in, relative to where it started (None: unknown), kept with the variables
-
-
-def _drop(env: _Env, base: str) -> None:
-    for key in [k for k in env if k == base or k.startswith(base + "[")]:
-        del env[key]
-
-
-def _set(env: _Env, name: str, value: str | None) -> None:
-    """Assign a variable; None: to a value only known at run time. `a[1]=x` sets one element of an array."""
-    if env.get(_NAMEREF):  # after `declare -n`, an assignment may change any variable: nothing is known any more
-        value = None
-    base, bracket, index = name.partition("[")
-    if bracket:
-        index = index.rstrip("]")
-        known = {k: v for k, v in env.items() if k.startswith(base + "[") and k[len(base) + 1:-1].isdigit()}
-        _drop(env, base)
-        if index.isdigit():
-            env.update(known)
-            if value is not None:
-                env[f"{base}[{index}]"] = value
-                if index == "0":
-                    env[base] = value
-            else:
-                env.pop(f"{base}[{index}]", None)
-        return
-    _drop(env, base)  # `a=x` on an array sets `a[0]` only: the rest is not followed
-    if value is not None:
-        env[name] = value
-
-
-def _set_array(env: _Env, name: str, fields: list[tuple[str, _Dyn]] | None, append: bool = False) -> None:
-    """`a=(rm -rf x)`: `${a[@]}` are the fields, `${a[0]}` (and `$a`) the first; None: only known at run time."""
-    if env.get(_NAMEREF):
-        fields = None
-    if append:
-        before = env.get(name + "[@]")
-        fields = list(before) + fields if isinstance(before, tuple) and fields is not None else None
-    _drop(env, name)
-    if fields is None:
-        return
-    env[name + "[@]"] = tuple(fields)
-    if all(tail is None for _, tail in fields):
-        env[name + "[*]"] = " ".join(text for text, _ in fields)
-    for k, (text, tail) in enumerate(fields):
-        if tail is None:
-            env[f"{name}[{k}]"] = text
-            if k == 0:
-                env[name] = text
-
-
-def _merge_maybe(env: _Env, inner: _Env) -> None:
-    """Variables changed where the change may or may not happen (an `if`, after `&&`) are unknown afterwards."""
-    if inner.get(_NAMEREF) and not env.get(_NAMEREF):
-        for key in [k for k in env if k not in _POSITIONAL]:
-            del env[key]
-        env[_NAMEREF] = True
-        return
-    for key in set(env) | set(inner):
-        if key not in _POSITIONAL and env.get(key) != inner.get(key):
-            env.pop(key, None)
-            if key == _CWD:
-                env[_CWD] = None  # `if ...; then cd x; fi`: somewhere only known at run time
-
-
 class _Walker:
     """Turns a syntax tree into invocations, unwrapping wrappers and recording what feeds what.
 
@@ -1033,53 +810,12 @@ class _Walker:
             return []
 
 
-def _names_only_known_at_run_time(program: str, args: Sequence[str], dyn: Sequence[_Dyn]) -> bool:
-    """`export $(cat .env)`, `read "$name"`, `printf -v "$n" ...`: a builtin assigning to names only known at run
-    time (`export X="$Y"` is not: only the value is unknown)."""
-    if program not in _ASSIGNERS:
-        return False
-    if program == "printf":
-        if not args or not args[0].startswith("-v"):
-            return False
-        return dyn[0] is not None or (args[0] == "-v" and len(dyn) > 1 and dyn[1] is not None)
-    return any(
-        tail is not None and not (_ASSIGN_RE.match(word) and "=" not in tail) for word, tail in zip(args, dyn)
-    )
-
-
 def _tar_extracts(args: Sequence[str]) -> bool:
     """`tar xf a.tar`, `tar -xzf`, `tar --extract`: it writes the files in the archive."""
     first = args[0] if args else ""
     return any(a in ("--extract", "--get") for a in args) or (
         bool(first) and not first.startswith("--") and "x" in first.lstrip("-")
     ) or any(a.startswith("-") and not a.startswith("--") and "x" in a for a in args)
-
-
-def _reposition(words: Sequence[str], dyn: Sequence[_Dyn], env: _Env) -> None:
-    """`set -- a b` and `shift [n]` change the positional parameters that later `$1`, `$@` expand to."""
-    if words[0] == "shift":
-        current = env.get("@")
-        if not isinstance(current, tuple):
-            return  # not known before: not known after
-        count = words[1] if len(words) > 1 else "1"
-        if len(words) > 1 and (dyn[1] is not None or not count.isdigit()):
-            _bind_positional(env, None)  # `shift $n`: what is left is only known at run time
-        elif int(count) <= len(current):
-            _bind_positional(env, current[int(count):])
-        return
-    i = 1
-    while i < len(words):
-        word = words[i]
-        if word == "--" or (word == "-" and dyn[i] is None):
-            i += 1
-            break
-        if dyn[i] is None and len(word) > 1 and word[0] in "-+":
-            i += 2 if word[1:] == "o" else 1  # `set -o pipefail`, `set -eu`
-            continue
-        break
-    else:
-        return  # options only (`set -e`): the positional parameters stay
-    _bind_positional(env, tuple(zip(words[i:], dyn[i:])))
 
 
 def _closure(edges: Mapping[int, set[int]]) -> dict[int, frozenset[int]]:
