@@ -148,6 +148,7 @@ def test_a_script_written_earlier_is_read_where_it_runs() -> None:
         result = match_command("rm -rf", command, earlier=earlier)
         assert result.matched and not result.uncertain and result.segment == "rm -rf build", (command, result)
     assert not match_command("rm -rf", "cat x.sh", earlier=earlier).matched  # not run
+    assert match_command("rm -rf", ". x", earlier=[_write("x", "rm -rf build\n")]).segment == "rm -rf build"
     assert not match_command("rm -rf", "sh x.sh", earlier=[_write("x.sh", "ls\n")]).matched
 
 
