@@ -406,13 +406,16 @@ def _list_words(arg: str, strings: list[tuple[str, str, bool]]) -> list[tuple[st
     if not (body.startswith("[") and body.endswith("]")):
         return None
     out: list[tuple[str, _Dyn]] = []
-    for element, _ in [(e, 0) for e in _arguments(body[1:-1] + ")", 0)[0] if e]:
+    elements, _ = _arguments(body[1:-1] + ")", 0)  # the `)` stands for the end of the list
+    for element in filter(None, elements):
         value, known = _shell_text(element, strings)
         out.append((value, None if known else ""))
     return out
 
 
 def _generic(lang: str, code: str, depth: int) -> list[_Action]:
+    """Perl, Ruby, JavaScript, PHP and awk (and Python this interpreter cannot parse), skimmed: the calls that start
+    programs with their arguments as shell text (and argv when there are several), deleters, and what hides code."""
     skeleton, strings = _tokens(lang, code)
     actions: list[_Action] = []
     for kind, body, known in strings:
@@ -435,11 +438,9 @@ def _generic(lang: str, code: str, depth: int) -> list[_Action]:
                 flat.append((value, None if known else ""))
         if not flat:
             continue
-        if len(flat) == 1 or lang == "awk":
-            actions.append(("text", flat[0][0]))
-        else:
-            actions.append(("text", flat[0][0]))
-            actions.append(("argv", flat))
+        actions.append(("text", flat[0][0]))  # `system("rm -rf x")`: shell code
+        if len(flat) > 1 and lang != "awk":
+            actions.append(("argv", flat))  # `system("rm", "-rf", "x")`, `spawnSync("rm", ["-rf", "x"])`: an argv
     for name, argv in _DELETERS.get(lang, {}).items():
         for m in re.finditer(r"(?<![\w$])" + re.escape(name).replace(r"\.", r"\s*(?:\.|::)\s*") + r"(?!\w)\s*\(?", skeleton):
             args, _ = _arguments(skeleton, m.end() - (1 if skeleton[m.end() - 1] == "(" else 0))
@@ -448,8 +449,7 @@ def _generic(lang: str, code: str, depth: int) -> list[_Action]:
                 if lang == "node" and argv == ["rm", "-rf"] and not re.search(r"recursive", " ".join(args[1:])):
                     continue  # `fs.rmSync(file)` without recursive: deletes one file
                 actions.append(("argv", [(w, None) for w in argv] + [(value, None if known else "")]))
-    dynamic = re.search(r"(?<![\w$.])(?:" + _DYNAMIC.get(lang, r"(?!)") + r")", skeleton)
-    if dynamic:
+    for dynamic in re.finditer(r"(?<![\w$.])(?:" + _DYNAMIC.get(lang, r"(?!)") + r")", skeleton):
         call = dynamic.group(0).strip()
         args, _ = _arguments(skeleton, dynamic.end())
         code_arg = args[0] if args else ""
