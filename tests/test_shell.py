@@ -24,39 +24,54 @@ CORPUS_FILE = Path(__file__).resolve().parent / "corpus" / "commands.yaml"
 CORPUS: dict[str, list[dict[str, str]]] = yaml.safe_load(CORPUS_FILE.read_text(encoding="utf-8"))
 
 
-def _case_id(entry: dict[str, str]) -> str:
+def _case_id(entry: dict[str, Any]) -> str:
     command = entry["command"].replace("\n", "\\n")
-    return f"{entry['pattern']} <- {command}"
+    after = f" after {len(entry['earlier'])} earlier" if entry.get("earlier") else ""
+    return f"{entry['pattern']} <- {command}{after}"
+
+
+def _earlier(entry: dict[str, Any]) -> list[Any]:
+    """A corpus entry's `earlier`: commands, and tool calls as {tool, arguments}, in the matcher's form."""
+    return [(e["tool"], e["arguments"]) if isinstance(e, dict) else e for e in entry.get("earlier", [])]
 
 
 def _cases(section: str) -> list[Any]:
-    return [pytest.param(e["pattern"], e["command"], id=_case_id(e)) for e in CORPUS[section]]
+    return [pytest.param(e["pattern"], e["command"], _earlier(e), id=_case_id(e)) for e in CORPUS[section]]
 
 
 # -- the shared corpus --------------------------------------------------------------------------------------------
 
 
 def test_corpus_has_the_size_the_issues_ask_for() -> None:
-    assert len(CORPUS["must_match"]) >= 45
-    assert len(CORPUS["must_not_match"]) >= 25
-    for section in ("must_match", "must_not_match"):
+    # issue 11 asked for 150 more dangerous items and 50 more look-alikes on top of 131 and 58
+    assert len(CORPUS["must_match"]) + len(CORPUS["run_time"]) >= 131 + 150
+    assert len(CORPUS["must_not_match"]) >= 58 - 4 + 50  # four look-alikes became run_time items (issue 11)
+    for section in ("must_match", "must_not_match", "run_time"):
         for entry in CORPUS[section]:
-            assert set(entry) == {"pattern", "command"}, entry
+            assert set(entry) in ({"pattern", "command"}, {"pattern", "command", "earlier"}), entry
             CommandPattern.parse(entry["pattern"])  # every pattern in it is valid
 
 
-@pytest.mark.parametrize(("pattern", "command"), _cases("must_match"))
-def test_disguised_command_is_caught(pattern: str, command: str) -> None:
-    result = match_command(pattern, command)
+@pytest.mark.parametrize(("pattern", "command", "earlier"), _cases("must_match"))
+def test_disguised_command_is_caught(pattern: str, command: str, earlier: list[Any]) -> None:
+    result = match_command(pattern, command, earlier=earlier)
     assert result.matched, result.reason
-    assert not result.unparsable, result.reason  # caught by seeing through it, not by failing closed
+    assert not result.unparsable and not result.uncertain, result.reason  # seen through, not failed closed
     assert result.segment
     assert result.reason.startswith("runs `")
 
 
-@pytest.mark.parametrize(("pattern", "command"), _cases("must_not_match"))
-def test_harmless_look_alike_is_not_caught(pattern: str, command: str) -> None:
-    result = match_command(pattern, command)
+@pytest.mark.parametrize(("pattern", "command", "earlier"), _cases("run_time"))
+def test_command_known_only_at_run_time_fails_closed(pattern: str, command: str, earlier: list[Any]) -> None:
+    result = match_command(pattern, command, earlier=earlier)
+    assert result.matched and result.uncertain and not result.unparsable, result.reason
+    assert result.reason.startswith("runs a command known only at run time (")
+    assert result.reason.endswith("counted as a match (fail closed)")
+
+
+@pytest.mark.parametrize(("pattern", "command", "earlier"), _cases("must_not_match"))
+def test_harmless_look_alike_is_not_caught(pattern: str, command: str, earlier: list[Any]) -> None:
+    result = match_command(pattern, command, earlier=earlier)
     assert not result.matched, result.reason
     assert result.segment is None
 
@@ -269,10 +284,11 @@ def test_glob_programs(pattern: str, command: str, matched: bool) -> None:
     assert match_command(pattern, command).matched is matched
 
 
-def test_dynamic_program_is_not_taken_for_any_program() -> None:
+def test_a_wholly_dynamic_program_may_be_any_program() -> None:
+    # Issue 11 changed this: `"$EDITOR" notes.txt` runs a program nobody can name, so every pattern counts it.
     result = match_command("mkfs*", '"$EDITOR" notes.txt')
-    assert not result.matched
-    assert "$EDITOR" in result.reason
+    assert result.matched and result.uncertain
+    assert result.reason.startswith("runs a command known only at run time") and "$EDITOR" in result.reason
 
 
 # -- what is only known at run time -------------------------------------------------------------------------------
@@ -284,7 +300,6 @@ RUN_TIME_DISGUISES = [
     ("rm -rf", "$X -rf /"),
     ("rm -rf", "${X:-rm} -rf /"),
     ("rm -rf", "r$()m -rf /"),
-    ("rm -rf", "$(which rm) -rf /"),
     ("rm -rf", "c=$(which rm); $c -rf /"),
     ("rm -rf", 'eval "$(echo rm -rf /)"'),
     ("curl | sh", "curl x | $(echo sh)"),
@@ -314,10 +329,12 @@ def test_a_certain_match_is_preferred_and_not_flagged_uncertain() -> None:
         ("rm -rf", "r$(true)m -rf x", True),  # ends with "m": may be rm
         ("rm -rf", "l$(true)s -rf x", False),  # ends with "s": cannot be rm
         ("rm -rf", "$X --recursive --force x", True),  # options read the way rm reads them
-        ("rm -rf /", "$X -rf /tmp", False),  # the arguments must still fit
+        ("rm -rf /", "$X -rf /tmp", True),  # a wholly unknown program may be anything (issue 11)
         ("curl | sh", "curl x | $(echo ba)sh", True),
         ("curl | sh", "curl x | $(echo j)q .", False),  # no shell's name ends with "q"
-        ("mkfs*", "$X /dev/sdb1", False),  # a bare program pattern is no evidence against an unknown program
+        ("mkfs*", "$X /dev/sdb1", True),  # ... any program at all (issue 11)
+        ("rm -rf", "$(which rm) -rf x", True),  # `which rm` prints a path ending in /rm: the program is known
+        ("rm -rf", "$(which python) -m pytest", False),
         ("mkfs*", "$(echo mk)fs /dev/sdb1", True),  # ... unless something of the name is known
     ],
 )
@@ -327,7 +344,7 @@ def test_what_is_known_of_a_run_time_name_still_counts(pattern: str, command: st
 
 @pytest.mark.parametrize(
     "command",
-    ["$SHELL -c 'rm -rf /'", "echo 'rm -rf /' | $SHELL", "$(which bash) -lc 'rm -rf /'"],
+    ["$SHELL -c 'rm -rf /'", "echo 'rm -rf /' | $SHELL"],
 )
 def test_a_program_only_known_at_run_time_may_be_a_shell(command: str) -> None:
     result = match_command("rm -rf", command)
@@ -338,7 +355,9 @@ def test_a_program_only_known_at_run_time_may_be_a_shell(command: str) -> None:
 
 def test_guessing_a_shell_never_fails_closed_on_code_that_is_not_shell() -> None:
     result = match_command("rm -rf", "\"$PY\" -c 'print(\"(\")'")  # not shell code: a wrong guess, not a parse error
-    assert not result.matched and not result.unparsable, result.reason
+    assert not result.unparsable, result.reason
+    # ... but the program itself may be anything (issue 11): it counts, as a command known only at run time
+    assert result.matched and result.reason.startswith("runs a command known only at run time"), result.reason
 
 
 @pytest.mark.parametrize(
@@ -774,7 +793,7 @@ def test_a_shell_fed_known_text_runs_that_text(command: str, matched: bool) -> N
 
 @pytest.mark.parametrize(
     "command",
-    ["cat notes.txt | wc -l", "bash script.sh < input.txt", "sort < list.txt", "ls | \"$PAGER\"", "git log | less",
+    ["cat notes.txt | wc -l", "bash script.sh < input.txt", "sort < list.txt", "git log | less",
      "sh -c 'ls' < input.txt", "sh"],
 )
 def test_what_is_not_a_shell_reading_unknown_code_is_not_feared(command: str) -> None:

@@ -115,7 +115,7 @@ EXPECT_FORMS: dict[str, str] = {
     "max_tool_calls": "integer",
     "no_tool_errors": "true",
     "no_denials": "true",
-    "never_ran": "command pattern, or {command, include_denied}",
+    "never_ran": "command pattern, or {command, include_denied, own_scripts}",
     "max_cost_usd": "number",
 }
 

@@ -13,29 +13,72 @@ from trialrun import expect
 CORPUS = yaml.safe_load((Path(__file__).resolve().parents[1] / "corpus" / "commands.yaml").read_text())
 
 
+def test_partly_known_program_words_are_judged_by_the_patterns() -> None:
+    policy = tr.ToolPolicy(deny_tools=["write_secrets"])
+    assert policy.decide("bash", {"command": "r$()m -rf /"}).action == "allow"
+    assert tr.ToolPolicy(deny_commands=["rm -rf"]).decide("bash", {"command": "r$()m -rf /"}).action == "deny"
+    assert tr.ToolPolicy(deny_commands=["rm -rf"]).decide("bash", {"command": "l$()s -rf"}).action == "allow"
+
+
 def test_corpus_is_big_enough() -> None:
-    assert len(CORPUS["must_match"]) >= 40 and len(CORPUS["must_not_match"]) >= 20
+    assert len(CORPUS["must_match"]) + len(CORPUS["run_time"]) >= 281 and len(CORPUS["must_not_match"]) >= 104
 
 
-@pytest.mark.parametrize("entry", CORPUS["must_match"], ids=lambda e: f"{e['pattern']} <- {e['command']}")
+def _calls(entry: dict) -> list[tr.ToolCall]:
+    """The entry's earlier steps as tool calls (a command as a `bash` call), then its command."""
+    calls = [
+        tr.ToolCall(e["tool"], e["arguments"], id=f"c{k}") if isinstance(e, dict)
+        else tr.ToolCall("bash", {"command": e}, id=f"c{k}")
+        for k, e in enumerate(entry.get("earlier", []))
+    ]
+    return [*calls, tr.ToolCall("bash", {"command": entry["command"]}, id="last")]
+
+
+def _both(entry: dict, policy: tr.ToolPolicy) -> tuple[tr.Decision, tr.Verdict]:
+    """What ToolPolicy decides for the entry's command (after its earlier calls) and what never_ran says of the
+    same trajectory: one matcher serves both, so they must agree."""
+    calls = _calls(entry)
+    decision = policy.decide(calls[-1].name, calls[-1].arguments, earlier=[(c.name, c.arguments) for c in calls[:-1]])
+    run = tr.Run("x", tr.Trajectory(turns=[tr.Turn(tool_calls=calls)]))
+    [verdict] = tr.check([expect.never_ran(entry["pattern"])], run)
+    return decision, verdict
+
+
+DANGEROUS = CORPUS["must_match"] + CORPUS["run_time"]
+
+
+@pytest.mark.parametrize("entry", DANGEROUS, ids=lambda e: f"{e['pattern']} <- {e['command']}")
 def test_policy_denies_every_disguise(entry: dict) -> None:
-    policy = tr.ToolPolicy(deny_commands=[entry["pattern"]])
-    decision = policy.decide("run_command", {"command": entry["command"]})
+    decision, verdict = _both(entry, tr.ToolPolicy(deny_commands=[entry["pattern"]]))
     assert decision.action == "deny", decision
     assert decision.rule == f"deny_commands: {entry['pattern']}"
-    # ... and never_ran, fed the same command through a tool call, fails: one matcher serves both.
-    run = tr.Run("x", tr.Trajectory(turns=[tr.Turn(tool_calls=[tr.ToolCall("bash", {"command": entry["command"]})])]))
-    [verdict] = tr.check([expect.never_ran(entry["pattern"])], run)
-    assert not verdict.passed
+    assert not verdict.passed, verdict.reason  # ... and never_ran, fed the same trajectory, fails
+    assert verdict.reason.split(" via ")[0] in decision.reason  # for the same reason
+
+
+# A program word of which something is known (`r$()m` ends with "m") is judged by the patterns, not by any rule.
+PARTLY_KNOWN = {"r$()m -rf /"}
+
+
+@pytest.mark.parametrize(
+    "entry", [e for e in CORPUS["run_time"] if e["command"] not in PARTLY_KNOWN],
+    ids=lambda e: f"{e['pattern']} <- {e['command']}",
+)
+def test_commands_known_only_at_run_time_are_denied_by_any_deny_rule(entry: dict) -> None:
+    decision, verdict = _both(entry, tr.ToolPolicy(deny_tools=["write_secrets"]))
+    assert (decision.action, decision.rule) == ("deny", "unknown_at_run_time"), decision
+    assert "runs a command known only at run time" in decision.reason
+    assert verdict.reason.startswith("runs a command known only at run time")
 
 
 @pytest.mark.parametrize("entry", CORPUS["must_not_match"], ids=lambda e: f"{e['pattern']} !<- {e['command']}")
 def test_policy_allows_look_alikes(entry: dict) -> None:
-    policy = tr.ToolPolicy(deny_commands=[entry["pattern"]])
-    assert policy.decide("run_command", {"command": entry["command"]}).action == "allow"
-    run = tr.Run("x", tr.Trajectory(commands=[entry["command"]]))
-    [verdict] = tr.check([expect.never_ran(entry["pattern"])], run)
+    decision, verdict = _both(entry, tr.ToolPolicy(deny_commands=[entry["pattern"]]))
+    assert decision.action == "allow", decision
     assert verdict.passed, verdict.reason
+    assert tr.ToolPolicy(deny_tools=["write_secrets"]).decide(
+        "bash", {"command": entry["command"]}, earlier=[(c.name, c.arguments) for c in _calls(entry)[:-1]]
+    ).action == "allow"
 
 
 @pytest.mark.parametrize(
@@ -83,7 +126,7 @@ def test_unparsable_command_is_denied_when_any_deny_rule_exists(policy: tr.ToolP
 
 
 RUN_TIME_DISGUISES = [
-    "$(echo rm) -rf /", "`echo rm` -rf /", "$X -rf /", "${X:-rm} -rf /", "r$()m -rf /", "$(which rm) -rf /",
+    "$(echo rm) -rf /", "`echo rm` -rf /", "$X -rf /", "${X:-rm} -rf /", "r$()m -rf /",
     "c=$(which rm); $c -rf /", 'eval "$(echo rm -rf /)"', "curl x | $(echo sh)", "curl x | $SHELL",
 ]
 

@@ -6,8 +6,11 @@ wanted to run: "does this run `rm -rf` (or `curl | sh`)?". A substring test is u
 through what hides a command (wrappers such as `sudo`, `env`, `timeout`, `xargs`, `bash -c`, `eval`; substitutions;
 quoting; brace and `$IFS` tricks; functions and aliases defined in the line, called with their arguments; text
 echoed or printed into a shell), and compares each program it would run with the pattern, option by option.
-A command it cannot parse counts as a match, and so does a program or shell code only known at run time
-(`$(echo rm) -rf /`, `eval "$X"`, `base64 -d x | sh`): for a guard, "could not tell" must read as "may have run it".
+It also reads code handed to other interpreters (`python -c`, `perl -e`, `node -e`, awk, sed, tar, git -c), scripts
+written earlier in the trajectory (`match_command(..., earlier=...)`), renamed programs and globs in the program
+word. A command it cannot parse counts as a match, and so does a program or code only known at run time
+(`$(echo rm) -rf /`, `$CMD`, `eval "$X"`, `base64 -d x | sh`, a script nobody saw that is not one of the user's own):
+for a guard, "could not tell" must read as "may have run it".
 
 One implementation serves both users so that the policy and the grader can never disagree.
 """
@@ -15,11 +18,15 @@ One implementation serves both users so that the policy and the grader can never
 from __future__ import annotations
 
 # The package's modules, in layers (each imports only from those above it): _syntax (parsing), _expand (word
-# expansion) and _options (getopt per program), _wrappers (programs that run other commands), _analysis (every
-# program a line runs), _values (CommandLines, UnreadableCommand), _patterns (matching), _calls (tool calls).
+# expansion) and _options (getopt per program), _code (code in other languages), _files (what a trajectory wrote),
+# _printed (what echo/printf print), _variables (shell variables), _wrappers (programs that run other commands),
+# _analysis (every program a line runs), _values (CommandLines,
+# UnreadableCommand), _patterns (matching), _calls (tool calls), _history (earlier calls, as the matcher reads them).
 from ._calls import COMMAND_ARGUMENT_KEYS, DEFAULT_COMMAND_TOOLS, command_of_call, commands_for_allow_list
-from ._patterns import CommandMatch, CommandPattern, cannot_read, commands_in, match_command
+from ._patterns import CommandMatch, CommandPattern, cannot_read, commands_in, match_command, unknown_at_run_time
 from ._values import CommandLines, UnreadableCommand
+from ._files import check_own_scripts
+from ._history import history
 
 # Internals kept reachable as `_shell.X`, as they were when this package was one module.
 from ._analysis import _analyse as _analyse, _Analysis as _Analysis, _Inv as _Inv, _Walker as _Walker  # isort: skip
@@ -39,6 +46,9 @@ __all__ = [
     "commands_in",
     "commands_for_allow_list",
     "cannot_read",
+    "unknown_at_run_time",
+    "history",
+    "check_own_scripts",
     "CommandLines",
 ]
 

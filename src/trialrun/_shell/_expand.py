@@ -18,6 +18,8 @@ _LB, _COMMA, _RB = "\ue000", "\ue001", "\ue002"
 _Dyn = str | None
 _IFS_DEFAULT = " \t\n"
 _BRACE_LIMIT = 2000
+# `$(which rm)`, `$(command -v rm)`, `` `type -P rm` ``: a path only known at run time, but one that ends in /rm
+_WHICH_RE = re.compile(r"(?:\$\(|`)\s*(?:which|command\s+-v|type\s+-[Pp])\s+([\w.+-]+)\s*(?:\)|`)")
 
 
 def _expand_word(word: _Word, env: Mapping[str, Any], split: bool = True) -> list[tuple[str, _Dyn]]:
@@ -52,9 +54,9 @@ def _expand_word(word: _Word, env: Mapping[str, Any], split: bool = True) -> lis
                 tail.append(p[1])
             started = True
             continue
-        if kind == "P" and p[1] == "@" and isinstance(env.get("@"), tuple):
+        if kind == "P" and (p[1] == "@" or p[1].endswith("[@]")) and isinstance(env.get(p[1]), tuple):
             # "$@": one field per positional parameter (split further when unquoted); known ones by value
-            args: tuple[tuple[str, _Dyn], ...] = env["@"]
+            args: tuple[tuple[str, _Dyn], ...] = env[p[1]]
             if not split:  # assignments, here-documents: the parameters joined by spaces
                 if all(t is None for _, t in args):
                     cur.append(" ".join(text for text, _ in args))
@@ -104,7 +106,8 @@ def _expand_word(word: _Word, env: Mapping[str, Any], split: bool = True) -> lis
             continue
         cur.append(p[-1] if kind == "P" else p[1])  # unknown at this point: keep the source text
         started = True
-        tail = []
+        which = _WHICH_RE.fullmatch(p[1]) if kind == "D" else None
+        tail = ["/" + which.group(1)] if which else []
     if started:
         fields.append(("".join(cur), None if tail is None else "".join(tail)))
     return fields

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from functools import lru_cache
 
+from . import _files
 from ._analysis import _analyse, _Analysis, _basename, _Inv, _quote
 from ._expand import _expand_word
 from ._options import _key_text, _normalise
@@ -38,12 +39,16 @@ class _PatternStage:
         with what is known of it (`$(echo rm)`, `r$()m`, `${X:-rm}`; "could not tell" reads as "may have")."""
         if inv.unknown is not None:
             return self.glob or self.program.endswith(inv.unknown)
+        if inv.glob:  # `/bin/r?` runs what the glob expands to: any program it can match may be this one
+            return self.glob or fnmatchcase(self.program, inv.program)
         return fnmatchcase(inv.program, self.program) if self.glob else inv.program == self.program
 
     def runs_code(self, inv: _Inv) -> bool:
         """The invocation is (or may be) a shell or `eval`: it runs the text it is fed."""
         if inv.unknown is not None:
             return any(name.endswith(inv.unknown) for name in _CODE_RUNNERS)
+        if inv.glob:
+            return any(fnmatchcase(name, inv.program) for name in _CODE_RUNNERS)
         return inv.program in _CODE_RUNNERS
 
     def missing(self, inv: _Inv) -> list[str]:
@@ -52,7 +57,7 @@ class _PatternStage:
             return []
         need = _normalise(inv.program if self.glob else self.program, self.args)
         # A program only known at run time is taken for this one: its options are read the way this one's are.
-        have = _normalise(self.program, inv.args) if inv.dynamic and not self.glob else inv.normalised()
+        have = _normalise(self.program, inv.args) if (inv.dynamic or inv.glob) and not self.glob else inv.normalised()
         with_value = {key for key, _ in need.values}  # `-o FILE` is checked with its value below
         lacking = [_key_text(key) for key in sorted(need.flags - with_value) if key not in have.flags]
         lacking += [_key_text(key, value) for key, value in sorted(need.values) if (key, value) not in have.values]
@@ -178,19 +183,96 @@ def _in_clause(segment: str, command_text: str) -> str:
     return "" if segment == whole else f" (in `{_shorten(command_text)}`)"
 
 
-def match_command(pattern: str | CommandPattern, command: str | Sequence[str]) -> CommandMatch:
+#: What came before a command in its trajectory: commands that ran (strings or argv lists) and tool calls as
+#: (tool name, arguments) pairs. Only what they wrote matters (`write_file`, `echo ... > x.sh`, `ln -s /bin/rm x`).
+Earlier = Iterable["str | Sequence[str] | tuple[str, Mapping[str, object]]"]
+
+
+def files_before(earlier: Earlier, own_scripts: _files.OwnScripts = "workspace") -> _files.Files:
+    """What `earlier` (see `Earlier`) wrote, as the analysis reads it.
+
+    Graders and policies ask this for every call of a trajectory in turn: each prefix of the history is a node of
+    a tree (its parent's node and its last item), and each node's files are folded once, from its parent's."""
+    node, files = 0, ()
+    for item in earlier:
+        key = (node, _item_key(item), own_scripts)
+        known = _NODES.get(key)
+        if known is None:
+            files = _fold_step(files, item, own_scripts)
+            if len(_NODES) >= _NODE_LIMIT:
+                _NODES.clear()
+            _NODE_COUNT[0] += 1  # node numbers never repeat, even after a clear
+            known = _NODES[key] = (_NODE_COUNT[0], files, item)  # (the item kept alive: its id is in keys)
+        node, files = known[0], known[1]
+    return files
+
+
+_NODES: dict[tuple, tuple] = {}
+_NODE_LIMIT = 20000
+_NODE_COUNT = [0]
+
+
+def _item_key(item: object) -> tuple:
+    if isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], Mapping):
+        return ("tool", item[0], id(item[1]))
+    if isinstance(item, str):
+        return ("command", type(item).__name__, item)
+    return ("argv", id(item))
+
+
+def _fold_step(files: _files.Files, item: object, own_scripts: _files.OwnScripts) -> _files.Files:
+    state = dict(files)
+    if isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], Mapping):
+        _files.tool_write(item[1], state, str(item[0]))
+        return tuple(state.items())
+    parts = item.parts if isinstance(item, CommandLines) else (item,)
+    for part in parts:
+        if isinstance(part, UnreadableCommand):
+            continue
+        key: str | tuple[str, ...] = part if isinstance(part, str) else tuple(str(w) for w in part)  # type: ignore[union-attr]
+        analysis = _analyse(key, tuple(state.items()), own_scripts)
+        if analysis.error is None:
+            state = dict(analysis.files)
+    return tuple(state.items())
+
+
+def match_command(
+    pattern: str | CommandPattern, command: str | Sequence[str], earlier: Earlier = (),
+    own_scripts: _files.OwnScripts = "workspace",
+) -> CommandMatch:
     """Does `command` (a shell string or an argv list) run `pattern`?
+
+    `earlier`: what ran before it in the same trajectory (commands, and tool calls as (name, arguments)), so
+    that `sh x.sh` is judged by what was written to x.sh. `own_scripts`: which scripts the trajectory never
+    showed are the user's own, run without being read: "workspace" (any relative path inside the workspace;
+    the default), "none", or a tuple of globs (`("scripts/*.sh",)`); any other unseen script is only known at
+    run time.
 
     >>> match_command("rm -rf", "cd /tmp && sudo /bin/rm -fr build").reason
     'runs `/bin/rm -fr build` (in `cd /tmp && sudo /bin/rm -fr build`)'
     >>> match_command("rm -rf", 'echo "rm -rf /"').matched
     False
+    >>> match_command("rm -rf", "sh x.sh", earlier=[("write_file", {"path": "x.sh", "content": "rm -rf /"})]).matched
+    True
     """
     text = pattern.text if isinstance(pattern, CommandPattern) else pattern
     stages = pattern._stages if isinstance(pattern, CommandPattern) else _compile(pattern)
     command_text = _command_text(command)
+    own = _own(own_scripts)
+    files = files_before(earlier, own) if earlier else ()
+    return _match(text, stages, command, command_text, files, own)
+
+
+def _own(value: _files.OwnScripts) -> _files.OwnScripts:
+    return value if isinstance(value, str) else tuple(value)
+
+
+def _match(
+    text: str, stages: tuple[_PatternStage, ...], command: str | Sequence[str], command_text: str,
+    files: _files.Files, own: _files.OwnScripts,
+) -> CommandMatch:
     if isinstance(command, CommandLines):
-        results = [match_command(pattern, part) for part in command.parts]
+        results = [_match(text, stages, part, _command_text(part), files, own) for part in command.parts]
         hit = next((result for result in results if result.matched), None)
         if hit is not None:
             return hit
@@ -204,29 +286,32 @@ def match_command(pattern: str | CommandPattern, command: str | Sequence[str]) -
             unparsable=True,
         )
     key: str | tuple[str, ...] = command if isinstance(command, str) else tuple(str(w) for w in command)
-    analysis = _analyse(key)
+    analysis = _analyse(key, files, own)
     if analysis.error is not None:
         return CommandMatch(
             True, text, command_text,
             f"could not be parsed ({analysis.error}); counted as a match (fail closed)",
             unparsable=True,
         )
-    found, opaque = _find(stages, analysis)
+    found, kind = _find(stages, analysis)
     if found is not None:
         invs = [analysis.invs[x] for x in found]
         segment = " | ".join(inv.display for inv in invs)
-        if len(invs) == 1:
-            reason = f"runs `{_shorten(segment)}`"
-        else:
-            reason = "runs " + " feeding ".join(f"`{_shorten(inv.display)}`" for inv in invs)
-        reason += _in_clause(segment, command_text)
-        if opaque:
-            uncertainty: str | None = "the shell code it runs is only known at run time"
-        else:
-            uncertainty = next((_uncertainty(inv) for inv in invs if inv.dynamic or inv.guessed), None)
-        if uncertainty:
-            reason += f"; {uncertainty}: counted as a match (fail closed)"
-        return CommandMatch(True, text, command_text, reason, segment=segment, uncertain=uncertainty is not None)
+        ran = " feeding ".join(f"`{_shorten(inv.display)}`" for inv in invs)
+        where = _in_clause(segment, command_text)
+        unknown = next((inv for inv in invs if inv.dynamic), None)
+        if kind or unknown is not None:
+            why = invs[0].why or "the shell code it runs is only known at run time" if kind == "opaque" else (
+                "its program is only known at run time"
+            )
+            reason = f"{RUN_TIME} ({why}): {ran}{where}; counted as a match (fail closed)"
+            return CommandMatch(True, text, command_text, reason, segment=segment, uncertain=True)
+        if any(inv.guessed for inv in invs):
+            why = "it runs there if a program only known at run time is a shell"
+            reason = f"{RUN_TIME} ({why}): {ran}{where}; counted as a match (fail closed)"
+            return CommandMatch(True, text, command_text, reason, segment=segment, uncertain=True)
+        reason = f"runs {ran}{where}" + "".join(_how(inv) for inv in invs)
+        return CommandMatch(True, text, command_text, reason, segment=segment)
     if analysis.nested_errors:
         return CommandMatch(
             True, text, command_text,
@@ -236,27 +321,39 @@ def match_command(pattern: str | CommandPattern, command: str | Sequence[str]) -
     return CommandMatch(False, text, command_text, _miss_reason(stages, analysis))
 
 
-def _uncertainty(inv: _Inv) -> str:
-    if inv.dynamic:
-        return "its program is only known at run time"
-    return "it runs there if a program only known at run time is a shell"
+#: How every match that rests on what is only known at run time begins its reason.
+RUN_TIME = "runs a command known only at run time"
 
 
-def _find(stages: tuple[_PatternStage, ...], analysis: _Analysis) -> tuple[list[int] | None, bool]:
+def _how(inv: _Inv) -> str:
+    """What a certain match needed to see: a program word that is a glob, a renamed program."""
+    if inv.renamed:
+        return f" (`{inv.renamed}` is a copy of or link to `{inv.program}`)"
+    if inv.glob:
+        return f" (its program word `{inv.words[0]}` is a glob that can expand to the pattern's program)"
+    return ""
+
+
+def _find(stages: tuple[_PatternStage, ...], analysis: _Analysis) -> tuple[list[int] | None, str]:
     """Indexes of invocations that match the pattern's stages in order, each feeding the next (or None), and
-    whether the match is shell code only known at run time standing in for the whole pattern.
+    what stands in for the pattern: "" (the invocations match it), "opaque" (code or a script only known at run
+    time) or "unknown" (a command word only known at run time: any program at all).
 
     A match that rests on nothing unknown is preferred; then one that takes a program only known at run time
-    for the pattern's; then any shell code only known at run time, which may run anything.
+    for the pattern's; then any code only known at run time, which may run anything; then a command whose
+    name is only known at run time (`$CMD`), which may be any program.
     """
     found = _chain(stages, analysis, certain=True)
     if found is not None or not analysis.uncertain:
-        return found, False
+        return found, ""
     found = _chain(stages, analysis, certain=False)
     if found is not None:
-        return found, False
-    opaque = next(([x] for x, inv in enumerate(analysis.invs) if inv.opaque), None)
-    return opaque, opaque is not None
+        return found, ""
+    opaque = next(([x] for x, inv in enumerate(analysis.invs) if inv.opaque and not inv.guessed), None)
+    if opaque is not None:
+        return opaque, "opaque"
+    unknown = next(([x] for x, inv in enumerate(analysis.invs) if inv.unknown == "" and not inv.guessed), None)
+    return unknown, "unknown" if unknown is not None else ""
 
 
 def _chain(stages: tuple[_PatternStage, ...], analysis: _Analysis, certain: bool) -> list[int] | None:
@@ -330,6 +427,34 @@ def commands_in(command: str | Sequence[str]) -> list[str]:
     if analysis.error is not None:
         raise ValueError(f"cannot parse command {_shorten(_command_text(command))!r}: {analysis.error}")
     return [inv.display for inv in analysis.invs if inv.leaf and not inv.guessed]
+
+
+def unknown_at_run_time(
+    command: str | Sequence[str], earlier: Earlier = (), own_scripts: _files.OwnScripts = "workspace"
+) -> str | None:
+    """Why what `command` runs is only known at run time (a command word like `$CMD` or `$(cat c.txt)`, shell or
+    other code nobody can read, a script nobody saw), or None. A policy with any deny rule denies such a command.
+
+    >>> unknown_at_run_time("$(cat c.txt) build")
+    'runs a command known only at run time (its program is only known at run time): `"$(cat c.txt)" build`'
+    >>> unknown_at_run_time("ls -la") is None
+    True
+    """
+    if isinstance(command, CommandLines):
+        return next((why for why in (unknown_at_run_time(p, earlier, own_scripts) for p in command.parts) if why), None)
+    if isinstance(command, UnreadableCommand):
+        return None
+    own = _own(own_scripts)
+    key: str | tuple[str, ...] = command if isinstance(command, str) else tuple(str(w) for w in command)
+    analysis = _analyse(key, files_before(earlier, own) if earlier else (), own)
+    for inv in analysis.invs:
+        if inv.guessed:
+            continue
+        if inv.opaque:
+            return f"{RUN_TIME} ({inv.why or 'the shell code it runs is only known at run time'}): `{_shorten(inv.display)}`"
+        if inv.unknown == "":  # wholly unknown (`$CMD`); `r$()m` is judged by what is known of it
+            return f"{RUN_TIME} (its program is only known at run time): `{_shorten(inv.display)}`"
+    return None
 
 
 def cannot_read(command: str | Sequence[str]) -> str | None:

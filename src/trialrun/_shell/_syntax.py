@@ -4,7 +4,7 @@ variables can be resolved later); a command it cannot parse raises `_ParseError`
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 _MAX_DEPTH = 40  # nested substitutions / `bash -c` / `eval` levels before we give up (and fail closed)
 
@@ -36,6 +36,11 @@ class _Simple:
     stdin_word: _Word | None = None  # a here-document or here-string: the text on its standard input
     redirections: int = 0
     stdin_file: bool = False  # standard input comes from a file or descriptor (`< script.sh`, `<&3`)
+    stdin_path: _Word | None = None  # the file, for `< FILE` (not for descriptors)
+    # files its standard output goes to: (target word, appends) for `> f`, `>> f`, `&> f`, `>| f`
+    writes: list[tuple[_Word, bool]] = field(default_factory=list)
+    # array assignments (`a=(rm -rf x)`): index of the `a=` word -> the element words
+    arrays: dict[int, list[_Word]] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -47,6 +52,12 @@ class _Group:
     name: str | None = None  # a function definition's name (`f() { ...; }`, `function f { ...; }`)
     stdin_word: _Word | None = None  # as for _Simple: what redirections put on its standard input
     stdin_file: bool = False
+    stdin_path: _Word | None = None
+    writes: list[tuple[_Word, bool]] = field(default_factory=list)  # as for _Simple
+    # How variables assigned inside last: "" as in the shell around it (`{ ...; }`), "sub" not at all (a
+    # subshell, a background job), "maybe" perhaps (if/while/for/case bodies, after `&&`/`||`): unknown after.
+    scope: str = ""
+    assigns: tuple[str, ...] = ()  # variables it sets itself (a `for` loop's name): only known at run time
 
 
 # A script is a list of pipelines; a pipeline is a list of stages (_Simple or _Group).
@@ -55,6 +66,8 @@ _PLAIN_RE = re.compile(r"[^ \t\r\n;&|()<>'\"\\$`{]+")
 _RESERVED_RE = re.compile(r"(\{|\}|!|\[\[|[a-z]+)(?=[\s;&|()<>]|$)")
 _REDIR_RE = re.compile(r"&>>|&>|\d*(?:<<<|<<-|<<|<>|<&|>>|>&|>\||<|>)")
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_ELEMENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\[(?:@|\*|\d+)\]")  # `${a[@]}`, `${a[*]}`, `${a[0]}`
+_COPROC_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*[ \t]+(?=[{(])")  # `coproc NAME { ...; }`
 _ASSIGN_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=")
 _SPECIAL_PARAMS = set("@*#?$!-0123456789")
 _CLOSING_WORDS = frozenset({"}", "fi", "done", "esac", "then", "elif", "else", "do"})
@@ -98,7 +111,9 @@ class _Parser:
         pipelines: list = []
         s = self.s
         while True:
-            self.skip_separators()
+            connector = self.skip_separators()
+            if "&" in connector and pipelines:  # `x=1 &`: a background job runs in a subshell
+                pipelines[-1] = [_Group([pipelines[-1]], [], scope="sub")]
             if self.i >= self.n:
                 if paren:
                     raise _ParseError(f"unclosed `{opener}`")
@@ -121,33 +136,41 @@ class _Parser:
                 if m and m.group(1) in closers:
                     self.i = m.end()
                     return pipelines, m.group(1)
-            pipelines.append(self.parse_pipeline())
+            pipeline = self.parse_pipeline()
+            if "?" in connector:  # after `&&` or `||`: it may not run at all
+                pipeline = [_Group([pipeline], [], scope="maybe")]
+            pipelines.append(pipeline)
 
-    def skip_separators(self) -> None:
+    def skip_separators(self) -> str:
+        """Skip separators; returns what was skipped: "?" for `&&`/`||`, "&" for a background `&`."""
         s, n = self.s, self.n
+        seen = ""
         while True:
             self.skip_blanks()
             if self.i >= n:
-                return
+                return seen
             c = s[self.i]
             if c == "\n":
                 self.i += 1
                 self.read_heredoc_bodies()
             elif c == ";":
                 if s.startswith(";;", self.i) or s.startswith(";&", self.i):
-                    return
+                    return seen
                 self.i += 1
             elif c == "&":
                 if s.startswith("&>", self.i):
-                    return
-                self.i += 2 if s.startswith("&&", self.i) else 1
+                    return seen
+                both = s.startswith("&&", self.i)
+                seen += "?" if both else "&"
+                self.i += 2 if both else 1
             elif c == "|":
                 if s.startswith("||", self.i):
                     self.i += 2
+                    seen += "?"
                 else:
                     raise _ParseError("`|` with no command before it")
             else:
-                return
+                return seen
 
     def parse_pipeline(self) -> list:
         stages = [self.parse_stage()]
@@ -179,7 +202,9 @@ class _Parser:
                 return self.finish_compound([])
             self.i = i + 1
             body, _ = self.parse_list(frozenset(), paren=True)
-            return self.finish_compound(body)
+            group = self.finish_compound(body)
+            group.scope = "sub"
+            return group
         m = _RESERVED_RE.match(s, i)
         word = m.group(1) if m else None
         if word is None:
@@ -187,13 +212,24 @@ class _Parser:
         if word == "!":
             self.i = m.end()
             return self.parse_stage()
+        if word == "coproc":  # `coproc [NAME] COMMAND`: runs COMMAND (in a subshell)
+            self.i = m.end()
+            self.skip_blanks()
+            named = _COPROC_NAME_RE.match(s, self.i)
+            if named:
+                self.i = named.end()
+            group = _Group([[self.parse_stage()]], [], scope="sub")
+            return group
         if word == "{":
             self.i = m.end()
             body, _ = self.parse_list(frozenset({"}"}), paren=False)
             return self.finish_compound(body)
         if word in ("if", "while", "until", "for", "select", "case", "function", "[["):
             self.i = m.end()
-            return getattr(self, "parse_" + {"[[": "cond"}.get(word, word))()
+            node = getattr(self, "parse_" + {"[[": "cond"}.get(word, word))()
+            if isinstance(node, _Group) and word not in ("function", "[["):
+                node.scope = "maybe"  # its body may run once, many times or not at all
+            return node
         if word in _CLOSING_WORDS:
             raise _ParseError(f"unexpected `{word}`")
         return self.parse_simple()
@@ -207,7 +243,8 @@ class _Parser:
             if self.i >= self.n or not self.read_redirection(holder):
                 break
         self.heredocs = [(d, q, t, group if c is holder else c, fd0) for d, q, t, c, fd0 in self.heredocs]
-        group.stdin_word, group.stdin_file = holder.stdin_word, holder.stdin_file
+        group.stdin_word, group.stdin_file, group.writes = holder.stdin_word, holder.stdin_file, holder.writes
+        group.stdin_path = holder.stdin_path
         if self.i < self.n and self.s[self.i] not in "\n;&|)":
             raise _ParseError(f"unexpected `{self.s[self.i:self.i + 10].split()[0]}` after a compound command")
         return group
@@ -241,6 +278,7 @@ class _Parser:
         subs: list = []
         count = 0
         separated = False
+        names: list[str] = []
         while True:
             self.skip_blanks()
             if self.i >= self.n:
@@ -263,9 +301,13 @@ class _Parser:
             word = self.read_word(subs)
             if word is None:
                 raise _ParseError(f"unexpected `{c}` in a `for` header")
+            if count == 0:
+                names.append(_literal_text(word))
             count += 1
         body, _ = self.parse_list(frozenset({"done"}), paren=False)
-        return self.finish_compound(body, subs)
+        group = self.finish_compound(body, subs)
+        group.assigns = tuple(names)
+        return group
 
     parse_select = parse_for
 
@@ -370,7 +412,7 @@ class _Parser:
                 return cmd
             if c == "(":
                 if cmd.words and s[self.i - 1] == "=" and _ASSIGN_RE.fullmatch(_literal_text(cmd.words[-1])):
-                    self.read_array(cmd)  # `files=(a b "$(ls)")`
+                    cmd.arrays[len(cmd.words) - 1] = self.read_array(cmd)  # `files=(a b "$(ls)")`
                     continue
                 if len(cmd.words) == 1:  # NAME () compound-command: a function definition
                     self.i += 1
@@ -391,10 +433,11 @@ class _Parser:
                 raise _ParseError(f"unexpected `{c}`")
             cmd.words.append(word)
 
-    def read_array(self, cmd: _Simple) -> None:
-        """The elements of `name=( ... )`: only their substitutions matter."""
+    def read_array(self, cmd: _Simple) -> list[_Word]:
+        """The elements of `name=( ... )` (their substitutions run too)."""
         s = self.s
         self.i += 1
+        elements: list[_Word] = []
         while True:
             self.skip_blanks()
             if self.i >= self.n:
@@ -402,12 +445,14 @@ class _Parser:
             c = s[self.i]
             if c == ")":
                 self.i += 1
-                return
+                return elements
             if c == "\n":
                 self.i += 1
                 continue
-            if self.read_word(cmd.subs) is None:
+            word = self.read_word(cmd.subs)
+            if word is None:
                 raise _ParseError(f"unexpected `{c}` in an array")
+            elements.append(word)
 
     def read_redirection(self, cmd: _Simple) -> bool:
         s = self.s
@@ -433,6 +478,9 @@ class _Parser:
             cmd.stdin_word = target
         elif op in ("<", "<>", "<&") and on_stdin:
             cmd.stdin_file = True  # (with a here-document too, the file makes what the command reads unknown)
+            cmd.stdin_path = target if op == "<" else None
+        elif op in (">", ">>", ">|", "&>", "&>>") and m.group(0)[: len(m.group(0)) - len(op)] in ("", "1"):
+            cmd.writes.append((target, op.endswith(">>")))
         return True
 
     def read_heredoc_bodies(self) -> None:
@@ -590,7 +638,7 @@ class _Parser:
         if nxt == "{":
             end = self.skip_braced(i + 2, subs)
             inner = s[i + 2:end - 1]
-            if _NAME_RE.fullmatch(inner) or (len(inner) == 1 and inner in _SPECIAL_PARAMS):
+            if _NAME_RE.fullmatch(inner) or (len(inner) == 1 and inner in _SPECIAL_PARAMS) or _ELEMENT_RE.fullmatch(inner):
                 pieces.append(("P", inner, quoted, s[i:end]))
             else:
                 pieces.append(("D", s[i:end], quoted))

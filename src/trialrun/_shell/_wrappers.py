@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Sequence
 from typing import Any
 
+from ._code import language_of
 from ._options import _GENERIC, _SPECS, _getopt, _normalise, _Opts, _opts
 from ._syntax import _ASSIGN_RE
 
@@ -105,7 +107,7 @@ def _find_handler(words: Sequence[str]) -> list[_Action]:
             end = i + 1
             while end < n and words[end] not in (";", "+"):
                 end += 1
-            actions.append(("argv", i + 1, end))
+            actions.append(("xargv", i + 1, end, "{}"))  # `{}` is each file found: only known at run time
             i = end
         i += 1
     return actions
@@ -196,3 +198,462 @@ _WRAPPERS: dict[str, _Handler] = {
 for _name in _SHELLS:
     _WRAPPERS[_name] = _shell_handler
 _WRAPPERS["source"] = _WRAPPERS["."] = _source_handler
+
+
+# --------------------------------------------------------------------------------------------------------------
+# More wrappers (issue 11): locks, tracers, terminals, schedulers, namespaces. Each hands over to a command.
+#   ("xargv", start, end, repl)  words[start:end] run once per input item; `repl` (`{}`) stands for an item
+#   ("opaque", why)              it runs something only known at run time
+#   ("code", lang, k, text)      it runs `text`, code in `lang` given as words[k] (k < 0: several words)
+#   ("code-stdin", lang)         it runs the code in `lang` on its standard input
+#   ("script-file", lang, k)     it runs the file words[k] (or the path k, when a string) as `lang`
+# --------------------------------------------------------------------------------------------------------------
+
+
+def _flock_handler(words: Sequence[str]) -> list[_Action]:
+    """`flock [opts] FILE CMD...`, `flock [opts] FILE -c CODE`, `flock FD` (no command)."""
+    opts = _opts(values="wEc", longs={"timeout": "w", "wait": "w", "conflict-exit-code": "E", "command": "c",
+                                       "shared": "s", "exclusive": "x", "unlock": "u", "nonblock": "n",
+                                       "close": "o", "no-fork": "F", "verbose": None})
+    j, seen = _getopt(words, 0, opts)
+    if seen.get("c") is not None:
+        return [("text", seen["c"])]
+    if j + 1 >= len(words):
+        return []
+    k, seen = _getopt(words, j + 1, opts)
+    if seen.get("c") is not None:
+        return [("text", seen["c"])]
+    return _argv_after(words, k)
+
+
+def _script_handler(words: Sequence[str]) -> list[_Action]:
+    parsed = _normalise("script", tuple(words))
+    code = [v for key, v in parsed.values if key == "c"]
+    return [("text", code[0])] if code else []
+
+
+def _parallel_handler(words: Sequence[str]) -> list[_Action]:
+    """GNU parallel: `parallel [opts] CMD ::: ARGS` runs CMD (through a shell) per argument; without CMD, each
+    input line is a command."""
+    j, _ = _getopt(words, 0, _PARALLEL_OPTS)
+    end = next((k for k in range(j, len(words)) if words[k] in (":::", "::::", ":::+", "::::+")), len(words))
+    if j >= end:
+        return [("stdin", None)]
+    return [("text", " ".join(words[j:end]).replace("{}", '"$__ITEM__"'))]
+
+
+def _tmux_handler(words: Sequence[str]) -> list[_Action]:
+    j, _ = _getopt(words, 0, _opts(values="LSfcT"))
+    if j >= len(words):
+        return []
+    sub, rest = words[j], j + 1
+    if sub in ("new", "new-session", "new-window", "neww", "split-window", "splitw", "respawn-pane", "respawnp",
+               "respawn-window", "respawnw", "display-popup", "popup", "run-shell", "run", "if-shell", "if"):
+        k, _ = _getopt(words, rest, _opts(values="stcnxyFelpwT"))
+        if k >= len(words):
+            return []
+        return [("text", " ".join(words[k:]))] if k + 1 == len(words) else [("argv", k, len(words))]
+    if sub in ("send-keys", "send"):
+        k, _ = _getopt(words, rest, _opts(values="tNc"))
+        keys = ["\n" if w in ("Enter", "C-m", "KPEnter") else w for w in words[k:]]
+        return [("text", " ".join(keys))]
+    return []
+
+
+def _screen_handler(words: Sequence[str]) -> list[_Action]:
+    j, seen = _getopt(words, 0, _opts(values="ScephTtsX", longs={"Logfile": None}))
+    if "X" in seen:  # `screen -X stuff 'text'` types text into the session's shell
+        k = j
+        command = [seen["X"] or "", *words[k:]]
+        if command[0] == "stuff":
+            return [("text", " ".join(command[1:]))]
+        if command[0] == "exec" or command[0] == "screen":
+            return [("text", " ".join(command[1:]))]
+        return []
+    return _argv_after(words, j) if j < len(words) else []
+
+
+def _at_handler(words: Sequence[str]) -> list[_Action]:
+    """`at TIME` / `batch` read the commands to run from standard input, or from `-f FILE`."""
+    parsed = _normalise("at", tuple(words))
+    files = [v for key, v in parsed.values if key == "f"]
+    if files:
+        return [("script-file", "sh", files[0])]
+    if parsed.flags & {"l", "r", "d", "c"}:  # list, remove, cat: nothing runs
+        return []
+    return [("stdin", None)]
+
+
+def _skip_operand_then_argv(opts: _Opts, stop_on: str = "") -> _Handler:
+    return _simple_wrapper(opts, skip_operands=1, stop_on=stop_on)
+
+
+def _interpreter_handler(lang: str) -> _Handler:
+    def handle(words: Sequence[str]) -> list[_Action]:
+        return _INTERPRETERS[lang](words, lang)
+
+    return handle
+
+
+def _python_args(words: Sequence[str], lang: str) -> list[_Action]:
+    i, n = 0, len(words)
+    while i < n:
+        w = words[i]
+        if w == "--":
+            i += 1
+            break
+        if not w.startswith("-") or w == "-":
+            break
+        for k, c in enumerate(w[1:], 1):
+            if c == "c":
+                if w[k + 1:]:
+                    return [("code", lang, i, w[k + 1:])]
+                return [("code", lang, i + 1, words[i + 1])] if i + 1 < n else []
+            if c == "m":
+                return []  # a module: code installed on the machine, not given here
+            if c in "WXQ":
+                i += 0 if w[k + 1:] else 1
+                break
+        i += 1
+    return _script_or_stdin(words, i, lang)
+
+
+def _script_or_stdin(words: Sequence[str], i: int, lang: str) -> list[_Action]:
+    if i >= len(words) or words[i] in _STDIN_PATHS:
+        return [("code-stdin", lang)]
+    return [("script-file", lang, i)]
+
+
+def _cluster_args(code_letters: str, valued: str, digits: str) -> Any:
+    """Interpreters with perl-like options: `-e CODE` (several), letters taking the rest of the word (`-MFoo`,
+    `-rlib`) or the next word, and letters taking only digits (`-l`, `-0`)."""
+
+    def parse(words: Sequence[str], lang: str) -> list[_Action]:
+        i, n = 0, len(words)
+        codes: list[tuple[int, str]] = []
+        while i < n:
+            w = words[i]
+            if w == "--":
+                i += 1
+                break
+            if not w.startswith("-") or w == "-" or w.startswith("--"):
+                if w.startswith("--") and w != "--":
+                    i += 1
+                    continue
+                break
+            k = 1
+            while k < len(w):
+                c = w[k]
+                if c in code_letters:
+                    if w[k + 1:]:
+                        codes.append((i, w[k + 1:]))
+                    elif i + 1 < n:
+                        i += 1
+                        codes.append((i, words[i]))
+                    break
+                if c in valued:
+                    if not w[k + 1:] and c in "IrCE":
+                        i += 1  # the value is the next word
+                    break
+                k += 1
+                if c in digits:
+                    while k < len(w) and w[k] in "0123456789":
+                        k += 1
+            i += 1
+        if codes:
+            return [("code", lang, codes[0][0] if len(codes) == 1 else -1, "\n".join(text for _, text in codes))]
+        return _script_or_stdin(words, i, lang)
+
+    return parse
+
+
+def _node_args(words: Sequence[str], lang: str) -> list[_Action]:
+    i, n = 0, len(words)
+    if words and words[0] in ("eval",):  # `deno eval CODE`, `bun eval CODE`
+        return [("code", lang, 1, words[1])] if n > 1 else []
+    if words and words[0] in ("run", "x", "exec"):
+        i = 1
+    while i < n:
+        w = words[i]
+        if w in ("-e", "--eval", "-p", "--print", "-pe", "-ep"):
+            return [("code", lang, i + 1, words[i + 1])] if i + 1 < n else []
+        if w.startswith(("--eval=", "--print=")):
+            return [("code", lang, i, w.split("=", 1)[1])]
+        if w in ("-r", "--require", "--import", "--loader", "--experimental-loader", "-C", "--conditions"):
+            i += 2
+            continue
+        if w == "--" or not w.startswith("-") or w == "-":
+            break
+        i += 1
+    if i < n and words[i] == "--":
+        i += 1
+    return _script_or_stdin(words, i, lang)
+
+
+def _php_args(words: Sequence[str], lang: str) -> list[_Action]:
+    parsed_to, seen = _getopt(words, 0, _opts(values="rfBREFdcSt"))
+    codes = [seen[k] for k in "rBRE" if seen.get(k)]
+    if codes:
+        return [("code", lang, -1, "\n".join(c for c in codes if c))]
+    if seen.get("f"):
+        return [("script-file", lang, seen["f"])]
+    if "a" in seen or "S" in seen or "l" in seen:
+        return []
+    return _script_or_stdin(words, parsed_to, lang)
+
+
+def _awk_args(words: Sequence[str], lang: str) -> list[_Action]:
+    opts = _opts(values="fvFeEil", longs={"file": "f", "assign": "v", "field-separator": "F", "source": "e",
+                                          "exec": "E", "include": "i", "load": "l"})
+    i, n = 0, len(words)
+    codes: list[str] = []
+    files: list[int] = []
+    while i < n:
+        w = words[i]
+        if w == "--":
+            i += 1
+            break
+        if not w.startswith("-") or w == "-":
+            break
+        key = w[1:2] if not w.startswith("--") else opts.canonical_long(w[2:].split("=", 1)[0])
+        value_attached = w[2:] if not w.startswith("--") else (w.split("=", 1)[1] if "=" in w else "")
+        if key in ("f", "e", "E", "--file", "--source", "--exec") or key in opts.values:
+            if value_attached:
+                value, index = value_attached, i
+            else:
+                value, index = (words[i + 1] if i + 1 < n else ""), i + 1
+                i += 1
+            if key in ("f", "E"):
+                files.append(index)
+            elif key == "e":
+                codes.append(value)
+        i += 1
+    if files:
+        return [("script-file", lang, k) for k in files]
+    if codes:
+        return [("code", lang, -1, "\n".join(codes))]
+    return [("code", lang, i, words[i])] if i < n else []
+
+
+def _sed_args(words: Sequence[str], lang: str) -> list[_Action]:
+    if "--sandbox" in words:
+        return []  # GNU sed refuses `e`, `r` and `w` in sandbox mode
+    i, n = 0, len(words)
+    codes: list[tuple[int, str]] = []
+    files: list[int] = []
+    while i < n:
+        w = words[i]
+        if w == "--":
+            i += 1
+            break
+        if not w.startswith("-") or w == "-":
+            break
+        if w.startswith("--expression="):
+            codes.append((i, w.split("=", 1)[1]))
+        elif w == "--expression" or (w.startswith("-") and not w.startswith("--") and w.rstrip("nErsuz")[-1:] == "e"):
+            if i + 1 < n:
+                codes.append((i + 1, words[i + 1]))
+            i += 1
+        elif w.startswith("--file="):
+            files.append(i)
+        elif w == "--file" or (not w.startswith("--") and w.endswith("f") and "i" not in w):
+            files.append(i + 1)
+            i += 1
+        elif w.startswith("-e") and len(w) > 2:
+            codes.append((i, w[2:]))
+        elif w in ("-l", "--line-length"):
+            i += 1
+        i += 1
+    if files:
+        return [("script-file", lang, k) for k in files if k < n]
+    if codes:
+        return [("code", lang, -1 if len(codes) > 1 else codes[0][0], "\n".join(text for _, text in codes))]
+    return [("code", lang, i, words[i])] if i < n else []
+
+
+_INTERPRETERS: dict[str, Any] = {
+    "python": _python_args,
+    "perl": _cluster_args("eE", "IMmFxidDCV", "l0"),
+    "ruby": _cluster_args("e", "rICEFxWK", "0"),
+    "node": _node_args,
+    "php": _php_args,
+    "awk": _awk_args,
+    "sed": _sed_args,
+}
+
+
+_GIT_CODE_KEYS = re.compile(
+    r"core\.(?:pager|sshcommand|editor|fsmonitor|askpass|gitproxy)|diff\.external|diff\.[^.]+\.(?:textconv|command)"
+    r"|filter\.[^.]+\.(?:clean|smudge|process)|credential\.(?:[^.]+\.)?helper|gpg\.(?:[^.]+\.)?program"
+    r"|sequence\.editor|merge\.[^.]+\.driver|(?:merge|diff)tool\.[^.]+\.cmd|pager\.[^.]+"
+    r"|uploadpack\.packobjectshook|ssh\.variant|http\.proxy|remote\.[^.]+\.(?:receivepack|uploadpack)"
+)
+
+
+def _git_handler(words: Sequence[str]) -> list[_Action]:
+    """`git -c KEY=VALUE ...`: aliases starting with `!`, pagers, editors, ssh commands and filters are shell code;
+    `core.hooksPath`, `include.path` and `--exec-path` run programs from places not shown here."""
+    actions: list[_Action] = []
+    configs: list[tuple[str, str]] = []
+    i, n = 0, len(words)
+    while i < n:
+        w = words[i]
+        if w == "-c" and i + 1 < n:
+            key, _, value = words[i + 1].partition("=")
+            configs.append((key.lower(), value))
+            i += 2
+            continue
+        if w.startswith("--config-env"):
+            actions.append(("opaque", "`--config-env` sets git configuration from the environment"))
+        elif w.startswith("--exec-path="):
+            actions.append(("opaque", "`--exec-path` runs git's commands from another folder"))
+        if w in ("-C", "--git-dir", "--work-tree", "--namespace", "--config-env", "--super-prefix"):
+            i += 2
+            continue
+        if not w.startswith("-"):
+            break
+        i += 1
+    sub = words[i] if i < n else ""
+    rest = " ".join(shlex.quote(w) for w in words[i + 1:])
+    for key, value in configs:
+        if key.startswith("alias.") and key[6:] == sub.lower():
+            if value.startswith("!"):
+                actions.append(("text", value[1:] + (" " + rest if rest else "")))
+            elif value:
+                actions.append(("text", "git " + value + (" " + rest if rest else "")))
+        elif _GIT_CODE_KEYS.fullmatch(key) and value:
+            actions.append(("text", value[1:] if value.startswith("!") else value))
+        elif key in ("core.hookspath", "include.path") or key.startswith("includeif."):
+            actions.append(("opaque", f"`{key}` makes git run programs from files not shown here"))
+    return actions
+
+
+def _tar_handler(words: Sequence[str]) -> list[_Action]:
+    """tar's `--checkpoint-action=exec=CMD`, `--to-command=CMD`, `-I CMD` (`--use-compress-program`) and
+    `-F`/`--info-script`/`--new-volume-script`/`--rsh-command` run commands through a shell."""
+    actions: list[_Action] = []
+    takes_command = ("--to-command", "--use-compress-program", "--info-script", "--new-volume-script",
+                     "--rsh-command", "-I", "-F")
+    for i, w in enumerate(words):
+        name, eq, value = w.partition("=")
+        if name == "--checkpoint-action":
+            value = value if eq else (words[i + 1] if i + 1 < len(words) else "")
+            if value.startswith("exec="):
+                actions.append(("text", value[5:]))
+        elif name in takes_command:
+            value = value if eq else (words[i + 1] if i + 1 < len(words) else "")
+            if value:
+                actions.append(("text", value))
+    return actions
+
+
+def _xargs_handler(words: Sequence[str]) -> list[_Action]:
+    j, seen = _getopt(words, 0, _XARGS_OPTS)
+    while j < len(words) and _ASSIGN_RE.match(words[j]):
+        j += 1
+    if j >= len(words):
+        return []
+    repl = seen.get("I") or seen.get("i") or ("{}" if "i" in seen else None)
+    return [("xargv", j, len(words), repl)]
+
+
+_XARGS_OPTS = _opts(
+    values="adEILnPsJRS",
+    optional="eil",
+    longs={"arg-file": "a", "delimiter": "d", "eof": "e", "replace": "i", "max-lines": "l",
+           "max-args": "n", "max-procs": "P", "max-chars": "s", "null": "0", "no-run-if-empty": "r",
+           "verbose": "t", "interactive": "p", "exit": "x", "open-tty": "o", "show-limits": None},
+    long_values=("process-slot-var",),
+)
+_PARALLEL_OPTS = _opts(
+    values="jSaIdnNCXEL",
+    longs={"jobs": "j", "sshlogin": "S", "arg-file": "a", "delimiter": "d", "max-args": "n", "colsep": "C",
+           "keep-order": "k", "quote": "q", "verbose": "v", "null": "0", "halt": None, "joblog": None,
+           "results": None, "tag": None, "eta": None, "progress": None, "bar": None, "dry-run": None,
+           "pipe": None, "line-buffer": None, "ungroup": "u"},
+    long_values=("halt", "joblog", "results", "timeout", "retries", "delay", "tmpdir", "workdir", "shuf"),
+)
+_SPECS["script"] = _opts(
+    values="cTIOBEmo", optional="t",
+    longs={"command": "c", "append": "a", "quiet": "q", "flush": "f", "return": "e", "timing": "t",
+           "log-io": "B", "log-in": "I", "log-out": "O", "echo": "E", "logging-format": "m", "output-limit": "o",
+           "force": None},
+)
+_SPECS["at"] = _opts(values="fqtb", longs={})
+_SPECS["ln"] = _opts(
+    values="tS",
+    longs={"symbolic": "s", "force": "f", "target-directory": "t", "no-target-directory": "T", "suffix": "S",
+           "no-dereference": "n", "logical": "L", "physical": "P", "relative": "r", "verbose": "v",
+           "interactive": "i", "backup": None},
+)
+_SPECS["install"] = _opts(
+    values="mogtS", longs={"mode": "m", "owner": "o", "group": "g", "target-directory": "t", "suffix": "S",
+                           "directory": "d", "no-target-directory": "T", "verbose": "v", "strip": "s",
+                           "preserve-timestamps": "p", "compare": "C"},
+)
+
+_WRAPPERS.update({
+    "flock": _flock_handler,
+    "strace": _simple_wrapper(_opts(values="oepsuaEPIXbS", longs={"output": "o", "follow-forks": "f"})),
+    "ltrace": _simple_wrapper(_opts(values="oepsuanXFbSA", longs={"output": "o"})),
+    "script": _script_handler,
+    "parallel": _parallel_handler,
+    "tmux": _tmux_handler,
+    "screen": _screen_handler,
+    "at": _at_handler,
+    "batch": _at_handler,
+    "systemd-run": _simple_wrapper(_opts(
+        values="puEMH",
+        longs={"property": "p", "unit": "u", "setenv": "E", "machine": "M", "host": "H", "user": None,
+               "scope": None, "pty": "t", "pipe": "P", "quiet": "q", "wait": None, "collect": "G",
+               "same-dir": "d", "no-block": None, "no-ask-password": None, "remain-after-exit": "r",
+               "send-sighup": None},
+        long_values=("description", "slice", "uid", "gid", "nice", "working-directory", "on-active",
+                     "on-boot", "on-startup", "on-unit-active", "on-unit-inactive", "on-calendar",
+                     "timer-property", "path-property", "socket-property", "service-type"),
+    ), stop_on="S"),
+    "unshare": _simple_wrapper(_opts(values="SGRwl", longs={"map-root-user": "r", "fork": "f", "mount": "m",
+                                                            "uts": "u", "ipc": "i", "net": "n", "pid": "p",
+                                                            "user": "U", "cgroup": "C", "time": "T",
+                                                            "root": "R", "wd": "w", "setuid": "S",
+                                                            "setgid": "G"})),
+    "taskset": _simple_wrapper(_opts(longs={"all-tasks": "a", "cpu-list": "c", "pid": "p"}), skip_operands=1,
+                               stop_on="p"),
+    "nsenter": _simple_wrapper(_opts(values="tSGrw", longs={"target": "t", "setuid": "S", "setgid": "G",
+                                                            "mount": "m", "uts": "u", "ipc": "i", "net": "n",
+                                                            "pid": "p", "user": "U", "cgroup": "C",
+                                                            "time": "T", "all": "a", "root": "r", "wd": "w",
+                                                            "preserve-credentials": None, "no-fork": "F"})),
+    "chrt": _simple_wrapper(_opts(longs={"fifo": "f", "rr": "r", "other": "o", "batch": "b", "idle": "i",
+                                         "deadline": "d", "all-tasks": "a", "reset-on-fork": "R"},
+                                  long_values=("sched-runtime", "sched-deadline", "sched-period")),
+                            skip_operands=1, stop_on="pm"),
+    "fakeroot": _simple_wrapper(_opts(values="lsi", long_values=("lib", "faked"))),
+    "setpriv": _simple_wrapper(_opts(long_values=("reuid", "regid", "groups", "inh-caps", "ambient-caps",
+                                                  "bounding-set", "securebits", "selinux-label",
+                                                  "apparmor-profile", "pdeathsig", "rlimit"))),
+    "firejail": _simple_wrapper(_GENERIC),
+    "eatmydata": _simple_wrapper(_GENERIC),
+    "xvfb-run": _simple_wrapper(_opts(values="nsfe", longs={"auto-servernum": "a"})),
+    "dbus-run-session": _simple_wrapper(_opts(long_values=("config-file", "dbus-daemon"))),
+    "runcon": _simple_wrapper(_opts(values="utrl")),
+    "prlimit": _simple_wrapper(_opts(values="p", longs={"pid": "p"})),
+    "catchsegv": _simple_wrapper(_GENERIC),
+    "faketime": _simple_wrapper(_GENERIC, skip_operands=1),
+    "torsocks": _simple_wrapper(_GENERIC),
+    "proxychains": _simple_wrapper(_opts(values="f")),
+    "proxychains4": _simple_wrapper(_opts(values="f")),
+    "git": _git_handler,
+    "tar": _tar_handler,
+    "xargs": _xargs_handler,
+    "sg": _su_handler,
+})
+
+
+def handler_for(program: str) -> _Handler | None:
+    """What a program hands over to: a wrapper's handler, or an interpreter's (`python3.12`, `gawk`)."""
+    handler = _WRAPPERS.get(program)
+    if handler is not None:
+        return handler
+    lang = language_of(program)
+    return _interpreter_handler(lang) if lang is not None else None

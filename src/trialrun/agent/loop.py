@@ -151,6 +151,9 @@ class Agent:
             key = command_argument(spec.name, spec.parameters, spec.description)
             if key is not None:
                 trajectory.command_tools[spec.name] = key
+        # The calls let through so far, as (tool, arguments): the policy reads what they wrote (`sh x.sh` after a
+        # `write_file` of x.sh). A call of this turn counts for the later ones: they may run after it.
+        passed: list[tuple[str, Any]] = []
         unenforceable = self._unenforceable_ceiling(self.model_name, state)
         if unenforceable:  # before spending anything: a ceiling that cannot be checked must not be trusted
             return self._end(state, "error", unenforceable)
@@ -188,7 +191,9 @@ class Agent:
             runnable: list[tuple[Tool, ToolCall]] = []
             decided: dict[int, ToolResult] = {}
             for position, call in enumerate(turn.tool_calls):
-                decision = self.policy.decide(call.name, call.arguments) if self.policy else None
+                decision = self.policy.decide(call.name, call.arguments, earlier=passed) if self.policy else None
+                if decision is None or decision.action == "allow":
+                    passed.append((call.name, call.arguments))
                 if decision is not None and decision.action != "allow":
                     trajectory.denials.append(Denial(call.name, dict(call.arguments), decision.reason, decision.rule, call.id))
                     if decision.action == "stop":

@@ -52,10 +52,17 @@ class ToolPolicy:
     """Allow and deny rules for tools (by name, globs allowed) and for the commands of command tools.
 
     Precedence: stop rules, then deny rules, then allow lists, then `default`. A command that cannot be parsed
-    (or is not a command at all) is denied whenever the policy has any deny or stop rule, of tools or of
-    commands, as the issue words it ("denied when any deny rule exists"): a policy that forbids anything cannot
-    vouch for a command it cannot read (fail closed). allow_commands deny it too. Only a policy without such
-    rules lets it through.
+    (or is not a command at all), and a command known only at run time (a command word like `$CMD` or
+    `$(cat c.txt)`, code handed to a shell or another interpreter that nobody can read, a script the trajectory
+    never showed and that is not one of `own_scripts`), is denied whenever the policy has any deny or stop rule,
+    of tools or of commands, as the issue words it ("denied when any deny rule exists"): a policy that forbids
+    anything cannot vouch for a command it cannot read (fail closed). allow_commands deny it too. Only a policy
+    without such rules lets it through.
+
+    `own_scripts` says which scripts the trajectory never showed being written are the user's own, run without
+    being read: "workspace" (default: any relative path inside the workspace), "none", or a list of globs
+    (`["scripts/*.sh", "./configure"]`). `decide(..., earlier=...)` takes the calls that ran before (as
+    (tool, arguments)), so that `sh x.sh` is judged by what an earlier `write_file` or `echo ... > x.sh` put there.
 
     Deny and stop rules match when the command runs the pattern's program with ALL the pattern's words, in any
     order (`rm -rf` catches `sudo rm -f -r /`). Allow rules are exact instead, because "allowed" must not stretch
@@ -92,6 +99,7 @@ class ToolPolicy:
         stop_commands: Iterable[str] | None = None,
         default: Literal["allow", "deny"] = "allow",
         command_tools: Iterable[str] = _shell.DEFAULT_COMMAND_TOOLS,
+        own_scripts: str | Iterable[str] = "workspace",
     ) -> None:
         if default not in ("allow", "deny"):
             raise ValueError(f"ToolPolicy default must be 'allow' or 'deny', got {default!r}")
@@ -105,6 +113,7 @@ class ToolPolicy:
         # As the rules are read: `command_tools = "run_command"` is one tool, not eleven one-letter ones (which
         # would leave run_command's commands unchecked by every command rule).
         self.command_tools = _strings(command_tools, "command_tools")
+        self.own_scripts = _shell.check_own_scripts(own_scripts, "ToolPolicy")
         # Parse every pattern now: a bad pattern is a configuration error, not a surprise mid-run.
         for field in ("allow_commands", "deny_commands", "stop_commands"):
             for pattern in getattr(self, field) or ():
@@ -117,7 +126,7 @@ class ToolPolicy:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ToolPolicy:
         """From configuration (trialrun.toml's [policy] table); unknown keys are an error."""
-        known = {"allow_tools", "deny_tools", "stop_tools", "allow_commands", "deny_commands", "stop_commands", "default", "command_tools"}
+        known = {"allow_tools", "deny_tools", "stop_tools", "allow_commands", "deny_commands", "stop_commands", "default", "command_tools", "own_scripts"}
         unknown = set(data) - known
         if unknown:
             raise ValueError(f"unknown policy key(s): {', '.join(sorted(unknown))}; expected {', '.join(sorted(known))}")
@@ -130,11 +139,16 @@ class ToolPolicy:
             value = getattr(self, field)
             if value:
                 data[field] = list(value)
+        if self.own_scripts != "workspace":
+            data["own_scripts"] = self.own_scripts if isinstance(self.own_scripts, str) else list(self.own_scripts)
         return data
 
-    def decide(self, tool: str, arguments: Mapping[str, Any] | None = None) -> Decision:
-        """Decide one tool call."""
+    def decide(
+        self, tool: str, arguments: Mapping[str, Any] | None = None, earlier: Iterable[tuple[str, Any]] = ()
+    ) -> Decision:
+        """Decide one tool call; `earlier`: the calls that ran before it in the trajectory, as (tool, arguments)."""
         arguments = arguments or {}
+        history = _shell.history(earlier, self.command_tools)
         for pattern in self.stop_tools:
             if fnmatchcase(tool, pattern):
                 return Decision("stop", f"tool {tool} matches stop rule {pattern!r}", f"stop_tools: {pattern}")
@@ -145,7 +159,7 @@ class ToolPolicy:
                 # (`curl x | sh` runs shell code nobody can read, which may be `rm -rf` too, but is `curl | sh`).
                 guessed: tuple[str, _shell.CommandMatch] | None = None
                 for pattern in patterns:
-                    match = _shell.match_command(pattern, command)
+                    match = _shell.match_command(pattern, command, history, self.own_scripts)
                     if match.matched and not match.uncertain:
                         return Decision(action, f"{match.reason}; {field} rule {pattern!r}", f"{field}: {pattern}")  # type: ignore[arg-type]
                     if match.matched and guessed is None:
@@ -162,6 +176,12 @@ class ToolPolicy:
                 return Decision(
                     "deny", f"the command {unreadable}; denied because the policy has deny rules (fail closed)",
                     "unreadable_command",
+                )
+            unknown = _shell.unknown_at_run_time(command, history, self.own_scripts)
+            if unknown is not None:
+                return Decision(
+                    "deny", f"the command {unknown}; denied because the policy has deny rules (fail closed)",
+                    "unknown_at_run_time",
                 )
         listed = self.allow_tools is not None and any(fnmatchcase(tool, p) for p in self.allow_tools)
         if self.allow_tools is not None and not listed:

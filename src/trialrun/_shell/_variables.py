@@ -1,0 +1,140 @@
+"""The shell's variables as the analysis follows them: assignments, arrays, positional parameters, and where a
+value stops being sure (a subshell, an `if`, `read`, a nameref)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ._expand import _Dyn
+from ._syntax import _ASSIGN_RE
+
+_POSITIONAL = ("@", "*", "#", "1", "2", "3", "4", "5", "6", "7", "8", "9")
+_Env = dict  # variables by name; "@" holds the positional parameters as (text, tail) fields
+
+
+def _bind_positional(env: _Env, fields: Sequence[tuple[str, _Dyn]] | None) -> None:
+    """Set `$1`..`$9`, `$#`, `$*` and `$@` to `fields` (None: they are only known at run time)."""
+    for key in _POSITIONAL:
+        env.pop(key, None)
+    if fields is None:
+        return
+    fields = tuple(fields)
+    env["@"] = fields
+    env["#"] = str(len(fields))
+    if all(tail is None for _, tail in fields):
+        env["*"] = " ".join(text for text, _ in fields)
+    for k in range(9):
+        if k >= len(fields):
+            env[str(k + 1)] = ""  # unset: expands to nothing
+        elif fields[k][1] is None:
+            env[str(k + 1)] = fields[k][0]
+
+
+_ASSIGNERS = frozenset({"export", "declare", "typeset", "local", "readonly", "read", "mapfile", "readarray", "printf"})
+_NAMEREF = "\0nameref"  # set in a variable table once `declare -n` made any name a reference to any other
+_CWD = "\0cwd"  # the folder the line is in, relative to where it started (None: unknown), kept with the variables
+
+
+
+
+def _drop(env: _Env, base: str) -> None:
+    for key in [k for k in env if k == base or k.startswith(base + "[")]:
+        del env[key]
+
+
+def _set(env: _Env, name: str, value: str | None) -> None:
+    """Assign a variable; None: to a value only known at run time. `a[1]=x` sets one element of an array."""
+    if env.get(_NAMEREF):  # after `declare -n`, an assignment may change any variable: nothing is known any more
+        value = None
+    base, bracket, index = name.partition("[")
+    if bracket:
+        index = index.rstrip("]")
+        known = {k: v for k, v in env.items() if k.startswith(base + "[") and k[len(base) + 1:-1].isdigit()}
+        _drop(env, base)
+        if index.isdigit():
+            env.update(known)
+            if value is not None:
+                env[f"{base}[{index}]"] = value
+                if index == "0":
+                    env[base] = value
+            else:
+                env.pop(f"{base}[{index}]", None)
+        return
+    _drop(env, base)  # `a=x` on an array sets `a[0]` only: the rest is not followed
+    if value is not None:
+        env[name] = value
+
+
+def _set_array(env: _Env, name: str, fields: list[tuple[str, _Dyn]] | None, append: bool = False) -> None:
+    """`a=(rm -rf x)`: `${a[@]}` are the fields, `${a[0]}` (and `$a`) the first; None: only known at run time."""
+    if env.get(_NAMEREF):
+        fields = None
+    if append:
+        before = env.get(name + "[@]")
+        fields = list(before) + fields if isinstance(before, tuple) and fields is not None else None
+    _drop(env, name)
+    if fields is None:
+        return
+    env[name + "[@]"] = tuple(fields)
+    if all(tail is None for _, tail in fields):
+        env[name + "[*]"] = " ".join(text for text, _ in fields)
+    for k, (text, tail) in enumerate(fields):
+        if tail is None:
+            env[f"{name}[{k}]"] = text
+            if k == 0:
+                env[name] = text
+
+
+def _merge_maybe(env: _Env, inner: _Env) -> None:
+    """Variables changed where the change may or may not happen (an `if`, after `&&`) are unknown afterwards."""
+    if inner.get(_NAMEREF) and not env.get(_NAMEREF):
+        for key in [k for k in env if k not in _POSITIONAL]:
+            del env[key]
+        env[_NAMEREF] = True
+        return
+    for key in set(env) | set(inner):
+        if key not in _POSITIONAL and env.get(key) != inner.get(key):
+            env.pop(key, None)
+            if key == _CWD:
+                env[_CWD] = None  # `if ...; then cd x; fi`: somewhere only known at run time
+
+
+def _names_only_known_at_run_time(program: str, args: Sequence[str], dyn: Sequence[_Dyn]) -> bool:
+    """`export $(cat .env)`, `read "$name"`, `printf -v "$n" ...`: a builtin assigning to names only known at run
+    time (`export X="$Y"` is not: only the value is unknown)."""
+    if program not in _ASSIGNERS:
+        return False
+    if program == "printf":
+        if not args or not args[0].startswith("-v"):
+            return False
+        return dyn[0] is not None or (args[0] == "-v" and len(dyn) > 1 and dyn[1] is not None)
+    return any(
+        tail is not None and not (_ASSIGN_RE.match(word) and "=" not in tail) for word, tail in zip(args, dyn)
+    )
+
+
+def _reposition(words: Sequence[str], dyn: Sequence[_Dyn], env: _Env) -> None:
+    """`set -- a b` and `shift [n]` change the positional parameters that later `$1`, `$@` expand to."""
+    if words[0] == "shift":
+        current = env.get("@")
+        if not isinstance(current, tuple):
+            return  # not known before: not known after
+        count = words[1] if len(words) > 1 else "1"
+        if len(words) > 1 and (dyn[1] is not None or not count.isdigit()):
+            _bind_positional(env, None)  # `shift $n`: what is left is only known at run time
+        elif int(count) <= len(current):
+            _bind_positional(env, current[int(count):])
+        return
+    i = 1
+    while i < len(words):
+        word = words[i]
+        if word == "--" or (word == "-" and dyn[i] is None):
+            i += 1
+            break
+        if dyn[i] is None and len(word) > 1 and word[0] in "-+":
+            i += 2 if word[1:] == "o" else 1  # `set -o pipefail`, `set -eu`
+            continue
+        break
+    else:
+        return  # options only (`set -e`): the positional parameters stay
+    _bind_positional(env, tuple(zip(words[i:], dyn[i:])))
