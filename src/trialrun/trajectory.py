@@ -78,13 +78,18 @@ class Turn:
 
 @dataclass(slots=True)
 class Denial:
-    """A tool call the agent's policy refused, and the rule that refused it."""
+    """A tool call the agent's policy refused, and the rule that refused it.
+
+    `source` says whose refusal it was: "policy" (a ToolPolicy) or "agent" (a process agent's own permission
+    check, read from the tool result it sent back, such as Claude Code's "... was blocked").
+    """
 
     tool: str
     arguments: dict[str, Any] = field(default_factory=dict)
     reason: str = ""
     rule: str | None = None
     call_id: str | None = None
+    source: str = "policy"
 
 
 @dataclass(slots=True)
@@ -148,7 +153,8 @@ class Trajectory:
 class Run:
     """What one invoke produced: the output the caller got back and the trajectory that led there.
 
-    `status` and `error` are set by agents that know how their loop ended (the reference agent does).
+    `status` and `error` are set by agents that know how their loop ended (the reference agent does). A process
+    agent also records its `exit_code`, the tail of its `stderr` and its `duration_s`.
     """
 
     output: Any = None
@@ -157,6 +163,9 @@ class Run:
     cost_usd: float | None = None
     status: str | None = None
     error: str | None = None
+    exit_code: int | None = None
+    stderr: str | None = None
+    duration_s: float | None = None
 
     def __post_init__(self) -> None:
         if self.usage is None:
