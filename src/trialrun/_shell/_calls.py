@@ -13,7 +13,9 @@ from ._patterns import _GLOB_CHARS, _command_text, _shorten
 from ._syntax import _ASSIGN_RE, _ParseError, _Parser, _Simple
 from ._values import CommandLines, UnreadableCommand
 
-DEFAULT_COMMAND_TOOLS: tuple[str, ...] = ("run_command", "bash", "shell", "exec", "execute_command", "local_shell")
+DEFAULT_COMMAND_TOOLS: tuple[str, ...] = (
+    "run_command", "bash", "shell", "exec", "execute_command", "local_shell", "exec_command",  # Codex CLI's
+)
 COMMAND_ARGUMENT_KEYS: tuple[str, ...] = ("command", "cmd")
 
 

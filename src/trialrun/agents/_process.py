@@ -254,23 +254,22 @@ class ProcessAgent:
                 cleanup()
             raise AgentNotFound(f"{self.label}: cannot run {argv[0]!r}: {exc.strerror or exc}") from None
         timed_out = False
+        assert process.stdout is not None and process.stderr is not None
+        reading = asyncio.ensure_future(asyncio.gather(_read(process.stdout, keep), _read(process.stderr, err.feed)))
         try:
-            assert process.stdout is not None and process.stderr is not None
-            readers = asyncio.gather(_read(process.stdout, keep), _read(process.stderr, err.feed), process.wait())
-            try:
-                await asyncio.wait_for(asyncio.shield(readers), self.timeout_s)
-            except asyncio.TimeoutError:
-                timed_out = True
+            timed_out = not await _exited(process, self.timeout_s)
+        except BaseException:  # cancelled (a case timeout, Ctrl-C): nobody reads any more
+            reading.cancel()
+            raise
         finally:
             # always: what the agent left running (`server &`), and everything on a timeout, cancel or Ctrl-C
             kill_session(process.pid)
             if cleanup is not None:
                 cleanup()
-        if timed_out:
-            try:  # the pipes close once every process holding them is dead
-                await asyncio.wait_for(readers, 5)
-            except (asyncio.TimeoutError, Exception):  # noqa: BLE001 - the output so far is what there is
-                pass
+        try:  # the pipes close once every process holding them is dead (one that left the session may not)
+            await asyncio.wait_for(asyncio.shield(reading), 5)
+        except asyncio.TimeoutError:
+            reading.cancel()
         duration = time.monotonic() - started
         stdout = "".join(out)
         if kept[0] > _STDOUT_LIMIT:
@@ -309,6 +308,19 @@ class ProcessAgent:
         if self.output.startswith("file:"):
             return (ctx.workdir / self.output[5:]).read_text(encoding="utf-8", errors="replace")
         return stdout.rstrip("\n")
+
+
+async def _exited(process: asyncio.subprocess.Process, timeout_s: float | None) -> bool:
+    """Wait for the process itself to exit; False on the timeout. (`process.wait()` also waits for its pipes to
+    close, which a background child holding them open would put off for as long as it runs.)"""
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    delay = 0.005
+    while process.returncode is None:
+        if deadline is not None and time.monotonic() >= deadline:
+            return False
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 0.05)
+    return True
 
 
 def _fill(arg: str, values: Mapping[str, str]) -> str:

@@ -9,7 +9,7 @@ from typing import Any
 
 __all__ = ["Sandbox", "resolve_sandbox", "SANDBOXES"]
 
-SANDBOXES = ("none", "bwrap", "auto")
+from ..config import SANDBOXES
 
 
 class Sandbox:
