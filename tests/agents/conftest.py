@@ -33,3 +33,9 @@ def agent_program(program: str) -> str:
     if os.environ.get("CI"):
         pytest.fail(message)
     pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def find_agent() -> object:
+    """`find_agent("claude")`: the path of a real agent's program (see agent_program)."""
+    return agent_program
