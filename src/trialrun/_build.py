@@ -259,9 +259,9 @@ def process_agent(config: Config) -> Any:
     try:
         if agent.startswith(_COMMAND_PREFIX):
             return ProcessAgent(agent[len(_COMMAND_PREFIX):].strip(), api=config.effective_api,
-                                model_name=config.effective_model_name, sandbox=config.sandbox, **options)
+                                model_name=config.effective_model_name, sandbox=_sandbox(config), **options)
         return preset(agent, api=config.api, model_name=config.model_name or config.model_spec.model_name,
-                      skills=[config.resolve(skill) for skill in config.skills], sandbox=config.sandbox, **options)
+                      skills=[config.resolve(skill) for skill in config.skills], sandbox=_sandbox(config), **options)
     except AgentNotFound as exc:
         raise ConfigError(f"{where}: agent {agent!r}: {exc}; nothing was run") from None
     except (TypeError, ValueError) as exc:
@@ -301,11 +301,26 @@ def _tools_factory(config: Config) -> tuple[Callable[[Path], list[Tool]], list[s
             raise ConfigError(f"{config.source or 'configuration'}: tools: {entry!r} is not 'shell', a shell tool "
                               f"({', '.join(SHELL_TOOL_NAMES)}) or 'module:attr'")
 
+    sandbox = _sandbox(config) if shell_names else "none"
+
     def make(root: Path) -> list[Tool]:
-        shell = [t for t in shell_tools(root) if t.name in shell_names] if shell_names else []
+        shell = [t for t in shell_tools(root, sandbox=sandbox) if t.name in shell_names] if shell_names else []
         return shell + fixed
 
     return make, shell_names + [t.name for t in fixed]
+
+
+def _sandbox(config: Config) -> Any:
+    """The configured sandbox, checked once before anything runs (sandbox = "bwrap" where bubblewrap is unusable
+    is a ConfigError; "auto" says once that it runs without one)."""
+    if config.sandbox == "none":
+        return "none"
+    from .agents.sandbox import resolve_sandbox
+
+    try:
+        return resolve_sandbox(config.sandbox)
+    except ValueError as exc:
+        raise ConfigError(f"{config.source or 'configuration'}: {exc}") from None
 
 
 def _policy(config: Config) -> ToolPolicy | None:
@@ -454,7 +469,7 @@ def config_snapshot(config: Config, suite: SuiteFile, labels: dict[str, str] | N
         "model_name": config.effective_model_name,
         "agent": config.agent or "trialrun.Agent",
         "skills_loaded": list(config.skills),
-        "sandbox": config.sandbox,
+        "sandbox": _sandbox_name(config),
         "tools": tool_names,
         "system_prompt_sha256": hashlib.sha256(config.system.encode()).hexdigest()[:16] if config.system else None,
         "policy": policy.summary() if policy else None,
@@ -475,6 +490,11 @@ def config_snapshot(config: Config, suite: SuiteFile, labels: dict[str, str] | N
     if labels:
         snapshot["labels"] = dict(labels)
     return snapshot
+
+
+def _sandbox_name(config: Config) -> str:
+    sandbox = _sandbox(config)
+    return sandbox if isinstance(sandbox, str) else sandbox.describe()
 
 
 def ignored_by_custom_agent(config: Config) -> list[str]:

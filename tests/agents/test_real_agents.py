@@ -106,6 +106,11 @@ def _cases(tmp: Path, agent_program: Callable[[str], str]) -> tuple[list[tr.Case
 
         skilled = tr.agents.preset(label, path=path, skills=[skill], instructions=instructions)
         add(f"{label}-skills", skilled, sees, expect_outcome=[tr.expect.contains("skill=True instructions=True")])
+    for label in ("pi", "claude-code"):  # the same marker, in the bubblewrap sandbox (model reached via its relay)
+        boxed = tr.agents.preset(label, path=agent_program(PROGRAMS[label]), sandbox="bwrap",
+                                 **MARKER_OPTIONS.get(label, {}))
+        add(f"{label}-sandboxed", boxed, shell_script(boxed, "echo hi > marker.txt", "made it"),
+            expect_outcome=[_marker_made], expect_trajectory=[tr.expect.called(boxed.shell_tool[0])])
     asks = tr.agents.opencode(path=agent_program("opencode"), permission_mode="ask")
     add("opencode-ask", asks, shell_script(asks, "rm -rf junk", "tried"), setup=_has_junk,
         expect_outcome=[_junk_kept], expect_trajectory=[tr.expect.never_ran("rm", include_denied=False)])
@@ -179,3 +184,10 @@ def test_skills_and_instructions_reach_the_model(results: dict, label: str) -> N
     snapshot = agent.snapshot()
     assert snapshot["skills_loaded"] == ["zebra-check"] and snapshot["skills_sha256"]
     assert snapshot["instructions_sha256"] and snapshot["agent_version"]
+
+
+@pytest.mark.parametrize("label", ["pi", "claude-code"])
+def test_a_real_agent_in_the_sandbox_reaches_the_model_and_writes_its_workdir(results: dict, label: str) -> None:
+    trial, agent = results[f"{label}-sandboxed"]
+    assert trial.passed, (trial.error, trial.verdicts)
+    assert agent.snapshot()["sandbox"] == "bwrap"
