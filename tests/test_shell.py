@@ -525,7 +525,8 @@ def test_commands_in_rejects_an_unparsable_command() -> None:
 
 
 def test_default_command_tools_and_keys() -> None:
-    assert DEFAULT_COMMAND_TOOLS == ("run_command", "bash", "shell", "exec", "execute_command", "local_shell")
+    assert DEFAULT_COMMAND_TOOLS == ("run_command", "bash", "shell", "exec", "execute_command", "local_shell",
+                                     "exec_command")  # Codex CLI's shell tool (issue 12)
     assert COMMAND_ARGUMENT_KEYS == ("command", "cmd")
 
 
