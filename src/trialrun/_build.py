@@ -11,6 +11,7 @@ import importlib
 import inspect
 import os
 import platform
+import shlex
 import shutil
 import subprocess
 import sys
@@ -258,7 +259,8 @@ def process_agent(config: Config) -> Any:
         options["path"] = config.resolve(options["path"])
     try:
         if agent.startswith(_COMMAND_PREFIX):
-            return ProcessAgent(agent[len(_COMMAND_PREFIX):].strip(), api=config.effective_api,
+            argv = [_beside_config(arg, config) for arg in shlex.split(agent[len(_COMMAND_PREFIX):])]
+            return ProcessAgent(argv, api=config.effective_api,
                                 model_name=config.effective_model_name, sandbox=_sandbox(config), **options)
         return preset(agent, api=config.api, model_name=config.model_name or config.model_spec.model_name,
                       skills=[config.resolve(skill) for skill in config.skills], sandbox=_sandbox(config), **options)
@@ -266,6 +268,15 @@ def process_agent(config: Config) -> Any:
         raise ConfigError(f"{where}: agent {agent!r}: {exc}; nothing was run") from None
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{where}: agent {agent!r}: {exc}") from None
+
+
+def _beside_config(arg: str, config: Config) -> str:
+    """A command runs in each trial's workdir: an argument naming a file next to trialrun.toml (`agent.py`) is made
+    absolute, so it still names that file there."""
+    if arg.startswith("-") or "{" in arg or Path(arg).is_absolute():
+        return arg
+    candidate = config.resolve(arg)
+    return str(candidate) if candidate.is_file() else arg
 
 
 def _check_cassettes(folder: Path, test_ids: list[str]) -> None:

@@ -5,7 +5,8 @@ Every key is optional. Paths are relative to the file that names them. Command-l
     suite = "state/eval/tests.json"          # the eval skill's default
     agent = "my_pkg.agent:run"               # (prompt, ctx) -> Run | output; default: trialrun's reference agent;
                                              # or a ready-made agent: "pi" | "codex" | "claude-code" | "opencode";
-                                             # or a command: "command: my-agent --print {prompt}"
+                                             # or a command: "command: my-agent --print {prompt}" (run in each
+                                             # trial's workdir; files named next to this one made absolute)
     sandbox = "none"                         # none | bwrap | auto: what agents run, in a bubblewrap sandbox
     model = "scripted:model_v1.yaml"         # scripted:FILE | replay:DIR | record:DIR | openai:MODEL |
                                              # anthropic:MODEL | openai-compatible:URL#MODEL
