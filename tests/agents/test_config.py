@@ -76,3 +76,41 @@ def test_a_preset_missing_from_path_names_its_npm_package(project: Path, monkeyp
     result = _run()
     assert result.exit_code == 2
     assert "npm install -g opencode-ai" in result.output and "nothing was run" in result.output
+
+
+FORKS_AND_WAITS = """\
+import os, subprocess, sys, time
+child = subprocess.Popen(["sleep", "300"], preexec_fn=lambda: os.setpgid(0, 0))  # a process group of its own
+open(os.path.join(os.environ["MARKS"], "pids"), "w").write(f"{os.getpid()} {child.pid}")
+time.sleep(300)
+"""
+
+
+def test_ctrl_c_in_trialrun_run_kills_every_process_the_agent_started(project: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import time
+
+    marks = project / "marks"
+    marks.mkdir()
+    (project / "waits.py").write_text(FORKS_AND_WAITS)
+    (project / "trialrun.toml").write_text(f'agent = "command: {sys.executable} waits.py"\n'
+                                           f'[agent_options]\nenv = {{MARKS = {json.dumps(str(marks))}}}\n')
+    env = {k: v for k, v in os.environ.items() if k != "GITHUB_STEP_SUMMARY"}
+    proc = subprocess.Popen([sys.executable, "-m", "trialrun", "run", "all"], cwd=project, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.time() + 30
+    while not (marks / "pids").exists():
+        assert proc.poll() is None and time.time() < deadline, proc.communicate()
+        time.sleep(0.05)
+    time.sleep(0.2)
+    pids = [int(p) for p in (marks / "pids").read_text().split()]
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, (out, err)
+    time.sleep(0.2)
+    alive = [pid for pid in pids if Path(f"/proc/{pid}").exists()
+             and Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z"]
+    assert not alive, f"still running after Ctrl-C: {alive}"
