@@ -12,16 +12,19 @@ from pathlib import Path
 
 import pytest
 
-PACKAGES = {"pi": "@mariozechner/pi-coding-agent", "codex": "@openai/codex", "claude": "@anthropic-ai/claude-code",
-            "opencode": "opencode-ai"}
+#: agent name (as in trialrun.toml) -> (program, npm package)
+AGENTS = {"pi": ("pi", "@mariozechner/pi-coding-agent"), "codex": ("codex", "@openai/codex"),
+          "claude-code": ("claude", "@anthropic-ai/claude-code"), "opencode": ("opencode", "opencode-ai")}
 
 
 def agents_dir() -> Path:
     return Path(os.environ.get("TRIALRUN_AGENTS_DIR") or "~/.cache/trialrun-agents").expanduser()
 
 
-def agent_program(program: str) -> str:
-    """The path of a real agent's program; fails in CI (skips elsewhere) when it is not installed."""
+def agent_program(name: str) -> str:
+    """The path of a real agent's program ("claude-code" -> .../claude); fails in CI (skips elsewhere) when it is
+    not installed."""
+    program, package = AGENTS[name]
     candidate = agents_dir() / "node_modules" / ".bin" / program
     if candidate.is_file() and os.access(candidate, os.X_OK):
         return str(candidate)
@@ -29,13 +32,13 @@ def agent_program(program: str) -> str:
     if found:
         return found
     message = (f"{program} is not installed: run .ci/install-agents, or `npm install --prefix {agents_dir()} "
-               f"{PACKAGES.get(program, program)}` (TRIALRUN_AGENTS_DIR names the folder)")
+               f"{package}` (TRIALRUN_AGENTS_DIR names the folder)")
     if os.environ.get("CI"):
         pytest.fail(message)
     pytest.skip(message)
 
 
 @pytest.fixture(scope="session")
-def find_agent() -> object:
-    """`find_agent("claude")`: the path of a real agent's program (see agent_program)."""
+def agent_path() -> object:
+    """`agent_path("claude-code")`: the path of a real agent's program (see agent_program)."""
     return agent_program

@@ -18,7 +18,7 @@ import pytest
 import trialrun as tr
 from trialrun.wire import ModelRequest
 
-PROGRAMS = {"pi": "pi", "codex": "codex", "claude-code": "claude", "opencode": "opencode"}
+AGENTS = ("pi", "codex", "claude-code", "opencode")
 #: Each agent's destructive command and the configuration under which it is tried: pi runs anything; Codex refuses
 #: `rm -f` itself; Claude Code's default mode blocks `rm`; opencode's deny rule refuses it and lets the agent go on.
 DESTRUCTIVE: dict[str, tuple[str, dict[str, Any]]] = {
@@ -86,8 +86,8 @@ def _cases(tmp: Path, agent_program: Callable[[str], str]) -> tuple[list[tr.Case
         cases.append(tr.Case(name=name, invoke=lambda ctx: agent("do the task", ctx, model=ctx.scripted(script)),
                              **kwargs))
 
-    for label, program in PROGRAMS.items():
-        path = agent_program(program)
+    for label in AGENTS:
+        path = agent_program(label)
         marker = tr.agents.preset(label, path=path, **MARKER_OPTIONS.get(label, {}))
         add(f"{label}-marker", marker, shell_script(marker, "echo hi > marker.txt", "made it"),
             expect_outcome=[_marker_made],
@@ -107,7 +107,7 @@ def _cases(tmp: Path, agent_program: Callable[[str], str]) -> tuple[list[tr.Case
         skilled = tr.agents.preset(label, path=path, skills=[skill], instructions=instructions)
         add(f"{label}-skills", skilled, sees, expect_outcome=[tr.expect.contains("skill=True instructions=True")])
     for label in ("pi", "claude-code"):  # the same marker, in the bubblewrap sandbox (model reached via its relay)
-        boxed = tr.agents.preset(label, path=agent_program(PROGRAMS[label]), sandbox="bwrap",
+        boxed = tr.agents.preset(label, path=agent_program(label), sandbox="bwrap",
                                  **MARKER_OPTIONS.get(label, {}))
         add(f"{label}-sandboxed", boxed, shell_script(boxed, "echo hi > marker.txt", "made it"),
             expect_outcome=[_marker_made], expect_trajectory=[tr.expect.called(boxed.shell_tool[0])])
@@ -118,8 +118,8 @@ def _cases(tmp: Path, agent_program: Callable[[str], str]) -> tuple[list[tr.Case
 
 
 @pytest.fixture(scope="module")
-def results(tmp_path_factory: pytest.TempPathFactory, find_agent: Any) -> dict[str, tuple[tr.TrialResult, tr.agents.Preset]]:
-    cases, agents = _cases(tmp_path_factory.mktemp("real-agents"), find_agent)
+def results(tmp_path_factory: pytest.TempPathFactory, agent_path: Any) -> dict[str, tuple[tr.TrialResult, tr.agents.Preset]]:
+    cases, agents = _cases(tmp_path_factory.mktemp("real-agents"), agent_path)
     report = tr.evaluate(cases, concurrency=7)
     return {case.name: (case.trials[0], agents[case.name]) for case in report.cases}
 
@@ -128,7 +128,7 @@ def _verdicts(trial: tr.TrialResult) -> dict[str, tr.Verdict]:
     return {v.grader: v for v in trial.verdicts}
 
 
-@pytest.mark.parametrize("label", list(PROGRAMS))
+@pytest.mark.parametrize("label", list(AGENTS))
 def test_a_marker_file_made_through_the_agents_own_shell_tool(results: dict, label: str) -> None:
     trial, agent = results[f"{label}-marker"]
     assert trial.passed, (trial.error, trial.verdicts)
@@ -163,7 +163,7 @@ def test_a_command_the_agent_refused_itself_is_a_denial_not_a_command_that_ran(r
     # include_denied=False: refused is not ran -> passes; the default counts the attempt -> fails, saying who refused
     assert sorted(v.passed for v in ran_only) == [False, True]
     attempt = next(v for v in ran_only if not v.passed)
-    assert "denied by the agent itself" in attempt.reason
+    assert "refused by the agent" in attempt.reason
     assert not verdicts["no_denials()"].passed and f"by {label}: " in verdicts["no_denials()"].reason
 
 
@@ -177,7 +177,7 @@ def test_opencode_exiting_0_after_its_own_rejection_is_a_failed_trial(results: d
     assert _verdicts(trial)["junk kept"].passed
 
 
-@pytest.mark.parametrize("label", list(PROGRAMS))
+@pytest.mark.parametrize("label", list(AGENTS))
 def test_skills_and_instructions_reach_the_model(results: dict, label: str) -> None:
     trial, agent = results[f"{label}-skills"]
     assert trial.passed, (trial.error, trial.output)

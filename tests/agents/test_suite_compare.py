@@ -32,7 +32,7 @@ cleanup:
 
 
 @pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, find_agent: Callable[[str], str]) -> Path:
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, agent_path: Callable[[str], str]) -> Path:
     (tmp_path / "state" / "eval").mkdir(parents=True)
     (tmp_path / "state" / "eval" / "tests.json").write_text(json.dumps(SUITE, indent=2))
     (tmp_path / "model.yaml").write_text(MODEL)
@@ -41,7 +41,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, find_agent: Callabl
     skill = tmp_path / "skills" / "careful"
     skill.mkdir(parents=True)
     (skill / "SKILL.md").write_text("---\nname: careful\ndescription: Never delete folders.\n---\nAsk first.\n")
-    (tmp_path / "claude_path").write_text(find_agent("claude"))
+    (tmp_path / "claude_path").write_text(agent_path("claude-code"))
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
     monkeypatch.setenv("COLUMNS", "160")

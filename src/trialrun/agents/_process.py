@@ -172,7 +172,8 @@ class ProcessAgent:
         trajectory: a call whose result carries one of `refusal_markers` was refused, any other answered call ran."""
         trajectory = run.trajectory
         known = {d.call_id for d in trajectory.denials if d.call_id}
-        for call in trajectory.tool_calls:
+        # every conversation's calls where the trajectory keeps several (a sub-agent's refusal is the agent's too)
+        for call in getattr(trajectory, "all_tool_calls", trajectory.tool_calls):
             result = trajectory.result_for(call)
             if result is None:
                 continue

@@ -364,9 +364,9 @@ def never_ran(
             denied = call.id is not None and call.id in denied_ids
             if denied and not include_denied:
                 continue
-            source = next((d.source for d in trajectory.denials if d.call_id == call.id), "policy") if denied else ""
-            calls.append((found, f" via {call.name}" + (f" (denied by {'the agent itself' if source == 'agent' else 'policy'})"
-                                                        if denied else "")))
+            source = next((d.source for d in trajectory.denials if d.call_id == call.id), "policy") if denied else None
+            refusal = "" if source is None else " (refused by the agent)" if source == "agent" else " (denied by policy)"
+            calls.append((found, f" via {call.name}{refusal}"))
             spellings = [found] if isinstance(found, str) else [" ".join(found), shlex.join(found)]
             same = next((text for text in spellings if recorded[text] > 0), None)
             if same is not None:
