@@ -1,7 +1,8 @@
 """A bubblewrap sandbox for what agents run: a process agent, and the reference agent's run_command.
 
 Inside: the system read-only (`--ro-bind / /`), the trial's workdir writable, a private /tmp and HOME, the user's
-home hidden (a tmpfs over it; only the agent's own install folder and Python's are mounted back, read-only),
+home hidden (a tmpfs over it; only the agent's own install folder, Python's, and files the command names are
+mounted back, read-only, there and in /tmp),
 an environment allow-list (no API keys, no tokens), a PID namespace that dies with the trial
 (`--unshare-pid --die-with-parent`: a process that called setsid dies too), and no network at all
 (`--unshare-net`: only a loopback of its own).
@@ -85,8 +86,9 @@ class Bwrap(Sandbox):
                 "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
         for hidden in _homes():
             args += ["--tmpfs", str(hidden)]
+        hidden = [*_homes(), Path("/tmp").resolve()]
         for path in _dedupe([*visible, *self.expose]):
-            if path.exists() and any(_under(path, h) for h in _homes()):
+            if path.exists() and any(_under(path, h) for h in hidden):
                 args += ["--ro-bind", str(path), str(path)]
         if home is not None:
             args += ["--bind", str(home), str(home)]
@@ -95,7 +97,11 @@ class Bwrap(Sandbox):
 
     def wrap(self, argv: list[str], env: dict[str, str], *, workdir: Path, home: Path | None,
              endpoint: Any) -> tuple[list[str], dict[str, str], Callable[[], None] | None]:
-        visible = [*_install_roots(argv[0]), Path(sys.base_prefix), Path(sys.prefix), *_install_roots(sys.executable)]
+        # mounted back read-only where the home or /tmp hides them: the program's install folder, Python (the inner
+        # forwarder's), and files the command names by absolute path (a script)
+        named = [Path(arg) for arg in argv[1:] if arg.startswith("/") and Path(arg).is_file()]
+        visible = [*_install_roots(argv[0]), Path(sys.base_prefix), Path(sys.prefix), *_install_roots(sys.executable),
+                   *named]
         args = self.arguments(workdir, home, visible)
         if endpoint is None:
             return [*args, "--", *argv], env, None
@@ -113,7 +119,7 @@ class Bwrap(Sandbox):
 
     def command(self, command: str, workdir: Path) -> list[str]:
         """A shell command line run in the sandbox (the reference agent's run_command): no network at all."""
-        return [*self.arguments(workdir, None, [Path(sys.base_prefix)]), "--", "/bin/sh", "-c", command]
+        return [*self.arguments(workdir, None, [Path(sys.base_prefix), Path(sys.prefix)]), "--", "/bin/sh", "-c", command]
 
 
 def _homes() -> list[Path]:
