@@ -117,7 +117,14 @@ def other_port() -> Iterator[int]:
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen(8)
-    threading.Thread(target=lambda: [server.accept() for _ in range(8)], daemon=True).start()
+    def serve() -> None:
+        try:
+            for _ in range(8):
+                server.accept()[0].close()
+        except OSError:  # closed at the end of the test
+            pass
+
+    threading.Thread(target=serve, daemon=True).start()
     yield server.getsockname()[1]
     server.close()
 

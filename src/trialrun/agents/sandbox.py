@@ -200,6 +200,10 @@ class _UnixRelay:
 
 
 def _pump_both(a: socket.socket, b: socket.socket) -> None:
+    """Relay bytes both ways; when either side ends, both are shut down, and the last pump closes them."""
+    left = [2]
+    lock = threading.Lock()
+
     def pump(source: socket.socket, sink: socket.socket) -> None:
         try:
             while data := source.recv(1 << 16):
@@ -212,6 +216,12 @@ def _pump_both(a: socket.socket, b: socket.socket) -> None:
                     s.shutdown(socket.SHUT_RDWR)
                 except OSError:
                     pass
+            with lock:
+                left[0] -= 1
+                last = left[0] == 0
+            if last:
+                a.close()
+                b.close()
 
     for source, sink in ((a, b), (b, a)):
         threading.Thread(target=pump, args=(source, sink), daemon=True).start()
