@@ -127,7 +127,6 @@ class Preset(ProcessAgent):
         return {
             "agent": self.label,
             "agent_version": program_version(self.path),
-            "agent_path": self.path,
             "api": self.api,
             "model_name": self.model_name,
             "skills_loaded": [name for name, _ in self.skill_dirs()],
