@@ -9,6 +9,7 @@ short text, so a side request never eats a step meant for the agent's main loop.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -120,8 +121,25 @@ def _cases(tmp: Path, agent_program: Callable[[str], str]) -> tuple[list[tr.Case
 @pytest.fixture(scope="module")
 def results(tmp_path_factory: pytest.TempPathFactory, agent_path: Any) -> dict[str, tuple[tr.TrialResult, tr.agents.Preset]]:
     cases, agents = _cases(tmp_path_factory.mktemp("real-agents"), agent_path)
-    report = tr.evaluate(cases, concurrency=7)
-    return {case.name: (case.trials[0], agents[case.name]) for case in report.cases}
+    # a stand-in for the user's home while the agents run: each preset must write its configuration elsewhere
+    user_home = tmp_path_factory.mktemp("user-home")
+    saved = os.environ.get("HOME")
+    os.environ["HOME"] = str(user_home)
+    try:
+        report = tr.evaluate(cases, concurrency=7)
+    finally:
+        if saved is None:
+            del os.environ["HOME"]
+        else:
+            os.environ["HOME"] = saved
+    found = {case.name: (case.trials[0], agents[case.name]) for case in report.cases}
+    found["user-home"] = (sorted(str(p.relative_to(user_home)) for p in user_home.rglob("*")), None)  # type: ignore[assignment]
+    return found
+
+
+def test_no_agent_wrote_into_the_users_home(results: dict) -> None:
+    written, _ = results["user-home"]
+    assert written == []
 
 
 def _verdicts(trial: tr.TrialResult) -> dict[str, tr.Verdict]:
@@ -137,6 +155,8 @@ def test_a_marker_file_made_through_the_agents_own_shell_tool(results: dict, lab
     assert calls and calls[0].arguments[argument] == "echo hi > marker.txt"
     assert trial.trajectory.commands == ["echo hi > marker.txt"]
     assert trial.output.startswith("made it")
+    # two model requests, the call and the answer: no title request (Claude Code and opencode are told not to send one)
+    assert len(trial.trajectory.turns) == 2
     assert not trial.trajectory.denials
 
 
