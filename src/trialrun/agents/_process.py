@@ -250,10 +250,12 @@ class ProcessAgent:
             process = await asyncio.create_subprocess_exec(
                 *argv, cwd=workdir, env=env, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE, start_new_session=True)
-        except FileNotFoundError as exc:
+        except BaseException as exc:
             if cleanup is not None:
                 cleanup()
-            raise AgentNotFound(f"{self.label}: cannot run {argv[0]!r}: {exc.strerror or exc}") from None
+            if isinstance(exc, (FileNotFoundError, PermissionError)):
+                raise AgentNotFound(f"{self.label}: cannot run {argv[0]!r}: {exc.strerror or exc}") from None
+            raise
         timed_out = False
         assert process.stdout is not None and process.stderr is not None
         reading = asyncio.ensure_future(asyncio.gather(_read(process.stdout, keep), _read(process.stderr, err.feed)))
@@ -271,28 +273,32 @@ class ProcessAgent:
             await asyncio.wait_for(asyncio.shield(reading), 5)
         except asyncio.TimeoutError:
             reading.cancel()
+        if process.returncode is None:  # killed: its status arrives a moment later
+            await _exited(process, 5)
+        exit_code = process.returncode if process.returncode is not None else -9
         duration = time.monotonic() - started
         stdout = "".join(out)
         if kept[0] > _STDOUT_LIMIT:
             stdout += f"\n[... {kept[0] - _STDOUT_LIMIT} characters of stdout cut ...]"
         trajectory = _trajectory_of(endpoint)
-        run = Run(output=None, trajectory=trajectory, exit_code=process.returncode, stderr=err.render(),
+        run = Run(output=None, trajectory=trajectory, exit_code=exit_code, stderr=err.render(),
                   duration_s=round(duration, 3))
+        output_problem = None
+        try:
+            run.output = self._output(stdout, ctx)
+        except OSError as exc:
+            output_problem = f"{self.label}: cannot read its output {self.output}: {exc.strerror or exc}"
         self.interpret(run)
         if timed_out:
             run.status, run.error = "error", (f"{self.label} timed out after {self.timeout_s:g}s; every process it "
                                               f"started was killed{self._tail_note(run)}")
-        elif process.returncode != 0:
-            run.status, run.error = "error", (f"{self.label} exited with status {process.returncode} after "
+        elif exit_code != 0:
+            run.status, run.error = "error", (f"{self.label} exited with status {exit_code} after "
                                               f"{duration:.1f}s{self._tail_note(run)}")
+        elif output_problem is not None:
+            run.status, run.error = "error", output_problem
         else:
             run.status = "completed"
-        try:
-            run.output = self._output(stdout, ctx)
-        except OSError as exc:
-            run.output = None
-            if run.status == "completed":
-                run.status, run.error = "error", f"{self.label}: cannot read its output {self.output}: {exc.strerror or exc}"
         self.check_ending(run, stdout)
         return run
 
