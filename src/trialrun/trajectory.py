@@ -78,10 +78,10 @@ class Turn:
 
 @dataclass(slots=True)
 class Denial:
-    """A tool call the agent's policy refused, and the rule that refused it.
+    """A tool call that was refused, and the rule that refused it.
 
-    `source` says whose refusal it was: "policy" (a ToolPolicy) or "agent" (a process agent's own permission
-    check, read from the tool result it sent back, such as Claude Code's "... was blocked").
+    `source` says who refused: "policy" (trialrun's reference agent and its ToolPolicy) or "agent" (a real
+    agent's own permission system, read from the refusal it sent back as the tool's result).
     """
 
     tool: str
