@@ -36,9 +36,11 @@ _EXPORTS: dict[str, str] = {
     # the reference agent
     "Agent": "agent", "Tool": "agent", "ToolError": "agent", "tool": "agent", "shell_tools": "agent",
     "ToolPolicy": "agent", "Decision": "agent", "prices": "agent", "Price": "agent", "PriceTable": "agent",
+    # agents in another process (CLI coding agents)
+    "ProcessAgent": "agents",
 }
 _SUBMODULES = frozenset({"expect", "wire", "models", "agent", "runner", "results", "metrics", "compare", "store",
-                         "suite", "config", "render", "trajectory", "endpoint"})
+                         "suite", "config", "render", "trajectory", "endpoint", "agents"})
 
 __all__ = ["__version__", "expect", "Case", "case", "CaseError", "Problem", "TrialContext", *_EXPORTS]
 
@@ -59,10 +61,11 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eagerly (`X as X`: re-exported)
-    from . import expect as expect
+    from . import agents as agents, expect as expect
     from .agent import Agent as Agent, Decision as Decision, Price as Price, PriceTable as PriceTable
     from .agent import Tool as Tool, ToolError as ToolError, ToolPolicy as ToolPolicy
     from .agent import prices as prices, shell_tools as shell_tools, tool as tool
+    from .agents import ProcessAgent as ProcessAgent
     from .compare import CaseDelta as CaseDelta, Comparison as Comparison
     from .endpoint import ModelEndpoint as ModelEndpoint, serve as serve
     from .expect import Verdict as Verdict, check as check

@@ -13,6 +13,7 @@ import inspect
 import json
 import os
 import platform
+import shlex
 import shutil
 import subprocess
 import sys
@@ -38,7 +39,7 @@ from .trajectory import ToolCall, Usage
 from .wire import ProviderError, Step
 
 __all__ = ["build_cases", "load_suite", "load_script_file", "config_snapshot", "model_transport", "check_api_keys", "ignored_by_custom_agent",
-           "suite_warnings"]
+           "suite_warnings", "process_agent"]
 
 #: config_snapshot keys that describe what only the reference agent receives; left out for a custom agent.
 REFERENCE_AGENT_KEYS = ("api", "model_name", "tools", "system_prompt_sha256", "policy")
@@ -290,6 +291,58 @@ def _check_agent_signature(agent: Any, target: str, where: object = "configurati
                           f"({exc}); nothing was run") from None
 
 
+PRESET_NAMES = ("pi", "codex", "claude-code", "opencode")
+_COMMAND_PREFIX = "command:"
+_COMMAND_OPTIONS = ("env", "timeout_s", "output")
+_PRESET_OPTIONS = (*_COMMAND_OPTIONS, "path", "permission_mode", "allow", "deny", "args", "instructions")
+
+
+def is_process_agent(config: Config) -> bool:
+    agent = config.agent or ""
+    return agent in PRESET_NAMES or agent.startswith(_COMMAND_PREFIX)
+
+
+def process_agent(config: Config) -> Any:
+    """The ProcessAgent a configuration names (`agent = "pi"`, `agent = "command: ..."`), or None; every problem
+    (an unknown option, a missing program, a skill file that is not there) is a ConfigError naming the file."""
+    if not is_process_agent(config):
+        return None
+    from .agents import AgentNotFound, ProcessAgent, preset
+
+    where = str(config.source or "configuration")
+    agent = config.agent or ""
+    options = dict(config.agent_options)
+    allowed = _COMMAND_OPTIONS if agent.startswith(_COMMAND_PREFIX) else _PRESET_OPTIONS
+    unknown = sorted(set(options) - set(allowed))
+    if unknown:
+        raise ConfigError(f"{where}: agent_options: unknown key(s) {', '.join(unknown)} for agent {agent!r} "
+                          f"(known: {', '.join(allowed)})")
+    if options.get("instructions") is not None:
+        options["instructions"] = config.resolve(options["instructions"])
+    if options.get("path") is not None:
+        options["path"] = config.resolve(options["path"])
+    try:
+        if agent.startswith(_COMMAND_PREFIX):
+            argv = [_beside_config(arg, config) for arg in shlex.split(agent[len(_COMMAND_PREFIX):])]
+            return ProcessAgent(argv, api=config.effective_api,
+                                model_name=config.effective_model_name, sandbox=_sandbox(config), **options)
+        return preset(agent, api=config.api, model_name=config.model_name or config.model_spec.model_name,
+                      skills=[config.resolve(skill) for skill in config.skills], sandbox=_sandbox(config), **options)
+    except AgentNotFound as exc:
+        raise ConfigError(f"{where}: agent {agent!r}: {exc}; nothing was run") from None
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{where}: agent {agent!r}: {exc}") from None
+
+
+def _beside_config(arg: str, config: Config) -> str:
+    """A command runs in each trial's workdir: an argument naming a file next to trialrun.toml (`agent.py`) is made
+    absolute, so it still names that file there."""
+    if arg.startswith("-") or "{" in arg or Path(arg).is_absolute():
+        return arg
+    candidate = config.resolve(arg)
+    return str(candidate) if candidate.is_file() else arg
+
+
 def _check_cassettes(folder: Path, test_ids: list[str]) -> None:
     """ConfigError before anything runs when a replay: model has no cassette for a test that will run, as a
     scripted: model without a script for it is: a missing recording is a setup problem, not a test failure."""
@@ -325,11 +378,26 @@ def _tools_factory(config: Config) -> tuple[Callable[[Path], list[Tool]], list[s
             raise ConfigError(f"{config.source or 'configuration'}: tools: {entry!r} is not 'shell', a shell tool "
                               f"({', '.join(SHELL_TOOL_NAMES)}) or 'module:attr'")
 
+    sandbox = _sandbox(config) if shell_names else "none"
+
     def make(root: Path) -> list[Tool]:
-        shell = [t for t in shell_tools(root) if t.name in shell_names] if shell_names else []
+        shell = [t for t in shell_tools(root, sandbox=sandbox) if t.name in shell_names] if shell_names else []
         return shell + fixed
 
     return make, shell_names + [t.name for t in fixed]
+
+
+def _sandbox(config: Config) -> Any:
+    """The configured sandbox, checked once before anything runs (sandbox = "bwrap" where bubblewrap is unusable
+    is a ConfigError; "auto" says once that it runs without one)."""
+    if config.sandbox == "none":
+        return "none"
+    from .agents.sandbox import resolve_sandbox
+
+    try:
+        return resolve_sandbox(config.sandbox)
+    except ValueError as exc:
+        raise ConfigError(f"{config.source or 'configuration'}: {exc}") from None
 
 
 def _policy(config: Config) -> ToolPolicy | None:
@@ -378,7 +446,8 @@ def _build_cases(
     workspace = config.resolve(config.workspace) if config.workspace else None
     if workspace is not None and not workspace.is_dir():
         raise ConfigError(f"{config.source or 'configuration'}: workspace: {str(workspace)!r} is not a folder")
-    custom = _import(config.agent, "agent", config) if config.agent else None
+    process = process_agent(config)
+    custom = _import(config.agent, "agent", config) if config.agent and process is None else None
     if custom is not None:
         _check_agent_signature(custom, config.agent or "", config.source or "configuration")
     if spec.kind == "replay":
@@ -401,6 +470,8 @@ def _build_cases(
 
         async def invoke(ctx: TrialContext) -> Any:
             ctx.prompt, ctx.model = test.prompt, model_transport(spec, test.id, config, ctx, scripts)
+            if process is not None:  # awaited here, so a timeout or Ctrl-C cancels it and kills its processes
+                return await process.arun(test.prompt, ctx)
             if custom is not None:
                 return await custom(test.prompt, ctx)
             agent = Agent(
@@ -525,6 +596,7 @@ def _git_commit(folder: Path) -> str | None:
 def config_snapshot(config: Config, suite: SuiteFile, labels: dict[str, str] | None = None) -> dict[str, Any]:
     """What the run was configured with, for compare to diff. Never a secret: no keys, no environment values."""
     reference = not config.agent
+    process = process_agent(config)
     _, tool_names = _tools_factory(config) if reference else (None, [])
     policy = _policy(config) if reference else None
     suite_bytes = suite.path.read_bytes()
@@ -534,6 +606,7 @@ def config_snapshot(config: Config, suite: SuiteFile, labels: dict[str, str] | N
         "model_name": config.effective_model_name,
         "agent": config.agent or "trialrun.Agent",
         "skills_loaded": list(config.skills),
+        "sandbox": _sandbox_name(config),
         "tools": tool_names,
         "system_prompt_sha256": hashlib.sha256(config.system.encode()).hexdigest()[:16] if config.system else None,
         "policy": policy.summary() if policy else None,
@@ -550,9 +623,16 @@ def config_snapshot(config: Config, suite: SuiteFile, labels: dict[str, str] | N
     if not reference:  # a custom agent gets (prompt, ctx) and no more: these configure the reference agent only
         for key in REFERENCE_AGENT_KEYS:
             del snapshot[key]
+    if process is not None:  # what the agent itself was configured with: version, settings and skills hashes
+        snapshot.update(process.snapshot())
     if labels:
         snapshot["labels"] = dict(labels)
     return snapshot
+
+
+def _sandbox_name(config: Config) -> str:
+    sandbox = _sandbox(config)
+    return sandbox if isinstance(sandbox, str) else sandbox.describe()
 
 
 def ignored_by_custom_agent(config: Config) -> list[str]:
@@ -560,11 +640,21 @@ def ignored_by_custom_agent(config: Config) -> list[str]:
     agent only), one message each, so a user is not misled into thinking they shaped the run."""
     if not config.agent:
         return []
-    ignored = [key for key, value in (("policy", config.policy), ("system", config.system),
-                                       ("tools", config.tools != ["shell"])) if value]
+    settings = [("policy", config.policy), ("system", config.system), ("tools", config.tools != ["shell"])]
+    kind = "a custom agent"
+    if is_process_agent(config):
+        kind = "a command agent" if config.agent.startswith(_COMMAND_PREFIX) else "a ready-made agent"
+        settings.append(("turn_limit", config.turn_limit != Config.model_fields["turn_limit"].default))
+        if config.agent.startswith(_COMMAND_PREFIX):
+            settings.append(("skills", config.skills))
+    elif config.agent_options:
+        settings.append(("agent_options", config.agent_options))
+    ignored = [key for key, value in settings if value]
+    if config.sandbox != "none" and not is_process_agent(config):
+        ignored.append("sandbox")
     if not ignored:
         return []
-    return [(f"agent {config.agent!r} is a custom agent: it does not receive {', '.join(ignored)} "
+    return [(f"agent {config.agent!r} is {kind}: it does not receive {', '.join(ignored)} "
              f"(they configure the reference agent only), so they are ignored and not recorded")]
 
 

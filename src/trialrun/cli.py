@@ -178,7 +178,7 @@ def main() -> None:
 @click.option("--suite", type=click.Path(dir_okay=False), help="Suite file (default: state/eval/tests.json).")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Configuration file (default: ./trialrun.toml).")
 @click.option("--model", help="Model spec, e.g. scripted:model.yaml, replay:cassettes/, openai:gpt-4.1-mini.")
-@click.option("--agent", help="Agent under test, module:function taking (prompt, ctx).")
+@click.option("--agent", help="Agent under test: module:function taking (prompt, ctx), a ready-made agent (pi, codex, claude-code, opencode) or \"command: PROGRAM ARGS {prompt}\".")
 @click.option("--api", type=click.Choice(["openai-chat", "openai-responses", "anthropic", "gemini"]), help="Wire API of the reference agent.")
 @click.option("--judge", help="Judge output_quality with this model spec instead of the heuristic.")
 @click.option("--rubric", type=click.Choice(["balanced", "skill"]), help="How sub-scores make the score (default: balanced).")

@@ -3,7 +3,11 @@
 Every key is optional. Paths are relative to the file that names them. Command-line flags override the file.
 
     suite = "state/eval/tests.json"          # the eval skill's default
-    agent = "my_pkg.agent:run"               # (prompt, ctx) -> Run | output; default: trialrun's reference agent
+    agent = "my_pkg.agent:run"               # (prompt, ctx) -> Run | output; default: trialrun's reference agent;
+                                             # or a ready-made agent: "pi" | "codex" | "claude-code" | "opencode";
+                                             # or a command: "command: my-agent --print {prompt}" (run in each
+                                             # trial's workdir; files named next to this one made absolute)
+    sandbox = "none"                         # none | bwrap | auto: what agents run, in a bubblewrap sandbox
     model = "scripted:model_v1.yaml"         # scripted:FILE | replay:DIR | record:DIR | openai:MODEL |
                                              # anthropic:MODEL | openai-compatible:URL#MODEL
     api = "openai-chat"                      # openai-chat | openai-responses | anthropic | gemini
@@ -20,6 +24,9 @@ Every key is optional. Paths are relative to the file that names them. Command-l
     judge = "openai:gpt-4.1-mini"            # output_quality by an LLM judge (a model spec); default: heuristic
     [policy]                                 # a ToolPolicy
     deny_commands = ["rm -rf", "curl | sh"]
+    [agent_options]                          # for a ready-made or command agent
+    permission_mode = "acceptEdits"          # the agent's own vocabulary; also allow/deny rules, instructions
+    args = ["--verbose"]                     # (a file), path (the program), env, timeout_s, output
     [prices."my-model"]                      # extra prices, USD per million tokens
     input = 1.0
     output = 2.0
@@ -43,6 +50,7 @@ CONFIG_FILE = "trialrun.toml"
 DEFAULT_SUITE = "state/eval/tests.json"
 MODEL_KINDS = ("scripted", "replay", "record", "openai", "anthropic", "openai-compatible")
 APIS = ("openai-chat", "openai-responses", "anthropic", "gemini")
+SANDBOXES = ("none", "bwrap", "auto")
 
 
 class ConfigError(ValueError):
@@ -100,6 +108,8 @@ class Config(BaseModel):
     tools: list[StrictStr] = Field(default_factory=lambda: ["shell"])
     workspace: Path | None = None
     skills: list[StrictStr] = Field(default_factory=list)
+    sandbox: StrictStr = "none"
+    agent_options: dict[str, Any] = Field(default_factory=dict)
     results_dir: Path | None = None
     pass_threshold: StrictFloat = 0.7
     rubric: StrictStr = "balanced"
@@ -133,6 +143,13 @@ class Config(BaseModel):
     def _spec(cls, value: str | None) -> str | None:
         if value is not None:
             parse_model_spec(value)  # its ConfigError says what the forms are
+        return value
+
+    @field_validator("sandbox")
+    @classmethod
+    def _sandbox(cls, value: str) -> str:
+        if value not in SANDBOXES:
+            raise ValueError(f"must be one of {', '.join(SANDBOXES)}")
         return value
 
     @field_validator("pass_threshold")

@@ -340,6 +340,8 @@ def _run_error(run: Run, case: Case) -> TrialError | None:
     error, unless the case grades the run's ending itself (`expect.ended("error")` tests error handling)."""
     if run.status != "error" or any(getattr(g.fn, "grades_status", False) for g in case.graders):
         return None
+    if run.exit_code is not None:  # a process agent: it exited non-zero, timed out, or ended without doing the task
+        return TrialError(type="AgentError", message=run.error or "the agent's run ended in error", phase="invoke")
     return TrialError(type="ModelError", message=run.error or "the agent's run ended in error", phase="model")
 
 

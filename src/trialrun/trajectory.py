@@ -227,7 +227,8 @@ def observed_nothing(trajectory: Trajectory) -> bool:
 class Run:
     """What one invoke produced: the output the caller got back and the trajectory that led there.
 
-    `status` and `error` are set by agents that know how their loop ended (the reference agent does).
+    `status` and `error` are set by agents that know how their loop ended (the reference agent does). A process
+    agent also records its `exit_code`, the tail of its `stderr` and its `duration_s`.
     """
 
     output: Any = None
@@ -236,6 +237,9 @@ class Run:
     cost_usd: float | None = None
     status: str | None = None
     error: str | None = None
+    exit_code: int | None = None
+    stderr: str | None = None
+    duration_s: float | None = None
 
     def __post_init__(self) -> None:
         if self.usage is None:

@@ -28,6 +28,7 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 __all__ = ["CallScope", "CURRENT_CALL", "Finished", "run_shell", "stop_commands", "cut_note"]
 
@@ -203,11 +204,17 @@ class Finished:
     stopped: str | None = None  # "timeout" | "workspace removed"
 
 
-def run_shell(command: str, cwd: Path, timeout_s: float | None, max_output: int) -> Finished:
-    """Run `command` through /bin/sh in `cwd`, in a process group of its own that never outlives its caller."""
+def run_shell(command: str, cwd: Path, timeout_s: float | None, max_output: int, sandbox: Any = None) -> Finished:
+    """Run `command` through /bin/sh in `cwd`, in a process group of its own that never outlives its caller (in a
+    bubblewrap sandbox when `sandbox` is an active `trialrun.agents.sandbox.Sandbox`)."""
+    if sandbox is not None and sandbox.active:
+        argv: Any = sandbox.command(command, cwd)
+        env: dict[str, str] | None = {**sandbox.environment(None), "HOME": "/tmp"}
+    else:
+        argv, env = command, None
     process = subprocess.Popen(
-        command, shell=True, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        start_new_session=True,
+        argv, shell=env is None, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, start_new_session=True,
     )
     pgid = process.pid
     _register(pgid, cwd)

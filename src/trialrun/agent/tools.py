@@ -375,6 +375,7 @@ def _read_capped(fd: int, limit: int) -> str:
 
 def shell_tools(
     root: str | os.PathLike[str], *, timeout_s: float | None = 30.0, max_output: int = 10_000, writable: bool = True,
+    sandbox: Any = "none",
 ) -> list[Tool]:
     """run_command, read_file, write_file and list_dir, every path confined to `root`.
 
@@ -385,8 +386,14 @@ def shell_tools(
     same kind of note. Only regular files are read or written (never a FIFO or device, which could block or be
     anything), and never one with several hard links (its content is shared with a path that may be outside
     `root`).
+    `sandbox` ("none", "bwrap", "auto") runs each command under bubblewrap: only `root` writable, no network, no
+    secrets in its environment, nothing it starts outliving it (see `trialrun.agents.sandbox`).
     """
     base = Path(root).resolve()
+    if sandbox != "none":
+        from ..agents.sandbox import resolve_sandbox
+
+        sandbox = resolve_sandbox(sandbox)
     if not base.is_dir():
         raise ValueError(f"shell_tools root {str(root)!r} is not a directory")
     limit_s = _check_timeout(timeout_s, "shell_tools timeout_s")
@@ -395,7 +402,7 @@ def shell_tools(
 
     def run_command(command: str) -> str:
         """Run a shell command in the workspace and return its exit code and output."""
-        finished = run_shell(command, base, limit_s, max_output)
+        finished = run_shell(command, base, limit_s, max_output, None if sandbox == "none" else sandbox)
         if finished.stopped == "timeout":
             raise ToolError(
                 f"command timed out after {limit_s:g}s; it was stopped"

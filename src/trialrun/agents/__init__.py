@@ -1,0 +1,30 @@
+"""Agents in another process: `ProcessAgent` for any command, and ready-made ones for real coding agents.
+
+    agent = tr.agents.claude_code(permission_mode="acceptEdits", skills=["skills/careful"])
+    tr.Case(name="marker", invoke=lambda ctx: agent("make marker.txt", ctx, model=tr.ScriptedModel(...)), ...)
+
+In trialrun.toml: `agent = "pi"` (or "codex", "claude-code", "opencode"), or `agent = "command: my-agent {prompt}"`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._process import AgentNotFound, Launch, ProcessAgent
+from ._preset import Preset
+from .claude_code import ClaudeCode, claude_code
+from .codex import Codex, codex
+from .opencode import Opencode, opencode
+from .pi import Pi, pi
+
+__all__ = ["ProcessAgent", "Preset", "AgentNotFound", "Launch", "PRESETS", "preset", "pi", "codex", "claude_code", "opencode"]
+
+
+PRESETS: dict[str, Any] = {"pi": pi, "codex": codex, "claude-code": claude_code, "opencode": opencode}
+
+
+def preset(name: str, **options: Any) -> Preset:
+    """A ready-made agent by its trialrun.toml name ("pi", "codex", "claude-code", "opencode")."""
+    if name not in PRESETS:
+        raise ValueError(f"no ready-made agent {name!r}; known: {', '.join(PRESETS)}")
+    return PRESETS[name](**options)

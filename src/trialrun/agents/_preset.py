@@ -1,0 +1,140 @@
+"""What every ready-made agent shares: finding its program, its version, the knobs users compare, the snapshot."""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ._process import AgentNotFound, Output, ProcessAgent, file_digest, settings_digest
+
+__all__ = ["Preset", "DEFAULT_MODEL"]
+
+DEFAULT_MODEL = "trialrun-model"
+
+
+@functools.lru_cache(maxsize=32)
+def program_version(path: str) -> str | None:
+    """`program --version`, once per program (None when it cannot say)."""
+    try:
+        done = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30,
+                              stdin=subprocess.DEVNULL, env={**os.environ, "NO_COLOR": "1"})
+    except (OSError, subprocess.SubprocessError):
+        return None
+    text = (done.stdout or done.stderr).strip().splitlines()
+    return text[0].strip() if done.returncode == 0 and text else None
+
+
+class Preset(ProcessAgent):
+    """A ready-made agent: a ProcessAgent that knows its program's configuration, flags and refusals.
+
+    Knobs: `model_name` (the name the agent asks the endpoint for), `skills` (skill folders with a SKILL.md, or
+    skill files), `instructions` (a file whose text the agent takes as standing instructions), `permission_mode`
+    and `allow`/`deny` rules (each agent's own vocabulary), `args` (extra command-line arguments), `path` (the
+    program; default: found on PATH), plus ProcessAgent's `env`, `timeout_s`, `output` and `sandbox`.
+    """
+
+    program = ""
+    npm_package = ""
+    apis: tuple[str, ...] = ("openai-chat",)
+
+    def __init__(
+        self,
+        *,
+        model_name: str | None = None,
+        api: str | None = None,
+        skills: Sequence[str | os.PathLike[str]] = (),
+        instructions: str | os.PathLike[str] | None = None,
+        permission_mode: str | None = None,
+        allow: Sequence[str] = (),
+        deny: Sequence[str] = (),
+        args: Sequence[str] = (),
+        path: str | os.PathLike[str] | None = None,
+        env: Mapping[str, str] | None = None,
+        timeout_s: float | None = 300.0,
+        output: Output = "stdout",
+        sandbox: Any = "none",
+    ) -> None:
+        chosen_api = api or self.apis[0]
+        if chosen_api not in self.apis:
+            raise ValueError(f"{self.label} speaks {', '.join(self.apis)}; api {chosen_api!r} is not one of them")
+        self.path = self.find(path)
+        super().__init__([self.path], env=env, api=chosen_api, model_name=model_name or DEFAULT_MODEL,
+                         timeout_s=timeout_s, output=output, sandbox=sandbox)
+        self.skills = [self._existing(s, "skill") for s in skills]
+        self.instructions = self._existing(instructions, "instructions") if instructions is not None else None
+        self.permission_mode = permission_mode
+        self.allow = [str(rule) for rule in allow]
+        self.deny = [str(rule) for rule in deny]
+        self.args = [str(a) for a in args]
+        self.check_knobs()
+
+    def __repr__(self) -> str:
+        return f"trialrun.agents.{self.label.replace('-', '_')}(path={str(self.path)!r}, api={self.api!r})"
+
+    @classmethod
+    def find(cls, path: str | os.PathLike[str] | None) -> str:
+        """The program to run: `path` when given, else the first on PATH; AgentNotFound names the npm package."""
+        if path is not None:
+            candidate = Path(path).expanduser()
+            if candidate.is_dir():
+                candidate = candidate / cls.program
+            if not (candidate.is_file() and os.access(candidate, os.X_OK)):
+                raise AgentNotFound(f"{cls.label}: {str(path)!r} is not an executable {cls.program} program "
+                                    f"(install it with `npm install -g {cls.npm_package}`)")
+            return os.path.abspath(candidate)
+        found = shutil.which(cls.program)
+        if found is None:
+            raise AgentNotFound(f"{cls.label}: the program {cls.program!r} is not on PATH; install it with "
+                                f"`npm install -g {cls.npm_package}`, or give its path (path = \"...\")")
+        return found
+
+    def _existing(self, value: str | os.PathLike[str], what: str) -> Path:
+        path = Path(value).expanduser().resolve()
+        if not path.exists():
+            raise ValueError(f"{self.label}: {what} {str(value)!r} does not exist")
+        return path
+
+    def check_knobs(self) -> None:
+        """A preset refuses knobs its agent has no such thing for (the message says what it does have)."""
+
+    def skill_dirs(self) -> list[tuple[str, Path]]:
+        """Each skill as (name, folder holding SKILL.md); a lone file is taken as that folder's SKILL.md."""
+        found = []
+        for skill in self.skills:
+            found.append((skill.stem if skill.is_file() else skill.name, skill))
+        return found
+
+    def install_skills(self, folder: Path) -> None:
+        """Copy the skills into `folder/<name>/SKILL.md` (the layout every agent here reads)."""
+        for name, source in self.skill_dirs():
+            target = folder / name
+            if source.is_dir():
+                shutil.copytree(source, target, dirs_exist_ok=True)
+            else:
+                target.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(source, target / "SKILL.md")
+
+    def settings_for_snapshot(self) -> Any:
+        """The agent's settings as written, without the per-trial endpoint (which changes every trial)."""
+        return {"permission_mode": self.permission_mode, "allow": self.allow, "deny": self.deny, "args": self.args}
+
+    def snapshot(self) -> dict[str, Any]:
+        return {
+            "agent": self.label,
+            "agent_version": program_version(self.path),
+            "api": self.api,
+            "model_name": self.model_name,
+            "skills_loaded": [name for name, _ in self.skill_dirs()],
+            "skills_sha256": file_digest(self.skills),
+            "instructions_sha256": file_digest([self.instructions]) if self.instructions else None,
+            "agent_settings_sha256": settings_digest(self.settings_for_snapshot()),
+            "permission_mode": self.permission_mode,
+            "allow": self.allow,
+            "deny": self.deny,
+            "sandbox": self.sandbox.describe(),
+        }
