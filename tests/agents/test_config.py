@@ -24,7 +24,7 @@ print(json.load(urllib.request.urlopen(request))["choices"][0]["message"]["conte
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (tmp_path / "state" / "eval").mkdir(parents=True)
     (tmp_path / "state" / "eval" / "tests.json").write_text(json.dumps({"tests": [
-        {"id": "hello", "prompt": "say hello", "expected_tools": [], "max_turns": 2, "success_criteria": "greets",
+        {"id": "hello", "prompt": "say hello", "expected_tools": [], "max_turns": 2, "success_criteria": "says hello",
          "expect": [{"contains": "hello from the model"}]}]}))
     (tmp_path / "model.yaml").write_text("hello:\n  - reply: hello from the model\n")
     (tmp_path / "agent.py").write_text(AGENT)
