@@ -18,6 +18,7 @@ from typing import Any
 
 import httpx
 
+from .._scrub import REDACTED
 from ..trajectory import Trajectory
 from ..wire import decode_trajectory
 from ..wire._types import Exchange
@@ -34,7 +35,6 @@ __all__ = [
     "transport_errors",
 ]
 
-REDACTED = "REDACTED"
 
 # Headers whose values are credentials or account identifiers: never kept in a recording (memory or file).
 SENSITIVE_HEADERS = frozenset(
