@@ -276,7 +276,9 @@ def _selection(test_ids: tuple[str, ...], names: tuple[str, ...], tags: tuple[st
 
 def _emit_report(report: Any, *, as_json: bool, saved: str | None) -> None:
     if as_json:
-        click.echo(report.model_dump_json(indent=2))
+        from .store import report_text
+
+        click.echo(report_text(report), nl=False)
         return
     from .render.terminal import print_report
 
@@ -396,7 +398,9 @@ def compare(runs: tuple[str, ...], results_dir: str | None, suite: str | None, c
     before, after = (load_report(p) for p in paths)
     comparison = comparing.compare(before, after, threshold=threshold)
     if as_json:
-        click.echo(comparison.model_dump_json(indent=2))
+        from ._scrub import scrub_text
+
+        click.echo(scrub_text(comparison.model_dump_json(indent=2)))
     else:
         from .render.terminal import print_comparison
 

@@ -14,6 +14,7 @@ from rich.segment import Segments
 from rich.table import Table
 from rich.text import Text
 
+from .._scrub import scrub_text
 from ..compare import Comparison, delta_lines
 from ..results import CaseResult, RunReport
 from .text import why_failed
@@ -81,7 +82,7 @@ def print_report(report: RunReport, console: Console, *, saved: str | None = Non
         ]
         if multi:
             row += [_num(case.pass_at_1), _num(case.pass_pow_k, 0)]
-        rows.append(row + ["PASS" if case.passed else "FAIL"])
+        rows.append([scrub_text(cell) for cell in row] + ["PASS" if case.passed else "FAIL"])
     numeric = ["score", "acc", "eff", "qual", "turns"] + (["pass@1", "pass^k"] if multi else [])
     headers = ["test", *numeric[:5], "tools used", *numeric[5:], "result"]
     natural = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
@@ -109,9 +110,9 @@ def print_report(report: RunReport, console: Console, *, saved: str | None = Non
     for case in (c for c in report.graded_cases if not c.passed):
         console.print(Text.assemble(("✗ ", "red"), (case.name, "bold"), ": ", why_failed(case, limit=400)))
     for line in ending_notes(report):
-        console.print(Text.assemble(("! ", "yellow"), line))
+        console.print(Text.assemble(("! ", "yellow"), scrub_text(line)))
     for skipped in report.skipped_cases:
-        console.print(f"[yellow]skipped[/] {skipped.name}: {skipped.reason}")
+        console.print(f"[yellow]skipped[/] {scrub_text(skipped.name)}: {scrub_text(skipped.reason)}")
     for name in report.unfinished_cases:
         console.print(f"[yellow]not finished[/] {name} (interrupted)")
     graded = len(report.graded_cases)
@@ -143,7 +144,7 @@ def print_comparison(comparison: Comparison, console: Console) -> None:
             style = "yellow"
         else:
             style = "green" if "▲" in line else "red" if "▼" in line else ""
-        console.print(Text(line, style=style))
+        console.print(Text(scrub_text(line), style=style))
 
 
 class RunProgress:

@@ -22,6 +22,7 @@ import sysconfig
 import textwrap
 from typing import Any
 
+from .._scrub import scrub_text
 from ..expect import Verdict
 from ..results import CaseResult, TrialError, TrialResult
 from ..trajectory import Denial, ToolCall, Trajectory
@@ -58,7 +59,7 @@ def printable(text: str) -> str:
     >>> printable("\x1b[31mred\x1b[0m bell\x07") == "red bell\ufffd"
     True
     """
-    return _NOT_TEXT.sub("\ufffd", _ANSI.sub("", text))
+    return _NOT_TEXT.sub("\ufffd", _ANSI.sub("", scrub_text(text)))
 
 
 def one_line(text: str, limit: int) -> str:
@@ -81,6 +82,7 @@ def _clip(text: str, limit: int) -> str:
     suffix's own room included)."""
     if len(text) <= limit:
         return text
+    text = scrub_text(text)  # before the cut, which would leave half a secret that no pattern knows any more
     keep = max(limit - len(f"... (+{len(text)} chars)"), 8)  # the widest count the suffix can need
     return text[:keep] + f"... (+{len(text) - keep} chars)"
 
@@ -445,5 +447,5 @@ def first_reason(case: CaseResult) -> str:
 def why_failed(case: CaseResult, limit: int = 90) -> str:
     """One line saying why a case failed (`first_reason`), whitespace collapsed and cut to `limit` characters (a
     table row, a compare warning); "" for a case that did not fail."""
-    text = " ".join(first_reason(case).split())
+    text = " ".join(scrub_text(first_reason(case)).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
