@@ -1,7 +1,10 @@
 """Shell commands the agent's tools start: their output read with bounded memory, and no command left behind.
 
-A command runs in a process group of its own (`start_new_session=True`), and every live group is registered here,
-so that it dies whenever nobody waits for it any more:
+A command runs in a session of its own (`start_new_session=True`) with an environment cut to an allow-list
+(`command_env`: never the parent's credentials), marked with a `TRIALRUN_COMMAND` variable its children inherit.
+Killing a command kills its process group, every process of its session (children that moved to another group), and
+every process that carries its mark (children that left with `setsid`, found by a /proc scan on Linux).
+Every live command is registered here, so that it dies whenever nobody waits for it any more:
 
 - its own timeout (`shell_tools(timeout_s=...)`);
 - the tool call giving up on it: `Tool.run`/`Tool.run_sync` open a `CallScope` per call and abandon it on their
@@ -19,6 +22,7 @@ from __future__ import annotations
 import atexit
 import codecs
 import os
+import secrets
 import selectors
 import signal
 import subprocess
@@ -29,7 +33,21 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["CallScope", "CURRENT_CALL", "Finished", "run_shell", "stop_commands", "cut_note"]
+__all__ = ["CallScope", "CURRENT_CALL", "Finished", "run_shell", "stop_commands", "cut_note", "command_env", "COMMAND_ENV"]
+
+#: What a command inherits from trialrun's own environment (and `LC_*`), plus the names a user passes: enough to find
+#: programs and speak the user's language, never an API key or token of the process running the evaluation.
+COMMAND_ENV = ("PATH", "HOME", "LANG", "LANGUAGE", "TERM", "TZ", "TMPDIR", "USER", "LOGNAME", "SHELL", "COLORTERM",
+               "NO_COLOR", "COLUMNS", "LINES")
+_MARK = "TRIALRUN_COMMAND"
+_RUN_MARK = f"{os.getpid()}-{secrets.token_hex(4)}"  # this process's commands: <run mark>/<number>
+_counter = iter(range(1, 1 << 62))
+
+
+def command_env(pass_env: tuple[str, ...] | list[str] = ()) -> dict[str, str]:
+    """The environment a command starts with: the `COMMAND_ENV` allow-list, `LC_*`, and the `pass_env` names."""
+    keep = set(COMMAND_ENV) | set(pass_env)
+    return {name: value for name, value in os.environ.items() if name in keep or name.startswith("LC_")}
 
 _CHUNK = 1 << 16
 _POLL_S = 0.25  # how often a waiting command checks that its workspace still exists
@@ -73,6 +91,7 @@ CURRENT_CALL: ContextVar[CallScope | None] = ContextVar("trialrun_tool_call", de
 # -- the registry of live process groups ---------------------------------------------------------------------
 _LOCK = threading.Lock()
 _GROUPS: dict[int, Path] = {}  # process group id -> the workspace its command runs in
+_MARKS: dict[str, Path] = {}  # a command's mark -> its workspace (kept until stop_commands: `setsid x &` lives on)
 
 
 def _kill_group(pgid: int) -> None:
@@ -80,6 +99,47 @@ def _kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):  # already gone
         pass
+
+
+def _kill_marked(sids: set[int], marks: set[str] | None, prefix: str | None = None) -> int:
+    """Kill every process (but this one) whose session is in `sids`, or whose `TRIALRUN_COMMAND` mark is in `marks`
+    or starts with `prefix`: a /proc scan (Linux), repeated while it finds any (a child may fork as it dies)."""
+    if not os.path.isdir("/proc/self"):
+        return 0
+    me, killed = os.getpid(), 0
+    wanted = {f"{_MARK}={mark}".encode() for mark in marks or ()}
+    start = f"{_MARK}={prefix}".encode() if prefix else None
+    for _ in range(10):
+        found = 0
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit() or int(entry.name) == me:
+                continue
+            pid = int(entry.name)
+            try:
+                with open(f"/proc/{pid}/stat", "rb") as handle:
+                    fields = handle.read().rsplit(b")", 1)[1].split()
+                if fields[0] == b"Z":  # a zombie: already dead, waiting for its parent
+                    continue
+                hit = int(fields[3]) in sids
+                if not hit and (wanted or start):
+                    with open(f"/proc/{pid}/environ", "rb") as handle:
+                        variables = handle.read().split(b"\0")
+                    hit = any(v in wanted or (start is not None and v.startswith(start)) for v in variables)
+                if hit:
+                    os.kill(pid, signal.SIGKILL)
+                    found += 1
+            except (OSError, IndexError, ValueError):  # gone, not ours, or unreadable
+                continue
+        killed += found
+        if not found:
+            break
+    return killed
+
+
+def _kill_command(pgid: int, mark: str) -> None:
+    """Kill a command's group, its session and the children that left it (`setsid`), by its mark."""
+    _kill_group(pgid)
+    _kill_marked({pgid}, {mark})
 
 
 def _group_alive(pgid: int) -> bool:
@@ -98,8 +158,13 @@ def stop_commands(root: str | os.PathLike[str] | None = None) -> int:
         chosen = [pgid for pgid, where in _GROUPS.items() if base is None or where == base or base in where.parents]
         for pgid in chosen:
             del _GROUPS[pgid]
+        marks = {mark for mark, where in _MARKS.items() if base is None or where == base or base in where.parents}
+        for mark in marks:
+            del _MARKS[mark]
     for pgid in chosen:
         _kill_group(pgid)
+    if marks or chosen:
+        _kill_marked(set(chosen), marks, _RUN_MARK + "/" if base is None else None)
     return len(chosen)
 
 
@@ -203,24 +268,33 @@ class Finished:
     stopped: str | None = None  # "timeout" | "workspace removed"
 
 
-def run_shell(command: str, cwd: Path, timeout_s: float | None, max_output: int) -> Finished:
-    """Run `command` through /bin/sh in `cwd`, in a process group of its own that never outlives its caller."""
+def run_shell(
+    command: str, cwd: Path, timeout_s: float | None, max_output: int, env: dict[str, str] | None = None,
+) -> Finished:
+    """Run `command` through /bin/sh in `cwd`, in a session of its own that never outlives its caller, with `env`
+    (default: `command_env()`)."""
+    mark = f"{_RUN_MARK}/{next(_counter)}"
+    environment = dict(command_env() if env is None else env)
+    environment[_MARK] = mark
+    with _LOCK:
+        _MARKS[mark] = cwd
     process = subprocess.Popen(
         command, shell=True, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        start_new_session=True,
+        start_new_session=True, env=environment,
     )
     pgid = process.pid
     _register(pgid, cwd)
+    kill = lambda: _kill_command(pgid, mark)  # noqa: E731
     scope = CURRENT_CALL.get()
     key = object()
     try:
-        if scope is not None and not scope.hold(key, lambda: _kill_group(pgid)):
-            _kill_group(pgid)  # the call was abandoned while the command started
+        if scope is not None and not scope.hold(key, kill):
+            kill()  # the call was abandoned while the command started
         out, err = _Capped(max_output), _Capped(max_output)
-        stopped = _pump(process, pgid, out, err, cwd, None if timeout_s is None else time.monotonic() + timeout_s)
+        stopped = _pump(process, kill, out, err, cwd, None if timeout_s is None else time.monotonic() + timeout_s)
         return Finished(process.returncode, _render(out, err, max_output), stopped)
     except BaseException:  # KeyboardInterrupt, or anything else that means nobody reads the result
-        _kill_group(pgid)
+        kill()
         raise
     finally:
         if scope is not None:
@@ -229,13 +303,14 @@ def run_shell(command: str, cwd: Path, timeout_s: float | None, max_output: int)
             if pipe is not None:
                 pipe.close()
         if process.poll() is None:
-            _kill_group(pgid)
+            kill()
             process.wait()
         _forget_if_empty(pgid)
 
 
 def _pump(
-    process: subprocess.Popen[bytes], pgid: int, out: _Capped, err: _Capped, cwd: Path, deadline: float | None,
+    process: subprocess.Popen[bytes], kill: Callable[[], None], out: _Capped, err: _Capped, cwd: Path,
+    deadline: float | None,
 ) -> str | None:
     """Read both pipes until they close and the shell exits, or until a reason to stop it; returns that reason."""
     stopped: str | None = None
@@ -244,7 +319,7 @@ def _pump(
 
     def stop(reason: str) -> None:
         nonlocal stopped, grace
-        _kill_group(pgid)
+        kill()
         stopped, grace = reason, time.monotonic() + _DRAIN_S
 
     with selectors.DefaultSelector() as selector:
