@@ -132,10 +132,13 @@ def add_secret(value: str) -> None:
 
 
 def _variants(value: str) -> set[str]:
-    """The ways a value is written in the artefacts: as is, JSON-escaped (both ways), inside a repr, HTML/XML."""
+    """The ways a value is written in the artefacts: as is, JSON-escaped (both ways, once, twice and three times),
+    inside a repr, HTML/XML-escaped."""
     json_text = json.dumps(value, ensure_ascii=False)[1:-1]
-    found = {value, json_text, json.dumps(value)[1:-1], repr(value)[1:-1], json_text.replace("<", "\\u003c"),
-             html.escape(value), html.escape(value, quote=False), html.escape(json_text)}
+    twice = json.dumps(json_text, ensure_ascii=False)[1:-1]  # JSON inside JSON: OpenAI's tool call arguments
+    found = {value, json_text, json.dumps(value)[1:-1], twice, json.dumps(twice, ensure_ascii=False)[1:-1],
+             repr(value)[1:-1], json_text.replace("<", "\\u003c"), html.escape(value), html.escape(value, quote=False),
+             html.escape(json_text), html.escape(twice)}
     return {variant for variant in found if len(variant) >= _MIN_SECRET}
 
 

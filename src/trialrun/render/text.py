@@ -72,6 +72,14 @@ def one_line(text: str, limit: int) -> str:
     return _clip(" ".join(printable(text).split()), limit)
 
 
+def _scrubbed(model: Any) -> Any:
+    """A result model (a trial, an error) with secrets scrubbed from all its text, BEFORE it is wrapped and cut into
+    lines (which would split a key where no pattern finds it any more); the same object when there was none."""
+    text = model.model_dump_json()
+    clean = scrub_text(text)
+    return model if clean is text else type(model).model_validate_json(clean)
+
+
 def _escaped(text: str) -> str:
     """Newlines and tabs shown as escapes, so one value stays on one line of the log."""
     return text.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
@@ -182,6 +190,7 @@ def _short_location(location: str) -> str:
 
 def error_text(error: TrialError, *, width: int = 100, label: str = "error") -> list[str]:
     """An error as lines: `error (invoke): ValueError: message`, then the user's frames of its traceback."""
+    error = _scrubbed(error)
     lines = _wrap(f"{label} ({error.phase}): {error.type}: {error.message}", width, "", _REASON_LINES + 2)
     if error.traceback:
         frames = _user_frames(error.traceback)[-_TRACEBACK_LINES:]
@@ -339,6 +348,7 @@ def trial_text(trial: TrialResult, *, width: int = 100, max_lines: int = 40) -> 
       output: 'no'
     """
     width = max(width, 40)
+    trial = _scrubbed(trial)
     lines = [_header(trial)]
     failed = trial.failed_verdicts
     if failed:
@@ -388,9 +398,9 @@ def case_failure_text(case: CaseResult, *, width: int = 100, max_lines: int = 40
     A failing trial that failed exactly like an earlier one (same verdicts, error and trajectory) is listed as
     "same as trial N" instead of being repeated: ten identical trajectories hide the one that differs.
     """
-    lines = [_case_header(case)]
+    lines = [scrub_text(_case_header(case))]
     if case.description:
-        lines.extend(_wrap(case.description, width, _INDENT, 3))
+        lines.extend(_wrap(scrub_text(case.description), width, _INDENT, 3))
     seen: dict[str, int] = {}
     for trial in failing_trials(case):
         text = trial_text(trial, width=width - len(_INDENT), max_lines=max_lines)
