@@ -110,7 +110,8 @@ def leaks(text: str) -> dict[str, int]:
     found = {}
     for name, (secret, _) in SECRETS.items():
         once = json.dumps(secret)[1:-1]
-        variants = {secret, once, json.dumps(once)[1:-1], html.escape(secret), html.escape(once), repr(secret)[1:-1]}
+        variants = {secret, once, json.dumps(once)[1:-1], html.escape(secret), html.escape(once), repr(secret)[1:-1],
+                    once.replace("<", "\\u003c")}  # the HTML page's data: '<' written as \u003c
         count = sum(text.count(v) for v in variants)
         if count:
             found[name] = count

@@ -54,7 +54,7 @@ def _load_openat2() -> object | None:
     syscall.restype = ctypes.c_long
     syscall.argtypes = [ctypes.c_long, ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p, ctypes.c_size_t]
     how = _OpenHow(_DIR_FLAGS | _O_PATH, 0, _RESOLVE_BENEATH | _RESOLVE_NO_MAGICLINKS)
-    fd = syscall(_SYS_OPENAT2, -100, b"/", ctypes.byref(how), ctypes.sizeof(how))  # AT_FDCWD: does it exist?
+    fd = syscall(_SYS_OPENAT2, -100, b".", ctypes.byref(how), ctypes.sizeof(how))  # AT_FDCWD: does it exist?
     if fd < 0:
         return None  # ENOSYS (older kernel) or a seccomp filter that refuses it: walk instead
     os.close(fd)
