@@ -47,9 +47,10 @@ __all__ = [
 REDACTED = "REDACTED"
 
 # -- what a secret looks like ---------------------------------------------------------------------------------
-# Each rule: the lower-case hints one of which the text must hold, the pattern (starting with a literal, so the
-# regex engine skips ahead fast), whether it must start a word, and whether it runs on the lower-cased text (the
-# case-insensitive ones: same positions, much faster than IGNORECASE). A named group `v` is what is replaced.
+# Each rule: the lower-case hints one of which a short text must hold (a long one is searched at once: the regex
+# skips ahead as fast as a substring test would), the pattern (starting with a literal, so the engine skips ahead
+# fast), whether it must start a word, and whether it runs on the lower-cased text (the case-insensitive ones: same
+# positions, much faster than IGNORECASE). A named group `v` is what is replaced.
 _VALUE = r"(?:\\?[\"'])?\s*[:=]\s*(?:\\?[\"'])?"  # `: "`, `=`, `\": \"` (JSON inside JSON) between a name and value
 _RULES_SPEC: tuple[tuple[tuple[str, ...], str, bool, bool], ...] = (
     (("sk-",), r"sk-[A-Za-z0-9_\-]{16,}", True, False),  # OpenAI sk-, sk-proj-, sk-svcacct-; Anthropic sk-ant-
@@ -68,11 +69,12 @@ _RULES_SPEC: tuple[tuple[tuple[str, ...], str, bool, bool], ...] = (
     (("secret",), r"secret[a-z_]{0,20}" + _VALUE + r"(?P<v>[^\s\"'\\,;&]{8,})", False, True),  # AWS, client_secret
     (("passw",), r"passw(?:or)?d" + _VALUE + r"(?P<v>[^\s\"'\\,;&]{8,})", False, True),
     (("api_key", "apikey"), r"api_?key" + _VALUE + r"(?P<v>[^\s\"'\\,;&]{8,})", False, True),
-    (("access_token", "accesstoken", "auth_token", "authtoken"),
-     r"(?:access|auth)_?token" + _VALUE + r"(?P<v>[^\s\"'\\,;&]{8,})", False, True),
+    (("access_token", "accesstoken"), r"access_?token" + _VALUE + r"(?P<v>[^\s\"'\\,;&]{8,})", False, True),
+    (("auth_token", "authtoken"), r"auth_?token" + _VALUE + r"(?P<v>[^\s\"'\\,;&]{8,})", False, True),
 )
 _RULES = tuple((hints, re.compile(pattern), word, lower) for hints, pattern, word, lower in _RULES_SPEC)
 _RULES_ANY_CASE = {pattern: re.compile(pattern, re.IGNORECASE) for _, pattern, _, lower in _RULES_SPEC if lower}
+_SHORT = 4096  # below this, substring tests of the hints first; above, one regex pass per rule is as cheap
 _ALL_HINTS = tuple(sorted({hint for hints, _, _, _ in _RULES_SPEC for hint in hints}))
 _KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
 # An AWS secret access key on its own: 40 characters of base64 with upper, lower case and digits. Only looked for
@@ -187,11 +189,12 @@ def _spans(text: str, extra: Iterable[str] = ()) -> list[tuple[int, int]]:
     if extra:
         _value_spans(text, extra, spans)
     lower = text.lower()
-    if not any(hint in lower for hint in _ALL_HINTS):
+    short = len(text) < _SHORT
+    if short and not any(hint in lower for hint in _ALL_HINTS):
         return _merged(text, spans)
     aligned = len(lower) == len(text)  # lower() kept every position (it does unless a few rare letters are there)
     for hints, pattern, word, on_lower in _RULES:
-        if not any(hint in lower for hint in hints):
+        if short and not any(hint in lower for hint in hints):
             continue
         if on_lower and not aligned:
             haystack, pattern = text, _RULES_ANY_CASE[pattern.pattern]

@@ -17,15 +17,16 @@ relative to the parent's descriptor, and the opened file is checked to be the on
 
 from __future__ import annotations
 
-import ctypes
 import errno
+import functools
 import os
 import stat
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
-__all__ = ["Outside", "parent_of", "split", "HAVE_OPENAT2"]
+__all__ = ["Outside", "parent_of", "split", "have_openat2"]
 
 _MAX_LINKS = 40  # as the kernel: more symlinks than this on one path is a loop
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
@@ -39,13 +40,41 @@ class Outside(Exception):
     """The path leads out of the root (the message says how)."""
 
 
-class _OpenHow(ctypes.Structure):
-    _fields_ = [("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64), ("resolve", ctypes.c_uint64)]
+_SYSCALL: object | None = None
+_LOADED = False
+#: Tests set this to False to exercise the walk on a kernel that has openat2 (None: use it when there).
+use_openat2: bool | None = None
+
+
+def have_openat2() -> bool:
+    """Whether this kernel resolves paths beneath a folder itself (`openat2`); loaded on first use (ctypes is not
+    imported with trialrun)."""
+    global _SYSCALL, _LOADED
+    if not _LOADED:
+        _SYSCALL, _LOADED = _load_openat2(), True
+    return _SYSCALL is not None
+
+
+@functools.lru_cache(maxsize=None)
+def _open_how() -> Any:
+    """`struct open_how` (made on first use)."""
+    import ctypes
+
+    class OpenHow(ctypes.Structure):
+        _fields_ = [("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64), ("resolve", ctypes.c_uint64)]
+
+    return OpenHow
+
+
+def _how(flags: int, resolve: int) -> Any:
+    return _open_how()(flags, 0, resolve)
 
 
 def _load_openat2() -> object | None:
     if not sys.platform.startswith("linux"):
         return None
+    import ctypes
+
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         syscall = libc.syscall
@@ -53,19 +82,13 @@ def _load_openat2() -> object | None:
         return None
     syscall.restype = ctypes.c_long
     syscall.argtypes = [ctypes.c_long, ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p, ctypes.c_size_t]
-    how = _OpenHow(_DIR_FLAGS | _O_PATH, 0, _RESOLVE_BENEATH | _RESOLVE_NO_MAGICLINKS)
+    how = _how(_DIR_FLAGS | _O_PATH, _RESOLVE_BENEATH | _RESOLVE_NO_MAGICLINKS)
     fd = syscall(_SYS_OPENAT2, -100, b".", ctypes.byref(how), ctypes.sizeof(how))  # AT_FDCWD: does it exist?
     if fd < 0:
         return None  # ENOSYS (older kernel) or a seccomp filter that refuses it: walk instead
     os.close(fd)
     return syscall
 
-
-_SYSCALL = _load_openat2()
-#: Whether this kernel resolves paths beneath a folder itself (`openat2`); the Python walk is used otherwise.
-HAVE_OPENAT2 = _SYSCALL is not None
-#: Tests set this to False to exercise the walk on a kernel that has openat2.
-use_openat2 = HAVE_OPENAT2
 
 
 def split(root: str, path: str) -> list[str]:
@@ -83,10 +106,11 @@ def split(root: str, path: str) -> list[str]:
 
 def _openat2_dir(root_fd: int, parts: list[str]) -> int:
     """A descriptor of the folder `parts` names beneath `root_fd`, resolved by the kernel."""
+    import ctypes
+
     assert _SYSCALL is not None
-    how = _OpenHow(_DIR_FLAGS | _O_PATH, 0, _RESOLVE_BENEATH | _RESOLVE_NO_MAGICLINKS)
-    # the walk never follows a final symlink with O_NOFOLLOW; openat2 would refuse it (ELOOP), so follow it here
-    how.flags &= ~os.O_NOFOLLOW
+    # The folder's own last component may be a symlink inside the root: follow it (no O_NOFOLLOW); beneath still holds.
+    how: Any = _how((_DIR_FLAGS | _O_PATH) & ~os.O_NOFOLLOW, _RESOLVE_BENEATH | _RESOLVE_NO_MAGICLINKS)
     path = "/".join(parts).encode("utf-8", "surrogateescape")
     for _ in range(8):  # EAGAIN: a rename raced a `..` and the kernel could not be sure; trying again is safe
         fd = _SYSCALL(_SYS_OPENAT2, root_fd, path, ctypes.byref(how), ctypes.sizeof(how))  # type: ignore[operator]
@@ -159,7 +183,8 @@ def parent_of(root: str, parts: list[str], *, create: bool = False, follow_last:
     root_fd = os.open(root, _DIR_FLAGS)
     try:
         fd: int | None = None
-        if use_openat2 and not create and len(parts) >= 1 and ".." not in parts[-1:]:
+        wanted = have_openat2() if use_openat2 is None else use_openat2 and have_openat2()
+        if wanted and not create and len(parts) >= 1 and ".." not in parts[-1:]:
             fd = _openat2_dir(root_fd, parts[:-1]) if len(parts) > 1 else os.dup(root_fd)
             name = parts[-1]
             try:
