@@ -22,7 +22,7 @@ import sysconfig
 import textwrap
 from typing import Any
 
-from .._scrub import scrub_text
+from .._scrub import scrub_json, scrub_text
 from ..expect import Verdict
 from ..results import CaseResult, TrialError, TrialResult
 from ..trajectory import Denial, ToolCall, Trajectory
@@ -75,7 +75,12 @@ def one_line(text: str, limit: int) -> str:
 def _scrubbed(model: Any) -> Any:
     """A result model (a trial, an error) with secrets scrubbed from all its text, BEFORE it is wrapped and cut into
     lines (which would split a key where no pattern finds it any more); the same object when there was none."""
-    text = model.model_dump_json()
+    try:
+        text = model.model_dump_json()
+    except ValueError:  # text JSON cannot carry (a lone surrogate): scrub the values one by one
+        data = model.model_dump()
+        clean_data = scrub_json(data)
+        return model if clean_data == data else type(model).model_validate(clean_data)
     clean = scrub_text(text)
     return model if clean is text else type(model).model_validate_json(clean)
 
