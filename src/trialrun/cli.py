@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 import click
 
+from ._scrub import scrub_text
 from ._version import __version__
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -52,10 +53,10 @@ def _fail_cleanly(fn: F) -> F:
         try:
             return fn(*args, **kwargs)
         except _user_errors() as exc:
-            click.echo(f"error: {exc}", err=True)
+            click.echo(f"error: {scrub_text(str(exc))}", err=True)  # a message may quote a value: never a key
             sys.exit(EXIT_USAGE)
         except OSError as exc:
-            click.echo(f"error: {_os_problem(exc)}", err=True)
+            click.echo(f"error: {scrub_text(_os_problem(exc))}", err=True)
             sys.exit(EXIT_USAGE)
 
     return wrapper  # type: ignore[return-value]
