@@ -136,10 +136,12 @@ def _kill_marked(sids: set[int], marks: set[str] | None, prefix: str | None = No
     return killed
 
 
-def _kill_command(pgid: int, mark: str) -> None:
-    """Kill a command's group, its session and the children that left it (`setsid`), by its mark."""
+def _kill_command(pgid: int, mark: str, leader_unreaped: bool) -> None:
+    """Kill a command's group, its session and the children that left it (`setsid`), by its mark. The session is
+    matched by id only while its leader (the command's shell) is not reaped yet: until then the id cannot have been
+    given to an unrelated process."""
     _kill_group(pgid)
-    _kill_marked({pgid}, {mark})
+    _kill_marked({pgid} if leader_unreaped else set(), {mark})
 
 
 def _group_alive(pgid: int) -> bool:
@@ -163,8 +165,8 @@ def stop_commands(root: str | os.PathLike[str] | None = None) -> int:
             del _MARKS[mark]
     for pgid in chosen:
         _kill_group(pgid)
-    if marks or chosen:
-        _kill_marked(set(chosen), marks, _RUN_MARK + "/" if base is None else None)
+    if marks:  # by mark only: a finished command's session id may belong to another process by now
+        _kill_marked(set(), marks, _RUN_MARK + "/" if base is None else None)
     return len(chosen)
 
 
@@ -284,7 +286,7 @@ def run_shell(
     )
     pgid = process.pid
     _register(pgid, cwd)
-    kill = lambda: _kill_command(pgid, mark)  # noqa: E731
+    kill = lambda: _kill_command(pgid, mark, process.returncode is None)  # noqa: E731
     scope = CURRENT_CALL.get()
     key = object()
     try:
