@@ -42,6 +42,7 @@ __all__ = [
     "secret_env_names",
     "is_secret_name",
     "RESPONSE_HEADERS_KEPT",
+    "SENSITIVE_HEADERS",
 ]
 
 REDACTED = "REDACTED"
@@ -303,6 +304,22 @@ def scrub_json(value: Any, extra: Iterable[str] = ()) -> Any:
 
 
 # -- HTTP exchanges -------------------------------------------------------------------------------------------
+# Headers whose values are credentials or account identifiers: never kept in a recording (memory or file).
+SENSITIVE_HEADERS = frozenset(
+    {
+        "authorization",
+        "proxy-authorization",
+        "x-api-key",
+        "api-key",
+        "x-goog-api-key",
+        "cookie",
+        "set-cookie",
+        "openai-organization",
+        "openai-project",
+        "anthropic-organization-id",
+    }
+)
+
 #: Response headers a cassette keeps (all others are dropped: cookies, account and organisation ids, tracing ids).
 RESPONSE_HEADERS_KEPT = frozenset({
     "content-type", "retry-after", "retry-after-ms", "x-should-retry", "date", "openai-processing-ms",
@@ -321,7 +338,8 @@ def scrub_headers(headers: dict[str, str], extra: Iterable[str] = (), *, respons
         lower = name.lower()
         if response and lower not in RESPONSE_HEADERS_KEPT and not lower.startswith(_RESPONSE_HEADER_PREFIXES):
             continue
-        out[name] = REDACTED if _SECRET_HEADER.search(lower) and not response else scrub_text(value, extra)
+        secret = lower in SENSITIVE_HEADERS or _SECRET_HEADER.search(lower) is not None
+        out[name] = REDACTED if secret and not response else scrub_text(value, extra)
     return out
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx
 
-from .._scrub import REDACTED
+from .._scrub import REDACTED, SENSITIVE_HEADERS
 from ..trajectory import Trajectory
 from ..wire import decode_trajectory
 from ..wire._types import Exchange
@@ -35,22 +35,6 @@ __all__ = [
     "transport_errors",
 ]
 
-
-# Headers whose values are credentials or account identifiers: never kept in a recording (memory or file).
-SENSITIVE_HEADERS = frozenset(
-    {
-        "authorization",
-        "proxy-authorization",
-        "x-api-key",
-        "api-key",
-        "x-goog-api-key",
-        "cookie",
-        "set-cookie",
-        "openai-organization",
-        "openai-project",
-        "anthropic-organization-id",
-    }
-)
 
 # Bodies are recorded decoded, so the headers that describe the bytes on the wire no longer apply.
 _WIRE_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})

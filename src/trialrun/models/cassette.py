@@ -56,7 +56,7 @@ def scrub_exchange(exchange: Exchange, secrets: frozenset[bytes] | set[bytes] = 
     return replace(
         exchange,
         url=scrub_url(exchange.url, extra),
-        request_headers=scrub_headers(_redacted(exchange.request_headers), extra),
+        request_headers=scrub_headers(exchange.request_headers, extra),
         request_body=scrub_body(exchange.request_body, extra),
         response_headers=scrub_headers(exchange.response_headers, extra, response=True),
         response_body=scrub_body(exchange.response_body, extra, streamed=exchange.streamed),
@@ -78,10 +78,6 @@ def _scrubbed_request_body(body: bytes, headers: Any) -> bytes:
     """A request body as recording would store it: what replay compares, so a scrubbed recording still matches."""
     values = credential_values(headers)
     return scrub_body(body, tuple(value.decode("utf-8", "replace") for value in values))
-
-
-def _redacted(headers: dict[str, str]) -> dict[str, str]:
-    return {name: (REDACTED if name.lower() in SENSITIVE_HEADERS else value) for name, value in headers.items()}
 
 
 def _canonical(body: bytes, ignore: frozenset[str]) -> tuple[Any, str]:
