@@ -419,8 +419,9 @@ def shell_tools(
     What is confined: the PATHS of read_file, write_file and list_dir. They are resolved beneath `root` with no gap
     between check and use (`_confine`: openat2 RESOLVE_BENEATH, else an O_NOFOLLOW walk from a folder descriptor),
     so `..`, absolute paths elsewhere, symlinks leading out and a parent folder swapped for a symlink mid-call are
-    all refused; list_dir never follows a symlink (it shows `name@`) and JSON-quotes names that hold a newline or
-    other control character, so a name cannot forge an entry. Only regular files are read or written (never a
+    all refused; read_file follows a relative symlink that stays inside, write_file writes through no symlink at
+    all, and list_dir never follows one (it shows `name@`) and JSON-quotes names that hold a newline or other
+    control character, so a name cannot forge an entry. Only regular files are read or written (never a
     FIFO or device, which could block or be anything), and never one with several hard links (its content is
     shared with a path that may be outside `root`). read_file reads at most about `max_output` bytes and list_dir
     lists at most `max_output` characters, with a note of what was cut.
