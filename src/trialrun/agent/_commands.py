@@ -91,7 +91,18 @@ CURRENT_CALL: ContextVar[CallScope | None] = ContextVar("trialrun_tool_call", de
 # -- the registry of live process groups ---------------------------------------------------------------------
 _LOCK = threading.Lock()
 _GROUPS: dict[int, Path] = {}  # process group id -> the workspace its command runs in
-_MARKS: dict[str, Path] = {}  # a command's mark -> its workspace (kept until stop_commands: `setsid x &` lives on)
+_MARKS: dict[str, tuple[Path, int]] = {}  # a command's mark -> (its workspace, its start tick); kept until
+#                                           stop_commands: a `setsid x &` child lives on after its command
+
+
+def _start_tick(pid: int) -> int:
+    """When a process started, in clock ticks since boot (/proc/PID/stat field 22); 0 where unknown. A command's
+    children start after it, so a scan for them skips older processes without reading their environment."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return int(handle.read().rsplit(b")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return 0
 
 
 def _kill_group(pgid: int) -> None:
@@ -101,9 +112,10 @@ def _kill_group(pgid: int) -> None:
         pass
 
 
-def _kill_marked(sids: set[int], marks: set[str] | None, prefix: str | None = None) -> int:
+def _kill_marked(sids: set[int], marks: set[str] | None, prefix: str | None = None, since: int = 0) -> int:
     """Kill every process (but this one) whose session is in `sids`, or whose `TRIALRUN_COMMAND` mark is in `marks`
-    or starts with `prefix`: a /proc scan (Linux), repeated while it finds any (a child may fork as it dies)."""
+    or starts with `prefix`: a /proc scan (Linux), repeated while it finds any (a child may fork as it dies).
+    Processes that started before tick `since` are not looked at."""
     if not os.path.isdir("/proc/self"):
         return 0
     me, killed = os.getpid(), 0
@@ -118,7 +130,7 @@ def _kill_marked(sids: set[int], marks: set[str] | None, prefix: str | None = No
             try:
                 with open(f"/proc/{pid}/stat", "rb") as handle:
                     fields = handle.read().rsplit(b")", 1)[1].split()
-                if fields[0] == b"Z":  # a zombie: already dead, waiting for its parent
+                if fields[0] == b"Z" or int(fields[19]) < since:  # a zombie (dead), or older than the commands
                     continue
                 hit = int(fields[3]) in sids
                 if not hit and (wanted or start):
@@ -136,12 +148,12 @@ def _kill_marked(sids: set[int], marks: set[str] | None, prefix: str | None = No
     return killed
 
 
-def _kill_command(pgid: int, mark: str, leader_unreaped: bool) -> None:
+def _kill_command(pgid: int, mark: str, leader_unreaped: bool, since: int) -> None:
     """Kill a command's group, its session and the children that left it (`setsid`), by its mark. The session is
     matched by id only while its leader (the command's shell) is not reaped yet: until then the id cannot have been
     given to an unrelated process."""
     _kill_group(pgid)
-    _kill_marked({pgid} if leader_unreaped else set(), {mark})
+    _kill_marked({pgid} if leader_unreaped else set(), {mark}, since=since)
 
 
 def _group_alive(pgid: int) -> bool:
@@ -160,13 +172,14 @@ def stop_commands(root: str | os.PathLike[str] | None = None) -> int:
         chosen = [pgid for pgid, where in _GROUPS.items() if base is None or where == base or base in where.parents]
         for pgid in chosen:
             del _GROUPS[pgid]
-        marks = {mark for mark, where in _MARKS.items() if base is None or where == base or base in where.parents}
+        marks = {mark for mark, (where, _) in _MARKS.items() if base is None or where == base or base in where.parents}
+        since = min((_MARKS[mark][1] for mark in marks), default=0)
         for mark in marks:
             del _MARKS[mark]
     for pgid in chosen:
         _kill_group(pgid)
     if marks:  # by mark only: a finished command's session id may belong to another process by now
-        _kill_marked(set(), marks, _RUN_MARK + "/" if base is None else None)
+        _kill_marked(set(), marks, _RUN_MARK + "/" if base is None else None, since=0 if base is None else since)
     return len(chosen)
 
 
@@ -278,18 +291,23 @@ def run_shell(
     mark = f"{_RUN_MARK}/{next(_counter)}"
     environment = dict(command_env() if env is None else env)
     environment[_MARK] = mark
-    with _LOCK:
-        _MARKS[mark] = cwd
     process = subprocess.Popen(
         command, shell=True, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         start_new_session=True, env=environment,
     )
     pgid = process.pid
-    _register(pgid, cwd)
-    kill = lambda: _kill_command(pgid, mark, process.returncode is None)  # noqa: E731
+    since = [0]  # the command's start tick, once read (0: look at every process)
+
+    def kill() -> None:
+        _kill_command(pgid, mark, process.returncode is None, since[0])
+
     scope = CURRENT_CALL.get()
     key = object()
-    try:
+    try:  # from here on, whatever happens (Ctrl-C included) kills the command
+        since[0] = _start_tick(pgid)  # before anything it starts
+        with _LOCK:
+            _MARKS[mark] = (cwd, since[0])
+        _register(pgid, cwd)
         if scope is not None and not scope.hold(key, kill):
             kill()  # the call was abandoned while the command started
         out, err = _Capped(max_output), _Capped(max_output)
