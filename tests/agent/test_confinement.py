@@ -9,7 +9,6 @@ swapper is fast enough to catch a gap; the tools, through openat2 and through th
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import textwrap
