@@ -5,9 +5,10 @@ Case i: prompt "lookup key-i"; the scripted model first asks for lookup(key="key
 with key == "key-i". 5 trials per case, through the real agent loop over HTTP (httpx) in the chat-completions
 wire format. Also W2: every model call waits 50 ms (asyncio), at the default concurrency and at 50.
 
-    python bench/agent.py [--cases 200] [--trials 5] [--big 2000] [--w2]
+    python bench/agent.py [--cases 200] [--trials 5] [--big 2000] [--w2] [--artefacts]
 
-Prints wall time of the evaluate call, time per trial, and peak RSS of the process.
+Prints wall time of the evaluate call, time per trial, and peak RSS of the process. `--artefacts` also times
+writing the W1 run's artefacts (result file, HTML, JUnit, Markdown, the terminal table), where secrets are scrubbed.
 """
 
 from __future__ import annotations
@@ -72,7 +73,49 @@ def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def run(label: str, cases: list[tr.Case], trials: int, **kwargs: object) -> float:
+def artefacts(report: tr.RunReport, repeat: int = 7) -> None:
+    """Time each writer on the report, with the scrubber and with its search switched off, interleaved (best of
+    `repeat` each, so a noisy machine hits both alike): the ratio is what scrubbing at serialisation costs."""
+    import io
+    import tempfile
+    from pathlib import Path
+
+    from rich.console import Console
+
+    from trialrun import _scrub
+    from trialrun.render.html import report_html
+    from trialrun.render.junit import junit_xml
+    from trialrun.render.markdown import report_markdown
+    from trialrun.render.terminal import print_report
+    from trialrun.store import ResultsStore
+
+    search = _scrub._spans
+    with tempfile.TemporaryDirectory() as folder:
+        writers = {
+            "result file": lambda: ResultsStore(Path(folder) / f"r{time.perf_counter_ns()}").save(report),
+            "HTML": lambda: report_html(report),
+            "JUnit": lambda: junit_xml(report),
+            "Markdown": lambda: report_markdown(report),
+            "terminal": lambda: print_report(report, Console(file=io.StringIO(), width=120)),
+        }
+        totals = [0.0, 0.0]
+        for name, write in writers.items():
+            best = [float("inf"), float("inf")]
+            for _ in range(repeat):
+                for index, scrubbing in enumerate((True, False)):
+                    _scrub._spans = search if scrubbing else (lambda text, extra=(): [])
+                    started = time.perf_counter()
+                    write()
+                    best[index] = min(best[index], time.perf_counter() - started)
+            _scrub._spans = search
+            totals = [totals[0] + best[0], totals[1] + best[1]]
+            print(f"{'  artefact: ' + name:<34} {best[0] * 1e3:8.1f} ms scrubbed, {best[1] * 1e3:8.1f} ms not "
+                  f"({best[0] / best[1]:.2f}x)")
+        print(f"{'  artefacts, all':<34} {totals[0] * 1e3:8.1f} ms scrubbed, {totals[1] * 1e3:8.1f} ms not "
+              f"({totals[0] / totals[1]:.2f}x)")
+
+
+def run(label: str, cases: list[tr.Case], trials: int, *, write: bool = False, **kwargs: object) -> float:
     started = time.perf_counter()
     report = tr.evaluate(cases, trials=trials, **kwargs)
     elapsed = time.perf_counter() - started
@@ -82,6 +125,8 @@ def run(label: str, cases: list[tr.Case], trials: int, **kwargs: object) -> floa
         f"{label:<34} {total:>6} trials  {elapsed:7.2f} s  {elapsed / total * 1e3:6.3f} ms/trial  "
         f"pass@1 {report.pass_at_1:.2f} pass^k {report.pass_pow_k:.2f}  peak RSS {peak_rss_mib():6.0f} MiB"
     )
+    if write:
+        artefacts(report)
     return elapsed
 
 
@@ -91,9 +136,10 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=5)
     parser.add_argument("--big", type=int, default=2000, help="cases in the large W1 run (0 to skip)")
     parser.add_argument("--w2", action="store_true", help="also run W2 (50 ms per model call)")
+    parser.add_argument("--artefacts", action="store_true", help="also time writing the W1 run's artefacts")
     args = parser.parse_args()
     run("warm-up", make_cases(20), 1)
-    run(f"W1 {args.cases} x {args.trials}", make_cases(args.cases), args.trials)
+    run(f"W1 {args.cases} x {args.trials}", make_cases(args.cases), args.trials, write=args.artefacts)
     if args.big:
         run(f"W1 {args.big} x {args.trials}", make_cases(args.big), args.trials)
     if args.w2:

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 import click
 
 from ._display import clean, markup
+from ._scrub import scrub_text
 from ._version import __version__
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -53,7 +54,7 @@ def _fail_cleanly(fn: F) -> F:
         try:
             return fn(*args, **kwargs)
         except click.ClickException as exc:  # click prints it: make its text as safe as ours
-            exc.message = clean(exc.message)
+            exc.message = clean(scrub_text(exc.message))
             raise
         except _user_errors() as exc:
             _say(f"error: {exc}")
@@ -66,8 +67,9 @@ def _fail_cleanly(fn: F) -> F:
 
 
 def _say(message: str, *, err: bool = True) -> None:
-    """Print a message that may hold a user's, an agent's or a model's text: control characters escaped."""
-    click.echo(clean(message), err=err)
+    """Print a message that may hold a user's, an agent's or a model's text: control characters escaped, and never a
+    key (a message may quote a value)."""
+    click.echo(clean(scrub_text(message)), err=err)
 
 
 def _file_in_the_way(path: Path) -> Path | None:
@@ -294,7 +296,9 @@ def _selection(test_ids: tuple[str, ...], names: tuple[str, ...], tags: tuple[st
 
 def _emit_report(report: Any, *, as_json: bool, saved: str | None) -> None:
     if as_json:
-        click.echo(report.model_dump_json(indent=2))
+        from .store import report_text
+
+        click.echo(report_text(report), nl=False)
         return
     from .render.terminal import print_report
 
@@ -418,7 +422,9 @@ def compare(runs: tuple[str, ...], results_dir: str | None, suite: str | None, c
     before, after = (load_report(p) for p in paths)
     comparison = comparing.compare(before, after, threshold=threshold)
     if as_json:
-        click.echo(comparison.model_dump_json(indent=2))
+        from ._scrub import scrub_text
+
+        click.echo(scrub_text(comparison.model_dump_json(indent=2)))
     else:
         from .render.terminal import print_comparison
 

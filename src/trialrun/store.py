@@ -17,12 +17,18 @@ from typing import Any
 from pydantic import ValidationError
 
 from ._files import TOO_DEEP, read_text, unencodable_text, write_atomic
+from ._scrub import scrub_text
 from .results import SCHEMA_VERSION, RunReport
 
 __all__ = ["ResultsStore", "ResultFileError", "LatestNotUpdated", "load_report"]
 
 _FILE = re.compile(r"^results_(\d{8}_\d{6})(?:_(\d+))?\.json$")
 LATEST = "latest.json"
+
+
+def report_text(report: RunReport) -> str:
+    """A result file's text: the report as JSON, with secrets scrubbed (`_scrub`) as it is serialised."""
+    return scrub_text(report.model_dump_json(indent=2)) + "\n"
 
 
 class ResultFileError(ValueError):
@@ -150,7 +156,7 @@ class ResultsStore:
         path = self.directory / f"results_{stamp}{suffix}.json"
         if report.run_id is None:
             report.run_id = f"eval_{stamp}{suffix}"
-        write_atomic(path, report.model_dump_json(indent=2) + "\n")
+        write_atomic(path, report_text(report))
         try:
             self._point_latest(path)
         except OSError as exc:
@@ -159,7 +165,7 @@ class ResultsStore:
 
     def rewrite(self, path: Path, report: RunReport) -> None:
         """Replace an existing result file (e.g. after a manual grade), atomically; a copied latest.json follows."""
-        text = report.model_dump_json(indent=2) + "\n"
+        text = report_text(report)
         write_atomic(path, text)
         latest = self.directory / LATEST
         if latest.is_file() and not latest.is_symlink():

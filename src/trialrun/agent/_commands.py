@@ -1,7 +1,10 @@
 """Shell commands the agent's tools start: their output read with bounded memory, and no command left behind.
 
-A command runs in a process group of its own (`start_new_session=True`), and every live group is registered here,
-so that it dies whenever nobody waits for it any more:
+A command runs in a session of its own (`start_new_session=True`) with an environment cut to an allow-list
+(`command_env`: never the parent's credentials), marked with a `TRIALRUN_COMMAND` variable its children inherit.
+Killing a command kills its process group, every process of its session (children that moved to another group), and
+every process that carries its mark (children that left with `setsid`, found by a /proc scan on Linux).
+Every live command is registered here, so that it dies whenever nobody waits for it any more:
 
 - its own timeout (`shell_tools(timeout_s=...)`);
 - the tool call giving up on it: `Tool.run`/`Tool.run_sync` open a `CallScope` per call and abandon it on their
@@ -19,6 +22,7 @@ from __future__ import annotations
 import atexit
 import codecs
 import os
+import secrets
 import selectors
 import signal
 import subprocess
@@ -30,7 +34,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CallScope", "CURRENT_CALL", "Finished", "run_shell", "stop_commands", "cut_note"]
+__all__ = ["CallScope", "CURRENT_CALL", "Finished", "run_shell", "stop_commands", "cut_note", "command_env", "COMMAND_ENV"]
+
+#: What a command inherits from trialrun's own environment (and `LC_*`), plus the names a user passes: enough to find
+#: programs and speak the user's language, never an API key or token of the process running the evaluation.
+COMMAND_ENV = ("PATH", "HOME", "LANG", "LANGUAGE", "TERM", "TZ", "TMPDIR", "USER", "LOGNAME", "SHELL", "COLORTERM",
+               "NO_COLOR", "COLUMNS", "LINES")
+_MARK = "TRIALRUN_COMMAND"
+_RUN_MARK = f"{os.getpid()}-{secrets.token_hex(4)}"  # this process's commands: <run mark>/<number>
+_counter = iter(range(1, 1 << 62))
+
+
+def command_env(pass_env: tuple[str, ...] | list[str] = ()) -> dict[str, str]:
+    """The environment a command starts with: the `COMMAND_ENV` allow-list, `LC_*`, and the `pass_env` names."""
+    keep = set(COMMAND_ENV) | set(pass_env)
+    return {name: value for name, value in os.environ.items() if name in keep or name.startswith("LC_")}
 
 _CHUNK = 1 << 16
 _POLL_S = 0.25  # how often a waiting command checks that its workspace still exists
@@ -74,6 +92,18 @@ CURRENT_CALL: ContextVar[CallScope | None] = ContextVar("trialrun_tool_call", de
 # -- the registry of live process groups ---------------------------------------------------------------------
 _LOCK = threading.Lock()
 _GROUPS: dict[int, Path] = {}  # process group id -> the workspace its command runs in
+_MARKS: dict[str, tuple[Path, int]] = {}  # a command's mark -> (its workspace, its start tick); kept until
+#                                           stop_commands: a `setsid x &` child lives on after its command
+
+
+def _start_tick(pid: int) -> int:
+    """When a process started, in clock ticks since boot (/proc/PID/stat field 22); 0 where unknown. A command's
+    children start after it, so a scan for them skips older processes without reading their environment."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return int(handle.read().rsplit(b")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return 0
 
 
 def _kill_group(pgid: int) -> None:
@@ -81,6 +111,50 @@ def _kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):  # already gone
         pass
+
+
+def _kill_marked(sids: set[int], marks: set[str] | None, prefix: str | None = None, since: int = 0) -> int:
+    """Kill every process (but this one) whose session is in `sids`, or whose `TRIALRUN_COMMAND` mark is in `marks`
+    or starts with `prefix`: a /proc scan (Linux), repeated while it finds any (a child may fork as it dies).
+    Processes that started before tick `since` are not looked at."""
+    if not os.path.isdir("/proc/self"):
+        return 0
+    me, killed = os.getpid(), 0
+    wanted = {f"{_MARK}={mark}".encode() for mark in marks or ()}
+    start = f"{_MARK}={prefix}".encode() if prefix else None
+    for _ in range(10):
+        found = 0
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit() or int(entry.name) == me:
+                continue
+            pid = int(entry.name)
+            try:
+                with open(f"/proc/{pid}/stat", "rb") as handle:
+                    fields = handle.read().rsplit(b")", 1)[1].split()
+                if fields[0] == b"Z" or int(fields[19]) < since:  # a zombie (dead), or older than the commands
+                    continue
+                hit = int(fields[3]) in sids
+                if not hit and (wanted or start):
+                    with open(f"/proc/{pid}/environ", "rb") as handle:
+                        variables = handle.read().split(b"\0")
+                    hit = any(v in wanted or (start is not None and v.startswith(start)) for v in variables)
+                if hit:
+                    os.kill(pid, signal.SIGKILL)
+                    found += 1
+            except (OSError, IndexError, ValueError):  # gone, not ours, or unreadable
+                continue
+        killed += found
+        if not found:
+            break
+    return killed
+
+
+def _kill_command(pgid: int, mark: str, leader_unreaped: bool, since: int) -> None:
+    """Kill a command's group, its session and the children that left it (`setsid`), by its mark. The session is
+    matched by id only while its leader (the command's shell) is not reaped yet: until then the id cannot have been
+    given to an unrelated process."""
+    _kill_group(pgid)
+    _kill_marked({pgid} if leader_unreaped else set(), {mark}, since=since)
 
 
 def _group_alive(pgid: int) -> bool:
@@ -99,8 +173,14 @@ def stop_commands(root: str | os.PathLike[str] | None = None) -> int:
         chosen = [pgid for pgid, where in _GROUPS.items() if base is None or where == base or base in where.parents]
         for pgid in chosen:
             del _GROUPS[pgid]
+        marks = {mark for mark, (where, _) in _MARKS.items() if base is None or where == base or base in where.parents}
+        since = min((_MARKS[mark][1] for mark in marks), default=0)
+        for mark in marks:
+            del _MARKS[mark]
     for pgid in chosen:
         _kill_group(pgid)
+    if marks:  # by mark only: a finished command's session id may belong to another process by now
+        _kill_marked(set(), marks, _RUN_MARK + "/" if base is None else None, since=0 if base is None else since)
     return len(chosen)
 
 
@@ -204,30 +284,45 @@ class Finished:
     stopped: str | None = None  # "timeout" | "workspace removed"
 
 
-def run_shell(command: str, cwd: Path, timeout_s: float | None, max_output: int, sandbox: Any = None) -> Finished:
-    """Run `command` through /bin/sh in `cwd`, in a process group of its own that never outlives its caller (in a
-    bubblewrap sandbox when `sandbox` is an active `trialrun.agents.sandbox.Sandbox`)."""
+def run_shell(
+    command: str, cwd: Path, timeout_s: float | None, max_output: int, sandbox: Any = None,
+    env: dict[str, str] | None = None,
+) -> Finished:
+    """Run `command` through /bin/sh in `cwd`, in a session of its own that never outlives its caller, with `env`
+    (default: `command_env()`); in a bubblewrap sandbox when `sandbox` is an active
+    `trialrun.agents.sandbox.Sandbox` (its own environment allow-list then)."""
+    mark = f"{_RUN_MARK}/{next(_counter)}"
     if sandbox is not None and sandbox.active:
         argv: Any = sandbox.command(command, cwd)
-        env: dict[str, str] | None = {**sandbox.environment(None), "HOME": "/tmp"}
+        environment = {**sandbox.environment(None), "HOME": "/tmp"}
     else:
-        argv, env = command, None
+        argv = command
+        environment = dict(command_env() if env is None else env)
+    environment[_MARK] = mark
     process = subprocess.Popen(
-        argv, shell=env is None, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, start_new_session=True,
+        argv, shell=isinstance(argv, str), cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, start_new_session=True, env=environment,
     )
     pgid = process.pid
-    _register(pgid, cwd)
+    since = [0]  # the command's start tick, once read (0: look at every process)
+
+    def kill() -> None:
+        _kill_command(pgid, mark, process.returncode is None, since[0])
+
     scope = CURRENT_CALL.get()
     key = object()
-    try:
-        if scope is not None and not scope.hold(key, lambda: _kill_group(pgid)):
-            _kill_group(pgid)  # the call was abandoned while the command started
+    try:  # from here on, whatever happens (Ctrl-C included) kills the command
+        since[0] = _start_tick(pgid)  # before anything it starts
+        with _LOCK:
+            _MARKS[mark] = (cwd, since[0])
+        _register(pgid, cwd)
+        if scope is not None and not scope.hold(key, kill):
+            kill()  # the call was abandoned while the command started
         out, err = _Capped(max_output), _Capped(max_output)
-        stopped = _pump(process, pgid, out, err, cwd, None if timeout_s is None else time.monotonic() + timeout_s)
+        stopped = _pump(process, kill, out, err, cwd, None if timeout_s is None else time.monotonic() + timeout_s)
         return Finished(process.returncode, _render(out, err, max_output), stopped)
     except BaseException:  # KeyboardInterrupt, or anything else that means nobody reads the result
-        _kill_group(pgid)
+        kill()
         raise
     finally:
         if scope is not None:
@@ -236,13 +331,14 @@ def run_shell(command: str, cwd: Path, timeout_s: float | None, max_output: int,
             if pipe is not None:
                 pipe.close()
         if process.poll() is None:
-            _kill_group(pgid)
+            kill()
             process.wait()
         _forget_if_empty(pgid)
 
 
 def _pump(
-    process: subprocess.Popen[bytes], pgid: int, out: _Capped, err: _Capped, cwd: Path, deadline: float | None,
+    process: subprocess.Popen[bytes], kill: Callable[[], None], out: _Capped, err: _Capped, cwd: Path,
+    deadline: float | None,
 ) -> str | None:
     """Read both pipes until they close and the shell exits, or until a reason to stop it; returns that reason."""
     stopped: str | None = None
@@ -251,7 +347,7 @@ def _pump(
 
     def stop(reason: str) -> None:
         nonlocal stopped, grace
-        _kill_group(pgid)
+        kill()
         stopped, grace = reason, time.monotonic() + _DRAIN_S
 
     with selectors.DefaultSelector() as selector:

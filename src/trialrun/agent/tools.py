@@ -16,7 +16,8 @@ import os
 import stat
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, get_type_hints
 
@@ -24,7 +25,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from .._threads import Workers
 from ..wire import ToolSpec
-from ._commands import CURRENT_CALL, CallScope, cut_note, run_shell, stop_commands
+from . import _confine
+from ._commands import CURRENT_CALL, CallScope, command_env, cut_note, run_shell, stop_commands
 
 __all__ = ["Tool", "ToolError", "tool", "shell_tools", "stop_commands"]
 
@@ -280,17 +282,39 @@ def _render(result: Any) -> str:
 # -- shell tools -------------------------------------------------------------------------------------------
 
 
-def _confine(root: Path, path: str) -> Path:
-    """Resolve `path` inside `root`; refuse `..`, absolute paths elsewhere and symlinks that lead out."""
+def _parts(root: Path, path: str) -> list[str]:
+    """The components of a tool's `path` argument beneath `root`; refuses what is plainly outside it."""
     if not isinstance(path, str) or not path.strip():
         raise ToolError("path must be a non-empty string")
     if "\x00" in path:
         raise ToolError("path contains a NUL byte")
-    candidate = Path(path)
-    target = (candidate if candidate.is_absolute() else root / candidate).resolve()
-    if target != root and root not in target.parents:
-        raise ToolError(f"path {path!r} is outside the workspace; only paths under the workspace root are allowed")
-    return target
+    try:
+        return _confine.split(str(root), path)
+    except _confine.Outside as exc:
+        raise _outside(path, str(exc)) from None
+
+
+def _outside(path: str, how: str) -> ToolError:
+    return ToolError(f"path {path!r} is outside the workspace ({how}); only paths under the workspace root are allowed")
+
+
+@contextmanager
+def _beneath(root: Path, path: str, **options: bool) -> Iterator[tuple[int, str]]:
+    """(parent folder descriptor, name) of `path`, resolved beneath `root` without a check-then-use gap."""
+    parts = _parts(root, path)
+    try:
+        with _confine.parent_of(str(root), parts, **options) as found:
+            yield found
+    except _confine.Outside as exc:
+        raise _outside(path, str(exc)) from None
+    except FileNotFoundError:
+        raise ToolError(f"no such file or folder: {path}") from None
+    except NotADirectoryError:
+        raise ToolError(f"{path}: a part of it is not a folder") from None
+    except OSError as exc:  # ELOOP: a symlink swapped in on the way, or a loop of symlinks
+        if isinstance(exc, ToolError):
+            raise
+        raise ToolError(f"{path}: cannot be reached inside the workspace ({exc.strerror or exc})") from None
 
 
 def _cap(text: str, limit: int) -> str:
@@ -299,18 +323,6 @@ def _cap(text: str, limit: int) -> str:
     head = limit * 3 // 4
     tail = limit - head
     return text[:head] + cut_note(len(text) - head - tail, len(text)) + (text[-tail:] if tail else "")
-
-
-def _existing_file(target: Path, shown: str, doing: str) -> bool:
-    """Whether `target` exists, refusing anything there but a regular file with one link, WITHOUT opening it:
-    opening a FIFO blocks until someone writes to it, a device may be anything, and a file with several hard
-    links shares its content with another path, which may be outside the workspace."""
-    try:
-        info = os.lstat(target)
-    except FileNotFoundError:
-        return False
-    _check_file(info, shown, doing)
-    return True
 
 
 def _check_file(info: os.stat_result, shown: str, doing: str) -> None:
@@ -325,24 +337,49 @@ def _check_file(info: os.stat_result, shown: str, doing: str) -> None:
         )
 
 
-# O_NOFOLLOW: the path was resolved already, a symlink there now is a swap. O_NONBLOCK: a FIFO swapped in after the
-# check cannot block the open (the descriptor is checked again before any byte moves).
+# O_NOFOLLOW: a symlink swapped in at the last moment fails the open. O_NONBLOCK: a FIFO swapped in after the look
+# cannot block the open (the descriptor is checked again before any byte moves).
 _OPEN_FLAGS = os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
 
 
-def _open_checked(target: Path, shown: str, doing: str, flags: int) -> int:
+def _open_file(parent: int, name: str, shown: str, doing: str, flags: int) -> int | None:
+    """Open the regular file `name` in folder `parent` (None when it does not exist and `flags` do not create it).
+
+    It is looked at first without being opened (opening a FIFO would wake a writer waiting on it, a device may be
+    anything), then opened with `O_NOFOLLOW | O_NONBLOCK` and checked to be the same file.
+    """
     try:
-        fd = os.open(target, flags | _OPEN_FLAGS, 0o666)
+        seen: os.stat_result | None = os.stat(name, dir_fd=parent, follow_symlinks=False)
     except FileNotFoundError:
-        raise ToolError(f"no such file: {shown}") from None
+        seen = None
+    if seen is not None:
+        if stat.S_ISLNK(seen.st_mode):
+            raise ToolError(f"{shown} is a symbolic link; refusing to {doing} through it")
+        _check_file(seen, shown, doing)
+    elif not flags & os.O_CREAT:
+        return None
+    try:
+        fd = os.open(name, flags | _OPEN_FLAGS, 0o666, dir_fd=parent)
+    except FileNotFoundError:
+        return None
     except OSError as exc:  # ELOOP (a symlink swapped in), ENXIO (a FIFO nobody reads), ...
         raise ToolError(f"{shown} is not a regular file ({exc.strerror}); refusing to {doing} it") from None
     try:
-        _check_file(os.fstat(fd), shown, doing)
+        info = os.fstat(fd)
+        _check_file(info, shown, doing)
+        if seen is not None and (info.st_dev, info.st_ino) != (seen.st_dev, seen.st_ino):
+            raise ToolError(f"{shown} was replaced while it was opened; refusing to {doing} it")
     except BaseException:
         os.close(fd)
         raise
     return fd
+
+
+def _listed(name: str, is_dir: bool, is_link: bool) -> str:
+    """One line of list_dir: a name that could be read as something else (a newline, a control character, a
+    backslash, a leading quote) is shown JSON-quoted, so no file name can forge an entry."""
+    shown = json.dumps(name, ensure_ascii=False) if (not name.isprintable() or "\\" in name or name.startswith('"')) else name
+    return shown + ("/" if is_dir else "@" if is_link else "")
 
 
 def _read_capped(fd: int, limit: int) -> str:
@@ -376,18 +413,31 @@ def _read_capped(fd: int, limit: int) -> str:
 def shell_tools(
     root: str | os.PathLike[str], *, timeout_s: float | None = 30.0, max_output: int = 10_000, writable: bool = True,
     sandbox: Any = "none",
+    pass_env: tuple[str, ...] | list[str] = (),
 ) -> list[Tool]:
-    """run_command, read_file, write_file and list_dir, every path confined to `root`.
+    """run_command, read_file, write_file and list_dir for a workspace `root`.
 
-    run_command runs through the shell in `root` with a timeout (None: none); its result has the exit code and the
-    output, capped at `max_output` characters with a note of what was cut (read as it arrives: memory stays
-    bounded whatever a command prints). Its process group never outlives the call (see `_commands`).
-    read_file reads at most about `max_output` bytes and list_dir lists at most `max_output` characters, with the
-    same kind of note. Only regular files are read or written (never a FIFO or device, which could block or be
-    anything), and never one with several hard links (its content is shared with a path that may be outside
-    `root`).
+    What is confined: the PATHS of read_file, write_file and list_dir. They are resolved beneath `root` with no gap
+    between check and use (`_confine`: openat2 RESOLVE_BENEATH, else an O_NOFOLLOW walk from a folder descriptor),
+    so `..`, absolute paths elsewhere, symlinks leading out and a parent folder swapped for a symlink mid-call are
+    all refused; read_file follows a relative symlink that stays inside, write_file writes through no symlink at
+    all, and list_dir never follows one (it shows `name@`) and JSON-quotes names that hold a newline or other
+    control character, so a name cannot forge an entry. Only regular files are read or written (never a
+    FIFO or device, which could block or be anything), and never one with several hard links (its content is
+    shared with a path that may be outside `root`). read_file reads at most about `max_output` bytes and list_dir
+    lists at most `max_output` characters, with a note of what was cut.
+
+    What is NOT confined: run_command. It runs through the shell with `root` as its working folder, and the command
+    can read and write anything the user running trialrun can (`cat /etc/passwd`, `cd ..`): a sandbox for commands is
+    not part of these tools. What it does guarantee: the command starts with an environment cut to an
+    allow-list (`COMMAND_ENV`: PATH, HOME, LANG, TERM, ..., `LC_*`, plus the names in `pass_env`), never the
+    parent's API keys; its result has the exit code and the output, capped at `max_output` characters (read as it
+    arrives: memory stays bounded whatever a command prints); and it has a timeout (None: none), after which its
+    whole session is killed: its process group, its session, and children that left with `setsid` (see
+    `_commands`). Background children of a command that finished are killed when the trial ends.
     `sandbox` ("none", "bwrap", "auto") runs each command under bubblewrap: only `root` writable, no network, no
-    secrets in its environment, nothing it starts outliving it (see `trialrun.agents.sandbox`).
+    secrets in its environment, nothing it starts outliving it (see `trialrun.agents.sandbox`): the way to confine
+    run_command.
     """
     base = Path(root).resolve()
     if sandbox != "none":
@@ -402,7 +452,8 @@ def shell_tools(
 
     def run_command(command: str) -> str:
         """Run a shell command in the workspace and return its exit code and output."""
-        finished = run_shell(command, base, limit_s, max_output, None if sandbox == "none" else sandbox)
+        finished = run_shell(command, base, limit_s, max_output, None if sandbox == "none" else sandbox,
+                             env=command_env(pass_env))
         if finished.stopped == "timeout":
             raise ToolError(
                 f"command timed out after {limit_s:g}s; it was stopped"
@@ -414,10 +465,10 @@ def shell_tools(
 
     def read_file(path: str) -> str:
         """Read a text file in the workspace."""
-        target = _confine(base, path)
-        if not _existing_file(target, path, "read"):
+        with _beneath(base, path) as (parent, name):
+            fd = _open_file(parent, name, path, "read", os.O_RDONLY)
+        if fd is None:
             raise ToolError(f"no such file: {path}")
-        fd = _open_checked(target, path, "read", os.O_RDONLY)
         try:
             return _read_capped(fd, max_output)
         finally:
@@ -425,22 +476,30 @@ def shell_tools(
 
     def write_file(path: str, content: str) -> str:
         """Write a text file in the workspace (creating folders as needed)."""
-        target = _confine(base, path)
-        _existing_file(target, path, "write")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd = _open_checked(target, path, "write", os.O_WRONLY | os.O_CREAT)  # no O_TRUNC before the checks
+        with _beneath(base, path, create=True, follow_last=False) as (parent, name):
+            if name in (".", ".."):
+                raise ToolError(f"{path} is a directory")
+            fd = _open_file(parent, name, path, "write", os.O_WRONLY | os.O_CREAT)  # no O_TRUNC before the checks
+        assert fd is not None
         with os.fdopen(fd, "wb") as handle:
             handle.truncate(0)
             handle.write(content.encode("utf-8"))
         return f"wrote {len(content)} characters to {path}"
 
     def list_dir(path: str = ".") -> str:
-        """List a folder of the workspace (folders end with /)."""
-        target = _confine(base, path)
-        if not target.is_dir():
-            raise ToolError(f"{path} is not a folder" if os.path.lexists(target) else f"no such folder: {path}")
-        with os.scandir(target) as entries:
-            names = sorted(entry.name + ("/" if entry.is_dir() else "") for entry in entries)
+        """List a folder of the workspace (folders end with /, symlinks with @; they are not followed)."""
+        with _beneath(base, path, follow_last=False) as (parent, name):
+            try:
+                fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | _OPEN_FLAGS, dir_fd=parent)
+            except FileNotFoundError:
+                raise ToolError(f"no such folder: {path}") from None
+            except OSError:  # ENOTDIR, or ELOOP: a symlink, which list_dir does not follow
+                raise ToolError(f"{path} is not a folder") from None
+        try:
+            with os.scandir(fd) as entries:
+                names = sorted(_listed(e.name, e.is_dir(follow_symlinks=False), e.is_symlink()) for e in entries)
+        finally:
+            os.close(fd)
         return _cap("\n".join(names), max_output) if names else "(empty)"
 
     tools = [Tool(run_command), Tool(read_file), Tool(list_dir)]

@@ -18,6 +18,7 @@ from typing import Any
 
 import httpx
 
+from .._scrub import REDACTED, SENSITIVE_HEADERS
 from ..trajectory import Trajectory
 from ..wire import decode_trajectory
 from ..wire._encoding import undo_content_encoding
@@ -35,23 +36,6 @@ __all__ = [
     "transport_errors",
 ]
 
-REDACTED = "REDACTED"
-
-# Headers whose values are credentials or account identifiers: never kept in a recording (memory or file).
-SENSITIVE_HEADERS = frozenset(
-    {
-        "authorization",
-        "proxy-authorization",
-        "x-api-key",
-        "api-key",
-        "x-goog-api-key",
-        "cookie",
-        "set-cookie",
-        "openai-organization",
-        "openai-project",
-        "anthropic-organization-id",
-    }
-)
 
 # Bodies are recorded decoded, so the headers that describe the bytes on the wire no longer apply. A body that could
 # not be decoded keeps its content-encoding (see wire/_encoding.py): encoded bytes never lose the header saying so.

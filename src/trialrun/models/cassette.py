@@ -23,6 +23,7 @@ from ..trajectory import Trajectory
 from ..wire import codec_for, decode_trajectory
 from ..wire._codec import json_body
 from ..wire._types import Exchange, ProviderError
+from .._scrub import scrub_body, scrub_headers, scrub_url
 from ._base import REDACTED, SENSITIVE_HEADERS, ModelTransport, aforward, build_response, forward
 from .live import LiveModel
 
@@ -37,9 +38,6 @@ _MODES = ("replay", "record", "live")
 _DROP_ON_REPLAY = frozenset({"content-length", "transfer-encoding"})
 _NO_RETRY = {"x-should-retry": "false"}
 
-# Key-shaped strings: OpenAI (sk-..., sk-proj-...), Anthropic (sk-ant-...), Google (AIza...).
-_KEY_PATTERN = re.compile(rb"(?<![A-Za-z0-9_\-])(?:sk-[A-Za-z0-9_\-]{16,}|AIza[0-9A-Za-z_\-]{30,})")
-_QUERY_KEY_PATTERN = re.compile(r"([?&](?:key|api_key|api-key|apikey|access_token)=)[^&#]*", re.IGNORECASE)
 _BEARER_PREFIX = re.compile(r"^(?:bearer|basic|token)\s+", re.IGNORECASE)
 
 
@@ -49,25 +47,22 @@ def read_trajectory(path: str | os.PathLike[str]) -> Trajectory:
 
 
 def scrub_exchange(exchange: Exchange, secrets: frozenset[bytes] | set[bytes] = frozenset()) -> Exchange:
-    """A copy with credentials removed: sensitive headers, key-shaped strings in bodies and URLs, `key=` queries.
+    """A copy with credentials removed, by the one scrubber every artefact goes through (`trialrun._scrub`):
+    credential headers REDACTED, response headers cut to an allow-list, key shapes and the environment's secret
+    values removed from URLs, queries and bodies (a streamed body after its stream is reassembled).
 
     `secrets` are credential values seen in request headers (see `credential_values`); they are removed wherever
     else they appear (an agent that echoes its key into a prompt must not leak it into a cassette).
     """
-    secrets = set(secrets) | credential_values(exchange.request_headers)
-
-    def body(data: bytes) -> bytes:
-        return _scrub_bytes(data, secrets)
-
-    url = _QUERY_KEY_PATTERN.sub(lambda m: m.group(1) + REDACTED, exchange.url)
-    url = body(url.encode()).decode()
+    values = secrets | credential_values(exchange.request_headers)
+    extra = tuple(value.decode("utf-8", "replace") for value in values)
     return replace(
         exchange,
-        url=url,
-        request_headers=_scrub_headers(exchange.request_headers),
-        request_body=body(exchange.request_body),
-        response_headers=_scrub_headers(exchange.response_headers),
-        response_body=body(exchange.response_body),
+        url=scrub_url(exchange.url, extra),
+        request_headers=scrub_headers(exchange.request_headers, extra),
+        request_body=scrub_body(exchange.request_body, extra),
+        response_headers=scrub_headers(exchange.response_headers, extra, response=True),
+        response_body=scrub_body(exchange.response_body, extra, streamed=exchange.streamed),
     )
 
 
@@ -82,22 +77,10 @@ def credential_values(headers: Any) -> set[bytes]:
     return found
 
 
-def _scrub_bytes(data: bytes, secrets: frozenset[bytes] | set[bytes]) -> bytes:
-    """`data` with the given credential values and every key-shaped string replaced by REDACTED."""
-    if not data:
-        return data
-    for secret in secrets:
-        data = data.replace(secret, REDACTED.encode())
-    return _KEY_PATTERN.sub(REDACTED.encode(), data)
-
-
 def _scrubbed_request_body(body: bytes, headers: Any) -> bytes:
     """A request body as recording would store it: what replay compares, so a scrubbed recording still matches."""
-    return _scrub_bytes(body, credential_values(headers))
-
-
-def _scrub_headers(headers: dict[str, str]) -> dict[str, str]:
-    return {name: (REDACTED if name.lower() in SENSITIVE_HEADERS else value) for name, value in headers.items()}
+    values = credential_values(headers)
+    return scrub_body(body, tuple(value.decode("utf-8", "replace") for value in values))
 
 
 def _canonical(body: bytes, ignore: frozenset[str]) -> tuple[Any, str]:

@@ -27,6 +27,7 @@ from typing import Any
 from .. import metrics
 from ..compare import CaseDelta, Comparison, dropped, flatten_config, chance_text, note_lines, regression_reason, shown
 from ..expect._base import Verdict
+from .._scrub import scrub_text
 from ..results import CaseResult, RunReport, TrialError, TrialResult, jsonable
 from ..trajectory import Denial, ToolCall, ToolResult, Trajectory, Turn, Usage
 from .text import conversation_title
@@ -140,7 +141,8 @@ class _Packer:
             return None
         if not isinstance(text, str):
             text = str(text)
-        if len(text) > cap:
+        if len(text) > cap:  # scrubbed before the cut, so the cut never leaves half a secret
+            text = scrub_text(text)
             text = f"{text[:cap]}\n… [{len(text) - cap:,} more characters are in the JSON results file]"
         index = self._string_index.get(text)
         if index is None:
@@ -346,6 +348,9 @@ def _json_for_script(payload: dict[str, Any]) -> str:
 
 
 def _page(title: str, body: str, payload: dict[str, Any]) -> str:
+    """The whole page; what came from the run (title, summary, data) is scrubbed of secrets here, where it is
+    serialised (`_scrub`); the page's own script and style are not run data."""
+    title, body, data = scrub_text(title), scrub_text(body), scrub_text(_json_for_script(payload))
     css = "\n" + _asset("report.css")
     js = "\n" + _asset("report.js")
     # No network at all: nothing may load from anywhere, only this inline script and style may run.
@@ -359,7 +364,7 @@ def _page(title: str, body: str, payload: dict[str, Any]) -> str:
         '<meta name="generator" content="trialrun">\n'
         f"<title>{escape(title)}</title>\n<style>{css}</style>\n</head>\n<body>\n"
         f"{body}\n"
-        f'<script type="application/json" id="{DATA_ELEMENT_ID}">{_json_for_script(payload)}</script>\n'
+        f'<script type="application/json" id="{DATA_ELEMENT_ID}">{data}</script>\n'
         f"<script>{js}</script>\n</body>\n</html>\n"
     )
 

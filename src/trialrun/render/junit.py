@@ -36,6 +36,7 @@ from pathlib import PurePosixPath
 
 from ..expect import Verdict
 from ..results import CaseResult, RunReport
+from .._scrub import scrub_text
 from .text import case_failure_text, first_cause, first_reason, one_line, printable
 
 __all__ = ["junit_xml", "dotted_path"]
@@ -222,4 +223,4 @@ def junit_xml(report: RunReport, *, suite_name: str = "trialrun") -> str:
     _properties(suite, _run_properties(report))
     suite.extend(testcases)
     ET.indent(root)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+    return scrub_text('<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n")

@@ -21,6 +21,7 @@ from typing import Any
 
 from ..compare import CaseDelta, Comparison, chance_text, delta_lines, dropped, format_value, movement, note_lines, regression_reason, shown
 from ..results import CaseResult, RunReport, TrialResult
+from .._scrub import scrub_text
 from .text import failing_trials, first_reason, one_line, output_summary, printable, trajectory_summary
 
 __all__ = ["report_markdown", "comparison_markdown", "append_step_summary"]
@@ -227,7 +228,7 @@ def report_markdown(report: RunReport, *, title: str | None = None) -> str:
     if report.unfinished_cases:
         names = ", ".join(_md(name, 120) for name in report.unfinished_cases)
         parts += ["", "### ⚠️ Interrupted", "", f"The run was interrupted before these cases finished: {names}"]
-    return "\n".join(parts) + "\n"
+    return scrub_text("\n".join(parts) + "\n")
 
 
 # -- a comparison -------------------------------------------------------------------------------------------
@@ -334,7 +335,7 @@ def comparison_markdown(comparison: Comparison, *, title: str | None = None) -> 
         parts += ["No configuration changes.", ""]
     parts += ["<details>", "<summary>Compare output</summary>", "", _code_block(delta_lines(comparison)), "",
               "</details>"]
-    return "\n".join(parts) + "\n"
+    return scrub_text("\n".join(parts) + "\n")
 
 
 # -- the CI job summary -------------------------------------------------------------------------------------
@@ -348,7 +349,7 @@ def append_step_summary(markdown: str, environ: Mapping[str, str] = os.environ) 
     if not target:
         return None
     path = Path(target)
-    text = markdown if markdown.endswith("\n") else markdown + "\n"
+    text = scrub_text(markdown if markdown.endswith("\n") else markdown + "\n")
     try:
         if path.exists() and path.stat().st_size:
             with path.open("rb") as existing:

@@ -20,6 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .._display import clean, markup
+from .._scrub import scrub_text
 from ..compare import Comparison, delta_lines
 from ..results import CaseResult, RunReport
 from .text import why_failed
@@ -87,7 +88,7 @@ def print_report(report: RunReport, console: Console, *, saved: str | None = Non
         ]
         if multi:
             row += [_num(case.pass_at_1), _num(case.pass_pow_k, 0)]
-        rows.append(row + ["PASS" if case.passed else "FAIL"])
+        rows.append([scrub_text(cell) for cell in row] + ["PASS" if case.passed else "FAIL"])
     numeric = ["score", "acc", "eff", "qual", "turns"] + (["pass@1", "pass^k"] if multi else [])
     headers = ["test", *numeric[:5], "tools used", *numeric[5:], "result"]
     natural = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
@@ -116,9 +117,10 @@ def print_report(report: RunReport, console: Console, *, saved: str | None = Non
         console.print(Text.assemble(("✗ ", "red"), (clean(case.name, lines=False), "bold"), ": ",
                                     clean(why_failed(case, limit=400))))
     for line in ending_notes(report):
-        console.print(Text.assemble(("! ", "yellow"), clean(line)))
+        console.print(Text.assemble(("! ", "yellow"), clean(scrub_text(line))))
     for skipped in report.skipped_cases:
-        console.print(Text.assemble(("skipped", "yellow"), f" {clean(skipped.name, lines=False)}: {clean(skipped.reason)}"))
+        console.print(Text.assemble(("skipped", "yellow"), f" {clean(scrub_text(skipped.name), lines=False)}: "
+                                                         f"{clean(scrub_text(skipped.reason))}"))
     for name in report.unfinished_cases:
         console.print(Text.assemble(("not finished", "yellow"), f" {clean(name, lines=False)} (interrupted)"))
     graded = len(report.graded_cases)
@@ -150,7 +152,7 @@ def print_comparison(comparison: Comparison, console: Console) -> None:
             style = "yellow"
         else:
             style = "green" if "▲" in line else "red" if "▼" in line else ""
-        console.print(Text(clean(line), style=style))
+        console.print(Text(clean(scrub_text(line)), style=style))
 
 
 class RunProgress:

@@ -22,6 +22,7 @@ import sysconfig
 import textwrap
 from typing import Any
 
+from .._scrub import scrub_json, scrub_text
 from ..expect import Verdict
 from ..results import CaseResult, TrialError, TrialResult
 from ..trajectory import Conversation, Denial, ToolCall, Trajectory, Turn
@@ -58,7 +59,7 @@ def printable(text: str) -> str:
     >>> printable("\x1b[31mred\x1b[0m bell\x07") == "red bell\ufffd"
     True
     """
-    return _NOT_TEXT.sub("\ufffd", _ANSI.sub("", text))
+    return _NOT_TEXT.sub("\ufffd", _ANSI.sub("", scrub_text(text)))
 
 
 def one_line(text: str, limit: int) -> str:
@@ -71,6 +72,19 @@ def one_line(text: str, limit: int) -> str:
     return _clip(" ".join(printable(text).split()), limit)
 
 
+def _scrubbed(model: Any) -> Any:
+    """A result model (a trial, an error) with secrets scrubbed from all its text, BEFORE it is wrapped and cut into
+    lines (which would split a key where no pattern finds it any more); the same object when there was none."""
+    try:
+        text = model.model_dump_json()
+    except ValueError:  # text JSON cannot carry (a lone surrogate): scrub the values one by one
+        data = model.model_dump()
+        clean_data = scrub_json(data)
+        return model if clean_data == data else type(model).model_validate(clean_data)
+    clean = scrub_text(text)
+    return model if clean is text else type(model).model_validate_json(clean)
+
+
 def _escaped(text: str) -> str:
     """Newlines and tabs shown as escapes, so one value stays on one line of the log."""
     return text.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
@@ -81,6 +95,7 @@ def _clip(text: str, limit: int) -> str:
     suffix's own room included)."""
     if len(text) <= limit:
         return text
+    text = scrub_text(text)  # before the cut, which would leave half a secret that no pattern knows any more
     keep = max(limit - len(f"... (+{len(text)} chars)"), 8)  # the widest count the suffix can need
     return text[:keep] + f"... (+{len(text) - keep} chars)"
 
@@ -180,6 +195,7 @@ def _short_location(location: str) -> str:
 
 def error_text(error: TrialError, *, width: int = 100, label: str = "error") -> list[str]:
     """An error as lines: `error (invoke): ValueError: message`, then the user's frames of its traceback."""
+    error = _scrubbed(error)
     lines = _wrap(f"{label} ({error.phase}): {error.type}: {error.message}", width, "", _REASON_LINES + 2)
     if error.traceback:
         frames = _user_frames(error.traceback)[-_TRACEBACK_LINES:]
@@ -364,6 +380,7 @@ def trial_text(trial: TrialResult, *, width: int = 100, max_lines: int = 40) -> 
       output: 'no'
     """
     width = max(width, 40)
+    trial = _scrubbed(trial)
     lines = [_header(trial)]
     failed = trial.failed_verdicts
     if failed:
@@ -416,9 +433,9 @@ def case_failure_text(case: CaseResult, *, width: int = 100, max_lines: int = 40
     A failing trial that failed exactly like an earlier one (same verdicts, error and trajectory) is listed as
     "same as trial N" instead of being repeated: ten identical trajectories hide the one that differs.
     """
-    lines = [_case_header(case)]
+    lines = [scrub_text(_case_header(case))]
     if case.description:
-        lines.extend(_wrap(case.description, width, _INDENT, 3))
+        lines.extend(_wrap(scrub_text(case.description), width, _INDENT, 3))
     seen: dict[str, int] = {}
     for trial in failing_trials(case):
         text = trial_text(trial, width=width - len(_INDENT), max_lines=max_lines)
@@ -493,6 +510,6 @@ def why_failed(case: CaseResult, limit: int = 90) -> str:
     """One line saying why a case failed (`first_reason`), whitespace collapsed and cut to `limit` characters (a
     table row, a compare warning), naming the trial when the case ran several (`trial 2 of 3: score 0.50 (< 0.7)
     ...`); "" for a case that did not fail."""
-    reason = first_reason(case)
+    reason = scrub_text(first_reason(case))
     text = " ".join(((_of_trials(case, first_cause(case)) if reason else "") + reason).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"

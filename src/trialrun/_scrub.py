@@ -1,0 +1,431 @@
+"""The one scrubber: credentials taken out of everything trialrun writes or prints.
+
+Every writer calls it at the point where its artefact is serialised: cassettes (`scrub_exchange`, as each exchange
+is recorded), result files, the journal, HTML, JUnit and Markdown (`scrub_text` of the finished text), and the text
+the renderers show (`render.text.printable`, before anything is cut or wrapped). What is replaced by `REDACTED`:
+
+- key shapes: OpenAI `sk-`/`sk-proj-`, Anthropic `sk-ant-`, Google `AIza`, GitHub `ghp_`/`gho_`/`ghu_`/`ghs_`/
+  `ghr_`/`github_pat_`, Slack `xox?-`, AWS access key ids (`AKIA`, `ASIA`, ...) and secret keys (after a
+  `secret_access_key` name, or any 40-character key in text that also holds an access key id), JWTs, the token of
+  a `Bearer` / `Authorization:` and the value of a `password=` / `client_secret:` / `api_key=` assignment, and
+  private key blocks (`-----BEGIN ... PRIVATE KEY-----` to its END line);
+- the run's own secrets: the VALUES of environment variables whose names look secret (`*_API_KEY`, `*_TOKEN`,
+  `*_SECRET*`, `*PASSWORD*`, `*_KEY`, `*CREDENTIALS`, ...; 6 characters or more), wherever they appear, also as
+  JSON, HTML or Python-repr escaped text;
+- credentials a request carried in its headers (`extra` values), and anything listed with `add_secret`.
+
+Redactions never cut a JSON escape in two, so scrubbed JSON stays valid. A streamed body is scrubbed after its
+stream is reassembled (a key split across SSE `data:` events is found in the joined deltas and removed from each
+piece). It is cheap where there is nothing to do: the patterns are compiled once, the environment is re-read only
+when it changed, and text without a candidate is returned as it is.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import re
+import threading
+from collections.abc import Iterable
+from typing import Any
+
+__all__ = [
+    "REDACTED",
+    "scrub_text",
+    "scrub_bytes",
+    "scrub_json",
+    "scrub_body",
+    "scrub_headers",
+    "scrub_url",
+    "add_secret",
+    "secret_env_names",
+    "is_secret_name",
+    "RESPONSE_HEADERS_KEPT",
+    "SENSITIVE_HEADERS",
+]
+
+REDACTED = "REDACTED"
+
+# -- what a secret looks like ---------------------------------------------------------------------------------
+# Each rule: the lower-case hints one of which a short text must hold (a long one is searched at once: the regex
+# skips ahead as fast as a substring test would), the pattern (starting with a literal, so the engine skips ahead
+# fast), whether it must start a word, and whether it runs on the lower-cased text (the case-insensitive ones: same
+# positions, much faster than IGNORECASE). A named group `v` is what is replaced.
+_VALUE = r"(?:\\?[\"'])?\s*[:=]\s*(?:\\?[\"'])?"  # `: "`, `=`, `\": \"` (JSON inside JSON) between a name and value
+_RULES_SPEC: tuple[tuple[tuple[str, ...], str, bool, bool], ...] = (
+    (("sk-",), r"sk-[A-Za-z0-9_\-]{16,}", True, False),  # OpenAI sk-, sk-proj-, sk-svcacct-; Anthropic sk-ant-
+    (("aiza",), r"AIza[0-9A-Za-z_\-]{30,}", True, False),  # Google API keys
+    (("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), r"gh[pousr]_[A-Za-z0-9]{30,}", True, False),  # GitHub tokens
+    (("github_pat_",), r"github_pat_[A-Za-z0-9_]{22,}", True, False),  # GitHub fine-grained tokens
+    (("xox",), r"xox[a-z]-[A-Za-z0-9\-]{10,}", True, False),  # Slack
+    (("akia", "asia", "abia", "acca", "agpa", "aida", "aipa", "anpa", "anva", "apka", "aroa", "asca"),
+     r"(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|APKA|AROA|ASCA)[A-Z0-9]{16}(?![A-Za-z0-9])", True, False),
+    (("eyj",), r"eyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]*", True, False),  # JWTs
+    (("-----begin",), r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
+     r"(?:[\s\S]{0,20000}?-----END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=\\\r\n]*)", False, False),
+    (("bearer",), r"bearer\s+(?P<v>[a-z0-9._~+/=\-]{12,})", False, True),
+    (("authorization",), r"authorization" + _VALUE + r"(?:(?:basic|token|bearer)\s+)?(?P<v>[a-z0-9._~+/=\-]{8,})",
+     False, True),
+    (("secret",), r"secret[a-z_]{0,20}" + _VALUE + r"(?P<v>[^\s\"'\\,;&]{8,})", False, True),  # AWS, client_secret
+    (("passw",), r"passw(?:or)?d" + _VALUE + r"(?P<v>[^\s\"'\\,;&]{8,})", False, True),
+    (("api_key", "apikey"), r"api_?key" + _VALUE + r"(?P<v>[^\s\"'\\,;&]{8,})", False, True),
+    (("access_token", "accesstoken"), r"access_?token" + _VALUE + r"(?P<v>[^\s\"'\\,;&]{8,})", False, True),
+    (("auth_token", "authtoken"), r"auth_?token" + _VALUE + r"(?P<v>[^\s\"'\\,;&]{8,})", False, True),
+)
+_RULES = tuple((hints, re.compile(pattern), word, lower) for hints, pattern, word, lower in _RULES_SPEC)
+_RULES_ANY_CASE = {pattern: re.compile(pattern, re.IGNORECASE) for _, pattern, _, lower in _RULES_SPEC if lower}
+_SHORT = 4096  # below this, substring tests of the hints first; above, one regex pass per rule is as cheap
+_ALL_HINTS = tuple(sorted({hint for hints, _, _, _ in _RULES_SPEC for hint in hints}))
+_KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+# An AWS secret access key on its own: 40 characters of base64 with upper, lower case and digits. Only looked for
+# in text that also holds an access key id (they leak together), since a bare 40-character run may be anything.
+_AWS_ID = re.compile(r"(?:AKIA|ASIA)[A-Z0-9]{16}")
+_AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
+
+# -- which environment variables hold secrets --------------------------------------------------------------------
+_SECRET_NAME = re.compile(
+    r"(?:PASSWORD|PASSWD|PASSPHRASE|SECRET|CREDENTIAL)|(?:TOKEN|APIKEY|API_KEY|ACCESS_KEY|PRIVATE_KEY|CREDENTIALS"
+    r"|(?:^|_)(?:KEY|PASS|PAT|AUTH|COOKIE|DSN))$",
+    re.IGNORECASE,
+)
+_MIN_SECRET = 6
+_NOT_SECRETS = frozenset({"true", "false", "none", "null", "undefined", "enabled", "disabled"})
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether an environment variable's name says it holds a secret (`OPENAI_API_KEY`, `GH_TOKEN`, `PGPASSWORD`).
+
+    >>> [is_secret_name(n) for n in ("OPENAI_API_KEY", "GITHUB_TOKEN", "DB_PASSWORD", "PATH", "TOKENIZERS_PARALLELISM")]
+    [True, True, True, False, False]
+    """
+    return _SECRET_NAME.search(name) is not None
+
+
+def secret_env_names(environ: Any = None) -> list[str]:
+    """The names of the environment variables whose values are scrubbed."""
+    env = os.environ if environ is None else environ
+    return sorted(name for name in env if is_secret_name(name))
+
+
+class _State:
+    """The compiled view of the current secrets: their text variants, longest first."""
+
+    __slots__ = ("names", "fingerprint", "variants")
+
+    def __init__(self, names: tuple[str, ...], variants: tuple[str, ...]) -> None:
+        self.names = names
+        self.fingerprint = _fingerprint(names)
+        self.variants = variants
+
+
+_LOCK = threading.Lock()
+_ADDED: set[str] = set()
+_state: _State | None = None
+_names_seen: dict[str, bool] = {}
+
+
+def add_secret(value: str) -> None:
+    """Scrub `value` too, from now on in this process (a credential that no environment variable names)."""
+    global _state
+    if isinstance(value, str) and len(value) >= _MIN_SECRET:
+        with _LOCK:
+            _ADDED.add(value)
+            _state = None
+
+
+def _variants(value: str) -> set[str]:
+    """The ways a value is written in the artefacts: as is, JSON-escaped (both ways, once, twice and three times),
+    inside a repr, HTML/XML-escaped."""
+    json_text = json.dumps(value, ensure_ascii=False)[1:-1]
+    twice = json.dumps(json_text, ensure_ascii=False)[1:-1]  # JSON inside JSON: OpenAI's tool call arguments
+    found = {value, json_text, json.dumps(value)[1:-1], twice, json.dumps(twice, ensure_ascii=False)[1:-1],
+             repr(value)[1:-1], json_text.replace("<", "\\u003c"), html.escape(value), html.escape(value, quote=False),
+             html.escape(json_text), html.escape(twice)}
+    return {variant for variant in found if len(variant) >= _MIN_SECRET}
+
+
+def _fingerprint(names: tuple[str, ...]) -> tuple[Any, ...]:
+    """Changes whenever a secret-looking variable is set, changed or removed (cheap: a few lookups)."""
+    env = os.environ
+    return (len(env), len(_ADDED), *(env.get(name) for name in names))
+
+
+def _current() -> _State:
+    global _state
+    state = _state
+    if state is not None and state.fingerprint == _fingerprint(state.names):
+        return state
+    with _LOCK:
+        env = os.environ
+        for name in env:
+            if name not in _names_seen:
+                _names_seen[name] = is_secret_name(name)
+        names = tuple(name for name in env if _names_seen.get(name))
+        values = {env[name] for name in names} | _ADDED
+        variants: set[str] = set()
+        for value in values:
+            if len(value) >= _MIN_SECRET and value.strip().lower() not in _NOT_SECRETS:
+                variants |= _variants(value)
+        state = _State(names, tuple(sorted(variants, key=len, reverse=True)))
+        _state = state
+    return state
+
+
+# -- finding and replacing -------------------------------------------------------------------------------------
+def _value_spans(text: str, values: Iterable[str], spans: list[tuple[int, int]]) -> None:
+    for value in values:
+        start = text.find(value)
+        while start != -1:
+            spans.append((start, start + len(value)))
+            start = text.find(value, start + len(value))
+
+
+def _spans(text: str, extra: Iterable[str] = ()) -> list[tuple[int, int]]:
+    """Where secrets are in `text`: sorted, merged (start, end) ranges, never cutting a JSON escape in two."""
+    spans: list[tuple[int, int]] = []
+    variants = _current().variants
+    if variants:
+        _value_spans(text, variants, spans)
+    if extra:
+        _value_spans(text, extra, spans)
+    lower = text.lower()
+    short = len(text) < _SHORT
+    if short and not any(hint in lower for hint in _ALL_HINTS):
+        return _merged(text, spans)
+    aligned = len(lower) == len(text)  # lower() kept every position (it does unless a few rare letters are there)
+    for hints, pattern, word, on_lower in _RULES:
+        if short and not any(hint in lower for hint in hints):
+            continue
+        if on_lower and not aligned:
+            haystack, pattern = text, _RULES_ANY_CASE[pattern.pattern]
+        else:
+            haystack = lower if on_lower else text
+        for match in pattern.finditer(haystack):
+            start = match.start()
+            if word and start and text[start - 1] in _KEY_CHARS and not (
+                    start >= 2 and text[start - 2] == "\\" and text[start - 1] in "nrt"):
+                continue
+            spans.append(match.span("v") if "v" in pattern.groupindex else match.span())
+    if "akia" in lower or "asia" in lower:
+        if _AWS_ID.search(text):
+            for match in _AWS_SECRET.finditer(text):
+                value = match.group()
+                if not (value.isupper() or value.islower()) and any(c.isdigit() for c in value):
+                    spans.append(match.span())
+    return _merged(text, spans)
+
+
+def _merged(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    if not spans:
+        return spans
+    spans.sort()
+    merged: list[tuple[int, int]] = []
+    for start, end in spans:
+        start, end = _whole_escapes(text, start, end)
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def _whole_escapes(text: str, start: int, end: int) -> tuple[int, int]:
+    """Widen a span so it neither starts nor ends inside a backslash escape (`\\"`, `\\n`, `\\u00e9`)."""
+    def odd_backslashes_before(index: int, floor: int) -> bool:
+        count = 0
+        while index - count - 1 >= floor and text[index - count - 1] == "\\":
+            count += 1
+        return count % 2 == 1
+
+    if start > 0 and odd_backslashes_before(start, 0):
+        start -= 1
+    if end < len(text) and odd_backslashes_before(end, start):
+        end += 5 if text[end] == "u" and end + 5 <= len(text) else 1
+    return start, end
+
+
+def _apply(text: str, spans: list[tuple[int, int]], offset: int = 0) -> str:
+    """`text` (which starts at `offset` of the text the spans index) with each span's part of it removed, and
+    REDACTED where a span starts inside it."""
+    end_of_text = offset + len(text)
+    out: list[str] = []
+    position = offset
+    for start, end in spans:
+        if end <= offset or start >= end_of_text:
+            continue
+        if start > position:
+            out.append(text[position - offset:start - offset])
+        if start >= offset:
+            out.append(REDACTED)
+        position = max(position, min(end, end_of_text))
+    if not out and position == offset:
+        return text
+    out.append(text[position - offset:])
+    return "".join(out)
+
+
+def scrub_text(text: str, extra: Iterable[str] = ()) -> str:
+    """`text` with every secret replaced by REDACTED (the same object when there was none).
+
+    `extra`: more values to remove (credentials a request carried, say).
+
+    >>> scrub_text("key sk-proj-abcdefghijklmnopqrstuvwx, token ghp_" + "a1" * 18)
+    'key REDACTED, token REDACTED'
+    """
+    if not text:
+        return text
+    spans = _spans(text, extra)
+    return _apply(text, spans) if spans else text
+
+
+def scrub_bytes(data: bytes, extra: Iterable[str] = ()) -> bytes:
+    """`scrub_text` for UTF-8 bytes (other bytes are left as they are: base64 in a cassette is scrubbed as text)."""
+    if not data:
+        return data
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data
+    scrubbed = scrub_text(text, extra)
+    return data if scrubbed is text else scrubbed.encode("utf-8")
+
+
+def scrub_json(value: Any, extra: Iterable[str] = ()) -> Any:
+    """A copy of JSON-like data (dicts, lists, strings, numbers) with secrets removed from every string and key."""
+    extra = tuple(extra)
+    if isinstance(value, str):
+        return scrub_text(value, extra)
+    if isinstance(value, dict):
+        return {scrub_text(k, extra) if isinstance(k, str) else k: scrub_json(v, extra) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [scrub_json(item, extra) for item in value]
+    return value
+
+
+# -- HTTP exchanges -------------------------------------------------------------------------------------------
+# Headers whose values are credentials or account identifiers: never kept in a recording (memory or file).
+SENSITIVE_HEADERS = frozenset(
+    {
+        "authorization",
+        "proxy-authorization",
+        "x-api-key",
+        "api-key",
+        "x-goog-api-key",
+        "cookie",
+        "set-cookie",
+        "openai-organization",
+        "openai-project",
+        "anthropic-organization-id",
+    }
+)
+
+#: Response headers a cassette keeps (all others are dropped: cookies, account and organisation ids, tracing ids).
+RESPONSE_HEADERS_KEPT = frozenset({
+    "content-type", "retry-after", "retry-after-ms", "x-should-retry", "date", "openai-processing-ms",
+    "openai-version", "anthropic-version",
+})
+_RESPONSE_HEADER_PREFIXES = ("x-ratelimit-", "anthropic-ratelimit-")
+_SECRET_HEADER = re.compile(r"auth|key|token|secret|password|cookie|session|signature|credential", re.IGNORECASE)
+_SECRET_QUERY = re.compile(r"(?i)^(?:key|sig|signature|code|auth|.*(?:api[_-]?key|token|secret|password|passwd))$")
+
+
+def scrub_headers(headers: dict[str, str], extra: Iterable[str] = (), *, response: bool = False) -> dict[str, str]:
+    """Request headers with credential-looking ones REDACTED and the rest scrubbed; response headers cut to the
+    allow-list `RESPONSE_HEADERS_KEPT` (and rate-limit headers)."""
+    out: dict[str, str] = {}
+    for name, value in headers.items():
+        lower = name.lower()
+        if response and lower not in RESPONSE_HEADERS_KEPT and not lower.startswith(_RESPONSE_HEADER_PREFIXES):
+            continue
+        secret = lower in SENSITIVE_HEADERS or _SECRET_HEADER.search(lower) is not None
+        out[name] = REDACTED if secret and not response else scrub_text(value, extra)
+    return out
+
+
+def scrub_url(url: str, extra: Iterable[str] = ()) -> str:
+    """A URL with the values of credential-looking query parameters (`key=`, `api_key=`, `token=`...) REDACTED."""
+    base, sep, query = url.partition("?")
+    if sep:
+        fragment = ""
+        if "#" in query:
+            query, _, fragment = query.partition("#")
+            fragment = "#" + fragment
+        parts = []
+        for part in query.split("&"):
+            name, eq, _ = part.partition("=")
+            parts.append(f"{name}={REDACTED}" if eq and _SECRET_QUERY.match(name) else part)
+        url = base + "?" + "&".join(parts) + fragment
+    return scrub_text(url, extra)
+
+
+def scrub_body(body: bytes, extra: Iterable[str] = (), *, streamed: bool = False) -> bytes:
+    """A request or response body without secrets; a streamed (SSE) body is first scrubbed as reassembled text."""
+    if not body:
+        return body
+    extra = tuple(extra)
+    if streamed:
+        try:
+            text = body.decode("utf-8")
+        except UnicodeDecodeError:
+            return body
+        joined = _scrub_stream(text, extra)
+        if joined is not text:
+            body = joined.encode("utf-8")
+    return scrub_bytes(body, extra)
+
+
+def _scrub_stream(text: str, extra: tuple[str, ...]) -> str:
+    """An SSE stream with secrets that are split across events removed: the string fields of its events are
+    joined per (event type, field path), in order, and a secret found in the joined text is cut out of each piece."""
+    from .wire._sse import parse_sse, render_sse
+
+    events = parse_sse(text)
+    if len(events) < 2:
+        return text
+    payloads: list[Any] = []
+    groups: dict[tuple[str, str], list[tuple[Any, Any, str]]] = {}
+
+    def walk(node: Any, path: str, kind: str) -> None:
+        if isinstance(node, dict):
+            for key, item in node.items():
+                if isinstance(item, str):
+                    groups.setdefault((kind, f"{path}.{key}"), []).append((node, key, item))
+                elif isinstance(item, (dict, list)):
+                    walk(item, f"{path}.{key}", kind)
+        elif isinstance(node, list):
+            for index, item in enumerate(node):
+                if isinstance(item, str):
+                    groups.setdefault((kind, f"{path}[{index}]"), []).append((node, index, item))
+                elif isinstance(item, (dict, list)):
+                    walk(item, f"{path}[{index}]", kind)
+
+    for index, event in enumerate(events):
+        try:
+            data = json.loads(event.data)
+        except ValueError:
+            data = None
+        if isinstance(data, (dict, list)):
+            payloads.append(data)
+            kind = data.get("type") if isinstance(data, dict) else None
+            walk(data, "", f"{event.event}/{kind}")
+        else:
+            payloads.append(event.data)
+            groups.setdefault((f"{event.event}", "(text)"), []).append((payloads, index, event.data))
+    changed = False
+    for pieces in groups.values():
+        if len(pieces) < 2:
+            continue
+        joined = "".join(piece for _, _, piece in pieces)
+        spans = _spans(joined, extra)
+        if not spans:
+            continue
+        offset = 0
+        for container, key, piece in pieces:
+            if any(start < offset + len(piece) and end > offset for start, end in spans):
+                container[key] = _apply(piece, spans, offset)
+                changed = True
+            offset += len(piece)
+    if not changed:
+        return text
+    return render_sse([(event.event, payloads[i]) for i, event in enumerate(events)]).decode("utf-8")
