@@ -106,10 +106,10 @@ def test_reading_the_parents_secrets(sandbox: str, monkeypatch: pytest.MonkeyPat
     run = _sh("printenv MY_SERVICE_TOKEN OPENAI_API_KEY; true", sandbox)
     assert "sk-parent-secret" not in run.output[0]
     assert ("token-parent-secret" in run.output[0]) is (sandbox == "none")
-    # the reference agent's run_command
+    # the reference agent's run_command starts from an environment allow-list, sandbox or not
     [run_command] = [t for t in tr.shell_tools(tmp_path, sandbox=sandbox) if t.name == "run_command"]
-    printed = run_command.run_sync({"command": "printenv OPENAI_API_KEY; true"})
-    assert ("sk-parent-secret" in str(printed)) is (sandbox == "none")
+    printed = run_command.run_sync({"command": "printenv OPENAI_API_KEY MY_SERVICE_TOKEN; true"})
+    assert "sk-parent-secret" not in str(printed) and "token-parent-secret" not in str(printed)
 
 
 @pytest.fixture
