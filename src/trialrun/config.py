@@ -92,6 +92,14 @@ def parse_model_spec(text: str) -> ModelSpec:
     return ModelSpec(kind=kind, target=rest)
 
 
+def _one_of(value: str, choices: tuple[str, ...] | list[str], quoted: bool = False) -> str:
+    """`value` when it is one of `choices`; else the ValueError pydantic turns into "KEY: must be one of ..."."""
+    if value not in choices:
+        shown = ", ".join(map(repr, choices)) if quoted else ", ".join(choices)
+        raise ValueError(f"must be one of {shown}" + (f" (got {value!r})" if quoted else ""))
+    return value
+
+
 class Config(BaseModel):
     """The parsed configuration (paths already resolved against the file's folder)."""
 
@@ -125,18 +133,14 @@ class Config(BaseModel):
     @field_validator("api")
     @classmethod
     def _api(cls, value: str | None) -> str | None:
-        if value is not None and value not in APIS:
-            raise ValueError(f"must be one of {', '.join(APIS)}")
-        return value
+        return None if value is None else _one_of(value, APIS)
 
     @field_validator("rubric")
     @classmethod
     def _rubric(cls, value: str) -> str:
         from .expect.rubric import RUBRICS  # the one list of rubrics
 
-        if value not in RUBRICS:
-            raise ValueError(f"must be one of {', '.join(map(repr, RUBRICS))} (got {value!r})")
-        return value
+        return _one_of(value, RUBRICS, quoted=True)
 
     @field_validator("model", "judge")
     @classmethod
@@ -148,9 +152,7 @@ class Config(BaseModel):
     @field_validator("sandbox")
     @classmethod
     def _sandbox(cls, value: str) -> str:
-        if value not in SANDBOXES:
-            raise ValueError(f"must be one of {', '.join(SANDBOXES)}")
-        return value
+        return _one_of(value, SANDBOXES)
 
     @field_validator("pass_threshold")
     @classmethod

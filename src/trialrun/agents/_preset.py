@@ -99,8 +99,15 @@ class Preset(ProcessAgent):
             raise ValueError(f"{self.label}: {what} {str(value)!r} does not exist")
         return path
 
+    #: The agent's own permission modes (empty: it has none), and what `permission_mode` means for it.
+    permission_modes: tuple[str, ...] = ()
+    permission_mode_is = "permission_mode must be"
+
     def check_knobs(self) -> None:
         """A preset refuses knobs its agent has no such thing for (the message says what it does have)."""
+        if self.permission_mode is not None and self.permission_modes and self.permission_mode not in self.permission_modes:
+            raise ValueError(f"{self.label}: {self.permission_mode_is} one of {', '.join(self.permission_modes)}; "
+                             f"got {self.permission_mode!r}")
 
     def skill_dirs(self) -> list[tuple[str, Path]]:
         """Each skill as (name, folder holding SKILL.md); a lone file is taken as that folder's SKILL.md."""

@@ -35,11 +35,8 @@ class ClaudeCode(Preset):
     shell_tool = ("Bash", "command")
     refusal_markers = ("was blocked", "requires approval", "haven't granted it yet", "Permission to use",
                        "has been denied", "permission denied by")
-
-    def check_knobs(self) -> None:
-        if self.permission_mode is not None and self.permission_mode not in _MODES:
-            raise ValueError(f"claude-code: permission_mode must be one of {', '.join(_MODES)}, "
-                             f"got {self.permission_mode!r}")
+    permission_modes = _MODES
+    permission_mode_is = "permission_mode must be"
 
     def settings(self) -> dict[str, Any]:
         permissions: dict[str, Any] = {"allow": self.allow, "deny": self.deny}

@@ -36,11 +36,11 @@ class Codex(Preset):
     npm_package = "@openai/codex"
     apis = ("openai-responses",)
     shell_tool = ("exec_command", "cmd")
+    permission_modes = _MODES
+    permission_mode_is = "permission_mode is its sandbox_mode,"
 
     def check_knobs(self) -> None:
-        if self.permission_mode is not None and self.permission_mode not in _MODES:
-            raise ValueError(f"codex: permission_mode is its sandbox_mode, one of {', '.join(_MODES)}; "
-                             f"got {self.permission_mode!r}")
+        super().check_knobs()
         if self.allow or self.deny:
             raise ValueError("codex: allow/deny rules are not supported by this preset; use permission_mode "
                              "(its sandbox_mode) or args=['-c', 'key=value']")

@@ -38,11 +38,8 @@ class Opencode(Preset):
     shell_tool = ("bash", "command")
     refusal_markers = ("The user rejected permission", "rejected permission to use",
                        "has specified a rule which prevents you from using")
-
-    def check_knobs(self) -> None:
-        if self.permission_mode is not None and self.permission_mode not in _MODES:
-            raise ValueError(f"opencode: permission_mode is the default for commands, one of {', '.join(_MODES)}; "
-                             f"got {self.permission_mode!r}")
+    permission_modes = _MODES
+    permission_mode_is = "permission_mode is the default for commands,"
 
     def bash_rules(self) -> dict[str, str]:
         rules = {"*": self.permission_mode or "allow"}
