@@ -154,6 +154,7 @@ def main() -> None:
     trialrun run all                 run the suite (state/eval/tests.json by default)
     trialrun report                  show the most recent run
     trialrun compare                 compare the last two runs (before/after a config change)
+    trialrun view                    browse every run in a local web app (trialrun[view])
     trialrun grade RUN TEST 0.25     set a test's output_quality by hand
     trialrun schema                  the suite's JSON Schema
     """
@@ -333,16 +334,23 @@ def _warn_skipped(store: Any) -> None:
 @click.option("--junit", "junit_path", type=click.Path(dir_okay=False), help="Write JUnit XML here.")
 @click.option("--markdown", "markdown_path", type=click.Path(dir_okay=False), help="Write a Markdown summary here.")
 @click.option("--html", "html_path", type=click.Path(dir_okay=False), help="Write a self-contained HTML report here.")
+@click.option("--history", is_flag=True, help="With --html: write every run of the results dir (runs list, trend charts).")
 @_fail_cleanly
 def report(run_ref: str | None, results_dir: str | None, suite: str | None, config_path: str | None, as_json: bool,
-           junit_path: str | None, markdown_path: str | None, html_path: str | None) -> None:
+           junit_path: str | None, markdown_path: str | None, html_path: str | None, history: bool) -> None:
     """Show a run: the most recent by default (latest.json), or RUN: a run id (eval_20260731_140000), a result
-    file's name or stem (results_20260731_140000), a path, or `latest`."""
+    file's name or stem (results_20260731_140000), a path, or `latest`.
+
+    With --history --html F: write the runs of the results dir (newest first, the config changes between them, the
+    suite's trend and each test's chart) as one self-contained file."""
     from .store import load_report
 
     _check_output_file(junit_path, "--junit")
     _check_output_file(markdown_path, "--markdown")
     _check_output_file(html_path, "--html")
+    if history:
+        _history_report(run_ref, results_dir, config_path, suite, html_path, junit_path or markdown_path or as_json)
+        return
     if run_ref and Path(run_ref).is_file():  # a path needs no configuration
         path = Path(run_ref)
     else:
@@ -355,6 +363,50 @@ def report(run_ref: str | None, results_dir: str | None, suite: str | None, conf
         _console().print(f"[dim]{path}[/]")
     _report_files(result, junit_path=junit_path, markdown_path=markdown_path, html_path=html_path, summary=False)
     sys.exit(EXIT_FAILED if result.failed_case_count else EXIT_OK)
+
+
+def _history_report(run_ref: str | None, results_dir: str | None, config_path: str | None, suite: str | None,
+                    html_path: str | None, other: Any) -> None:
+    from ._files import write_atomic
+    from ._history import load_history
+    from .render.history import history_html
+
+    if run_ref or other or not html_path:
+        raise click.UsageError("--history writes the runs list as HTML: give --html FILE (and no RUN, --json, "
+                               "--junit or --markdown)")
+    store = _store(results_dir, config_path, suite)
+    found = load_history(store.directory)
+    for path, reason in found.skipped.items():
+        click.echo(f"warning: skipped {path}: {reason}", err=True)
+    write_atomic(Path(html_path), history_html(found))
+    click.echo(f"wrote {html_path}: {len(found.runs)} run(s) of {store.directory}")
+    sys.exit(EXIT_OK)
+
+
+# -- view ---------------------------------------------------------------------------------------------------
+@main.command()
+@click.argument("results_dir", required=False, type=click.Path(file_okay=False))
+@click.option("--port", type=click.IntRange(min=1, max=65535), default=8765, show_default=True, help="Port on 127.0.0.1.")
+@click.option("--open", "open_browser", is_flag=True, help="Open the page in a browser once it is served.")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Configuration file.")
+@_fail_cleanly
+def view(results_dir: str | None, port: int, open_browser: bool, config_path: str | None) -> None:
+    """Browse the runs of RESULTS_DIR (default: the suite's folder) in a local web app on 127.0.0.1: runs list,
+    trends, each test's history, two runs compared, trajectory diffs, runs in progress. Needs `trialrun[view]`."""
+    try:
+        from .view import serve
+    except ImportError as exc:  # pragma: no cover - view.py imports nothing optional at its top
+        raise click.ClickException(str(exc)) from None
+    store = _store(results_dir, config_path)
+    if not store.directory.is_dir():
+        raise _PathProblem(f"results dir {store.directory}: no such folder (run `trialrun run` first)")
+    try:
+        serve(store.directory, port=port, open_browser=open_browser)
+    except ImportError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
+    except KeyboardInterrupt:
+        pass
 
 
 # -- compare ------------------------------------------------------------------------------------------------

@@ -1,0 +1,74 @@
+"""A results folder with a real history, for the view's tests and docs/make_screenshot.py: the bundled quickstart
+run by the real `trialrun run` four times (v1, v1 again, then a configuration change to model_v2.yaml that
+regresses summarise-notes, then v2 with a label), and `trialrun view` served on a free loopback port."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from click.testing import CliRunner
+
+ROOT = Path(__file__).resolve().parents[2]
+QUICKSTART = ROOT / "examples" / "quickstart"
+
+#: (arguments of `trialrun run`) for each run, oldest first; the third changes the config.
+RUNS = [["run", "all"], ["run", "all"], ["run", "all", "--model", "scripted:model_v2.yaml"],
+        ["run", "all", "--model", "scripted:model_v2.yaml", "--label", "try=v2-again"]]
+#: The test the configuration change regresses (v2 calls run_command where v1 called read_file).
+REGRESSED = "summarise-notes"
+
+
+def make_history(folder: Path) -> Path:
+    """Copy the quickstart into `folder`, run it as RUNS says, and return its results folder."""
+    from trialrun.cli import main
+
+    project = folder / "quickstart"
+    shutil.copytree(QUICKSTART, project, ignore=shutil.ignore_patterns("results_*", "latest.json"))
+    cwd = os.getcwd()
+    os.chdir(project)
+    try:
+        for args in RUNS:
+            result = CliRunner().invoke(main, args)
+            assert result.exit_code in (0, 1), result.output
+    finally:
+        os.chdir(cwd)
+    results = project / "state" / "eval"
+    assert len(list(results.glob("results_*.json"))) == len(RUNS)
+    return results
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def served(results: Path) -> Iterator[str]:
+    """`trialrun view`'s app on 127.0.0.1 in a thread; yields its base URL and stops it afterwards."""
+    import uvicorn
+
+    from trialrun.view import create_app
+
+    port = _free_port()
+    server = uvicorn.Server(uvicorn.Config(create_app(results), host="127.0.0.1", port=port, log_level="warning",
+                                           lifespan="off"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 15
+    while not server.started:
+        if time.monotonic() > deadline:
+            raise RuntimeError("trialrun view did not start within 15 s")
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(10)
