@@ -72,3 +72,32 @@ def served(results: Path) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(10)
+
+
+# -- a journal, written as docs/journal.md says a run writes it ----------------------------------------------
+def start_journal(path: Path, cases: dict[str, int], *, run_id: str = "eval_20991231_235959") -> None:
+    """The start line of a run of `cases` (name -> trials)."""
+    import json
+
+    line = {"event": "start", "journal_version": 1, "schema_version": "1.0", "run_id": run_id,
+            "started_at": "2099-12-31T23:59:59+00:00", "pid": os.getpid(), "host": "test", "trial_count": 1,
+            "cases": [{"name": n, "title": None, "description": None, "tags": [], "mode": "deterministic",
+                       "trials": k, "metadata": {}} for n, k in cases.items()],
+            "config_snapshot": {"model": "scripted:model_v1.yaml"}}
+    path.write_text(json.dumps(line) + "\n", encoding="utf-8")
+
+
+def append_trial(path: Path, case: str, trial: int, *, passed: bool, elapsed_s: float) -> None:
+    """One finished trial's line (its result as the result file holds a TrialResult), written with one write."""
+    import json
+
+    from trialrun.results import TrialResult
+
+    result = TrialResult(trial=trial, passed=passed, duration_s=0.1).model_dump(mode="json")
+    with path.open("a", encoding="utf-8") as journal:
+        journal.write(json.dumps({"event": "trial", "case": case, "elapsed_s": elapsed_s, "result": result}) + "\n")
+
+
+def end_journal(path: Path, status: str = "completed") -> None:
+    with path.open("a", encoding="utf-8") as journal:
+        journal.write('{"event": "end", "status": "%s"}\n' % status)
