@@ -1,6 +1,7 @@
 """A results folder with a real history, for the view's tests and docs/make_screenshot.py: the bundled quickstart
-run by the real `trialrun run` four times (v1, v1 again, then a configuration change to model_v2.yaml that
-regresses summarise-notes, then v2 with a label), and `trialrun view` served on a free loopback port."""
+run by the real `trialrun run` five times (v1, v1 again, then a configuration change to model_v2.yaml that
+regresses summarise-notes, v2 with a label, then model_v3.yaml: v2 with summarise-notes' second command changed),
+and `trialrun view` served on a free loopback port."""
 
 from __future__ import annotations
 
@@ -20,9 +21,12 @@ QUICKSTART = ROOT / "examples" / "quickstart"
 
 #: (arguments of `trialrun run`) for each run, oldest first; the third changes the config.
 RUNS = [["run", "all"], ["run", "all"], ["run", "all", "--model", "scripted:model_v2.yaml"],
-        ["run", "all", "--model", "scripted:model_v2.yaml", "--label", "try=v2-again"]]
+        ["run", "all", "--model", "scripted:model_v2.yaml", "--label", "try=v2-again"],
+        ["run", "all", "--model", "scripted:model_v3.yaml"]]
 #: The test the configuration change regresses (v2 calls run_command where v1 called read_file).
 REGRESSED = "summarise-notes"
+#: What model_v3.yaml changes in v2: the arguments of summarise-notes' second call (turn 2).
+V3_CHANGE = ("wc -w notes.txt", "wc -l notes.txt")
 
 
 def make_history(folder: Path) -> Path:
@@ -31,6 +35,9 @@ def make_history(folder: Path) -> Path:
 
     project = folder / "quickstart"
     shutil.copytree(QUICKSTART, project, ignore=shutil.ignore_patterns("results_*", "latest.json"))
+    v2 = (project / "model_v2.yaml").read_text(encoding="utf-8")
+    assert V3_CHANGE[0] in v2
+    (project / "model_v3.yaml").write_text(v2.replace(*V3_CHANGE), encoding="utf-8")
     cwd = os.getcwd()
     os.chdir(project)
     try:

@@ -26,20 +26,22 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_runs_are_read_oldest_first_with_the_config_changes_since_the_previous(results: Path) -> None:
     history = load_history(results)
     assert len(history.runs) == len(RUNS) and history.skipped == {}
-    first, same, changed, labelled = history.runs
+    first, same, changed, labelled, v3 = history.runs
     assert first.previous is None and first.config_changes == []
     assert same.config_changes == []
     assert config_line(changed.config_changes) == "model: scripted:model_v1.yaml -> scripted:model_v2.yaml"
     assert config_line(labelled.config_changes) == "labels.try: (none) -> v2-again"
     assert labelled.label == "try=v2-again" and changed.model == "scripted:model_v2.yaml"
     assert changed.comparison is not None and changed.comparison.regressions == [REGRESSED]
+    assert config_line(v3.config_changes) == ("labels.try: v2-again -> (none); "
+                                              "model: scripted:model_v2.yaml -> scripted:model_v3.yaml")
 
 
 def test_a_tests_history_marks_the_config_change_and_the_regression(results: Path) -> None:
     points = history_of(load_history(results), REGRESSED)
-    assert [p.passed for p in points] == [True, True, False, False]
-    assert [p.config_changed for p in points] == [False, False, True, True]
-    assert [p.regression for p in points] == [False, False, True, False]
+    assert [p.passed for p in points] == [True, True, False, False, False]
+    assert [p.config_changed for p in points] == [False, False, True, True, True]
+    assert [p.regression for p in points] == [False, False, True, False, False]
     assert points[2].score is not None and points[2].score < points[1].score
 
 
@@ -47,7 +49,7 @@ def test_the_suite_trend_has_a_point_per_run(results: Path) -> None:
     history = load_history(results)
     trend = suite_trend(history)
     assert [t.stem for t in trend] == [e.stem for e in history.runs]
-    assert [t.regressions for t in trend] == [0, 0, 1, 0]
+    assert [t.regressions for t in trend] == [0, 0, 1, 0, 0]
     assert trend[0].pass_rate == history.runs[0].report.passed_case_count / 5
 
 
@@ -95,11 +97,11 @@ def test_report_history_writes_one_self_contained_file(results: Path, tmp_path: 
     out = tmp_path / "history.html"
     result = CliRunner().invoke(main, ["report", "--history", "--html", str(out), "--results-dir", str(results)])
     assert result.exit_code == 0, result.output
-    assert result.output.strip() == f"wrote {out}: 4 run(s) of {results}"
+    assert result.output.strip() == f"wrote {out}: 5 run(s) of {results}"
     page = out.read_text(encoding="utf-8")
-    assert page.count('class="row run-row"') == 4
+    assert page.count('class="row run-row"') == 5
     suite = page[page.index('id="suite-trend"'):page.index("</svg>", page.index('id="suite-trend"'))]
-    assert len(re.findall(r'<circle class="pt s0', suite)) == 4  # pass rate: a point per run
+    assert len(re.findall(r'<circle class="pt s0', suite)) == 5  # pass rate: a point per run
     assert page.count('class="panel test-history"') == 5  # every test's chart inline
     assert not re.search(r'(src|href)="(https?:)?//', page)  # nothing from the network
     assert "default-src &#x27;none&#x27;" in page
