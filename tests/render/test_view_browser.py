@@ -154,6 +154,8 @@ def test_a_run_in_progress_updates_as_its_journal_grows(context: Any, results: P
         expect(p.locator("#live-done")).to_have_text("2/3", timeout=10_000)
         assert (p.locator("#live-passed").inner_text(), p.locator("#live-failed").inner_text()) == ("1", "1")
         assert p.locator("progress#live-progress").evaluate("b => [b.value, b.max]") == [2, 3]
+        assert p.locator('#live-cases tr[data-case="read-file"] td').all_inner_texts() == ["1/2", "0"]
+        assert p.locator('#live-cases tr[data-case="list-dir"] td').all_inner_texts() == ["1/1", "1"]
         expect(listing.page.locator("tr.live-run .live-done")).to_have_text("2/3", timeout=10_000)
         page.screenshot(tmp_path / "live.png")
         # the run ends: its result file is saved and the journal removed; the page goes to the run

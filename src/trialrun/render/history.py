@@ -77,6 +77,19 @@ _LIVE_JS = r"""
           set(".live-elapsed", fmt(d.elapsed_s));
           set(".live-current", d.current || "");
           set(".live-state", d.status ? d.status : "running");
+          var tbody = document.getElementById("live-cases");
+          if (tbody && d.cases) {
+            tbody.textContent = "";
+            Object.keys(d.cases).forEach(function (name) {
+              var c = d.cases[name], tr = document.createElement("tr"), th = document.createElement("th");
+              var code = document.createElement("code"); code.textContent = name; th.appendChild(code); th.scope = "row";
+              tr.setAttribute("data-case", name); tr.appendChild(th);
+              [c.done + "/" + c.trials, String(c.failed)].forEach(function (t) {
+                var td = document.createElement("td"); td.className = "num"; td.textContent = t; tr.appendChild(td);
+              });
+              tbody.appendChild(tr);
+            });
+          }
           var bar = el.querySelector("progress");
           if (bar) { bar.max = Math.max(d.total, 1); bar.value = d.done; }
         })
@@ -391,7 +404,7 @@ def diff_page(name: str, before: RunEntry, after: RunEntry, *, trial: int = 1) -
 def live_page(live: LiveRun) -> str:
     pct = round(100 * live.done / live.total) if live.total else 0
     cases = "".join(
-        f'<tr><th scope="row"><code>{escape(name)}</code></th><td class="num">{c["done"]}/{c["trials"]}</td>'
+        f'<tr data-case="{escape(name)}"><th scope="row"><code>{escape(name)}</code></th><td class="num">{c["done"]}/{c["trials"]}</td>'
         f'<td class="num">{c["failed"]}</td></tr>' for name, c in live.cases.items())
     problems = "".join(f"<li>{escape(p)}</li>" for p in live.problems)
     body = (_head("trialrun · run in progress", live.run_id or live.stem, f"started {escape(live.started_at or '?')}")
@@ -404,6 +417,6 @@ def live_page(live: LiveRun) -> str:
               f'<progress id="live-progress" max="{max(live.total, 1)}" value="{live.done}">{pct}%</progress>'
               f'<p class="muted">Updates as trials finish (read from {escape(live.path.name)}).</p></section>'
               f'<table class="kv"><thead><tr><th>Test</th><th class=num>Trials done</th><th class=num>Failed</th></tr></thead>'
-              f"<tbody>{cases}</tbody></table>"
+              f'<tbody id="live-cases">{cases}</tbody></table>'
               + (f'<div class="alert warn"><ul>{problems}</ul></div>' if problems else "") + "</main>")
     return _page(f"trialrun · live {live.stem}", body, served=True, script=_LIVE_JS)
