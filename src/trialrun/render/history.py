@@ -24,7 +24,7 @@ __all__ = ["runs_page", "history_html", "test_page", "diff_page", "live_page", "
 
 _CSS = """
 .runs td, .runs th { white-space: nowrap; }
-.runs td.changes { white-space: normal; min-width: 16em; font-size: 0.85rem; }
+.runs td.changes { white-space: normal; min-width: 14em; font-size: 0.85rem; overflow-wrap: anywhere; }
 .runs tr.live-run { background: var(--info-bg); }
 figure.trend { margin: 12px 0; background: var(--surface); border: 1px solid var(--border); border-radius: 8px; padding: 10px 12px; }
 figure.trend figcaption { font-size: 0.85rem; color: var(--muted); }
@@ -238,9 +238,9 @@ def _runs_table(history: History, *, served: bool) -> str:
         regress = (f' <span class="badge fail">{len(entry.comparison.regressions)} regression(s)</span>'
                    if entry.comparison and entry.comparison.regressions else "")
         rows.append(
-            f'<tr class="row run-row" data-run="{escape(entry.stem)}"><td>{link}{status}</td><td>{escape(entry.label)}</td>'
+            f'<tr class="row run-row" data-run="{escape(entry.stem)}"><td>{link}{status}{regress}</td><td>{escape(entry.label)}</td>'
             f"<td><code>{escape(entry.model)}</code></td><td>{escape(entry.rubric)}</td>"
-            f'<td class="num">{r.passed_case_count}/{graded}{regress}</td><td class="num">{_rate(r.score)}</td>'
+            f'<td class="num">{r.passed_case_count}/{graded}</td><td class="num">{_rate(r.score)}</td>'
             f'<td class="num">{_rate(r.pass_pow_k)}</td><td class="num">{_money(r.cost_usd)}</td>'
             f'<td class="num">{r.trial_count}</td><td class="changes">{escape(changes or "no change")}</td></tr>')
     head = ("<tr><th>Time (UTC)</th><th>Label</th><th>Model</th><th>Rubric</th><th class=num>Pass rate</th>"
