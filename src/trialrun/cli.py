@@ -125,6 +125,14 @@ def _load_config(config_path: str | None, **overrides: Any) -> Any:
     return config.with_overrides(**overrides)
 
 
+def _config_note(config: Any) -> str:
+    """Which configuration a command uses, or that it assumed the defaults because none was found."""
+    if config.source is not None:
+        return f"config: {config.source}"
+    return (f"config: none found (no trialrun.toml or [tool.trialrun] in {config.base_dir} or above); assuming the "
+            f"defaults: suite {config.suite}, model {config.model}")
+
+
 def _write_outputs(markdown_path: str | None, junit_path: str | None, html_path: str | None, *, markdown: Callable[[], str] | None,
                    junit: Callable[[], str] | None, html: Callable[[], str] | None, summary: bool) -> None:
     """Write the requested files; append Markdown to GitHub's job summary when it is set (unless --no-summary)."""
@@ -192,9 +200,11 @@ def run(test_ids: tuple[str, ...], trials: int | None, tags: tuple[str, ...], na
     from .suite import read_suite
 
     label_map = _labels(labels)
-    config = _load_config(config_path, suite=Path(suite) if suite else None, model=model, agent=agent, api=api,
-                          judge=judge, results_dir=Path(results_dir) if results_dir else None, trials=trials,
+    config = _load_config(config_path, suite=Path(suite).resolve() if suite else None, model=model, agent=agent, api=api,
+                          judge=judge, results_dir=Path(results_dir).resolve() if results_dir else None, trials=trials,
                           concurrency=concurrency)
+    if not as_json:
+        click.echo(_config_note(config), err=True)
     suite_file = read_suite(config.suite_path())
     wanted = [t for t in test_ids if t != "all"] + list(names)
     known = [t.id for t in suite_file.tests]
@@ -314,7 +324,7 @@ def _store(results_dir: str | None, config_path: str | None, suite: str | None =
 
     if results_dir:
         return ResultsStore(Path(results_dir))
-    config = _load_config(config_path, suite=Path(suite) if suite else None)
+    config = _load_config(config_path, suite=Path(suite).resolve() if suite else None)
     return ResultsStore(config.results_path())
 
 
