@@ -159,6 +159,7 @@ def main() -> None:
     """Test the behaviour of tool-calling LLM agents: outcome and trajectory, pass@1 and pass^k.
 
     \b
+    trialrun init                    make a working offline project here
     trialrun run all                 run the suite (state/eval/tests.json by default)
     trialrun report                  show the most recent run
     trialrun compare                 compare the last two runs (before/after a config change)
@@ -511,6 +512,46 @@ def grade(run_ref: str, test_id: str, quality: str, results_dir: str | None, con
         f"{test_id}: output_quality {quality}; score {before.score:.2f} -> {after.score:.2f}; "
         f"{'passed' if after.passed else 'failed'}; run {updated.passed_case_count}/{len(updated.graded_cases)} passed ({path})"
     )
+
+
+# -- init ---------------------------------------------------------------------------------------------------
+#: What `trialrun init` prints when it is done: the next three commands.
+INIT_NEXT = ("trialrun run all", "trialrun run all --trials 3", "trialrun compare")
+
+
+@main.command()
+@_fail_cleanly
+def init() -> None:
+    """Make a working offline project in the current folder: trialrun.toml, state/eval/tests.json, a scripted
+    model (model.yaml) and a workspace. Never overwrites: if any of them exists, nothing is written."""
+    from importlib.resources import files
+
+    from ._files import write_atomic
+
+    template = files("trialrun").joinpath("_scaffold")
+    wanted: list[tuple[Path, str]] = []
+
+    def walk(node: Any, rel: Path) -> None:
+        for child in sorted(node.iterdir(), key=lambda c: c.name):
+            if child.name == "__pycache__":
+                continue
+            if child.is_dir():
+                walk(child, rel / child.name)
+            else:
+                wanted.append((rel / child.name, child.read_text(encoding="utf-8")))
+
+    walk(template, Path())
+    there = [str(path) for path, _ in wanted if Path(path).exists()]
+    if there:
+        raise _PathProblem(f"{Path.cwd()}: already has {', '.join(there)}; trialrun init never overwrites "
+                           "(nothing was written)")
+    for path, text in wanted:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, text)
+    click.echo(f"made a trialrun project in {Path.cwd()}: {', '.join(str(p) for p, _ in wanted)}")
+    click.echo("next:")
+    for command in INIT_NEXT:
+        click.echo(f"  {command}")
 
 
 # -- schema and skill ---------------------------------------------------------------------------------------
