@@ -346,11 +346,18 @@ def _warn_skipped(store: Any) -> None:
 @click.option("--markdown", "markdown_path", type=click.Path(dir_okay=False), help="Write a Markdown summary here.")
 @click.option("--html", "html_path", type=click.Path(dir_okay=False), help="Write a self-contained HTML report here.")
 @click.option("--history", is_flag=True, help="With --html: write every run of the results dir (runs list, trend charts).")
+@click.option("--table", "show_table", is_flag=True, help="Print the table even when writing files.")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 whatever the run's result (to look, not to gate).")
 @_fail_cleanly
 def report(run_ref: str | None, results_dir: str | None, suite: str | None, config_path: str | None, as_json: bool,
-           junit_path: str | None, markdown_path: str | None, html_path: str | None, history: bool) -> None:
+           junit_path: str | None, markdown_path: str | None, html_path: str | None, history: bool,
+           show_table: bool, exit_zero: bool) -> None:
     """Show a run: the most recent by default (latest.json), or RUN: a run id (eval_20260731_140000), a result
-    file's name or stem (results_20260731_140000), a path, or `latest`.
+    file's name or stem (results_20260731_140000), a path, or `latest`. Writing a file (--html, --junit,
+    --markdown) prints one line instead of the table, unless --table.
+
+    Exit code: 0 when every graded test of the run passed, 1 when one failed (0 with --exit-zero), 2 for a usage
+    or file error.
 
     With --history --html F: write the runs of the results dir (newest first, the config changes between them, the
     suite's trend and each test's chart) as one self-contained file."""
@@ -369,11 +376,17 @@ def report(run_ref: str | None, results_dir: str | None, suite: str | None, conf
         path = store.resolve(run_ref)
         _warn_skipped(store)
     result = load_report(path)
-    _emit_report(result, as_json=as_json, saved=None)
-    if not as_json:
-        _console().print(f"[dim]{path}[/]")
+    written = [p for p in (html_path, junit_path, markdown_path) if p]
+    if as_json or show_table or not written:
+        _emit_report(result, as_json=as_json, saved=None)
+        if not as_json:
+            _console().print(f"[dim]{path}[/]")
     _report_files(result, junit_path=junit_path, markdown_path=markdown_path, html_path=html_path, summary=False)
-    sys.exit(EXIT_FAILED if result.failed_case_count else EXIT_OK)
+    if written and not as_json and not show_table:
+        from .render.terminal import summary_line
+
+        _console().print(f"wrote {', '.join(written)}: {summary_line(result)} [dim]({path})[/]")
+    sys.exit(EXIT_FAILED if result.failed_case_count and not exit_zero else EXIT_OK)
 
 
 def _history_report(run_ref: str | None, results_dir: str | None, config_path: str | None, suite: str | None,

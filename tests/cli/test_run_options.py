@@ -277,3 +277,17 @@ def test_ctrl_c_saves_finished_tests_as_interrupted_and_exits_130(project: Path,
     data = _latest(project)
     assert data["status"] == "interrupted"
     assert [t["id"] for t in data["tests"]] == ["quick"] and data["unfinished_cases"] == ["slow"]
+
+
+def test_report_writing_a_file_prints_one_line_and_exit_zero_only_looks(project: Path, cli) -> None:
+    assert cli("run", "all", "--model", "scripted:model_v2.yaml").exit_code == 1  # one test fails
+    result = cli("report", "--html", "report.html")
+    assert result.exit_code == 1  # the run's result, as `run` gave it
+    lines = result.stdout.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("wrote report.html: 4/5 passed · 1 failed · pass@1 0.80")
+    assert (project / "report.html").is_file()
+    table = cli("report", "--html", "report.html", "--table")
+    assert "summarise-notes" in table.stdout and len(table.stdout.splitlines()) > 5
+    assert cli("report", "--exit-zero").exit_code == 0
+    assert cli("report", "--html", "report.html", "--exit-zero").exit_code == 0
+    assert cli("report").exit_code == 1

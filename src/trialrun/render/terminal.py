@@ -18,7 +18,7 @@ from ..compare import Comparison, delta_lines
 from ..results import CaseResult, RunReport
 from .text import why_failed
 
-__all__ = ["print_report", "print_comparison", "why_failed", "ending_notes", "RunProgress"]
+__all__ = ["print_report", "print_comparison", "why_failed", "ending_notes", "RunProgress", "summary_line"]
 
 
 def _num(value: float | None, digits: int = 2) -> str:
@@ -114,6 +114,13 @@ def print_report(report: RunReport, console: Console, *, saved: str | None = Non
         console.print(f"[yellow]skipped[/] {skipped.name}: {skipped.reason}")
     for name in report.unfinished_cases:
         console.print(f"[yellow]not finished[/] {name} (interrupted)")
+    console.print(summary_line(report))
+    if saved:
+        console.print(f"saved {saved}")
+
+
+def summary_line(report: RunReport) -> str:
+    """The run in one line (rich markup): `4/5 passed · 1 failed · pass@1 0.80 · pass^k 0.80 · avg score 0.90 ...`."""
     graded = len(report.graded_cases)
     parts = [f"{report.passed_case_count}/{graded} passed"]
     if report.failed_case_count:
@@ -129,9 +136,7 @@ def print_report(report: RunReport, console: Console, *, saved: str | None = Non
     parts.append(f"{report.duration_s:.1f}s")
     if report.status != "completed":
         parts.append(f"[yellow]{report.status}[/]")
-    console.print(" · ".join(parts))
-    if saved:
-        console.print(f"saved {saved}")
+    return " · ".join(parts)
 
 
 def print_comparison(comparison: Comparison, console: Console) -> None:
