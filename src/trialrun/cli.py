@@ -236,14 +236,16 @@ def run(test_ids: tuple[str, ...], trials: int | None, tags: tuple[str, ...], na
 
     from .render.terminal import RunProgress
 
-    progress = RunProgress(console, count, enabled=not as_json)
+    progress = RunProgress(console, count, enabled=not as_json,
+                           trials={c.name: c.trials or config.trials for c in cases
+                                   if c.mode == "deterministic" or include_live_canary or live})
     exit_code = EXIT_OK
     with progress:
         try:
             report = runner.evaluate(
                 cases, trials=config.trials,
                 include_live_canary=include_live_canary or live, concurrency=config.concurrency or runner.DEFAULT_CONCURRENCY,
-                config_snapshot=snapshot, on_trial=lambda case, result: progress.advance(result.passed),
+                config_snapshot=snapshot, on_trial=lambda case, result: progress.advance(result.passed, case.name),
             )
         except runner.EvaluationInterrupted as interrupted:
             report = interrupted.report

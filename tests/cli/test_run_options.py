@@ -234,6 +234,11 @@ def test_progress_bar_on_a_terminal_for_runs_over_a_second(project: Path, write_
     assert "running" in tty.stdout and "4/4" not in tty.stdout.split("running")[0]
     plain = subprocess.run(args, capture_output=True, text=True, env={**_subprocess_env(), "TTY_COMPATIBLE": "0"}, timeout=60)
     assert "running" not in plain.stdout and plain.returncode == 0
+    # not a terminal (a CI log): plain lines once the run is past a second, when each test finishes
+    assert "\x1b[" not in plain.stdout and "progress: 4/4 trials · 4 passed · " in plain.stdout
+    done_lines = [line for line in plain.stdout.splitlines() if line.endswith(" done")]
+    assert done_lines and all(line.startswith("progress: ") for line in done_lines)
+    assert "t3 done" in plain.stdout
     as_json = subprocess.run([*args, "--json"], capture_output=True, text=True, env={**_subprocess_env(), "TTY_COMPATIBLE": "1"}, timeout=60)
     assert "running" not in as_json.stdout + as_json.stderr
     json.loads(as_json.stdout)
