@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -125,6 +126,20 @@ def _load_config(config_path: str | None, **overrides: Any) -> Any:
     return config.with_overrides(**overrides)
 
 
+def _log_config(config: Any) -> None:
+    import logging
+
+    log = logging.getLogger("trialrun.cli")
+    if log.isEnabledFor(logging.INFO):
+        log.info("config file: %s", config.source or "none (defaults)")
+        log.info("suite: %s; results: %s", config.suite_path(), config.results_path())
+        spec = re.sub(r"//[^/@]*@", "//***@", str(config.model_spec))  # no user:password of a URL
+        log.info("model transport: %s (%s); api: %s; agent: %s", spec, config.model_spec.kind,
+                 config.effective_api, config.agent or "trialrun.Agent (reference)")
+        log.info("trials: %s; concurrency: %s; judge: %s", config.trials, config.concurrency or "default",
+                 config.judge or "heuristic")
+
+
 def _config_note(config: Any) -> str:
     """Which configuration a command uses, or that it assumed the defaults because none was found."""
     if config.source is not None:
@@ -153,9 +168,32 @@ def _write_outputs(markdown_path: str | None, junit_path: str | None, html_path:
             append_step_summary(text or markdown())
 
 
+def _setup_logging(verbose: bool, debug: bool) -> None:
+    """-v: what was configured (INFO); --debug: also each model request's path and status (DEBUG). To stderr, and
+    never a secret (no headers, no query strings, no environment values)."""
+    if not (verbose or debug):
+        return
+    import logging
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    logger = logging.getLogger("trialrun")
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG if debug else logging.INFO)
+
+    def restore() -> None:  # the command is done (matters when main() is called in-process, as tests do)
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+
+    click.get_current_context().call_on_close(restore)
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="trialrun")
-def main() -> None:
+@click.option("-v", "--verbose", is_flag=True, help="Log what was configured (to stderr).")
+@click.option("--debug", is_flag=True, help="Also log each model request's path and status (never a secret).")
+def main(verbose: bool = False, debug: bool = False) -> None:
     """Test the behaviour of tool-calling LLM agents: outcome and trajectory, pass@1 and pass^k.
 
     \b
@@ -167,6 +205,7 @@ def main() -> None:
     trialrun grade RUN TEST 0.25     set a test's output_quality by hand
     trialrun schema                  the suite's JSON Schema
     """
+    _setup_logging(verbose, debug)
 
 
 # -- run ----------------------------------------------------------------------------------------------------
@@ -206,6 +245,7 @@ def run(test_ids: tuple[str, ...], trials: int | None, tags: tuple[str, ...], na
                           concurrency=concurrency)
     if not as_json:
         click.echo(_config_note(config), err=True)
+    _log_config(config)
     suite_file = read_suite(config.suite_path())
     wanted = [t for t in test_ids if t != "all"] + list(names)
     known = [t.id for t in suite_file.tests]
