@@ -92,8 +92,15 @@ class LiveRun:
     def passed(self) -> int:
         return self.done - self.failed
 
+    @property
+    def eta_s(self) -> float | None:
+        """Seconds left at the pace so far (the terminal's ETA), None before the first trial or after the last."""
+        if not 0 < self.done < self.total:
+            return None
+        return self.elapsed_s / self.done * (self.total - self.done)
+
     def as_json(self) -> dict[str, Any]:
-        return {"stem": self.stem, "run_id": self.run_id, "started_at": self.started_at, "total": self.total,
+        return {"eta_s": None if self.eta_s is None else round(self.eta_s, 1), "stem": self.stem, "run_id": self.run_id, "started_at": self.started_at, "total": self.total,
                 "done": self.done, "passed": self.passed, "failed": self.failed, "elapsed_s": round(self.elapsed_s, 3),
                 "current": self.current, "status": self.status, "cases": self.cases, "problems": self.problems}
 

@@ -114,7 +114,12 @@ def create_app(directory: str | os.PathLike[str]) -> Any:
             return JSONResponse({"gone": True}, headers=headers)
         return JSONResponse(progress.as_json(), headers=headers)
 
-    return Starlette(routes=[
+    from starlette.middleware import Middleware
+    from starlette.middleware.trustedhost import TrustedHostMiddleware
+
+    # Only this machine's names: a page elsewhere cannot read the results through a DNS-rebound host name.
+    hosts = Middleware(TrustedHostMiddleware, allowed_hosts=["127.0.0.1", "localhost"])
+    return Starlette(middleware=[hosts], routes=[
         Route("/", index), Route("/run/{stem}", run), Route("/test/{name:path}", test),
         Route("/compare", compare_page), Route("/diff", diff), Route("/live/{stem}", live),
         Route("/api/live/{stem}", live_api),

@@ -66,6 +66,7 @@ def test_a_journal_is_read_as_progress_and_a_missing_one_is_none(tmp_path: Path)
     assert (live.total, live.done, live.passed, live.failed, live.current) == (3, 2, 1, 1, "b")
     assert live.cases == {"a": {"trials": 2, "done": 1, "failed": 0}, "b": {"trials": 1, "done": 1, "failed": 1}}
     assert live.status is None and live.problems == [] and live.elapsed_s == 0.9
+    assert live.eta_s == pytest.approx(0.45)  # the terminal's ETA: 0.9 s for 2 trials, 1 to go
 
 
 def test_a_bad_line_inside_a_journal_is_a_problem_named_by_line(tmp_path: Path) -> None:
@@ -132,3 +133,13 @@ def test_neither_import_trialrun_nor_help_imports_the_web_stack() -> None:
             "print(sorted(m for m in ('starlette', 'uvicorn', 'trialrun.view') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_the_view_answers_only_to_this_machines_names(results: Path) -> None:
+    from starlette.testclient import TestClient
+
+    from trialrun.view import create_app
+
+    client = TestClient(create_app(results), base_url="http://127.0.0.1:8765")
+    assert client.get("/").status_code == 200
+    assert client.get("/", headers={"host": "evil.example"}).status_code == 400

@@ -153,6 +153,7 @@ def test_a_run_in_progress_updates_as_its_journal_grows(context: Any, results: P
         append_trial(journal, "list-dir", 1, passed=False, elapsed_s=0.8)
         expect(p.locator("#live-done")).to_have_text("2/3", timeout=10_000)
         assert (p.locator("#live-passed").inner_text(), p.locator("#live-failed").inner_text()) == ("1", "1")
+        assert p.locator("#live-eta").inner_text() == "0.4 s"  # 0.8 s for 2 trials: 1 more at that pace
         assert p.locator("progress#live-progress").evaluate("b => [b.value, b.max]") == [2, 3]
         assert p.locator('#live-cases tr[data-case="read-file"] td').all_inner_texts() == ["1/2", "0"]
         assert p.locator('#live-cases tr[data-case="list-dir"] td').all_inner_texts() == ["1/1", "1"]

@@ -75,6 +75,7 @@ _LIVE_JS = r"""
           set(".live-passed", String(d.passed));
           set(".live-failed", String(d.failed));
           set(".live-elapsed", fmt(d.elapsed_s));
+          set(".live-eta", d.eta_s === null ? "–" : fmt(d.eta_s));
           set(".live-current", d.current || "");
           set(".live-state", d.status ? d.status : "running");
           var tbody = document.getElementById("live-cases");
@@ -413,7 +414,8 @@ def live_page(live: LiveRun) -> str:
               f'<strong class="live-done" id="live-done">{live.done}/{live.total}</strong> trials · '
               f'<span class="live-passed" id="live-passed">{live.passed}</span> passed · '
               f'<span class="live-failed" id="live-failed">{live.failed}</span> failed · '
-              f'<span class="live-elapsed">{live.elapsed_s:.1f} s</span> · last: <code class="live-current">{escape(live.current or "")}</code></p>'
+              f'<span class="live-elapsed">{live.elapsed_s:.1f} s</span> · ETA <span class="live-eta" id="live-eta">'
+              f'{"–" if live.eta_s is None else f"{live.eta_s:.1f} s"}</span> · last: <code class="live-current">{escape(live.current or "")}</code></p>'
               f'<progress id="live-progress" max="{max(live.total, 1)}" value="{live.done}">{pct}%</progress>'
               f'<p class="muted">Updates as trials finish (read from {escape(live.path.name)}).</p></section>'
               f'<table class="kv"><thead><tr><th>Test</th><th class=num>Trials done</th><th class=num>Failed</th></tr></thead>'
