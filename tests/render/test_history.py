@@ -143,3 +143,54 @@ def test_the_view_answers_only_to_this_machines_names(results: Path) -> None:
     client = TestClient(create_app(results), base_url="http://127.0.0.1:8765")
     assert client.get("/").status_code == 200
     assert client.get("/", headers={"host": "evil.example"}).status_code == 400
+
+
+def test_a_result_file_that_does_not_load_is_named_on_the_runs_page(results: Path, tmp_path: Path) -> None:
+    import shutil
+
+    from trialrun.render.history import runs_page
+
+    folder = tmp_path / "eval"
+    shutil.copytree(results, folder, symlinks=True)
+    (folder / "results_20991231_000000.json").write_text('{"schema_version": "1.0", "cases": [', encoding="utf-8")
+    history = load_history(folder)
+    assert len(history.runs) == len(RUNS)
+    assert [p.name for p in history.skipped] == ["results_20991231_000000.json"]
+    page = runs_page(history)
+    assert 'id="skipped"' in page and "results_20991231_000000.json" in page and "truncated" in page
+
+
+def test_trialrun_view_serves_the_folder_on_loopback(results: Path) -> None:
+    import os
+    import signal
+    import socket
+    import time
+
+    import httpx
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    process = subprocess.Popen([sys.executable, "-m", "trialrun", "view", str(results), "--port", str(port)],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        line = process.stdout.readline() if process.stdout else ""
+        assert line.strip() == f"trialrun view: serving {results} at http://127.0.0.1:{port}/ (Ctrl-C to stop)"
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                page = httpx.get(f"http://127.0.0.1:{port}/", timeout=5)
+                break
+            except httpx.TransportError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+        assert page.status_code == 200 and page.text.count('class="row run-row"') == len(RUNS)
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            os.kill(process.pid, 9)
+            process.wait(5)
+    assert process.returncode == 0
