@@ -1,10 +1,13 @@
 """Make docs/html-report.png: the HTML report of the bundled shellpilot examples, with the case whose prompt
-injection the policy denied expanded to its first trial's trajectory.
+injection the policy denied expanded to its first trial's trajectory; and docs/view-runs.png and
+docs/view-diff.png: `trialrun view` over five real runs of the quickstart (the runs list with the suite trend, and
+the trajectory diff of the test the configuration change regressed).
 
 The page is drawn by headless Chromium through the very code the browser tests use (tests/render/_browser.py),
 so the README shows what the tests look at, not a drawing.
 
     python docs/make_screenshot.py [OUTPUT.png]
+    python docs/make_screenshot.py --view [FOLDER]      # view-runs.png and view-diff.png (needs trialrun[view])
 
 Needs Playwright for Python (`pip install playwright`, no browser download) and Debian's Chromium
 (`apt-get install -y chromium`), or TRIALRUN_CHROMIUM pointing at another Chromium.
@@ -25,7 +28,32 @@ from _html_reports import DENIAL_CASE, shellpilot_report  # noqa: E402
 from trialrun.render.html import report_html  # noqa: E402
 
 
+def view_screenshots(folder: Path) -> list[Path]:
+    """`trialrun view` served over a real history; the runs list and a trajectory diff, as the tests open them."""
+    from urllib.parse import urlencode
+
+    from _history_runs import REGRESSED, make_history, served  # noqa: E402
+
+    with tempfile.TemporaryDirectory() as scratch:
+        results = make_history(Path(scratch))
+        with served(results) as base, _browser.chromium() as launched:
+            context = _browser.new_context(launched, width=1280, height=900)
+            runs = _browser.open_url(context, base + "/")
+            stems = list(reversed(runs.page.locator("tr.run-row").evaluate_all("rs => rs.map(r => r.dataset.run)")))
+            written = [runs.screenshot(folder / "view-runs.png")]
+            diff = _browser.open_url(context, f"{base}/diff?{urlencode({'test': REGRESSED, 'a': stems[1], 'b': stems[2]})}")
+            written.append(diff.screenshot(folder / "view-diff.png"))
+            problems = runs.problems + diff.problems
+            if problems:
+                raise RuntimeError(f"the view reported problems: {problems}")
+    return written
+
+
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["--view"]:
+        for path in view_screenshots(Path(argv[1]) if len(argv) > 1 else ROOT / "docs"):
+            print(f"wrote {path}")
+        return 0
     output = Path(argv[0]) if argv else ROOT / "docs" / "html-report.png"
     reason = _browser.missing()
     if reason:

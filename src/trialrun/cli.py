@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -136,6 +137,28 @@ def _load_config(config_path: str | None, **overrides: Any) -> Any:
     return config.with_overrides(**overrides)
 
 
+def _log_config(config: Any) -> None:
+    import logging
+
+    log = logging.getLogger("trialrun.cli")
+    if log.isEnabledFor(logging.INFO):
+        log.info("config file: %s", config.source or "none (defaults)")
+        log.info("suite: %s; results: %s", config.suite_path(), config.results_path())
+        spec = re.sub(r"//[^/@]*@", "//***@", str(config.model_spec))  # no user:password of a URL
+        log.info("model transport: %s (%s); api: %s; agent: %s", spec, config.model_spec.kind,
+                 config.effective_api, config.agent or "trialrun.Agent (reference)")
+        log.info("trials: %s; concurrency: %s; judge: %s", config.trials, config.concurrency or "default",
+                 config.judge or "heuristic")
+
+
+def _config_note(config: Any) -> str:
+    """Which configuration a command uses, or that it assumed the defaults because none was found."""
+    if config.source is not None:
+        return f"config: {config.source}"
+    return (f"config: none found (no trialrun.toml or [tool.trialrun] in {config.base_dir} or above); assuming the "
+            f"defaults: suite {config.suite}, model {config.model}")
+
+
 def _write_outputs(markdown_path: str | None, junit_path: str | None, html_path: str | None, *, markdown: Callable[[], str] | None,
                    junit: Callable[[], str] | None, html: Callable[[], str] | None, summary: bool) -> None:
     """Write the requested files; append Markdown to GitHub's job summary when it is set (unless --no-summary)."""
@@ -156,18 +179,44 @@ def _write_outputs(markdown_path: str | None, junit_path: str | None, html_path:
             append_step_summary(text or markdown())
 
 
+def _setup_logging(verbose: bool, debug: bool) -> None:
+    """-v: what was configured (INFO); --debug: also each model request's path and status (DEBUG). To stderr, and
+    never a secret (no headers, no query strings, no environment values)."""
+    if not (verbose or debug):
+        return
+    import logging
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    logger = logging.getLogger("trialrun")
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG if debug else logging.INFO)
+
+    def restore() -> None:  # the command is done (matters when main() is called in-process, as tests do)
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+
+    click.get_current_context().call_on_close(restore)
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="trialrun")
-def main() -> None:
+@click.option("-v", "--verbose", is_flag=True, help="Log what was configured (to stderr).")
+@click.option("--debug", is_flag=True, help="Also log each model request's path and status (never a secret).")
+def main(verbose: bool = False, debug: bool = False) -> None:
     """Test the behaviour of tool-calling LLM agents: outcome and trajectory, pass@1 and pass^k.
 
     \b
+    trialrun init                    make a working offline project here
     trialrun run all                 run the suite (state/eval/tests.json by default)
     trialrun report                  show the most recent run
     trialrun compare                 compare the last two runs (before/after a config change)
+    trialrun view                    browse every run in a local web app (trialrun[view])
     trialrun grade RUN TEST 0.25     set a test's output_quality by hand
     trialrun schema                  the suite's JSON Schema
     """
+    _setup_logging(verbose, debug)
 
 
 # -- run ----------------------------------------------------------------------------------------------------
@@ -205,9 +254,12 @@ def run(test_ids: tuple[str, ...], trials: int | None, tags: tuple[str, ...], na
     from .suite import SuiteError, read_suite
 
     label_map = _labels(labels)
-    config = _load_config(config_path, suite=Path(suite) if suite else None, model=model, agent=agent, api=api,
-                          judge=judge, results_dir=Path(results_dir) if results_dir else None, trials=trials,
+    config = _load_config(config_path, suite=Path(suite).resolve() if suite else None, model=model, agent=agent, api=api,
+                          judge=judge, results_dir=Path(results_dir).resolve() if results_dir else None, trials=trials,
                           concurrency=concurrency, rubric=rubric)
+    if not as_json:
+        _say(_config_note(config))
+    _log_config(config)
     suite_file = read_suite(config.suite_path())
     wanted = [t for t in test_ids if t != "all"] + list(names)
     known = [t.id for t in suite_file.tests]
@@ -244,14 +296,16 @@ def run(test_ids: tuple[str, ...], trials: int | None, tags: tuple[str, ...], na
 
     from .render.terminal import RunProgress
 
-    progress = RunProgress(console, count, enabled=not as_json)
+    progress = RunProgress(console, count, enabled=not as_json,
+                           trials={c.name: c.trials or config.trials for c in cases
+                                   if c.mode == "deterministic" or include_live_canary or live})
     exit_code = EXIT_OK
     with progress:
         try:
             report = runner.evaluate(
                 cases, trials=config.trials,
                 include_live_canary=include_live_canary or live, concurrency=config.concurrency or runner.DEFAULT_CONCURRENCY,
-                config_snapshot=snapshot, on_trial=lambda case, result: progress.advance(result.passed),
+                config_snapshot=snapshot, on_trial=lambda case, result: progress.advance(result.passed, case.name),
             )
         except runner.EvaluationInterrupted as interrupted:
             report = interrupted.report
@@ -335,7 +389,7 @@ def _store(results_dir: str | None, config_path: str | None, suite: str | None =
 
     if results_dir:
         return ResultsStore(Path(results_dir))
-    config = _load_config(config_path, suite=Path(suite) if suite else None)
+    config = _load_config(config_path, suite=Path(suite).resolve() if suite else None)
     return ResultsStore(config.results_path())
 
 
@@ -355,16 +409,30 @@ def _warn_skipped(store: Any) -> None:
 @click.option("--junit", "junit_path", type=click.Path(dir_okay=False), help="Write JUnit XML here.")
 @click.option("--markdown", "markdown_path", type=click.Path(dir_okay=False), help="Write a Markdown summary here.")
 @click.option("--html", "html_path", type=click.Path(dir_okay=False), help="Write a self-contained HTML report here.")
+@click.option("--history", is_flag=True, help="With --html: write every run of the results dir (runs list, trend charts).")
+@click.option("--table", "show_table", is_flag=True, help="Print the table even when writing files.")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 whatever the run's result (to look, not to gate).")
 @_fail_cleanly
 def report(run_ref: str | None, results_dir: str | None, suite: str | None, config_path: str | None, as_json: bool,
-           junit_path: str | None, markdown_path: str | None, html_path: str | None) -> None:
+           junit_path: str | None, markdown_path: str | None, html_path: str | None, history: bool,
+           show_table: bool, exit_zero: bool) -> None:
     """Show a run: the most recent by default (latest.json), or RUN: a run id (eval_20260731_140000), a result
-    file's name or stem (results_20260731_140000), a path, or `latest`."""
+    file's name or stem (results_20260731_140000), a path, or `latest`. Writing a file (--html, --junit,
+    --markdown) prints one line instead of the table, unless --table.
+
+    Exit code: 0 when every graded test of the run passed, 1 when one failed (0 with --exit-zero), 2 for a usage
+    or file error.
+
+    With --history --html F: write the runs of the results dir (newest first, the config changes between them, the
+    suite's trend and each test's chart) as one self-contained file."""
     from .store import load_report
 
     _check_output_file(junit_path, "--junit")
     _check_output_file(markdown_path, "--markdown")
     _check_output_file(html_path, "--html")
+    if history:
+        _history_report(run_ref, results_dir, config_path, suite, html_path, junit_path or markdown_path or as_json)
+        return
     if run_ref and Path(run_ref).is_file():  # a path needs no configuration
         path = Path(run_ref)
     else:
@@ -372,11 +440,61 @@ def report(run_ref: str | None, results_dir: str | None, suite: str | None, conf
         path = store.resolve(run_ref)
         _warn_skipped(store)
     result = load_report(path)
-    _emit_report(result, as_json=as_json, saved=None)
-    if not as_json:
-        _console().print(f"[dim]{markup(path)}[/]")
+    written = [p for p in (html_path, junit_path, markdown_path) if p]
+    if as_json or show_table or not written:
+        _emit_report(result, as_json=as_json, saved=None)
+        if not as_json:
+            _console().print(f"[dim]{markup(path)}[/]")
     _report_files(result, junit_path=junit_path, markdown_path=markdown_path, html_path=html_path, summary=False)
-    sys.exit(EXIT_FAILED if result.failed_case_count else EXIT_OK)
+    if written and not as_json and not show_table:
+        from .render.terminal import summary_line
+
+        _console().print(f"wrote {', '.join(written)}: {summary_line(result)} [dim]({path})[/]")
+    sys.exit(EXIT_FAILED if result.failed_case_count and not exit_zero else EXIT_OK)
+
+
+def _history_report(run_ref: str | None, results_dir: str | None, config_path: str | None, suite: str | None,
+                    html_path: str | None, other: Any) -> None:
+    from ._files import write_atomic
+    from ._history import load_history
+    from .render.history import history_html
+
+    if run_ref or other or not html_path:
+        raise click.UsageError("--history writes the runs list as HTML: give --html FILE (and no RUN, --json, "
+                               "--junit or --markdown)")
+    store = _store(results_dir, config_path, suite)
+    found = load_history(store.directory)
+    for path, reason in found.skipped.items():
+        click.echo(f"warning: skipped {path}: {reason}", err=True)
+    write_atomic(Path(html_path), history_html(found))
+    click.echo(f"wrote {html_path}: {len(found.runs)} run(s) of {store.directory}")
+    sys.exit(EXIT_OK)
+
+
+# -- view ---------------------------------------------------------------------------------------------------
+@main.command()
+@click.argument("results_dir", required=False, type=click.Path(file_okay=False))
+@click.option("--port", type=click.IntRange(min=1, max=65535), default=8765, show_default=True, help="Port on 127.0.0.1.")
+@click.option("--open", "open_browser", is_flag=True, help="Open the page in a browser once it is served.")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Configuration file.")
+@_fail_cleanly
+def view(results_dir: str | None, port: int, open_browser: bool, config_path: str | None) -> None:
+    """Browse the runs of RESULTS_DIR (default: the suite's folder) in a local web app on 127.0.0.1: runs list,
+    trends, each test's history, two runs compared, trajectory diffs, runs in progress. Needs `trialrun[view]`."""
+    try:
+        from .view import serve
+    except ImportError as exc:  # pragma: no cover - view.py imports nothing optional at its top
+        raise click.ClickException(str(exc)) from None
+    store = _store(results_dir, config_path)
+    if not store.directory.is_dir():
+        raise _PathProblem(f"results dir {store.directory}: no such folder (run `trialrun run` first)")
+    try:
+        serve(store.directory, port=port, open_browser=open_browser)
+    except ImportError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
+    except KeyboardInterrupt:
+        pass
 
 
 # -- compare ------------------------------------------------------------------------------------------------
@@ -482,6 +600,46 @@ def grade(run_ref: str, test_id: str, quality: str, results_dir: str | None, con
         f"{'passed' if after.passed else 'failed'}; run {updated.passed_case_count}/{len(updated.graded_cases)} passed ({path})",
         err=False,
     )
+
+
+# -- init ---------------------------------------------------------------------------------------------------
+#: What `trialrun init` prints when it is done: the next three commands.
+INIT_NEXT = ("trialrun run all", "trialrun run all --trials 3", "trialrun compare")
+
+
+@main.command()
+@_fail_cleanly
+def init() -> None:
+    """Make a working offline project in the current folder: trialrun.toml, state/eval/tests.json, a scripted
+    model (model.yaml) and a workspace. Never overwrites: if any of them exists, nothing is written."""
+    from importlib.resources import files
+
+    from ._files import write_atomic
+
+    template = files("trialrun").joinpath("_scaffold")
+    wanted: list[tuple[Path, str]] = []
+
+    def walk(node: Any, rel: Path) -> None:
+        for child in sorted(node.iterdir(), key=lambda c: c.name):
+            if child.name == "__pycache__":
+                continue
+            if child.is_dir():
+                walk(child, rel / child.name)
+            else:
+                wanted.append((rel / child.name, child.read_text(encoding="utf-8")))
+
+    walk(template, Path())
+    there = [str(path) for path, _ in wanted if Path(path).exists()]
+    if there:
+        raise _PathProblem(f"{Path.cwd()}: already has {', '.join(there)}; trialrun init never overwrites "
+                           "(nothing was written)")
+    for path, text in wanted:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, text)
+    click.echo(f"made a trialrun project in {Path.cwd()}: {', '.join(str(p) for p, _ in wanted)}")
+    click.echo("next:")
+    for command in INIT_NEXT:
+        click.echo(f"  {command}")
 
 
 # -- schema and skill ---------------------------------------------------------------------------------------

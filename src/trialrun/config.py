@@ -252,8 +252,25 @@ def _tool_table(raw: dict[str, Any], path: Path) -> dict[str, Any]:
     return tool
 
 
+def find_config(start: Path | str | None = None) -> tuple[Path, dict[str, Any]] | None:
+    """The configuration in force for a directory, as pytest and ruff find theirs: walking up from `start` to the
+    first folder with a trialrun.toml or a pyproject.toml with a [tool.trialrun] section (its file and table), or
+    None when there is none up to the root."""
+    base = Path(start or Path.cwd()).resolve()
+    for folder in (base, *base.parents):
+        if (folder / CONFIG_FILE).exists():  # a FIFO or folder in its place is refused by _read, never skipped
+            return folder / CONFIG_FILE, _read(folder / CONFIG_FILE)
+        pyproject = folder / "pyproject.toml"
+        if pyproject.exists():
+            tool = _tool_table(_read(pyproject), pyproject)
+            if "trialrun" in tool:
+                return pyproject, tool["trialrun"]
+    return None
+
+
 def load_config(start: Path | str | None = None, *, path: Path | str | None = None) -> Config:
-    """The configuration for a directory: its trialrun.toml, else pyproject.toml's [tool.trialrun], else defaults."""
+    """The configuration for a directory: the first trialrun.toml or [tool.trialrun] from it upwards (paths in it
+    are relative to its folder), else defaults relative to the directory. `config.source` says which was used."""
     base = Path(start or Path.cwd()).resolve()
     data: dict[str, Any] = {}
     source: Path | None = None
@@ -261,15 +278,10 @@ def load_config(start: Path | str | None = None, *, path: Path | str | None = No
         source = Path(path).resolve()
         raw = _read(source)
         data = _tool_table(raw, source).get("trialrun", {}) if source.name == "pyproject.toml" else raw
-    elif (base / CONFIG_FILE).exists():  # a FIFO or folder in its place is refused by _read, never skipped
-        source = base / CONFIG_FILE
-        data = _read(source)
-    elif (base / "pyproject.toml").exists():
-        raw = _read(base / "pyproject.toml")
-        tool = _tool_table(raw, base / "pyproject.toml")
-        if "trialrun" in tool:
-            source = base / "pyproject.toml"
-            data = tool["trialrun"]
+    else:
+        found = find_config(base)
+        if found is not None:
+            source, data = found
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: the trialrun configuration must be a table")
     folder = source.parent if source else base

@@ -8,9 +8,9 @@ every trial makes many of them; pydantic still validates and serialises them whe
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
-__all__ = ["Usage", "ToolCall", "ToolResult", "Turn", "Denial", "Conversation", "Trajectory", "Run", "observed_nothing"]
+__all__ = ["Usage", "ToolCall", "ToolResult", "Turn", "Denial", "Conversation", "Trajectory", "Run", "RunStatus", "observed_nothing"]
 
 
 @dataclass(slots=True)
@@ -223,6 +223,10 @@ def observed_nothing(trajectory: Trajectory) -> bool:
                 or trajectory.commands or trajectory.denials)
 
 
+#: How an agent's loop ended (`Run.status`): the reference agent sets one of these.
+RunStatus = Literal["completed", "max_turns", "cost_limit", "stopped_by_policy", "error"]
+
+
 @dataclass(slots=True)
 class Run:
     """What one invoke produced: the output the caller got back and the trajectory that led there.
@@ -235,7 +239,7 @@ class Run:
     trajectory: Trajectory = field(default_factory=Trajectory)
     usage: Usage | None = None
     cost_usd: float | None = None
-    status: str | None = None
+    status: RunStatus | None = None
     error: str | None = None
     exit_code: int | None = None
     stderr: str | None = None

@@ -236,6 +236,11 @@ def test_progress_bar_on_a_terminal_for_runs_over_a_second(project: Path, write_
     assert "running" in tty.stdout and "4/4" not in tty.stdout.split("running")[0]
     plain = subprocess.run(args, capture_output=True, text=True, env={**_subprocess_env(), "TTY_COMPATIBLE": "0"}, timeout=60)
     assert "running" not in plain.stdout and plain.returncode == 0
+    # not a terminal (a CI log): plain lines once the run is past a second, when each test finishes
+    assert "\x1b[" not in plain.stdout and "progress: 4/4 trials · 4 passed · " in plain.stdout
+    done_lines = [line for line in plain.stdout.splitlines() if line.endswith(" done")]
+    assert done_lines and all(line.startswith("progress: ") for line in done_lines)
+    assert "t3 done" in plain.stdout
     as_json = subprocess.run([*args, "--json"], capture_output=True, text=True, env={**_subprocess_env(), "TTY_COMPATIBLE": "1"}, timeout=60)
     assert "running" not in as_json.stdout + as_json.stderr
     json.loads(as_json.stdout)
@@ -279,3 +284,17 @@ def test_ctrl_c_saves_finished_tests_as_interrupted_and_exits_130(project: Path,
     data = _latest(project)
     assert data["status"] == "interrupted"
     assert [t["id"] for t in data["tests"]] == ["quick"] and data["unfinished_cases"] == ["slow"]
+
+
+def test_report_writing_a_file_prints_one_line_and_exit_zero_only_looks(project: Path, cli) -> None:
+    assert cli("run", "all", "--model", "scripted:model_v2.yaml").exit_code == 1  # one test fails
+    result = cli("report", "--html", "report.html")
+    assert result.exit_code == 1  # the run's result, as `run` gave it
+    lines = result.stdout.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("wrote report.html: 4/5 passed · 1 failed · pass@1 0.80")
+    assert (project / "report.html").is_file()
+    table = cli("report", "--html", "report.html", "--table")
+    assert "summarise-notes" in table.stdout and len(table.stdout.splitlines()) > 5
+    assert cli("report", "--exit-zero").exit_code == 0
+    assert cli("report", "--html", "report.html", "--exit-zero").exit_code == 0
+    assert cli("report").exit_code == 1

@@ -103,6 +103,14 @@ def new_context(launched: Any, *, width: int = 1280, height: int = 900, javascri
 def open_report(context: Any, html_file: Path, *, fragment: str = "", wait_ready: bool = True) -> Page:
     """Open a report file and wait until its script has drawn the table (unless `wait_ready` is off, for a page
     opened without JavaScript); records console errors, page errors, dialogs and requests."""
+    return open_url(context, html_file.resolve().as_uri() + fragment,
+                    ready="html[data-ready='1']" if wait_ready else None, same_origin=False)
+
+
+def open_url(context: Any, url: str, *, ready: str | None = None, same_origin: bool = True) -> Page:
+    """Open `url` (a file or a page `trialrun view` serves) and wait for the `ready` selector when given; records
+    console errors, page errors, dialogs and requests (beyond the page itself, or, with `same_origin`, to any other
+    origin than the page's)."""
     page = context.new_page()
     opened = Page(page)
     page.on("console", lambda msg: opened.console_errors.append(f"console {msg.type}: {msg.text}")
@@ -114,12 +122,18 @@ def open_report(context: Any, html_file: Path, *, fragment: str = "", wait_ready
         dialog.dismiss()
 
     page.on("dialog", on_dialog)
-    url = html_file.resolve().as_uri() + fragment
-    page.on("request", lambda request: opened.requests.append(request.url) if request.url.split("#")[0] != url.split("#")[0] else None)
+    origin = url.split("/", 3)[:3]
+
+    def foreign(request_url: str) -> bool:
+        if same_origin:
+            return request_url.split("/", 3)[:3] != origin
+        return request_url.split("#")[0] != url.split("#")[0]
+
+    page.on("request", lambda request: opened.requests.append(request.url) if foreign(request.url) else None)
     started = time.perf_counter()
     page.goto(url, wait_until="load")
-    if wait_ready:
-        page.wait_for_selector("html[data-ready='1']", state="attached", timeout=30_000)
+    if ready:
+        page.wait_for_selector(ready, state="attached", timeout=30_000)
     opened.load_ms = (time.perf_counter() - started) * 1000
     return opened
 

@@ -370,3 +370,41 @@ def test_side_and_sub_conversations_are_folded_under_the_main_timeline(context: 
     assert "2 side/sub conversations" in expanded.locator("summary").first.inner_text()
     page.screenshot(tmp_path / "conversations.png")
     assert page.problems == []
+
+
+_OVERFLOW = """detail => {
+  const limit = window.innerWidth;
+  const out = [];
+  for (const el of detail.querySelectorAll('td > * , td > * *')) {
+    const r = el.getBoundingClientRect();
+    if (r.width && r.right > limit + 0.5) out.push(`${el.tagName}.${el.getAttribute('class') || ''} ends at ${Math.round(r.right)}`);
+  }
+  for (const cell of detail.querySelectorAll('td.reason')) {
+    if (cell.scrollWidth > cell.clientWidth + 1) out.push(`a verdict reason is cut: ${cell.textContent}`);
+  }
+  return out;
+}"""
+
+
+@pytest.mark.parametrize("page_kind", ["run", "compare"])
+def test_an_expanded_case_fits_a_390px_phone(chromium: Any, run_page_file: Path, tmp_path: Path, page_kind: str) -> None:
+    if page_kind == "run":
+        html_file = run_page_file
+    else:
+        html_file = tmp_path / "compare.html"
+        html_file.write_text(comparison_html(*shellpilot_comparison()), encoding="utf-8")
+    phone = _browser.new_context(chromium, width=390, height=844)
+    try:
+        page = _open(phone, html_file)
+        detail = page.expand_case(DENIAL_CASE)
+        trial = page.expand_trial(detail, 1)
+        reasons = trial.locator("td.reason").all_inner_texts()
+        assert any("denied" in r for r in reasons)  # the verdict reasons the old layout cut off at the right
+        assert detail.evaluate(_OVERFLOW) == []
+        for cell in trial.locator("td.reason").all():
+            box = cell.bounding_box()
+            assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390
+        assert page.problems == []
+        page.screenshot(tmp_path / f"phone-{page_kind}.png")
+    finally:
+        phone.close()

@@ -12,14 +12,14 @@ import json
 import time
 from collections.abc import Generator, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import httpx
 
 from .. import _shell
 from .._command_tools import command_argument
 from .._retry import retry_delay, retryable
-from ..trajectory import Denial, Run, ToolCall, ToolResult, Trajectory, Turn
+from ..trajectory import Denial, Run, RunStatus, ToolCall, ToolResult, Trajectory, Turn
 from ..wire import Codec, Message, WireError, codec_named
 from ..wire._codec import arguments_problem
 from .policy import Decision, ToolPolicy
@@ -28,7 +28,6 @@ from .tools import Tool, ToolError, _check_timeout
 
 __all__ = ["Agent", "RunStatus", "DEFAULT_BASE_URLS"]
 
-RunStatus = Literal["completed", "max_turns", "cost_limit", "stopped_by_policy", "error"]
 
 DEFAULT_BASE_URLS = {
     "openai-chat": "https://api.openai.com/v1",

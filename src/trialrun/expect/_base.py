@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ..trajectory import Run
+from ..trajectory import Run, Trajectory
 
 #: The trial context (`trialrun.TrialContext`) a grader may receive: passed through untouched, so graders need not
 #: import cases (cases hold graders; data flows one way).
@@ -63,7 +63,10 @@ class Grader:
         self.fn = fn
         self.kind = kind
 
-    def __call__(self, run: Run, ctx: Context | None = None) -> Verdict:
+    def __call__(self, run: Run | Trajectory, ctx: Context | None = None) -> Verdict:
+        """Grade a Run, or a Trajectory alone (taken as a run with that trajectory and no output)."""
+        if isinstance(run, Trajectory):
+            run = Run(trajectory=run)
         return _finish(self, self.fn(run, ctx))
 
     def __repr__(self) -> str:
@@ -195,8 +198,11 @@ def _run_to_end(awaitable: Any) -> Any:
 
 
 def check(expectations: Iterable[Any], run: Run | Any, ctx: Context | None = None) -> list[Verdict]:
-    """Grade a run against expectations (the seed's Test-ShpEvalExpectation); a non-Run is taken as the output."""
-    if not isinstance(run, Run):
+    """Grade a run against expectations (the seed's Test-ShpEvalExpectation); a Trajectory is taken as a run with
+    that trajectory, anything else that is not a Run as the output."""
+    if isinstance(run, Trajectory):
+        run = Run(trajectory=run)
+    elif not isinstance(run, Run):
         run = Run(output=run)
     verdicts = []
     for item in expectations:

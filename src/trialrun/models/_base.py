@@ -10,6 +10,8 @@ SDKs use internally): an `httpx2.Client` insists on `httpx2` byte streams, an `h
 
 from __future__ import annotations
 
+import logging
+
 import sys
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -154,6 +156,18 @@ def _left_encoded(module: ModuleType, headers: Any) -> dict[str, str]:
     return {"content-encoding": ", ".join(left)} if left else {}
 
 
+_log = logging.getLogger("trialrun.models")
+
+
+def _logged(transport: Any, request: Any, response: Any) -> Any:
+    """Each model request at debug level: transport, method, path (never the query, where a key may travel, nor a
+    header) and status."""
+    if _log.isEnabledFor(logging.DEBUG):
+        _log.debug("%s: %s %s -> %s", type(transport).__name__, request.method, request.url.path,
+                   getattr(response, "status_code", "?"))
+    return response
+
+
 class ModelTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
     """An httpx transport (sync and async) that records every exchange passing through it.
 
@@ -191,11 +205,11 @@ class ModelTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
 
     def handle_request(self, request: Any) -> Any:
         request.read()
-        return self._handle(request)
+        return _logged(self, request, self._handle(request))
 
     async def handle_async_request(self, request: Any) -> Any:
         await request.aread()
-        return await self._ahandle(request)
+        return _logged(self, request, await self._ahandle(request))
 
     def _handle(self, request: Any) -> Any:
         raise NotImplementedError

@@ -14,7 +14,7 @@ from types import TracebackType
 
 from rich import box
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.segment import Segments
 from rich.table import Table
 from rich.text import Text
@@ -25,7 +25,7 @@ from ..compare import Comparison, delta_lines
 from ..results import CaseResult, RunReport
 from .text import why_failed
 
-__all__ = ["print_report", "print_comparison", "why_failed", "ending_notes", "RunProgress"]
+__all__ = ["print_report", "print_comparison", "why_failed", "ending_notes", "RunProgress", "summary_line"]
 
 
 def _num(value: float | None, digits: int = 2) -> str:
@@ -123,6 +123,13 @@ def print_report(report: RunReport, console: Console, *, saved: str | None = Non
                                                          f"{clean(scrub_text(skipped.reason))}"))
     for name in report.unfinished_cases:
         console.print(Text.assemble(("not finished", "yellow"), f" {clean(name, lines=False)} (interrupted)"))
+    console.print(summary_line(report))
+    if saved:
+        console.print(Text(f"saved {clean(saved)}"))
+
+
+def summary_line(report: RunReport) -> str:
+    """The run in one line (rich markup): `4/5 passed · 1 failed · pass@1 0.80 · pass^k 0.80 · avg score 0.90 ...`."""
     graded = len(report.graded_cases)
     parts = [f"{report.passed_case_count}/{graded} passed"]
     if report.failed_case_count:
@@ -138,9 +145,7 @@ def print_report(report: RunReport, console: Console, *, saved: str | None = Non
     parts.append(f"{report.duration_s:.1f}s")
     if report.status != "completed":
         parts.append(f"[yellow]{markup(report.status, lines=False)}[/]")
-    console.print(" · ".join(parts))
-    if saved:
-        console.print(Text(f"saved {clean(saved)}"))
+    return " · ".join(parts)
 
 
 def print_comparison(comparison: Comparison, console: Console) -> None:
@@ -155,22 +160,42 @@ def print_comparison(comparison: Comparison, console: Console) -> None:
         console.print(Text(clean(scrub_text(line)), style=style))
 
 
-class RunProgress:
-    """A progress bar that appears only on a terminal, and only once the run has taken more than `delay` seconds."""
+#: Seconds between the plain progress lines written when the output is not a terminal (CI logs).
+PLAIN_INTERVAL = 10.0
 
-    def __init__(self, console: Console, total: int, *, enabled: bool = True, delay: float = 1.0) -> None:
+
+class RunProgress:
+    """Progress of a run, once it has taken more than `delay` seconds (short runs stay quiet).
+
+    On a terminal: a bar with trials done, the passed/failed tally, elapsed time, an ETA and the test that finished
+    last. Not on a terminal (a CI log): a plain line every `interval` seconds and when a test finishes its trials,
+    instead of silence until the end. `trials` (test name -> trials it runs) tells when a test is finished.
+    """
+
+    def __init__(self, console: Console, total: int, *, enabled: bool = True, delay: float = 1.0,
+                 interval: float = PLAIN_INTERVAL, trials: dict[str, int] | None = None) -> None:
         self.total = total
         self.done = 0
         self.failed = 0
-        self._enabled = enabled and console.is_terminal and total > 0
+        self.current = ""
+        self._console = console
+        self._trials = dict(trials or {})
+        self._finished_trials: dict[str, int] = {}
+        self._bar = enabled and console.is_terminal and total > 0
+        self._plain = enabled and not console.is_terminal and total > 0
+        self._delay = delay
+        self._interval = interval
         self._progress = Progress(
-            TextColumn("[bold]running[/]"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[failed]}"),
-            TimeElapsedColumn(), console=console, transient=True,
+            TextColumn("[bold]running[/]"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[tally]}"),
+            TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), TextColumn("{task.fields[current]}"),
+            console=console, transient=True,
         )
-        self._task = self._progress.add_task("trials", total=total, failed="")
+        self._task = self._progress.add_task("trials", total=total, tally="", current="")
         self._lock = threading.Lock()
         self._started = False
-        self._timer = threading.Timer(delay, self._start) if self._enabled else None
+        self._stopped = threading.Event()
+        self._timer = threading.Timer(delay, self._start) if self._bar else None
+        self._ticker = threading.Thread(target=self._tick, daemon=True) if self._plain else None
         self._t0 = time.perf_counter()
 
     def _start(self) -> None:
@@ -179,16 +204,51 @@ class RunProgress:
                 self._progress.start()
                 self._started = True
 
-    def advance(self, passed: bool) -> None:
+    def _tally(self) -> str:
+        passed = self.done - self.failed
+        return f"[green]{passed} passed[/]" + (f" [red]{self.failed} failed[/]" if self.failed else "")
+
+    def line(self, finished: str | None = None) -> str:
+        """The plain progress line: `progress: 3/10 trials · 2 passed · 1 failed · 4.2s · ETA 9s · read-file done`."""
+        elapsed = time.perf_counter() - self._t0
+        parts = [f"progress: {self.done}/{self.total} trials", f"{self.done - self.failed} passed"]
+        if self.failed:
+            parts.append(f"{self.failed} failed")
+        parts.append(f"{elapsed:.1f}s")
+        if 0 < self.done < self.total:
+            parts.append(f"ETA {elapsed / self.done * (self.total - self.done):.0f}s")
+        if finished:
+            parts.append(f"{finished} done")
+        elif self.current:
+            parts.append(f"last: {self.current}")
+        return " · ".join(parts)
+
+    def _quiet(self) -> bool:
+        return time.perf_counter() - self._t0 < self._delay
+
+    def _tick(self) -> None:
+        while not self._stopped.wait(self._interval):
+            with self._lock:
+                if self.done < self.total and not self._quiet():
+                    self._console.print(self.line(), markup=False, highlight=False)
+
+    def advance(self, passed: bool, case: str | None = None) -> None:
         with self._lock:
             self.done += 1
             self.failed += 0 if passed else 1
-            self._progress.update(self._task, advance=1, failed=f"[red]{self.failed} failed[/]" if self.failed else "")
+            self.current = case or self.current
+            self._progress.update(self._task, advance=1, tally=self._tally(), current=self.current)
+            if self._plain and case is not None:
+                count = self._finished_trials[case] = self._finished_trials.get(case, 0) + 1
+                if count == self._trials.get(case) and not self._quiet():
+                    self._console.print(self.line(finished=case), markup=False, highlight=False)
 
     def __enter__(self) -> RunProgress:
         if self._timer is not None:
             self._timer.daemon = True
             self._timer.start()
+        if self._ticker is not None:
+            self._ticker.start()
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
@@ -198,6 +258,7 @@ class RunProgress:
         """Take the bar off the screen (also before the process exits without unwinding)."""
         if self._timer is not None:
             self._timer.cancel()
+        self._stopped.set()
         with self._lock:
             if self._started:
                 self._progress.stop()

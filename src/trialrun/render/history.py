@@ -1,0 +1,424 @@
+"""HTML pages of a results folder's history: the runs list with the suite's trend, a test's history, the
+trajectory diff of one test between two runs, and a run in progress. Charts are inline SVG (no CDN, no script).
+
+The same renderers serve `trialrun view` (`served=True`: links between pages, the compare picker, live rows) and
+the static export `trialrun report --history --html F` (`served=False`: one self-contained file, every test's
+chart inline).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import timezone
+from html import escape
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from .._history import History, LiveRun, RunEntry, config_line, suite_trend, test_history
+from .._trajdiff import AlignedTurn, TrajectoryDiff, steps
+from ..trajectory import Trajectory, Turn
+from .html import _asset, _csp_hash, _money, _rate
+
+__all__ = ["runs_page", "history_html", "test_page", "diff_page", "live_page", "trend_svg", "Series"]
+
+_CSS = """
+.runs td, .runs th { white-space: nowrap; }
+.runs td.changes { white-space: normal; min-width: 14em; font-size: 0.85rem; overflow-wrap: anywhere; }
+.runs tr.live-run { background: var(--info-bg); }
+figure.trend { margin: 12px 0; background: var(--surface); border: 1px solid var(--border); border-radius: 8px; padding: 10px 12px; }
+figure.trend figcaption { font-size: 0.85rem; color: var(--muted); }
+svg.trend { display: block; width: 100%; max-width: 760px; height: auto; }
+svg.trend .grid { stroke: var(--border-soft); }
+svg.trend .axis { fill: var(--muted); font-size: 11px; font-family: var(--font); }
+svg.trend .line { fill: none; stroke-width: 2; }
+svg.trend .s0 { stroke: var(--accent); fill: var(--accent); }
+svg.trend .s1 { stroke: var(--pass-line); fill: var(--pass-line); }
+svg.trend .s2 { stroke: #8250df; fill: #8250df; }
+svg.trend .line.s2 { stroke-dasharray: 6 4; }
+svg.trend .line.s0, svg.trend .line.s1, svg.trend .line.s2 { fill: none; }
+svg.trend .cfg-mark { stroke: var(--warn); stroke-dasharray: 4 3; }
+svg.trend .cfg-label { fill: var(--warn); font-size: 11px; }
+svg.trend circle.regression { fill: var(--fail); stroke: var(--fail-line); stroke-width: 3; }
+.legend .k { display: inline-block; width: 14px; height: 4px; vertical-align: middle; margin-right: 5px; }
+.legend .k.s0 { background: var(--accent); } .legend .k.s1 { background: var(--pass-line); } .legend .k.s2 { background: #8250df; }
+form.pick + form.pick { margin-top: 8px; }
+form.pick { display: flex; flex-wrap: wrap; gap: 8px; align-items: center; }
+form.pick select, form.pick button { font: inherit; padding: 5px 8px; border: 1px solid var(--border); border-radius: 6px; background: var(--surface); color: var(--text); }
+table.tdiff { border-collapse: collapse; width: 100%; table-layout: fixed; font-size: 0.88rem; }
+table.tdiff th, table.tdiff td { border-bottom: 1px solid var(--border-soft); padding: 6px 8px; vertical-align: top; text-align: left; overflow-wrap: anywhere; }
+table.tdiff th.turn { width: 6.5em; }
+table.tdiff tr.diverged td, table.tdiff tr.diverged th { background: var(--fail-bg); }
+table.tdiff tr.first-divergence td, table.tdiff tr.first-divergence th { background: var(--fail-bg); box-shadow: inset 0 2px 0 var(--fail-line), inset 0 -2px 0 var(--fail-line); }
+table.tdiff .diff-kind { color: var(--fail); font-weight: 700; font-size: 0.8rem; }
+table.tdiff pre { white-space: pre-wrap; margin: 2px 0; font-size: 0.85em; }
+.call-line { margin: 0 0 4px; }
+.call-line.changed { outline: 2px solid var(--fail-line); border-radius: 4px; }
+progress#live-progress { width: 100%; max-width: 520px; height: 12px; }
+"""
+
+_LIVE_JS = r"""
+(function () {
+  "use strict";
+  var rows = document.querySelectorAll("[data-live]");
+  if (!rows.length) return;
+  function fmt(s) { return (Math.round(s * 10) / 10).toFixed(1) + " s"; }
+  function poll() {
+    rows.forEach(function (el) {
+      fetch("/api/live/" + encodeURIComponent(el.getAttribute("data-live")), {cache: "no-store"})
+        .then(function (r) { return r.json(); })
+        .then(function (d) {
+          var set = function (sel, text) { var n = el.querySelector(sel); if (n) n.textContent = text; };
+          if (d.finished) { set(".live-state", "finished"); if (el.getAttribute("data-reload") === "run") location.href = d.finished; else location.reload(); return; }
+          if (d.gone) { set(".live-state", "stopped (no journal)"); return; }
+          set(".live-done", d.done + "/" + d.total);
+          set(".live-passed", String(d.passed));
+          set(".live-failed", String(d.failed));
+          set(".live-elapsed", fmt(d.elapsed_s));
+          set(".live-eta", d.eta_s === null ? "–" : fmt(d.eta_s));
+          set(".live-current", d.current || "");
+          set(".live-state", d.status ? d.status : "running");
+          var tbody = document.getElementById("live-cases");
+          if (tbody && d.cases) {
+            tbody.textContent = "";
+            Object.keys(d.cases).forEach(function (name) {
+              var c = d.cases[name], tr = document.createElement("tr"), th = document.createElement("th");
+              var code = document.createElement("code"); code.textContent = name; th.appendChild(code); th.scope = "row";
+              tr.setAttribute("data-case", name); tr.appendChild(th);
+              [c.done + "/" + c.trials, String(c.failed)].forEach(function (t) {
+                var td = document.createElement("td"); td.className = "num"; td.textContent = t; tr.appendChild(td);
+              });
+              tbody.appendChild(tr);
+            });
+          }
+          var bar = el.querySelector("progress");
+          if (bar) { bar.max = Math.max(d.total, 1); bar.value = d.done; }
+        })
+        .catch(function () {});
+    });
+    setTimeout(poll, 700);
+  }
+  poll();
+})();
+"""
+
+
+# -- page shell -------------------------------------------------------------------------------------------
+def _page(title: str, body: str, *, served: bool, script: str = "") -> str:
+    css = "\n" + _asset("report.css") + _CSS
+    scripts = f"<script>{script}</script>" if script else ""
+    csp = (f"default-src 'none'; style-src {_csp_hash(css)}; img-src data:; base-uri 'none'; "
+           + (f"script-src {_csp_hash(script)}; " if script else "")
+           + ("connect-src 'self'; form-action 'self'" if served else "form-action 'none'"))
+    nav = ('<nav class="wrap meta"><a href="/">All runs</a></nav>' if served else "")
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+        f'<meta http-equiv="Content-Security-Policy" content="{escape(csp)}">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n<meta name="generator" content="trialrun">\n'
+        f"<title>{escape(title)}</title>\n<style>{css}</style>\n</head>\n<body>\n{nav}\n{body}\n{scripts}\n</body>\n</html>\n"
+    )
+
+
+def _head(eyebrow: str, title: str, meta: str = "", state: str = "") -> str:
+    return (f'<header class="page-head" data-state="{state}"><div class="wrap"><p class="eyebrow">{escape(eyebrow)}</p>'
+            f"<h1>{escape(title)}</h1>{f'<p class=meta>{meta}</p>' if meta else ''}</div></header>")
+
+
+def _when(entry: RunEntry) -> str:
+    return entry.report.started_at.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _q(text: str) -> str:
+    return quote(text, safe="")
+
+
+# -- the chart --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Series:
+    name: str
+    values: Sequence[float | None]
+
+
+def trend_svg(labels: Sequence[str], series: Sequence[Series], *, config_changed: Sequence[bool] = (),
+              regressions: Sequence[bool] = (), title: str = "trend", chart_id: str = "") -> str:
+    """A line chart of values in [0, 1] over runs (x: the runs, oldest left). Every value is a `circle.pt` (with a
+    `<title>` naming run and value); runs whose config changed get a dashed line marked "config"; regressions a
+    filled red point (`circle.regression`) on the first series."""
+    width, height, left, right, top, bottom = 720, 220, 40, 16, 16, 40
+    n = len(labels)
+    plot_w, plot_h = width - left - right, height - top - bottom
+
+    def x(i: int) -> float:
+        return left + (plot_w / 2 if n == 1 else plot_w * i / (n - 1))
+
+    def y(v: float) -> float:
+        return top + plot_h * (1 - max(0.0, min(1.0, v)))
+
+    parts = [f'<svg class="trend" viewBox="0 0 {width} {height}" role="img" aria-label="{escape(title)}"'
+             + (f' id="{escape(chart_id)}"' if chart_id else "") + f"><title>{escape(title)}</title>"]
+    for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
+        parts.append(f'<line class="grid" x1="{left}" x2="{width - right}" y1="{y(tick):.1f}" y2="{y(tick):.1f}"/>'
+                     f'<text class="axis" x="{left - 6}" y="{y(tick) + 4:.1f}" text-anchor="end">{tick:.2f}</text>')
+    for i, changed in enumerate(config_changed):
+        if changed:
+            near_right = x(i) > width - right - 50
+            parts.append(f'<line class="cfg-mark" data-run="{escape(labels[i])}" x1="{x(i):.1f}" x2="{x(i):.1f}" '
+                         f'y1="{top}" y2="{top + plot_h}"><title>config changed in {escape(labels[i])}</title></line>'
+                         f'<text class="cfg-label" x="{x(i) + (-3 if near_right else 3):.1f}" y="{top + 10}" '
+                         f'text-anchor="{"end" if near_right else "start"}">config</text>')
+    step = max(1, n // 8)
+    for i, label in enumerate(labels):
+        if i % step == 0 or i == n - 1:
+            parts.append(f'<text class="axis" x="{x(i):.1f}" y="{height - bottom + 16}" text-anchor="middle">{i + 1}</text>')
+    parts.append(f'<text class="axis" x="{left + plot_w / 2:.1f}" y="{height - 6}" text-anchor="middle">run (oldest first)</text>')
+    marks = []  # regressions drawn last, over every line
+    for s_index, s in enumerate(series):
+        cls = f"s{s_index % 3}"
+        points = [(i, v) for i, v in enumerate(s.values) if v is not None]
+        if len(points) > 1:
+            path = " ".join(f"{x(i):.1f},{y(v):.1f}" for i, v in points)
+            parts.append(f'<polyline class="line {cls}" points="{path}"/>')
+        for i, v in points:
+            bad = s_index == 0 and i < len(regressions) and regressions[i]
+            circle = (f'<circle class="pt {cls}{" regression" if bad else ""}" data-series="{escape(s.name)}" '
+                      f'data-run="{escape(labels[i])}" cx="{x(i):.1f}" cy="{y(v):.1f}" r="{6 if bad else 4}">'
+                      f'<title>{escape(labels[i])}: {escape(s.name)} {v:.2f}{" (regression)" if bad else ""}</title></circle>')
+            (marks if bad else parts).append(circle)
+    parts.extend(marks)
+    parts.append("</svg>")
+    legend = "".join(f'<span><span class="k s{i % 3}"></span>{escape(s.name)}</span>' for i, s in enumerate(series))
+    extra = ""
+    if any(config_changed):
+        extra += "<span>dashed line: config changed</span>"
+    if any(regressions):
+        extra += "<span>red point: regression</span>"
+    return f'<figure class="trend">{"".join(parts)}<figcaption class="legend">{legend}{extra}</figcaption></figure>'
+
+
+def suite_chart(history: History) -> str:
+    trend = suite_trend(history)
+    if not trend:
+        return '<p class="muted">No runs yet.</p>'
+    return trend_svg([t.stem for t in trend], [Series("pass rate", [t.pass_rate for t in trend]),
+                                               Series("score", [t.score for t in trend]),
+                                               Series("pass^k", [t.pass_pow_k for t in trend])],
+                     config_changed=[t.config_changed for t in trend], regressions=[t.regressions > 0 for t in trend],
+                     title="Suite trend: pass rate, score and pass^k per run", chart_id="suite-trend")
+
+
+def test_chart(history: History, name: str) -> str:
+    points = test_history(history, name)
+    if not points:
+        return f'<p class="muted">No run graded {escape(name)}.</p>'
+    return trend_svg([p.stem for p in points], [Series("score", [p.score for p in points]),
+                                                Series("pass@1", [p.pass_at_1 for p in points])],
+                     config_changed=[p.config_changed for p in points], regressions=[p.regression for p in points],
+                     title=f"{name}: score and pass@1 per run", chart_id="test-trend")
+
+
+# -- the runs list ----------------------------------------------------------------------------------------
+def _live_row(live: LiveRun) -> str:
+    state = live.status or "running"
+    return (f'<tr class="row live-run" data-live="{escape(live.stem)}"><td><a href="/live/{_q(live.stem)}">'
+            f"{escape((live.started_at or '')[:19].replace('T', ' '))}</a></td>"
+            f'<td colspan="4"><span class="badge info live-state">{escape(state)}</span> '
+            f'<span class="live-done">{live.done}/{live.total}</span> trials</td>'
+            f'<td class="num live-passed">{live.passed}</td><td class="num live-failed">{live.failed}</td>'
+            f'<td colspan="2" class="live-current">{escape(live.current or "")}</td><td class="changes">in progress</td></tr>')
+
+
+def _runs_table(history: History, *, served: bool) -> str:
+    rows = [_live_row(live) for live in history.live] if served else []
+    for entry in reversed(history.runs):
+        r = entry.report
+        graded = len(r.graded_cases)
+        when = escape(_when(entry))
+        link = f'<a href="/run/{_q(entry.stem)}">{when}</a>' if served else when
+        status = "" if r.status == "completed" else ' <span class="badge skip">interrupted</span>'
+        changes = config_line(entry.config_changes) if entry.previous else "(first run)"
+        regress = (f' <span class="badge fail">{len(entry.comparison.regressions)} regression(s)</span>'
+                   if entry.comparison and entry.comparison.regressions else "")
+        rows.append(
+            f'<tr class="row run-row" data-run="{escape(entry.stem)}"><td>{link}{status}{regress}</td><td>{escape(entry.label)}</td>'
+            f"<td><code>{escape(entry.model)}</code></td><td>{escape(entry.rubric)}</td>"
+            f'<td class="num">{r.passed_case_count}/{graded}</td><td class="num">{_rate(r.score)}</td>'
+            f'<td class="num">{_rate(r.pass_pow_k)}</td><td class="num">{_money(r.cost_usd)}</td>'
+            f'<td class="num">{r.trial_count}</td><td class="changes">{escape(changes or "no change")}</td></tr>')
+    head = ("<tr><th>Time (UTC)</th><th>Label</th><th>Model</th><th>Rubric</th><th class=num>Pass rate</th>"
+            "<th class=num>Score</th><th class=num>pass^k</th><th class=num>Cost</th><th class=num>k</th>"
+            "<th>Config changes since the previous run</th></tr>")
+    return (f'<div class="table-wrap"><div class="scroll"><table class="cases runs" id="runs"><thead>{head}</thead>'
+            f'<tbody>{"".join(rows)}</tbody></table></div></div>')
+
+
+def _picker(history: History) -> str:
+    if len(history.runs) < 2:
+        return ""
+    newest_first = list(reversed(history.runs))
+
+    def options(selected: int) -> str:
+        return "".join(f'<option value="{escape(e.stem)}"{" selected" if i == selected else ""}>{escape(_when(e))} '
+                       f"{escape(e.label)}</option>" for i, e in enumerate(newest_first))
+
+    tests = "".join(f'<option value="{escape(n)}">{escape(n)}</option>' for n in history.test_names())
+    return (f'<section class="panel"><h3>Compare two runs</h3><form class="pick" method="get" action="/compare" id="compare-form">'
+            f'<label>Before <select name="a" id="pick-a">{options(1)}</select></label>'
+            f'<label>After <select name="b" id="pick-b">{options(0)}</select></label>'
+            f'<button type="submit">Compare</button></form>'
+            f'<form class="pick" method="get" action="/diff" id="diff-form">'
+            f'<label>Trajectory diff of <select name="test">{tests}</select></label>'
+            f'<input type="hidden" name="a" value="{escape(newest_first[1].stem)}">'
+            f'<input type="hidden" name="b" value="{escape(newest_first[0].stem)}">'
+            f'<button type="submit">Diff the last two runs</button></form></section>')
+
+
+def _tests_list(history: History, *, served: bool) -> str:
+    names = history.test_names()
+    if not names:
+        return ""
+    if served:
+        items = "".join(f'<li><a href="/test/{_q(n)}">{escape(n)}</a></li>' for n in names)
+        return f'<section class="panel"><h3>Tests ({len(names)})</h3><ul class="names" id="tests">{items}</ul></section>'
+    blocks = "".join(f'<details class="panel test-history" data-test="{escape(n)}"><summary>{escape(n)}</summary>'
+                     f"{test_chart(history, n)}</details>" for n in names)
+    return f'<section><h2>Each test across runs ({len(names)})</h2>{blocks}</section>'
+
+
+def _skipped(history: History) -> str:
+    if not history.skipped:
+        return ""
+    items = "".join(f"<li><code>{escape(p.name)}</code>: {escape(why)}</li>" for p, why in history.skipped.items())
+    return f'<div class="alert warn" id="skipped"><p>Result files that could not be read:</p><ul>{items}</ul></div>'
+
+
+def runs_page(history: History, *, served: bool = True) -> str:
+    """The runs of a results folder, newest first, with the suite's trend chart above them."""
+    count = len(history.runs)
+    meta = f"{escape(str(history.directory))} · {count} run{'s' if count != 1 else ''}"
+    if served and history.live:
+        meta += f" · {len(history.live)} in progress"
+    body = (_head("trialrun · history", "Runs", meta)
+            + f'<main class="wrap" id="main"><h2>Suite trend</h2>{suite_chart(history)}{_skipped(history)}'
+            + (_picker(history) if served else "")
+            + f"<h2>Runs</h2>{_runs_table(history, served=served)}{_tests_list(history, served=served)}</main>"
+            + '<footer class="wrap foot">Made by trialrun.'
+            + ("" if served else " Self-contained: this page loads nothing from the network.") + "</footer>")
+    return _page("trialrun · runs", body, served=served, script=_LIVE_JS if served and history.live else "")
+
+
+def history_html(history: History) -> str:
+    """The static export: the runs list, the suite trend and every test's chart in one self-contained file."""
+    return runs_page(history, served=False)
+
+
+# -- one test across runs ---------------------------------------------------------------------------------
+def test_page(history: History, name: str) -> str:
+    points = test_history(history, name)
+    rows = []
+    previous: str | None = None
+    for i, p in enumerate(points):
+        diff = (f'<a href="/diff?{urlencode({"test": name, "a": previous, "b": p.stem})}">diff vs previous</a>'
+                if previous else "")
+        marks = ("".join([' <span class="badge info">config changed</span>' if p.config_changed else "",
+                          ' <span class="badge fail">regression</span>' if p.regression else ""]))
+        status = "" if p.passed is None else ("PASS" if p.passed else "FAIL")
+        rows.append(f'<tr class="row{" regression" if p.regression else ""}" data-run="{escape(p.stem)}">'
+                    f'<td><a href="/run/{_q(p.stem)}">{escape(p.when.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S"))}</a>{marks}</td>'
+                    f'<td>{status}</td><td class="num">{_rate(p.score)}</td><td class="num">{_rate(p.pass_at_1)}</td><td>{diff}</td></tr>')
+        previous = p.stem
+    table = ('<div class="table-wrap"><div class="scroll"><table class="cases" id="test-runs"><thead><tr><th>Run (UTC)</th>'
+             '<th>Result</th><th class=num>Score</th><th class=num>pass@1</th><th>Trajectory</th></tr></thead>'
+             f'<tbody>{"".join(reversed(rows))}</tbody></table></div></div>')
+    body = (_head("trialrun · test history", name, f"{len(points)} run(s) graded this test")
+            + f'<main class="wrap" id="main">{test_chart(history, name)}<h2>Runs</h2>{table}</main>')
+    return _page(f"trialrun · {name}", body, served=True)
+
+
+# -- the trajectory diff ----------------------------------------------------------------------------------
+def _turn_cell(turn: Turn | None, aligned: AlignedTurn, side: str) -> str:
+    if turn is None:
+        return '<td class="muted">(no such turn: the run ended before it)</td>'
+    out = []
+    for i, step in enumerate(steps(turn)):
+        changed = aligned.call_index == i and aligned.divergence in ("tool", "arguments", "result")
+        args = step.call.raw_arguments if not step.call.arguments and step.call.raw_arguments else step.call.arguments
+        result = ("" if step.result is None else
+                  f'<pre class="{"error" if step.result.is_error else ""}">→ {escape(step.result.content[:2000])}</pre>')
+        out.append(f'<div class="call-line{" changed" if changed else ""}" data-side="{side}"><strong class="tool-name">'
+                   f"{escape(step.call.name)}</strong> <code>{escape(_short(args))}</code>{result}</div>")
+    if turn.text.strip():
+        out.append(f'<pre class="reply">{escape(turn.text[:2000])}</pre>')
+    return f"<td>{''.join(out) or '<span class=muted>(empty turn)</span>'}</td>"
+
+
+def _short(value: Any) -> str:
+    import json
+
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return text if len(text) <= 600 else text[:600] + "…"
+
+
+def diff_page(name: str, before: RunEntry, after: RunEntry, *, trial: int = 1) -> str:
+    """Test `name`'s trajectory in trial `trial` of two runs, aligned turn by turn, the first divergence marked."""
+    from .._trajdiff import align
+
+    def trajectory(entry: RunEntry) -> Trajectory | None:
+        case = next((c for c in entry.report.cases if c.name == name), None)
+        if case is None:
+            return None
+        chosen = next((t for t in case.trials if t.trial == trial), None)
+        return chosen.trajectory if chosen else None
+
+    a, b = trajectory(before), trajectory(after)
+    meta = (f"trial {trial} · before <code>{escape(before.stem)}</code> ({escape(_when(before))}) → after "
+            f"<code>{escape(after.stem)}</code> ({escape(_when(after))})")
+    if a is None or b is None:
+        missing = before.stem if a is None else after.stem
+        body = (_head("trialrun · trajectory diff", name, meta)
+                + f'<main class="wrap"><p class="alert warn" id="diff-summary">Run {escape(missing)} has no trial '
+                  f"{trial} of {escape(name)}.</p></main>")
+        return _page(f"trialrun · diff {name}", body, served=True)
+    diff: TrajectoryDiff = align(a, b)
+    first = diff.first
+    rows = []
+    for t in diff.turns:
+        cls = " ".join(c for c in ("diverged" if not t.same else "", "first-divergence" if t is first else "") if c)
+        kind = f'<div class="diff-kind">{escape(t.divergence or "")}</div>' if t.divergence else ""
+        rows.append(f'<tr class="{cls}" data-turn="{t.index + 1}" data-divergence="{escape(t.divergence or "")}">'
+                    f'<th class="turn" scope="row">{t.index + 1}{kind}</th>{_turn_cell(t.before, t, "before")}'
+                    f'{_turn_cell(t.after, t, "after")}</tr>')
+    table = ('<div class="table-wrap"><table class="tdiff" id="trajectory-diff"><thead><tr><th class="turn">Turn</th>'
+             f'<th>Before ({escape(before.stem)})</th><th>After ({escape(after.stem)})</th></tr></thead>'
+             f'<tbody>{"".join(rows)}</tbody></table></div>')
+    tone = "good" if first is None else "bad"
+    body = (_head("trialrun · trajectory diff", name, meta, "passed" if first is None else "failed")
+            + f'<main class="wrap" id="main"><p class="alert {tone}" id="diff-summary">{escape(diff.describe())}</p>'
+              f"{table}"
+              '<details class="panel" id="raw-exchanges"><summary>Raw requests and responses</summary>'
+              '<p class="muted">The result files do not store raw exchanges: a trial keeps the trajectory read from '
+              "them (calls, arguments, results, text, usage), shown above. Record a cassette to keep the exchanges "
+              "themselves.</p></details></main>")
+    return _page(f"trialrun · diff {name}", body, served=True)
+
+
+# -- a run in progress ------------------------------------------------------------------------------------
+def live_page(live: LiveRun) -> str:
+    pct = round(100 * live.done / live.total) if live.total else 0
+    cases = "".join(
+        f'<tr data-case="{escape(name)}"><th scope="row"><code>{escape(name)}</code></th><td class="num">{c["done"]}/{c["trials"]}</td>'
+        f'<td class="num">{c["failed"]}</td></tr>' for name, c in live.cases.items())
+    problems = "".join(f"<li>{escape(p)}</li>" for p in live.problems)
+    body = (_head("trialrun · run in progress", live.run_id or live.stem, f"started {escape(live.started_at or '?')}")
+            + f'<main class="wrap" id="main"><section class="panel" id="live" data-live="{escape(live.stem)}" data-reload="run">'
+              f'<p><span class="badge info live-state">{escape(live.status or "running")}</span> '
+              f'<strong class="live-done" id="live-done">{live.done}/{live.total}</strong> trials · '
+              f'<span class="live-passed" id="live-passed">{live.passed}</span> passed · '
+              f'<span class="live-failed" id="live-failed">{live.failed}</span> failed · '
+              f'<span class="live-elapsed">{live.elapsed_s:.1f} s</span> · ETA <span class="live-eta" id="live-eta">'
+              f'{"–" if live.eta_s is None else f"{live.eta_s:.1f} s"}</span> · last: <code class="live-current">{escape(live.current or "")}</code></p>'
+              f'<progress id="live-progress" max="{max(live.total, 1)}" value="{live.done}">{pct}%</progress>'
+              f'<p class="muted">Updates as trials finish (read from {escape(live.path.name)}).</p></section>'
+              f'<table class="kv"><thead><tr><th>Test</th><th class=num>Trials done</th><th class=num>Failed</th></tr></thead>'
+              f'<tbody id="live-cases">{cases}</tbody></table>'
+              + (f'<div class="alert warn"><ul>{problems}</ul></div>' if problems else "") + "</main>")
+    return _page(f"trialrun · live {live.stem}", body, served=True, script=_LIVE_JS)

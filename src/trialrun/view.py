@@ -1,0 +1,151 @@
+"""`trialrun view`: a local web app over a results folder (Starlette + uvicorn, the `trialrun[view]` extra).
+
+It binds 127.0.0.1 only and reads the folder on every request (result files are cached by size and mtime), so a
+run saved meanwhile, or one in progress (its journal), shows up without a restart. Pages:
+
+    /                       the runs, newest first, with the suite trend, the compare picker, runs in progress
+    /run/<stem>             one run (the HTML report)
+    /test/<name>            one test across runs: score and pass@1 chart, config changes, regressions
+    /compare?a=<stem>&b=    two runs compared (the compare page of `trialrun compare --html`)
+    /diff?test=&a=&b=&trial=  one test's trajectory in two runs, aligned turn by turn, first divergence marked
+    /live/<stem>            a run in progress; /api/live/<stem> its progress as JSON (polled by the page)
+
+Starlette and uvicorn are imported only here, and this module only when `trialrun view` runs.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from ._history import History, load_history, read_journal
+
+__all__ = ["create_app", "serve", "MISSING_EXTRA"]
+
+MISSING_EXTRA = "trialrun view needs the 'view' extra: pip install 'trialrun[view]' (Starlette and uvicorn)"
+
+
+def create_app(directory: str | os.PathLike[str]) -> Any:
+    """The ASGI app serving `directory`'s history (raises ImportError naming the extra when Starlette is absent)."""
+    try:
+        from starlette.applications import Starlette
+        from starlette.requests import Request
+        from starlette.responses import HTMLResponse, JSONResponse, Response
+        from starlette.routing import Route
+    except ImportError as exc:
+        raise ImportError(MISSING_EXTRA) from exc
+
+    from . import compare as comparing
+    from .render import history as pages
+    from .render.html import comparison_html, report_html
+
+    root = Path(directory)
+
+    def history() -> History:
+        return load_history(root)
+
+    def html(text: str, status: int = 200) -> Response:
+        return HTMLResponse(text, status_code=status, headers={"Cache-Control": "no-store"})
+
+    def not_found(what: str) -> Response:
+        return html(pages._page("trialrun · not found", pages._head("trialrun", "Not found", what), served=True), 404)
+
+    async def index(request: Request) -> Response:
+        return html(pages.runs_page(history()))
+
+    async def run(request: Request) -> Response:
+        entry = history().run(request.path_params["stem"])
+        if entry is None:
+            return not_found(f"no run {request.path_params['stem']} in {root}")
+        return html(report_html(entry.report))
+
+    async def test(request: Request) -> Response:
+        name = request.path_params["name"]
+        h = history()
+        if name not in h.test_names():
+            return not_found(f"no test {name} in the runs of {root}")
+        return html(pages.test_page(h, name))
+
+    def two(request: Request, h: History) -> tuple[Any, Any] | Response:
+        a, b = h.run(request.query_params.get("a", "")), h.run(request.query_params.get("b", ""))
+        if a is None or b is None:
+            return not_found("pick two runs of this folder (a= and b=)")
+        return a, b
+
+    async def compare_page(request: Request) -> Response:
+        h = history()
+        pair = two(request, h)
+        if isinstance(pair, Response):
+            return pair
+        a, b = pair
+        return html(comparison_html(comparing.compare(a.report, b.report), a.report, b.report))
+
+    async def diff(request: Request) -> Response:
+        h = history()
+        pair = two(request, h)
+        if isinstance(pair, Response):
+            return pair
+        try:
+            trial = int(request.query_params.get("trial", "1"))
+        except ValueError:
+            trial = 1
+        return html(pages.diff_page(request.query_params.get("test", ""), *pair, trial=trial))
+
+    def journal(stem: str) -> Path:
+        return root / f"{Path(stem).name}.jsonl"
+
+    async def live(request: Request) -> Response:
+        stem = request.path_params["stem"]
+        progress = read_journal(journal(stem))
+        if progress is None:
+            if history().run(stem) is not None:
+                return Response(status_code=303, headers={"Location": f"/run/{stem}"})
+            return not_found(f"no run in progress named {stem}")
+        return html(pages.live_page(progress))
+
+    async def live_api(request: Request) -> Response:
+        stem = request.path_params["stem"]
+        progress = read_journal(journal(stem))
+        headers = {"Cache-Control": "no-store"}
+        if progress is None or (root / f"{Path(stem).name}.json").exists():
+            if (root / f"{Path(stem).name}.json").exists():
+                return JSONResponse({"finished": f"/run/{stem}"}, headers=headers)
+            return JSONResponse({"gone": True}, headers=headers)
+        return JSONResponse(progress.as_json(), headers=headers)
+
+    from starlette.middleware import Middleware
+    from starlette.middleware.trustedhost import TrustedHostMiddleware
+
+    # Only this machine's names: a page elsewhere cannot read the results through a DNS-rebound host name.
+    hosts = Middleware(TrustedHostMiddleware, allowed_hosts=["127.0.0.1", "localhost"])
+    return Starlette(middleware=[hosts], routes=[
+        Route("/", index), Route("/run/{stem}", run), Route("/test/{name:path}", test),
+        Route("/compare", compare_page), Route("/diff", diff), Route("/live/{stem}", live),
+        Route("/api/live/{stem}", live_api),
+    ])
+
+
+def serve(directory: str | os.PathLike[str], *, port: int = 8765, open_browser: bool = False) -> None:
+    """Serve the app on 127.0.0.1:`port` until interrupted; `--open` opens the browser once it listens."""
+    try:
+        import uvicorn
+    except ImportError as exc:
+        raise ImportError(MISSING_EXTRA) from exc
+    app = create_app(directory)
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
+    server = uvicorn.Server(config)
+    url = f"http://127.0.0.1:{port}/"
+
+    original_startup = server.startup
+
+    async def startup(sockets: Any = None) -> None:
+        await original_startup(sockets=sockets)
+        print(f"trialrun view: serving {directory} at {url} (Ctrl-C to stop)", flush=True)
+        if open_browser:
+            import webbrowser
+
+            webbrowser.open(url)
+
+    server.startup = startup  # type: ignore[method-assign]
+    server.run()

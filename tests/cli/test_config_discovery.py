@@ -1,0 +1,53 @@
+"""Configuration discovery: from a subfolder, the first trialrun.toml (or pyproject.toml with [tool.trialrun])
+upwards is used, its paths relative to its own folder, and the run says which file it used, or that it assumed
+the defaults because none was found."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from click.testing import Result
+
+from trialrun.config import find_config, load_config
+
+
+def test_a_run_from_a_subfolder_uses_the_projects_config(project: Path, cli: Callable[..., Result],
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    sub = project / "workspace" / "docs"
+    monkeypatch.chdir(sub)
+    result = cli("run", "read-file")
+    assert result.exit_code == 0, result.output
+    assert f"config: {project / 'trialrun.toml'}" in result.output
+    saved = list((project / "state" / "eval").glob("results_*.json"))  # the suite's folder, not the cwd's
+    assert len(saved) == 1 and not list(sub.glob("**/results_*.json"))
+
+
+def test_pyproject_tool_section_is_found_upwards_and_the_nearer_file_wins(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n[tool.trialrun]\nsuite = "evals/tests.json"\n')
+    deep = tmp_path / "a" / "b"
+    deep.mkdir(parents=True)
+    config = load_config(deep)
+    assert config.source == tmp_path / "pyproject.toml"
+    assert config.suite_path() == tmp_path / "evals" / "tests.json"
+    (tmp_path / "a" / "trialrun.toml").write_text('suite = "mine.json"\n')
+    config = load_config(deep)
+    assert config.source == tmp_path / "a" / "trialrun.toml" and config.suite_path() == tmp_path / "a" / "mine.json"
+
+
+def test_a_pyproject_without_the_section_is_passed_over(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n')
+    found = find_config(tmp_path)
+    assert found is None or found[0] != tmp_path / "pyproject.toml"
+
+
+def test_without_a_config_the_run_says_it_assumed_the_defaults(tmp_path: Path, cli: Callable[..., Result],
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    if find_config(tmp_path) is not None:
+        pytest.fail(f"a config above the temp dir ({find_config(tmp_path)}) would make this test meaningless")
+    monkeypatch.chdir(tmp_path)
+    result = cli("run", "all")
+    assert result.exit_code == 2
+    assert (f"config: none found (no trialrun.toml or [tool.trialrun] in {tmp_path.resolve()} or above); assuming "
+            "the defaults: suite state/eval/tests.json, model scripted:model.yaml") in result.output
