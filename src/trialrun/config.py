@@ -16,6 +16,7 @@ Every key is optional. Paths are relative to the file that names them. Command-l
     pass_threshold = 0.7
     rubric = "balanced"                      # how the sub-scores make the total: "balanced" | "skill" (the literal
                                              # min(sum, 1.0)); recorded in config_snapshot.rubric
+    executor = "ray"                         # where trials run: "local" (default) | "ray" | "ray://HOST:PORT"
     turn_limit = 25                          # the agent's hard stop (a test's max_turns is a budget it scores)
     judge = "openai:gpt-4.1-mini"            # output_quality by an LLM judge (a model spec); default: heuristic
     [policy]                                 # a ToolPolicy
@@ -106,8 +107,17 @@ class Config(BaseModel):
     prices: dict[str, dict[str, float]] = Field(default_factory=dict)
     trials: int = 1
     concurrency: int | None = None
+    executor: str | None = None
     source: Path | None = Field(default=None, exclude=True, description="the file this came from")
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
+
+    @field_validator("executor")
+    @classmethod
+    def _executor(cls, value: str | None) -> str | None:
+        from .executor import resolve_executor
+
+        resolve_executor(value)  # an unknown spelling is an error naming the key (Ray itself is needed only to run)
+        return value
 
     @field_validator("api")
     @classmethod
