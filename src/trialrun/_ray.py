@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Sequence
@@ -83,17 +85,29 @@ def _unpicklable(case: Case, exc: Exception, cloudpickle: Any) -> Problem:
 
 def _trial_on_worker(token: str, index: int, payload: bytes, trial: int, run_id: str | None) -> TrialResult:
     """A Ray task: one trial, with exactly the local semantics (run_one_trial). Ray's cancel arrives as a SIGINT
-    in the worker, which `_run_with_interrupt` turns into a cancellation, so the trial's teardown runs."""
+    in the worker (`interrupt_main`), which cancels the trial, so its teardown runs before the task ends."""
     from ray import cloudpickle
 
-    from .runner import _run_with_interrupt, run_one_trial
+    from .runner import _close, run_one_trial
 
     case = _CASES.get((token, index))
     if case is None:
         if any(key[0] != token for key in _CASES):
             _CASES.clear()  # a new run: forget the last one's cases
         case = _CASES[token, index] = cloudpickle.loads(payload)
-    return _run_with_interrupt(run_one_trial(case, trial, run_id))
+    loop = asyncio.new_event_loop()
+    task = loop.create_task(run_one_trial(case, trial, run_id))
+    # The loop's own handler (not signal.signal): it sets the wakeup fd, so the interrupt wakes a loop that is
+    # waiting on a worker thread, where a plain handler would only run once that thread is done.
+    main = threading.current_thread() is threading.main_thread()
+    if main:
+        loop.add_signal_handler(signal.SIGINT, task.cancel)
+    try:
+        return loop.run_until_complete(task)
+    finally:
+        if main:
+            loop.remove_signal_handler(signal.SIGINT)
+        _close(loop)
 
 
 class RayTrials:

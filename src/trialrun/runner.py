@@ -319,8 +319,9 @@ class _Runner:
 
 
 async def run_one_trial(case: Case, trial: int, run_id: str | None = None) -> TrialResult:
-    """One trial on its own, by the same `run_trial` a local run uses: how a Ray worker runs its trial."""
-    runner = _Runner(1, run_id, None)
+    """One trial on its own, by the same `run_trial` a local run uses: how a Ray worker runs its trial. Two worker
+    threads (the second starts only when needed): a cancelled trial's teardown never waits behind its stuck invoke."""
+    runner = _Runner(2, run_id, None)
     try:
         return await runner.run_trial(case, trial)
     finally:
