@@ -83,18 +83,34 @@ def _unpicklable(case: Case, exc: Exception, cloudpickle: Any) -> Problem:
                    case=case.name, field="invoke")
 
 
-def _trial_on_worker(token: str, index: int, payload: bytes, trial: int, run_id: str | None) -> TrialResult:
-    """A Ray task: one trial, with exactly the local semantics (run_one_trial). Ray's cancel arrives as a SIGINT
-    in the worker (`interrupt_main`), which cancels the trial, so its teardown runs before the task ends."""
+def _case(token: str, index: int, payload: bytes) -> Case:
     from ray import cloudpickle
-
-    from .runner import _close, run_one_trial
 
     case = _CASES.get((token, index))
     if case is None:
         if any(key[0] != token for key in _CASES):
             _CASES.clear()  # a new run: forget the last one's cases
         case = _CASES[token, index] = cloudpickle.loads(payload)
+    return case
+
+
+class _TrialWorker:
+    """An async Ray actor that runs up to `trials_per_worker` trials at once on its own event loop, as a local run
+    does (`run_one_trial` each): for trials that mostly wait, where one trial per worker process wastes the CPU.
+    Ray's cancel of one of its calls cancels that trial's coroutine, so its teardown runs."""
+
+    async def run(self, token: str, index: int, payload: bytes, trial: int, run_id: str | None) -> TrialResult:
+        from .runner import run_one_trial
+
+        return await run_one_trial(_case(token, index, payload), trial, run_id)
+
+
+def _trial_on_worker(token: str, index: int, payload: bytes, trial: int, run_id: str | None) -> TrialResult:
+    """A Ray task: one trial, with exactly the local semantics (run_one_trial). Ray's cancel arrives as a SIGINT
+    in the worker (`interrupt_main`), which cancels the trial, so its teardown runs before the task ends."""
+    from .runner import _close, run_one_trial
+
+    case = _case(token, index, payload)
     loop = asyncio.new_event_loop()
     task = loop.create_task(run_one_trial(case, trial, run_id))
     # The loop's own handler (not signal.signal): it sets the wakeup fd, so the interrupt wakes a loop that is
@@ -113,7 +129,7 @@ def _trial_on_worker(token: str, index: int, payload: bytes, trial: int, run_id:
 class RayTrials:
     """The driver side of a run on Ray: connects, ships the cases, runs a trial as a task and awaits its result."""
 
-    def __init__(self, executor: RayExecutor, cases: Sequence[Case], run_id: str | None) -> None:
+    def __init__(self, executor: RayExecutor, cases: Sequence[Case], run_id: str | None, concurrency: int = 1) -> None:
         ray = require_ray()
         payloads = ship(cases)  # before connecting: a case that cannot travel is refused at once
         self._ray = ray
@@ -127,7 +143,7 @@ class RayTrials:
         from ray import exceptions
 
         self._lost = (exceptions.WorkerCrashedError, exceptions.NodeDiedError, exceptions.LocalRayletDiedError,
-                      exceptions.ActorDiedError, exceptions.ObjectLostError)
+                      exceptions.ActorDiedError, exceptions.ActorUnavailableError, exceptions.ObjectLostError)
         self._task_error = exceptions.RayError
         self._executor = executor
         self._run_id = run_id
@@ -139,6 +155,22 @@ class RayTrials:
         if resources:
             options["resources"] = resources
         self._remote = ray.remote(_trial_on_worker).options(max_retries=0, **options)
+        self._pool: list[Any] = []
+        self._busy: list[int] = []
+        per_worker = executor.trials_per_worker
+        if per_worker > 1:  # the resources are each actor's; a dead actor restarts (its trials are "worker lost")
+            actor = ray.remote(_TrialWorker).options(max_concurrency=per_worker, max_restarts=-1, max_task_retries=0,
+                                                     **options)
+            self._pool = [actor.remote() for _ in range(max(1, -(-concurrency // per_worker)))]
+            self._busy = [0] * len(self._pool)
+
+    def _submit(self, index: int, trial: int) -> tuple[Any, int | None]:
+        args = (self._token, index, self._refs[index], trial, self._run_id)
+        if not self._pool:
+            return self._remote.remote(*args), None
+        slot = self._busy.index(min(self._busy))  # the least busy actor
+        self._busy[slot] += 1
+        return self._pool[slot].run.remote(*args), slot
 
     async def run_trial(self, case: Case, trial: int) -> TrialResult:
         """One trial on a worker. A lost worker (its process died) is retried once for a deterministic case, then
@@ -149,7 +181,7 @@ class RayTrials:
         attempts = 2 if case.mode == "deterministic" else 1
         started = time.perf_counter()
         for _ in range(attempts):
-            ref = self._remote.remote(self._token, index, self._refs[index], trial, self._run_id)
+            ref, slot = self._submit(index, trial)
             future = asyncio.wrap_future(ref.future())
             try:
                 return await asyncio.shield(future)
@@ -160,6 +192,9 @@ class RayTrials:
                 lost = exc
             except self._task_error as exc:  # the task itself failed on the worker (say, the case did not unpickle)
                 return _trial_result(trial, None, [], _error("worker", exc), None, time.perf_counter() - started)
+            finally:
+                if slot is not None:
+                    self._busy[slot] -= 1
         first_line = (str(lost).strip().splitlines() or [type(lost).__name__])[0]
         error = TrialError(type="WorkerLost", phase="worker",
                            message=f"worker lost: the Ray worker running this trial died ({first_line}); "
@@ -170,6 +205,8 @@ class RayTrials:
         """Cancel the task (a SIGINT on its worker: the trial's teardown runs) and wait for it, bounded."""
         self._ray.cancel(ref)
         done, _ = await asyncio.wait([future], timeout=self._executor.teardown_wait_s)
-        if not done:
-            self._ray.cancel(ref, force=True)
+        if not done and not self._pool:
+            self._ray.cancel(ref, force=True)  # (an actor's call cannot be forced; the actor lives on)
+        if future.done() and not future.cancelled():
+            future.exception()  # retrieved: a cancelled task's error is expected, not an unhandled one
         future.cancel()

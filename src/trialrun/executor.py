@@ -28,6 +28,8 @@ class RayExecutor:
     `resources_per_trial` is Ray's resources for one trial's task (default one CPU: a trial may run a build).
     `runtime_env` is passed to `ray.init` (e.g. `{"working_dir": "."}` for a remote cluster).
     `teardown_wait_s` bounds how long an interrupted run waits for the cancelled trials' teardowns.
+    `trials_per_worker` > 1 runs trials on a pool of async Ray actors instead, each running that many trials at
+    once (and `resources_per_trial` is then each actor's): for trials that mostly wait on a model or a tool.
     `init_kwargs` go to `ray.init` as they are. Needs `pip install 'trialrun[ray]'`.
 
     >>> RayExecutor(address="ray://head:10001", resources_per_trial={"num_cpus": 0.5}).address
@@ -38,6 +40,7 @@ class RayExecutor:
     resources_per_trial: Mapping[str, float] = field(default_factory=lambda: {"num_cpus": 1})
     runtime_env: Mapping[str, Any] | None = None
     teardown_wait_s: float = 30.0
+    trials_per_worker: int = 1
     init_kwargs: Mapping[str, Any] = field(default_factory=dict)
 
     def describe(self) -> str:

@@ -438,7 +438,7 @@ async def aevaluate(
     selected, skipped = select_cases(case_list, names=names, tags=tags, include_live_canary=include_live_canary)
     if not selected:  # a run that grades nothing must not be able to pass
         raise CaseError([_nothing_to_grade(case_list, skipped)])
-    run_trial = _trial_runner(executor, selected, run_id)  # a case Ray workers cannot take is refused here
+    run_trial = _trial_runner(executor, selected, run_id, concurrency)  # a case Ray workers cannot take is refused here
     started_at = datetime.now(timezone.utc)
     clock = time.perf_counter()
     runner = _Runner(concurrency, run_id, on_trial)
@@ -505,7 +505,7 @@ async def aevaluate(
     return report
 
 
-def _trial_runner(executor: Any, cases: list[Case], run_id: str | None) -> Callable[[Case, int], Any] | None:
+def _trial_runner(executor: Any, cases: list[Case], run_id: str | None, concurrency: int) -> Callable[[Case, int], Any] | None:
     """Where trials run: None for this process (the default, which never imports Ray), else a Ray cluster's."""
     from .executor import resolve_executor
 
@@ -514,7 +514,7 @@ def _trial_runner(executor: Any, cases: list[Case], run_id: str | None) -> Calla
         return None
     from ._ray import RayTrials
 
-    return RayTrials(chosen, cases, run_id).run_trial
+    return RayTrials(chosen, cases, run_id, max(1, concurrency)).run_trial
 
 
 async def _cancel_all(tasks: list[asyncio.Future[None]]) -> None:

@@ -169,3 +169,10 @@ def test_executor_spellings() -> None:
     assert resolve_executor("ray:127.0.0.1:6379").address == "127.0.0.1:6379"
     with pytest.raises(ExecutorError, match="expected local, ray"):
         resolve_executor("dask")
+
+
+def test_a_pool_of_async_actors_reports_what_a_local_run_reports(ray_cluster: str) -> None:
+    local = tr.evaluate(_suite(), trials=2)
+    pooled = tr.evaluate(_suite(), trials=2, concurrency=8,
+                         executor=tr.RayExecutor(trials_per_worker=4, resources_per_trial={"num_cpus": 0.5}))
+    assert _stable(pooled.model_dump(mode="json")) == _stable(local.model_dump(mode="json"))
