@@ -73,9 +73,13 @@ def main() -> None:
     _timed("local, concurrency 16", sleeping, concurrency=16)
     _timed("Ray, 2 workers (1 CPU per trial)", sleeping, executor=executor)
     _timed("Ray, 2 CPUs, num_cpus=0.125 per trial", sleeping, executor=tr.RayExecutor(resources_per_trial={"num_cpus": 0.125}))
+    pool = tr.RayExecutor(trials_per_worker=8)  # 2 actors of 8 trials each at concurrency 16
+    _timed("Ray, 2 actors x 8 trials (trials_per_worker)", _cases(_trivial, 20), executor=pool)  # start the actors
+    _timed("Ray, 2 actors x 8 trials (trials_per_worker)", sleeping, executor=pool)
     print(f"-- {args.trivial} trivial trials (the overhead per trial)")
     local = _timed("local, concurrency 16", _cases(_trivial, args.trivial))
     remote = _timed("Ray, 2 workers", _cases(_trivial, args.trivial), executor=executor)
+    _timed("Ray, 2 actors x 8 trials", _cases(_trivial, args.trivial), executor=pool)
     print(f"Ray adds about {(remote - local) * 1000:.1f} ms of wall time per trial at 2 workers "
           f"(about {(remote - local) * 2000:.1f} ms of worker time each)")
     ray.shutdown()
