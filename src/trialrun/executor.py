@@ -43,6 +43,12 @@ class RayExecutor:
     trials_per_worker: int = 1
     init_kwargs: Mapping[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        if isinstance(self.trials_per_worker, bool) or not isinstance(self.trials_per_worker, int) or self.trials_per_worker < 1:
+            raise ExecutorError(f"RayExecutor: trials_per_worker must be a positive integer, got {self.trials_per_worker!r}")
+        if self.teardown_wait_s < 0:
+            raise ExecutorError(f"RayExecutor: teardown_wait_s must be >= 0, got {self.teardown_wait_s!r}")
+
     def describe(self) -> str:
         return "ray" if self.address is None else f"ray:{self.address}" if "://" not in self.address else self.address
 

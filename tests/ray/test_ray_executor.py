@@ -169,6 +169,8 @@ def test_executor_spellings() -> None:
     assert resolve_executor("ray:127.0.0.1:6379").address == "127.0.0.1:6379"
     with pytest.raises(ExecutorError, match="expected local, ray"):
         resolve_executor("dask")
+    with pytest.raises(ExecutorError, match="trials_per_worker must be a positive integer, got 0"):
+        tr.RayExecutor(trials_per_worker=0)
 
 
 def test_a_pool_of_async_actors_reports_what_a_local_run_reports(ray_cluster: str) -> None:
