@@ -10,13 +10,17 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 SCRIPT = '''
 import json, sys
 from pathlib import Path
+
+import pytest
 import trialrun as tr
 from trialrun import expect
 
-address, out = sys.argv[1], Path(sys.argv[2])
+address, out, per_worker = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3])
 
 def quick(ctx):
     return "quick"
@@ -36,7 +40,7 @@ cases = [tr.Case(name=f"quick{i}", invoke=quick, expect_outcome=[expect.contains
 cases += [tr.Case(name=f"slow{i}", setup=slow_setup, invoke=slow, teardown=slow_teardown,
                   expect_outcome=[expect.contains("slow")]) for i in range(2)]
 executor = tr.RayExecutor(address=address, resources_per_trial={"num_cpus": 0.5}, teardown_wait_s=20,
-                          init_kwargs={"log_to_driver": False})
+                          init_kwargs={"log_to_driver": False}, trials_per_worker=per_worker)
 try:
     tr.evaluate(cases, executor=executor, concurrency=4,
                 on_trial=lambda case, result: print("finished", case.name, flush=True))
@@ -49,11 +53,13 @@ except tr.EvaluationInterrupted as exc:
 '''
 
 
-def test_ctrl_c_cancels_outstanding_trials_runs_their_teardowns_and_keeps_the_finished(ray_cluster: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("per_worker", [1, 2], ids=["tasks", "actor-pool"])
+def test_ctrl_c_cancels_outstanding_trials_runs_their_teardowns_and_keeps_the_finished(ray_cluster: str, tmp_path: Path,
+                                                                                       per_worker: int) -> None:
     script = tmp_path / "run.py"
     script.write_text(SCRIPT)
     env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
-    proc = subprocess.Popen([sys.executable, str(script), ray_cluster, str(tmp_path)], stdout=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, str(script), ray_cluster, str(tmp_path), str(per_worker)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env)
     try:
         deadline = time.monotonic() + 45
