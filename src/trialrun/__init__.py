@@ -21,7 +21,7 @@ from .case import Case, CaseError, Problem, TrialContext, case
 # public name -> the module that defines it
 _EXPORTS: dict[str, str] = {
     # cases and running
-    "evaluate": "runner", "aevaluate": "runner", "EvaluationInterrupted": "runner",
+    "evaluate": "runner", "aevaluate": "runner", "EvaluationInterrupted": "runner", "RayExecutor": "executor",
     "check": "expect", "Verdict": "expect",
     # results
     "RunReport": "results", "CaseResult": "results", "TrialResult": "results", "TrialError": "results",
@@ -40,7 +40,7 @@ _EXPORTS: dict[str, str] = {
     "ProcessAgent": "agents",
 }
 _SUBMODULES = frozenset({"expect", "wire", "models", "agent", "runner", "results", "metrics", "compare", "store",
-                         "suite", "config", "render", "trajectory", "endpoint", "agents"})
+                         "suite", "config", "render", "trajectory", "endpoint", "agents", "executor"})
 
 __all__ = ["__version__", "expect", "Case", "case", "CaseError", "Problem", "TrialContext", *_EXPORTS]
 
@@ -68,6 +68,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
     from .agents import ProcessAgent as ProcessAgent
     from .compare import CaseDelta as CaseDelta, Comparison as Comparison
     from .endpoint import ModelEndpoint as ModelEndpoint, serve as serve
+    from .executor import RayExecutor as RayExecutor
     from .expect import Verdict as Verdict, check as check
     from .models import Cassette as Cassette, LiveModel as LiveModel, ModelTransport as ModelTransport
     from .models import NetworkBlockedError as NetworkBlockedError, ObservedTransport as ObservedTransport

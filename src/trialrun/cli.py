@@ -36,10 +36,11 @@ def _user_errors() -> tuple[type[BaseException], ...]:
     from ._cassette_io import CassetteFileError
     from .case import CaseError
     from .config import ConfigError
+    from .executor import ExecutorError
     from .store import ResultFileError
     from .suite import SuiteError
 
-    return (ConfigError, SuiteError, CaseError, ResultFileError, CassetteFileError, _PathProblem)
+    return (ConfigError, SuiteError, CaseError, ResultFileError, CassetteFileError, ExecutorError, _PathProblem)
 
 
 class _PathProblem(Exception):
@@ -236,6 +237,8 @@ def main(verbose: bool = False, debug: bool = False) -> None:
 @click.option("--strict", is_flag=True, help="Make every suite warning an error (exit 2 before anything runs).")
 @click.option("--results-dir", type=click.Path(file_okay=False), help="Where result files go (default: the suite's folder).")
 @click.option("--concurrency", "-j", type=click.IntRange(min=1), help="Trials in flight at once.")
+@click.option("--executor", metavar="local|ray[://ADDRESS]",
+              help="Where trials run: local (default), ray (local Ray or $RAY_ADDRESS), ray://HOST:PORT. Needs trialrun[ray].")
 @click.option("--label", "labels", multiple=True, metavar="KEY=VALUE", help="Record a label in config_snapshot (repeatable).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON (no table, no progress bar).")
 @click.option("--junit", "junit_path", type=click.Path(dir_okay=False), help="Also write JUnit XML here.")
@@ -245,7 +248,7 @@ def main(verbose: bool = False, debug: bool = False) -> None:
 def run(test_ids: tuple[str, ...], trials: int | None, tags: tuple[str, ...], names: tuple[str, ...],
         include_live_canary: bool, suite: str | None, config_path: str | None, model: str | None, agent: str | None,
         api: str | None, judge: str | None, rubric: str | None, strict: bool, results_dir: str | None,
-        concurrency: int | None, labels: tuple[str, ...], as_json: bool, junit_path: str | None, markdown_path: str | None,
+        concurrency: int | None, executor: str | None, labels: tuple[str, ...], as_json: bool, junit_path: str | None, markdown_path: str | None,
         no_summary: bool) -> None:
     """Run the suite, or the tests named (TEST_ID ...; `all` or nothing runs every test)."""
     from . import runner
@@ -256,7 +259,7 @@ def run(test_ids: tuple[str, ...], trials: int | None, tags: tuple[str, ...], na
     label_map = _labels(labels)
     config = _load_config(config_path, suite=Path(suite).resolve() if suite else None, model=model, agent=agent, api=api,
                           judge=judge, results_dir=Path(results_dir).resolve() if results_dir else None, trials=trials,
-                          concurrency=concurrency, rubric=rubric)
+                          concurrency=concurrency, rubric=rubric, executor=executor)
     if not as_json:
         _say(_config_note(config))
     _log_config(config)
@@ -306,6 +309,7 @@ def run(test_ids: tuple[str, ...], trials: int | None, tags: tuple[str, ...], na
                 cases, trials=config.trials,
                 include_live_canary=include_live_canary or live, concurrency=config.concurrency or runner.DEFAULT_CONCURRENCY,
                 config_snapshot=snapshot, on_trial=lambda case, result: progress.advance(result.passed, case.name),
+                executor=config.executor,
             )
         except runner.EvaluationInterrupted as interrupted:
             report = interrupted.report

@@ -20,6 +20,7 @@ Every key is optional. Paths are relative to the file that names them. Command-l
     pass_threshold = 0.7
     rubric = "balanced"                      # how the sub-scores make the total: "balanced" | "skill" (the literal
                                              # min(sum, 1.0)); recorded in config_snapshot.rubric
+    executor = "ray"                         # where trials run: "local" (default) | "ray" | "ray://HOST:PORT"
     turn_limit = 25                          # the agent's hard stop (a test's max_turns is a budget it scores)
     judge = "openai:gpt-4.1-mini"            # output_quality by an LLM judge (a model spec); default: heuristic
     [policy]                                 # a ToolPolicy
@@ -127,8 +128,17 @@ class Config(BaseModel):
     prices: dict[str, dict[str, StrictFloat]] = Field(default_factory=dict)
     trials: StrictInt = 1
     concurrency: StrictInt | None = None
+    executor: StrictStr | None = None
     source: Path | None = Field(default=None, exclude=True, description="the file this came from")
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
+
+    @field_validator("executor")
+    @classmethod
+    def _executor(cls, value: str | None) -> str | None:
+        from .executor import resolve_executor
+
+        resolve_executor(value)  # an unknown spelling is an error naming the key (Ray itself is needed only to run)
+        return value
 
     @field_validator("api")
     @classmethod

@@ -25,7 +25,7 @@ from .expect._base import Grader, Verdict, agrade, grade, is_builtin
 from .results import CaseResult, RunReport, TrialError, TrialResult, jsonable
 from .trajectory import Run, Trajectory
 
-__all__ = ["evaluate", "aevaluate", "select_cases", "EvaluationInterrupted", "DEFAULT_CONCURRENCY"]
+__all__ = ["evaluate", "aevaluate", "select_cases", "run_one_trial", "EvaluationInterrupted", "DEFAULT_CONCURRENCY"]
 
 #: Trials in flight at once. Agents mostly wait on models, so this is about I/O, not cores.
 DEFAULT_CONCURRENCY = 16
@@ -318,6 +318,16 @@ class _Runner:
         return _trial_result(trial, run, verdicts, error, teardown_error, time.perf_counter() - started)
 
 
+async def run_one_trial(case: Case, trial: int, run_id: str | None = None) -> TrialResult:
+    """One trial on its own, by the same `run_trial` a local run uses: how a Ray worker runs its trial. Two worker
+    threads (the second starts only when needed): a cancelled trial's teardown never waits behind its stuck invoke."""
+    runner = _Runner(2, run_id, None)
+    try:
+        return await runner.run_trial(case, trial)
+    finally:
+        runner.threads.close()
+
+
 def _grade_all(graders: list[tuple[Grader, list[Exception]]], run: Run, ctx: TrialContext) -> list[Verdict]:
     return [grade(grader, run, ctx, raised=raised) for grader, raised in graders]
 
@@ -421,6 +431,7 @@ async def aevaluate(
     run_id: str | None = None,
     config_snapshot: dict[str, Any] | None = None,
     on_trial: OnTrial | None = None,
+    executor: str | Any | None = None,
 ) -> RunReport:
     """Async `evaluate`: runs on the current event loop. See `evaluate`."""
     case_list = validate_cases(cases)
@@ -429,9 +440,11 @@ async def aevaluate(
     selected, skipped = select_cases(case_list, names=names, tags=tags, include_live_canary=include_live_canary)
     if not selected:  # a run that grades nothing must not be able to pass
         raise CaseError([_nothing_to_grade(case_list, skipped)])
+    run_trial = _trial_runner(executor, selected, run_id, concurrency)  # a case Ray workers cannot take is refused here
     started_at = datetime.now(timezone.utc)
     clock = time.perf_counter()
     runner = _Runner(concurrency, run_id, on_trial)
+    run_trial = run_trial or runner.run_trial
     work = [(index, trial) for index, case in enumerate(selected) for trial in range(1, (case.trials or trials) + 1)]
     results: dict[tuple[int, int], TrialResult] = {}
     queue: Iterator[tuple[int, int]] = iter(work)
@@ -439,7 +452,7 @@ async def aevaluate(
     async def worker() -> None:
         for index, trial in queue:
             case = selected[index]
-            result = await runner.run_trial(case, trial)
+            result = await run_trial(case, trial)
             results[index, trial] = result
             if on_trial is not None:
                 on_trial(case, result)
@@ -494,6 +507,18 @@ async def aevaluate(
     return report
 
 
+def _trial_runner(executor: Any, cases: list[Case], run_id: str | None, concurrency: int) -> Callable[[Case, int], Any] | None:
+    """Where trials run: None for this process (the default, which never imports Ray), else a Ray cluster's."""
+    from .executor import resolve_executor
+
+    chosen = resolve_executor(executor)
+    if chosen is None:
+        return None
+    from ._ray import RayTrials
+
+    return RayTrials(chosen, cases, run_id, max(1, concurrency)).run_trial
+
+
 async def _cancel_all(tasks: list[asyncio.Future[None]]) -> None:
     for task in tasks:
         task.cancel()
@@ -511,6 +536,7 @@ def evaluate(
     run_id: str | None = None,
     config_snapshot: dict[str, Any] | None = None,
     on_trial: OnTrial | None = None,
+    executor: str | Any | None = None,
 ) -> RunReport:
     """Run every selected case `trials` times and report pass@1 and pass^k per case and for the run.
 
@@ -519,6 +545,8 @@ def evaluate(
     least one of these tags. Live canaries are skipped (and listed as skipped) unless `include_live_canary`.
     A failing case is a result, never an exception. Ctrl-C cancels running trials, runs their teardowns and
     raises `EvaluationInterrupted` carrying the report of the cases that finished.
+    `executor="ray"` (or "ray://HOST:PORT", or a `RayExecutor`) runs each trial on a Ray cluster instead, with
+    the same semantics and the same report; `concurrency` is then cluster-wide.
 
     >>> import trialrun as tr
     >>> report = tr.evaluate([tr.Case(name="greets", invoke=lambda ctx: "hello",
@@ -528,7 +556,7 @@ def evaluate(
     """
     coro = aevaluate(
         cases, trials, names, tags, include_live_canary,
-        concurrency=concurrency, run_id=run_id, config_snapshot=config_snapshot, on_trial=on_trial,
+        concurrency=concurrency, run_id=run_id, config_snapshot=config_snapshot, on_trial=on_trial, executor=executor,
     )
     try:
         asyncio.get_running_loop()

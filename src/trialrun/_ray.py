@@ -1,0 +1,212 @@
+"""Trials on a Ray cluster: each trial is one Ray task that runs the runner's own `run_one_trial` on a worker.
+
+Only the runner imports this, and only for a run with a Ray executor. Cases travel as cloudpickle bytes put in
+the object store once per case (not once per trial); workers keep the unpickled case for the run. The driver keeps
+at most `concurrency` tasks in flight, so `concurrency` is cluster-wide, and results come back as trials finish,
+into the same on_trial callback, journal and report as a local run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from .case import Case, CaseError, Problem
+from .executor import RayExecutor, require_ray
+from .results import TrialError, TrialResult
+
+#: Case parts that hold user code, in the order a pickling problem is looked for.
+_PARTS = ("invoke", "setup", "teardown", "graders", "metadata")
+#: Ray's own resource options; any other key of resources_per_trial is a custom resource.
+_RAY_OPTIONS = ("num_cpus", "num_gpus", "memory")
+
+_CASES: dict[tuple[str, int], Case] = {}  # on a worker: the cases of the current run, unpickled once
+
+
+def _user_modules(case: Case) -> set[str]:
+    """Modules of the case's own functions that a worker may not be able to import (a test file, a script's
+    helper module): they are pickled by value. Installed packages and trialrun itself go by reference."""
+    names: set[str] = set()
+    functions = [case.invoke, case.setup, case.teardown, *(getattr(g, "fn", g) for g in case.graders)]
+    for fn in functions:
+        module = getattr(sys.modules.get(getattr(fn, "__module__", None) or ""), "__file__", None)
+        name = getattr(fn, "__module__", None)
+        if not name or not module or name == "__main__" or name.split(".")[0] == "trialrun":
+            continue
+        if "site-packages" in module or "dist-packages" in module or module.startswith(sys.base_prefix):
+            continue
+        names.add(name)
+    return names
+
+
+def ship(cases: Sequence[Case]) -> list[bytes]:
+    """Each case as the bytes a worker unpickles; a CaseError naming every case (and the part of it) that cannot
+    be pickled, raised before anything runs."""
+    from ray import cloudpickle
+
+    payloads: list[bytes] = []
+    problems: list[Problem] = []
+    for case in cases:
+        modules = [sys.modules[name] for name in _user_modules(case)]
+        for module in modules:
+            cloudpickle.register_pickle_by_value(module)
+        try:
+            payloads.append(cloudpickle.dumps(case))
+        except Exception as exc:  # noqa: BLE001 - any pickling failure is the case's problem, reported
+            problems.append(_unpicklable(case, exc, cloudpickle))
+        finally:
+            for module in modules:
+                cloudpickle.unregister_pickle_by_value(module)
+    if problems:
+        raise CaseError(problems)
+    return payloads
+
+
+def _unpicklable(case: Case, exc: Exception, cloudpickle: Any) -> Problem:
+    """Which part of the case could not be pickled, and why (the first part that fails on its own)."""
+    for part in _PARTS:
+        value = getattr(case, part, None)
+        try:
+            cloudpickle.dumps(value)
+        except Exception as part_exc:  # noqa: BLE001
+            what = getattr(value, "__qualname__", None) or type(value).__name__
+            return Problem(f"cannot be sent to Ray workers: its {part} ({what}) could not be pickled: "
+                           f"{type(part_exc).__name__}: {part_exc}", case=case.name, field=part)
+    return Problem(f"cannot be sent to Ray workers: it could not be pickled: {type(exc).__name__}: {exc}",
+                   case=case.name, field="invoke")
+
+
+def _case(token: str, index: int, payload: bytes) -> Case:
+    from ray import cloudpickle
+
+    case = _CASES.get((token, index))
+    if case is None:
+        if any(key[0] != token for key in _CASES):
+            _CASES.clear()  # a new run: forget the last one's cases
+        case = _CASES[token, index] = cloudpickle.loads(payload)
+    return case
+
+
+class _TrialWorker:
+    """An async Ray actor that runs up to `trials_per_worker` trials at once on its own event loop, as a local run
+    does (`run_one_trial` each): for trials that mostly wait, where one trial per worker process wastes the CPU.
+    Ray's cancel of one of its calls cancels that trial's coroutine, so its teardown runs."""
+
+    async def run(self, token: str, index: int, payload: bytes, trial: int, run_id: str | None) -> TrialResult:
+        from .runner import run_one_trial
+
+        return await run_one_trial(_case(token, index, payload), trial, run_id)
+
+
+def _trial_on_worker(token: str, index: int, payload: bytes, trial: int, run_id: str | None) -> TrialResult:
+    """A Ray task: one trial, with exactly the local semantics (run_one_trial). Ray's cancel arrives as a SIGINT
+    in the worker (`interrupt_main`), which cancels the trial, so its teardown runs before the task ends."""
+    from .runner import _close, run_one_trial
+
+    case = _case(token, index, payload)
+    loop = asyncio.new_event_loop()
+    task = loop.create_task(run_one_trial(case, trial, run_id))
+    # The loop's own handler (not signal.signal): it sets the wakeup fd, so the interrupt wakes a loop that is
+    # waiting on a worker thread, where a plain handler would only run once that thread is done.
+    main = threading.current_thread() is threading.main_thread()
+    if main:
+        loop.add_signal_handler(signal.SIGINT, task.cancel)
+    try:
+        return loop.run_until_complete(task)
+    finally:
+        if main:
+            loop.remove_signal_handler(signal.SIGINT)
+        _close(loop)
+
+
+class RayTrials:
+    """The driver side of a run on Ray: connects, ships the cases, runs a trial as a task and awaits its result."""
+
+    def __init__(self, executor: RayExecutor, cases: Sequence[Case], run_id: str | None, concurrency: int = 1) -> None:
+        ray = require_ray()
+        payloads = ship(cases)  # before connecting: a case that cannot travel is refused at once
+        self._ray = ray
+        if not ray.is_initialized():
+            options: dict[str, Any] = {"logging_level": "warning", "log_to_driver": True}
+            if executor.runtime_env is not None:
+                options["runtime_env"] = dict(executor.runtime_env)
+            options.update(executor.init_kwargs)
+            os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+            ray.init(address=executor.address, **options)
+        from ray import exceptions
+
+        self._lost = (exceptions.WorkerCrashedError, exceptions.NodeDiedError, exceptions.LocalRayletDiedError,
+                      exceptions.ActorDiedError, exceptions.ActorUnavailableError, exceptions.ObjectLostError)
+        self._task_error = exceptions.RayError
+        self._executor = executor
+        self._run_id = run_id
+        self._token = uuid.uuid4().hex
+        self._index = {id(case): i for i, case in enumerate(cases)}
+        self._refs = [ray.put(payload) for payload in payloads]
+        resources = dict(executor.resources_per_trial)
+        options = {key: resources.pop(key) for key in _RAY_OPTIONS if key in resources}
+        if resources:
+            options["resources"] = resources
+        self._remote = ray.remote(_trial_on_worker).options(max_retries=0, **options)
+        self._pool: list[Any] = []
+        self._busy: list[int] = []
+        per_worker = executor.trials_per_worker
+        if per_worker > 1:  # the resources are each actor's; a dead actor restarts (its trials are "worker lost")
+            actor = ray.remote(_TrialWorker).options(max_concurrency=per_worker, max_restarts=-1, max_task_retries=0,
+                                                     **options)
+            self._pool = [actor.remote() for _ in range(max(1, -(-concurrency // per_worker)))]
+            self._busy = [0] * len(self._pool)
+
+    def _submit(self, index: int, trial: int) -> tuple[Any, int | None]:
+        args = (self._token, index, self._refs[index], trial, self._run_id)
+        if not self._pool:
+            return self._remote.remote(*args), None
+        slot = self._busy.index(min(self._busy))  # the least busy actor
+        self._busy[slot] += 1
+        return self._pool[slot].run.remote(*args), slot
+
+    async def run_trial(self, case: Case, trial: int) -> TrialResult:
+        """One trial on a worker. A lost worker (its process died) is retried once for a deterministic case, then
+        (or at once, for a live canary whose calls cost money) it is the trial's error, and the run goes on."""
+        from .runner import _error, _trial_result
+
+        index = self._index[id(case)]
+        attempts = 2 if case.mode == "deterministic" else 1
+        started = time.perf_counter()
+        for _ in range(attempts):
+            ref, slot = self._submit(index, trial)
+            future = asyncio.wrap_future(ref.future())
+            try:
+                return await asyncio.shield(future)
+            except asyncio.CancelledError:
+                await self._cancel(ref, future)
+                raise
+            except self._lost as exc:
+                lost = exc
+            except self._task_error as exc:  # the task itself failed on the worker (say, the case did not unpickle)
+                return _trial_result(trial, None, [], _error("worker", exc), None, time.perf_counter() - started)
+            finally:
+                if slot is not None:
+                    self._busy[slot] -= 1
+        first_line = (str(lost).strip().splitlines() or [type(lost).__name__])[0]
+        error = TrialError(type="WorkerLost", phase="worker",
+                           message=f"worker lost: the Ray worker running this trial died ({first_line}); "
+                                   f"tried {attempts} time(s)")
+        return _trial_result(trial, None, [], error, None, time.perf_counter() - started)
+
+    async def _cancel(self, ref: Any, future: asyncio.Future[Any]) -> None:
+        """Cancel the task (a SIGINT on its worker: the trial's teardown runs) and wait for it, bounded."""
+        self._ray.cancel(ref)
+        done, _ = await asyncio.wait([future], timeout=self._executor.teardown_wait_s)
+        if not done and not self._pool:
+            self._ray.cancel(ref, force=True)  # (an actor's call cannot be forced; the actor lives on)
+        if future.done() and not future.cancelled():
+            future.exception()  # retrieved: a cancelled task's error is expected, not an unhandled one
+        future.cancel()

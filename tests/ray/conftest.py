@@ -1,0 +1,24 @@
+"""A real local Ray cluster for these tests: started once (two worker CPUs, no dashboard, no usage stats, bound to
+127.0.0.1) by `ray.init` in this process, which is faster here than a separate `ray start --head` (about 14 s
+either way on the CI box; `ray start` needs `ray stop` as well) and stops only what it started, at the end."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+ray = pytest.importorskip("ray", reason="the ray extra is part of the test extra; install it: pip install -e '.[test]'")
+
+
+@pytest.fixture(scope="session")
+def ray_cluster() -> Iterator[str]:
+    """The cluster's address (for a second driver in a subprocess)."""
+    os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
+    ray.init(address="local", num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1",
+             logging_level="warning", log_to_driver=False)
+    try:
+        yield ray.get_runtime_context().gcs_address
+    finally:
+        ray.shutdown()
