@@ -138,7 +138,6 @@ class Agent:
         self.prices = price_table or prices
         self.command_tools = tuple(command_tools)
         self._timeout = httpx.Timeout(request_timeout_s).as_dict()
-        self._made: tuple[tuple[Any, ...], httpx.URL, list[tuple[bytes, bytes]]] | None = None
 
     # -- the loop, once ----------------------------------------------------------------------------------
     def _loop(self, prompt: str, state: _State) -> Generator[Any, Any, Run]:
@@ -297,20 +296,22 @@ class Agent:
 
     # The agent speaks to its transport directly (httpx's transport API): it needs no cookies, redirects or auth
     # flows, and skipping the client halves the per-call cost of the loop.
-    # A request's URL and headers are the same on every call of a run: httpx's own constructor makes them once
-    # (Host and encodings by its rules) and later requests reuse them; re-parsing the URL string was a fifth of
-    # the agent's cost per model call.
+    # A request's URL and headers are the same on every call: httpx's own constructor makes them once per URL and
+    # header set (Host and encodings by its rules) and later requests, of any agent, reuse them; re-parsing the URL
+    # string was a fifth of the agent's cost per model call.
     def _request(self, post: _Post) -> httpx.Request:
         content = json.dumps(post.body).encode()
         key = (post.url, tuple(post.headers.items()))
-        made = self._made
-        if made is None or made[0] != key:
+        made = _MADE.get(key)
+        if made is None:
             first = httpx.Request("POST", post.url, content=content, headers=post.headers,
                                   extensions={"timeout": self._timeout})
-            raw = [(k, v) for k, v in first.headers.raw if k.lower() != b"content-length"]
-            self._made = (key, first.url, raw)
+            if len(_MADE) >= 64:
+                _MADE.clear()
+            _MADE[key] = (first.url, [(k, v) for k, v in first.headers.raw if k.lower() != b"content-length"])
             return first
-        request = httpx.Request("POST", made[1], headers=httpx.Headers([*made[2], (b"Content-Length", str(len(content)).encode())]),
+        url, raw = made
+        request = httpx.Request("POST", url, headers=httpx.Headers([*raw, (b"Content-Length", str(len(content)).encode())]),
                                 stream=httpx.ByteStream(content), extensions={"timeout": self._timeout})
         request.read()  # as `content=` does: a transport may read `request.content` at once
         return request
@@ -356,6 +357,10 @@ class Agent:
             return _ToolOutcome(str(exc), True)
         except Exception as exc:  # noqa: BLE001
             return _ToolOutcome(f"{call.name} raised {type(exc).__name__}: {exc}", True)
+
+
+#: (url, headers) -> the parsed URL and the raw headers without Content-Length (bounded: cleared past 64 entries)
+_MADE: dict[tuple[Any, ...], tuple[httpx.URL, list[tuple[bytes, bytes]]]] = {}
 
 
 class _TransportFailure(Exception):
