@@ -7,7 +7,11 @@ wire format. Also W2: every model call waits 50 ms (asyncio), at the default con
 
     python bench/agent.py [--cases 200] [--trials 5] [--big 2000] [--w2] [--artefacts]
 
-Prints wall time of the evaluate call, time per trial, and peak RSS of the process. `--artefacts` also times
+Prints wall time of the evaluate call, time per trial, and peak RSS of the process; and the FLOOR: a bare loop
+doing the same round trips by hand (the same request bodies posted through `httpx.Client` to an
+`httpx.MockTransport` that answers the same Chat Completions JSON, the same tool run, the same two checks), with
+the trialrun/floor ratio. The two are interleaved `--repeat` times (the machine is shared and noisy) and the
+medians are quoted, with the median of the pairwise ratios. `--artefacts` also times
 writing the W1 run's artefacts (result file, HTML, JUnit, Markdown, the terminal table), where secrets are scrubbed.
 """
 
@@ -15,8 +19,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import resource
+import statistics
 import time
+
+import httpx
 
 import trialrun as tr
 from trialrun import expect
@@ -69,6 +77,52 @@ def make_cases(n: int, delay: float = 0.0) -> list[tr.Case]:
     ]
 
 
+# -- the floor: the same round trips, by hand -----------------------------------------------------------------
+_TOOLS = [{"type": "function", "function": {"name": "lookup", "description": "Look up a key.", "parameters": {
+    "type": "object", "properties": {"key": {"type": "string"}}, "required": ["key"]}}}]
+
+
+def _floor_handler(request: httpx.Request) -> httpx.Response:
+    body = json.loads(request.content)
+    last = body["messages"][-1]
+    if last["role"] == "tool":
+        i = last["content"].removeprefix("value-")
+        message = {"role": "assistant", "content": f"The value is value-{i}."}
+        finish = "stop"
+    else:
+        key = last["content"].removeprefix("lookup ")
+        message = {"role": "assistant", "content": None, "tool_calls": [{"id": "call_1", "type": "function",
+                   "function": {"name": "lookup", "arguments": json.dumps({"key": key})}}]}
+        finish = "tool_calls"
+    return httpx.Response(200, json={
+        "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": body["model"],
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
+
+
+def floor(n: int, trials: int) -> tuple[float, float]:
+    """W1 by hand: per trial, post, run the tool, post again, check the text and the call. (wall, CPU) seconds."""
+    started, cpu = time.perf_counter(), time.process_time()
+    with httpx.Client(transport=httpx.MockTransport(_floor_handler), base_url="https://api.openai.com/v1") as client:
+        for i in range(n):
+            for _ in range(trials):
+                messages: list[dict[str, object]] = [{"role": "user", "content": f"lookup key-{i}"}]
+                calls = []
+                while True:
+                    data = client.post("/chat/completions", json={"model": "gpt-4.1-mini", "messages": messages,
+                                                                   "tools": _TOOLS}).json()
+                    message = data["choices"][0]["message"]
+                    if not message.get("tool_calls"):
+                        break
+                    messages.append(message)
+                    for call in message["tool_calls"]:
+                        arguments = json.loads(call["function"]["arguments"])
+                        calls.append((call["function"]["name"], arguments))
+                        messages.append({"role": "tool", "tool_call_id": call["id"], "content": lookup(**arguments)})
+                assert f"value-{i}" in message["content"] and ("lookup", {"key": f"key-{i}"}) in calls
+    return time.perf_counter() - started, time.process_time() - cpu
+
+
 def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
@@ -115,19 +169,22 @@ def artefacts(report: tr.RunReport, repeat: int = 7) -> None:
               f"({totals[0] / totals[1]:.2f}x)")
 
 
-def run(label: str, cases: list[tr.Case], trials: int, *, write: bool = False, **kwargs: object) -> float:
-    started = time.perf_counter()
+def run(label: str, cases: list[tr.Case], trials: int, quiet: bool = False, write: bool = False, **kwargs: object) -> tuple[float, float]:
+    """One evaluate call: (wall, CPU) seconds. CPU (all threads) is steadier than wall time on a loaded machine."""
+    started, cpu = time.perf_counter(), time.process_time()
     report = tr.evaluate(cases, trials=trials, **kwargs)
-    elapsed = time.perf_counter() - started
+    elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
     total = len(cases) * trials
     assert report.passed_case_count == len(cases), [c.trials[0].failed_verdicts for c in report.failed_cases][:2]
+    if quiet:
+        return elapsed, cpu
     print(
         f"{label:<34} {total:>6} trials  {elapsed:7.2f} s  {elapsed / total * 1e3:6.3f} ms/trial  "
         f"pass@1 {report.pass_at_1:.2f} pass^k {report.pass_pow_k:.2f}  peak RSS {peak_rss_mib():6.0f} MiB"
     )
     if write:
         artefacts(report)
-    return elapsed
+    return elapsed, cpu
 
 
 def main() -> None:
@@ -137,17 +194,35 @@ def main() -> None:
     parser.add_argument("--big", type=int, default=2000, help="cases in the large W1 run (0 to skip)")
     parser.add_argument("--w2", action="store_true", help="also run W2 (50 ms per model call)")
     parser.add_argument("--artefacts", action="store_true", help="also time writing the W1 run's artefacts")
+    parser.add_argument("--repeat", type=int, default=5, help="interleaved W1 / floor pairs (medians quoted)")
     args = parser.parse_args()
     run("warm-up", make_cases(20), 1)
-    run(f"W1 {args.cases} x {args.trials}", make_cases(args.cases), args.trials, write=args.artefacts)
+    floor(20, 1)
+    cases = make_cases(args.cases)
+    total = args.cases * args.trials
+    ours: list[tuple[float, float]] = []
+    floors: list[tuple[float, float]] = []
+    for _ in range(args.repeat):
+        ours.append(run("", cases, args.trials, quiet=True))
+        floors.append(floor(args.cases, args.trials))
+    run(f"W1 {args.cases} x {args.trials}", cases, args.trials, write=args.artefacts)
+    for what, index in (("wall", 0), ("CPU", 1)):
+        mine = statistics.median(o[index] for o in ours)
+        bare = statistics.median(f[index] for f in floors)
+        ratios = [o[index] / f[index] for o, f in zip(ours, floors)]
+        print(f"W1 {what:<4} trialrun {mine / total * 1e3:6.3f} ms/trial, floor {bare / total * 1e3:6.3f} ms/trial; "
+              f"trialrun/floor median {statistics.median(ratios):.2f}x (pairs: {', '.join(f'{r:.2f}' for r in ratios)})")
     if args.big:
         run(f"W1 {args.big} x {args.trials}", make_cases(args.big), args.trials)
     if args.w2:
         ideal = 2 * args.cases * args.trials * 0.05
+        slow = make_cases(args.cases, 0.05)
         for concurrency in (tr.runner.DEFAULT_CONCURRENCY, 50):
-            elapsed = run(f"W2 {args.cases} x {args.trials} @ {concurrency}", make_cases(args.cases, 0.05), args.trials,
-                          concurrency=concurrency)
-            print(f"{'':<34} ideal {ideal / concurrency:.2f} s, measured/ideal {elapsed / (ideal / concurrency):.2f}")
+            times = [run("", slow, args.trials, quiet=True, concurrency=concurrency)[0] for _ in range(max(1, args.repeat // 2))]
+            elapsed = statistics.median(times)
+            print(f"{f'W2 {args.cases} x {args.trials} @ {concurrency}, median':<34} {total:>6} trials  {elapsed:7.2f} s  "
+                  f"ideal {ideal / concurrency:.2f} s, measured/ideal {elapsed / (ideal / concurrency):.2f}  "
+                  f"(runs: {', '.join(f'{t:.2f}' for t in times)})")
 
 
 if __name__ == "__main__":

@@ -356,8 +356,9 @@ def _check_cassettes(folder: Path, test_ids: list[str]) -> None:
         load_exchanges(path)
 
 
-def _tools_factory(config: Config) -> tuple[Callable[[Path], list[Tool]], list[str]]:
-    """What builds each trial's tools, and their names (for the config snapshot)."""
+def _tools_factory(config: Config) -> tuple[Callable[[Callable[[], Path]], list[Tool]], list[str]]:
+    """What builds each trial's tools from its workdir (asked for only when a shell tool needs it, so a trial whose
+    tools touch no files creates no folder), and their names (for the config snapshot)."""
     fixed: list[Tool] = []
     shell_names: list[str] = []
     for entry in config.tools:
@@ -380,8 +381,8 @@ def _tools_factory(config: Config) -> tuple[Callable[[Path], list[Tool]], list[s
 
     sandbox = _sandbox(config) if shell_names else "none"
 
-    def make(root: Path) -> list[Tool]:
-        shell = [t for t in shell_tools(root, sandbox=sandbox) if t.name in shell_names] if shell_names else []
+    def make(root: Callable[[], Path]) -> list[Tool]:
+        shell = [t for t in shell_tools(root(), sandbox=sandbox) if t.name in shell_names] if shell_names else []
         return shell + fixed
 
     return make, shell_names + [t.name for t in fixed]
@@ -475,7 +476,7 @@ def _build_cases(
             if custom is not None:
                 return await custom(test.prompt, ctx)
             agent = Agent(
-                ctx.model, api=api, model_name=model_name, tools=make_tools(ctx.workdir), policy=policy,
+                ctx.model, api=api, model_name=model_name, tools=make_tools(lambda: ctx.workdir), policy=policy,
                 system=config.system, max_turns=config.turn_limit, max_cost_usd=test.max_cost_usd,
             )
             return await agent.arun(test.prompt)

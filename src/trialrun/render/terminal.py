@@ -99,13 +99,14 @@ def print_report(report: RunReport, console: Console, *, saved: str | None = Non
     table = Table(title=Text(f"trialrun {clean(report.run_id or '', lines=False)}".strip()), title_justify="left", expand=False,
                   box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True, padding=(0, 1),
                   caption="acc tool accuracy · eff turn efficiency · qual output quality", caption_justify="left")
-    table.add_column("test", no_wrap=True, min_width=natural[0])
-    for header in numeric[:5]:
-        table.add_column(header, justify="right", no_wrap=True)
-    table.add_column("tools used", overflow="fold", width=tools_width)
-    for header in numeric[5:]:
-        table.add_column(header, justify="right", no_wrap=True)
-    table.add_column("result", no_wrap=True)
+    # Every width is known already (`natural`): given to rich, it measures no cell (most of a long table's cost).
+    table.add_column("test", no_wrap=True, min_width=natural[0], width=natural[0])
+    for position, header in enumerate(numeric[:5], start=1):
+        table.add_column(header, justify="right", no_wrap=True, width=natural[position])
+    table.add_column("tools used", overflow="fold", width=tools_width or natural[6])
+    for position, header in enumerate(numeric[5:], start=7):
+        table.add_column(header, justify="right", no_wrap=True, width=natural[position])
+    table.add_column("result", no_wrap=True, width=natural[-1])
     for row in rows:
         result = Text(row[-1], style="bold green" if row[-1] == "PASS" else "bold red")
         table.add_row(*(Text(cell) for cell in row[:-1]), result)

@@ -1,0 +1,120 @@
+"""The CLI against the library: `trialrun run all -k 5` on a 200-test suite, whole process, against the same
+evaluation in-process (`evaluate(load_suite(...), trials=5)`, the pytest plugin's loader, in an already-running interpreter).
+
+The suite is written to a temporary folder: test i asks "lookup key-i", the scripted model (a YAML script file,
+as a user writes it) calls `lookup(key="key-i")` and answers "The value is value-i."; the tool is a plain
+function (`tools = ["lookup_tool:lookup"]`, no workspace), so no trial needs a workdir. `--shell` uses the shell
+tools instead (`read_file` of a workspace file), where every trial does. The two are interleaved `--repeat`
+times; the medians and the median of the pairwise ratios are printed.
+
+    python bench/cli.py [--tests 200] [--trials 5] [--repeat 5] [--shell]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+TOOL = '''
+def lookup(key: str) -> str:
+    """Look up a key."""
+    return "value-" + key.removeprefix("key-")
+'''
+
+
+def write_suite(folder: Path, tests: int, shell: bool) -> None:
+    suite = [{"id": f"lookup-{i}", "prompt": f"lookup key-{i}",
+              "expected_tools": ["read_file" if shell else "lookup"], "max_turns": 2,
+              "success_criteria": f"says value-{i}"} for i in range(tests)]
+    (folder / "tests.json").write_text(json.dumps(suite, indent=1))
+    lines = []
+    for i in range(tests):
+        call = ("{name: read_file, arguments: {path: value.txt}}" if shell
+                else f"{{name: lookup, arguments: {{key: key-{i}}}}}")
+        lines += [f"lookup-{i}:", f"  - tool_call: {call}", f"  - reply: \"The value is value-{i}.\""]
+    (folder / "model.yaml").write_text("\n".join(lines) + "\n")
+    (folder / "lookup_tool.py").write_text(TOOL)
+    config = ['suite = "tests.json"', 'model = "scripted:model.yaml"', 'results_dir = "results"']
+    if shell:
+        (folder / "workspace").mkdir(exist_ok=True)
+        (folder / "workspace" / "value.txt").write_text("value\n")
+        config += ['tools = ["read_file"]', 'workspace = "workspace"']
+    else:
+        config += ['tools = ["lookup_tool:lookup"]']
+    (folder / "trialrun.toml").write_text("\n".join(config) + "\n")
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def whole_process(folder: Path, trials: int) -> tuple[float, float]:
+    """(wall, CPU) seconds of `trialrun run all -k TRIALS` as a process of its own."""
+    started, cpu = time.perf_counter(), _children_cpu()
+    done = subprocess.run([sys.executable, "-m", "trialrun", "run", "all", "-k", str(trials)], cwd=folder,
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(folder)})
+    elapsed = time.perf_counter() - started
+    if done.returncode not in (0, 1):
+        raise SystemExit(f"trialrun run failed ({done.returncode}): {done.stderr.decode()[-2000:]}")
+    return elapsed, _children_cpu() - cpu
+
+
+def in_process(folder: Path, trials: int) -> tuple[float, float]:
+    """(wall, CPU) seconds of loading the suite and evaluating it in this (warm) interpreter."""
+    import trialrun as tr
+    from trialrun._build import load_suite
+    from trialrun.config import load_config
+
+    os.chdir(folder)
+    sys.path.insert(0, str(folder))
+    try:
+        started, cpu = time.perf_counter(), time.process_time()  # the same work from the same files: load the suite and its script, run it
+        cases = load_suite(folder / "tests.json", load_config(folder))
+        report = tr.evaluate(cases, trials=trials)
+        elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
+    finally:
+        sys.path.remove(str(folder))
+    assert report.passed_case_count == len(cases), [c.name for c in report.failed_cases][:3]
+    return elapsed, cpu
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tests", type=int, default=200)
+    parser.add_argument("--trials", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--keep", help="write the suite here and keep it (for profiling)")
+    parser.add_argument("--shell", action="store_true", help="shell tools and a workspace (a workdir per trial)")
+    args = parser.parse_args()
+    if args.keep:
+        Path(args.keep).mkdir(parents=True, exist_ok=True)
+        write_suite(Path(args.keep), args.tests, args.shell)
+        return
+    with tempfile.TemporaryDirectory(prefix="trialrun-bench-cli-") as name:
+        folder = Path(name)
+        write_suite(folder, args.tests, args.shell)
+        in_process(folder, 1)  # warm-up (imports, caches)
+        whole_process(folder, 1)
+        cli, lib = [], []
+        for _ in range(args.repeat):
+            cli.append(whole_process(folder, args.trials))
+            lib.append(in_process(folder, args.trials))
+        kind = "shell tools + workspace" if args.shell else "plain tool, no workspace"
+        print(f"{args.tests} tests x {args.trials} ({kind}), medians of {args.repeat} interleaved pairs:")
+        for what, i in (("wall", 0), ("CPU", 1)):
+            ratios = [c[i] / l[i] for c, l in zip(cli, lib)]
+            print(f"  {what:<4} `trialrun run all -k {args.trials}` {statistics.median(c[i] for c in cli):.2f} s whole "
+                  f"process; in-process {statistics.median(l[i] for l in lib):.2f} s; CLI/library "
+                  f"{statistics.median(ratios):.2f}x (pairs: {', '.join(f'{r:.2f}' for r in ratios)})")
+
+if __name__ == "__main__":
+    main()
