@@ -25,6 +25,18 @@ CHROMIUM_ARGS = [
 ]
 
 
+def require() -> None:
+    """Skip the test when the browser cannot run here, saying why; in CI (`CI` set) FAIL instead: the browser tests
+    must run there (.ci/run installs Debian's Chromium)."""
+    reason = missing()
+    if reason:
+        import pytest
+
+        if os.environ.get("CI"):
+            pytest.fail(f"{reason}; the browser tests must run in CI", pytrace=False)
+        pytest.skip(reason)
+
+
 def missing() -> str | None:
     """Why the browser cannot run here (a sentence for pytest.skip), or None when it can."""
     try:

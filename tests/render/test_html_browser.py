@@ -29,9 +29,7 @@ HOSTILE = "</script><script>alert(1)</script><img src=x onerror=alert(2)>"
 
 @pytest.fixture(scope="module")
 def chromium() -> Iterator[Any]:
-    reason = _browser.missing()
-    if reason:
-        pytest.skip(reason)
+    _browser.require()
     with _browser.chromium() as launched:
         yield launched
 

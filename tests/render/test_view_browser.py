@@ -16,14 +16,12 @@ import _browser
 import pytest
 from _history_runs import REGRESSED, RUNS, V3_CHANGE, append_trial, end_journal, make_history, served, start_journal
 
-pytest.importorskip("starlette", reason="trialrun view needs the view extra (pip install -e '.[view]')")
+import starlette  # noqa: E402,F401  # in the test extra (as the view extra): these tests run in CI, never skip
 
 
 @pytest.fixture(scope="module")
 def chromium() -> Iterator[Any]:
-    reason = _browser.missing()
-    if reason:
-        pytest.skip(reason)
+    _browser.require()
     with _browser.chromium() as launched:
         yield launched
 
