@@ -498,12 +498,20 @@ class TrialContext:
         self._remove_workdir()
 
     def _remove_workdir(self) -> None:
-        if self._workdir is not None:
-            # commands the reference agent's shell tools left running here (`sleep 600 &`) end with the trial
+        workdir = self._release_workdir()
+        if workdir is not None:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    def _release_workdir(self) -> Path | None:
+        """End the workdir's use (stop the commands the shell tools left running there, e.g. `sleep 600 &`) and
+        hand it over for removal: the runner removes it off the event loop, where a big tree cannot stall the
+        other trials."""
+        workdir, self._workdir = self._workdir, None
+        if workdir is not None:
             commands = sys.modules.get("trialrun.agent._commands")
             if commands is not None:
-                commands.stop_commands(self._workdir)
-            shutil.rmtree(self._workdir, ignore_errors=True)
+                commands.stop_commands(workdir)
+        return workdir
 
 
 def _httpx_module(httpx2: bool) -> Any:

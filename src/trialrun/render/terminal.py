@@ -112,6 +112,9 @@ def print_report(report: RunReport, console: Console, *, saved: str | None = Non
         console.print(Text.assemble(("! ", "yellow"), line))
     for skipped in report.skipped_cases:
         console.print(f"[yellow]skipped[/] {skipped.name}: {skipped.reason}")
+    for case in (c for c in report.cases if c.partial):
+        console.print(Text.assemble(("partly run ", "yellow"), case.name, f": {len(case.trials)} of "
+                                    f"{len(case.trials) + case.unfinished_trials} trials finished (interrupted; scored on those)"))
     for name in report.unfinished_cases:
         console.print(f"[yellow]not finished[/] {name} (interrupted)")
     graded = len(report.graded_cases)
