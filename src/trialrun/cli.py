@@ -1,7 +1,8 @@
 """The `trialrun` command: run a suite, report a run, compare two runs, grade by hand.
 
 Exit codes everywhere: 0 every graded test passed; 1 a test failed (or, with --fail-on-regression, a regression);
-2 a usage, configuration or file error (a message, no traceback); 130 interrupted.
+2 a usage, configuration or file error (a message, no traceback); 130 interrupted (Ctrl-C), 143 stopped by
+SIGTERM, 129 by SIGHUP (128 + the signal, as a shell reports it).
 """
 
 from __future__ import annotations
@@ -98,6 +99,12 @@ def _check_output_file(value: str | None, option: str) -> None:
     if not value:
         return
     path = Path(value)
+    if path.is_symlink():  # written through to its target: that is the path that must be writable
+        path = Path(os.path.realpath(path))
+    if path.exists() and not path.is_file() and not path.is_dir():  # a device or a pipe (/dev/stdout): written as is
+        if not os.access(path, os.W_OK):
+            raise click.BadParameter(f"{value}: not writable", param_hint=option)
+        return
     blocker = _file_in_the_way(path)
     if blocker is not None:
         problem = f"{blocker} is a file, not a folder"
@@ -128,17 +135,17 @@ def _load_config(config_path: str | None, **overrides: Any) -> Any:
 def _write_outputs(markdown_path: str | None, junit_path: str | None, html_path: str | None, *, markdown: Callable[[], str] | None,
                    junit: Callable[[], str] | None, html: Callable[[], str] | None, summary: bool) -> None:
     """Write the requested files; append Markdown to GitHub's job summary when it is set (unless --no-summary)."""
-    from ._files import write_atomic
+    from ._files import write_user_file
 
     if junit_path and junit:
-        write_atomic(Path(junit_path), junit())
+        write_user_file(Path(junit_path), junit())
     if html_path and html:
-        write_atomic(Path(html_path), html())
+        write_user_file(Path(html_path), html())
     if markdown:
         text = None
         if markdown_path:
             text = markdown()
-            write_atomic(Path(markdown_path), text)
+            write_user_file(Path(markdown_path), text)
         if summary and os.environ.get("GITHUB_STEP_SUMMARY"):
             from .render.markdown import append_step_summary
 
@@ -221,50 +228,66 @@ def run(test_ids: tuple[str, ...], trials: int | None, tags: tuple[str, ...], na
     snapshot = config_snapshot(config, suite_file, label_map)
     if live and not as_json:
         console.print(f"[yellow]live model {config.model_spec}: tests call the provider[/]")
+    from ._runs import RunRecorder
+
+    recorder = RunRecorder.start(store, cases, trials=config.trials, include_live_canary=include_live_canary or live,
+                                 config_snapshot=snapshot)
+    for note in recorder.notes:
+        click.echo(f"note: {note}", err=True)
 
     from .render.terminal import RunProgress
 
     progress = RunProgress(console, count, enabled=not as_json)
     exit_code = EXIT_OK
+
+    def on_trial(case: Any, result: Any) -> None:
+        recorder.trial(case, result)
+        progress.advance(result.passed)
+
     with progress:
         try:
             report = runner.evaluate(
-                cases, trials=config.trials,
+                cases, trials=config.trials, run_id=recorder.run_id,
                 include_live_canary=include_live_canary or live, concurrency=config.concurrency or runner.DEFAULT_CONCURRENCY,
-                config_snapshot=snapshot, on_trial=lambda case, result: progress.advance(result.passed),
+                config_snapshot=snapshot, on_trial=on_trial,
             )
         except runner.EvaluationInterrupted as interrupted:
             report = interrupted.report
-            exit_code = EXIT_INTERRUPTED
-        except KeyboardInterrupt:  # a second Ctrl-C while teardowns still ran: give up on them at once
+            exit_code = _signal_exit(interrupted.signal)
+        except KeyboardInterrupt as again:  # a second Ctrl-C (or SIGTERM) while teardowns still ran: give up on them
             progress.stop()
-            click.echo("interrupted again: stopped waiting for teardowns; this run was not saved", err=True)
+            click.echo(f"interrupted again: stopped waiting for teardowns; {recorder.abandon()}", err=True)
             sys.stderr.flush()
-            os._exit(EXIT_INTERRUPTED)
-    saved: Path | None = None
-    save_problem = ""
-    try:
-        saved = store.save(report)
-    except LatestNotUpdated as exc:  # saved; only the pointer to it failed
-        saved = exc.saved
-        click.echo(f"warning: {exc}", err=True)
-    except OSError as exc:  # the run is done: show it anyway, then say why it was not saved
-        save_problem = _os_problem(exc)
+            os._exit(_signal_exit(getattr(again, "signal", None)))
+    saved, fallback = recorder.save(report)
+    for warning in recorder.warnings:
+        click.echo(f"warning: {warning}", err=True)
+    interrupted_run = exit_code != EXIT_OK
     if exit_code == EXIT_OK and report.failed_case_count:
         exit_code = EXIT_FAILED
     _emit_report(report, as_json=as_json, saved=None if saved is None else str(saved))
     if saved is None:
-        click.echo(f"error: the run was not saved to {store.directory}: {save_problem}", err=True)
-        exit_code = EXIT_INTERRUPTED if exit_code == EXIT_INTERRUPTED else EXIT_USAGE
+        click.echo(f"error: the run was not saved to {store.directory}: {recorder.save_problem}; "
+                   + (f"it was saved to {fallback} instead (`trialrun report {fallback}` shows it)" if fallback
+                      else "nor anywhere else"), err=True)
+        exit_code = exit_code if interrupted_run else EXIT_USAGE
     _report_files(report, junit_path=junit_path, markdown_path=markdown_path, html_path=None, summary=not no_summary)
-    if exit_code == EXIT_INTERRUPTED:
-        where = f"saved the {len(report.cases)} finished test(s) to {saved}" if saved else "the finished tests were not saved"
+    if interrupted_run:
+        partial = [c for c in report.cases if c.partial]
+        whole = len(report.cases) - len(partial)
+        what = f"the {whole} finished test(s)" + (f" and {len(partial)} partly run test(s)" if partial else "")
+        where = f"saved {what} to {saved or fallback}" if saved or fallback else "the finished tests were not saved"
         click.echo(f"interrupted: {where}", err=True)
         # A synchronous agent still running in a worker thread cannot be stopped; do not wait for it at exit.
         sys.stdout.flush()
         sys.stderr.flush()
-        os._exit(EXIT_INTERRUPTED)
+        os._exit(exit_code)
     sys.exit(exit_code)
+
+
+def _signal_exit(signum: int | None) -> int:
+    """The exit code of a run a signal stopped: 128 + the signal (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP)."""
+    return 128 + signum if signum else EXIT_INTERRUPTED
 
 
 def _selection(test_ids: tuple[str, ...], names: tuple[str, ...], tags: tuple[str, ...]) -> str:
@@ -317,10 +340,15 @@ def _store(results_dir: str | None, config_path: str | None, suite: str | None =
     return ResultsStore(config.results_path())
 
 
-def _warn_skipped(store: Any) -> None:
-    """Say which result files were passed over, and why, so an older run is never shown in silence."""
+def _warn_skipped(store: Any, shown: list[Path] | None = None) -> None:
+    """Say which result files were passed over, and why, so an older run is never shown in silence; and which
+    shown runs are the journals of runs that never finished."""
     for path, reason in store.skipped.items():
         click.echo(f"warning: skipped {path}: {reason}", err=True)
+    for path in shown or []:
+        if path.suffix == ".jsonl":
+            click.echo(f"note: {path} is the journal of a run that did not finish (killed?): read as an interrupted "
+                       f"run of the trials it holds; `trialrun recover` saves it as a result file", err=True)
 
 
 # -- report -------------------------------------------------------------------------------------------------
@@ -348,7 +376,7 @@ def report(run_ref: str | None, results_dir: str | None, suite: str | None, conf
     else:
         store = _store(results_dir, config_path, suite)
         path = store.resolve(run_ref)
-        _warn_skipped(store)
+        _warn_skipped(store, [path])
     result = load_report(path)
     _emit_report(result, as_json=as_json, saved=None)
     if not as_json:
@@ -392,7 +420,7 @@ def compare(runs: tuple[str, ...], results_dir: str | None, suite: str | None, c
             unusable = "; ".join(f"{p.name} ({reason})" for p, reason in store.skipped.items())
             raise ResultFileError(f"{store.directory}: compare needs two runs; found {len(paths)} usable result file(s)"
                                   + (f"; unusable: {unusable}" if unusable else ""))
-        _warn_skipped(store)
+        _warn_skipped(store, paths)
     before, after = (load_report(p) for p in paths)
     comparison = comparing.compare(before, after, threshold=threshold)
     if as_json:
@@ -419,6 +447,34 @@ def compare(runs: tuple[str, ...], results_dir: str | None, suite: str | None, c
     if problems:  # a test the later run lost (removed, or stopped by Ctrl-C) is no evidence that nothing regressed
         click.echo(f"--fail-on-regression: {'; '.join(problems)}", err=True)
     sys.exit(EXIT_FAILED if problems else EXIT_OK)
+
+
+# -- recover ------------------------------------------------------------------------------------------------
+@main.command()
+@click.option("--results-dir", type=click.Path(file_okay=False), help="Where result files are (default: the suite's folder).")
+@click.option("--suite", type=click.Path(dir_okay=False), help="Suite file (its folder holds the results by default).")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Configuration file.")
+@_fail_cleanly
+def recover(results_dir: str | None, suite: str | None, config_path: str | None) -> None:
+    """Save the runs that were killed (SIGKILL, power loss) as result files with "status": "interrupted", from
+    their journals (results_<stamp>.jsonl with no results_<stamp>.json)."""
+    from .store import LatestNotUpdated, load_report
+
+    store = _store(results_dir, config_path, suite)
+    journals = store.unfinished()
+    if not journals:
+        click.echo(f"nothing to recover in {store.directory}")
+        return
+    for journal in journals:
+        try:
+            saved = store.recover(journal)
+        except LatestNotUpdated as exc:
+            saved = exc.saved
+            click.echo(f"warning: {exc}", err=True)
+        report = load_report(saved)
+        trials = sum(len(c.trials) for c in report.cases)
+        click.echo(f"recovered {saved}: {trials} finished trial(s) of {len(report.cases)} test(s), "
+                   f"{len(report.unfinished_cases)} test(s) not started; status {report.status}")
 
 
 # -- grade --------------------------------------------------------------------------------------------------
