@@ -122,9 +122,10 @@ def _written_temp(path: Path, text: str) -> str:
     return tmp
 
 
-def remove_stale_temps(directory: Path, *, min_age_s: float = 5.0) -> list[Path]:
+def remove_stale_temps(directory: Path, *, min_age_s: float = 2.0) -> list[Path]:
     """Remove the temp files a killed writer left in `directory` (`write_atomic`'s, `.latest.json.<pid>.tmp`);
-    a temp file another process is writing right now (locked, or younger than `min_age_s`) is left alone."""
+    a temp file another process is writing right now (locked, of a live pid, or younger than `min_age_s`: the
+    moments between creating and locking it) is left alone."""
     removed: list[Path] = []
     try:
         entries = list(os.scandir(directory))
@@ -132,7 +133,10 @@ def remove_stale_temps(directory: Path, *, min_age_s: float = 5.0) -> list[Path]
         return removed
     now = time.time()
     for entry in entries:
-        if not (_TEMP.match(entry.name) or re.match(r"^\.latest\.json\.\d+\.tmp$", entry.name)):
+        latest = re.match(r"^\.latest\.json\.(\d+)\.tmp$", entry.name)
+        if not (_TEMP.match(entry.name) or latest):
+            continue
+        if latest and _alive(int(latest.group(1))):
             continue
         try:
             info = entry.stat(follow_symlinks=False)
@@ -143,6 +147,19 @@ def remove_stale_temps(directory: Path, *, min_age_s: float = 5.0) -> list[Path]
             continue
         removed.append(Path(entry.path))
     return removed
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process with this pid runs (on Windows, where os.kill would end it, assume it does)."""
+    if pid == os.getpid() or os.name == "nt":
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, OSError):
+        return True
+    return True
 
 
 def _unlocked(path: str, info: os.stat_result) -> bool:
