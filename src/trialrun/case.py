@@ -500,18 +500,22 @@ class TrialContext:
     def _remove_workdir(self) -> None:
         workdir = self._release_workdir()
         if workdir is not None:
-            shutil.rmtree(workdir, ignore_errors=True)
+            remove_workdir(workdir)
 
     def _release_workdir(self) -> Path | None:
-        """End the workdir's use (stop the commands the shell tools left running there, e.g. `sleep 600 &`) and
-        hand it over for removal: the runner removes it off the event loop, where a big tree cannot stall the
-        other trials."""
+        """Hand the workdir over for removal (`remove_workdir`): the runner removes it off the event loop, where
+        a big tree cannot stall the other trials."""
         workdir, self._workdir = self._workdir, None
-        if workdir is not None:
-            commands = sys.modules.get("trialrun.agent._commands")
-            if commands is not None:
-                commands.stop_commands(workdir)
         return workdir
+
+
+def remove_workdir(workdir: Path) -> None:
+    """Remove a trial's workdir, after stopping the commands the shell tools left running there (`sleep 600 &`):
+    they end with the trial."""
+    commands = sys.modules.get("trialrun.agent._commands")
+    if commands is not None:
+        commands.stop_commands(workdir)
+    shutil.rmtree(workdir, ignore_errors=True)
 
 
 def _httpx_module(httpx2: bool) -> Any:

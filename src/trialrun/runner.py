@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import contextvars
 import inspect
-import shutil
 import signal
 import threading
 import time
@@ -21,7 +20,7 @@ from datetime import datetime, timezone
 from queue import SimpleQueue
 from typing import Any
 
-from .case import Case, CaseError, Problem, TrialContext, _suggest, validate_cases
+from .case import Case, CaseError, Problem, TrialContext, _suggest, remove_workdir, validate_cases
 from .expect._base import Grader, Verdict, agrade, grade, is_builtin
 from .results import CaseResult, RunReport, TrialError, TrialResult, jsonable
 from .trajectory import Run, Trajectory
@@ -291,7 +290,7 @@ class _Runner:
     def _remove_workdir(self, ctx: TrialContext) -> None:
         workdir = ctx._release_workdir()
         if workdir is not None:
-            self.removals.append(self.remover.run(shutil.rmtree, workdir, True))
+            self.removals.append(self.remover.run(remove_workdir, workdir))
 
     async def finish(self) -> None:
         """Wait for the workdirs still being removed (even while the run is being cancelled), stop the threads."""
