@@ -70,6 +70,14 @@ class RunRecorder:
         self.journal.close(None)
         return f"the journal {self.journal.path} keeps its {self.journal.trials} finished trial(s): `trialrun recover` saves them"
 
+    def drop(self) -> None:
+        """The run failed before it could be saved: a journal with trials stays (for `recover`), an empty one goes."""
+        if self.journal is not None:
+            if self.journal.trials:
+                self.journal.close(None)
+            else:
+                self.journal.remove()
+
     def save(self, report: RunReport) -> tuple[Path | None, Path | None]:
         """Save under the reserved name: (the result file, None); when the results folder cannot take it,
         (None, a fallback file in the temp folder), or (None, None) when not even that could be written."""

@@ -194,7 +194,7 @@ def run(test_ids: tuple[str, ...], trials: int | None, tags: tuple[str, ...], na
     """Run the suite, or the tests named (TEST_ID ...; `all` or nothing runs every test)."""
     from . import runner
     from ._build import build_cases, check_api_keys, config_snapshot, ignored_by_custom_agent
-    from .store import LatestNotUpdated, ResultsStore
+    from .store import ResultsStore
     from .suite import read_suite
 
     label_map = _labels(labels)
@@ -259,6 +259,9 @@ def run(test_ids: tuple[str, ...], trials: int | None, tags: tuple[str, ...], na
             click.echo(f"interrupted again: stopped waiting for teardowns; {recorder.abandon()}", err=True)
             sys.stderr.flush()
             os._exit(_signal_exit(getattr(again, "signal", None)))
+        except BaseException:
+            recorder.drop()
+            raise
     saved, fallback = recorder.save(report)
     for warning in recorder.warnings:
         click.echo(f"warning: {warning}", err=True)
@@ -345,8 +348,10 @@ def _warn_skipped(store: Any, shown: list[Path] | None = None) -> None:
     shown runs are the journals of runs that never finished."""
     for path, reason in store.skipped.items():
         click.echo(f"warning: skipped {path}: {reason}", err=True)
+    from .store import JOURNAL_SUFFIX
+
     for path in shown or []:
-        if path.suffix == ".jsonl":
+        if path.suffix == JOURNAL_SUFFIX:
             click.echo(f"note: {path} is the journal of a run that did not finish (killed?): read as an interrupted "
                        f"run of the trials it holds; `trialrun recover` saves it as a result file", err=True)
 

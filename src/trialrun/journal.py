@@ -33,6 +33,7 @@ from .results import SCHEMA_VERSION, CaseResult, RunReport, TrialResult
 __all__ = ["Journal", "JournalError", "JOURNAL_VERSION", "read_journal", "is_live", "case_plan"]
 
 JOURNAL_VERSION = 1
+#: A journal's name is its result file's, with this suffix instead of ".json".
 SUFFIX = ".jsonl"
 
 try:  # POSIX; elsewhere a journal cannot say whether its run is alive, and is read as a finished-or-dead one

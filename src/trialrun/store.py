@@ -16,21 +16,19 @@ import os
 import re
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import ValidationError
 
 from ._files import TOO_DEEP, read_text, remove_stale_temps, unencodable_text, write_atomic, write_new
+from .journal import SUFFIX as JOURNAL_SUFFIX
+from .journal import Journal, JournalError, is_live, read_journal
 from .results import SCHEMA_VERSION, RunReport
-
-if TYPE_CHECKING:
-    from .journal import Journal
 
 __all__ = ["ResultsStore", "ResultFileError", "LatestNotUpdated", "load_report"]
 
 _FILE = re.compile(r"^results_(\d{8}_\d{6})(?:_(\d+))?\.json(l?)$")
 LATEST = "latest.json"
-JOURNAL_SUFFIX = ".jsonl"
 
 
 class ResultFileError(ValueError):
@@ -59,8 +57,6 @@ def load_report(path: str | os.PathLike[str]) -> RunReport:
     """Load one result file, with an error that names the file for every way it can be wrong."""
     path = Path(path)
     if path.suffix == JOURNAL_SUFFIX:
-        from .journal import JournalError, read_journal
-
         try:
             return read_journal(path)
         except JournalError as exc:
@@ -154,8 +150,6 @@ class ResultsStore:
         return [path for _, _, path in sorted(found)]
 
     def _dead_journal(self, name: str, names: set[str]) -> bool:
-        from .journal import is_live
-
         return name.removesuffix("l") not in names and not is_live(self.directory / name)
 
     def unfinished(self) -> list[Path]:
@@ -165,8 +159,6 @@ class ResultsStore:
     def reserve(self, started_at: datetime) -> tuple[str, Journal]:
         """A run's name (`results_<stamp>[_n]`, of `started_at` in UTC), taken by creating its journal exclusively
         (O_EXCL), so no other run, started in the same second or not, can pick it; and the journal, open."""
-        from .journal import Journal
-
         self.directory.mkdir(parents=True, exist_ok=True)
         stamp = started_at.astimezone(timezone.utc).strftime("%Y%m%d_%H%M%S")
         n = 1
