@@ -253,11 +253,12 @@ class _Runner:
         first = next((errors[0] for errors in raised if errors), None)
         return verdicts, _error("grade", first) if first is not None else None  # type: ignore[return-value]
 
-    async def _teardown(self, case: Case, ctx: TrialContext) -> TrialError | None:
-        """Run teardown to completion even if the run is being cancelled (then let the cancellation go on)."""
+    async def _teardown(self, case: Case, ctx: TrialContext) -> tuple[TrialError | None, asyncio.CancelledError | None]:
+        """Run teardown to completion even if the run is being cancelled; returns its error and the cancellation
+        that arrived meanwhile (for the caller to go on with)."""
         if case.teardown is None and not ctx._clients:
             self._remove_workdir(ctx)
-            return None
+            return None, None
         task = asyncio.ensure_future(self._teardown_body(case, ctx))
         cancelled: asyncio.CancelledError | None = None
         while True:
@@ -269,9 +270,7 @@ class _Runner:
                 if task.done():
                     error = None if task.cancelled() else task.result()
                     break
-        if cancelled is not None:
-            raise cancelled
-        return error
+        return error, cancelled
 
     async def _teardown_body(self, case: Case, ctx: TrialContext) -> TrialError | None:
         problem = None
@@ -311,6 +310,7 @@ class _Runner:
         error: TrialError | None = None
         run: Run | None = None
         verdicts: list[Verdict] = []
+        graded = False
         try:
             with self._network_guard(case) as blocked:
                 try:
@@ -339,9 +339,23 @@ class _Runner:
             elif ctx._transports:  # invoke raised or timed out: keep what the agent did and spent, ungraded
                 run = Run(output=None, trajectory=ctx.trajectory())
                 run.cost_usd = self._observed_cost(run)
+            graded = True
         finally:
-            teardown_error = await self._teardown(case, ctx)
-        return _trial_result(trial, run, verdicts, error, teardown_error, time.perf_counter() - started)
+            teardown_error, cancelled = await self._teardown(case, ctx)
+            if cancelled is not None and not graded:
+                raise cancelled
+        result = _trial_result(trial, run, verdicts, error, teardown_error, time.perf_counter() - started)
+        if cancelled is not None:  # stopped while its teardown ran: the trial itself finished, and is kept
+            raise _FinishedThenCancelled(result) from cancelled
+        return result
+
+
+class _FinishedThenCancelled(asyncio.CancelledError):
+    """The run was cancelled while a finished trial's teardown ran: the cancellation, with that trial's result."""
+
+    def __init__(self, result: TrialResult) -> None:
+        super().__init__()
+        self.result = result
 
 
 def _grade_all(graders: list[tuple[Grader, list[Exception]]], run: Run, ctx: TrialContext) -> list[Verdict]:
@@ -457,7 +471,13 @@ async def aevaluate(
     async def worker() -> None:
         for index, trial in queue:
             case = selected[index]
-            result = await runner.run_trial(case, trial)
+            try:
+                result = await runner.run_trial(case, trial)
+            except _FinishedThenCancelled as stopped:
+                results[index, trial] = stopped.result
+                if on_trial is not None:
+                    on_trial(case, stopped.result)
+                raise
             results[index, trial] = result
             if on_trial is not None:
                 on_trial(case, result)
