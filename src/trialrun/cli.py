@@ -530,9 +530,9 @@ def schema(results: bool, output: str | None) -> None:
     text = json.dumps(data, indent=2) + "\n"
     _check_output_file(output, "--output")
     if output:
-        from ._files import write_atomic
+        from ._files import write_user_file
 
-        write_atomic(Path(output), text)
+        write_user_file(Path(output), text)
     else:
         click.echo(text, nl=False)
 

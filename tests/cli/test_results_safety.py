@@ -263,3 +263,12 @@ def test_a_results_dir_that_fails_mid_run_leaves_a_fallback_file_named_in_the_me
         assert json.loads(shown.stdout)["run_id"] == report.run_id
     finally:
         fallback.unlink(missing_ok=True)
+
+
+@posix
+def test_schema_to_dev_stdout_is_written_plainly(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "trialrun", "schema", "-o", "/dev/stdout"], cwd=tmp_path,
+                          capture_output=True, text=True, env=_env(), timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["title"] == "trialrun suite (tests.json)"
+    assert os.path.islink("/dev/stdout") or not stat.S_ISREG(os.lstat("/dev/stdout").st_mode)  # not replaced
