@@ -348,9 +348,13 @@ def _warn_skipped(store: Any, shown: list[Path] | None = None) -> None:
     shown runs are the journals of runs that never finished."""
     for path, reason in store.skipped.items():
         click.echo(f"warning: skipped {path}: {reason}", err=True)
+    _note_journals(shown or [])
+
+
+def _note_journals(shown: list[Path]) -> None:
     from .store import JOURNAL_SUFFIX
 
-    for path in shown or []:
+    for path in shown:
         if path.suffix == JOURNAL_SUFFIX:
             click.echo(f"note: {path} is the journal of a run that did not finish (killed?): read as an interrupted "
                        f"run of the trials it holds; `trialrun recover` saves it as a result file", err=True)
@@ -378,6 +382,7 @@ def report(run_ref: str | None, results_dir: str | None, suite: str | None, conf
     _check_output_file(html_path, "--html")
     if run_ref and Path(run_ref).is_file():  # a path needs no configuration
         path = Path(run_ref)
+        _note_journals([path])
     else:
         store = _store(results_dir, config_path, suite)
         path = store.resolve(run_ref)
@@ -418,6 +423,7 @@ def compare(runs: tuple[str, ...], results_dir: str | None, suite: str | None, c
     _check_output_file(html_path, "--html")
     if runs and all(Path(r).is_file() for r in runs):  # paths need no configuration
         paths = [Path(r) for r in runs]
+        _note_journals(paths)
     else:
         store = _store(results_dir, config_path, suite)
         paths = [store.resolve(r) for r in runs] if runs else store.recent(2)

@@ -122,6 +122,8 @@ def test_sigkill_leaves_a_journal_that_report_compare_and_recover_read_as_an_int
 
     compared = cli("compare", "--json")
     assert json.loads(compared.stdout)["status_after"] == "interrupted"
+    by_path = cli("report", str(journal), "--json")
+    assert json.loads(by_path.stdout)["status"] == "interrupted" and f"note: {journal} is the journal" in by_path.stderr
 
     later = cli("run", "all", "--agent", "survive_agent:run", "--name", "q1")  # a later run: it never takes that name
     assert later.exit_code == 0
