@@ -122,10 +122,11 @@ def _written_temp(path: Path, text: str) -> str:
     return tmp
 
 
-def remove_stale_temps(directory: Path, *, min_age_s: float = 2.0) -> list[Path]:
+def remove_stale_temps(directory: Path, *, min_age_s: float = 2.0, only_for: str | None = None) -> list[Path]:
     """Remove the temp files a killed writer left in `directory` (`write_atomic`'s, `.latest.json.<pid>.tmp`);
     a temp file another process is writing right now (locked, of a live pid, or younger than `min_age_s`: the
-    moments between creating and locking it) is left alone."""
+    moments between creating and locking it) is left alone. `only_for`: only the temp files of that file name (in a
+    folder of the user's, next to a --junit file)."""
     removed: list[Path] = []
     try:
         entries = list(os.scandir(directory))
@@ -134,7 +135,7 @@ def remove_stale_temps(directory: Path, *, min_age_s: float = 2.0) -> list[Path]
     now = time.time()
     for entry in entries:
         latest = re.match(r"^\.latest\.json\.(\d+)\.tmp$", entry.name)
-        if not (_TEMP.match(entry.name) or latest):
+        if not (_TEMP.match(entry.name) or latest) or (only_for and not entry.name.startswith(f".{only_for}.")):
             continue
         if latest and _alive(int(latest.group(1))):
             continue

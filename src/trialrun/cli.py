@@ -225,6 +225,7 @@ def run(test_ids: tuple[str, ...], trials: int | None, tags: tuple[str, ...], na
     _check_results_dir(store.directory)
     _check_output_file(junit_path, "--junit")
     _check_output_file(markdown_path, "--markdown")
+    _remove_stale_temps_of(junit_path, markdown_path)
     snapshot = config_snapshot(config, suite_file, label_map)
     if live and not as_json:
         console.print(f"[yellow]live model {config.model_spec}: tests call the provider[/]")
@@ -286,6 +287,16 @@ def run(test_ids: tuple[str, ...], trials: int | None, tags: tuple[str, ...], na
         sys.stderr.flush()
         os._exit(exit_code)
     sys.exit(exit_code)
+
+
+def _remove_stale_temps_of(*paths: str | None) -> None:
+    """The temp files a killed run left next to the report files it was writing (`.junit.xml.<hex>.tmp`)."""
+    from ._files import remove_stale_temps
+
+    for value in paths:
+        if value:
+            target = Path(os.path.realpath(value))
+            remove_stale_temps(target.parent, only_for=target.name)
 
 
 def _signal_exit(signum: int | None) -> int:

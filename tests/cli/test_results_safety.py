@@ -131,19 +131,24 @@ def test_temp_files_left_by_a_killed_write_are_removed_by_the_next_run(project: 
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     link = folder / f".latest.json.{dead.stdout.strip()}.tmp"  # a kill between the symlink and its rename
     os.symlink("results_20260731_140000.json", link)
+    beside_junit = project / ".junit.xml.00112233aabb.tmp"  # a kill while writing --junit junit.xml
+    beside_junit.write_text("<?xml")
+    unrelated = project / ".notes.txt.00112233aabb.tmp"  # the user's, or another tool's: not trialrun's to remove
+    unrelated.write_text("x")
     busy = folder / ".results_20260731_150000.json.0123456789ab.tmp"  # another run is writing this one now
     holder = subprocess.Popen([sys.executable, "-c", LOCK_HOLDER, str(busy)], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "locked"
         old = time.time() - 60
-        for path in (*left, busy):
+        for path in (*left, busy, beside_junit, unrelated):
             os.utime(path, (old, old))
         os.utime(link, (old, old), follow_symlinks=False)
-        result = cli("run", "read-file")
+        result = cli("run", "read-file", "--junit", "junit.xml")
         assert result.exit_code == 0
         assert f"note: removed 2 temp file(s) a killed run left in {folder}" in result.stderr
         assert not left[0].exists() and not os.path.lexists(link)
         assert busy.exists()  # locked by a live writer: kept
+        assert not beside_junit.exists() and unrelated.exists()
     finally:
         holder.kill()
         holder.wait()
