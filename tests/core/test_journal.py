@@ -61,10 +61,10 @@ def test_each_trial_is_readable_at_once_and_on_disk_within_the_interval(tmp_path
         assert len(journal.path.read_text().splitlines()) == 1 + journal.trials  # type: ignore[attr-defined]
     appended = time.monotonic()
     assert len(fsyncs) == after_start  # 50 appends, none waited for the disk
-    time.sleep(0.5)
+    time.sleep(0.8)
     size = journal.path.stat().st_size  # type: ignore[attr-defined]
     synced = [(when, length) for when, length in fsyncs[after_start:] if length == size]
-    assert synced and synced[0][0] - appended < 0.2 + 0.15  # on disk within the interval (and a little scheduling)
+    assert synced and synced[0][0] - appended < 0.2 + 0.3  # on disk within the interval (and some scheduling)
     assert synced[0][0] - began >= 0  # and only after the appends
     idle = len(fsyncs)
     time.sleep(0.5)

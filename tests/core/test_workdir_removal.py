@@ -14,7 +14,7 @@ import pytest
 import trialrun as tr
 from trialrun import expect
 
-SLOW_RMTREE_S = 0.2
+SLOW_RMTREE_S = 0.5
 
 
 @pytest.fixture
@@ -45,13 +45,13 @@ def test_workdirs_are_removed_off_the_loop_outside_the_trial_and_before_evaluate
             lags.append(time.perf_counter() - started - 0.01)
         return (ctx.workdir / "notes.txt").read_text()
 
-    cases = [tr.Case(name=f"c{i}", invoke=invoke, expect_outcome=[expect.contains("hello")]) for i in range(4)]
-    report = tr.evaluate(cases, trials=3, concurrency=4)
-    assert report.passed_case_count == 4
-    assert len(slow_rmtree) == 12 and sorted(p for _, p in slow_rmtree) == sorted(workdirs)
+    cases = [tr.Case(name=f"c{i}", invoke=invoke, expect_outcome=[expect.contains("hello")]) for i in range(3)]
+    report = tr.evaluate(cases, trials=2, concurrency=3)
+    assert report.passed_case_count == 3
+    assert len(slow_rmtree) == 6 and sorted(p for _, p in slow_rmtree) == sorted(workdirs)
     assert all(name.startswith("trialrun-") for name, _ in slow_rmtree)  # worker threads, never the loop's
     assert not any(path.exists() for path in workdirs)  # all gone when evaluate returned
-    assert max(lags) < SLOW_RMTREE_S / 2  # the loop never waited for an rmtree
+    assert max(lags) < SLOW_RMTREE_S * 0.8  # the loop never waited for an rmtree (with room for a loaded machine)
     assert all(t.duration_s < SLOW_RMTREE_S for c in report.cases for t in c.trials)
 
 
