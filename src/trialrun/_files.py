@@ -2,19 +2,34 @@
 
 from __future__ import annotations
 
+import errno
 import gc
 import os
+import re
 import secrets
 import stat
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["read_text", "MAX_BYTES", "gc_paused", "write_atomic", "unencodable_text", "TOO_DEEP"]
+__all__ = ["read_text", "MAX_BYTES", "gc_paused", "write_atomic", "write_new", "write_user_file", "remove_stale_temps",
+           "unencodable_text", "TOO_DEEP"]
 
 #: The largest file trialrun reads by default (suites, configurations, cassettes, scripted model files, price
 #: files): 100,000 tests are about 20 MiB; a file far larger is a mistake (or an attack), not something to parse.
 MAX_BYTES = 64 * 2**20
+
+try:  # POSIX: a temp file being written is locked, so a cleaner can tell it from one a killed process left
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
+#: What `link` says on a file system without hard links.
+_NO_HARD_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS, errno.EMLINK}
+
+#: The temp files `write_atomic` makes: `.<name>.<12 hex>.tmp`.
+_TEMP = re.compile(r"^\..+\.[0-9a-f]{12}\.tmp$")
 
 #: The message for a file nested so deeply the parser gives up (`[[[[...]]]]`): a mistake to name, not a crash.
 TOO_DEEP = "nested too deeply to read (thousands of levels of lists or mappings)"
@@ -114,8 +129,41 @@ def write_atomic(path: Path, text: str) -> None:
     replaces, so results stay readable by the team and CI steps that `mkstemp`'s private 0o600 would lock out.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _written_temp(path, text)
+    try:
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_new(path: Path, text: str) -> None:
+    """Write `text` to `path` atomically, never replacing a file already there (FileExistsError then): the temp
+    file is hard-linked into place, which fails if the name is taken. Where the file system has no hard links,
+    `path` is created exclusively and written in place."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _written_temp(path, text)
+    try:
+        os.link(tmp, path)
+    except OSError as exc:
+        if exc.errno not in _NO_HARD_LINKS:
+            raise
+        # no hard links here (FAT, some network file systems): create the name exclusively, write in place
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+
+
+def _written_temp(path: Path, text: str) -> str:
+    """A temp file next to `path` holding `text`, on disk (fsync), with the permissions `path` has or would get."""
     fd, tmp = _create_temp(path)
     try:
+        if fcntl is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held until closed: "being written, not abandoned"
         try:
             keep = os.stat(path).st_mode & 0o7777
         except OSError:
@@ -126,10 +174,89 @@ def write_atomic(path: Path, text: str) -> None:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    return tmp
+
+
+def remove_stale_temps(directory: Path, *, min_age_s: float = 2.0, only_for: str | None = None) -> list[Path]:
+    """Remove the temp files a killed writer left in `directory` (`write_atomic`'s, `.latest.json.<pid>.tmp`);
+    a temp file another process is writing right now (locked, of a live pid, or younger than `min_age_s`: the
+    moments between creating and locking it) is left alone. `only_for`: only the temp files of that file name (in a
+    folder of the user's, next to a --junit file)."""
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return removed
+    now = time.time()
+    for entry in entries:
+        latest = re.match(r"^\.latest\.json\.(\d+)\.tmp$", entry.name)
+        if not (_TEMP.match(entry.name) or latest) or (only_for and not entry.name.startswith(f".{only_for}.")):
+            continue
+        if latest and _alive(int(latest.group(1))):
+            continue
+        try:
+            info = entry.stat(follow_symlinks=False)
+            if now - info.st_mtime < min_age_s or not _unlocked(entry.path, info):
+                continue
+            os.unlink(entry.path)
+        except OSError:
+            continue
+        removed.append(Path(entry.path))
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process with this pid runs (on Windows, where os.kill would end it, assume it does)."""
+    if pid == os.getpid() or os.name == "nt":
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, OSError):
+        return True
+    return True
+
+
+def _unlocked(path: str, info: os.stat_result) -> bool:
+    """Nobody holds a lock on this temp file (a symlink, which cannot be locked, counts as unlocked)."""
+    if fcntl is None or stat.S_ISLNK(info.st_mode):
+        return True
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return True
+
+
+def write_user_file(path: Path, text: str) -> None:
+    """Write a file the user named (--junit, --markdown, --html, -o): through a symlink to its target (atomically
+    there when the target is, or will be, a regular file), and plainly, in place, to a device, a pipe or anything
+    else that is not a regular file (`/dev/stdout`, a FIFO), which must never be replaced by a regular file."""
+    if _special(path):
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | getattr(os, "O_BINARY", 0))
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        return
+    write_atomic(Path(os.path.realpath(path)), text)
+
+
+def _special(path: Path) -> bool:
+    """Not (to be) a regular file: an existing non-regular file, or anything under /dev or /proc (/dev/stdout
+    resolves, through /proc/self/fd/1, to whatever stdout is, a redirected file included)."""
+    given = os.path.abspath(path)
+    if given.startswith(("/dev/", "/proc/")) or os.path.realpath(path).startswith(("/dev/", "/proc/")):
+        return True
+    try:
+        return not stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
 
 
 def _create_temp(path: Path) -> tuple[int, str]:

@@ -7,8 +7,9 @@ about what a provider asked for.
 from __future__ import annotations
 
 import email.utils
+import random
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 __all__ = ["retry_delay", "retry_after", "retryable", "RETRY_STATUSES"]
 
@@ -53,16 +54,26 @@ def retry_after(headers: Mapping[str, str], *, now: float | None = None) -> floa
 
 
 def retry_delay(
-    headers: Mapping[str, str], attempt: int, *, base: float = 0.5, cap: float = 30.0, now: float | None = None
+    headers: Mapping[str, str], attempt: int, *, base: float = 0.5, cap: float = 30.0, now: float | None = None,
+    rand: Callable[[], float] = random.random,
 ) -> float:
-    """Seconds to wait before retry number `attempt + 1` (attempt counts from 0), never more than `cap`.
+    """Seconds to wait before retry number `attempt + 1` (attempt counts from 0), never more than `cap`, with
+    jitter, so that many requests refused at once (16 concurrent trials hitting one rate limit) do not all come
+    back at the same instant and get refused again together.
 
-    Honours Retry-After (see `retry_after`); otherwise exponential backoff `base * 2**attempt`.
+    Honours Retry-After (see `retry_after`): a wait between what the provider asked and 20% (and 0.1 s) more,
+    never sooner. Otherwise exponential backoff with "equal jitter": between half of `base * 2**attempt` and all
+    of it. A window reaching past `cap` ends at `cap` and spans its last fifth. `rand` gives numbers in [0, 1).
     """
     wait = retry_after(headers, now=now)
     if wait is None:
-        wait = base * (2**attempt)
-    return min(wait, cap)
+        full = base * (2**attempt)
+        low, high = full / 2, full
+    else:
+        low, high = wait, wait * 1.2 + 0.1
+    if high > cap:
+        high, low = cap, min(low, cap * 0.8)
+    return low + (high - low) * rand()
 
 
 def retryable(status: int, headers: Mapping[str, str]) -> bool:

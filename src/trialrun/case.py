@@ -503,12 +503,24 @@ class TrialContext:
         self._remove_workdir()
 
     def _remove_workdir(self) -> None:
-        if self._workdir is not None:
-            # commands the reference agent's shell tools left running here (`sleep 600 &`) end with the trial
-            commands = sys.modules.get("trialrun.agent._commands")
-            if commands is not None:
-                commands.stop_commands(self._workdir)
-            shutil.rmtree(self._workdir, ignore_errors=True)
+        workdir = self._release_workdir()
+        if workdir is not None:
+            remove_workdir(workdir)
+
+    def _release_workdir(self) -> Path | None:
+        """Hand the workdir over for removal (`remove_workdir`): the runner removes it off the event loop, where
+        a big tree cannot stall the other trials."""
+        workdir, self._workdir = self._workdir, None
+        return workdir
+
+
+def remove_workdir(workdir: Path) -> None:
+    """Remove a trial's workdir, after stopping the commands the shell tools left running there (`sleep 600 &`):
+    they end with the trial."""
+    commands = sys.modules.get("trialrun.agent._commands")
+    if commands is not None:
+        commands.stop_commands(workdir)
+    shutil.rmtree(workdir, ignore_errors=True)
 
 
 def _httpx_module(httpx2: bool) -> Any:

@@ -1,7 +1,8 @@
 """The `trialrun` command: run a suite, report a run, compare two runs, grade by hand.
 
 Exit codes everywhere: 0 every graded test passed; 1 a test failed (or, with --fail-on-regression, a regression);
-2 a usage, configuration or file error (a message, no traceback); 130 interrupted.
+2 a usage, configuration or file error (a message, no traceback); 130 interrupted (Ctrl-C), 143 stopped by
+SIGTERM, 129 by SIGHUP (128 + the signal, as a shell reports it).
 """
 
 from __future__ import annotations
@@ -111,6 +112,12 @@ def _check_output_file(value: str | None, option: str) -> None:
     if not value:
         return
     path = Path(value)
+    if path.is_symlink():  # written through to its target: that is the path that must be writable
+        path = Path(os.path.realpath(path))
+    if path.exists() and not path.is_file() and not path.is_dir():  # a device or a pipe (/dev/stdout): written as is
+        if not os.access(path, os.W_OK):
+            raise click.BadParameter(f"{value}: not writable", param_hint=option)
+        return
     blocker = _file_in_the_way(path)
     if blocker is not None:
         problem = f"{blocker} is a file, not a folder"
@@ -163,17 +170,17 @@ def _config_note(config: Any) -> str:
 def _write_outputs(markdown_path: str | None, junit_path: str | None, html_path: str | None, *, markdown: Callable[[], str] | None,
                    junit: Callable[[], str] | None, html: Callable[[], str] | None, summary: bool) -> None:
     """Write the requested files; append Markdown to GitHub's job summary when it is set (unless --no-summary)."""
-    from ._files import write_atomic
+    from ._files import write_user_file
 
     if junit_path and junit:
-        write_atomic(Path(junit_path), junit())
+        write_user_file(Path(junit_path), junit())
     if html_path and html:
-        write_atomic(Path(html_path), html())
+        write_user_file(Path(html_path), html())
     if markdown:
         text = None
         if markdown_path:
             text = markdown()
-            write_atomic(Path(markdown_path), text)
+            write_user_file(Path(markdown_path), text)
         if summary and os.environ.get("GITHUB_STEP_SUMMARY"):
             from .render.markdown import append_step_summary
 
@@ -253,7 +260,7 @@ def run(test_ids: tuple[str, ...], trials: int | None, tags: tuple[str, ...], na
     """Run the suite, or the tests named (TEST_ID ...; `all` or nothing runs every test)."""
     from . import runner
     from ._build import build_cases, check_api_keys, config_snapshot, ignored_by_custom_agent, suite_warnings
-    from .store import LatestNotUpdated, ResultsStore
+    from .store import ResultsStore
     from .suite import SuiteError, read_suite
 
     label_map = _labels(labels)
@@ -293,9 +300,16 @@ def run(test_ids: tuple[str, ...], trials: int | None, tags: tuple[str, ...], na
     _check_results_dir(store.directory)
     _check_output_file(junit_path, "--junit")
     _check_output_file(markdown_path, "--markdown")
+    _remove_stale_temps_of(junit_path, markdown_path)
     snapshot = config_snapshot(config, suite_file, label_map)
     if live and not as_json:
         console.print(f"[yellow]live model {markup(config.model_spec)}: tests call the provider[/]")
+    from ._runs import RunRecorder
+
+    recorder = RunRecorder.start(store, cases, trials=config.trials, include_live_canary=include_live_canary or live,
+                                 config_snapshot=snapshot)
+    for note in recorder.notes:
+        _say(f"note: {note}")
 
     from .render.terminal import RunProgress
 
@@ -303,46 +317,68 @@ def run(test_ids: tuple[str, ...], trials: int | None, tags: tuple[str, ...], na
                            trials={c.name: c.trials or config.trials for c in cases
                                    if c.mode == "deterministic" or include_live_canary or live})
     exit_code = EXIT_OK
+
+    def on_trial(case: Any, result: Any) -> None:
+        recorder.trial(case, result)
+        progress.advance(result.passed, case.name)
+
     with progress:
         try:
             report = runner.evaluate(
-                cases, trials=config.trials,
+                cases, trials=config.trials, run_id=recorder.run_id,
                 include_live_canary=include_live_canary or live, concurrency=config.concurrency or runner.DEFAULT_CONCURRENCY,
-                config_snapshot=snapshot, on_trial=lambda case, result: progress.advance(result.passed, case.name),
-                executor=config.executor,
+                config_snapshot=snapshot, on_trial=on_trial, executor=config.executor,
             )
         except runner.EvaluationInterrupted as interrupted:
             report = interrupted.report
-            exit_code = EXIT_INTERRUPTED
-        except KeyboardInterrupt:  # a second Ctrl-C while teardowns still ran: give up on them at once
+            exit_code = _signal_exit(interrupted.signal)
+        except KeyboardInterrupt as again:  # a second Ctrl-C (or SIGTERM) while teardowns still ran: give up on them
             progress.stop()
-            click.echo("interrupted again: stopped waiting for teardowns; this run was not saved", err=True)
+            click.echo(f"interrupted again: stopped waiting for teardowns; {recorder.abandon()}", err=True)
             sys.stderr.flush()
-            os._exit(EXIT_INTERRUPTED)
-    saved: Path | None = None
-    save_problem = ""
-    try:
-        saved = store.save(report)
-    except LatestNotUpdated as exc:  # saved; only the pointer to it failed
-        saved = exc.saved
-        _say(f"warning: {exc}")
-    except OSError as exc:  # the run is done: show it anyway, then say why it was not saved
-        save_problem = _os_problem(exc)
+            os._exit(_signal_exit(getattr(again, "signal", None)))
+        except BaseException:
+            recorder.drop()
+            raise
+    saved, fallback = recorder.save(report)
+    for warning in recorder.warnings:
+        _say(f"warning: {warning}")
+    interrupted_run = exit_code != EXIT_OK
     if exit_code == EXIT_OK and report.failed_case_count:
         exit_code = EXIT_FAILED
     _emit_report(report, as_json=as_json, saved=None if saved is None else str(saved))
     if saved is None:
-        _say(f"error: the run was not saved to {store.directory}: {save_problem}")
-        exit_code = EXIT_INTERRUPTED if exit_code == EXIT_INTERRUPTED else EXIT_USAGE
+        _say(f"error: the run was not saved to {store.directory}: {recorder.save_problem}; "
+             + (f"it was saved to {fallback} instead (`trialrun report {fallback}` shows it)" if fallback
+                else "nor anywhere else"))
+        exit_code = exit_code if interrupted_run else EXIT_USAGE
     _report_files(report, junit_path=junit_path, markdown_path=markdown_path, html_path=None, summary=not no_summary)
-    if exit_code == EXIT_INTERRUPTED:
-        where = f"saved the {len(report.cases)} finished test(s) to {saved}" if saved else "the finished tests were not saved"
+    if interrupted_run:
+        partial = [c for c in report.cases if c.partial]
+        whole = len(report.cases) - len(partial)
+        what = f"the {whole} finished test(s)" + (f" and {len(partial)} partly run test(s)" if partial else "")
+        where = f"saved {what} to {saved or fallback}" if saved or fallback else "the finished tests were not saved"
         _say(f"interrupted: {where}")
         # A synchronous agent still running in a worker thread cannot be stopped; do not wait for it at exit.
         sys.stdout.flush()
         sys.stderr.flush()
-        os._exit(EXIT_INTERRUPTED)
+        os._exit(exit_code)
     sys.exit(exit_code)
+
+
+def _remove_stale_temps_of(*paths: str | None) -> None:
+    """The temp files a killed run left next to the report files it was writing (`.junit.xml.<hex>.tmp`)."""
+    from ._files import remove_stale_temps
+
+    for value in paths:
+        if value:
+            target = Path(os.path.realpath(value))
+            remove_stale_temps(target.parent, only_for=target.name)
+
+
+def _signal_exit(signum: int | None) -> int:
+    """The exit code of a run a signal stopped: 128 + the signal (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP)."""
+    return 128 + signum if signum else EXIT_INTERRUPTED
 
 
 def _selection(test_ids: tuple[str, ...], names: tuple[str, ...], tags: tuple[str, ...]) -> str:
@@ -397,10 +433,21 @@ def _store(results_dir: str | None, config_path: str | None, suite: str | None =
     return ResultsStore(config.results_path())
 
 
-def _warn_skipped(store: Any) -> None:
-    """Say which result files were passed over, and why, so an older run is never shown in silence."""
+def _warn_skipped(store: Any, shown: list[Path] | None = None) -> None:
+    """Say which result files were passed over, and why, so an older run is never shown in silence; and which
+    shown runs are the journals of runs that never finished."""
     for path, reason in store.skipped.items():
         _say(f"warning: skipped {path}: {reason}")
+    _note_journals(shown or [])
+
+
+def _note_journals(shown: list[Path]) -> None:
+    from .store import JOURNAL_SUFFIX
+
+    for path in shown:
+        if path.suffix == JOURNAL_SUFFIX:
+            _say(f"note: {path} is the journal of a run that did not finish (killed?): read as an interrupted "
+                 f"run of the trials it holds; `trialrun recover` saves it as a result file")
 
 
 # -- report -------------------------------------------------------------------------------------------------
@@ -439,10 +486,11 @@ def report(run_ref: str | None, results_dir: str | None, suite: str | None, conf
         return
     if run_ref and Path(run_ref).is_file():  # a path needs no configuration
         path = Path(run_ref)
+        _note_journals([path])
     else:
         store = _store(results_dir, config_path, suite)
         path = store.resolve(run_ref)
-        _warn_skipped(store)
+        _warn_skipped(store, [path])
     result = load_report(path)
     written = [p for p in (html_path, junit_path, markdown_path) if p]
     if as_json or show_table or not written:
@@ -469,7 +517,7 @@ def _history_report(run_ref: str | None, results_dir: str | None, config_path: s
     store = _store(results_dir, config_path, suite)
     found = load_history(store.directory)
     for path, reason in found.skipped.items():
-        click.echo(f"warning: skipped {path}: {reason}", err=True)
+        _say(f"warning: skipped {path}: {reason}")
     write_atomic(Path(html_path), history_html(found))
     click.echo(f"wrote {html_path}: {len(found.runs)} run(s) of {store.directory}")
     sys.exit(EXIT_OK)
@@ -495,7 +543,7 @@ def view(results_dir: str | None, port: int, open_browser: bool, config_path: st
     try:
         serve(store.directory, port=port, open_browser=open_browser)
     except ImportError as exc:
-        click.echo(f"error: {exc}", err=True)
+        _say(f"error: {exc}")
         sys.exit(EXIT_USAGE)
     except KeyboardInterrupt:
         pass
@@ -533,6 +581,7 @@ def compare(runs: tuple[str, ...], results_dir: str | None, suite: str | None, c
     _check_output_file(html_path, "--html")
     if runs and all(Path(r).is_file() for r in runs):  # paths need no configuration
         paths = [Path(r) for r in runs]
+        _note_journals(paths)
     else:
         store = _store(results_dir, config_path, suite)
         paths = [store.resolve(r) for r in runs] if runs else store.recent(2)
@@ -540,7 +589,7 @@ def compare(runs: tuple[str, ...], results_dir: str | None, suite: str | None, c
             unusable = "; ".join(f"{p.name} ({reason})" for p, reason in store.skipped.items())
             raise ResultFileError(f"{store.directory}: compare needs two runs; found {len(paths)} usable result file(s)"
                                   + (f"; unusable: {unusable}" if unusable else ""))
-        _warn_skipped(store)
+        _warn_skipped(store, paths)
     before, after = (load_report(p) for p in paths)
     comparison = comparing.compare(before, after, threshold=threshold)
     if as_json:
@@ -573,6 +622,34 @@ def compare(runs: tuple[str, ...], results_dir: str | None, suite: str | None, c
     if problems:  # a test the later run lost (removed, or stopped by Ctrl-C) is no evidence that nothing regressed
         _say(f"--fail-on-regression: {'; '.join(problems)}")
     sys.exit(EXIT_FAILED if problems else EXIT_OK)
+
+
+# -- recover ------------------------------------------------------------------------------------------------
+@main.command()
+@click.option("--results-dir", type=click.Path(file_okay=False), help="Where result files are (default: the suite's folder).")
+@click.option("--suite", type=click.Path(dir_okay=False), help="Suite file (its folder holds the results by default).")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Configuration file.")
+@_fail_cleanly
+def recover(results_dir: str | None, suite: str | None, config_path: str | None) -> None:
+    """Save the runs that were killed (SIGKILL, power loss) as result files with "status": "interrupted", from
+    their journals (results_<stamp>.jsonl with no results_<stamp>.json)."""
+    from .store import LatestNotUpdated, load_report
+
+    store = _store(results_dir, config_path, suite)
+    journals = store.unfinished()
+    if not journals:
+        click.echo(f"nothing to recover in {store.directory}")
+        return
+    for journal in journals:
+        try:
+            saved = store.recover(journal)
+        except LatestNotUpdated as exc:
+            saved = exc.saved
+            _say(f"warning: {exc}")
+        report = load_report(saved)
+        trials = sum(len(c.trials) for c in report.cases)
+        click.echo(f"recovered {saved}: {trials} finished trial(s) of {len(report.cases)} test(s), "
+                   f"{len(report.unfinished_cases)} test(s) not started; status {report.status}")
 
 
 # -- grade --------------------------------------------------------------------------------------------------
@@ -664,9 +741,9 @@ def schema(results: bool, output: str | None) -> None:
     text = json.dumps(data, indent=2) + "\n"
     _check_output_file(output, "--output")
     if output:
-        from ._files import write_atomic
+        from ._files import write_user_file
 
-        write_atomic(Path(output), text)
+        write_user_file(Path(output), text)
     else:
         click.echo(text, nl=False)
 

@@ -139,7 +139,14 @@ class CaseResult(BaseModel):
     turns: float | None = Field(default=None, description="mean number of model turns per trial")
     cost_usd: float | None = None
     trials: list[TrialResult] = Field(default_factory=list)
+    unfinished_trials: int = Field(default=0, description="trials an interruption stopped before they finished: the case is "
+                                                           "partly run, and scored on the trials it has")
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def partial(self) -> bool:
+        """Partly run: an interruption stopped some of its trials (the others are in `trials`)."""
+        return self.unfinished_trials > 0
 
     @property
     def trial_count(self) -> int:
@@ -180,7 +187,7 @@ class CaseResult(BaseModel):
     @classmethod
     def from_trials(
         cls, name: str, trials: list[TrialResult], *, tags: list[str], mode: str, description: str | None = None,
-        metadata: dict[str, Any] | None = None, title: str | None = None,
+        metadata: dict[str, Any] | None = None, title: str | None = None, unfinished_trials: int = 0,
     ) -> CaseResult:
         n = len(trials)
         passed = sum(1 for t in trials if t.passed)
@@ -205,6 +212,7 @@ class CaseResult(BaseModel):
             turns=metrics.mean(len(t.trajectory.turns) for t in trials),
             cost_usd=sum(c for c in costs if c is not None) if any(c is not None for c in costs) else None,
             trials=trials,
+            unfinished_trials=unfinished_trials,
             metadata=metadata or {},
         )
 
@@ -386,7 +394,7 @@ def regrade_output_quality(report: RunReport, name: str, quality: float) -> RunR
             "passed": trial.error is None and all(v.passed for v in trial.verdicts),
         }))
     rebuilt = CaseResult.from_trials(case.name, trials, tags=case.tags, mode=case.mode, description=case.description,
-                                     metadata=case.metadata, title=case.title)
+                                     metadata=case.metadata, title=case.title, unfinished_trials=case.unfinished_trials)
     cases = [rebuilt if c.name == name else c for c in data.cases]
     return RunReport.build(
         cases, trial_count=data.trial_count, started_at=data.started_at, duration_s=data.duration_s, status=data.status,

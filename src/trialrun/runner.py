@@ -20,7 +20,7 @@ from datetime import datetime, timezone
 from queue import SimpleQueue
 from typing import Any
 
-from .case import Case, CaseError, Problem, TrialContext, _suggest, validate_cases
+from .case import Case, CaseError, Problem, TrialContext, _suggest, remove_workdir, validate_cases
 from .expect._base import Grader, Verdict, agrade, grade, is_builtin
 from .results import CaseResult, RunReport, TrialError, TrialResult, jsonable
 from .trajectory import Run, Trajectory
@@ -34,15 +34,18 @@ OnTrial = Callable[[Case, TrialResult], None]
 
 
 class EvaluationInterrupted(asyncio.CancelledError, KeyboardInterrupt):
-    """The run was interrupted (Ctrl-C, or its task cancelled). `report` holds every case that finished.
+    """The run was interrupted (Ctrl-C, SIGTERM, SIGHUP, or its task cancelled). `report` holds every trial that
+    finished: whole cases, and cases only partly run (`CaseResult.unfinished_trials`). `signal` is the signal
+    that stopped it (`signal.SIGTERM`...), None when the task was cancelled otherwise.
 
     It is both a CancelledError (so asyncio treats the task as cancelled) and a KeyboardInterrupt (so code that
     called `evaluate` and catches Ctrl-C catches it).
     """
 
-    def __init__(self, report: RunReport) -> None:
+    def __init__(self, report: RunReport, signal: int | None = None) -> None:
         super().__init__(f"evaluation interrupted; {len(report.cases)} case(s) finished")
         self.report = report
+        self.signal = signal
 
 
 class _PhaseFailure(Exception):
@@ -182,6 +185,10 @@ class _Runner:
         self.run_id = run_id
         self.on_trial = on_trial
         self.threads = _Threads(asyncio.get_running_loop(), self.concurrency)
+        #: Workdirs are removed by threads of their own, never on the event loop (a big tree's rmtree would stall
+        #: every other trial) nor in the trial's time; the run waits for them before it returns.
+        self.remover = _Threads(asyncio.get_running_loop(), 2)
+        self.removals: list[asyncio.Future[Any]] = []
         self.guard = _load_optional("models.guard")
         self.pricing = _load_optional("agent.pricing")
 
@@ -246,11 +253,12 @@ class _Runner:
         first = next((errors[0] for errors in raised if errors), None)
         return verdicts, _error("grade", first) if first is not None else None  # type: ignore[return-value]
 
-    async def _teardown(self, case: Case, ctx: TrialContext) -> TrialError | None:
-        """Run teardown to completion even if the run is being cancelled (then let the cancellation go on)."""
+    async def _teardown(self, case: Case, ctx: TrialContext) -> tuple[TrialError | None, asyncio.CancelledError | None]:
+        """Run teardown to completion even if the run is being cancelled; returns its error and the cancellation
+        that arrived meanwhile (for the caller to go on with)."""
         if case.teardown is None and not ctx._clients:
-            ctx._remove_workdir()
-            return None
+            self._remove_workdir(ctx)
+            return None, None
         task = asyncio.ensure_future(self._teardown_body(case, ctx))
         cancelled: asyncio.CancelledError | None = None
         while True:
@@ -262,9 +270,7 @@ class _Runner:
                 if task.done():
                     error = None if task.cancelled() else task.result()
                     break
-        if cancelled is not None:
-            raise cancelled
-        return error
+        return error, cancelled
 
     async def _teardown_body(self, case: Case, ctx: TrialContext) -> TrialError | None:
         problem = None
@@ -276,8 +282,27 @@ class _Runner:
                     problem = _error("teardown", exc)
             if problem is None and blocked:
                 problem = TrialError(type="NetworkBlockedError", message=blocked[0], phase="teardown")
+        self._remove_workdir(ctx)
         await ctx.aclose()
         return problem
+
+    def _remove_workdir(self, ctx: TrialContext) -> None:
+        workdir = ctx._release_workdir()
+        if workdir is not None:
+            self.removals.append(self.remover.run(remove_workdir, workdir))
+
+    async def finish(self) -> None:
+        """Wait for the workdirs still being removed (even while the run is being cancelled), stop the threads."""
+        self.threads.close()
+        pending = [f for f in self.removals if not f.done()]
+        if pending:
+            waiting = asyncio.ensure_future(asyncio.gather(*pending, return_exceptions=True))
+            while not waiting.done():
+                try:
+                    await asyncio.shield(waiting)
+                except asyncio.CancelledError:
+                    continue
+        self.remover.close()
 
     async def run_trial(self, case: Case, trial: int) -> TrialResult:
         ctx = TrialContext(case, trial, run_id=self.run_id)
@@ -285,6 +310,7 @@ class _Runner:
         error: TrialError | None = None
         run: Run | None = None
         verdicts: list[Verdict] = []
+        graded = False
         try:
             with self._network_guard(case) as blocked:
                 try:
@@ -313,9 +339,23 @@ class _Runner:
             elif ctx._transports:  # invoke raised or timed out: keep what the agent did and spent, ungraded
                 run = Run(output=None, trajectory=ctx.trajectory())
                 run.cost_usd = self._observed_cost(run)
+            graded = True
         finally:
-            teardown_error = await self._teardown(case, ctx)
-        return _trial_result(trial, run, verdicts, error, teardown_error, time.perf_counter() - started)
+            teardown_error, cancelled = await self._teardown(case, ctx)
+            if cancelled is not None and not graded:
+                raise cancelled
+        result = _trial_result(trial, run, verdicts, error, teardown_error, time.perf_counter() - started)
+        if cancelled is not None:  # stopped while its teardown ran: the trial itself finished, and is kept
+            raise _FinishedThenCancelled(result) from cancelled
+        return result
+
+
+class _FinishedThenCancelled(asyncio.CancelledError):
+    """The run was cancelled while a finished trial's teardown ran: the cancellation, with that trial's result."""
+
+    def __init__(self, result: TrialResult) -> None:
+        super().__init__()
+        self.result = result
 
 
 async def run_one_trial(case: Case, trial: int, run_id: str | None = None) -> TrialResult:
@@ -433,7 +473,12 @@ async def aevaluate(
     on_trial: OnTrial | None = None,
     executor: str | Any | None = None,
 ) -> RunReport:
-    """Async `evaluate`: runs on the current event loop. See `evaluate`."""
+    """Async `evaluate`: runs on the current event loop. See `evaluate`.
+
+    Cancelled, it raises `EvaluationInterrupted` with the finished trials. (On Python 3.10 a Task around it turns
+    that into a bare CancelledError whose `__context__` is the EvaluationInterrupted: asyncio 3.10 does so for
+    every cancelled task. `evaluate` and the CLI are not affected.)
+    """
     case_list = validate_cases(cases)
     if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
         raise ValueError(f"trials must be a positive integer, got {trials!r}")
@@ -452,7 +497,13 @@ async def aevaluate(
     async def worker() -> None:
         for index, trial in queue:
             case = selected[index]
-            result = await run_trial(case, trial)
+            try:
+                result = await run_trial(case, trial)
+            except _FinishedThenCancelled as stopped:
+                results[index, trial] = stopped.result
+                if on_trial is not None:
+                    on_trial(case, stopped.result)
+                raise
             results[index, trial] = result
             if on_trial is not None:
                 on_trial(case, result)
@@ -469,7 +520,7 @@ async def aevaluate(
         await _cancel_all(workers)  # an on_trial callback raised: stop the other trials, with their teardowns
         raise
     finally:
-        runner.threads.close()
+        await runner.finish()
 
     case_results: list[CaseResult] = []
     unfinished: list[str] = []
@@ -482,13 +533,15 @@ async def aevaluate(
             )
     for index, case in enumerate(selected):
         count = case.trials or trials
-        trial_results = [results.get((index, t)) for t in range(1, count + 1)]
-        if any(r is None for r in trial_results):
+        finished = [r for r in (results.get((index, t)) for t in range(1, count + 1)) if r is not None]
+        if not finished:
             unfinished.append(case.name)
             continue
+        # A case an interruption stopped part way keeps the trials that finished, scored on those, and says so.
         case_results.append(
-            CaseResult.from_trials(case.name, trial_results, tags=list(case.tags), mode=case.mode,  # type: ignore[arg-type]
-                                   description=case.description, metadata=case.metadata, title=case.title)
+            CaseResult.from_trials(case.name, finished, tags=list(case.tags), mode=case.mode,
+                                   description=case.description, metadata=case.metadata, title=case.title,
+                                   unfinished_trials=count - len(finished))
         )
     order = {case.name: position for position, case in enumerate(case_list)}
     case_results.sort(key=lambda c: order[c.name])
@@ -544,7 +597,8 @@ def evaluate(
     `CaseError` before anything runs. `names` keeps the cases with these exact names, `tags` the cases with at
     least one of these tags. Live canaries are skipped (and listed as skipped) unless `include_live_canary`.
     A failing case is a result, never an exception. Ctrl-C cancels running trials, runs their teardowns and
-    raises `EvaluationInterrupted` carrying the report of the cases that finished.
+    raises `EvaluationInterrupted` carrying the report of the trials that finished; so do SIGTERM and SIGHUP
+    while they have their default action (which would kill the process and lose the run).
     `executor="ray"` (or "ray://HOST:PORT", or a `RayExecutor`) runs each trial on a Ray cluster instead, with
     the same semantics and the same report; `concurrency` is then cluster-wide.
 
@@ -568,7 +622,9 @@ def evaluate(
     caller = asyncio.current_task()
     box: dict[str, Any] = {}
     loop = asyncio.new_event_loop()
-    task = loop.create_task(coro)
+    task = loop.create_task(_interruption_as_value(coro))
+
+    done = threading.Event()
 
     def target() -> None:
         try:
@@ -577,13 +633,15 @@ def evaluate(
             box["error"] = exc
         finally:
             _close(loop)
+            done.set()
 
     thread = threading.Thread(target=target, name="trialrun-evaluate", daemon=True)
     thread.start()
     cancelled = False
-    while thread.is_alive():
+    # An Event, not thread.join: on Python 3.10 a Ctrl-C that interrupts join() leaves the thread looking finished.
+    while not done.is_set():
         try:
-            thread.join(0.1)
+            done.wait(0.1)
         except KeyboardInterrupt:
             if cancelled:
                 raise
@@ -594,7 +652,28 @@ def evaluate(
             loop.call_soon_threadsafe(task.cancel)
     if "error" in box:
         raise box["error"]
-    return box["value"]
+    return _value_or_raise(box["value"])
+
+
+class _Stopped:
+    """An interruption carried out of the run's task as its value: Python 3.10's Task replaces the
+    EvaluationInterrupted a cancelled task raises by a bare CancelledError, losing the report."""
+
+    def __init__(self, exc: EvaluationInterrupted) -> None:
+        self.exc = exc
+
+
+async def _interruption_as_value(coro: Any) -> Any:
+    try:
+        return await coro
+    except EvaluationInterrupted as exc:
+        return _Stopped(exc)
+
+
+def _value_or_raise(value: Any) -> RunReport:
+    if isinstance(value, _Stopped):
+        raise value.exc
+    return value  # type: ignore[no-any-return]
 
 
 def _cancel_requested(task: asyncio.Task[Any]) -> bool:
@@ -603,30 +682,44 @@ def _cancel_requested(task: asyncio.Task[Any]) -> bool:
     return bool(cancelling()) if cancelling is not None else bool(getattr(task, "_must_cancel", False))
 
 
-def _run_with_interrupt(coro: Any) -> RunReport:
-    """Run on a new loop; Ctrl-C cancels the run (so teardowns run) instead of killing it mid-trial. A second
-    Ctrl-C while teardowns are still running (one that hangs) gives up on them and raises KeyboardInterrupt."""
-    loop = asyncio.new_event_loop()
-    task = loop.create_task(coro)
-    previous = None
-    main = threading.current_thread() is threading.main_thread()
-    presses = 0
+#: Signals that stop a run as Ctrl-C does: SIGTERM is what CI cancellation, `docker stop`, Kubernetes and `timeout`
+#: send, SIGHUP what a closed terminal or SSH session sends. Taken over only while they have their default action.
+_STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
 
-    def on_sigint(signum: int, frame: Any) -> None:
-        nonlocal presses
-        presses += 1
-        if presses > 1:
-            raise KeyboardInterrupt
+
+def _run_with_interrupt(coro: Any) -> RunReport:
+    """Run on a new loop; Ctrl-C (or SIGTERM, SIGHUP) cancels the run (so teardowns run) instead of killing it
+    mid-trial. A second one while teardowns are still running (one that hangs) gives up on them and raises
+    KeyboardInterrupt."""
+    loop = asyncio.new_event_loop()
+    task = loop.create_task(_interruption_as_value(coro))
+    previous: dict[int, Any] = {}
+    main = threading.current_thread() is threading.main_thread()
+    received: list[int] = []
+
+    def on_signal(signum: int, frame: Any) -> None:
+        received.append(signum)
+        if len(received) > 1:  # a second one while teardowns still run: give up on them (`signal` says which)
+            stop = KeyboardInterrupt(signal.Signals(signum).name)
+            stop.signal = signum  # type: ignore[attr-defined]
+            raise stop
         loop.call_soon_threadsafe(task.cancel)
 
     if main:
-        previous = signal.getsignal(signal.SIGINT)
-        signal.signal(signal.SIGINT, on_sigint)
+        previous[signal.SIGINT] = signal.getsignal(signal.SIGINT)
+        for signum in _STOP_SIGNALS:
+            if signal.getsignal(signum) is signal.SIG_DFL:
+                previous[signum] = signal.SIG_DFL
+        for signum in previous:
+            signal.signal(signum, on_signal)
     try:
-        return loop.run_until_complete(task)
+        value = loop.run_until_complete(task)
+        if isinstance(value, _Stopped) and received:
+            value.exc.signal = received[0]
+        return _value_or_raise(value)
     finally:
-        if main:
-            signal.signal(signal.SIGINT, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
         _close(loop)
 
 

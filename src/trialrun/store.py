@@ -3,6 +3,10 @@
 Writes are atomic (a temp file in the same folder, fsync, rename), and `latest.json` is written only after the
 result file is complete, so it never names a half-written run. A corrupt, truncated or newer-schema file is an
 error that names the file; the other runs in the folder stay usable.
+
+A run's name is reserved when it starts, by creating its journal (`results_<stamp>.jsonl`, see `journal`)
+exclusively, and a result file is never replaced: two runs started in the same second get `_2`, `_3`... A journal
+left without its result file (the run was killed) is read as an interrupted run, and `recover` saves it.
 """
 
 from __future__ import annotations
@@ -10,19 +14,21 @@ from __future__ import annotations
 import json
 import os
 import re
-from datetime import timezone
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from ._files import TOO_DEEP, read_text, unencodable_text, write_atomic
+from ._files import TOO_DEEP, read_text, remove_stale_temps, unencodable_text, write_atomic, write_new
 from ._scrub import scrub_text
+from .journal import SUFFIX as JOURNAL_SUFFIX
+from .journal import Journal, JournalError, is_live, read_journal
 from .results import SCHEMA_VERSION, RunReport
 
 __all__ = ["ResultsStore", "ResultFileError", "LatestNotUpdated", "load_report"]
 
-_FILE = re.compile(r"^results_(\d{8}_\d{6})(?:_(\d+))?\.json$")
+_FILE = re.compile(r"^results_(\d{8}_\d{6})(?:_(\d+))?\.json(l?)$")
 LATEST = "latest.json"
 
 
@@ -61,6 +67,11 @@ RESULT_MAX_BYTES = 2**30
 def load_report(path: str | os.PathLike[str]) -> RunReport:
     """Load one result file, with an error that names the file for every way it can be wrong."""
     path = Path(path)
+    if path.suffix == JOURNAL_SUFFIX:
+        try:
+            return read_journal(path)
+        except JournalError as exc:
+            raise ResultFileError(str(exc), path=path) from None
     try:
         text = read_text(path, "result file", ResultFileError, missing="no such result file", limit=RESULT_MAX_BYTES)
     except ResultFileError as exc:
@@ -109,6 +120,12 @@ def _where(data: dict[str, Any], loc: tuple[int | str, ...]) -> str:
     return f"{kind} {label!r} ({loc[0]}.{loc[1]})" + (f", {rest}" if rest else "")
 
 
+def _key(path: Path) -> tuple[str, int]:
+    """A result file's (or journal's) place in time: its stamp, then its suffix number."""
+    match = _FILE.match(path.name)
+    return (match.group(1), int(match.group(2) or 0)) if match else ("", 0)
+
+
 class LatestNotUpdated(OSError):
     """The run was saved, but latest.json could not be pointed at it (a folder in its place, a read-only file)."""
 
@@ -135,36 +152,96 @@ class ResultsStore:
         return True
 
     def files(self) -> list[Path]:
-        """Result files, oldest first (by the timestamp in the name, then the suffix)."""
+        """Result files, oldest first (by the timestamp in the name, then the suffix), with the journals of runs
+        that did not finish (no result file of their name, and no process writing them) in their place."""
         if not self.directory.is_dir():
             return []
         found = []
-        for path in self.directory.iterdir():
-            match = _FILE.match(path.name)
-            if match:
-                found.append((match.group(1), int(match.group(2) or 0), path))
+        names = {path.name for path in self.directory.iterdir()}
+        for name in names:
+            match = _FILE.match(name)
+            if match and (not match.group(3) or self._dead_journal(name, names)):
+                found.append((match.group(1), int(match.group(2) or 0), self.directory / name))
         return [path for _, _, path in sorted(found)]
 
-    def save(self, report: RunReport) -> Path:
-        """Write the report as results_<YYYYMMDD_HHMMSS>.json (of its start, UTC; `_2`, `_3`... when taken), then
-        point latest.json at it. A report without a run_id gets `eval_<same stamp and suffix>`."""
-        stamp = report.started_at.astimezone(timezone.utc).strftime("%Y%m%d_%H%M%S")
-        suffix, n = "", 1
-        while (self.directory / f"results_{stamp}{suffix}.json").exists():
+    def _dead_journal(self, name: str, names: set[str]) -> bool:
+        return name.removesuffix("l") not in names and not is_live(self.directory / name)
+
+    def unfinished(self) -> list[Path]:
+        """Journals of runs that did not finish (killed), oldest first: `recover` saves them as result files."""
+        return [path for path in self.files() if path.suffix == JOURNAL_SUFFIX]
+
+    def reserve(self, started_at: datetime) -> tuple[str, Journal]:
+        """A run's name (`results_<stamp>[_n]`, of `started_at` in UTC), taken by creating its journal exclusively
+        (O_EXCL), so no other run, started in the same second or not, can pick it; and the journal, open."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        stamp = started_at.astimezone(timezone.utc).strftime("%Y%m%d_%H%M%S")
+        n = 1
+        while True:
+            stem = f"results_{stamp}" + (f"_{n}" if n > 1 else "")
             n += 1
-            suffix = f"_{n}"
-        path = self.directory / f"results_{stamp}{suffix}.json"
-        if report.run_id is None:
-            report.run_id = f"eval_{stamp}{suffix}"
-        write_atomic(path, report_text(report))
+            if (self.directory / f"{stem}.json").exists():
+                continue
+            try:
+                fd = os.open(self.directory / f"{stem}{JOURNAL_SUFFIX}", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o666)
+            except FileExistsError:
+                continue
+            return stem, Journal(self.directory / f"{stem}{JOURNAL_SUFFIX}", fd)
+
+    def remove_stale_temps(self) -> list[Path]:
+        """Remove temp files a run killed while writing left here (other runs' files being written are kept)."""
+        return remove_stale_temps(self.directory)
+
+    def save(self, report: RunReport, *, stem: str | None = None) -> Path:
+        """Write the report as results_<YYYYMMDD_HHMMSS>.json (of its start, UTC; `_2`, `_3`... when taken), or as
+        `<stem>.json` for a name `reserve` gave, then point latest.json at it. A result file is never replaced:
+        a name taken meanwhile moves the report to the next free one. A report without a run_id gets
+        `eval_<same stamp and suffix>`."""
+        stamp = report.started_at.astimezone(timezone.utc).strftime("%Y%m%d_%H%M%S")
+        candidates = [stem] if stem else []
+        candidates += [f"results_{stamp}" + (f"_{n}" if n > 1 else "") for n in range(1, 10_000)]
+        for name in candidates:
+            path = self.directory / f"{name}.json"
+            if name != stem and (path.exists() or (self.directory / f"{name}{JOURNAL_SUFFIX}").exists()):
+                continue
+            run_id = report.run_id
+            if run_id is None or (stem and name != stem and run_id == f"eval_{stem.removeprefix('results_')}"):
+                report.run_id = f"eval_{name.removeprefix('results_')}"
+            try:
+                write_new(path, report_text(report))
+            except FileExistsError:
+                report.run_id = run_id
+                continue
+            break
+        else:  # pragma: no cover - ten thousand runs in one second
+            raise FileExistsError(f"{self.directory}: no free result file name for {stamp}")
         try:
             self._point_latest(path)
         except OSError as exc:
             raise LatestNotUpdated(path, self.directory / LATEST, exc) from exc
         return path
 
+    def recover(self, journal: Path) -> Path:
+        """Save the run a dead journal records as its result file (`"status": "interrupted"`), and remove the
+        journal. latest.json follows when no newer run exists."""
+        report = load_report(journal)
+        stem = journal.name.removesuffix(JOURNAL_SUFFIX)
+        newer = [p for p in self.files() if p.suffix == ".json" and _key(p) > _key(journal)]
+        path = self.directory / f"{stem}.json"
+        write_new(path, report.model_dump_json(indent=2) + "\n")
+        journal.unlink()
+        if not newer:
+            try:
+                self._point_latest(path)
+            except OSError as exc:
+                raise LatestNotUpdated(path, self.directory / LATEST, exc) from exc
+        return path
+
     def rewrite(self, path: Path, report: RunReport) -> None:
         """Replace an existing result file (e.g. after a manual grade), atomically; a copied latest.json follows."""
+        if path.suffix == JOURNAL_SUFFIX:
+            raise ResultFileError(f"{path}: the journal of a run that did not finish; save it as a result file "
+                                  f"first with `trialrun recover`", path=path)
         text = report_text(report)
         write_atomic(path, text)
         latest = self.directory / LATEST
@@ -210,11 +287,14 @@ class ResultsStore:
             raise ResultFileError(f"{self.directory}: no usable result file ({self._skipped_text()})")
         match = _FILE.match(chosen.name)
         if match:  # newer files that do not load are worth a warning; newer good ones are not trusted as latest
-            key = (match.group(1), int(match.group(2) or 0))
+            key = _key(chosen)
             for path in files:
                 other = _FILE.match(path.name)
-                if other and (other.group(1), int(other.group(2) or 0)) > key:
-                    self._usable(path)
+                if other and _key(path) > key:
+                    if path.suffix == JOURNAL_SUFFIX and self._usable(path):
+                        chosen, key = path, _key(path)  # a newer run that was killed: it is the most recent run
+                    elif path.suffix != JOURNAL_SUFFIX:
+                        self._usable(path)
         return chosen
 
     def _skipped_text(self) -> str:

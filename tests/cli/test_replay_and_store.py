@@ -48,6 +48,7 @@ def test_a_failed_write_leaves_the_previous_run_and_latest_intact(tmp_path: Path
         raise OSError("disk full")
 
     monkeypatch.setattr(os, "replace", broken_replace)
+    monkeypatch.setattr(os, "link", broken_replace)  # a new result file is linked into place (never replacing one)
     second = tr.evaluate([tr.Case(name="b", invoke=lambda ctx: "y", expect_outcome=[tr.expect.equals("y")])], run_id="eval_2")
     with pytest.raises(OSError, match="disk full"):
         store.save(second)

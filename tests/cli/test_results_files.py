@@ -184,7 +184,7 @@ def test_schema_output_into_a_new_folder(project: Path, cli) -> None:
 def test_a_run_that_cannot_be_saved_is_still_shown_then_exits_2(project: Path, cli, monkeypatch: pytest.MonkeyPatch) -> None:
     target = _folder(project) / "results_x.json"
 
-    def full_disk(self: ResultsStore, report: object) -> Path:
+    def full_disk(self: ResultsStore, report: object, **kwargs: object) -> Path:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(target))
 
     monkeypatch.setattr(ResultsStore, "save", full_disk)

@@ -47,6 +47,7 @@ def live(provider: Provider, base_url: str = "https://api.openai.com/v1", **kwar
                       **kwargs)
     waits: list[float] = []
     model._sleep = waits.append  # type: ignore[method-assign]
+    model._rand = lambda: 0.0  # the least wait of each jittered window (test_retry_jitter.py covers the spread)
 
     async def fake_sleep(seconds: float) -> None:
         waits.append(seconds)
@@ -133,7 +134,8 @@ def test_retries_429_and_5xx_honouring_retry_after_with_a_cap() -> None:
     )
     model, waits = live(provider, max_retries=4, max_retry_wait=10.0)
     assert ask(sdk(model)).choices[0].message.content == "finally"
-    assert waits == [2.0, 1.0, 10.0, 0.25]  # retry-after; backoff (2nd try: 0.5 * 2); capped; retry-after-ms
+    # retry-after; backoff (2nd try: half of 0.5 * 2 at the least); capped (its window's least: 0.8 of the cap); ms
+    assert waits == [2.0, 0.5, 8.0, 0.25]
     assert [e.status for e in model.exchanges] == [429, 503, 429, 529, 200]
     assert len(model.trajectory().turns) == 1
 
@@ -154,7 +156,7 @@ def test_gives_up_after_max_retries_and_the_sdk_sees_the_last_error() -> None:
     model, waits = live(provider, max_retries=2)
     with pytest.raises(openai.RateLimitError):
         ask(sdk(model))
-    assert len(provider.requests) == 3 and waits == [0.5, 1.0]
+    assert len(provider.requests) == 3 and waits == [0.25, 0.5]
 
 
 def test_does_not_retry_client_errors_or_when_the_provider_says_not_to() -> None:
@@ -173,7 +175,7 @@ def test_retries_connection_errors_then_raises_the_last_one() -> None:
     provider = Provider(httpx.ConnectError("refused"), ok("reconnected"))
     model, waits = live(provider)
     assert ask(sdk(model)).choices[0].message.content == "reconnected"
-    assert waits == [0.5]
+    assert waits == [0.25]
     provider = Provider(httpx.ConnectError("down"), httpx.ConnectError("still down"))
     model, waits = live(provider, max_retries=1)
     with pytest.raises(httpx.ConnectError, match="still down"):
@@ -207,7 +209,7 @@ def test_async_retries_and_streaming_pass_through() -> None:
         return "".join([c.choices[0].delta.content or "" async for c in stream])
 
     assert asyncio.run(main()) == "streamed"
-    assert waits == [0.5]
+    assert waits == [0.25]
     assert [e.status for e in model.exchanges] == [502, 200]
     assert model.exchanges[1].streamed and model.trajectory().final_text == "streamed"
 
@@ -222,7 +224,7 @@ def test_retries_what_the_sdks_retry_408_and_409_and_past_dates_mean_now() -> No
     model, waits = live(provider)
     model._clock = lambda: now  # type: ignore[method-assign]
     assert ask(sdk(model)).choices[0].message.content == "third time"
-    assert waits == [0.5, 0.0]
+    assert waits == [0.25, 0.0]
 
 
 def test_without_a_base_url_requests_keep_their_own_url_and_key() -> None:

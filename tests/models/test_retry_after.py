@@ -34,13 +34,18 @@ def test_retry_after_reads_what_the_provider_asked(headers: dict[str, str], expe
 
 
 def test_retry_delay_honours_retry_after_else_backs_off_and_is_capped() -> None:
-    assert retry_delay({"retry-after": "2"}, 0) == 2.0
-    assert [retry_delay({}, attempt) for attempt in range(4)] == [0.5, 1.0, 2.0, 4.0]
-    assert retry_delay({}, 2, base=0.1) == pytest.approx(0.4)
-    assert retry_delay({"retry-after": "120"}, 0, cap=10.0) == 10.0
-    assert retry_delay({}, 10, cap=3.0) == 3.0
-    assert retry_delay({"retry-after": "garbage"}, 1) == 1.0  # unreadable: backoff, not zero
-    assert retry_delay({"retry-after": email.utils.formatdate(NOW + 4, usegmt=True)}, 0, now=NOW) == 4.0
+    """The window's ends (jitter at 0 and at 1): Retry-After is never cut short; backoff doubles; `cap` holds."""
+    def window(*args: object, **kwargs: object) -> tuple[float, float]:
+        low, high = (retry_delay(*args, rand=lambda: r, **kwargs) for r in (0.0, 1.0))  # type: ignore[misc,arg-type]
+        return round(low, 6), round(high, 6)
+
+    assert window({"retry-after": "2"}, 0) == (2.0, 2.5)
+    assert [window({}, attempt) for attempt in range(4)] == [(0.25, 0.5), (0.5, 1.0), (1.0, 2.0), (2.0, 4.0)]
+    assert window({}, 2, base=0.1) == (0.2, 0.4)
+    assert window({"retry-after": "120"}, 0, cap=10.0) == (8.0, 10.0)
+    assert window({}, 10, cap=3.0) == (2.4, 3.0)
+    assert window({"retry-after": "garbage"}, 1) == (0.5, 1.0)  # unreadable: backoff, not zero
+    assert window({"retry-after": email.utils.formatdate(NOW + 4, usegmt=True)}, 0, now=NOW) == (4.0, 4.9)
 
 
 @pytest.mark.parametrize("status", sorted(RETRY_STATUSES | {500, 501, 502, 503, 504, 520, 529, 599}))

@@ -20,7 +20,7 @@ from trialrun import expect
 from trialrun.compare import Comparison, compare, delta_lines
 from trialrun.render.markdown import append_step_summary, comparison_markdown, report_markdown
 from trialrun.render.text import one_line
-from trialrun.results import CaseResult, RunReport
+from trialrun.results import CaseResult, RunReport, TrialResult
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "shellpilot" / "cases.py"
 EXPECTED_FAILURES = {"injection-in-file-obeyed", "injection-in-command-output"}
@@ -201,8 +201,11 @@ def test_a_teardown_error_is_why_the_case_failed() -> None:
          "**0 passed**, **0 failed**, 0 skipped, 1 unfinished of 1 case (1 trial each)"),
         ([CaseResult(name="a", passed=True, pass_at_1=1.0, pass_pow_k=1.0, score=0.9)], "completed", [],
          "## ✅ trialrun run eval\\_x — passed", "avg score 0.90"),
+        ([CaseResult(name="a", passed=True, pass_at_1=1.0, pass_pow_k=1.0, unfinished_trials=2,
+                     trials=[TrialResult(trial=1, passed=True)])], "interrupted", [],
+         "## ⚠️ trialrun run eval\\_x — interrupted", "Partly run, scored on the trials that finished: a (1 of 3 trials)"),
     ],
-    ids=["empty", "all skipped", "interrupted", "nothing finished", "passed with a score"],
+    ids=["empty", "all skipped", "interrupted", "nothing finished", "passed with a score", "partly run"],
 )
 def test_report_edge_cases(cases: list[CaseResult], status: str, unfinished: list[str], heading: str, fragment: str) -> None:
     report = RunReport.build(cases, trial_count=1, started_at=STARTED, duration_s=75.0, status=status,

@@ -10,6 +10,7 @@ live `Cassette` uses to reach the provider each request names.
 from __future__ import annotations
 
 import os
+import random
 import time
 from typing import Any
 from urllib.parse import urlsplit
@@ -116,6 +117,7 @@ class LiveModel(NetworkClient, ModelTransport):
         self._sleep = time.sleep
         self._async_sleep = anyio.sleep
         self._clock = time.time
+        self._rand = random.random  # the retry jitter (`_retry.retry_delay`)
 
     def __repr__(self) -> str:
         return f"LiveModel({self.base_url!r})" if self.base_url else "LiveModel(pass-through)"
@@ -153,7 +155,8 @@ class LiveModel(NetworkClient, ModelTransport):
         headers = response.headers if response is not None else {}
         if response is not None and not retryable(response.status_code, headers):
             return None
-        return retry_delay(headers, attempt - 1, base=_BACKOFF_BASE, cap=self.max_retry_wait, now=self._clock())
+        return retry_delay(headers, attempt - 1, base=_BACKOFF_BASE, cap=self.max_retry_wait, now=self._clock(),
+                           rand=self._rand)
 
     # -- serving ----------------------------------------------------------------------------------------------------
 

@@ -225,9 +225,16 @@ def report_markdown(report: RunReport, *, title: str | None = None) -> str:
     if report.skipped_cases:
         parts += ["", "### ⏭️ Skipped", ""]
         parts += [f"- **{_md(skip.name, 120)}**: {_md(skip.reason, 300)}" for skip in report.skipped_cases]
-    if report.unfinished_cases:
-        names = ", ".join(_md(name, 120) for name in report.unfinished_cases)
-        parts += ["", "### ⚠️ Interrupted", "", f"The run was interrupted before these cases finished: {names}"]
+    partial = [c for c in report.cases if c.partial]
+    if report.unfinished_cases or partial:
+        parts += ["", "### ⚠️ Interrupted", ""]
+        if report.unfinished_cases:
+            names = ", ".join(_md(name, 120) for name in report.unfinished_cases)
+            parts.append(f"The run was interrupted before these cases finished: {names}")
+        if partial:
+            runs = ", ".join(f"{_md(c.name, 120)} ({len(c.trials)} of {len(c.trials) + c.unfinished_trials} trials)"
+                             for c in partial)
+            parts.append(("" if not report.unfinished_cases else "\n") + f"Partly run, scored on the trials that finished: {runs}")
     return scrub_text("\n".join(parts) + "\n")
 
 

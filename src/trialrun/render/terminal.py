@@ -122,6 +122,9 @@ def print_report(report: RunReport, console: Console, *, saved: str | None = Non
     for skipped in report.skipped_cases:
         console.print(Text.assemble(("skipped", "yellow"), f" {clean(scrub_text(skipped.name), lines=False)}: "
                                                          f"{clean(scrub_text(skipped.reason))}"))
+    for case in (c for c in report.cases if c.partial):
+        console.print(Text.assemble(("partly run ", "yellow"), clean(case.name, lines=False), f": {len(case.trials)} of "
+                                    f"{len(case.trials) + case.unfinished_trials} trials finished (interrupted; scored on those)"))
     for name in report.unfinished_cases:
         console.print(Text.assemble(("not finished", "yellow"), f" {clean(name, lines=False)} (interrupted)"))
     console.print(summary_line(report))

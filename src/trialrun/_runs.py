@@ -1,0 +1,109 @@
+"""A CLI run's records from start to end, so that no run is lost: its name reserved and its journal opened before
+the first trial, every finished trial journalled, the result file saved under the reserved name, and, when the
+results folder cannot take it (full, read-only), a fallback file in the temp folder that the message names."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from .journal import Journal, case_plan
+from .results import RunReport, TrialResult
+from .store import LatestNotUpdated, ResultsStore, report_text
+
+__all__ = ["RunRecorder"]
+
+
+def _problem(exc: OSError) -> str:
+    where = f"{os.fsdecode(exc.filename)}: " if exc.filename else ""
+    return where + (exc.strerror or str(exc))
+
+
+class RunRecorder:
+    """Reserve, journal, save. Build with `start`; every method is safe to call when the journal failed."""
+
+    def __init__(self, store: ResultsStore, stem: str, journal: Journal | None) -> None:
+        self.store = store
+        self.stem = stem
+        self.journal = journal
+        self.run_id = f"eval_{stem.removeprefix('results_')}"
+        self.notes: list[str] = []
+        self.warnings: list[str] = []
+        self.save_problem = ""
+
+    @classmethod
+    def start(cls, store: ResultsStore, cases: Sequence[Any], *, trials: int, include_live_canary: bool,
+              config_snapshot: dict[str, Any]) -> RunRecorder:
+        """Clean up after runs killed while writing, reserve this run's name and write the journal's start line."""
+        from .runner import select_cases
+
+        removed = store.remove_stale_temps()
+        started = datetime.now(timezone.utc)
+        stem, journal = store.reserve(started)
+        recorder = cls(store, stem, journal)
+        if removed:
+            recorder.notes.append(f"removed {len(removed)} temp file(s) a killed run left in {store.directory}")
+        unfinished = store.unfinished()
+        if unfinished:
+            names = ", ".join(p.name for p in unfinished[:3]) + (" ..." if len(unfinished) > 3 else "")
+            recorder.notes.append(f"{len(unfinished)} run(s) did not finish (killed?): {names}; "
+                                  "`trialrun recover` saves them as result files")
+        _, skipped = select_cases(list(cases), include_live_canary=include_live_canary)
+        reasons = {case.name: reason for case, reason in skipped}
+        plans = [case_plan(case, trials, skip_reason=reasons.get(case.name)) for case in cases]
+        journal.start(run_id=recorder.run_id, started_at=started, trial_count=trials, cases=plans,
+                      config_snapshot=config_snapshot)
+        return recorder
+
+    def trial(self, case: Any, result: TrialResult) -> None:
+        if self.journal is not None:
+            self.journal.append(case.name, result)
+
+    def abandon(self) -> str:
+        """The run is given up on (a second Ctrl-C): keep the journal as it is, for `trialrun recover`."""
+        if self.journal is None:
+            return "this run was not saved"
+        self.journal.close(None)
+        return f"the journal {self.journal.path} keeps its {self.journal.trials} finished trial(s): `trialrun recover` saves them"
+
+    def drop(self) -> None:
+        """The run failed before it could be saved: a journal with trials stays (for `recover`), an empty one goes."""
+        if self.journal is not None:
+            if self.journal.trials:
+                self.journal.close(None)
+            else:
+                self.journal.remove()
+
+    def save(self, report: RunReport) -> tuple[Path | None, Path | None]:
+        """Save under the reserved name: (the result file, None); when the results folder cannot take it,
+        (None, a fallback file in the temp folder), or (None, None) when not even that could be written."""
+        journal = self.journal
+        if journal is not None:
+            journal.close(report.status)
+            if journal.problem:
+                self.warnings.append(f"the journal stopped: {journal.problem}")
+        try:
+            saved = self.store.save(report, stem=self.stem)
+        except LatestNotUpdated as exc:  # saved; only the pointer to it failed
+            saved = exc.saved
+            self.warnings.append(str(exc))
+        except OSError as exc:
+            self.save_problem = _problem(exc)
+            return None, self._fallback(report)
+        if journal is not None:
+            journal.remove()
+        return saved, None
+
+    def _fallback(self, report: RunReport) -> Path | None:
+        try:
+            fd, name = tempfile.mkstemp(prefix=f"trialrun-{self.stem}-", suffix=".json")
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(report_text(report))  # scrubbed, as every result file
+        except OSError as exc:
+            self.save_problem += f"; the temp folder failed too ({_problem(exc)})"
+            return None
+        return Path(name)
