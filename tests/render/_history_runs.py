@@ -82,8 +82,14 @@ def served(results: Path) -> Iterator[str]:
 
 
 # -- a journal, written as docs/journal.md says a run writes it ----------------------------------------------
+#: The journals "being written" here: a live run holds its journal's lock (trialrun.journal.is_live), so these
+#: hold it too until `end_journal`.
+_WRITING: dict[Path, int] = {}
+
+
 def start_journal(path: Path, cases: dict[str, int], *, run_id: str = "eval_20991231_235959") -> None:
-    """The start line of a run of `cases` (name -> trials)."""
+    """The start line of a run of `cases` (name -> trials), locked as a running trialrun holds its journal."""
+    import fcntl
     import json
 
     line = {"event": "start", "journal_version": 1, "schema_version": "1.0", "run_id": run_id,
@@ -92,6 +98,9 @@ def start_journal(path: Path, cases: dict[str, int], *, run_id: str = "eval_2099
                        "trials": k, "metadata": {}} for n, k in cases.items()],
             "config_snapshot": {"model": "scripted:model_v1.yaml"}}
     path.write_text(json.dumps(line) + "\n", encoding="utf-8")
+    fd = os.open(path, os.O_RDONLY)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    _WRITING[path] = fd
 
 
 def append_trial(path: Path, case: str, trial: int, *, passed: bool, elapsed_s: float) -> None:
@@ -108,3 +117,6 @@ def append_trial(path: Path, case: str, trial: int, *, passed: bool, elapsed_s: 
 def end_journal(path: Path, status: str = "completed") -> None:
     with path.open("a", encoding="utf-8") as journal:
         journal.write('{"event": "end", "status": "%s"}\n' % status)
+    fd = _WRITING.pop(path, None)
+    if fd is not None:
+        os.close(fd)  # the writer is done: its lock goes with it
