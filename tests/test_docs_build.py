@@ -110,3 +110,31 @@ def test_the_config_examples_keep_tables_together() -> None:
                                      '    [policy]      # a ToolPolicy\n    deny_commands = ["rm"]\n\nAfter.\n')
     assert blocks == {"model": ['model = "x"   # the model', '              # more'],
                       "policy": ["[policy]      # a ToolPolicy", 'deny_commands = ["rm"]']}
+
+
+_SNIPPET = re.compile(r'^--8<-- "([^":]+)(?::(\w+))?"$', re.M)
+
+
+def _section(path: Path, name: str) -> list[str]:
+    """The lines of a snippet: the whole file, or its `name` section (pymdownx.snippets' markers)."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    if name:
+        start = lines.index(f"# --8<-- [start:{name}]")
+        lines = lines[start + 1:lines.index(f"# --8<-- [end:{name}]", start)]
+    return [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("# --8<--")]
+
+
+def test_each_tutorial_shows_the_tested_code_it_names(site: Path) -> None:
+    import html
+
+    pages = sorted((ROOT / "docs" / "tutorials").glob("*.md"))
+    assert len(pages) == 5
+    for page in pages:
+        included = _SNIPPET.findall(page.read_text(encoding="utf-8"))
+        assert included, f"{page.name} includes no tested code"
+        built = html.unescape(_text(site / "tutorials" / page.stem / "index.html"))
+        shown = [line.strip() for line in built.splitlines()]
+        for file, name in included:
+            assert (ROOT / file).is_relative_to(ROOT / "examples" / "tutorials"), file  # code the tests run
+            for line in _section(ROOT / file, name):
+                assert line in shown, f"{page.name}: {file}:{name} line not shown: {line}"

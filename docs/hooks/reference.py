@@ -1,9 +1,10 @@
-"""MkDocs hook: the suite and configuration reference pages, written at build time from the code's own schema.
+"""MkDocs hook: the suite, configuration and API reference pages, written at build time from the code itself.
 
 The suite page comes from `trialrun.suite.suite_json_schema()` (what `trialrun schema` prints) and
 `EXPECT_FORMS`; the configuration page from the `Config` pydantic model, each key's example and comment taken from
-config.py's docstring. A key the model has but the docstring does not show is a build warning, so with
-`mkdocs build --strict` the reference cannot drift from the code.
+config.py's docstring; the API page from `trialrun.__all__` (one mkdocstrings block per public name). A key the
+model has but the docstring does not show, or a public name in no section of the API page, is a build warning, so
+with `mkdocs build --strict` the reference cannot drift from the code. Also the code blocks' Pygments colours.
 """
 
 from __future__ import annotations
@@ -20,9 +21,17 @@ log = logging.getLogger("mkdocs.hooks.reference")
 
 def on_files(files: Files, config: Any) -> Files:
     for name, text in (("reference/suite.md", suite_page()), ("reference/config.md", config_page()),
-                       ("reference/suite.schema.json", suite_schema_json()), ("reference/api.md", api_page())):
+                       ("reference/suite.schema.json", suite_schema_json()), ("reference/api.md", api_page()),
+                       ("css/pygments.css", pygments_css())):
         files.append(File.generated(config, name, content=text))
     return files
+
+
+def pygments_css() -> str:
+    """The colours of the code blocks (pymdownx.highlight marks them up with Pygments at build time)."""
+    from pygments.formatters import HtmlFormatter
+
+    return HtmlFormatter(style="default").get_style_defs(".highlight") + "\n"
 
 
 def _cell(text: Any) -> str:
