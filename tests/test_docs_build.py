@@ -138,3 +138,18 @@ def test_each_tutorial_shows_the_tested_code_it_names(site: Path) -> None:
             assert (ROOT / file).is_relative_to(ROOT / "examples" / "tutorials"), file  # code the tests run
             for line in _section(ROOT / file, name):
                 assert line in shown, f"{page.name}: {file}:{name} line not shown: {line}"
+
+
+def test_a_public_name_the_api_page_does_not_place_is_a_build_warning(monkeypatch: pytest.MonkeyPatch,
+                                                                       caplog: pytest.LogCaptureFixture) -> None:
+    import trialrun
+
+    hook = _hook()
+    hook.api_page()
+    assert not caplog.records  # as committed: every public name has a section
+    monkeypatch.setitem(trialrun._EXPORTS, "ResultStore", "store")
+    monkeypatch.setattr(trialrun, "__all__", [*trialrun.__all__, "ResultStore"])
+    page = hook.api_page()
+    assert "::: trialrun.store.ResultStore" not in page
+    assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == [
+        "API reference: trialrun.ResultStore (from .store) is in no section of docs/hooks/reference.py"]
