@@ -39,10 +39,11 @@ def _cell(text: Any) -> str:
 
 
 def _type(prop: dict[str, Any]) -> str:
+    """A JSON Schema type in words; null is left out (an optional key is simply not written)."""
     if "anyOf" in prop:
-        return " or ".join(_type(p) for p in prop["anyOf"])
+        return " or ".join(_type(p) for p in prop["anyOf"] if p.get("type") != "null")
     if "enum" in prop:
-        return " \\| ".join(f"`{json.dumps(v)}`" for v in prop["enum"])
+        return " | ".join(f"`{json.dumps(v)}`" for v in prop["enum"])
     kind = prop.get("type", "any")
     if kind == "array":
         return f"list of {_type(prop.get('items', {}))}"
@@ -51,6 +52,8 @@ def _type(prop: dict[str, Any]) -> str:
 
 def _constraints(prop: dict[str, Any]) -> str:
     words = {"minLength": "at least {} characters", "minimum": "≥ {}", "exclusiveMinimum": "> {}"}
+    if prop.get("minLength") == 1:
+        return "not empty"
     found = [text.format(prop[key]) for key, text in words.items() if key in prop]
     for option in prop.get("anyOf", []):
         found += [text.format(option[key]) for key, text in words.items() if key in option]
@@ -63,8 +66,16 @@ def suite_schema_json() -> str:
     return json.dumps(suite_json_schema(), indent=2) + "\n"
 
 
+def _default(field: Any) -> str:
+    """A pydantic field's default as the file would write it; empty when there is none (required or unset)."""
+    if field.is_required():
+        return ""
+    value = field.get_default(call_default_factory=True)
+    return "" if value is None else f"`{json.dumps(value if not hasattr(value, 'as_posix') else str(value))}`"
+
+
 def suite_page() -> str:
-    from trialrun.suite import EXPECT_FORMS, suite_json_schema
+    from trialrun.suite import EXPECT_FORMS, SuiteTest, suite_json_schema
 
     schema = suite_json_schema()
     item = schema["items"]
@@ -81,9 +92,7 @@ def suite_page() -> str:
         "|---|---|---|---|---|---|",
     ]
     for name, prop in item["properties"].items():
-        default = "" if name in required or "default" not in prop else f"`{json.dumps(prop['default'])}`"
-        if name in ("tags", "expect") and not default:
-            default = "`[]`"
+        default = _default(SuiteTest.model_fields[name])
         lines.append(f"| `{name}` | {_cell(_type(prop) if name != 'expect' else 'list or mapping of graders')} | "
                      f"{'yes' if name in required else ''} | {default} | {_cell(_constraints(prop))} | "
                      f"{_cell(prop.get('description', ''))} |")
@@ -159,12 +168,8 @@ def config_page() -> str:
     for name in keys:
         prop = schema["properties"][name]
         field = module.Config.model_fields[name]
-        if field.default_factory is not None:
-            default = json.dumps(field.default_factory())  # type: ignore[call-arg]
-        else:
-            default = json.dumps(field.default if not hasattr(field.default, "as_posix") else str(field.default))
         one_of = ", ".join(f"`{c}`" for c in choices.get(name, ()))
-        lines.append(f"| [`{name}`](#{name}) | {_cell(_type(prop))} | `{_cell(default)}` | {one_of} |")
+        lines.append(f"| [`{name}`](#{name}) | {_cell(_type(prop))} | {_cell(_default(field))} | {one_of} |")
     lines.append("")
     for name in keys:
         example = examples.get(name)
