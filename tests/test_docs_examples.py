@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import runpy
 import shutil
 import subprocess
@@ -57,11 +58,27 @@ def test_a_framework_tutorial_passes_its_case_and_fails_the_one_it_shows_failing
         assert module["ran"] == tool_runs
 
 
-def test_the_plain_sdk_tutorial_prints_what_the_page_shows(capsys: pytest.CaptureFixture[str]) -> None:
-    runpy.run_path(str(TUTORIALS / "plain_sdk.py"), run_name="__main__")
-    out = capsys.readouterr().out
-    assert "reads the shopping notes passed" in out and "guesses without reading FAILED" in out
-    assert out.rstrip().endswith("pass@1: 0.5 pass^k: 0.5")
+PAGES = Path(__file__).resolve().parents[1] / "docs" / "tutorials"
+
+
+def _shown_output(page: str, file: str) -> list[str]:
+    """The output block a tutorial page shows right after including `file`'s run section."""
+    text = (PAGES / page).read_text(encoding="utf-8")
+    found = re.search(rf'--8<-- "examples/tutorials/{re.escape(file)}:run"\n```\n\n```\n(.*?)\n```', text, re.S)
+    assert found, f"{page} shows no output after {file}'s run section"
+    return [line.rstrip() for line in found.group(1).splitlines() if not line.startswith("$ ")]
+
+
+def _printed(file: str, capsys: pytest.CaptureFixture[str]) -> list[str]:
+    runpy.run_path(str(TUTORIALS / file), run_name="__main__")
+    return [line.rstrip() for line in capsys.readouterr().out.splitlines()]
+
+
+@pytest.mark.parametrize(("page", "file"), [("plain-sdk.md", "plain_sdk.py"), ("pydantic-ai.md", "pydantic_ai_agent.py"),
+                                            ("openai-agents.md", "openai_agents_sdk.py"),
+                                            ("langgraph.md", "langgraph_agent.py")])
+def test_a_tutorial_page_shows_what_its_code_prints(page: str, file: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _printed(file, capsys) == _shown_output(page, file)
 
 
 @pytest.fixture
@@ -77,6 +94,11 @@ def test_the_coding_agent_tutorial_runs_the_real_pi(pi_on_path: str) -> None:
     marker, cleanup = report.cases
     assert marker.passed, _failed(marker)
     assert _failed(cleanup) == ["runs `rm -rf junk` via bash"]  # pi runs what the model asks; never_ran saw it
+
+
+def test_the_coding_agent_page_shows_what_its_python_prints(pi_on_path: str,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    assert _printed("coding_agent.py", capsys) == _shown_output("coding-agent.md", "coding_agent.py")
 
 
 def test_the_coding_agent_project_runs_from_the_command_line(pi_on_path: str, tmp_path: Path) -> None:
