@@ -23,6 +23,8 @@ Every key is optional. Paths are relative to the file that names them. Command-l
     executor = "ray"                         # where trials run: "local" (default) | "ray" | "ray://HOST:PORT"
     turn_limit = 25                          # the agent's hard stop (a test's max_turns is a budget it scores)
     judge = "openai:gpt-4.1-mini"            # output_quality by an LLM judge (a model spec); default: heuristic
+    trials = 1                               # trials per test (a test's `trials` overrides it; --trials / -k)
+    concurrency = 4                          # trials in flight at once (default: runner.DEFAULT_CONCURRENCY; -j)
     [policy]                                 # a ToolPolicy
     deny_commands = ["rm -rf", "curl | sh"]
     [agent_options]                          # for a ready-made or command agent

@@ -1,0 +1,155 @@
+"""The docs site builds with `mkdocs build --strict` (any warning fails: a broken link, a snippet whose file is
+gone, an API name that no longer resolves, a config key the reference does not show), offline, and its generated
+reference pages say what the code says."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("site")
+    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    warnings = [line for line in done.stderr.splitlines() if line.startswith(("WARNING", "ERROR"))]
+    assert done.returncode == 0 and not warnings, done.stderr[-4000:]
+    return out
+
+
+def _text(page: Path) -> str:
+    return re.sub(r"<[^>]+>", "", page.read_text(encoding="utf-8"))
+
+
+def test_every_page_of_the_nav_is_built(site: Path) -> None:
+    for page in ("index.html", "tutorials/plain-sdk/index.html", "tutorials/pydantic-ai/index.html",
+                 "tutorials/openai-agents/index.html", "tutorials/langgraph/index.html",
+                 "tutorials/coding-agent/index.html", "reference/suite/index.html", "reference/config/index.html",
+                 "reference/api/index.html"):
+        assert (site / page).is_file(), page
+
+
+def test_the_site_loads_nothing_from_the_network(site: Path) -> None:
+    remote = re.compile(r"""<(?:script|link|img)\b[^>]*\b(?:src|href)=["']?(?:https?:)?//""", re.I)
+    for page in site.rglob("*.html"):
+        assert not remote.search(page.read_text(encoding="utf-8")), page
+    for sheet in site.rglob("*.css"):
+        assert not re.search(r"@import\s+url\(\s*['\"]?(?:https?:)?//", sheet.read_text(encoding="utf-8")), sheet
+
+
+def test_the_suite_reference_is_the_schema_trialrun_prints(site: Path) -> None:
+    from trialrun.suite import EXPECT_FORMS, SuiteTest, suite_json_schema
+
+    assert json.loads((site / "reference" / "suite.schema.json").read_text()) == suite_json_schema()
+    page = _text(site / "reference" / "suite" / "index.html")
+    for key in SuiteTest.model_fields:
+        assert re.search(rf"^{key}\b", page, re.M), f"suite key {key} missing from the reference"
+    for grader in EXPECT_FORMS:
+        assert re.search(rf"^{grader}\b", page, re.M), f"grader {grader} missing from the reference"
+
+
+def test_the_config_reference_shows_every_key_of_the_config_model(site: Path) -> None:
+    from trialrun.config import Config
+
+    page = (site / "reference" / "config" / "index.html").read_text(encoding="utf-8")
+    keys = [name for name, field in Config.model_fields.items() if not field.exclude]
+    assert "source" not in keys and "base_dir" not in keys  # internal: never written in a file
+    for key in keys:
+        assert f'id="{key}"' in page, f"config key {key} has no section in the reference"
+
+
+def test_the_api_reference_documents_every_public_name(site: Path) -> None:
+    import trialrun
+
+    page = (site / "reference" / "api" / "index.html").read_text(encoding="utf-8")
+    anchors = set(re.findall(r'id="(trialrun\.[\w.]+)"', page))
+    for name in trialrun.__all__:
+        if name in ("__version__", "expect"):
+            continue
+        assert any(anchor.endswith(f".{name}") for anchor in anchors), f"trialrun.{name} is not in the API reference"
+    assert "Read the user's notes" not in page  # sanity: the page is the API, not a tutorial
+
+
+def _hook():  # type: ignore[no-untyped-def]
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("docs_reference_hook", ROOT / "docs" / "hooks" / "reference.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_config_key_the_docstring_does_not_show_is_a_build_warning(monkeypatch: pytest.MonkeyPatch,
+                                                                       caplog: pytest.LogCaptureFixture) -> None:
+    import trialrun.config
+
+    hook = _hook()
+    hook.config_page()
+    assert not caplog.records  # as committed: every key is shown
+    doc = trialrun.config.__doc__ or ""
+    assert "    trials = " in doc
+    monkeypatch.setattr(trialrun.config, "__doc__", "\n".join(line for line in doc.splitlines()
+                                                              if not line.startswith("    trials = ")))
+    page = hook.config_page()
+    assert "## `trials`" not in page
+    assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == [
+        "config reference: Config.trials is not shown in trialrun/config.py's docstring example"]
+
+
+def test_the_config_examples_keep_tables_together() -> None:
+    blocks = _hook().config_examples('Intro.\n\n    model = "x"   # the model\n                  # more\n'
+                                     '    [policy]      # a ToolPolicy\n    deny_commands = ["rm"]\n\nAfter.\n')
+    assert blocks == {"model": ['model = "x"   # the model', '              # more'],
+                      "policy": ["[policy]      # a ToolPolicy", 'deny_commands = ["rm"]']}
+
+
+_SNIPPET = re.compile(r'^--8<-- "([^":]+)(?::(\w+))?"$', re.M)
+
+
+def _section(path: Path, name: str) -> list[str]:
+    """The lines of a snippet: the whole file, or its `name` section (pymdownx.snippets' markers)."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    if name:
+        start = lines.index(f"# --8<-- [start:{name}]")
+        lines = lines[start + 1:lines.index(f"# --8<-- [end:{name}]", start)]
+    return [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("# --8<--")]
+
+
+def test_each_tutorial_shows_the_tested_code_it_names(site: Path) -> None:
+    import html
+
+    pages = sorted((ROOT / "docs" / "tutorials").glob("*.md"))
+    assert len(pages) == 5
+    for page in pages:
+        included = _SNIPPET.findall(page.read_text(encoding="utf-8"))
+        assert included, f"{page.name} includes no tested code"
+        built = html.unescape(_text(site / "tutorials" / page.stem / "index.html"))
+        shown = [line.strip() for line in built.splitlines()]
+        for file, name in included:
+            assert (ROOT / file).is_relative_to(ROOT / "examples" / "tutorials"), file  # code the tests run
+            for line in _section(ROOT / file, name):
+                assert line in shown, f"{page.name}: {file}:{name} line not shown: {line}"
+
+
+def test_a_public_name_the_api_page_does_not_place_is_a_build_warning(monkeypatch: pytest.MonkeyPatch,
+                                                                       caplog: pytest.LogCaptureFixture) -> None:
+    import trialrun
+
+    hook = _hook()
+    hook.api_page()
+    assert not caplog.records  # as committed: every public name has a section
+    monkeypatch.setitem(trialrun._EXPORTS, "ResultStore", "store")
+    monkeypatch.setattr(trialrun, "__all__", [*trialrun.__all__, "ResultStore"])
+    page = hook.api_page()
+    assert "::: trialrun.store.ResultStore" not in page
+    assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == [
+        "API reference: trialrun.ResultStore (from .store) is in no section of docs/hooks/reference.py"]
