@@ -184,7 +184,7 @@ def config_page() -> str:
 
 #: Sections of the API page: a heading and the modules whose public names it shows, in this order.
 _API_SECTIONS = (
-    ("Cases and running", ("case", "runner", "expect")),
+    ("Cases and running", ("case", "runner", "executor", "expect")),
     ("Results", ("results", "compare")),
     ("What an agent did", ("trajectory",)),
     ("The model seam", ("models", "endpoint")),
