@@ -28,20 +28,6 @@ HOSTILE = "</script><script>alert(1)</script><img src=x onerror=alert(2)>"
 
 
 @pytest.fixture(scope="module")
-def chromium() -> Iterator[Any]:
-    _browser.require()
-    with _browser.chromium() as launched:
-        yield launched
-
-
-@pytest.fixture(scope="module")
-def context(chromium: Any) -> Iterator[Any]:
-    ctx = _browser.new_context(chromium)
-    yield ctx
-    ctx.close()
-
-
-@pytest.fixture(scope="module")
 def run_page_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("html") / "report.html"
     path.write_text(report_html(shellpilot_report()), encoding="utf-8")

@@ -20,20 +20,6 @@ import starlette  # noqa: E402,F401  # in the test extra (as the view extra): th
 
 
 @pytest.fixture(scope="module")
-def chromium() -> Iterator[Any]:
-    _browser.require()
-    with _browser.chromium() as launched:
-        yield launched
-
-
-@pytest.fixture(scope="module")
-def context(chromium: Any) -> Iterator[Any]:
-    ctx = _browser.new_context(chromium)
-    yield ctx
-    ctx.close()
-
-
-@pytest.fixture(scope="module")
 def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return make_history(tmp_path_factory.mktemp("view"))
 
