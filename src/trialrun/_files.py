@@ -225,14 +225,25 @@ def _unlocked(path: str, info: os.stat_result) -> bool:
     """Nobody holds a lock on this temp file (a symlink, which cannot be locked, counts as unlocked)."""
     if fcntl is None or stat.S_ISLNK(info.st_mode):
         return True
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    return not locked(path, nofollow=True)
+
+
+def locked(path: str | os.PathLike[str], *, nofollow: bool = False) -> bool:
+    """Whether a process holds a lock on the file (a writer that is still at work: a run's journal, a temp file
+    being written). False without flock (Windows) or when the file cannot be opened."""
+    if fcntl is None:  # pragma: no cover - Windows
+        return False
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fd = os.open(path, os.O_RDONLY | (getattr(os, "O_NOFOLLOW", 0) if nofollow else 0))
     except OSError:
         return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return True
     finally:
         os.close(fd)
-    return True
+    return False
 
 
 def write_user_file(path: Path, text: str) -> None:

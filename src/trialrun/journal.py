@@ -28,6 +28,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ._files import locked
 from ._scrub import scrub_text
 from .results import SCHEMA_VERSION, CaseResult, RunReport, TrialResult
 
@@ -156,19 +157,7 @@ class Journal:
 
 def is_live(path: Path) -> bool:
     """Whether a process is still writing this journal (it holds the file's lock)."""
-    if fcntl is None:  # pragma: no cover - Windows
-        return False
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except OSError:
-        return True
-    finally:
-        os.close(fd)
-    return False
+    return locked(path)
 
 
 def read_journal(path: Path) -> RunReport:
