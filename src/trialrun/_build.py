@@ -572,7 +572,7 @@ def suite_warnings(suite: SuiteFile, config: Config, only: Collection[str] | Non
 
 
 def _judge_transport(spec: ModelSpec, test_id: str, config: Config, scripts: dict[str, FileScript] | None) -> Any:
-    from .models import Cassette, ScriptedModel
+    from .models import Cassette
 
     if spec.kind == "scripted":
         assert scripts is not None

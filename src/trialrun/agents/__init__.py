@@ -17,7 +17,8 @@ from .codex import Codex, codex
 from .opencode import Opencode, opencode
 from .pi import Pi, pi
 
-__all__ = ["ProcessAgent", "Preset", "AgentNotFound", "Launch", "PRESETS", "preset", "pi", "codex", "claude_code", "opencode"]
+__all__ = ["ProcessAgent", "Preset", "AgentNotFound", "Launch", "PRESETS", "preset", "pi", "codex", "claude_code", "opencode",
+           "Pi", "Codex", "ClaudeCode", "Opencode"]
 
 
 PRESETS: dict[str, Any] = {"pi": pi, "codex": codex, "claude-code": claude_code, "opencode": opencode}

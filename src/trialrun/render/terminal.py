@@ -22,7 +22,7 @@ from rich.text import Text
 from .._display import clean, markup
 from .._scrub import scrub_text
 from ..compare import Comparison, delta_lines
-from ..results import CaseResult, RunReport
+from ..results import RunReport
 from .text import why_failed
 
 __all__ = ["print_report", "print_comparison", "why_failed", "ending_notes", "RunProgress", "summary_line"]
