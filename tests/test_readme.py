@@ -9,11 +9,17 @@ from pathlib import Path
 import pytest
 
 README = Path(__file__).resolve().parents[1] / "README.md"
-_MARKED = re.compile(r"^<!-- readme-test: run\b[^\n]*-->\n```python\n(.*?)^```", re.M | re.S)
+_BLOCK = re.compile(r"^(<!-- readme-test: run\b[^\n]*-->\n)?```python\n(.*?)^```", re.M | re.S)
+
+
+def python_blocks(runnable_only: bool = False) -> list[str]:
+    """The README's ```python blocks, in order (only those marked `<!-- readme-test: run -->` if asked)."""
+    found = _BLOCK.findall(README.read_text(encoding="utf-8"))
+    return [code for marker, code in found if marker or not runnable_only]
 
 
 def _runnable_blocks() -> list[str]:
-    return _MARKED.findall(README.read_text(encoding="utf-8"))
+    return python_blocks(runnable_only=True)
 
 
 def _printed_claims(block: str) -> list[str]:

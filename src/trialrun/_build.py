@@ -26,7 +26,7 @@ from . import _version
 from ._cassette_io import load_exchanges
 from ._files import gc_paused, read_text
 from ._yaml import YamlError, load_yaml
-from .agent import Agent, ToolPolicy, prices, shell_tools
+from .agent import Agent, PriceTable, ToolPolicy, prices, shell_tools
 from .agent.tools import Tool
 from .case import Case, TrialContext
 from .config import Config, ConfigError, ModelSpec, load_config, parse_model_spec
@@ -435,11 +435,7 @@ def _build_cases(
         missing = [t.id for t in tests if t.id not in scripts and (include_live_canary or t.mode != "live_canary")]
         if missing:
             raise ConfigError(f"{config.resolve(spec.target)}: no script for test(s) {', '.join(map(repr, missing))}")
-    for model, entry in config.prices.items():
-        try:
-            prices.set(model, **entry)
-        except (TypeError, ValueError) as exc:
-            raise ConfigError(f"{config.source or 'configuration'}: prices.{model}: {exc}") from None
+    _apply_prices(config, prices)
     policy = _policy(config)
     make_tools, tool_names = _tools_factory(config)
     if not config.agent:  # the reference agent's tools are known: an expected tool it lacks is a typo, not a score
@@ -616,6 +612,7 @@ def config_snapshot(config: Config, suite: SuiteFile, labels: dict[str, str] | N
         "rubric": config.rubric,
         "turn_limit": config.turn_limit,
         "trials": config.trials,
+        "prices": _prices_snapshot(config),
         "suite": {"path": _relative(suite.path), "sha256": hashlib.sha256(suite_bytes).hexdigest()},
         "trialrun_version": _version.__version__,
         "python_version": platform.python_version(),
@@ -629,6 +626,26 @@ def config_snapshot(config: Config, suite: SuiteFile, labels: dict[str, str] | N
     if labels:
         snapshot["labels"] = dict(labels)
     return snapshot
+
+
+def _apply_prices(config: Config, table: PriceTable) -> None:
+    """The configured price source and explicit prices, into `table`; a ConfigError naming the key otherwise."""
+    try:
+        table.use(config.prices_source)
+    except ValueError as exc:
+        raise ConfigError(f"{config.source or 'configuration'}: prices_source: {exc}") from None
+    for model, entry in config.prices.items():
+        try:
+            table.set(model, **entry)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"{config.source or 'configuration'}: prices.{model}: {exc}") from None
+
+
+def _prices_snapshot(config: Config) -> dict[str, Any]:
+    """Which source prices this configuration's runs (and its version), without touching the shared table."""
+    table = PriceTable()
+    _apply_prices(config, table)
+    return table.describe()
 
 
 def _sandbox_name(config: Config) -> str:

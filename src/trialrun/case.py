@@ -22,6 +22,7 @@ from .trajectory import Trajectory
 
 if TYPE_CHECKING:
     import httpx
+    import httpx2
 
     from .endpoint import ModelEndpoint
     from .models import Cassette, ModelTransport, ScriptedModel
@@ -399,13 +400,13 @@ class TrialContext:
     @overload
     def http_client(self, transport: Any = None, *, httpx2: Literal[False] = False, **kwargs: Any) -> httpx.Client: ...
     @overload
-    def http_client(self, transport: Any = None, *, httpx2: Literal[True], **kwargs: Any) -> Any: ...  # httpx2.Client
+    def http_client(self, transport: Any = None, *, httpx2: Literal[True], **kwargs: Any) -> httpx2.Client: ...
 
     def http_client(self, transport: Any = None, *, httpx2: bool = False, **kwargs: Any) -> Any:
         """An httpx.Client whose traffic is observed (closed after the trial).
 
-        `httpx2=True` gives an `httpx2.Client` instead: the anthropic SDK accepts only those (the openai SDK takes
-        either). trialrun's transports answer in whichever flavour asks.
+        `httpx2=True` gives an `httpx2.Client` instead: the anthropic and openai SDKs type their `http_client` as
+        one (they bring httpx2). trialrun's transports answer in whichever flavour asks.
         """
         module = _httpx_module(httpx2)
         client = module.Client(transport=self.observe(transport or module.HTTPTransport()), **kwargs)
@@ -417,7 +418,9 @@ class TrialContext:
         self, transport: Any = None, *, httpx2: Literal[False] = False, **kwargs: Any
     ) -> httpx.AsyncClient: ...
     @overload
-    def async_http_client(self, transport: Any = None, *, httpx2: Literal[True], **kwargs: Any) -> Any: ...
+    def async_http_client(
+        self, transport: Any = None, *, httpx2: Literal[True], **kwargs: Any
+    ) -> httpx2.AsyncClient: ...
 
     def async_http_client(self, transport: Any = None, *, httpx2: bool = False, **kwargs: Any) -> Any:
         """An httpx.AsyncClient whose traffic is observed (closed after the trial); `httpx2=True` as above."""

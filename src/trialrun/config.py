@@ -30,7 +30,10 @@ Every key is optional. Paths are relative to the file that names them. Command-l
     [agent_options]                          # for a ready-made or command agent
     permission_mode = "acceptEdits"          # the agent's own vocabulary; also allow/deny rules, instructions
     args = ["--verbose"]                     # (a file), path (the program), env, timeout_s, output
-    [prices."my-model"]                      # extra prices, USD per million tokens
+    prices_source = "auto"                   # auto | builtin | genai-prices | litellm: who prices a run ("auto":
+                                             # the first maintained map installed, else the built-in table);
+                                             # recorded in config_snapshot.prices
+    [prices."my-model"]                      # extra prices, USD per million tokens (win over any source)
     input = 1.0
     output = 2.0
 """
@@ -128,6 +131,7 @@ class Config(BaseModel):
     judge: StrictStr | None = None
     policy: dict[str, Any] = Field(default_factory=dict)
     prices: dict[str, dict[str, StrictFloat]] = Field(default_factory=dict)
+    prices_source: StrictStr = "auto"
     trials: StrictInt = 1
     concurrency: StrictInt | None = None
     executor: StrictStr | None = None
@@ -165,6 +169,13 @@ class Config(BaseModel):
     @classmethod
     def _sandbox(cls, value: str) -> str:
         return _one_of(value, SANDBOXES)
+
+    @field_validator("prices_source")
+    @classmethod
+    def _prices_source(cls, value: str) -> str:
+        from .agent._price_sources import PRICE_SOURCES  # the one list of sources
+
+        return _one_of(value, PRICE_SOURCES)
 
     @field_validator("pass_threshold")
     @classmethod

@@ -236,7 +236,7 @@ class Agent:
         """Why `max_cost_usd` cannot be enforced (no price for the model, a response without usage), or None."""
         if self.max_cost_usd is None or (turn is not None and state.cost is not None):
             return None
-        if model is None or self.prices.get(model) is None:
+        if model is None or model not in self.prices:
             return (
                 f"max_cost_usd={self.max_cost_usd:g} cannot be enforced for model {model!r}: no price is known for "
                 f"it; add one with trialrun.prices.set({model!r}, input=..., output=...) or a price file"

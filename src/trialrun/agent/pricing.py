@@ -1,8 +1,10 @@
 """Model prices (USD per million tokens) and what a run cost.
 
-The table covers current OpenAI and Anthropic models (and Gemini); extend or override it with
-`trialrun.prices.set(...)`, `trialrun.prices.load(path)` (TOML, JSON or YAML), or the `TRIALRUN_PRICES`
-environment variable naming such a file. Prices change: a wrong price is one `set` away from right.
+The built-in table covers current OpenAI and Anthropic models (and Gemini). Prices change, so a maintained price
+map is used first when installed (`prices_source`: "auto" picks genai-prices, then litellm's JSON; see
+_price_sources), with the built-in table as the fallback for models it does not know. Explicit prices win over
+both: `trialrun.prices.set(...)`, `trialrun.prices.load(path)` (TOML, JSON or YAML), or the `TRIALRUN_PRICES`
+environment variable naming such a file.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 
 from .._files import read_text
 from ..trajectory import Trajectory, Usage
+from ._price_sources import PriceSource, resolve_source
 
 __all__ = ["Price", "PriceTable", "prices", "cost_of_trajectory"]
 
@@ -86,10 +89,40 @@ class PriceTable:
     is "gpt-4.1-mini"); any other variant must be listed itself, because variants are priced differently
     ("gpt-4o-audio-preview" is not "gpt-4o") and a guessed price is worse than an unknown one."""
 
-    def __init__(self, entries: dict[str, Price] | None = None) -> None:
+    def __init__(self, entries: dict[str, Price] | None = None, *, source: str = "builtin") -> None:
         self._lock = threading.Lock()
-        self._entries: dict[str, Price] = dict(entries or {})
+        self._entries: dict[str, Price] = dict(entries or {})  # the fallback (the built-in table)
+        self._overrides: dict[str, Price] = {}  # set() and load(): explicit prices win over any source
         self._cache: dict[str, Price | None] = {}
+        self._source_choice = source
+        self._source: PriceSource | None | bool = False  # False: not resolved yet (resolving may import a package)
+
+    def use(self, source: str) -> None:
+        """Price with `source`: "builtin", "genai-prices", "litellm" or "auto" (the first maintained one installed,
+        else builtin). A ValueError when the named source is not installed."""
+        resolved = resolve_source(source)
+        with self._lock:
+            self._source_choice, self._source = source, resolved
+
+    @property
+    def source(self) -> PriceSource | None:
+        """The maintained source in use (None: the built-in table alone)."""
+        if self._source is False:
+            self.use(self._source_choice)
+        return None if isinstance(self._source, bool) else self._source
+
+    def describe(self) -> dict[str, Any]:
+        """Which source prices runs, for config_snapshot: its name and version, the fallback, explicit prices."""
+        source = self.source
+        described: dict[str, Any] = (
+            {"source": source.name, "version": source.version, "fallback": "builtin"} if source is not None
+            else {"source": "builtin"}
+        )
+        if self._source_choice != described["source"]:
+            described["requested"] = self._source_choice
+        if self._overrides:
+            described["explicit"] = sorted(self._overrides)
+        return described
 
     def set(
         self, model: str, *, input: float, output: float, cached_input: float | None = None,
@@ -102,7 +135,7 @@ class PriceTable:
             if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0):
                 raise ValueError(f"price {name} for {model!r} must be a non-negative number, got {value!r}")
         with self._lock:
-            self._entries[_normalise(model)] = Price(
+            self._overrides[_normalise(model)] = Price(
                 float(input), float(output), None if cached_input is None else float(cached_input),
                 None if cache_write_input is None else float(cache_write_input),
             )
@@ -146,7 +179,7 @@ class PriceTable:
                 raise ValueError(f"{path}: {exc}") from None
 
     def get(self, model: str | None) -> Price | None:
-        """The price of a model, or None when it is unknown."""
+        """The model's explicit or built-in price, or None (a maintained source prices usage, see `cost`)."""
         if not model:
             return None
         try:
@@ -155,22 +188,33 @@ class PriceTable:
             pass
         name = _normalise(model)
         with self._lock:
-            price = self._entries.get(name)
+            price = self._overrides.get(name) or self._entries.get(name)
             self._cache[model] = price
         return price
 
     def cost(self, model: str | None, usage: Usage | None) -> float | None:
-        """USD for one response; None when the model's price or the usage is unknown."""
-        price = self.get(model)
-        if price is None or usage is None:
+        """USD for one response: an explicit price, else the maintained source's, else the built-in table's;
+        None when the usage is unknown or no one prices the model."""
+        if not model or usage is None:
             return None
-        return price.cost(usage)
+        name = _normalise(model)
+        explicit = self._overrides.get(name)
+        if explicit is not None:
+            return explicit.cost(usage)
+        source = self.source
+        if source is not None:
+            cost = source.cost(model, usage)
+            if cost is not None:
+                return cost
+        price = self._entries.get(name)
+        return None if price is None else price.cost(usage)
 
     def __contains__(self, model: str) -> bool:
-        return self.get(model) is not None
+        """Whether any source prices the model (probed with a small usage)."""
+        return self.cost(model, Usage(1000, 1000)) is not None
 
 
-prices = PriceTable(_DEFAULTS)
+prices = PriceTable(_DEFAULTS, source="auto")
 if os.environ.get("TRIALRUN_PRICES"):
     prices.load(os.environ["TRIALRUN_PRICES"])
 

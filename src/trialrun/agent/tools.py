@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, get_type_hints
+from typing import Any, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
@@ -249,10 +249,18 @@ def _thread_future(fn: Callable[..., Any], values: dict[str, Any], name: str) ->
     return future
 
 
+@overload
+def tool(fn: Callable[..., Any], *, name: str | None = None, description: str | None = None,
+         timeout_s: float | None = None) -> Tool: ...
+@overload
+def tool(fn: None = None, *, name: str | None = None, description: str | None = None,
+         timeout_s: float | None = None) -> Callable[[Callable[..., Any]], Tool]: ...
+
+
 def tool(
     fn: Callable[..., Any] | None = None, *, name: str | None = None, description: str | None = None,
     timeout_s: float | None = None,
-) -> Any:
+) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a function a tool: `@tool` or `@tool(name=..., timeout_s=...)`.
 
     >>> @tool
