@@ -25,14 +25,14 @@ Every key is optional. Paths are relative to the file that names them. Command-l
     judge = "openai:gpt-4.1-mini"            # output_quality by an LLM judge (a model spec); default: heuristic
     trials = 1                               # trials per test (a test's `trials` overrides it; --trials / -k)
     concurrency = 4                          # trials in flight at once (default: runner.DEFAULT_CONCURRENCY; -j)
+    prices_source = "auto"                   # auto | builtin | genai-prices | litellm: who prices a run ("auto":
+                                             # the first maintained map installed, else the built-in table);
+                                             # recorded in config_snapshot.prices
     [policy]                                 # a ToolPolicy
     deny_commands = ["rm -rf", "curl | sh"]
     [agent_options]                          # for a ready-made or command agent
     permission_mode = "acceptEdits"          # the agent's own vocabulary; also allow/deny rules, instructions
     args = ["--verbose"]                     # (a file), path (the program), env, timeout_s, output
-    prices_source = "auto"                   # auto | builtin | genai-prices | litellm: who prices a run ("auto":
-                                             # the first maintained map installed, else the built-in table);
-                                             # recorded in config_snapshot.prices
     [prices."my-model"]                      # extra prices, USD per million tokens (win over any source)
     input = 1.0
     output = 2.0
