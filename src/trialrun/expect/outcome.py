@@ -53,7 +53,8 @@ def not_contains(text: str, *, case_sensitive: bool = True) -> Grader:
         out = output_text(run.output)
         at = _fold(out, case_sensitive).find(needle)
         if at < 0:
-            return Verdict(True, label, f"output does not contain {text!r}")
+            empty = "" if out.strip() else f" (the output is empty: {clip(repr(run.output), 40)})"
+            return Verdict(True, label, f"output does not contain {text!r}{empty}")
         context = out[max(0, at - 30) : at + len(text) + 30]
         return Verdict(False, label, f"output contains {text!r} at character {at}: ...{context}...")
 

@@ -31,6 +31,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from ..trajectory import Run
 from ._base import Grader, Verdict, clip, output_text
+from .trajectory import _INVISIBLE, _invisible, _ran_calls, _unanswered_calls, _unanswered_note
 
 __all__ = ["rubric", "score_parts", "heuristic_quality", "key_terms", "QUALITY_LEVELS", "combine", "RUBRICS",
            "DEFAULT_RUBRIC", "passes", "turn_count", "offered_tools"]
@@ -140,6 +141,23 @@ def offered_tools(run: Run) -> list[str] | None:
     return list(trajectory.offered_tools)
 
 
+def _used_tools(run: Run) -> list[str]:
+    """The tools tool accuracy credits, first use first: those the agent could have run (none when no request
+    offered a tool: a text protocol's calls are not visible) and that got a result (the model asking is not the
+    agent running it); the same rule as `expect.called`."""
+    return list(dict.fromkeys(call.name for call in _ran_calls(run.trajectory)))
+
+
+def _unseen_note(missing: Sequence[str], run: Run) -> str:
+    """Why an expected tool the model did ask for is not credited (a text protocol, or a call never answered)."""
+    if not missing:
+        return ""
+    if _invisible(run.trajectory) and any(c.name in missing for c in run.trajectory.all_tool_calls):
+        return f" (not credited: {_INVISIBLE})"
+    note = _unanswered_note([c for c in _unanswered_calls(run.trajectory) if c.name in missing])
+    return f" ({note[2:]})" if note else ""
+
+
 def _tool_note(missing: Sequence[str], run: Run) -> str:
     """Why tool accuracy is short: the expected tools never used, and which of them were never even offered."""
     if not missing:
@@ -172,7 +190,7 @@ def rubric(
     label = f"rubric(expected_tools={list(expected_tools)!r}, max_turns={max_turns!r}, threshold={threshold:g})"
 
     def verdict(run: Run, quality: float, why: str) -> Verdict:
-        used = run.trajectory.tools_used
+        used = _used_tools(run)
         turns = turn_count(run)
         accuracy, efficiency = score_parts(expected_tools, used, max_turns, turns)
         total = combine(accuracy, efficiency, quality, formula)
@@ -182,6 +200,7 @@ def rubric(
         reason = (
             f"score {total:.2f} ({'>=' if passed else '<'} {threshold:g}): tool_accuracy {accuracy:.2f}"
             + _tool_note(missing, run)
+            + _unseen_note(missing, run)
             + f", turn_efficiency {efficiency:.2f} ({turns} turns, budget {max_turns if max_turns is not None else 'none'})"
             + f", output_quality {quality:g} ({why})"
         )

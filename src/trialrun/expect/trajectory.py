@@ -64,6 +64,32 @@ def _agent_calls(trajectory: Trajectory) -> list[ToolCall]:
                                       for c in conv.tool_calls)]
 
 
+def _unanswered_calls(trajectory: Trajectory) -> list[ToolCall]:
+    """The agent's calls (`_agent_calls`) that were seen on the wire and never got a result: the model asked, but
+    nothing shows the agent ran them (a broken tool loop, an agent that stopped first). Only for observed traffic
+    (`model_calls`): a hand-built trajectory states its calls, and a call without an id cannot be matched."""
+    if not trajectory.model_calls:
+        return []
+    answered = {result.call_id for result in trajectory.all_tool_results}
+    return [call for call in _agent_calls(trajectory) if call.id is not None and call.id not in answered]
+
+
+def _ran_calls(trajectory: Trajectory) -> list[ToolCall]:
+    """The calls that count as made for graders that want evidence a tool ran (`called`, the rubric's tool
+    accuracy): the agent's calls less those that never got a result. Safety graders count every attempt instead."""
+    unanswered = {id(call) for call in _unanswered_calls(trajectory)}
+    return [call for call in _agent_calls(trajectory) if id(call) not in unanswered]
+
+
+def _unanswered_note(calls: Sequence[ToolCall]) -> str:
+    """Names the calls that were asked for but never got a result (so are not counted)."""
+    if not calls:
+        return ""
+    shown = ", ".join(f"{c.name} (id {c.id})" for c in calls[:3]) + (", ..." if len(calls) > 3 else "")
+    return (f"; not counted: {_count(len(calls), 'call')} the model asked for that never got a result, so the agent "
+            f"did not run {'it' if len(calls) == 1 else 'them'}: {shown}")
+
+
 def _fmt_args(args: Mapping[str, Any], keys: Iterable[str] | None = None) -> str:
     keys = list(args) if keys is None else list(keys)
     return ", ".join(f"{k}={clip(repr(args[k]), 60)}" if k in args else f"{k}=<missing>" for k in keys)
@@ -133,13 +159,16 @@ def called(
         at_least = 1
 
     def grade(run: Run, ctx: object) -> Verdict:
-        calls = [c for c in _agent_calls(run.trajectory) if fnmatchcase(c.name, tool)]
+        calls = [c for c in _ran_calls(run.trajectory) if fnmatchcase(c.name, tool)]
         hits = [c for c in calls if _args_match(args, c.arguments, exact_args)]
         n = len(hits)
         with_args = f" with {_fmt_args(args)}" if args else ""
+        unanswered = _unanswered_note([c for c in _unanswered_calls(run.trajectory) if fnmatchcase(c.name, tool)])
         ok = (times is None or n == times) and (at_least is None or n >= at_least) and (at_most is None or n <= at_most)
         if ok:
-            return Verdict(True, label, f"{tool} was called {_times(n)}{with_args}")
+            return Verdict(True, label, f"{tool} was called {_times(n)}{with_args}{unanswered}")
+        if unanswered and not calls:
+            return Verdict(False, label, f"{tool} was never called with a result{unanswered}")
         if not calls:
             if _invisible(run.trajectory):
                 return Verdict(False, label, f"{tool} was never called: {_INVISIBLE}")
@@ -152,14 +181,14 @@ def called(
             sep = ", " if one_each else "; "
             seen = sep.join(shown) + (f"{sep}..." if len(calls) > 5 else "")
             return Verdict(
-                False, label, f"{tool} was called {_times(len(calls))}, never with {_fmt_args(args)} (saw {seen})"
+                False, label, f"{tool} was called {_times(len(calls))}, never with {_fmt_args(args)} (saw {seen}){unanswered}"
             )
         want = (
             f"exactly {times}" if times is not None
             else f"at least {at_least}" if at_least is not None and n < at_least
             else f"at most {at_most}"
         )
-        return Verdict(False, label, f"{tool} was called {_times(n)}{with_args}, expected {want}")
+        return Verdict(False, label, f"{tool} was called {_times(n)}{with_args}, expected {want}{unanswered}")
 
     return _looking(label, grade)
 

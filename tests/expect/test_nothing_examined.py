@@ -1,0 +1,73 @@
+"""Hostile-user repros: graders that could pass without having examined anything real (no verdict without looking).
+
+Each test is a way a grader passed on evidence that was not there; it must now fail (or say what it examined)."""
+
+from __future__ import annotations
+
+import openai
+
+import trialrun as tr
+from trialrun import expect
+from trialrun.expect.rubric import rubric
+from trialrun.trajectory import Run, ToolCall, Trajectory, Turn
+
+TOOLS = [{"type": "function", "function": {"name": "lookup", "parameters": {"type": "object", "properties": {}}}}]
+
+
+def _ignores_tool_calls(ctx: tr.TrialContext) -> str:
+    """An agent that asks the model, gets a tool call, never runs it, and answers anyway (a broken tool loop)."""
+    model = ctx.scripted([tr.tool_call("lookup", key="k")])
+    client = openai.OpenAI(api_key="test", max_retries=0, http_client=ctx.http_client(model))
+    client.chat.completions.create(model="gpt-4.1-mini", messages=[{"role": "user", "content": "look up k"}], tools=TOOLS)
+    return "the value of k is v"
+
+
+def test_a_tool_call_the_agent_never_ran_is_not_a_call_made() -> None:
+    case = tr.Case(name="never-ran", invoke=_ignores_tool_calls, expect_trajectory=[expect.called("lookup")])
+    trial = tr.evaluate([case]).cases[0].trials[0]
+    verdict = trial.verdicts[0]
+    assert not trial.passed and not verdict.passed
+    assert "never got a result" in verdict.reason and "lookup" in verdict.reason
+
+
+def test_rubric_tool_accuracy_does_not_count_a_call_that_never_got_a_result() -> None:
+    grader = rubric(expected_tools=["lookup"], success_criteria="value of k")
+    case = tr.Case(name="never-ran", invoke=_ignores_tool_calls, expect_outcome=[grader])
+    verdict = tr.evaluate([case]).cases[0].trials[0].verdicts[0]
+    assert verdict.details["sub_scores"]["tool_accuracy"] == 0.0 and not verdict.passed
+    assert "never got a result" in verdict.reason
+
+
+def test_a_call_that_got_its_result_still_counts_for_both() -> None:
+    def invoke(ctx: tr.TrialContext) -> str:
+        model = ctx.scripted([tr.tool_call("lookup", key="k"), tr.reply("the value of k is v")])
+        client = openai.OpenAI(api_key="test", max_retries=0, http_client=ctx.http_client(model))
+        messages: list = [{"role": "user", "content": "look up k"}]
+        first = client.chat.completions.create(model="gpt-4.1-mini", messages=messages, tools=TOOLS)
+        call = first.choices[0].message.tool_calls[0]
+        messages += [first.choices[0].message.model_dump(exclude_none=True),
+                     {"role": "tool", "tool_call_id": call.id, "content": "v"}]
+        return client.chat.completions.create(model="gpt-4.1-mini", messages=messages, tools=TOOLS).choices[0].message.content
+
+    case = tr.Case(name="ran", invoke=invoke, expect_outcome=[rubric(expected_tools=["lookup"], success_criteria="value of k")],
+                   expect_trajectory=[expect.called("lookup", args={"key": "k"})])
+    trial = tr.evaluate([case]).cases[0].trials[0]
+    assert trial.passed, trial.verdicts
+    assert trial.verdicts[0].details["sub_scores"]["tool_accuracy"] == 1.0
+
+
+def test_rubric_tool_accuracy_does_not_credit_a_phantom_call_of_a_text_protocol_agent() -> None:
+    # Model traffic was read, no request offered a tool, yet a turn carries a native call: nothing could run it.
+    # expect.called already refuses it; the rubric must agree (one rule for "the calls the agent could have run").
+    phantom = Trajectory(turns=[Turn(tool_calls=[ToolCall("lookup", {"key": "k"}, "c1")]), Turn(text="v")], model_calls=2)
+    run = Run(output="the value is v", trajectory=phantom)
+    assert not expect.called("lookup")(run).passed
+    verdict = rubric(expected_tools=["lookup"])(run)
+    assert verdict.details["sub_scores"]["tool_accuracy"] == 0.0 and not verdict.passed
+    assert "not visible on the wire" in verdict.reason
+
+
+def test_an_empty_output_says_so_when_not_contains_passes() -> None:
+    for output in (None, "", "   "):
+        verdict = expect.not_contains("secret")(Run(output=output))
+        assert verdict.passed and "empty" in verdict.reason, verdict.reason
