@@ -71,3 +71,25 @@ def test_an_empty_output_says_so_when_not_contains_passes() -> None:
     for output in (None, "", "   "):
         verdict = expect.not_contains("secret")(Run(output=output))
         assert verdict.passed and "empty" in verdict.reason, verdict.reason
+
+
+def test_a_rubric_whose_pass_mark_cannot_be_missed_is_refused_when_built() -> None:
+    # threshold 0: every total is >= 0, so an agent returning None "passes"; over 1 nothing ever passes
+    import pytest
+
+    for threshold in (0, 0.0, -0.5, 1.5):
+        with pytest.raises(ValueError, match="threshold"):
+            rubric(threshold=threshold)
+    assert not rubric(threshold=1.0)(Run(output=None)).passed
+
+
+def test_graders_that_cannot_fail_are_refused_when_built() -> None:
+    import pytest
+
+    with pytest.raises(ValueError, match="every output contains the empty text"):
+        expect.contains("")
+    with pytest.raises(ValueError, match="could never pass"):
+        expect.not_contains("")
+    with pytest.raises(ValueError, match="at_least=0"):
+        expect.called("lookup", at_least=0)
+    assert expect.called("lookup", at_least=0, at_most=2)  # a bound that can fail is fine

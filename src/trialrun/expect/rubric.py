@@ -187,6 +187,9 @@ def rubric(
     output_quality, and `details["rubric"]` the formula's name."""
     if formula not in RUBRICS:
         raise ValueError(f"unknown rubric {formula!r}; known: {', '.join(RUBRICS)}")
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 < threshold <= 1:
+        raise ValueError(f"expect.rubric: threshold must be above 0 and at most 1, got {threshold!r} (a pass mark "
+                         "of 0 passes every test whatever the agent does; one over 1 passes none)")
     label = f"rubric(expected_tools={list(expected_tools)!r}, max_turns={max_turns!r}, threshold={threshold:g})"
 
     def verdict(run: Run, quality: float, why: str) -> Verdict:

@@ -144,6 +144,9 @@ def called(
     for name, value in (("times", times), ("at_least", at_least), ("at_most", at_most)):
         if value is not None:
             count_arg("called", name, value)
+    if at_least == 0 and at_most is None and times is None:
+        raise ValueError(f"expect.called: at_least=0 alone holds whether or not {tool} was called, so it could never "
+                         "fail; give at_most too, or use not_called / times=0")
     if at_least is not None and at_most is not None and at_least > at_most:
         raise ValueError(f"expect.called: at_least={at_least} is more than at_most={at_most}; it could never pass")
     parts = [repr(tool)]
