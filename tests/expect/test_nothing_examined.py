@@ -93,3 +93,22 @@ def test_graders_that_cannot_fail_are_refused_when_built() -> None:
     with pytest.raises(ValueError, match="at_least=0"):
         expect.called("lookup", at_least=0)
     assert expect.called("lookup", at_least=0, at_most=2)  # a bound that can fail is fine
+
+
+def test_orders_that_cannot_fail_are_refused_when_built() -> None:
+    import pytest
+
+    with pytest.raises(ValueError, match="no steps"):
+        expect.called_in_order([])
+    with pytest.raises(ValueError, match="superset"):
+        expect.trajectory_matches([], mode="superset")
+    # an empty reference that means "no tool calls" can fail, and stays
+    call = Trajectory(turns=[Turn(tool_calls=[ToolCall("lookup", {}, "c1")])])
+    assert not expect.called_in_order([], exact=True)(call).passed
+    assert not expect.trajectory_matches([])(call).passed
+
+
+def test_max_tool_calls_says_when_tool_use_was_not_visible() -> None:
+    text_protocol = Trajectory(turns=[Turn(text="Action: lookup[k]"), Turn(text="v")], model_calls=2)
+    verdict = expect.max_tool_calls(0)(text_protocol)
+    assert verdict.passed and "not visible on the wire" in verdict.reason

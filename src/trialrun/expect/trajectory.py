@@ -249,6 +249,9 @@ def called_in_order(steps: Sequence[Any], *, exact: bool = False) -> Grader:
     if isinstance(steps, (str, bytes)) or not isinstance(steps, Sequence):
         raise TypeError(f"expect.called_in_order: steps must be a list of tool names or (name, args), got {type(steps).__name__}")
     refs = [_as_ref(step) for step in steps]
+    if not refs and not exact:
+        raise ValueError("expect.called_in_order: no steps; an empty order is in every trajectory, so it could never "
+                         "fail (exact=True means no tool calls at all)")
     wanted = " -> ".join(_ref_repr(r) for r in refs)
     label = f"called_in_order([{', '.join(_ref_repr(r) for r in refs)}]{', exact=True' if exact else ''})"
 
@@ -326,6 +329,9 @@ def trajectory_matches(reference_calls: Sequence[Any], *, mode: str = "strict", 
     if isinstance(reference_calls, (str, bytes)) or not isinstance(reference_calls, Sequence):
         raise TypeError(f"expect.trajectory_matches: reference_calls must be a list of calls, got {type(reference_calls).__name__}")
     refs = [_as_ref(item) for item in reference_calls]
+    if not refs and mode == "superset":
+        raise ValueError("expect.trajectory_matches: an empty reference in mode 'superset' holds for every trajectory, "
+                         "so it could never fail; give the calls the agent must make")
     label = f"trajectory_matches([{', '.join(_ref_repr(r) for r in refs)}], mode={mode!r}, args={args!r})"
 
     def grade(run: Run, ctx: object) -> Verdict:
@@ -384,7 +390,8 @@ def max_tool_calls(n: int) -> Grader:
         count = len(run.trajectory.all_tool_calls)  # every conversation's
         where = _in_conversations(run.trajectory)
         if count <= n:
-            return Verdict(True, label, f"{count} tool calls{where} (limit {n})")
+            unseen = f"; {_INVISIBLE}" if _invisible(run.trajectory) else ""
+            return Verdict(True, label, f"{count} tool calls{where} (limit {n}){unseen}")
         return Verdict(False, label, f"{count} tool calls{where}, limit {n} ({_names(run.trajectory)})")
 
     return _looking(label, grade)
