@@ -112,3 +112,10 @@ def test_max_tool_calls_says_when_tool_use_was_not_visible() -> None:
     text_protocol = Trajectory(turns=[Turn(text="Action: lookup[k]"), Turn(text="v")], model_calls=2)
     verdict = expect.max_tool_calls(0)(text_protocol)
     assert verdict.passed and "not visible on the wire" in verdict.reason
+
+
+def test_no_tool_errors_names_the_calls_whose_result_it_never_saw() -> None:
+    case = tr.Case(name="never-ran", invoke=_ignores_tool_calls, expect_trajectory=[expect.no_tool_errors()])
+    verdict = tr.evaluate([case]).cases[0].trials[0].verdicts[0]
+    assert verdict.passed  # no error was seen, but it says what it could not examine
+    assert "never got a result" in verdict.reason and "lookup (id " in verdict.reason

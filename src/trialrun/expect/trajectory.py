@@ -411,7 +411,8 @@ def no_tool_errors() -> Grader:
                 if _invisible(trajectory):
                     return Verdict(True, label, f"no tool result was seen: {_INVISIBLE}")
                 return Verdict(True, label, f"no tool result to examine: the agent made "
-                                            f"{_count(len(trajectory.all_tool_calls), 'tool call')}")
+                                            f"{_count(len(trajectory.all_tool_calls), 'tool call')}"
+                                            f"{_unanswered_note(_unanswered_calls(trajectory))}")
             return Verdict(True, label, f"none of {_count(len(results), 'tool result')}{_in_conversations(trajectory)} "
                                         "was an error")
         shown = "; ".join(
