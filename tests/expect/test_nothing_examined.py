@@ -119,3 +119,9 @@ def test_no_tool_errors_names_the_calls_whose_result_it_never_saw() -> None:
     verdict = tr.evaluate([case]).cases[0].trials[0].verdicts[0]
     assert verdict.passed  # no error was seen, but it says what it could not examine
     assert "never got a result" in verdict.reason and "lookup (id " in verdict.reason
+
+
+def test_called_in_order_does_not_count_a_call_that_never_got_a_result() -> None:
+    case = tr.Case(name="never-ran", invoke=_ignores_tool_calls, expect_trajectory=[expect.called_in_order(["lookup"])])
+    verdict = tr.evaluate([case]).cases[0].trials[0].verdicts[0]
+    assert not verdict.passed and "never got a result" in verdict.reason

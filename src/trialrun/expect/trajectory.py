@@ -256,7 +256,9 @@ def called_in_order(steps: Sequence[Any], *, exact: bool = False) -> Grader:
     label = f"called_in_order([{', '.join(_ref_repr(r) for r in refs)}]{', exact=True' if exact else ''})"
 
     def grade(run: Run, ctx: object) -> Verdict:
-        calls = [] if _invisible(run.trajectory) else run.trajectory.tool_calls  # the main conversation's
+        unanswered = {id(c) for c in _unanswered_calls(run.trajectory)}  # asked for, never run: not in the order
+        calls = [] if _invisible(run.trajectory) else [c for c in run.trajectory.tool_calls if id(c) not in unanswered]
+        never = _unanswered_note([c for c in run.trajectory.tool_calls if id(c) in unanswered])
         show = _call_repr if any(args is not None for _, args in refs) else (lambda c: c.name)
         seen = " -> ".join(show(c) for c in calls) or "no tool calls"
         if exact:
@@ -264,17 +266,17 @@ def called_in_order(steps: Sequence[Any], *, exact: bool = False) -> Grader:
                 c.name == n and _args_match(a, c.arguments, False) for c, (n, a) in zip(calls, refs)
             )
             if ok:
-                return Verdict(True, label, f"calls were exactly {wanted}")
-            return Verdict(False, label, f"expected exactly {wanted}; saw {seen}")
+                return Verdict(True, label, f"calls were exactly {wanted}{never}")
+            return Verdict(False, label, f"expected exactly {wanted}; saw {seen}{never}")
         position = 0
         for call in calls:
             if position < len(refs) and call.name == refs[position][0] and _args_match(refs[position][1], call.arguments, False):
                 position += 1
         if position == len(refs):
-            return Verdict(True, label, f"calls include {wanted} in order")
+            return Verdict(True, label, f"calls include {wanted} in order{never}")
         missing = _ref_repr(refs[position])
         after = f" after {_ref_repr(refs[position - 1])}" if position else ""
-        return Verdict(False, label, f"expected {wanted} in order; {missing} never came{after} (saw {seen})")
+        return Verdict(False, label, f"expected {wanted} in order; {missing} never came{after} (saw {seen}){never}")
 
     return _looking(label, grade)
 
