@@ -206,7 +206,9 @@ def not_called(tool: str) -> Grader:
         every = trajectory.all_tool_calls  # every conversation: a sub-agent's call is the agent's
         calls = [c for c in every if fnmatchcase(c.name, tool)]
         if not calls:
-            if _invisible(trajectory):
+            if _invisible(trajectory) and len(trajectory.turns) >= 2:  # a loop of tool-less calls: a text protocol
+                return Verdict(False, label, f"cannot tell whether {tool} was called: {_INVISIBLE}")
+            if _invisible(trajectory):  # one plain chat request: no tool loop to hide a call in
                 return Verdict(True, label, f"{tool} was not called natively; {_INVISIBLE}")
             return Verdict(True, label, f"{tool} was not called (examined {_count(len(every), 'tool call')}"
                                         f"{_in_conversations(trajectory)})")
