@@ -125,3 +125,12 @@ def test_called_in_order_does_not_count_a_call_that_never_got_a_result() -> None
     case = tr.Case(name="never-ran", invoke=_ignores_tool_calls, expect_trajectory=[expect.called_in_order(["lookup"])])
     verdict = tr.evaluate([case]).cases[0].trials[0].verdicts[0]
     assert not verdict.passed and "never got a result" in verdict.reason
+
+
+def test_an_empty_reference_cannot_pass_on_a_text_protocol_loop() -> None:
+    # "no tool calls at all" is not shown by a loop whose requests offered no tools: its calls were in text
+    text_protocol = Trajectory(turns=[Turn(text="Action: delete_db[]"), Turn(text="done")], model_calls=2)
+    for mode in ("strict", "unordered", "subset"):
+        verdict = expect.trajectory_matches([], mode=mode)(text_protocol)
+        assert not verdict.passed and "not visible on the wire" in verdict.reason
+    assert expect.trajectory_matches([], mode="subset")(Trajectory(turns=[Turn(text="hi")], model_calls=1)).passed

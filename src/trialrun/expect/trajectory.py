@@ -50,6 +50,12 @@ def _invisible(trajectory: Trajectory) -> bool:
     return trajectory.model_calls > 0 and not trajectory.offered_tools
 
 
+def _text_loop(trajectory: Trajectory) -> bool:
+    """A loop of several model calls, none offering a tool: a text protocol, where any tool may have run in text,
+    so a grader that would pass on "no such call" cannot tell (one plain chat request has no loop to hide one)."""
+    return _invisible(trajectory) and len(trajectory.turns) >= 2
+
+
 _INVISIBLE = "no model request offered any tools, so tool use (if any) was in text not visible on the wire"
 
 
@@ -206,7 +212,7 @@ def not_called(tool: str) -> Grader:
         every = trajectory.all_tool_calls  # every conversation: a sub-agent's call is the agent's
         calls = [c for c in every if fnmatchcase(c.name, tool)]
         if not calls:
-            if _invisible(trajectory) and len(trajectory.turns) >= 2:  # a loop of tool-less calls: a text protocol
+            if _text_loop(trajectory):
                 return Verdict(False, label, f"cannot tell whether {tool} was called: {_INVISIBLE}")
             if _invisible(trajectory):  # one plain chat request: no tool loop to hide a call in
                 return Verdict(True, label, f"{tool} was not called natively; {_INVISIBLE}")
@@ -339,6 +345,8 @@ def trajectory_matches(reference_calls: Sequence[Any], *, mode: str = "strict", 
     label = f"trajectory_matches([{', '.join(_ref_repr(r) for r in refs)}], mode={mode!r}, args={args!r})"
 
     def grade(run: Run, ctx: object) -> Verdict:
+        if not refs and _text_loop(run.trajectory):
+            return Verdict(False, label, f"cannot tell whether the agent made no tool calls: {_INVISIBLE}")
         actual = [] if _invisible(run.trajectory) else run.trajectory.tool_calls  # the main conversation's
         seen = ", ".join(_call_repr(c) for c in actual) or "no tool calls"
         if mode == "strict":
