@@ -226,6 +226,9 @@ def rubric(
         result = judge(success_criteria, response, run)
         if inspect.isawaitable(result):
             result = await result
+        if isinstance(result, bool) or not isinstance(result, (int, float)) or not -_EPSILON <= result <= 0.5 + _EPSILON:
+            # another scale (7 of 10, 1 for "yes") rounded to the nearest level would invent full marks
+            raise ValueError(f"the judge returned {result!r}; expected 0, 0.25 or 0.5 (a number from 0 to 0.5)")
         quality = min(QUALITY_LEVELS, key=lambda level: abs(level - float(result)))
         return verdict(run, quality, f"judged {quality:g} against: {clip(success_criteria, 80)}")
 
