@@ -134,3 +134,18 @@ def test_an_empty_reference_cannot_pass_on_a_text_protocol_loop() -> None:
         verdict = expect.trajectory_matches([], mode=mode)(text_protocol)
         assert not verdict.passed and "not visible on the wire" in verdict.reason
     assert expect.trajectory_matches([], mode="subset")(Trajectory(turns=[Turn(text="hi")], model_calls=1)).passed
+
+
+def test_a_call_refused_by_a_stop_rule_counts_as_a_deny_rule_refusal_does() -> None:
+    # Both refusals are what happened to the call (the agent tried): a stop rule sends no result, but its denial
+    # accounts for the call as a deny rule's error result does.
+    @tr.tool
+    def run_command(command: str) -> str:
+        """Run a command."""
+        return "ran"
+
+    for policy in (tr.ToolPolicy(stop_commands=["rm -rf"]), tr.ToolPolicy(deny_commands=["rm -rf"])):
+        model = tr.ScriptedModel([tr.tool_call("run_command", command="rm -rf x"), tr.reply("done")])
+        run = tr.Agent(model, tools=[run_command], policy=policy).run("go")
+        verdict = expect.called("run_command")(run)
+        assert verdict.passed and "never got a result" not in verdict.reason, verdict.reason

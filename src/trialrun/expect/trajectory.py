@@ -72,11 +72,13 @@ def _agent_calls(trajectory: Trajectory) -> list[ToolCall]:
 
 def _unanswered_calls(trajectory: Trajectory) -> list[ToolCall]:
     """The agent's calls (`_agent_calls`) that were seen on the wire and never got a result: the model asked, but
-    nothing shows the agent ran them (a broken tool loop, an agent that stopped first). Only for observed traffic
+    nothing shows the agent ran them (a broken tool loop, an agent that stopped first); a refused call (a denial)
+    is accounted for, as the agent tried. Only for observed traffic
     (`model_calls`): a hand-built trajectory states its calls, and a call without an id cannot be matched."""
     if not trajectory.model_calls:
         return []
     answered = {result.call_id for result in trajectory.all_tool_results}
+    answered.update(d.call_id for d in trajectory.denials if d.call_id)  # refused: what happened to it is known
     return [call for call in _agent_calls(trajectory) if call.id is not None and call.id not in answered]
 
 
