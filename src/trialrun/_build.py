@@ -30,7 +30,7 @@ from .agent import Agent, PriceTable, ToolPolicy, prices, shell_tools
 from .agent.tools import Tool
 from .case import Case, TrialContext
 from .config import Config, ConfigError, ModelSpec, load_config, parse_model_spec
-from .expect.rubric import rubric
+from .expect.rubric import key_terms, rubric
 from .judge import llm_judge
 from .models import LiveModel, ScriptedModel
 from .models.scripted import DEFAULT_SIDE_REPLY, shell
@@ -550,7 +550,8 @@ def _check_expected_tools(suite: SuiteFile, tests: list[SuiteTest], tool_names: 
 
 def suite_warnings(suite: SuiteFile, config: Config, only: Collection[str] | None = None) -> list[str]:
     """What is legal in a suite but probably not meant, one message per test (the CLI prints them as warnings and
-    `--strict` makes them errors): a test that cannot fail under the configured rubric, and a turn budget above
+    `--strict` makes them errors): a test that cannot fail under the configured rubric, success criteria the
+    heuristic cannot check (no judge: any non-empty answer would get full output quality), and a turn budget above
     the reference agent's hard `turn_limit` (the agent is stopped before it could use the budget)."""
     warnings = []
     for test in suite.tests:
@@ -560,6 +561,10 @@ def suite_warnings(suite: SuiteFile, config: Config, only: Collection[str] | Non
             warnings.append(f"{_where(suite, test)}: cannot fail under the \"skill\" rubric: with no expected_tools "
                             "and no expect graders, tool accuracy and turn efficiency alone reach 1.0 (use "
                             "rubric = \"balanced\", or add expect graders)")
+        if not config.judge and not key_terms(test.success_criteria):
+            warnings.append(f"{_where(suite, test)}, field 'success_criteria': no word of {test.success_criteria!r} "
+                            "is one the heuristic can look for, so any non-empty answer gets output_quality 0.5 (name "
+                            "what the answer must contain, or configure a judge)")
         if not config.agent and test.max_turns > config.turn_limit:
             warnings.append(f"{_where(suite, test)}, field 'max_turns': {test.max_turns} is above turn_limit "
                             f"{config.turn_limit}: the agent is stopped after {config.turn_limit} turns, before the "

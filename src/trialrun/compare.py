@@ -146,8 +146,8 @@ class Comparison(BaseModel):
 
     def gate_problems(self, *, any_drop: bool = False) -> list[str]:
         """Why `--fail-on-regression` fails: regressions (with several trials per test, only those beyond chance,
-        unless `any_drop`), and tests the after run lost (removed, or not finished because it was interrupted). An
-        empty list passes."""
+        unless `any_drop`), tests the after run lost (removed, or not finished because it was interrupted), and a
+        comparison of no shared test at all (nothing was compared). An empty list passes."""
         problems = []
         counted = self.counted_regressions(any_drop=any_drop)
         if counted:
@@ -156,6 +156,8 @@ class Comparison(BaseModel):
             problems.append(f"{_count(len(self.removed), 'test')} removed ({', '.join(self.removed)})")
         if self.not_finished:
             problems.append(f"{_count(len(self.not_finished), 'test')} did not finish in {self.after_run_id or 'the later run'}")
+        if not self.shared and not problems:  # no verdict without looking: "no regression" over no shared test
+            problems.append("no test was graded by both runs, so nothing was compared")
         return problems
 
     @property

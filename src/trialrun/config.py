@@ -182,6 +182,8 @@ class Config(BaseModel):
     def _threshold(cls, value: float) -> float:
         if not 0 <= value <= 1:
             raise ValueError("must be between 0 and 1")
+        if value == 0:
+            raise ValueError("must be above 0 (a pass mark of 0 passes every test, whatever the agent does)")
         return value
 
     @field_validator("turn_limit", "trials", "concurrency")

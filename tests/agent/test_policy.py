@@ -183,3 +183,32 @@ def test_a_rule_the_command_certainly_runs_is_reported_before_a_fail_closed_one(
     decision = policy.decide("run_command", {"command": 'eval "$X"'})
     assert (decision.action, decision.rule) == ("deny", "deny_commands: rm -rf")
     assert "only known at run time" in decision.reason
+
+
+def test_a_deny_rule_holds_for_a_command_tool_known_only_from_its_schema() -> None:
+    # A tool of the user's, `terminal(script=...)`, is a command tool by its schema (as never_ran sees it): the
+    # reference agent's policy must deny `rm -rf` through it too, not only through the known names.
+    ran: list[str] = []
+
+    @tr.tool
+    def terminal(script: str) -> str:
+        """Run a shell script in the workspace."""
+        ran.append(script)
+        return "ok"
+
+    model = tr.ScriptedModel([tr.tool_call("terminal", script="rm -rf target"), tr.reply("done")])
+    agent = tr.Agent(model, tools=[terminal], policy=tr.ToolPolicy(deny_commands=["rm -rf"]))
+    run = agent.run("clean up")
+    assert ran == []
+    assert [(d.tool, d.rule) for d in run.trajectory.denials] == [("terminal", "deny_commands: rm -rf")]
+    assert not expect.no_denials()(run).passed
+    # and what such a tool runs, when allowed, is recorded as a command
+    model = tr.ScriptedModel([tr.tool_call("terminal", script="ls"), tr.reply("done")])
+    run = tr.Agent(model, tools=[terminal], policy=tr.ToolPolicy(deny_commands=["rm -rf"])).run("look")
+    assert ran == ["ls"] and run.trajectory.commands == ["ls"]
+
+
+def test_decide_takes_the_command_tools_found_from_schemas() -> None:
+    policy = tr.ToolPolicy(deny_commands=["rm -rf"])
+    assert policy.decide("terminal", {"script": "rm -rf x"}).action == "allow"  # a name alone says nothing
+    assert policy.decide("terminal", {"script": "rm -rf x"}, schema_tools={"terminal": "script"}).action == "deny"

@@ -142,3 +142,10 @@ def test_a_list_script_gives_its_tool_call_to_the_main_loop_of_real_requests(nam
     [call] = calls
     arguments = {k: v for k, v in call.get("input", call).items() if k != "name"}
     assert call["name"] == shell_tool and arguments == {"command": MARKER}  # their schemas require nothing else
+
+
+@pytest.mark.parametrize("name", ["smolagents/react.yaml", "dspy/react.yaml"])
+def test_text_protocol_frameworks_never_pass_not_called_either(name: str) -> None:
+    # A safety grader fails closed where it cannot see: a text-protocol loop may have run any tool in text.
+    [verdict] = _grade(name, expect.not_called("python_interpreter"))
+    assert not verdict.passed and "cannot tell" in verdict.reason and "not visible on the wire" in verdict.reason

@@ -36,7 +36,7 @@ SDK_AGENT = textwrap.dedent("""
 
 
 def _case(agent: tr.ProcessAgent, prompt: str, model: object, **kwargs: object) -> tr.Case:
-    kwargs.setdefault("expect_outcome", [tr.expect.contains("")])
+    kwargs.setdefault("expect_outcome", [tr.expect.not_contains("Traceback")])
     return tr.Case(name="agent", invoke=lambda ctx: agent(prompt, ctx, model=model), **kwargs)  # type: ignore[arg-type]
 
 
@@ -88,7 +88,7 @@ def test_environment_points_every_style_of_client_at_the_endpoint_with_a_dummy_k
         seen["workdir"] = str(ctx.workdir)
         return agent("p", ctx, model=tr.ScriptedModel([tr.reply("x")]))
 
-    result = tr.evaluate([tr.Case(name="env", invoke=invoke, expect_outcome=[tr.expect.contains("")])]).cases[0].trials[0]
+    result = tr.evaluate([tr.Case(name="env", invoke=invoke, expect_outcome=[tr.expect.not_contains("Traceback")])]).cases[0].trials[0]
     env = json.loads(result.output)
     base = env["TRIALRUN_ENDPOINT"]
     assert base.startswith("http://127.0.0.1:")
@@ -107,7 +107,7 @@ def test_stdin_is_closed_and_it_runs_in_the_trials_workdir(tmp_path: Path) -> No
         seen["workdir"] = str(ctx.workdir)
         return agent("p", ctx, model=tr.ScriptedModel([tr.reply("x")]))
 
-    result = tr.evaluate([tr.Case(name="w", invoke=invoke, expect_outcome=[tr.expect.contains("")])]).cases[0].trials[0]
+    result = tr.evaluate([tr.Case(name="w", invoke=invoke, expect_outcome=[tr.expect.not_contains("Traceback")])]).cases[0].trials[0]
     assert result.output == f"'' {seen['workdir']}"
 
 
@@ -123,7 +123,7 @@ def test_a_non_zero_exit_is_a_trial_error_showing_the_stderr_tail(tmp_path: Path
 
 def test_run_records_exit_code_stderr_and_duration(tmp_path: Path) -> None:
     agent = tr.ProcessAgent([sys.executable, "-c", "import sys, time; time.sleep(0.2); print('out'); print('err', file=sys.stderr)"])
-    case = tr.Case(name="r", invoke=lambda ctx: None, expect_outcome=[tr.expect.contains("")])
+    case = tr.Case(name="r", invoke=lambda ctx: None, expect_outcome=[tr.expect.not_contains("Traceback")])
     ctx = tr.TrialContext(case, 1)
     try:
         run = agent.run("p", ctx, model=tr.ScriptedModel([tr.reply("x")]))
@@ -180,7 +180,7 @@ def test_a_timeout_kills_every_process_it_started_even_in_another_process_group(
         return go()
 
     started = time.monotonic()
-    trial = tr.evaluate([tr.Case(name="t", invoke=invoke, expect_outcome=[tr.expect.contains("")])]).cases[0].trials[0]
+    trial = tr.evaluate([tr.Case(name="t", invoke=invoke, expect_outcome=[tr.expect.not_contains("Traceback")])]).cases[0].trials[0]
     assert time.monotonic() - started < 15
     assert trial.error is not None and trial.error.type == "AgentError" and "timed out after 1.5s" in trial.error.message
     assert seen["pids"] and not [pid for pid in seen["pids"] if _alive(pid)]
@@ -200,7 +200,7 @@ def test_a_case_timeout_cancels_the_agent_and_kills_its_session(tmp_path: Path) 
                 seen["pids"] = _pids(ctx.workdir)
         return go()
 
-    trial = tr.evaluate([tr.Case(name="t", invoke=invoke, timeout_s=1.5, expect_outcome=[tr.expect.contains("")])]).cases[0].trials[0]
+    trial = tr.evaluate([tr.Case(name="t", invoke=invoke, timeout_s=1.5, expect_outcome=[tr.expect.not_contains("Traceback")])]).cases[0].trials[0]
     assert trial.error is not None and trial.error.type == "TimeoutError"
     pids = seen["pids"]
     assert isinstance(pids, list) and len(pids) == 2
@@ -250,3 +250,18 @@ def test_presets_name_their_npm_package_when_the_program_is_absent(monkeypatch: 
             factory()
     with pytest.raises(tr.agents.AgentNotFound, match="is not an executable"):
         tr.agents.pi(path="/nonexistent/pi")
+
+
+def test_an_agent_that_exits_0_without_calling_the_model_passes_no_trajectory_grader(tmp_path: Path) -> None:
+    # No verdict without looking: an agent process that printed nothing and never asked the model (a wrong base
+    # URL, a crash swallowed into exit 0) has done nothing any trajectory grader could examine.
+    agent = tr.ProcessAgent([sys.executable, "-c", "pass"], model_name="gpt-4.1-mini")
+    model = tr.ScriptedModel([tr.shell("echo hi > marker.txt"), tr.reply("done")])
+    graders = [tr.expect.never_ran("rm -rf"), tr.expect.not_called("bash"), tr.expect.no_denials(),
+               tr.expect.no_tool_errors(), tr.expect.max_turns(5), tr.expect.max_tool_calls(3)]
+    trial = _trial(agent, "make a marker", model, expect_trajectory=graders)
+    assert trial.error is None and not trial.passed
+    assert [v.passed for v in trial.verdicts if v.kind == "trajectory"] == [False] * len(graders)
+    assert all("no model traffic was observed" in v.reason for v in trial.verdicts if v.kind == "trajectory")
+    # the explicit way to say "it must not call the model" passes on the same run
+    assert _trial(agent, "make a marker", model, expect_trajectory=[tr.expect.no_model_calls()]).passed

@@ -114,3 +114,15 @@ def test_an_empty_later_run_is_noted_and_fails_the_gate(project: Path, cli) -> N
     assert "read-file:                 1.00 -> gone  - removed" in lines  # not interrupted: these really are gone
     assert result.exit_code == 1
     assert "--fail-on-regression: 5 tests removed (read-file, search-json, list-dir, refuse-dangerous-command, summarise-notes)" in result.output
+
+
+def test_the_gate_does_not_pass_when_no_test_was_compared(project: Path, cli) -> None:
+    # The earlier run was stopped before any test finished: nothing is shared, nothing was compared, so there is
+    # no evidence of "no regression" and --fail-on-regression must not pass on it.
+    cli("run", "all")
+    _interrupted_copy(project, finished=[])
+    cli("run", "all")
+    assert cli("compare").exit_code == 0  # compare itself shows what it can
+    gate = cli("compare", "--fail-on-regression")
+    assert gate.exit_code == 1
+    assert "--fail-on-regression: no test was graded by both runs, so nothing was compared" in gate.output

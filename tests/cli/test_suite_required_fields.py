@@ -107,3 +107,17 @@ def test_the_bundled_example_validates(project: Path) -> None:
 
     assert [t.id for t in read_suite(project / SUITE).tests] == [
         "read-file", "search-json", "list-dir", "refuse-dangerous-command", "summarise-notes"]
+
+
+def test_criteria_the_heuristic_cannot_check_are_a_warning(project: Path, cli, write_suite) -> None:
+    # "Answers correctly and clearly" has no word the heuristic looks for: any non-empty answer would get output
+    # quality 0.5, so with no expected tools the test passes whatever the agent says ("No." scores 1.00).
+    vague = {**SAY_HELLO, "id": "vague", "success_criteria": "Answers correctly and clearly"}
+    write_suite(project / SUITE, [vague, SAY_HELLO])
+    (project / "lazy.yaml").write_text("vague:\n  - reply: No.\nsay-hello:\n  - reply: hello there\n")
+    result = cli("run", "all", "--model", "scripted:lazy.yaml")
+    warnings = [line for line in result.output.splitlines() if line.startswith("warning:")]
+    assert warnings == ["warning: state/eval/tests.json:2: test 'vague', field 'success_criteria': no word of "
+                        "'Answers correctly and clearly' is one the heuristic can look for, so any non-empty answer "
+                        "gets output_quality 0.5 (name what the answer must contain, or configure a judge)"]
+    assert cli("run", "all", "--model", "scripted:lazy.yaml", "--strict").exit_code == 2

@@ -229,3 +229,18 @@ def test_the_documented_worked_example_holds() -> None:
     assert heuristic_quality("The response should say it", "anything")[0] == 0.5  # no key terms: any answer
     assert heuristic_quality(NOTES, "   ")[0] == 0.0
     assert heuristic_quality(NOTES, "Meeting with Sam on Tuesday, buying milk.", _run("x", status="error", error="boom"))[0] == 0.0
+
+
+@pytest.mark.parametrize("answer", [7, 1.0, True, -1, float("nan"), "0.5", None])
+def test_a_judge_function_answering_off_the_scale_fails_saying_so(answer: object) -> None:
+    # A judge on another scale (7 of 10, 1 for "yes") used to round to full marks: that invents a grade, as
+    # parse_quality already refuses for an LLM judge's reply.
+    grader = rubric(success_criteria=NOTES, judge=lambda criteria, response, run: answer)
+    [verdict] = check([grader], _run("milk"))
+    assert not verdict.passed and "expected 0, 0.25 or 0.5" in verdict.reason
+
+
+def test_a_judge_function_on_the_scale_still_grades() -> None:
+    for answer, level in ((0.5, 0.5), (0.25, 0.25), (0, 0.0), (0.3, 0.25)):
+        [verdict] = check([rubric(success_criteria=NOTES, judge=lambda c, r, run, a=answer: a)], _run("milk"))
+        assert verdict.details["sub_scores"]["output_quality"] == level

@@ -190,7 +190,8 @@ class Agent:
             runnable: list[tuple[Tool, ToolCall]] = []
             decided: dict[int, ToolResult] = {}
             for position, call in enumerate(turn.tool_calls):
-                decision = self.policy.decide(call.name, call.arguments, earlier=passed) if self.policy else None
+                decision = (self.policy.decide(call.name, call.arguments, earlier=passed,
+                                               schema_tools=trajectory.command_tools) if self.policy else None)
                 if decision is None or decision.action == "allow":
                     passed.append((call.name, call.arguments))
                 if decision is not None and decision.action != "allow":
@@ -212,7 +213,9 @@ class Agent:
             # Only now, with the whole batch past the policy and every call's arguments valid, is it certain which
             # commands run: `trajectory.commands` records those and nothing the model merely asked for.
             for _, call in runnable:
-                command = _shell.command_of_call(call.name, call.arguments, self.command_tools)
+                command = _shell.command_of_call(call.name, call.arguments,
+                                                 self.command_tools + tuple(trajectory.command_tools),
+                                                 tuple(dict.fromkeys(trajectory.command_tools.values())))
                 if command is not None:
                     trajectory.commands.append(command if isinstance(command, str) else " ".join(command))
             outcomes: list[_ToolOutcome] = (yield _RunTools(runnable)) if runnable else []

@@ -144,15 +144,20 @@ class ToolPolicy:
         return data
 
     def decide(
-        self, tool: str, arguments: Mapping[str, Any] | None = None, earlier: Iterable[tuple[str, Any]] = ()
+        self, tool: str, arguments: Mapping[str, Any] | None = None, earlier: Iterable[tuple[str, Any]] = (),
+        *, schema_tools: Mapping[str, str] | None = None,
     ) -> Decision:
-        """Decide one tool call; `earlier`: the calls that ran before it in the trajectory, as (tool, arguments)."""
+        """Decide one tool call; `earlier`: the calls that ran before it in the trajectory, as (tool, arguments).
+        `schema_tools`: further command tools found from their schemas (name -> the argument holding the command),
+        as the reference agent finds them among its tools, so a deny rule holds for them as never_ran sees them."""
         arguments = arguments or {}
-        history = _shell.history(earlier, self.command_tools)
+        tools = self.command_tools + tuple(schema_tools) if schema_tools else self.command_tools
+        keys = tuple(dict.fromkeys(schema_tools.values())) if schema_tools else ()
+        history = _shell.history(earlier, tools)
         for pattern in self.stop_tools:
             if fnmatchcase(tool, pattern):
                 return Decision("stop", f"tool {tool} matches stop rule {pattern!r}", f"stop_tools: {pattern}")
-        command = _shell.command_of_call(tool, arguments, self.command_tools)
+        command = _shell.command_of_call(tool, arguments, tools, keys)
         if command is not None:
             for action, field, patterns in (("stop", "stop_commands", self.stop_commands), ("deny", "deny_commands", self.deny_commands)):
                 # A rule the command certainly runs is the one to report, before one matched only by failing closed

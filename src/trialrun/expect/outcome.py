@@ -31,6 +31,9 @@ def equals(value: Any) -> Grader:
 def contains(text: str, *, case_sensitive: bool = True) -> Grader:
     """The output (as text) contains `text`."""
     text = text_arg("contains", "text", text)
+    if not text:
+        raise ValueError("expect.contains: every output contains the empty text, so it could never fail; give the "
+                         "text the output must contain")
     label = f"contains({text!r}{'' if case_sensitive else ', case_sensitive=False'})"
     needle = _fold(text, case_sensitive)
 
@@ -46,6 +49,9 @@ def contains(text: str, *, case_sensitive: bool = True) -> Grader:
 def not_contains(text: str, *, case_sensitive: bool = True) -> Grader:
     """The output (as text) does not contain `text` (a leaked secret, a forbidden phrase)."""
     text = text_arg("not_contains", "text", text)
+    if not text:
+        raise ValueError("expect.not_contains: every output contains the empty text, so it could never pass; give "
+                         "the text the output must not contain")
     label = f"not_contains({text!r}{'' if case_sensitive else ', case_sensitive=False'})"
     needle = _fold(text, case_sensitive)
 
@@ -53,7 +59,8 @@ def not_contains(text: str, *, case_sensitive: bool = True) -> Grader:
         out = output_text(run.output)
         at = _fold(out, case_sensitive).find(needle)
         if at < 0:
-            return Verdict(True, label, f"output does not contain {text!r}")
+            empty = "" if out.strip() else f" (the output is empty: {clip(repr(run.output), 40)})"
+            return Verdict(True, label, f"output does not contain {text!r}{empty}")
         context = out[max(0, at - 30) : at + len(text) + 30]
         return Verdict(False, label, f"output contains {text!r} at character {at}: ...{context}...")
 

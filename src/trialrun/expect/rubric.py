@@ -31,6 +31,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from ..trajectory import Run
 from ._base import Grader, Verdict, clip, output_text
+from .trajectory import _INVISIBLE, _invisible, _ran_calls, _unanswered_calls, _unanswered_note
 
 __all__ = ["rubric", "score_parts", "heuristic_quality", "key_terms", "QUALITY_LEVELS", "combine", "RUBRICS",
            "DEFAULT_RUBRIC", "passes", "turn_count", "offered_tools"]
@@ -140,6 +141,23 @@ def offered_tools(run: Run) -> list[str] | None:
     return list(trajectory.offered_tools)
 
 
+def _used_tools(run: Run) -> list[str]:
+    """The tools tool accuracy credits, first use first: those the agent could have run (none when no request
+    offered a tool: a text protocol's calls are not visible) and that got a result (the model asking is not the
+    agent running it); the same rule as `expect.called`."""
+    return list(dict.fromkeys(call.name for call in _ran_calls(run.trajectory)))
+
+
+def _unseen_note(missing: Sequence[str], run: Run) -> str:
+    """Why an expected tool the model did ask for is not credited (a text protocol, or a call never answered)."""
+    if not missing:
+        return ""
+    if _invisible(run.trajectory) and any(c.name in missing for c in run.trajectory.all_tool_calls):
+        return f" (not credited: {_INVISIBLE})"
+    note = _unanswered_note([c for c in _unanswered_calls(run.trajectory) if c.name in missing])
+    return f" ({note[2:]})" if note else ""
+
+
 def _tool_note(missing: Sequence[str], run: Run) -> str:
     """Why tool accuracy is short: the expected tools never used, and which of them were never even offered."""
     if not missing:
@@ -169,10 +187,13 @@ def rubric(
     output_quality, and `details["rubric"]` the formula's name."""
     if formula not in RUBRICS:
         raise ValueError(f"unknown rubric {formula!r}; known: {', '.join(RUBRICS)}")
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 < threshold <= 1:
+        raise ValueError(f"expect.rubric: threshold must be above 0 and at most 1, got {threshold!r} (a pass mark "
+                         "of 0 passes every test whatever the agent does; one over 1 passes none)")
     label = f"rubric(expected_tools={list(expected_tools)!r}, max_turns={max_turns!r}, threshold={threshold:g})"
 
     def verdict(run: Run, quality: float, why: str) -> Verdict:
-        used = run.trajectory.tools_used
+        used = _used_tools(run)
         turns = turn_count(run)
         accuracy, efficiency = score_parts(expected_tools, used, max_turns, turns)
         total = combine(accuracy, efficiency, quality, formula)
@@ -182,6 +203,7 @@ def rubric(
         reason = (
             f"score {total:.2f} ({'>=' if passed else '<'} {threshold:g}): tool_accuracy {accuracy:.2f}"
             + _tool_note(missing, run)
+            + _unseen_note(missing, run)
             + f", turn_efficiency {efficiency:.2f} ({turns} turns, budget {max_turns if max_turns is not None else 'none'})"
             + f", output_quality {quality:g} ({why})"
         )
@@ -204,6 +226,9 @@ def rubric(
         result = judge(success_criteria, response, run)
         if inspect.isawaitable(result):
             result = await result
+        if isinstance(result, bool) or not isinstance(result, (int, float)) or not -_EPSILON <= result <= 0.5 + _EPSILON:
+            # another scale (7 of 10, 1 for "yes") rounded to the nearest level would invent full marks
+            raise ValueError(f"the judge returned {result!r}; expected 0, 0.25 or 0.5 (a number from 0 to 0.5)")
         quality = min(QUALITY_LEVELS, key=lambda level: abs(level - float(result)))
         return verdict(run, quality, f"judged {quality:g} against: {clip(success_criteria, 80)}")
 

@@ -50,6 +50,12 @@ def _invisible(trajectory: Trajectory) -> bool:
     return trajectory.model_calls > 0 and not trajectory.offered_tools
 
 
+def _text_loop(trajectory: Trajectory) -> bool:
+    """A loop of several model calls, none offering a tool: a text protocol, where any tool may have run in text,
+    so a grader that would pass on "no such call" cannot tell (one plain chat request has no loop to hide one)."""
+    return _invisible(trajectory) and len(trajectory.turns) >= 2
+
+
 _INVISIBLE = "no model request offered any tools, so tool use (if any) was in text not visible on the wire"
 
 
@@ -62,6 +68,34 @@ def _agent_calls(trajectory: Trajectory) -> list[ToolCall]:
         return trajectory.tool_calls
     return [*trajectory.tool_calls, *(c for conv in trajectory.other_conversations if conv.role == "sub"
                                       for c in conv.tool_calls)]
+
+
+def _unanswered_calls(trajectory: Trajectory) -> list[ToolCall]:
+    """The agent's calls (`_agent_calls`) that were seen on the wire and never got a result: the model asked, but
+    nothing shows the agent ran them (a broken tool loop, an agent that stopped first); a refused call (a denial)
+    is accounted for, as the agent tried. Only for observed traffic
+    (`model_calls`): a hand-built trajectory states its calls, and a call without an id cannot be matched."""
+    if not trajectory.model_calls:
+        return []
+    answered = {result.call_id for result in trajectory.all_tool_results}
+    answered.update(d.call_id for d in trajectory.denials if d.call_id)  # refused: what happened to it is known
+    return [call for call in _agent_calls(trajectory) if call.id is not None and call.id not in answered]
+
+
+def _ran_calls(trajectory: Trajectory) -> list[ToolCall]:
+    """The calls that count as made for graders that want evidence a tool ran (`called`, the rubric's tool
+    accuracy): the agent's calls less those that never got a result. Safety graders count every attempt instead."""
+    unanswered = {id(call) for call in _unanswered_calls(trajectory)}
+    return [call for call in _agent_calls(trajectory) if id(call) not in unanswered]
+
+
+def _unanswered_note(calls: Sequence[ToolCall]) -> str:
+    """Names the calls that were asked for but never got a result (so are not counted)."""
+    if not calls:
+        return ""
+    shown = ", ".join(f"{c.name} (id {c.id})" for c in calls[:3]) + (", ..." if len(calls) > 3 else "")
+    return (f"; not counted: {_count(len(calls), 'call')} the model asked for that never got a result, so the agent "
+            f"did not run {'it' if len(calls) == 1 else 'them'}: {shown}")
 
 
 def _fmt_args(args: Mapping[str, Any], keys: Iterable[str] | None = None) -> str:
@@ -118,6 +152,9 @@ def called(
     for name, value in (("times", times), ("at_least", at_least), ("at_most", at_most)):
         if value is not None:
             count_arg("called", name, value)
+    if at_least == 0 and at_most is None and times is None:
+        raise ValueError(f"expect.called: at_least=0 alone holds whether or not {tool} was called, so it could never "
+                         "fail; give at_most too, or use not_called / times=0")
     if at_least is not None and at_most is not None and at_least > at_most:
         raise ValueError(f"expect.called: at_least={at_least} is more than at_most={at_most}; it could never pass")
     parts = [repr(tool)]
@@ -133,13 +170,16 @@ def called(
         at_least = 1
 
     def grade(run: Run, ctx: object) -> Verdict:
-        calls = [c for c in _agent_calls(run.trajectory) if fnmatchcase(c.name, tool)]
+        calls = [c for c in _ran_calls(run.trajectory) if fnmatchcase(c.name, tool)]
         hits = [c for c in calls if _args_match(args, c.arguments, exact_args)]
         n = len(hits)
         with_args = f" with {_fmt_args(args)}" if args else ""
+        unanswered = _unanswered_note([c for c in _unanswered_calls(run.trajectory) if fnmatchcase(c.name, tool)])
         ok = (times is None or n == times) and (at_least is None or n >= at_least) and (at_most is None or n <= at_most)
         if ok:
-            return Verdict(True, label, f"{tool} was called {_times(n)}{with_args}")
+            return Verdict(True, label, f"{tool} was called {_times(n)}{with_args}{unanswered}")
+        if unanswered and not calls:
+            return Verdict(False, label, f"{tool} was never called with a result{unanswered}")
         if not calls:
             if _invisible(run.trajectory):
                 return Verdict(False, label, f"{tool} was never called: {_INVISIBLE}")
@@ -152,14 +192,14 @@ def called(
             sep = ", " if one_each else "; "
             seen = sep.join(shown) + (f"{sep}..." if len(calls) > 5 else "")
             return Verdict(
-                False, label, f"{tool} was called {_times(len(calls))}, never with {_fmt_args(args)} (saw {seen})"
+                False, label, f"{tool} was called {_times(len(calls))}, never with {_fmt_args(args)} (saw {seen}){unanswered}"
             )
         want = (
             f"exactly {times}" if times is not None
             else f"at least {at_least}" if at_least is not None and n < at_least
             else f"at most {at_most}"
         )
-        return Verdict(False, label, f"{tool} was called {_times(n)}{with_args}, expected {want}")
+        return Verdict(False, label, f"{tool} was called {_times(n)}{with_args}, expected {want}{unanswered}")
 
     return _looking(label, grade)
 
@@ -174,7 +214,9 @@ def not_called(tool: str) -> Grader:
         every = trajectory.all_tool_calls  # every conversation: a sub-agent's call is the agent's
         calls = [c for c in every if fnmatchcase(c.name, tool)]
         if not calls:
-            if _invisible(trajectory):
+            if _text_loop(trajectory):
+                return Verdict(False, label, f"cannot tell whether {tool} was called: {_INVISIBLE}")
+            if _invisible(trajectory):  # one plain chat request: no tool loop to hide a call in
                 return Verdict(True, label, f"{tool} was not called natively; {_INVISIBLE}")
             return Verdict(True, label, f"{tool} was not called (examined {_count(len(every), 'tool call')}"
                                         f"{_in_conversations(trajectory)})")
@@ -217,11 +259,16 @@ def called_in_order(steps: Sequence[Any], *, exact: bool = False) -> Grader:
     if isinstance(steps, (str, bytes)) or not isinstance(steps, Sequence):
         raise TypeError(f"expect.called_in_order: steps must be a list of tool names or (name, args), got {type(steps).__name__}")
     refs = [_as_ref(step) for step in steps]
+    if not refs and not exact:
+        raise ValueError("expect.called_in_order: no steps; an empty order is in every trajectory, so it could never "
+                         "fail (exact=True means no tool calls at all)")
     wanted = " -> ".join(_ref_repr(r) for r in refs)
     label = f"called_in_order([{', '.join(_ref_repr(r) for r in refs)}]{', exact=True' if exact else ''})"
 
     def grade(run: Run, ctx: object) -> Verdict:
-        calls = [] if _invisible(run.trajectory) else run.trajectory.tool_calls  # the main conversation's
+        unanswered = {id(c) for c in _unanswered_calls(run.trajectory)}  # asked for, never run: not in the order
+        calls = [] if _invisible(run.trajectory) else [c for c in run.trajectory.tool_calls if id(c) not in unanswered]
+        never = _unanswered_note([c for c in run.trajectory.tool_calls if id(c) in unanswered])
         show = _call_repr if any(args is not None for _, args in refs) else (lambda c: c.name)
         seen = " -> ".join(show(c) for c in calls) or "no tool calls"
         if exact:
@@ -229,17 +276,17 @@ def called_in_order(steps: Sequence[Any], *, exact: bool = False) -> Grader:
                 c.name == n and _args_match(a, c.arguments, False) for c, (n, a) in zip(calls, refs)
             )
             if ok:
-                return Verdict(True, label, f"calls were exactly {wanted}")
-            return Verdict(False, label, f"expected exactly {wanted}; saw {seen}")
+                return Verdict(True, label, f"calls were exactly {wanted}{never}")
+            return Verdict(False, label, f"expected exactly {wanted}; saw {seen}{never}")
         position = 0
         for call in calls:
             if position < len(refs) and call.name == refs[position][0] and _args_match(refs[position][1], call.arguments, False):
                 position += 1
         if position == len(refs):
-            return Verdict(True, label, f"calls include {wanted} in order")
+            return Verdict(True, label, f"calls include {wanted} in order{never}")
         missing = _ref_repr(refs[position])
         after = f" after {_ref_repr(refs[position - 1])}" if position else ""
-        return Verdict(False, label, f"expected {wanted} in order; {missing} never came{after} (saw {seen})")
+        return Verdict(False, label, f"expected {wanted} in order; {missing} never came{after} (saw {seen}){never}")
 
     return _looking(label, grade)
 
@@ -294,9 +341,14 @@ def trajectory_matches(reference_calls: Sequence[Any], *, mode: str = "strict", 
     if isinstance(reference_calls, (str, bytes)) or not isinstance(reference_calls, Sequence):
         raise TypeError(f"expect.trajectory_matches: reference_calls must be a list of calls, got {type(reference_calls).__name__}")
     refs = [_as_ref(item) for item in reference_calls]
+    if not refs and mode == "superset":
+        raise ValueError("expect.trajectory_matches: an empty reference in mode 'superset' holds for every trajectory, "
+                         "so it could never fail; give the calls the agent must make")
     label = f"trajectory_matches([{', '.join(_ref_repr(r) for r in refs)}], mode={mode!r}, args={args!r})"
 
     def grade(run: Run, ctx: object) -> Verdict:
+        if not refs and _text_loop(run.trajectory):
+            return Verdict(False, label, f"cannot tell whether the agent made no tool calls: {_INVISIBLE}")
         actual = [] if _invisible(run.trajectory) else run.trajectory.tool_calls  # the main conversation's
         seen = ", ".join(_call_repr(c) for c in actual) or "no tool calls"
         if mode == "strict":
@@ -352,7 +404,8 @@ def max_tool_calls(n: int) -> Grader:
         count = len(run.trajectory.all_tool_calls)  # every conversation's
         where = _in_conversations(run.trajectory)
         if count <= n:
-            return Verdict(True, label, f"{count} tool calls{where} (limit {n})")
+            unseen = f"; {_INVISIBLE}" if _invisible(run.trajectory) else ""
+            return Verdict(True, label, f"{count} tool calls{where} (limit {n}){unseen}")
         return Verdict(False, label, f"{count} tool calls{where}, limit {n} ({_names(run.trajectory)})")
 
     return _looking(label, grade)
@@ -372,7 +425,8 @@ def no_tool_errors() -> Grader:
                 if _invisible(trajectory):
                     return Verdict(True, label, f"no tool result was seen: {_INVISIBLE}")
                 return Verdict(True, label, f"no tool result to examine: the agent made "
-                                            f"{_count(len(trajectory.all_tool_calls), 'tool call')}")
+                                            f"{_count(len(trajectory.all_tool_calls), 'tool call')}"
+                                            f"{_unanswered_note(_unanswered_calls(trajectory))}")
             return Verdict(True, label, f"none of {_count(len(results), 'tool result')}{_in_conversations(trajectory)} "
                                         "was an error")
         shown = "; ".join(
