@@ -4,6 +4,7 @@ version); a source that is not installed, or not one of the list, is named (exit
 from __future__ import annotations
 
 import json
+import sys
 from importlib import metadata
 from pathlib import Path
 
@@ -13,8 +14,11 @@ def test_prices_source_in_trialrun_toml_is_recorded_and_a_missing_one_named(proj
     original = config.read_text()
     assert cli("run", "read-file").exit_code in (0, 1)
     snapshot = json.loads((project / "state" / "eval" / "latest.json").read_text())["config_snapshot"]
-    assert snapshot["prices"] == {"source": "genai-prices", "version": metadata.version("genai-prices"), "fallback": "builtin",
-                                  "requested": "auto"}  # the default: the first maintained map installed
+    if sys.version_info >= (3, 11):  # genai-prices is in the test extra from 3.11 (it needs 3.11)
+        assert snapshot["prices"] == {"source": "genai-prices", "version": metadata.version("genai-prices"),
+                                      "fallback": "builtin", "requested": "auto"}  # the default: the first installed
+    else:
+        assert snapshot["prices"]["source"] == "builtin"  # no maintained map installed: the built-in table
     config.write_text('prices_source = "builtin"\n' + original)
     ran = cli("run", "read-file")
     assert ran.exit_code in (0, 1), ran.output
