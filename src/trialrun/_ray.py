@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .case import Case, CaseError, Problem
@@ -126,6 +126,16 @@ def _trial_on_worker(token: str, index: int, payload: bytes, trial: int, run_id:
         _close(loop)
 
 
+def _keeping_sigterm(connect: Callable[[], Any]) -> None:
+    """`ray.init` replaces the driver's SIGTERM handler with `sys.exit`, which would kill a run mid-trial; the run's
+    own handler (cancel, teardowns, save what finished, as on Ctrl-C) is put back once Ray is connected."""
+    main = threading.current_thread() is threading.main_thread()
+    handler = signal.getsignal(signal.SIGTERM) if main else None
+    connect()
+    if main and handler is not None:
+        signal.signal(signal.SIGTERM, handler)
+
+
 class RayTrials:
     """The driver side of a run on Ray: connects, ships the cases, runs a trial as a task and awaits its result."""
 
@@ -139,7 +149,7 @@ class RayTrials:
                 options["runtime_env"] = dict(executor.runtime_env)
             options.update(executor.init_kwargs)
             os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-            ray.init(address=executor.address, **options)
+            _keeping_sigterm(lambda: ray.init(address=executor.address, **options))
         from ray import exceptions
 
         self._lost = (exceptions.WorkerCrashedError, exceptions.NodeDiedError, exceptions.LocalRayletDiedError,

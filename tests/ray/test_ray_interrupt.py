@@ -1,4 +1,4 @@
-"""Ctrl-C during a run on Ray: outstanding tasks are cancelled, their teardowns run, finished trials are kept."""
+"""Ctrl-C (or SIGTERM) during a run on Ray: outstanding tasks are cancelled, their teardowns run, finished trials are kept."""
 
 from __future__ import annotations
 
@@ -53,9 +53,12 @@ except tr.EvaluationInterrupted as exc:
 '''
 
 
-@pytest.mark.parametrize("per_worker", [1, 2], ids=["tasks", "actor-pool"])
+@pytest.mark.parametrize(("per_worker", "stop"), [(1, signal.SIGINT), (2, signal.SIGINT), (1, signal.SIGTERM)],
+                         ids=["tasks", "actor-pool", "tasks-sigterm"])
 def test_ctrl_c_cancels_outstanding_trials_runs_their_teardowns_and_keeps_the_finished(ray_cluster: str, tmp_path: Path,
-                                                                                       per_worker: int) -> None:
+                                                                                       per_worker: int,
+                                                                                       stop: signal.Signals) -> None:
+    """SIGTERM (CI cancellation, `docker stop`, Kubernetes) stops a Ray run as Ctrl-C does."""
     script = tmp_path / "run.py"
     script.write_text(SCRIPT)
     env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
@@ -68,7 +71,7 @@ def test_ctrl_c_cancels_outstanding_trials_runs_their_teardowns_and_keeps_the_fi
             assert time.monotonic() < deadline, "the slow trials never started"
             time.sleep(0.1)
         time.sleep(0.5)
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(stop)
         out, err = proc.communicate(timeout=40)
     finally:
         if proc.poll() is None:
