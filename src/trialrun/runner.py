@@ -190,6 +190,7 @@ class _Runner:
         self.remover = _Threads(asyncio.get_running_loop(), 2)
         self.removals: list[asyncio.Future[Any]] = []
         self.guard = _load_optional("models.guard")
+        self.limits = _load_optional("models._limiter")  # what a trial waited on rate limits (a timeout says)
         self.pricing = _load_optional("agent.pricing")
 
     def _network_guard(self, case: Case) -> contextlib.AbstractContextManager[list[str]]:
@@ -311,6 +312,8 @@ class _Runner:
         run: Run | None = None
         verdicts: list[Verdict] = []
         graded = False
+        waits = self.limits.WaitLog() if self.limits is not None else None
+        waiting = self.limits.WAITS.set(waits) if self.limits is not None else None
         try:
             with self._network_guard(case) as blocked:
                 try:
@@ -324,9 +327,10 @@ class _Runner:
                 except asyncio.TimeoutError:
                     if not inspect.iscoroutinefunction(case.invoke):
                         self.threads.abandon()  # its worker thread is still busy with the late invoke
-                    error = TrialError(
-                        type="TimeoutError", message=f"trial timed out after {case.timeout_s:g}s", phase="invoke"
-                    )
+                    message = f"trial timed out after {case.timeout_s:g}s"
+                    if waits is not None and waits.limits:  # the limiter's waits count: say so
+                        message += f", {waits.describe()}; raise timeout_s or the limit"
+                    error = TrialError(type="TimeoutError", message=message, phase="invoke")
             if error is None and blocked:
                 error = TrialError(type="NetworkBlockedError", message=blocked[0], phase="network")
             if error is None and (problems := ctx.problems()):
@@ -341,6 +345,8 @@ class _Runner:
                 run.cost_usd = self._observed_cost(run)
             graded = True
         finally:
+            if waiting is not None:
+                self.limits.WAITS.reset(waiting)
             teardown_error, cancelled = await self._teardown(case, ctx)
             if cancelled is not None and not graded:
                 raise cancelled
