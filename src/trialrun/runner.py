@@ -491,11 +491,11 @@ async def aevaluate(
     selected, skipped = select_cases(case_list, names=names, tags=tags, include_live_canary=include_live_canary)
     if not selected:  # a run that grades nothing must not be able to pass
         raise CaseError([_nothing_to_grade(case_list, skipped)])
-    run_trial = _trial_runner(executor, selected, run_id, concurrency)  # a case Ray workers cannot take is refused here
+    remote = _trial_runner(executor, selected, run_id, concurrency)  # a case Ray workers cannot take is refused here
     started_at = datetime.now(timezone.utc)
     clock = time.perf_counter()
     runner = _Runner(concurrency, run_id, on_trial)
-    run_trial = run_trial or runner.run_trial
+    run_trial = remote.run_trial if remote is not None else runner.run_trial
     work = [(index, trial) for index, case in enumerate(selected) for trial in range(1, (case.trials or trials) + 1)]
     results: dict[tuple[int, int], TrialResult] = {}
     queue: Iterator[tuple[int, int]] = iter(work)
@@ -527,6 +527,8 @@ async def aevaluate(
         raise
     finally:
         await runner.finish()
+        if remote is not None:
+            remote.close()
 
     case_results: list[CaseResult] = []
     unfinished: list[str] = []
@@ -566,8 +568,9 @@ async def aevaluate(
     return report
 
 
-def _trial_runner(executor: Any, cases: list[Case], run_id: str | None, concurrency: int) -> Callable[[Case, int], Any] | None:
-    """Where trials run: None for this process (the default, which never imports Ray), else a Ray cluster's."""
+def _trial_runner(executor: Any, cases: list[Case], run_id: str | None, concurrency: int) -> Any:
+    """Where trials run: None for this process (the default, which never imports Ray), else a Ray cluster's
+    (`run_trial(case, trial)`, and `close()` at the end of the run)."""
     from .executor import resolve_executor
 
     chosen = resolve_executor(executor)
@@ -575,7 +578,7 @@ def _trial_runner(executor: Any, cases: list[Case], run_id: str | None, concurre
         return None
     from ._ray import RayTrials
 
-    return RayTrials(chosen, cases, run_id, max(1, concurrency)).run_trial
+    return RayTrials(chosen, cases, run_id, max(1, concurrency))
 
 
 async def _cancel_all(tasks: list[asyncio.Future[None]]) -> None:
