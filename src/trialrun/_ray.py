@@ -270,6 +270,17 @@ def _trial_on_worker(token: str, index: int, payload: bytes, trial: int, run_id:
         _close(loop)
 
 
+def _require_client(address: str) -> None:
+    """Ray Client (ray://) needs Ray's `client` extra (grpcio); Ray itself would fail deep inside ray.init."""
+    try:
+        import grpc  # noqa: F401
+    except ImportError:
+        from .executor import ExecutorError
+
+        raise ExecutorError(f"executor {address!r} (Ray Client) needs grpcio, which is not installed: "
+                            "pip install 'trialrun[ray]' (it installs ray[client])") from None
+
+
 class RayTrials:
     """The driver side of a run on Ray: connects, ships the cases, runs a trial as a task and awaits its result."""
 
@@ -283,6 +294,8 @@ class RayTrials:
             _SHIPPING.remove(limits)
         self._ray = ray
         task_env: dict[str, Any] = {}
+        if not ray.is_initialized() and (executor.address or "").startswith("ray://"):
+            _require_client(executor.address or "")
         if not ray.is_initialized():
             options: dict[str, Any] = {"logging_level": "warning", "log_to_driver": True}
             if executor.runtime_env is not None:
