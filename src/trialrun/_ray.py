@@ -148,11 +148,14 @@ def _actor_options(token: str) -> dict[str, Any]:
 
 
 class _RemotePermits:
-    """A worker's view of the run's limiter actor, as LiveModel's `Permits`: slots leased a few at a time.
+    """A worker's view of the run's limiter actor, as LiveModel's `Permits`: request slots leased a few at a time.
 
-    A leased slot is a time the actor set aside for this worker (from the reply's arrival, so never earlier than
-    the actor meant); one not used within `grace` of its time is dropped, never used late next to someone else's.
-    A 429 here drops this worker's lease and pauses the actor for everyone.
+    A lease is as many slots as this worker took in the last `_LEASE_S` (1 for a worker that calls now and then: a
+    slot it would not use is one nobody else gets), at most `_LEASE_S` of the limit. A slot is a time the actor set
+    aside (counted from the reply's arrival, so never earlier than the actor meant); one not used within `grace`
+    of its time is dropped, never used late next to another worker's (a late slot can add at most grace / spacing
+    + 1 requests to a window). With a token limit each request asks the actor itself, with its estimate. A 429 here
+    drops this worker's lease and pauses the actor for everyone.
     """
 
     where = "ray"
@@ -160,20 +163,25 @@ class _RemotePermits:
     def __init__(self, actor: Any, who: str, limit: RateLimit) -> None:
         self._actor, self._who, self.limit = actor, who, limit
         self._slots: deque[float] = deque()
+        self._taken: deque[float] = deque()  # when this worker took slots lately (the next lease's size)
         self._lock = threading.Lock()
         self._paused_until = 0.0
         rpm = limit.requests_per_minute
         self._lease = 1 if limit.tokens_per_minute or rpm is None else max(1, min(_MAX_LEASE, int(rpm / 60 * _LEASE_S)))
-        self._grace = 0.0 if rpm is None else min(0.05, 15.0 / rpm)
+        self.grace = 0.0 if rpm is None else max(0.005, min(0.05, 15.0 / rpm))
 
-    def _leased(self) -> float | None:
+    def _leased(self) -> tuple[float | None, int]:
+        """A leased slot (seconds until it), or None and how many to lease next."""
         now = time.monotonic()
         with self._lock:
+            self._taken.append(now)
+            while self._taken and self._taken[0] < now - _LEASE_S:
+                self._taken.popleft()
             while self._slots:
                 at = self._slots.popleft()
-                if at >= now - self._grace:
-                    return max(0.0, at - now)
-        return None
+                if at >= now - self.grace:
+                    return max(0.0, at - now), 0
+            return None, min(self._lease, len(self._taken))
 
     def _keep(self, reply: tuple[list[float], float]) -> float:
         delays, paused = reply
@@ -185,18 +193,18 @@ class _RemotePermits:
         return delays[0]
 
     def take(self, tokens: int) -> float:
-        leased = self._leased()
+        leased, count = self._leased()
         if leased is not None:
             return leased
         import ray
 
-        return self._keep(ray.get(self._actor.reserve.remote(self._who, self.limit, tokens, self._lease)))
+        return self._keep(ray.get(self._actor.reserve.remote(self._who, self.limit, tokens, count)))
 
     async def atake(self, tokens: int) -> float:
-        leased = self._leased()
+        leased, count = self._leased()
         if leased is not None:
             return leased
-        return self._keep(await self._actor.reserve.remote(self._who, self.limit, tokens, self._lease))
+        return self._keep(await self._actor.reserve.remote(self._who, self.limit, tokens, count))
 
     def settle(self, tokens: int) -> None:
         if tokens:
