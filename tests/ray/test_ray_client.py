@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -30,19 +31,37 @@ def _env() -> dict[str, str]:
     return {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
 
 
-@pytest.fixture(scope="module")
-def ray_client(ray_cluster: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """`ray://127.0.0.1:PORT`: Ray's client server in proxy mode, started with the arguments `ray start` gives it."""
-    node = ray._private.worker._global_node
+#: Ray's client server, as `ray start` runs it, except for the ports of the per-client servers it starts: Ray takes
+#: them from 23000 on, and a per-client server of an earlier run (it stays up to 30 s after its client leaves) or of
+#: another test process on this machine may still hold 23000 (gRPC binds with SO_REUSEPORT, so Ray's own check does
+#: not see it, and the new client fails to start). A range of its own, then, and the whole process group stopped.
+_SERVER = """
+import sys
+from ray.util.client.server import proxier, server
+proxier.MIN_SPECIFIC_SERVER_PORT, proxier.MAX_SPECIFIC_SERVER_PORT = int(sys.argv[1]), int(sys.argv[1]) + 8
+sys.argv[1:2] = []
+server.main()
+"""
+
+
+def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def ray_client(ray_cluster: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """`ray://127.0.0.1:PORT`: Ray's client server in proxy mode on the session's cluster, bound to 127.0.0.1."""
+    node = ray._private.worker._global_node
+    port = _free_port()
     log = tmp_path_factory.mktemp("ray-client") / "server.log"
     with log.open("w") as out:
         server = subprocess.Popen(
-            [sys.executable, "-m", "ray.util.client.server", f"--address={ray_cluster}", "--host=127.0.0.1",
+            [sys.executable, "-c", _SERVER, str(_free_port()), f"--address={ray_cluster}", "--host=127.0.0.1",
              f"--port={port}", "--mode=proxy", f"--runtime-env-agent-address={node.runtime_env_agent_address}",
-             f"--node-id={node.node_id}"], stdout=out, stderr=subprocess.STDOUT, env=_env())
+             f"--node-id={node.node_id}"], stdout=out, stderr=subprocess.STDOUT,
+            env={**_env(), "TIMEOUT_FOR_SPECIFIC_SERVER_S": "3"}, start_new_session=True)
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -55,11 +74,11 @@ def ray_client(ray_cluster: str, tmp_path_factory: pytest.TempPathFactory) -> It
                 time.sleep(0.1)
         yield f"ray://127.0.0.1:{port}"
     finally:
-        server.terminate()
+        os.killpg(server.pid, signal.SIGTERM)  # the server and the per-client servers it started
         try:
             server.wait(timeout=10)
         except subprocess.TimeoutExpired:
-            server.kill()
+            os.killpg(server.pid, signal.SIGKILL)
             server.wait()
 
 
