@@ -156,7 +156,9 @@ def test_the_real_clock_waits_and_the_loop_still_runs() -> None:
         return ticks
 
     ticks = asyncio.run(main())
-    assert all(b - a >= 0.045 for a, b in zip(arrivals, arrivals[1:])), arrivals
+    # the k-th went at least k slots of 50 ms after the first (a gap alone can be shorter: a request that went
+    # on time may arrive late, next to one that did not)
+    assert all(t - arrivals[0] >= k * 0.05 - 0.02 for k, t in enumerate(arrivals)), arrivals
     assert ticks >= 10  # about 0.2 s of waiting, the ticker running every 5 ms meanwhile
 
 
