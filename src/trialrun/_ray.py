@@ -281,7 +281,7 @@ def _trial_on_worker(token: str, index: int, payload: bytes, trial: int, run_id:
 def _require_client(address: str) -> None:
     """Ray Client (ray://) needs Ray's `client` extra (grpcio); Ray itself would fail deep inside ray.init."""
     try:
-        import grpc  # noqa: F401
+        import grpc  # type: ignore[import-untyped]  # noqa: F401
     except ImportError:
         from .executor import ExecutorError
 

@@ -258,3 +258,15 @@ def test_trialrun_toml_sets_the_limit_and_bad_values_name_the_key(tmp_path: Path
         with pytest.raises(ConfigError) as raised:
             load_config(tmp_path)
         assert str(raised.value).startswith(f"{config_file}: {message}"), str(raised.value)
+
+
+def test_a_pass_through_limits_each_endpoint_and_key_the_requests_carry(clock: Clock) -> None:
+    provider = Provider(clock)
+    live = LiveModel(transport=httpx.MockTransport(provider), rate_limit=RateLimit(requests_per_minute=60))
+    live._sleep = clock.sleep  # type: ignore[method-assign]
+    with httpx.Client(transport=live) as client:
+        for key in ("Bearer sk-1", "Bearer sk-2", "Bearer sk-1"):
+            client.post(f"{BASE}/chat/completions", headers={"authorization": key}, json={})
+        client.post("https://other.example.com/v1/chat/completions", headers={"authorization": "Bearer sk-1"}, json={})
+    # sk-1 at the same endpoint waited a second for its own earlier request; sk-2 and the other host did not
+    assert [t - 1000.0 for t, _ in provider.arrivals] == [0.0, 0.0, 1.0, 1.0]

@@ -177,11 +177,12 @@ class LiveModel(NetworkClient, ModelTransport):
         """The shared limiter this request draws on, and its token estimate (0 without a token limit)."""
         if self.rate_limit is None:
             return None
+        # the key sent: the configured one, else the request's own (a pass-through's, or one kept under a base URL)
+        key = self._api_key or next((v for k, v in outgoing.headers.items() if k.lower() in _AUTH_HEADERS), None)
         if self.base_url is not None:
-            who = _limiter.identity(self.base_url, self._api_key)
-        else:  # a pass-through: the request's own endpoint and key
+            who = _limiter.identity(self.base_url, key)
+        else:  # a pass-through: the request's own endpoint
             url = outgoing.url
-            key = next((v for k, v in outgoing.headers.items() if k.lower() in _AUTH_HEADERS), None)
             who = _limiter.identity(f"{url.scheme}://{url.netloc.decode('ascii')}", key)
         permits = _limiter.limiter_for(who, self.rate_limit)
         tokens = _limiter.estimate_tokens(outgoing.content) if permits.limit.tokens_per_minute else 0
