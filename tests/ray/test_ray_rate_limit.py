@@ -27,12 +27,20 @@ SLACK = 2  # arrivals in a second beyond the limit that timing alone can explain
 class _Server(http.server.ThreadingHTTPServer):
     daemon_threads = True
     arrivals: list[tuple[float, str]]
+    refuse_at = 0  # the request (1-based) answered 429 with Retry-After: 1; 0 for none
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802
-        self.server.arrivals.append((time.monotonic(), self.headers.get("x-worker-pid", "")))  # type: ignore[attr-defined]
+        server: _Server = self.server  # type: ignore[assignment]
+        server.arrivals.append((time.monotonic(), self.headers.get("x-worker-pid", "")))
         self.rfile.read(int(self.headers.get("content-length", 0)))
+        if len(server.arrivals) == server.refuse_at:
+            self.send_response(429)
+            self.send_header("retry-after", "1")
+            self.send_header("content-length", "0")
+            self.end_headers()
+            return
         body = json.dumps({"id": "c", "object": "chat.completion", "created": 1, "model": "m", "choices": [
             {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "ok"}}]}).encode()
         self.send_response(200)
@@ -153,3 +161,17 @@ def test_the_limiter_actor_leases_slots_and_honours_a_pause(ray_cluster: str) ->
     finally:
         ray.kill(actor)
 
+
+
+def test_a_429_on_one_worker_pauses_the_others(ray_cluster: str, provider: _Server) -> None:
+    provider.refuse_at = 8  # both workers are calling by then
+    url = f"http://127.0.0.1:{provider.server_address[1]}/v1"
+    report = tr.evaluate(_suite(url, per_worker=False), concurrency=4,
+                         executor=tr.RayExecutor(resources_per_trial={"num_cpus": 1}))
+    assert report.passed_case_count == 2  # the refused request was retried after the pause
+    refused_at, refused_pid = provider.arrivals[7]
+    others = [t for t, pid in provider.arrivals[8:] if pid != refused_pid]
+    assert others, "the other worker made no more calls"
+    # the other worker stopped too: at most the one slot it had already leased goes out during the second
+    assert sum(1 for t in others if t < refused_at + 1.0) <= 1, [round(t - refused_at, 3) for t in others]
+    assert len(provider.arrivals) == 4 * REQUESTS + 1
