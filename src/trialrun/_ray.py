@@ -384,7 +384,12 @@ class RayTrials:
             actor = self.limiter or self._ray.get_actor(_limiter_name(self._token), namespace=_NAMESPACE)
         except ValueError:  # no trial needed one
             return
-        self._ray.kill(actor, no_restart=True)
+        except Exception:  # noqa: BLE001 - the cluster is gone (its actors with it): the run's results still count
+            return
+        try:
+            self._ray.kill(actor, no_restart=True)
+        except Exception:  # noqa: BLE001 - as above
+            pass
 
     async def _cancel(self, ref: Any, future: asyncio.Future[Any]) -> None:
         """Cancel the task (a SIGINT on its worker: the trial's teardown runs) and wait for it, bounded."""
