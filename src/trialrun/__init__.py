@@ -31,7 +31,7 @@ _EXPORTS: dict[str, str] = {
     "ToolResult": "trajectory", "Usage": "trajectory", "Denial": "trajectory", "Conversation": "trajectory",
     # the model seam
     "ModelTransport": "models", "ScriptedModel": "models", "tool_call": "models", "tool_calls": "models",
-    "reply": "models", "fail": "models", "shell": "models", "when": "models", "Cassette": "models", "LiveModel": "models", "ObservedTransport": "models",
+    "reply": "models", "fail": "models", "shell": "models", "when": "models", "Cassette": "models", "LiveModel": "models", "RateLimit": "models", "ObservedTransport": "models",
     "NetworkBlockedError": "models", "read_trajectory": "models", "serve": "endpoint", "ModelEndpoint": "endpoint",
     # the reference agent
     "Agent": "agent", "Tool": "agent", "ToolError": "agent", "tool": "agent", "shell_tools": "agent",
@@ -72,6 +72,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
     from .expect import Verdict as Verdict, check as check
     from .models import Cassette as Cassette, LiveModel as LiveModel, ModelTransport as ModelTransport
     from .models import NetworkBlockedError as NetworkBlockedError, ObservedTransport as ObservedTransport
+    from .models import RateLimit as RateLimit
     from .models import ScriptedModel as ScriptedModel, fail as fail, read_trajectory as read_trajectory
     from .models import reply as reply, shell as shell, tool_call as tool_call, tool_calls as tool_calls
     from .models import when as when

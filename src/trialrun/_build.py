@@ -32,7 +32,7 @@ from .case import Case, TrialContext
 from .config import Config, ConfigError, ModelSpec, load_config, parse_model_spec
 from .expect.rubric import key_terms, rubric
 from .judge import llm_judge
-from .models import LiveModel, ScriptedModel
+from .models import LiveModel, RateLimit, ScriptedModel
 from .models.scripted import DEFAULT_SIDE_REPLY, shell
 from .suite import SuiteError, SuiteFile, SuiteTest, read_suite
 from .trajectory import ToolCall, Usage
@@ -193,11 +193,11 @@ def _provider(spec: ModelSpec, api: str) -> str:
     return spec.kind if spec.kind in _LIVE_DEFAULTS else ("anthropic" if api == "anthropic" else "gemini" if api == "gemini" else "openai")
 
 
-def _live(spec: ModelSpec, api: str) -> LiveModel:
+def _live(spec: ModelSpec, api: str, rate_limit: RateLimit | None = None) -> LiveModel:
     if spec.kind == "openai-compatible":
-        return LiveModel(spec.target)
+        return LiveModel(spec.target, rate_limit=rate_limit)
     base_url, env = _LIVE_DEFAULTS[_provider(spec, api)]
-    return LiveModel(base_url, api_key_env=env)
+    return LiveModel(base_url, api_key_env=env, rate_limit=rate_limit)
 
 
 def _judge_api(spec: ModelSpec) -> str:
@@ -236,8 +236,8 @@ def model_transport(spec: ModelSpec, test_id: str, config: Config, ctx: TrialCon
         cassette = config.resolve(spec.target) / f"{_safe(test_id)}.yaml"
         if spec.kind == "replay":
             return ctx.cassette(cassette, "replay")
-        return ctx.cassette(cassette, "record", upstream=_live(spec, config.effective_api))
-    return ctx.observe(_live(spec, config.effective_api))
+        return ctx.cassette(cassette, "record", upstream=_live(spec, config.effective_api, config.rate_limits))
+    return ctx.observe(_live(spec, config.effective_api, config.rate_limits))
 
 
 def _safe(name: str) -> str:
@@ -628,9 +628,19 @@ def config_snapshot(config: Config, suite: SuiteFile, labels: dict[str, str] | N
             del snapshot[key]
     if process is not None:  # what the agent itself was configured with: version, settings and skills hashes
         snapshot.update(process.snapshot())
+    if (limit := _rate_limit_snapshot(config)) is not None:
+        snapshot["rate_limit"] = limit
     if labels:
         snapshot["labels"] = dict(labels)
     return snapshot
+
+
+def _rate_limit_snapshot(config: Config) -> dict[str, Any] | None:
+    """The limit the live model's calls were held to (shared by every trial; on Ray by every worker), if any."""
+    limit = config.rate_limits
+    if limit is None or not config.model_spec.live:
+        return None
+    return {**limit.as_dict(), "applies_to": str(config.model_spec), "shared": "every trial of the run"}
 
 
 def _apply_prices(config: Config, table: PriceTable) -> None:

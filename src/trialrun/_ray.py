@@ -9,17 +9,21 @@ into the same on_trial callback, journal and report as a local run.
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import signal
 import sys
 import threading
 import time
 import uuid
+from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from .case import Case, CaseError, Problem
 from .executor import RayExecutor, require_ray
+from .models import _limiter
+from .models.ratelimit import _SHIPPING, RateLimit
 from .results import TrialError, TrialResult
 
 #: Case parts that hold user code, in the order a pickling problem is looked for.
@@ -28,6 +32,14 @@ _PARTS = ("invoke", "setup", "teardown", "graders", "metadata")
 _RAY_OPTIONS = ("num_cpus", "num_gpus", "memory")
 
 _CASES: dict[tuple[str, int], Case] = {}  # on a worker: the cases of the current run, unpickled once
+#: The Ray namespace of the run's shared rate limiter actor (named after the run's token).
+_NAMESPACE = "trialrun"
+#: A worker leases the request slots of this many seconds of a request limit at once (one actor call for several
+#: requests); with a token limit each request asks for itself, with its token estimate.
+_LEASE_S = 0.25
+_MAX_LEASE = 32
+_PERMITS: dict[tuple[str, str], Any] = {}  # on a worker: (run token, endpoint identity) -> _RemotePermits
+_ACTORS: dict[str, Any] = {}  # on a worker: run token -> the limiter actor's handle
 
 
 def _user_modules(case: Case) -> set[str]:
@@ -36,6 +48,8 @@ def _user_modules(case: Case) -> set[str]:
     names: set[str] = set()
     functions = [case.invoke, case.setup, case.teardown, *(getattr(g, "fn", g) for g in case.graders)]
     for fn in functions:
+        while isinstance(fn, functools.partial):  # a partial of a test file's function: that file goes by value
+            fn = fn.func
         module = getattr(sys.modules.get(getattr(fn, "__module__", None) or ""), "__file__", None)
         name = getattr(fn, "__module__", None)
         if not name or not module or name == "__main__" or name.split(".")[0] == "trialrun":
@@ -94,6 +108,138 @@ def _case(token: str, index: int, payload: bytes) -> Case:
     return case
 
 
+def _limiter_name(token: str) -> str:
+    return f"trialrun-limiter-{token}"
+
+
+class _LimiterActor:
+    """A Ray run's rate limiters, one `Limiter` per endpoint and key, shared by every worker of the run (the same
+    schedule a single process keeps: `models._limiter`). Created by the driver when a shipped case holds a
+    `RateLimit` (else by the first worker that needs it), killed by the driver when the run ends."""
+
+    def __init__(self) -> None:
+        self._limiters: dict[str, _limiter.Limiter] = {}
+
+    def _get(self, who: str, limit: RateLimit) -> _limiter.Limiter:
+        limiter = self._limiters.get(who)
+        if limiter is None:
+            limiter = self._limiters[who] = _limiter.Limiter(limit)
+        elif limiter.limit != limit:
+            limiter.tighten(limit)
+        return limiter
+
+    def reserve(self, who: str, limit: RateLimit, tokens: int, count: int) -> tuple[list[float], float]:
+        """`count` slots (seconds from now until each), and how long the limit is still paused."""
+        limiter = self._get(who, limit)
+        return limiter.reserve(tokens, count), limiter.paused_for()
+
+    def settle(self, who: str, limit: RateLimit, tokens: int) -> None:
+        self._get(who, limit).settle(tokens)
+
+    def pause(self, who: str, limit: RateLimit, seconds: float) -> None:
+        self._get(who, limit).pause(seconds)
+
+
+def _actor_options(token: str) -> dict[str, Any]:
+    # Detached, so that it outlives a worker that created it; the driver kills it at the end of the run.
+    return {"name": _limiter_name(token), "namespace": _NAMESPACE, "lifetime": "detached", "get_if_exists": True,
+            "num_cpus": 0, "max_restarts": 0}
+
+
+class _RemotePermits:
+    """A worker's view of the run's limiter actor, as LiveModel's `Permits`: request slots leased a few at a time.
+
+    A lease is as many slots as this worker took in the last `_LEASE_S` (1 for a worker that calls now and then: a
+    slot it would not use is one nobody else gets), at most `_LEASE_S` of the limit. A slot is a time the actor set
+    aside (counted from the reply's arrival, so never earlier than the actor meant); one not used within `grace`
+    of its time is dropped, never used late next to another worker's (a late slot can add at most grace / spacing
+    + 1 requests to a window). With a token limit each request asks the actor itself, with its estimate. A 429 here
+    drops this worker's lease and pauses the actor for everyone.
+    """
+
+    where = "ray"
+
+    def __init__(self, actor: Any, who: str, limit: RateLimit) -> None:
+        self._actor, self._who, self.limit = actor, who, limit
+        self._slots: deque[float] = deque()
+        self._taken: deque[float] = deque()  # when this worker took slots lately (the next lease's size)
+        self._lock = threading.Lock()
+        self._paused_until = 0.0
+        rpm = limit.requests_per_minute
+        self._lease = 1 if limit.tokens_per_minute or rpm is None else max(1, min(_MAX_LEASE, int(rpm / 60 * _LEASE_S)))
+        self.grace = 0.0 if rpm is None else max(0.005, min(0.05, 15.0 / rpm))
+
+    def _leased(self) -> tuple[float | None, int]:
+        """A leased slot (seconds until it), or None and how many to lease next."""
+        now = time.monotonic()
+        with self._lock:
+            self._taken.append(now)
+            while self._taken and self._taken[0] < now - _LEASE_S:
+                self._taken.popleft()
+            while self._slots:
+                at = self._slots.popleft()
+                if at >= now - self.grace:
+                    return max(0.0, at - now), 0
+            return None, min(self._lease, len(self._taken))
+
+    def _keep(self, reply: tuple[list[float], float]) -> float:
+        delays, paused = reply
+        now = time.monotonic()
+        with self._lock:
+            self._slots.extend(now + delay for delay in delays[1:])
+            if paused > 0:
+                self._paused_until = max(self._paused_until, now + paused)
+        return delays[0]
+
+    def take(self, tokens: int) -> float:
+        leased, count = self._leased()
+        if leased is not None:
+            return leased
+        import ray
+
+        return self._keep(ray.get(self._actor.reserve.remote(self._who, self.limit, tokens, count)))
+
+    async def atake(self, tokens: int) -> float:
+        leased, count = self._leased()
+        if leased is not None:
+            return leased
+        return self._keep(await self._actor.reserve.remote(self._who, self.limit, tokens, count))
+
+    def settle(self, tokens: int) -> None:
+        if tokens:
+            self._actor.settle.remote(self._who, self.limit, tokens)
+
+    def pause(self, seconds: float) -> None:
+        with self._lock:
+            self._slots.clear()
+            self._paused_until = max(self._paused_until, time.monotonic() + seconds)
+        self._actor.pause.remote(self._who, self.limit, seconds)
+
+    def paused_for(self) -> float:
+        with self._lock:
+            return max(0.0, self._paused_until - time.monotonic())
+
+
+def _remote_limiters(token: str) -> Any:
+    """What LiveModel's `limiter_for` asks on a worker of this run: the run's actor, not the process's limiter."""
+
+    def permits(who: str, limit: RateLimit) -> _RemotePermits:
+        found = _PERMITS.get((token, who))
+        if found is None:
+            if any(key[0] != token for key in _PERMITS):
+                _PERMITS.clear()  # a new run
+                _ACTORS.clear()
+            actor = _ACTORS.get(token)
+            if actor is None:
+                import ray
+
+                actor = _ACTORS[token] = ray.remote(_LimiterActor).options(**_actor_options(token)).remote()
+            found = _PERMITS[token, who] = _RemotePermits(actor, who, limit)
+        return found
+
+    return permits
+
+
 class _TrialWorker:
     """An async Ray actor that runs up to `trials_per_worker` trials at once on its own event loop, as a local run
     does (`run_one_trial` each): for trials that mostly wait, where one trial per worker process wastes the CPU.
@@ -102,6 +248,7 @@ class _TrialWorker:
     async def run(self, token: str, index: int, payload: bytes, trial: int, run_id: str | None) -> TrialResult:
         from .runner import run_one_trial
 
+        _limiter.REMOTE.set(_remote_limiters(token))  # this call's own context: its trial's LiveModels share the run's
         return await run_one_trial(_case(token, index, payload), trial, run_id)
 
 
@@ -112,7 +259,11 @@ def _trial_on_worker(token: str, index: int, payload: bytes, trial: int, run_id:
 
     case = _case(token, index, payload)
     loop = asyncio.new_event_loop()
-    task = loop.create_task(run_one_trial(case, trial, run_id))
+    shared = _limiter.REMOTE.set(_remote_limiters(token))  # copied into the trial's task (and its threads)
+    try:
+        task = loop.create_task(run_one_trial(case, trial, run_id))
+    finally:
+        _limiter.REMOTE.reset(shared)
     # The loop's own handler (not signal.signal): it sets the wakeup fd, so the interrupt wakes a loop that is
     # waiting on a worker thread, where a plain handler would only run once that thread is done.
     main = threading.current_thread() is threading.main_thread()
@@ -136,13 +287,32 @@ def _keeping_sigterm(connect: Callable[[], Any]) -> None:
         signal.signal(signal.SIGTERM, handler)
 
 
+def _require_client(address: str) -> None:
+    """Ray Client (ray://) needs Ray's `client` extra (grpcio); Ray itself would fail deep inside ray.init."""
+    try:
+        import grpc  # type: ignore[import-untyped]  # noqa: F401
+    except ImportError:
+        from .executor import ExecutorError
+
+        raise ExecutorError(f"executor {address!r} (Ray Client) needs grpcio, which is not installed: "
+                            "pip install 'trialrun[ray]' (it installs ray[client])") from None
+
+
 class RayTrials:
     """The driver side of a run on Ray: connects, ships the cases, runs a trial as a task and awaits its result."""
 
     def __init__(self, executor: RayExecutor, cases: Sequence[Case], run_id: str | None, concurrency: int = 1) -> None:
         ray = require_ray()
-        payloads = ship(cases)  # before connecting: a case that cannot travel is refused at once
+        limits: list[RateLimit] = []
+        _SHIPPING.append(limits)  # RateLimits pickled with the cases: the run needs the shared limiter actor
+        try:
+            payloads = ship(cases)  # before connecting: a case that cannot travel is refused at once
+        finally:
+            _SHIPPING.remove(limits)
         self._ray = ray
+        task_env: dict[str, Any] = {}
+        if not ray.is_initialized() and (executor.address or "").startswith("ray://"):
+            _require_client(executor.address or "")
         if not ray.is_initialized():
             options: dict[str, Any] = {"logging_level": "warning", "log_to_driver": True}
             if executor.runtime_env is not None:
@@ -150,6 +320,8 @@ class RayTrials:
             options.update(executor.init_kwargs)
             os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
             _keeping_sigterm(lambda: ray.init(address=executor.address, **options))
+        elif executor.runtime_env is not None:  # Ray was connected before this run: the env goes with each task
+            task_env["runtime_env"] = dict(executor.runtime_env)
         from ray import exceptions
 
         self._lost = (exceptions.WorkerCrashedError, exceptions.NodeDiedError, exceptions.LocalRayletDiedError,
@@ -164,7 +336,11 @@ class RayTrials:
         options = {key: resources.pop(key) for key in _RAY_OPTIONS if key in resources}
         if resources:
             options["resources"] = resources
+        options.update(task_env)
         self._remote = ray.remote(_trial_on_worker).options(max_retries=0, **options)
+        self.limiter: Any = None
+        if limits:  # ready before the first trial asks (a worker would create it otherwise)
+            self.limiter = ray.remote(_LimiterActor).options(**_actor_options(self._token)).remote()
         self._pool: list[Any] = []
         self._busy: list[int] = []
         per_worker = executor.trials_per_worker
@@ -210,6 +386,19 @@ class RayTrials:
                            message=f"worker lost: the Ray worker running this trial died ({first_line}); "
                                    f"tried {attempts} time(s)")
         return _trial_result(trial, None, [], error, None, time.perf_counter() - started)
+
+    def close(self) -> None:
+        """The end of the run: the shared limiter actor goes (whoever created it)."""
+        try:
+            actor = self.limiter or self._ray.get_actor(_limiter_name(self._token), namespace=_NAMESPACE)
+        except ValueError:  # no trial needed one
+            return
+        except Exception:  # noqa: BLE001 - the cluster is gone (its actors with it): the run's results still count
+            return
+        try:
+            self._ray.kill(actor, no_restart=True)
+        except Exception:  # noqa: BLE001 - as above
+            pass
 
     async def _cancel(self, ref: Any, future: asyncio.Future[Any]) -> None:
         """Cancel the task (a SIGINT on its worker: the trial's teardown runs) and wait for it, bounded."""

@@ -28,6 +28,9 @@ Every key is optional. Paths are relative to the file that names them. Command-l
     prices_source = "auto"                   # auto | builtin | genai-prices | litellm: who prices a run ("auto":
                                              # the first maintained map installed, else the built-in table);
                                              # recorded in config_snapshot.prices
+    rate_limit = {requests_per_minute = 500, tokens_per_minute = 200000}  # a live model's provider limit,
+                                             # shared by every trial (on Ray, by every worker); either key may be
+                                             # left out; recorded in config_snapshot.rate_limit
     [policy]                                 # a ToolPolicy
     deny_commands = ["rm -rf", "curl | sh"]
     [agent_options]                          # for a ready-made or command agent
@@ -135,6 +138,7 @@ class Config(BaseModel):
     trials: StrictInt = 1
     concurrency: StrictInt | None = None
     executor: StrictStr | None = None
+    rate_limit: dict[str, Any] | None = None
     source: Path | None = Field(default=None, exclude=True, description="the file this came from")
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
 
@@ -144,6 +148,15 @@ class Config(BaseModel):
         from .executor import resolve_executor
 
         resolve_executor(value)  # an unknown spelling is an error naming the key (Ray itself is needed only to run)
+        return value
+
+    @field_validator("rate_limit")
+    @classmethod
+    def _rate_limit(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is not None:
+            from .models.ratelimit import RateLimit
+
+            RateLimit.from_mapping(value)  # its ValueError names the key inside the table
         return value
 
     @field_validator("api")
@@ -196,6 +209,13 @@ class Config(BaseModel):
     def resolve(self, path: Path | str) -> Path:
         path = Path(path)
         return path if path.is_absolute() else (self.base_dir / path)
+
+    @property
+    def rate_limits(self) -> Any:
+        """The `RateLimit` of `rate_limit`, or None."""
+        from .models.ratelimit import RateLimit
+
+        return None if self.rate_limit is None else RateLimit.from_mapping(self.rate_limit)
 
     @property
     def model_spec(self) -> ModelSpec:

@@ -26,7 +26,9 @@ class RayExecutor:
 
     `address` is None (connect to the cluster in RAY_ADDRESS, or start a local Ray), "auto", or "ray://HOST:PORT".
     `resources_per_trial` is Ray's resources for one trial's task (default one CPU: a trial may run a build).
-    `runtime_env` is passed to `ray.init` (e.g. `{"working_dir": "."}` for a remote cluster).
+    `runtime_env` is passed to `ray.init` (e.g. `{"working_dir": "."}` for a remote cluster), or with each trial's
+    task when Ray was already connected in this process.
+    Rate limits of live models (`LiveModel(rate_limit=...)`) are shared by all workers through one actor per run.
     `teardown_wait_s` bounds how long an interrupted run waits for the cancelled trials' teardowns.
     `trials_per_worker` > 1 runs trials on a pool of async Ray actors instead, each running that many trials at
     once (and `resources_per_trial` is then each actor's): for trials that mostly wait on a model or a tool.

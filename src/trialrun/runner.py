@@ -190,6 +190,7 @@ class _Runner:
         self.remover = _Threads(asyncio.get_running_loop(), 2)
         self.removals: list[asyncio.Future[Any]] = []
         self.guard = _load_optional("models.guard")
+        self.limits = _load_optional("models._limiter")  # what a trial waited on rate limits (a timeout says)
         self.pricing = _load_optional("agent.pricing")
 
     def _network_guard(self, case: Case) -> contextlib.AbstractContextManager[list[str]]:
@@ -311,6 +312,8 @@ class _Runner:
         run: Run | None = None
         verdicts: list[Verdict] = []
         graded = False
+        waits = self.limits.WaitLog() if self.limits is not None else None
+        waiting = self.limits.WAITS.set(waits) if self.limits is not None else None
         try:
             with self._network_guard(case) as blocked:
                 try:
@@ -324,9 +327,10 @@ class _Runner:
                 except asyncio.TimeoutError:
                     if not inspect.iscoroutinefunction(case.invoke):
                         self.threads.abandon()  # its worker thread is still busy with the late invoke
-                    error = TrialError(
-                        type="TimeoutError", message=f"trial timed out after {case.timeout_s:g}s", phase="invoke"
-                    )
+                    message = f"trial timed out after {case.timeout_s:g}s"
+                    if waits is not None and waits.limits:  # the limiter's waits count: say so
+                        message += f", {waits.describe()}; raise timeout_s or the limit"
+                    error = TrialError(type="TimeoutError", message=message, phase="invoke")
             if error is None and blocked:
                 error = TrialError(type="NetworkBlockedError", message=blocked[0], phase="network")
             if error is None and (problems := ctx.problems()):
@@ -341,6 +345,8 @@ class _Runner:
                 run.cost_usd = self._observed_cost(run)
             graded = True
         finally:
+            if waiting is not None:
+                self.limits.WAITS.reset(waiting)
             teardown_error, cancelled = await self._teardown(case, ctx)
             if cancelled is not None and not graded:
                 raise cancelled
@@ -485,11 +491,11 @@ async def aevaluate(
     selected, skipped = select_cases(case_list, names=names, tags=tags, include_live_canary=include_live_canary)
     if not selected:  # a run that grades nothing must not be able to pass
         raise CaseError([_nothing_to_grade(case_list, skipped)])
-    run_trial = _trial_runner(executor, selected, run_id, concurrency)  # a case Ray workers cannot take is refused here
+    remote = _trial_runner(executor, selected, run_id, concurrency)  # a case Ray workers cannot take is refused here
     started_at = datetime.now(timezone.utc)
     clock = time.perf_counter()
     runner = _Runner(concurrency, run_id, on_trial)
-    run_trial = run_trial or runner.run_trial
+    run_trial = remote.run_trial if remote is not None else runner.run_trial
     work = [(index, trial) for index, case in enumerate(selected) for trial in range(1, (case.trials or trials) + 1)]
     results: dict[tuple[int, int], TrialResult] = {}
     queue: Iterator[tuple[int, int]] = iter(work)
@@ -521,6 +527,8 @@ async def aevaluate(
         raise
     finally:
         await runner.finish()
+        if remote is not None:
+            remote.close()
 
     case_results: list[CaseResult] = []
     unfinished: list[str] = []
@@ -560,8 +568,9 @@ async def aevaluate(
     return report
 
 
-def _trial_runner(executor: Any, cases: list[Case], run_id: str | None, concurrency: int) -> Callable[[Case, int], Any] | None:
-    """Where trials run: None for this process (the default, which never imports Ray), else a Ray cluster's."""
+def _trial_runner(executor: Any, cases: list[Case], run_id: str | None, concurrency: int) -> Any:
+    """Where trials run: None for this process (the default, which never imports Ray), else a Ray cluster's
+    (`run_trial(case, trial)`, and `close()` at the end of the run)."""
     from .executor import resolve_executor
 
     chosen = resolve_executor(executor)
@@ -569,7 +578,7 @@ def _trial_runner(executor: Any, cases: list[Case], run_id: str | None, concurre
         return None
     from ._ray import RayTrials
 
-    return RayTrials(chosen, cases, run_id, max(1, concurrency)).run_trial
+    return RayTrials(chosen, cases, run_id, max(1, concurrency))
 
 
 async def _cancel_all(tasks: list[asyncio.Future[None]]) -> None:

@@ -6,6 +6,7 @@ httpx (the official SDKs, pydantic-ai, the OpenAI Agents SDK, LangChain, trialru
 - `ScriptedModel`: answers from a script of neutral steps (`tool_call`, `tool_calls`, `reply`, `fail`), no network.
 - `Cassette`: replays recorded traffic (no network), or records it from a live model with credentials scrubbed.
 - `LiveModel`: the real provider, with the key from the environment, timeouts and retries.
+- `RateLimit`: a provider's rate limit for LiveModel, shared by every LiveModel of one endpoint and key.
 - `ObservedTransport`: records the traffic of any other httpx transport.
 - `guard`: the no-network guard for deterministic runs.
 """
@@ -18,6 +19,7 @@ from .cassette import Cassette, read_trajectory
 from .guard import NetworkBlockedError
 from .live import LiveModel
 from .observe import ObservedTransport, observe
+from .ratelimit import RateLimit
 from .scripted import ScriptedModel, When, fail, reply, shell, tool_call, tool_calls, when
 
 __all__ = [
@@ -33,6 +35,7 @@ __all__ = [
     "Cassette",
     "read_trajectory",
     "LiveModel",
+    "RateLimit",
     "ObservedTransport",
     "observe",
     "NetworkBlockedError",

@@ -4,7 +4,8 @@ Used by live canaries and for recording cassettes. The agent keeps whatever base
 with; the transport rewrites the URL to `base_url`, injects the key from the environment, and retries rate limits,
 server errors and dropped connections, honouring Retry-After, each wait capped, so a canary is not lost to a
 transient 429. Without a base URL it is a pass-through with the same timeouts and retries: what a recording or
-live `Cassette` uses to reach the provider each request names.
+live `Cassette` uses to reach the provider each request names. With `rate_limit=RateLimit(...)` every attempt
+first takes a slot from the limiter shared by all LiveModels of the same endpoint and key (`_limiter`).
 """
 
 from __future__ import annotations
@@ -17,8 +18,11 @@ from urllib.parse import urlsplit
 
 import anyio
 
-from .._retry import retry_delay, retryable
+from .._retry import retry_after, retry_delay, retryable
+from ..wire._types import Exchange
+from . import _limiter
 from ._base import ModelTransport, NetworkClient, aforward, flavour, forward, transport_errors
+from .ratelimit import RateLimit
 
 __all__ = ["LiveModel"]
 
@@ -63,6 +67,9 @@ class LiveModel(NetworkClient, ModelTransport):
       `max_retries` times, waiting Retry-After when given, else exponential backoff; every wait is capped at
       `max_retry_wait` seconds.
     - `transport`: the transport that reaches the network (default: a real httpx transport; a MockTransport in tests).
+    - `rate_limit`: a `RateLimit` shared with every LiveModel of this endpoint and key in the process (on Ray,
+      across the run's workers); a 429's Retry-After pauses it for all of them. Waiting counts towards a trial's
+      timeout, and a trial that times out says how long it waited and for which limit.
     """
 
     def __init__(
@@ -76,6 +83,7 @@ class LiveModel(NetworkClient, ModelTransport):
         max_retry_wait: float = 30.0,
         transport: Any = None,
         auth_header: str | None = None,
+        rate_limit: RateLimit | None = None,
     ) -> None:
         super().__init__()
         if max_retries < 0 or max_retry_wait < 0 or timeout <= 0:
@@ -112,6 +120,10 @@ class LiveModel(NetworkClient, ModelTransport):
         self.max_retries = int(max_retries)
         self.max_retry_wait = float(max_retry_wait)
         self._transport = transport
+        if rate_limit is not None and not isinstance(rate_limit, RateLimit):
+            raise ValueError(f"LiveModel: rate_limit must be a trialrun.RateLimit, got {type(rate_limit).__name__}")
+        self.rate_limit = rate_limit
+        self._charged: dict[int, tuple[_limiter.Permits, int]] = {}  # slot -> (limiter, tokens estimated)
         self._init_network()
         # Injectable so tests never wait.
         self._sleep = time.sleep
@@ -120,7 +132,8 @@ class LiveModel(NetworkClient, ModelTransport):
         self._rand = random.random  # the retry jitter (`_retry.retry_delay`)
 
     def __repr__(self) -> str:
-        return f"LiveModel({self.base_url!r})" if self.base_url else "LiveModel(pass-through)"
+        limit = f", rate_limit={self.rate_limit.describe()!r}" if self.rate_limit else ""
+        return f"LiveModel({self.base_url!r}{limit})" if self.base_url else f"LiveModel(pass-through{limit})"
 
     # -- building the upstream request ------------------------------------------------------------------------------
 
@@ -158,6 +171,94 @@ class LiveModel(NetworkClient, ModelTransport):
         return retry_delay(headers, attempt - 1, base=_BACKOFF_BASE, cap=self.max_retry_wait, now=self._clock(),
                            rand=self._rand)
 
+    # -- the rate limit ---------------------------------------------------------------------------------------------
+
+    def _permits(self, outgoing: Any) -> tuple[_limiter.Permits, int] | None:
+        """The shared limiter this request draws on, and its token estimate (0 without a token limit)."""
+        if self.rate_limit is None:
+            return None
+        # the key sent: the configured one, else the request's own (a pass-through's, or one kept under a base URL)
+        key = self._api_key or next((v for k, v in outgoing.headers.items() if k.lower() in _AUTH_HEADERS), None)
+        if self.base_url is not None:
+            who = _limiter.identity(self.base_url, key)
+        else:  # a pass-through: the request's own endpoint
+            url = outgoing.url
+            who = _limiter.identity(f"{url.scheme}://{url.netloc.decode('ascii')}", key)
+        permits = _limiter.limiter_for(who, self.rate_limit)
+        tokens = _limiter.estimate_tokens(outgoing.content) if permits.limit.tokens_per_minute else 0
+        return permits, tokens
+
+    def _pause(self, permits: _limiter.Permits, seconds: float) -> None:
+        log = _limiter.WAITS.get()
+        start = log.begin(self.base_url or "pass-through", permits.limit) if log is not None else 0.0
+        try:
+            self._sleep(seconds)
+        finally:
+            if log is not None:
+                log.end(start)
+
+    async def _apause(self, permits: _limiter.Permits, seconds: float) -> None:
+        log = _limiter.WAITS.get()
+        start = log.begin(self.base_url or "pass-through", permits.limit) if log is not None else 0.0
+        try:
+            await self._async_sleep(seconds)
+        finally:
+            if log is not None:
+                log.end(start)
+
+    def _throttle(self, taken: tuple[_limiter.Permits, int] | None) -> None:
+        """Wait for a slot (sync). A pause that began while waiting (someone's 429) is waited out too."""
+        if taken is None:
+            return
+        permits, tokens = taken
+        while True:
+            delay = permits.take(tokens)
+            if delay > 0:
+                self._pause(permits, delay)
+            rest = permits.paused_for()
+            if rest <= 0:
+                return
+            permits.settle(-tokens)  # that slot fell inside the pause: given back, and a new one taken after it
+            self._pause(permits, rest)
+
+    async def _athrottle(self, taken: tuple[_limiter.Permits, int] | None) -> None:
+        """`_throttle` for async callers: waits with anyio.sleep, never blocking the event loop."""
+        if taken is None:
+            return
+        permits, tokens = taken
+        while True:
+            delay = await permits.atake(tokens)
+            if delay > 0:
+                await self._apause(permits, delay)
+            rest = permits.paused_for()
+            if rest <= 0:
+                return
+            permits.settle(-tokens)
+            await self._apause(permits, rest)
+
+    def _answered(self, taken: tuple[_limiter.Permits, int] | None, slot: int, response: Any) -> None:
+        """After a response: a 429's Retry-After pauses everyone's limiter; the tokens are settled when the
+        exchange is recorded (a stream's, when it ends)."""
+        if taken is None:
+            return
+        permits, tokens = taken
+        if response.status_code == 429:
+            seconds = retry_after(response.headers, now=self._clock())
+            if seconds:
+                permits.pause(min(seconds, self.max_retry_wait))  # capped as every retry wait is
+        if tokens:
+            with self._lock:
+                self._charged[slot] = taken
+
+    def _fill(self, slot: int, exchange: Exchange) -> None:
+        super()._fill(slot, exchange)
+        with self._lock:
+            taken = self._charged.pop(slot, None)
+        if taken is not None:
+            used = _limiter.usage_tokens(exchange)
+            if used is not None:
+                taken[0].settle(used - taken[1])
+
     # -- serving ----------------------------------------------------------------------------------------------------
 
     def _handle(self, request: Any) -> Any:
@@ -167,6 +268,8 @@ class LiveModel(NetworkClient, ModelTransport):
         attempt = 0
         while True:
             attempt += 1
+            taken = self._permits(outgoing)
+            self._throttle(taken)
             try:
                 response = forward(transport, outgoing)
             except errors:
@@ -176,6 +279,7 @@ class LiveModel(NetworkClient, ModelTransport):
                 self._sleep(wait)
                 continue
             slot = self._reserve()
+            self._answered(taken, slot, response)
             wait = self._wait(attempt, response)
             if wait is None:
                 return self._observe(slot, outgoing, response)
@@ -191,6 +295,8 @@ class LiveModel(NetworkClient, ModelTransport):
         attempt = 0
         while True:
             attempt += 1
+            taken = self._permits(outgoing)
+            await self._athrottle(taken)
             try:
                 response = await aforward(transport, outgoing)
             except errors:
@@ -200,6 +306,7 @@ class LiveModel(NetworkClient, ModelTransport):
                 await self._async_sleep(wait)
                 continue
             slot = self._reserve()
+            self._answered(taken, slot, response)
             wait = self._wait(attempt, response)
             if wait is None:
                 return self._observe(slot, outgoing, response)
