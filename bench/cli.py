@@ -7,6 +7,13 @@ function (`tools = ["lookup_tool:lookup"]`, no workspace), so no trial needs a w
 tools instead (`read_file` of a workspace file), where every trial does. The two are interleaved `--repeat`
 times; the medians and the median of the pairwise ratios are printed.
 
+Both sides do the same evaluation from the same files; what only the CLI does is its own job and is counted against
+it: starting Python and importing (the in-process side is warm), printing the table, the journal of finished
+trials, the result file and latest.json. The child's bytecode caches are warm, as after `pip install`: with
+PYTHONDONTWRITEBYTECODE set (as in some sandboxes), an editable install would otherwise compile trialrun's modules
+in every process (about 0.1 s), so the child writes and reads them under a temporary PYTHONPYCACHEPREFIX, filled
+by the warm-up run.
+
     python bench/cli.py [--tests 200] [--trials 5] [--repeat 5] [--shell]
 """
 
@@ -57,11 +64,19 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def child_env(folder: Path) -> dict[str, str]:
+    """The whole process's environment: the tool module importable, bytecode caches written and read (see above)."""
+    env = {**os.environ, "PYTHONPATH": str(folder)}
+    if env.pop("PYTHONDONTWRITEBYTECODE", None):
+        env["PYTHONPYCACHEPREFIX"] = str(folder / "pycache")
+    return env
+
+
 def whole_process(folder: Path, trials: int) -> tuple[float, float]:
     """(wall, CPU) seconds of `trialrun run all -k TRIALS` as a process of its own."""
     started, cpu = time.perf_counter(), _children_cpu()
     done = subprocess.run([sys.executable, "-m", "trialrun", "run", "all", "-k", str(trials)], cwd=folder,
-                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(folder)})
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=child_env(folder))
     elapsed = time.perf_counter() - started
     if done.returncode not in (0, 1):
         raise SystemExit(f"trialrun run failed ({done.returncode}): {done.stderr.decode()[-2000:]}")
