@@ -19,7 +19,6 @@ from typing import Any, TypeVar
 import click
 
 from ._display import clean, markup
-from ._scrub import scrub_text
 from ._version import __version__
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -110,6 +109,8 @@ def _fail_cleanly(fn: F) -> F:
         try:
             return fn(*args, **kwargs)
         except click.ClickException as exc:  # click prints it: make its text as safe as ours
+            from ._scrub import scrub_text
+
             exc.message = clean(scrub_text(exc.message))
             raise
         except _user_errors() as exc:
@@ -125,6 +126,8 @@ def _fail_cleanly(fn: F) -> F:
 def _say(message: str, *, err: bool = True) -> None:
     """Print a message that may hold a user's, an agent's or a model's text: control characters escaped, and never a
     key (a message may quote a value)."""
+    from ._scrub import scrub_text
+
     click.echo(clean(scrub_text(message)), err=err)
 
 
@@ -376,6 +379,7 @@ def run(test_ids: tuple[str, ...], trials: int | None, tags: tuple[str, ...], na
         recorder.trial(case, result)
         progress.advance(result.passed, case.name)
 
+    _freeze_what_was_imported()
     with progress:
         try:
             report = runner.evaluate(
@@ -420,6 +424,17 @@ def run(test_ids: tuple[str, ...], trials: int | None, tags: tuple[str, ...], na
     sys.exit(exit_code)
 
 
+def _freeze_what_was_imported() -> None:
+    """Leave what is alive before the run (modules, classes, schemas: most of the process's objects) out of the
+    garbage collector's full passes until the command is done: a run makes many small objects, and each full pass
+    would walk all of those again (about 0.1 s of a 1,000-trial run). Nothing is kept alive by this: the objects
+    are still freed when their last reference goes; only cycles among them wait for `gc.unfreeze`."""
+    import gc
+
+    gc.freeze()
+    click.get_current_context().call_on_close(gc.unfreeze)
+
+
 def _remove_stale_temps_of(*paths: str | None) -> None:
     """The temp files a killed run left next to the report files it was writing (`.junit.xml.<hex>.tmp`)."""
     from ._files import remove_stale_temps
@@ -450,10 +465,13 @@ def _emit_report(report: Any, *, as_json: bool, saved: str | None) -> None:
         return
     console = _console(plain_ok=True)
     if _plain(console):
-        from .render._plain import print_report
+        from .render import _plain as plain
+
+        plain.print_report(report, console, saved=saved)
     else:
         from .render.terminal import print_report
-    print_report(report, console, saved=saved)
+
+        print_report(report, console, saved=saved)
 
 
 def _report_files(report: Any, *, junit_path: str | None, markdown_path: str | None, html_path: str | None, summary: bool) -> None:

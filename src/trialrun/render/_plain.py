@@ -114,10 +114,10 @@ def table_layout(report: RunReport, console_width: int) -> TableLayout:
 def notes_under_table(report: RunReport) -> list[list[tuple[str, str]]]:
     """The lines under the table, as (text, style) parts: why each failing test failed, trials that ended other
     than completed, skipped, partly run and unfinished tests."""
-    from .text import why_failed
-
     lines: list[list[tuple[str, str]]] = []
     for case in (c for c in report.graded_cases if not c.passed):
+        from .text import why_failed
+
         lines.append([("✗ ", "red"), (clean(case.name, lines=False), "bold"), (": ", ""),
                       (clean(why_failed(case, limit=400)), "")])
     for line in ending_notes(report):
