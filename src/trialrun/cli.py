@@ -314,6 +314,7 @@ def run(test_ids: tuple[str, ...], trials: int | None, tags: tuple[str, ...], na
         concurrency: int | None, executor: str | None, labels: tuple[str, ...], as_json: bool, junit_path: str | None, markdown_path: str | None,
         no_summary: bool) -> None:
     """Run the suite, or the tests named (TEST_ID ...; `all` or nothing runs every test)."""
+    _pause_gc()
     _import_httpx_without_its_cli()
     from . import runner
     from ._build import build_cases, check_api_keys, config_snapshot, ignored_by_custom_agent, suite_warnings
@@ -424,15 +425,35 @@ def run(test_ids: tuple[str, ...], trials: int | None, tags: tuple[str, ...], na
     sys.exit(exit_code)
 
 
-def _freeze_what_was_imported() -> None:
-    """Leave what is alive before the run (modules, classes, schemas: most of the process's objects) out of the
-    garbage collector's full passes until the command is done: a run makes many small objects, and each full pass
-    would walk all of those again (about 0.1 s of a 1,000-trial run). Nothing is kept alive by this: the objects
-    are still freed when their last reference goes; only cycles among them wait for `gc.unfreeze`."""
+_GC_PAUSED = "trialrun.gc_paused"
+
+
+def _pause_gc() -> None:
+    """No garbage collection while the modules are imported and the cases built: that makes long-lived objects
+    only, which a collection would walk for nothing (passes over a growing heap, about 0.02 s); collection is back
+    when the run starts (`_freeze_what_was_imported`), or when the command ends before."""
     import gc
 
+    if gc.isenabled():  # a caller who disabled collection keeps it so
+        gc.disable()
+        context = click.get_current_context()
+        context.meta[_GC_PAUSED] = True
+        context.call_on_close(gc.enable)
+
+
+def _freeze_what_was_imported() -> None:
+    """Leave what is alive before the run (modules, classes, schemas: most of the process's objects) out of the
+    garbage collector's passes until the command is done: a run makes many small objects, and each full pass
+    would walk all of those again (with the pause above, 0.03-0.04 s of collection in a 1,000-trial run instead of
+    0.08-0.09 s). Nothing is kept alive by this: the objects are still freed when their last reference goes; only
+    cycles among them wait for `gc.unfreeze`."""
+    import gc
+
+    context = click.get_current_context()
     gc.freeze()
-    click.get_current_context().call_on_close(gc.unfreeze)
+    context.call_on_close(gc.unfreeze)
+    if context.meta.pop(_GC_PAUSED, False):
+        gc.enable()
 
 
 def _remove_stale_temps_of(*paths: str | None) -> None:
