@@ -5,10 +5,12 @@ getrusage: far steadier than wall time on a shared machine).
 `--against SRC` also runs each command with another checkout's `src` first on PYTHONPATH (an older commit, say:
 `git archive COMMIT src | tar -x -C /tmp/old`), interleaved with this one, and prints the ratio this/that per
 command: a before/after measured side by side. Bytecode caches are warm, as after `pip install` (with
-PYTHONDONTWRITEBYTECODE set they are kept under a temporary PYTHONPYCACHEPREFIX); `--cold-bytecode` measures
-with none, which is what an editable install with PYTHONDONTWRITEBYTECODE pays on every start.
+PYTHONDONTWRITEBYTECODE set they are kept under a temporary PYTHONPYCACHEPREFIX); `--env-bytecode` leaves the
+environment's bytecode settings as they are: with PYTHONDONTWRITEBYTECODE and an editable install (or a source
+tree on PYTHONPATH) that has no caches, trialrun's own modules are compiled at every start, the installed
+packages' caches (written by pip) are read.
 
-    python bench/startup.py [--repeat 15] [--against /tmp/old/src] [--cold-bytecode]
+    python bench/startup.py [--repeat 15] [--against /tmp/old/src] [--env-bytecode]
 """
 
 from __future__ import annotations
@@ -53,14 +55,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=15)
     parser.add_argument("--against", help="another checkout's src folder, run interleaved with this one")
-    parser.add_argument("--cold-bytecode", action="store_true", help="no bytecode caches: every module compiled")
+    parser.add_argument("--env-bytecode", action="store_true", help="the environment's bytecode settings, as they are")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="trialrun-bench-startup-") as scratch:
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-        if args.cold_bytecode:
-            env["PYTHONDONTWRITEBYTECODE"] = "1"
-            env["PYTHONPYCACHEPREFIX"] = str(Path(scratch) / "none")  # reads no cache: compiles every module
-        elif env.pop("PYTHONDONTWRITEBYTECODE", None):
+        if not args.env_bytecode and env.pop("PYTHONDONTWRITEBYTECODE", None):
             env["PYTHONPYCACHEPREFIX"] = str(Path(scratch) / "pycache")
         sides = {"this": env}
         if args.against:
@@ -74,7 +73,7 @@ def main() -> None:
             for command, argv in COMMANDS.items():
                 for side in order:
                     times[side, command].append(_timed(argv, sides[side]))
-        bytecode = "no bytecode caches" if args.cold_bytecode else "warm bytecode caches"
+        bytecode = "the environment's bytecode settings" if args.env_bytecode else "warm bytecode caches"
         print(f"whole processes, medians (min-max) of {args.repeat} interleaved runs, {bytecode}:")
         for command in COMMANDS:
             for side in sides:
