@@ -2,10 +2,13 @@
 
 Not on a terminal rich prints no colours, so the run table is text that is known before rich sees it: every width
 is already computed. Writing those lines directly is the same output without importing rich (about 50 ms of a CLI
-run) or laying out a 200-row table cell by cell (about 75 ms). What needs rich's layout (a column that must wrap,
-a title wider than the table, text whose width rich counts differently from its length) makes `report_lines`
-answer None, and the caller prints with rich, so the output never depends on which path printed it. The rows,
-the notes under the table and the summary line are built here once, for both paths (`terminal` styles them).
+run) or laying out a 200-row table cell by cell (about 75 ms). The tools column wraps between tool names as rich
+wraps it; what else needs rich's layout (a tool name wider than its column, which rich folds; a title or legend
+wider than the table, which rich wraps; text whose width rich counts differently from its length, wide
+characters in a cell or before a tab) makes `report_lines` answer None, and the caller prints with rich, so the
+output never depends on which path printed it (tests/cli/test_plain_output.py compares the two at every width).
+The rows, the notes under the table and the summary line are built here once, for both paths (`terminal` styles
+them).
 """
 
 from __future__ import annotations
@@ -162,9 +165,9 @@ _WORD = re.compile(r"\s*\S+\s*")
 
 
 def _wrapped(text: str, width: int) -> list[str] | None:
-    """`text` wrapped between words into lines of at most `width` columns, as rich wraps a table cell (a word and
-    the spaces after it stay together; a line never starts a new line before its first word); None when a word
-    is longer than the width (rich folds it) or the text is not ASCII (rich counts cells)."""
+    """`text` wrapped between words into lines of at most `width` columns, as rich wraps a table cell (a word keeps
+    the spaces after it, which end its line when it is the last); None when a word is longer than the width (rich
+    folds it) or the text is not ASCII (rich counts cells)."""
     if len(text) <= width:
         return [text]
     if not text.isascii():
