@@ -7,7 +7,17 @@ function (`tools = ["lookup_tool:lookup"]`, no workspace), so no trial needs a w
 tools instead (`read_file` of a workspace file), where every trial does. The two are interleaved `--repeat`
 times; the medians and the median of the pairwise ratios are printed.
 
-    python bench/cli.py [--tests 200] [--trials 5] [--repeat 5] [--shell]
+Both sides do the same evaluation from the same files; what only the CLI does is its own job and is counted against
+it: starting Python and importing (the in-process side is warm), printing the table, the journal of finished
+trials, the result file and latest.json. The child's bytecode caches are warm, as after `pip install`: with
+PYTHONDONTWRITEBYTECODE set (as in some sandboxes), an editable install would otherwise compile trialrun's modules
+in every process (about 0.1 s), so the child writes and reads them under a temporary PYTHONPYCACHEPREFIX, filled
+by the warm-up run.
+
+`--against SRC` also runs the whole process with another checkout's `src` first on PYTHONPATH (an older commit:
+`git archive COMMIT src | tar -x -C /tmp/old`), interleaved, and prints this/that: a before/after side by side.
+
+    python bench/cli.py [--tests 200] [--trials 5] [--repeat 5] [--shell] [--against /tmp/old/src]
 """
 
 from __future__ import annotations
@@ -57,11 +67,20 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def whole_process(folder: Path, trials: int) -> tuple[float, float]:
-    """(wall, CPU) seconds of `trialrun run all -k TRIALS` as a process of its own."""
+def child_env(folder: Path, src: str | None = None) -> dict[str, str]:
+    """The whole process's environment: the tool module importable (and `src` first, when given), bytecode caches
+    written and read (see above)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([*([str(Path(src).resolve())] if src else []), str(folder)])}
+    if env.pop("PYTHONDONTWRITEBYTECODE", None):
+        env["PYTHONPYCACHEPREFIX"] = str(folder / "pycache")
+    return env
+
+
+def whole_process(folder: Path, trials: int, src: str | None = None) -> tuple[float, float]:
+    """(wall, CPU) seconds of `trialrun run all -k TRIALS` as a process of its own (with `src`'s trialrun)."""
     started, cpu = time.perf_counter(), _children_cpu()
     done = subprocess.run([sys.executable, "-m", "trialrun", "run", "all", "-k", str(trials)], cwd=folder,
-                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(folder)})
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=child_env(folder, src))
     elapsed = time.perf_counter() - started
     if done.returncode not in (0, 1):
         raise SystemExit(f"trialrun run failed ({done.returncode}): {done.stderr.decode()[-2000:]}")
@@ -94,6 +113,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--keep", help="write the suite here and keep it (for profiling)")
     parser.add_argument("--shell", action="store_true", help="shell tools and a workspace (a workdir per trial)")
+    parser.add_argument("--against", help="another checkout's src folder: its whole process, interleaved")
     args = parser.parse_args()
     if args.keep:
         Path(args.keep).mkdir(parents=True, exist_ok=True)
@@ -104,10 +124,14 @@ def main() -> None:
         write_suite(folder, args.tests, args.shell)
         in_process(folder, 1)  # warm-up (imports, caches)
         whole_process(folder, 1)
-        cli, lib = [], []
+        if args.against:
+            whole_process(folder, 1, args.against)
+        cli, lib, old = [], [], []
         for _ in range(args.repeat):
             cli.append(whole_process(folder, args.trials))
             lib.append(in_process(folder, args.trials))
+            if args.against:
+                old.append(whole_process(folder, args.trials, args.against))
         kind = "shell tools + workspace" if args.shell else "plain tool, no workspace"
         print(f"{args.tests} tests x {args.trials} ({kind}), medians of {args.repeat} interleaved pairs:")
         for what, i in (("wall", 0), ("CPU", 1)):
@@ -115,6 +139,13 @@ def main() -> None:
             print(f"  {what:<4} `trialrun run all -k {args.trials}` {statistics.median(c[i] for c in cli):.2f} s whole "
                   f"process; in-process {statistics.median(l[i] for l in lib):.2f} s; CLI/library "
                   f"{statistics.median(ratios):.2f}x (pairs: {', '.join(f'{r:.2f}' for r in ratios)})")
+        if args.against:
+            for what, i in (("wall", 0), ("CPU", 1)):
+                ratios = [c[i] / o[i] for c, o in zip(cli, old)]
+                against = [o[i] / l[i] for o, l in zip(old, lib)]
+                print(f"  {what:<4} {args.against}: {statistics.median(o[i] for o in old):.2f} s whole process, "
+                      f"{statistics.median(against):.2f}x the library; this/that {statistics.median(ratios):.2f} "
+                      f"(pairs: {', '.join(f'{r:.2f}' for r in ratios)})")
 
 if __name__ == "__main__":
     main()

@@ -77,6 +77,30 @@ _RULES = tuple((hints, re.compile(pattern), word, lower) for hints, pattern, wor
 _RULES_ANY_CASE = {pattern: re.compile(pattern, re.IGNORECASE) for _, pattern, _, lower in _RULES_SPEC if lower}
 _SHORT = 4096  # below this, substring tests of the hints first; above, one regex pass per rule is as cheap
 _ALL_HINTS = tuple(sorted({hint for hints, _, _, _ in _RULES_SPEC for hint in hints}))
+
+
+def _trie_pattern(words: Iterable[str]) -> str:
+    """A regex matching exactly where one of `words` occurs, its alternatives factored by common prefix
+    (`a(?:bia|cc(?:a|ess...))`): the engine then rejects a position after a character or two, so one search
+    finds "is any hint in this text" several times faster than a substring test per hint."""
+    tree: dict[str, Any] = {}
+    for word in words:
+        node = tree
+        for char in word:
+            node = node.setdefault(char, {})
+        node[""] = {}
+
+    def alternatives(node: dict[str, Any]) -> str:
+        branches = [re.escape(char) + alternatives(child) for char, child in sorted(node.items()) if char]
+        if not branches:
+            return ""
+        body = "(?:" + "|".join(branches) + ")"
+        return body + "?" if "" in node else body
+
+    return alternatives(tree)
+
+
+_ANY_HINT = re.compile(_trie_pattern(_ALL_HINTS))  # the same answer as `any(hint in text for hint in _ALL_HINTS)`
 _KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
 # An AWS secret access key on its own: 40 characters of base64 with upper, lower case and digits. Only looked for
 # in text that also holds an access key id (they leak together), since a bare 40-character run may be anything.
@@ -191,7 +215,7 @@ def _spans(text: str, extra: Iterable[str] = ()) -> list[tuple[int, int]]:
         _value_spans(text, extra, spans)
     lower = text.lower()
     short = len(text) < _SHORT
-    if short and not any(hint in lower for hint in _ALL_HINTS):
+    if short and _ANY_HINT.search(lower) is None:
         return _merged(text, spans)
     aligned = len(lower) == len(text)  # lower() kept every position (it does unless a few rare letters are there)
     for hints, pattern, word, on_lower in _RULES:

@@ -6,10 +6,7 @@ that silently does nothing is worse than no case at all".
 
 from __future__ import annotations
 
-import difflib
-import shutil
 import sys
-import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -94,6 +91,8 @@ class CaseError(ValueError):
 
 
 def _suggest(key: str, options: Iterable[str]) -> str:
+    import difflib  # difflib, tempfile and shutil are imported where used: `import trialrun` imports this module
+
     close = difflib.get_close_matches(key, list(options), n=1, cutoff=0.6)
     return f" (did you mean {close[0]!r}?)" if close else ""
 
@@ -367,6 +366,8 @@ class TrialContext:
     @property
     def workdir(self) -> Path:
         if self._workdir is None:
+            import tempfile
+
             slug = "".join(ch if ch.isalnum() else "-" for ch in self.case.name)[:40]
             self._workdir = Path(tempfile.mkdtemp(prefix=f"trialrun-{slug}-t{self.trial}-"))
         return self._workdir
@@ -523,6 +524,8 @@ def remove_workdir(workdir: Path) -> None:
     commands = sys.modules.get("trialrun.agent._commands")
     if commands is not None:
         commands.stop_commands(workdir)
+    import shutil
+
     shutil.rmtree(workdir, ignore_errors=True)
 
 

@@ -146,3 +146,25 @@ def test_a_key_split_across_stream_events_is_scrubbed_after_reassembly(api: str)
 def test_a_stream_without_secrets_is_returned_as_it_was() -> None:
     body = _sse([(None, {"choices": [{"delta": {"content": "hello "}}]}), (None, {"choices": [{"delta": {"content": "you"}}]})])
     assert scrub_body(body, streamed=True) is body
+
+
+def test_the_one_search_for_any_hint_answers_as_a_test_per_hint_would() -> None:
+    """Short texts with no hint of a secret are returned at once; whether one is there is found by one regex (the
+    hints factored by common prefix), which must agree with a substring test per hint on every text, hints cut
+    short, run together and overlapping included, and a text holding a hint must still be scrubbed."""
+    import random
+
+    from trialrun import _scrub
+
+    hints = _scrub._ALL_HINTS
+    rng = random.Random(15)
+    letters = "".join(sorted(set("".join(hints)))) + " ."
+    for _ in range(20_000):
+        text = "".join(rng.choice(letters) for _ in range(rng.randint(0, 24)))
+        for _ in range(rng.randint(0, 2)):
+            hint, at = rng.choice(hints), rng.randint(0, len(text))
+            text = text[:at] + hint[:rng.randint(1, len(hint))] + text[at:]
+        assert (_scrub._ANY_HINT.search(text) is not None) == any(h in text for h in hints), text
+    for hint in hints:
+        assert _scrub._ANY_HINT.search(f"x{hint}y") and not _scrub._ANY_HINT.search(f"x{hint[:-1]} {hint[-1]}y")
+    assert scrub_text('{"output": "the key is sk-proj-abcdefghijklmnopqrstuvwx"}') == '{"output": "the key is REDACTED"}'

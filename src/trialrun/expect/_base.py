@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import json
 import threading
@@ -176,6 +175,8 @@ async def _awaited(awaitable: Any) -> Any:
 def _run_to_end(awaitable: Any) -> Any:
     """Await an async grader from synchronous code: on a loop of its own, in a thread of its own when this thread
     already runs a loop (`check` called from an async test or a notebook)."""
+    import asyncio  # here: `import trialrun` needs this module, and asyncio is a fifth of that import's time
+
     try:
         asyncio.get_running_loop()
     except RuntimeError:

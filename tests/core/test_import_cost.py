@@ -1,0 +1,58 @@
+"""What `import trialrun`, `trialrun --help` and `trialrun --version` import, so that their start-up time cannot
+regress in silence (the pytest plugin imports trialrun in every pytest session): none of the heavy libraries a
+run needs (pydantic, httpx, rich, pygments, yaml, asyncio, genai-prices). Not timed: a loaded machine would make a
+timed test flaky; what is imported is what the time is made of."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+HEAVY = ("pydantic", "pydantic_core", "httpx", "rich", "pygments", "yaml", "asyncio", "genai_prices", "click")
+
+
+def _imported_by(code: str) -> set[str]:
+    """The top-level packages in sys.modules after `code` runs in a fresh interpreter (SystemExit is fine)."""
+    probe = (f"import sys, json\ntry:\n    {code}\nexcept SystemExit:\n    pass\n"
+             "sys.stdout.flush()\nsys.__stderr__.write('\\nMODULES ' + json.dumps(sorted({m.split('.')[0] for m in sys.modules})))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    marker = done.stderr.rsplit("MODULES ", 1)
+    assert len(marker) == 2, done.stderr
+    return set(json.loads(marker[1]))
+
+
+def test_import_trialrun_imports_none_of_the_heavy_libraries() -> None:
+    loaded = _imported_by("import trialrun")
+    assert "trialrun" in loaded
+    assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["--version"], ["run", "--help"]])
+def test_help_and_version_import_only_click(argv: list[str]) -> None:
+    loaded = _imported_by(f"import sys; sys.argv = ['trialrun', *{argv!r}]; from trialrun.cli import main; main()")
+    assert "click" in loaded and "trialrun" in loaded
+    assert not loaded & (set(HEAVY) - {"click"}), sorted(loaded & set(HEAVY))
+
+
+def test_trialrun_run_imports_httpx_without_its_command_line_client() -> None:
+    """httpx's `__init__` imports its own CLI (click, rich, pygments); `trialrun run` imports httpx without it, and
+    httpx is whole afterwards: `httpx.main` runs its client and `httpx._main` imports as usual."""
+    code = ("from trialrun.cli import _import_httpx_without_its_cli\n    _import_httpx_without_its_cli()\n"
+            "    import httpx\n    assert 'httpx._main' not in sys.modules and 'rich' not in sys.modules, 'imported'\n"
+            "    assert callable(httpx.main) and not hasattr(httpx, '_main')\n"
+            "    import httpx._main\n    assert httpx._main.main is not httpx.main and httpx._main.__file__.endswith('_main.py')\n"
+            "    print('WHOLE')")
+    done = subprocess.run([sys.executable, "-c", f"import sys\nif True:\n    {code}"], capture_output=True, text=True,
+                          timeout=60)
+    assert done.stdout.strip() == "WHOLE", done.stderr
+
+
+def test_httpx_main_still_runs_httpx_s_own_client() -> None:
+    """The stand-in `httpx.main` is httpx's command: `--help` prints httpx's usage."""
+    done = subprocess.run([sys.executable, "-c", "import sys; sys.argv = ['httpx', '--help']\n"
+                           "from trialrun.cli import _import_httpx_without_its_cli; _import_httpx_without_its_cli()\n"
+                           "import httpx; httpx.main()"], capture_output=True, text=True, timeout=60)
+    assert "Usage: httpx <URL> [OPTIONS]" in done.stdout, done.stdout + done.stderr
