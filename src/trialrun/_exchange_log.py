@@ -1,7 +1,8 @@
 """The exchanges sidecar: each trial's raw HTTP exchanges with the model, scrubbed and capped, beside its result file.
 
-A result file keeps the trajectory read from the traffic; `results_<stamp>.exchanges.jsonl` keeps the traffic
-itself, for `trialrun view` to show under each turn. JSON Lines (UTF-8), one object a line, each written in one
+A result file keeps the trajectory read from the traffic; `results_<stamp>.exchanges.ndjson` keeps the traffic
+itself, for `trialrun view` to show under each turn (`.ndjson`, not `.jsonl`: `results_*.jsonl` is a run's
+journal, and what looks for unfinished runs looks for those). JSON Lines (UTF-8), one object a line, each written in one
 `write` as its trial finishes, so a run killed outright keeps every finished trial's exchanges (as the journal
 keeps its results); nothing is held for the whole run:
 
@@ -40,7 +41,7 @@ __all__ = ["SUFFIX", "EXCHANGES_VERSION", "DEFAULT_MAX_TRIAL_BYTES", "BODY_MAX_B
            "ExchangeLog", "TrialExchanges", "sidecar_path", "trial_record", "read_trial_exchanges"]
 
 #: A sidecar's name is its result file's stem with this suffix.
-SUFFIX = ".exchanges.jsonl"
+SUFFIX = ".exchanges.ndjson"
 EXCHANGES_VERSION = 1
 #: The default cap on one trial's stored bodies (`exchanges_max_bytes` in trialrun.toml).
 DEFAULT_MAX_TRIAL_BYTES = 4 * 2**20
@@ -54,7 +55,7 @@ _STRING_KEEPS = (4096, 1024, 256, 64)  # the lengths long JSON strings are cut t
 
 
 def sidecar_path(result: str | os.PathLike[str]) -> Path:
-    """The sidecar of a result file (or journal, or stem): `results_<stamp>.exchanges.jsonl` beside it."""
+    """The sidecar of a result file (or journal, or stem): `results_<stamp>.exchanges.ndjson` beside it."""
     path = Path(result)
     return path.with_name(path.name.split(".", 1)[0] + SUFFIX)
 
@@ -117,16 +118,17 @@ def _cap_body(part: dict[str, Any], limit: int, why: str) -> tuple[int, str | No
     return kept, f"{size - kept:,} of {size:,} bytes cut ({why}): only the first {kept:,} bytes are kept"
 
 
-def trial_record(case: str, trial: int, exchanges: Sequence[Any], *,
+def trial_record(case: str, trial: int, exchanges: Sequence[Any], credentials: frozenset[bytes] = frozenset(), *,
                  max_trial_bytes: int = DEFAULT_MAX_TRIAL_BYTES) -> dict[str, Any]:
-    """One trial's sidecar line (as data): its exchanges scrubbed, numbered from 1, and capped."""
+    """One trial's sidecar line (as data): its exchanges scrubbed (`credentials`: values its requests carried in
+    credential headers, removed wherever else they appear), numbered from 1, and capped."""
     from ._cassette_io import exchange_to_dict
     from .models.cassette import scrub_exchange
 
     records: list[dict[str, Any]] = []
     used = 0
     for number, exchange in enumerate(exchanges, start=1):
-        record: dict[str, Any] = {"n": number, **exchange_to_dict(scrub_exchange(exchange))}
+        record: dict[str, Any] = {"n": number, **exchange_to_dict(scrub_exchange(exchange, credentials))}
         cuts: dict[str, str] = {}
         for side in ("request", "response"):
             room = max_trial_bytes - used
@@ -182,11 +184,11 @@ class ExchangeLog:
         log._write(_dumps(start))
         return log
 
-    def write(self, case: str, trial: int, exchanges: Sequence[Any]) -> None:
+    def write(self, case: str, trial: int, exchanges: Sequence[Any], credentials: frozenset[bytes] = frozenset()) -> None:
         """One finished trial's exchanges, scrubbed and capped, in one write."""
         if self._fd is None or self.problem is not None:
             return
-        line = _dumps(trial_record(case, trial, exchanges, max_trial_bytes=self.max_trial_bytes))
+        line = _dumps(trial_record(case, trial, exchanges, credentials, max_trial_bytes=self.max_trial_bytes))
         if self._write(line):
             self.trials += 1
 

@@ -16,7 +16,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ._exchange_log import SUFFIX as EXCHANGES_SUFFIX
 from .compare import Comparison, ConfigChange, compare, format_value
 from .results import RunReport
 from .store import ResultFileError, ResultsStore, load_report
@@ -158,8 +157,6 @@ def load_history(directory: str | os.PathLike[str]) -> History:
     saved = {p.name for p in files}
     if store.directory.is_dir():
         for path in sorted(store.directory.glob(f"results_*{JOURNAL_SUFFIX}")):
-            if path.name.endswith(EXCHANGES_SUFFIX):
-                continue  # a run's raw exchanges (`_exchange_log`), not a journal
             if path.name in saved or path.with_suffix(".json").exists():
                 continue  # read as a saved (interrupted) run, or already finished
             live = read_journal(path)

@@ -74,10 +74,10 @@ class RunRecorder:
         if self.journal is not None:
             self.journal.append(case.name, result)
 
-    def trial_exchanges(self, case: Any, trial: int, exchanges: list[Any]) -> None:
+    def trial_exchanges(self, case: Any, trial: int, exchanges: list[Any], credentials: frozenset[bytes]) -> None:
         """A finished trial's exchanges, to the sidecar (the runner's `on_exchanges`)."""
         if self.exchanges is not None:
-            self.exchanges.write(case.name, trial, exchanges)
+            self.exchanges.write(case.name, trial, exchanges, credentials)
 
     def abandon(self) -> str:
         """The run is given up on (a second Ctrl-C): keep the journal as it is, for `trialrun recover`."""

@@ -457,6 +457,11 @@ class TrialContext:
         transport's in arrival order, one transport after another in the order they were created."""
         return [exchange for transport in self._outer() for exchange in transport.exchanges]
 
+    def credentials(self) -> frozenset[bytes]:
+        """The credential values the trial's requests carried in credential headers (recorded REDACTED): what a
+        writer of `exchanges()` removes wherever else they appear."""
+        return frozenset(v for t in self._transports for v in getattr(t, "credentials", ()))
+
     def trajectory(self) -> Trajectory:
         """The trajectory observed through this trial's transports (in the order they were created). A transport that
         serves as another's upstream saw the same calls: only the outer one, what the agent talked to, is counted."""

@@ -29,7 +29,7 @@ Every key is optional. Paths are relative to the file that names them. Command-l
                                              # the first maintained map installed, else the built-in table);
                                              # recorded in config_snapshot.prices
     exchanges = true                         # keep each trial's raw HTTP exchanges, scrubbed, beside the result
-                                             # file (results_<stamp>.exchanges.jsonl) for `trialrun view`;
+                                             # file (results_<stamp>.exchanges.ndjson) for `trialrun view`;
                                              # false (or --no-exchanges) keeps none
     exchanges_max_bytes = 4194304            # cap on one trial's kept bodies (bodies past it are cut, saying so)
     [policy]                                 # a ToolPolicy

@@ -31,8 +31,9 @@ __all__ = ["evaluate", "aevaluate", "select_cases", "run_one_trial", "Evaluation
 DEFAULT_CONCURRENCY = 16
 
 OnTrial = Callable[[Case, TrialResult], None]
-#: Called with each finished trial's recorded exchanges (`ctx.exchanges()`), numbered as its turns' `exchange`.
-OnExchanges = Callable[[Case, int, list[Any]], None]
+#: Called with each finished trial's recorded exchanges (`ctx.exchanges()`, numbered as its turns' `exchange`) and
+#: the credential values its requests carried (`ctx.credentials()`, to scrub wherever they were echoed).
+OnExchanges = Callable[[Case, int, list[Any], frozenset[bytes]], None]
 
 
 class EvaluationInterrupted(asyncio.CancelledError, KeyboardInterrupt):
@@ -362,7 +363,7 @@ class _Runner:
         if run is not None:
             _link_turns(run.trajectory, exchanges)
         assert self.on_exchanges is not None
-        self.on_exchanges(case, trial, exchanges)
+        self.on_exchanges(case, trial, exchanges, ctx.credentials())
 
 
 def _link_turns(trajectory: Trajectory, exchanges: list[Any]) -> None:
@@ -635,8 +636,8 @@ def evaluate(
     while they have their default action (which would kill the process and lose the run).
     `executor="ray"` (or "ray://HOST:PORT", or a `RayExecutor`) runs each trial on a Ray cluster instead, with
     the same semantics and the same report; `concurrency` is then cluster-wide.
-    `on_trial(case, result)` is called as each trial finishes; `on_exchanges(case, trial, exchanges)` too, with
-    the trial's recorded HTTP exchanges (not on Ray, where they stay on the worker): the CLI writes them to the
+    `on_trial(case, result)` is called as each trial finishes; `on_exchanges(case, trial, exchanges, credentials)`
+    too, with the trial's recorded HTTP exchanges (not on Ray, where they stay on the worker): the CLI writes them to the
     run's exchanges sidecar.
 
     >>> import trialrun as tr

@@ -71,7 +71,7 @@ class Turn:
 
     `exchange` is the 1-based number, in arrival order, of the HTTP exchange of the trial the turn was read from
     (the number observer notes use: "exchange 3 (POST /v1/messages)"); the raw exchange itself is kept beside the
-    result file (`results_<stamp>.exchanges.jsonl`) and shown by `trialrun view`. None when nobody observed it.
+    result file (`results_<stamp>.exchanges.ndjson`) and shown by `trialrun view`. None when nobody observed it.
     """
 
     text: str = ""

@@ -10,7 +10,7 @@ run saved meanwhile, or one in progress (its journal), shows up without a restar
     /diff?test=&a=&b=&trial=  one test's trajectory in two runs, aligned turn by turn, first divergence marked
     /live/<stem>            a run in progress; /api/live/<stem> its progress as JSON (polled by the page)
     /trial/<stem>?test=&trial=  one trial's turns, each with its raw request and response (collapsed), read from
-                            the run's exchanges sidecar (results_<stamp>.exchanges.jsonl)
+                            the run's exchanges sidecar (results_<stamp>.exchanges.ndjson)
 
 Starlette and uvicorn are imported only here, and this module only when `trialrun view` runs.
 """

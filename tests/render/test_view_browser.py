@@ -110,7 +110,10 @@ def test_the_trajectory_diff_marks_the_first_divergence(context: Any, base: str,
     raw = p.locator("details#raw-exchanges")
     assert raw.get_attribute("open") is None  # collapsed by default
     raw.locator("summary").click()
-    assert "do not store raw exchanges" in raw.inner_text()
+    links = raw.locator("a.trial-link")
+    assert links.all_inner_texts() == ["before", "after"]
+    assert [links.nth(i).get_attribute("href") for i in range(2)] == [
+        f"/trial/{stem}?{urlencode({'test': REGRESSED, 'trial': 1})}" for stem in stems[3:5]]
     page.screenshot(tmp_path / "trajectory-diff.png")
     # v1 -> v2: a different tool from the first call on
     page = _open(context, f"{base}/diff?{urlencode({'test': REGRESSED, 'a': stems[1], 'b': stems[2]})}")
