@@ -16,7 +16,8 @@ Requests and responses use the cassette layout (`_cassette_io.exchange_to_dict`:
 server-sent events, `body_text`, `body_base64`). `n` is the number `Turn.exchange` refers to. Every exchange goes
 through the one scrubber (`models.cassette.scrub_exchange`: credential headers REDACTED, response headers cut to an
 allow-list, keys removed from URLs and bodies, a stream after reassembly) BEFORE anything is cut, so a cut never
-leaves half a key behind; the whole line is scrubbed again as it is written, as the journal's are.
+leaves half a key behind; the whole line is scrubbed again as it is written, as the journal's are (a JSON body is
+stored as data, so a key its text wrote with escapes, `\\u0073k-...`, is plain only in the line).
 
 Caps (real coding agents send 100 KB+ requests, 50 times a trial): a body above `BODY_MAX_BYTES` is shortened,
 JSON by cutting its long strings (the model, the tool schemas and the message structure stay readable), anything
@@ -86,9 +87,11 @@ def _shorten_strings(data: Any, keep: int) -> tuple[Any, int]:
     return walk(data), cut
 
 
-def _cap_body(part: dict[str, Any], limit: int, why: str) -> tuple[int, str | None]:
-    """Shorten the body stored in `part` (a cassette-layout request or response) to about `limit` bytes, in place:
-    (bytes it now takes, the cut's description or None when it fit)."""
+def _cap_body(part: dict[str, Any], limit: int, why: str, raw_size: int) -> tuple[int, str | None]:
+    """Shorten the body stored in `part` (a cassette-layout request or response; `raw_size` bytes as recorded) to
+    about `limit` bytes, in place: (bytes it now takes, the cut's description or None when it fit)."""
+    if raw_size <= limit:  # the common case: nothing to measure again
+        return raw_size, None
     name = next((key for key in _BODY_FIELDS if key in part), None)
     if name is None:
         return 0, None
@@ -128,7 +131,8 @@ def trial_record(case: str, trial: int, exchanges: Sequence[Any], credentials: f
     records: list[dict[str, Any]] = []
     used = 0
     for number, exchange in enumerate(exchanges, start=1):
-        record: dict[str, Any] = {"n": number, **exchange_to_dict(scrub_exchange(exchange, credentials))}
+        scrubbed = scrub_exchange(exchange, credentials)
+        record: dict[str, Any] = {"n": number, **exchange_to_dict(scrubbed)}
         cuts: dict[str, str] = {}
         for side in ("request", "response"):
             room = max_trial_bytes - used
@@ -138,7 +142,7 @@ def trial_record(case: str, trial: int, exchanges: Sequence[Any], credentials: f
                     else f"the trial's exchanges reached {max_trial_bytes:,} bytes")
             else:
                 limit, why = BODY_MIN_BYTES, f"the trial's exchanges reached {max_trial_bytes:,} bytes"
-            kept, cut = _cap_body(record[side], limit, why)
+            kept, cut = _cap_body(record[side], limit, why, len(getattr(scrubbed, f"{side}_body")))
             used += kept
             if cut is not None:
                 cuts[side] = cut
@@ -189,7 +193,7 @@ class ExchangeLog:
         if self._fd is None or self.problem is not None:
             return
         line = _dumps(trial_record(case, trial, exchanges, credentials, max_trial_bytes=self.max_trial_bytes))
-        if self._write(line):
+        if self._write(line, tuple(value.decode("utf-8", "replace") for value in credentials)):
             self.trials += 1
 
     def rename(self, path: Path) -> None:
@@ -213,8 +217,10 @@ class ExchangeLog:
         except OSError:
             pass
 
-    def _write(self, line: str) -> bool:
-        data = (scrub_text(line) + "\n").encode("utf-8", "surrogatepass")  # never a key in an artefact
+    def _write(self, line: str, extra: tuple[str, ...] = ()) -> bool:
+        # The whole line again, as the journal's: a body kept as data was parsed, so a key its JSON wrote with
+        # escapes (\u0073k-...) is written out plainly, and only this pass sees it.
+        data = (scrub_text(line, extra) + "\n").encode("utf-8", "surrogatepass")
         with self._lock:
             if self._fd is None or self.problem is not None:
                 return False

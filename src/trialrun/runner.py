@@ -372,8 +372,14 @@ def _link_turns(trajectory: Trajectory, exchanges: list[Any]) -> None:
     agent's turns are not the wire's, and a wrong link is worse than none)."""
     if not trajectory.all_turns or any(turn.exchange is not None for turn in trajectory.all_turns):
         return
-    from .wire import decode_trajectory
+    from .wire import codec_for, decode_trajectory
 
+    if not trajectory.other_conversations:  # the common case, cheaply: one loop, a turn per answered model call
+        answered = [n for n, e in enumerate(exchanges, start=1) if 200 <= e.status < 300 and codec_for(e.path)]
+        if len(answered) == len(trajectory.turns):
+            for turn, number in zip(trajectory.turns, answered):
+                turn.exchange = number
+            return
     observed = decode_trajectory(exchanges)
     mine, seen = trajectory.conversations, observed.conversations
     if len(mine) != len(seen) or any(len(a.turns) != len(b.turns) for a, b in zip(mine, seen)):

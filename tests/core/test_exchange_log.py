@@ -66,6 +66,23 @@ def test_credentials_in_headers_and_bodies_never_reach_the_record(tmp_path: Path
     assert "REDACTED" in stored["request"]["body"]["messages"][1]["content"]
 
 
+def test_a_key_written_with_json_escapes_is_scrubbed_once_it_is_plain(tmp_path: Path) -> None:
+    key = "sk-proj-" + secrets.token_hex(20)
+    token = secrets.token_hex(12)
+    escaped = "".join(f"\\u{ord(c):04x}" for c in key)  # the body's JSON spells every character as an escape
+    body = ('{"model": "m", "messages": [{"role": "user", "content": "' + escaped + " "
+            + "".join(f"\\u{ord(c):04x}" for c in token) + '"}]}').encode()
+    assert key.encode() not in body
+    path = tmp_path / "results_x.exchanges.ndjson"
+    log = ExchangeLog.open(path, run_id="r")
+    log.write("c", 1, [_exchange(body)], frozenset({token.encode()}))
+    log.close()
+    text = path.read_text(encoding="utf-8")
+    assert key not in text and token not in text and escaped not in text
+    assert read_trial_exchanges(path, "c", 1).exchanges[0]["request"]["body"]["messages"][0]["content"] == (
+        "REDACTED REDACTED")
+
+
 def test_a_key_split_across_stream_events_is_scrubbed_before_it_is_cut() -> None:
     key = "sk-ant-" + secrets.token_hex(20)
     halves = (key[:12], key[12:])
