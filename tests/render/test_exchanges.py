@@ -108,3 +108,29 @@ def test_a_sidecar_a_killed_run_cut_short_says_so(sdk_run: SdkRun, tmp_path: Pat
 def test_a_trial_that_is_not_there_is_a_404_that_says_so(sdk_run: SdkRun, params: dict[str, Any], status: int) -> None:
     response = _page(sdk_run.results, sdk_run.stem, **params)
     assert response.status_code == status and ("no test" in response.text or "has no trial" in response.text)
+
+
+def test_a_hostile_sidecar_is_shown_as_text_and_never_breaks_the_page(sdk_run: SdkRun, tmp_path: Path) -> None:
+    """A sidecar is a file anyone could have edited: HTML and script in every field are escaped, fields of the wrong
+    type are a note, and the page still renders (200)."""
+    folder = tmp_path / "eval"
+    shutil.copytree(sdk_run.results, folder)
+    evil = "</pre></details><script>alert(1)</script><img src=x onerror=alert(2)>"
+    exchanges = [
+        {"n": 1, "request": {"method": evil, "url": "javascript:alert(3)//" + evil, "headers": {evil: evil},
+                             "body_text": evil}, "response": {"status": evil, "headers": {"x": evil}, "body": {evil: [evil]}},
+         "cut": {"request": evil}},
+        {"n": 2, "request": ["not", "a", "mapping"], "response": {"status": 200, "stream": "data: " + evil + "\n\n"}},
+        {"n": 3, "request": {"method": "POST", "url": "https://api.openai.com/v1/chat/completions"},
+         "response": {"status": 200, "headers": None, "body_base64": 12}},
+    ]
+    lines = [{"event": "start", "exchanges_version": 1, "kept": True},
+             {"event": "trial", "case": TEST, "trial": 1, "exchanges": exchanges}]
+    (folder / sdk_run.sidecar.name).write_text("".join(json.dumps(line, separators=(",", ":")) + "\n" for line in lines))
+    response = _page(folder, sdk_run.stem)
+    assert response.status_code == 200
+    html = response.text
+    assert "<script" not in html and "<img" not in html  # the page itself has no script: any would be injected
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert html.count('<details class="raw-exchange"') == 3  # each turn's exchange, shown as the file has it
+    assert "Raw server-sent events (1)" in html and "bytes that are not text" in html

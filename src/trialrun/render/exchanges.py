@@ -55,14 +55,14 @@ def _headers(headers: Any) -> str:
 
 def _assembled(url: str, stream: str) -> str:
     """The message a streamed response adds up to, read by the codec of its API (what the trajectory holds)."""
-    from ..wire import WireError, codec_for
+    from ..wire import codec_for
 
     codec = codec_for(urlsplit(url).path)
     if codec is None:
         return ""
     try:
         response = codec.decode_response(stream, True)
-    except (WireError, ValueError, KeyError, TypeError) as exc:
+    except Exception as exc:  # noqa: BLE001 - a sidecar is a file: whatever it holds, the page shows
         return f'<p class="muted">The stream could not be assembled into a message: {escape(str(exc))}</p>'
     message: dict[str, Any] = {"text": response.text,
                                "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.raw_arguments or c.arguments}
@@ -97,7 +97,16 @@ def _body(part: dict[str, Any], url: str, side: str) -> str:
 
 def exchange_details(record: dict[str, Any], *, label: str = "Raw request and response") -> str:
     """One exchange as a collapsed `<details>`: request (method, URL, headers, body) and response (status, headers,
-    body; a stream as its assembled message and its raw events), with what the size cap cut."""
+    body; a stream as its assembled message and its raw events), with what the size cap cut. A record that cannot
+    be shown (a hand-edited file) is a note saying why, never an error page."""
+    try:
+        return _details(record, label)
+    except Exception as exc:  # noqa: BLE001 - a sidecar is a file: whatever it holds, the page renders
+        return (f'<p class="alert warn no-link">Exchange {escape(str(record.get("n")))} cannot be shown: the exchanges '
+                f"file holds something unexpected there ({escape(type(exc).__name__)}: {escape(str(exc)[:200])}).</p>")
+
+
+def _details(record: dict[str, Any], label: str) -> str:
     request = record.get("request") if isinstance(record.get("request"), dict) else {}
     response = record.get("response") if isinstance(record.get("response"), dict) else {}
     number = record.get("n")
