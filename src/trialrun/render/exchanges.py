@@ -61,7 +61,7 @@ def _assembled(url: str, stream: str) -> str:
     if codec is None:
         return ""
     try:
-        response = codec.decode_response(stream, True)
+        response = codec.decode_response(stream.encode("utf-8", "surrogatepass"), True)
     except Exception as exc:  # noqa: BLE001 - a sidecar is a file: whatever it holds, the page shows
         return f'<p class="muted">The stream could not be assembled into a message: {escape(str(exc))}</p>'
     message: dict[str, Any] = {"text": response.text,
@@ -107,12 +107,12 @@ def exchange_details(record: dict[str, Any], *, label: str = "Raw request and re
 
 
 def _details(record: dict[str, Any], label: str) -> str:
-    request = record.get("request") if isinstance(record.get("request"), dict) else {}
-    response = record.get("response") if isinstance(record.get("response"), dict) else {}
+    request: dict[str, Any] = record["request"] if isinstance(record.get("request"), dict) else {}
+    response: dict[str, Any] = record["response"] if isinstance(record.get("response"), dict) else {}
     number = record.get("n")
     method, url = str(request.get("method", "?")), str(request.get("url", ""))
     status = response.get("status", "?")
-    cuts = record.get("cut") if isinstance(record.get("cut"), dict) else {}
+    cuts: dict[str, Any] = record["cut"] if isinstance(record.get("cut"), dict) else {}
 
     def cut(side: str) -> str:
         return f'<p class="alert warn cut">{escape(side)} body: {escape(str(cuts[side]))}</p>' if side in cuts else ""
