@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from html import unescape
 import shutil
 from pathlib import Path
 from typing import Any
@@ -134,3 +135,34 @@ def test_a_hostile_sidecar_is_shown_as_text_and_never_breaks_the_page(sdk_run: S
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert html.count('<details class="raw-exchange"') == 3  # each turn's exchange, shown as the file has it
     assert "Raw server-sent events (1)" in html and "bytes that are not text" in html
+
+
+TRAFFIC = Path(__file__).resolve().parents[1] / "fixtures" / "provider-traffic"
+
+
+@pytest.mark.parametrize("folder", ["anthropic-stream", "openai-chat-stream", "openai-responses-stream",
+                                    "gemini-stream"])
+def test_real_streamed_traffic_is_shown_as_its_message_and_its_events(folder: str) -> None:
+    """Recorded provider streams, through the sidecar and onto the page: each streamed turn's exchange shows the
+    message the stream adds up to (the same text the trajectory read from it) and its raw events."""
+    from trialrun._cassette_io import load_exchanges
+    from trialrun._exchange_log import trial_record
+    from trialrun.render.exchanges import exchange_details
+    from trialrun.wire import decode_trajectory
+
+    checked = 0
+    for cassette in sorted((TRAFFIC / folder).glob("*.yaml")):
+        exchanges = load_exchanges(cassette)
+        turns = [turn for turn in decode_trajectory(exchanges).all_turns if turn.exchange is not None]
+        records = {r["n"]: r for r in trial_record("c", 1, exchanges)["exchanges"]}
+        for turn in turns:
+            record = records[turn.exchange]
+            if "stream" not in record["response"] or "cut" in record or not turn.text.strip():
+                continue
+            html = exchange_details(record)
+            assert "Raw server-sent events" in html and "Assembled message" in html, cassette.name
+            assembled = re.search(r'<pre class="assembled">(.*?)</pre>', html, re.S)
+            assert assembled is not None
+            assert json.loads(unescape(assembled.group(1)))["text"] == turn.text
+            checked += 1
+    assert checked, f"no streamed turn with text in {folder}"
