@@ -116,3 +116,18 @@ def test_turns_of_two_transports_are_numbered_across_the_trial() -> None:
     trajectory = report.cases[0].trials[0].trajectory
     assert [turn.exchange for turn in trajectory.turns] == [1, 2, 3]
     assert kept == [(1, ["m", "m", "m"])]
+
+
+def test_trials_run_elsewhere_leave_a_sidecar_that_says_where_their_exchanges_are(tmp_path: Path) -> None:
+    from trialrun._runs import RunRecorder
+    from trialrun.store import ResultsStore
+
+    case = tr.Case("c", lambda ctx: "x", expect_outcome=[tr.expect.contains("x")])
+    recorder = RunRecorder.start(ResultsStore(tmp_path), [case], trials=1, include_live_canary=False,
+                                 config_snapshot={}, remote="the executor 'ray'")
+    assert recorder.exchanges is not None
+    sidecar = recorder.exchanges.path
+    found = read_trial_exchanges(sidecar, "c", 1)
+    assert found.problem == "this run kept no raw exchanges: the trials ran on the executor 'ray', where their exchanges stay"
+    recorder.drop()  # a run that failed before any trial: its empty journal and sidecar go
+    assert not sidecar.exists() and not list(tmp_path.iterdir())
