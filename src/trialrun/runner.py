@@ -349,7 +349,7 @@ class _Runner:
             teardown_error, cancelled = await self._teardown(case, ctx)
             if cancelled is not None and not graded:
                 raise cancelled
-        if self.on_exchanges is not None:
+        if ctx._transports or self.on_exchanges is not None:
             self._keep_exchanges(case, trial, ctx, run)
         result = _trial_result(trial, run, verdicts, error, teardown_error, time.perf_counter() - started)
         if cancelled is not None:  # stopped while its teardown ran: the trial itself finished, and is kept
@@ -357,13 +357,14 @@ class _Runner:
         return result
 
     def _keep_exchanges(self, case: Case, trial: int, ctx: TrialContext, run: Run | None) -> None:
-        """Hand the trial's exchanges to `on_exchanges`; an agent that built its own trajectory (the reference
-        agent) first gets its turns linked to the exchanges they came from."""
+        """Link the turns of an agent that built its own trajectory (the reference agent) to the exchanges they came
+        from (here, where a trial on Ray runs too, so both report the same), and hand the exchanges to
+        `on_exchanges`."""
         exchanges = ctx.exchanges()
         if run is not None:
             _link_turns(run.trajectory, exchanges)
-        assert self.on_exchanges is not None
-        self.on_exchanges(case, trial, exchanges, ctx.credentials())
+        if self.on_exchanges is not None:
+            self.on_exchanges(case, trial, exchanges, ctx.credentials())
 
 
 def _link_turns(trajectory: Trajectory, exchanges: list[Any]) -> None:
