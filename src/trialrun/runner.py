@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import functools
 import inspect
 import signal
 import threading
@@ -373,10 +374,10 @@ def _link_turns(trajectory: Trajectory, exchanges: list[Any]) -> None:
     agent's turns are not the wire's, and a wrong link is worse than none)."""
     if not trajectory.all_turns or any(turn.exchange is not None for turn in trajectory.all_turns):
         return
-    from .wire import codec_for, decode_trajectory
+    from .wire import decode_trajectory
 
     if not trajectory.other_conversations:  # the common case, cheaply: one loop, a turn per answered model call
-        answered = [n for n, e in enumerate(exchanges, start=1) if 200 <= e.status < 300 and codec_for(e.path)]
+        answered = [n for n, e in enumerate(exchanges, start=1) if 200 <= e.status < 300 and _model_url(e.url)]
         if len(answered) == len(trajectory.turns):
             for turn, number in zip(trajectory.turns, answered):
                 turn.exchange = number
@@ -388,6 +389,16 @@ def _link_turns(trajectory: Trajectory, exchanges: list[Any]) -> None:
     for a, b in zip(mine, seen):
         for turn, decoded in zip(a.turns, b.turns):
             turn.exchange = decoded.exchange
+
+
+@functools.lru_cache(maxsize=256)
+def _model_url(url: str) -> bool:
+    """Whether a request URL is a model call (some wire codec owns its path); the same few URLs, every trial."""
+    from urllib.parse import urlsplit
+
+    from .wire import codec_for
+
+    return codec_for(urlsplit(url).path) is not None
 
 
 class _FinishedThenCancelled(asyncio.CancelledError):
