@@ -131,3 +131,49 @@ def test_trials_run_elsewhere_leave_a_sidecar_that_says_where_their_exchanges_ar
     assert found.problem == "this run kept no raw exchanges: the trials ran on the executor 'ray', where their exchanges stay"
     recorder.drop()  # a run that failed before any trial: its empty journal and sidecar go
     assert not sidecar.exists() and not list(tmp_path.iterdir())
+
+
+def test_exchanges_are_streamed_out_not_held_for_the_run(tmp_path: Path) -> None:
+    """Each trial's exchanges (two 300 KB requests) go to the sidecar as it finishes and are let go: the memory the
+    run holds (after a collection, at each trial's end) does not grow with the trials done."""
+    import gc
+    import tracemalloc
+
+    from trialrun._exchange_log import ExchangeLog
+
+    system = "s" * 300_000
+
+    def invoke(ctx: tr.TrialContext) -> str:
+        model = ctx.scripted([tr.tool_call("look", q="a"), tr.reply("done")])
+        with ctx.http_client(model) as client:
+            messages = [{"role": "system", "content": system}, {"role": "user", "content": "go"}]
+            for _ in range(2):
+                answer = client.post("https://api.openai.com/v1/chat/completions", json={"model": "m", "messages": messages,
+                                     "tools": [{"type": "function", "function": {"name": "look"}}]}).json()
+                message = answer["choices"][0]["message"]
+                messages += [message] + [{"role": "tool", "tool_call_id": c["id"], "content": "x"}
+                                         for c in message.get("tool_calls") or []]
+        return "done"
+
+    held: list[int] = []
+    log = ExchangeLog.open(tmp_path / "results_x.exchanges.ndjson", run_id="r")
+
+    def keep(case: tr.Case, trial: int, exchanges: list, credentials: frozenset[bytes]) -> None:
+        log.write(case.name, trial, exchanges, credentials)
+        del exchanges[:]  # this trial's own list (its transport still holds them until the trial is let go)
+        gc.collect()
+        held.append(tracemalloc.get_traced_memory()[0])
+
+    case = tr.Case("big", invoke, expect_outcome=[tr.expect.contains("done")])
+    evaluate([case], trials=1)  # warm: what is imported on first use is not the run's memory
+    tracemalloc.start()
+    try:
+        evaluate([case], trials=12, concurrency=1, on_exchanges=keep)
+    finally:
+        tracemalloc.stop()
+        log.close()
+    assert log.trials == 12
+    growth = (held[-1] - held[2]) / 9
+    assert growth < 100_000, f"{growth / 1024:.0f} KiB more held per trial (each trial sends 600 KB)"
+    found = read_trial_exchanges(log.path, "big", 12)
+    assert "strings longer than" in found.exchanges[0]["cut"]["request"]  # each big body capped, saying so
