@@ -147,9 +147,9 @@ def _turn(turn: Turn, index: int, records: dict[int, dict[str, Any]], log: Trial
     elif turn.exchange in records:
         parts.append(exchange_details(records[turn.exchange]))
     else:
-        why = log.problem or "the sidecar has no exchange of that number"
-        parts.append(f'<p class="alert warn no-link">Read from exchange {turn.exchange}, which cannot be shown: '
-                     f"{escape(why)}</p>")
+        why = "see the note at the top" if not log.found else "the exchanges file has no exchange of that number"
+        parts.append(f'<p class="alert warn no-link">Read from exchange {turn.exchange}, which cannot be shown '
+                     f"({escape(why)}).</p>")
     return f'<li class="turn" data-turn="{index}">{"".join(parts)}</li>'
 
 
