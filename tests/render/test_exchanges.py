@@ -71,7 +71,7 @@ def test_the_trial_page_shows_each_turns_exchange_collapsed_and_escaped(sdk_run:
     assert details == ["1", "2", "3"] and "<details open" not in html  # one per turn, all collapsed
     assert "<script>alert" not in html and "onerror=\"alert" not in html  # the hostile tool result, escaped
     assert "&lt;script&gt;alert(&quot;xss&quot;)&lt;/script&gt;" in html
-    assert "Assembled message" in html and f"&quot;text&quot;: &quot;{TITLE}&quot;" in html  # the stream, read
+    assert "Assembled message" in html and f"\"text\": \"{TITLE}\"" in html  # the stream, read
     assert "Raw server-sent events" in html
     blocks = re.findall(r'<details class="raw-exchange".*?</div></details>', html, re.S)  # each ends so
     raw = "".join(blocks)

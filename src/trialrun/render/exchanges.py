@@ -46,6 +46,11 @@ def _pretty(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, indent=2, default=str)
 
 
+def _text(value: str) -> str:
+    """Element text, escaped (`<`, `>`, `&`; quotes need no escape outside attributes, and JSON is full of them)."""
+    return escape(value, quote=False)
+
+
 def _headers(headers: Any) -> str:
     if not isinstance(headers, dict) or not headers:
         return '<p class="muted">(no headers)</p>'
@@ -75,20 +80,20 @@ def _assembled(url: str, stream: str) -> str:
                             "cached_input_tokens": response.usage.cached_input_tokens}
     if response.notes:
         message["notes"] = response.notes
-    return f'<h6>Assembled message</h6><pre class="assembled">{escape(_pretty(message))}</pre>'
+    return f'<h6>Assembled message</h6><pre class="assembled">{_text(_pretty(message))}</pre>'
 
 
 def _body(part: dict[str, Any], url: str, side: str) -> str:
     if "body" in part:
-        return f'<pre class="json body" data-part="{side}">{escape(_pretty(part["body"]))}</pre>'
+        return f'<pre class="json body" data-part="{side}">{_text(_pretty(part["body"]))}</pre>'
     if "stream" in part:
         stream = str(part["stream"])
         events = stream.count("\n\n")
         return (_assembled(url, stream)
                 + f'<details class="raw-events"><summary>Raw server-sent events ({events})</summary>'
-                  f'<pre class="stream body" data-part="{side}">{escape(stream)}</pre></details>')
+                  f'<pre class="stream body" data-part="{side}">{_text(stream)}</pre></details>')
     if "body_text" in part:
-        return f'<pre class="text body" data-part="{side}">{escape(str(part["body_text"]))}</pre>'
+        return f'<pre class="text body" data-part="{side}">{_text(str(part["body_text"]))}</pre>'
     if "body_base64" in part:
         size = len(str(part["body_base64"])) * 3 // 4
         return f'<p class="muted">{size:,} bytes that are not text (kept as base64 in the sidecar).</p>'
