@@ -192,7 +192,12 @@ class ExchangeLog:
         """One finished trial's exchanges, scrubbed and capped, in one write."""
         if self._fd is None or self.problem is not None:
             return
-        line = _dumps(trial_record(case, trial, exchanges, credentials, max_trial_bytes=self.max_trial_bytes))
+        try:
+            line = _dumps(trial_record(case, trial, exchanges, credentials, max_trial_bytes=self.max_trial_bytes))
+        except Exception as exc:  # noqa: BLE001 - a body nobody foresaw must not stop the run: say so at its end
+            self.problem = (f"{self.path}: the exchanges of trial {trial} of {case!r} could not be written "
+                            f"({type(exc).__name__}: {exc}); raw exchanges stopped after {self.trials} trial(s)")
+            return
         if self._write(line, tuple(value.decode("utf-8", "replace") for value in credentials)):
             self.trials += 1
 

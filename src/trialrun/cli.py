@@ -308,7 +308,6 @@ def run(test_ids: tuple[str, ...], trials: int | None, tags: tuple[str, ...], na
     if live and not as_json:
         console.print(f"[yellow]live model {markup(config.model_spec)}: tests call the provider[/]")
     from ._runs import RunRecorder
-
     from .executor import resolve_executor
 
     remote = config.executor if resolve_executor(config.executor) is not None else None

@@ -188,3 +188,11 @@ def test_a_write_that_fails_stops_the_log_and_says_why(tmp_path: Path) -> None:
     log = ExchangeLog.open(tmp_path / "missing-folder" / "results_x.exchanges.ndjson", run_id="r")
     log.write("a", 1, [_exchange({"model": "m"})])
     assert log.trials == 0 and "no raw exchanges are kept" in (log.problem or "")
+
+
+def test_an_exchange_that_cannot_be_written_stops_the_log_not_the_run(tmp_path: Path) -> None:
+    log = ExchangeLog.open(tmp_path / "results_x.exchanges.ndjson", run_id="r")
+    log.write("a", 1, [object()])  # not an Exchange: whatever went wrong, the run goes on
+    assert log.trials == 0 and "the exchanges of trial 1 of 'a' could not be written" in (log.problem or "")
+    log.write("a", 2, [_exchange({"model": "m"})])
+    assert log.trials == 0  # stopped, and says why; the run's end names the problem
