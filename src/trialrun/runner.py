@@ -377,7 +377,8 @@ def _link_turns(trajectory: Trajectory, exchanges: list[Any]) -> None:
     from .wire import decode_trajectory
 
     if not trajectory.other_conversations:  # the common case, cheaply: one loop, a turn per answered model call
-        answered = [n for n, e in enumerate(exchanges, start=1) if 200 <= e.status < 300 and _model_url(e.url)]
+        answered = [n for n, e in enumerate(exchanges, start=1) if 200 <= e.status < 300
+                    and _model_url(e.url.partition("?")[0])]  # (a query may hold a key: not cached)
         if len(answered) == len(trajectory.turns):
             for turn, number in zip(trajectory.turns, answered):
                 turn.exchange = number
