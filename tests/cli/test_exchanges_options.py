@@ -177,3 +177,49 @@ def test_exchanges_are_streamed_out_not_held_for_the_run(tmp_path: Path) -> None
     assert growth < 100_000, f"{growth / 1024:.0f} KiB more held per trial (each trial sends 600 KB)"
     found = read_trial_exchanges(log.path, "big", 12)
     assert "strings longer than" in found.exchanges[0]["cut"]["request"]  # each big body capped, saying so
+
+
+HANG_AGENT = '''
+import time
+from pathlib import Path
+
+def run(prompt, ctx):
+    """Asks the model, then answers; the "hang" test waits forever (until the run is killed)."""
+    with ctx.http_client(ctx.model) as client:
+        body = {"model": "gpt-4.1-mini", "messages": [{"role": "user", "content": prompt}]}
+        reply = client.post("https://api.openai.com/v1/chat/completions", json=body).json()
+    if prompt == "hang":
+        Path("started.txt").write_text("x")
+        time.sleep(60)
+    return reply["choices"][0]["message"]["content"]
+'''
+
+
+@pytest.mark.skipif(__import__("sys").platform == "win32", reason="POSIX signals")
+def test_a_killed_run_keeps_the_exchanges_of_every_finished_trial(project: Path, cli, write_suite) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    (project / "hang_agent.py").write_text(HANG_AGENT)
+    tests = [{"id": name, "prompt": name, "expected_tools": [], "max_turns": 1, "success_criteria": "says hi"}
+             for name in ("q0", "q1", "hang")]
+    write_suite(_results(project) / "tests.json", tests)
+    (project / "h.yaml").write_text("".join(f"{t['id']}:\n  - reply: hi\n" for t in tests))
+    proc = subprocess.Popen([sys.executable, "-m", "trialrun", "run", "all", "-j", "1", "--agent", "hang_agent:run",
+                             "--model", "scripted:h.yaml"], cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.time() + 60
+    while not (project / "started.txt").exists():
+        assert proc.poll() is None and time.time() < deadline, proc.communicate()
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=30)
+    assert cli("recover").exit_code == 0
+    saved = _saved(project)
+    for name in ("q0", "q1"):  # finished before the kill: their exchanges are there, as their results are
+        kept = read_trial_exchanges(sidecar_path(saved), name, 1)
+        assert kept.problem is None
+        assert kept.exchanges[0]["request"]["body"]["messages"][0]["content"] == name
+    missing = read_trial_exchanges(sidecar_path(saved), "hang", 1)
+    assert not missing.found and "the run stopped before the trial finished" in (missing.problem or "")
