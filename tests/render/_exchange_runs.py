@@ -1,7 +1,7 @@
 """A real run whose raw exchanges the view shows: `trialrun run` (the real CLI) of a one-test suite whose agent is
 written over the official openai SDK, against the suite's scripted model. The agent's traffic carries planted
-credentials (an `Authorization: Bearer sk-proj-...` key, an `x-api-key` token it also echoes into its prompt, an
-`api_key=` value in its system prompt) and a hostile tool result (HTML and script), and after its loop it asks for
+credentials (an `Authorization: Bearer sk-proj-...` key, an `x-api-key` token it also echoes into its system
+prompt, an `api_key=` value there too) and a hostile tool result (HTML and script), and after its loop it asks for
 a title in a streamed side request, so the sidecar holds JSON and server-sent-event bodies of two conversations."""
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ NOTES = {{"shopping": {hostile!r}}}
 def run(prompt, ctx):
     client = openai.OpenAI(api_key=KEY, default_headers={{"x-api-key": ECHO}}, max_retries=0,
                            http_client=ctx.http_client(ctx.model, httpx2=True))
-    messages = [{{"role": "system", "content": "Answer from the notes. Config: api_key=" + BODY_KEY}},
-                {{"role": "user", "content": prompt + " (session " + ECHO + ")"}}]
+    messages = [{{"role": "system", "content": "Answer from the notes. Config: api_key=" + BODY_KEY
+                  + ", session " + ECHO}}, {{"role": "user", "content": prompt}}]
     while True:
         message = client.chat.completions.create(model="gpt-4.1-mini", messages=messages,
                                                  tools=[READ_NOTES]).choices[0].message

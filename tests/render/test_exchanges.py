@@ -35,7 +35,8 @@ def test_no_planted_secret_reaches_the_sidecar(sdk_run: SdkRun) -> None:
     for exchange in line["exchanges"]:
         headers = exchange["request"]["headers"]
         assert headers["authorization"] == "REDACTED" and headers["x-api-key"] == "REDACTED"
-    assert "REDACTED" in json.dumps(line["exchanges"][0]["request"]["body"]["messages"])  # the echoed token, api_key=
+    system = line["exchanges"][0]["request"]["body"]["messages"][0]["content"]
+    assert system == "Answer from the notes. Config: api_key=REDACTED, session REDACTED"  # api_key=, the echoed token
 
 
 def test_the_sidecar_holds_every_exchange_and_each_turn_names_its_own(sdk_run: SdkRun) -> None:
@@ -77,9 +78,7 @@ def test_the_trial_page_shows_each_turns_exchange_collapsed_and_escaped(sdk_run:
     raw = "".join(blocks)
     assert len(blocks) == 3 and raw.count("<th>authorization</th><td><code>REDACTED</code>") == 3
     for planted in sdk_run.planted:
-        assert planted not in raw
-    for planted in (sdk_run.key, sdk_run.body_key):  # (the echoed token is in the result file's prompt: see README)
-        assert planted not in html
+        assert planted not in raw and planted not in html
     assert 'id="exchanges-note"' not in html  # nothing is missing
 
 

@@ -225,7 +225,7 @@ def test_each_turn_shows_its_raw_request_and_response_collapsed_and_scrubbed(con
         events.locator("summary").click()
         assert "data: [DONE]" in side.locator('pre.stream[data-part="response"]').inner_text()
         text = p.locator("main").inner_text()
-        for planted in (sdk_run.key, sdk_run.body_key):
+        for planted in sdk_run.planted:
             assert planted not in text
         assert run.problems == []  # no console error, no dialog from the hostile HTML, nothing fetched elsewhere
         run.screenshot(tmp_path / "trial-exchanges.png")
