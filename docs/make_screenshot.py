@@ -1,13 +1,14 @@
 """Make docs/html-report.png: the HTML report of the bundled shellpilot examples, with the case whose prompt
 injection the policy denied expanded to its first trial's trajectory; and docs/view-runs.png and
 docs/view-diff.png: `trialrun view` over five real runs of the quickstart (the runs list with the suite trend, and
-the trajectory diff of the test the configuration change regressed).
+the trajectory diff of the test the configuration change regressed); and docs/view-trial.png: a trial of a run of
+an agent over the openai SDK, its first turn's raw request and response expanded.
 
 The page is drawn by headless Chromium through the very code the browser tests use (tests/render/_browser.py),
 so the README shows what the tests look at, not a drawing.
 
     python docs/make_screenshot.py [OUTPUT.png]
-    python docs/make_screenshot.py --view [FOLDER]      # view-runs.png and view-diff.png (needs trialrun[view])
+    python docs/make_screenshot.py --view [FOLDER]      # view-*.png (needs trialrun[view])
 
 Needs Playwright for Python (`pip install playwright`, no browser download) and Debian's Chromium
 (`apt-get install -y chromium`), or TRIALRUN_CHROMIUM pointing at another Chromium.
@@ -44,9 +45,27 @@ def view_screenshots(folder: Path) -> list[Path]:
             diff = _browser.open_url(context, f"{base}/diff?{urlencode({'test': REGRESSED, 'a': stems[1], 'b': stems[2]})}")
             written.append(diff.screenshot(folder / "view-diff.png"))
             problems = runs.problems + diff.problems
-            if problems:
-                raise RuntimeError(f"the view reported problems: {problems}")
+        written.append(_trial_screenshot(folder, Path(scratch)))
+        if problems:
+            raise RuntimeError(f"the view reported problems: {problems}")
     return written
+
+
+def _trial_screenshot(folder: Path, scratch: Path) -> Path:
+    """A trial's page, its first turn's raw exchange expanded (the run of tests/render/_exchange_runs.py)."""
+    from urllib.parse import urlencode
+
+    from _exchange_runs import TEST, make_sdk_run  # noqa: E402
+    from _history_runs import served  # noqa: E402
+
+    run = make_sdk_run(scratch)
+    with served(run.results) as base, _browser.chromium() as launched:
+        context = _browser.new_context(launched, width=1100, height=1500)
+        page = _browser.open_url(context, f"{base}/trial/{run.stem}?{urlencode({'test': TEST, 'trial': 1})}")
+        page.page.locator("details.raw-exchange summary").first.click()
+        if page.problems:
+            raise RuntimeError(f"the view reported problems: {page.problems}")
+        return page.screenshot(folder / "view-trial.png", full_page=False)
 
 
 def main(argv: list[str]) -> int:

@@ -1,6 +1,7 @@
 """A CLI run's records from start to end, so that no run is lost: its name reserved and its journal opened before
-the first trial, every finished trial journalled, the result file saved under the reserved name, and, when the
-results folder cannot take it (full, read-only), a fallback file in the temp folder that the message names."""
+the first trial, every finished trial journalled (and its raw exchanges appended to the run's exchanges sidecar,
+`_exchange_log`), the result file saved under the reserved name, and, when the results folder cannot take it (full,
+read-only), a fallback file in the temp folder that the message names."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from ._exchange_log import DEFAULT_MAX_TRIAL_BYTES, ExchangeLog, sidecar_path
 from .journal import Journal, case_plan
 from .results import RunReport, TrialResult
 from .store import LatestNotUpdated, ResultsStore, report_text
@@ -34,11 +36,16 @@ class RunRecorder:
         self.notes: list[str] = []
         self.warnings: list[str] = []
         self.save_problem = ""
+        #: The run's exchanges sidecar, None when it keeps none (`exchanges = false`, --no-exchanges).
+        self.exchanges: ExchangeLog | None = None
 
     @classmethod
     def start(cls, store: ResultsStore, cases: Sequence[Any], *, trials: int, include_live_canary: bool,
-              config_snapshot: dict[str, Any]) -> RunRecorder:
-        """Clean up after runs killed while writing, reserve this run's name and write the journal's start line."""
+              config_snapshot: dict[str, Any], exchanges: bool = True,
+              exchanges_max_bytes: int = DEFAULT_MAX_TRIAL_BYTES, remote: str | None = None) -> RunRecorder:
+        """Clean up after runs killed while writing, reserve this run's name and write the journal's start line
+        (and the exchanges sidecar's, unless `exchanges` is off; `remote` names where trials run when that is not
+        this process, whose exchanges stay there)."""
         from .runner import select_cases
 
         removed = store.remove_stale_temps()
@@ -57,14 +64,25 @@ class RunRecorder:
         plans = [case_plan(case, trials, skip_reason=reasons.get(case.name)) for case in cases]
         journal.start(run_id=recorder.run_id, started_at=started, trial_count=trials, cases=plans,
                       config_snapshot=config_snapshot)
+        if exchanges:
+            why = f"the trials ran on {remote}, where their exchanges stay" if remote else None
+            recorder.exchanges = ExchangeLog.open(sidecar_path(store.directory / stem), run_id=recorder.run_id,
+                                                  max_trial_bytes=exchanges_max_bytes, kept=remote is None, why=why)
         return recorder
 
     def trial(self, case: Any, result: TrialResult) -> None:
         if self.journal is not None:
             self.journal.append(case.name, result)
 
+    def trial_exchanges(self, case: Any, trial: int, exchanges: list[Any], credentials: frozenset[bytes]) -> None:
+        """A finished trial's exchanges, to the sidecar (the runner's `on_exchanges`)."""
+        if self.exchanges is not None:
+            self.exchanges.write(case.name, trial, exchanges, credentials)
+
     def abandon(self) -> str:
         """The run is given up on (a second Ctrl-C): keep the journal as it is, for `trialrun recover`."""
+        if self.exchanges is not None:
+            self.exchanges.close()
         if self.journal is None:
             return "this run was not saved"
         self.journal.close(None)
@@ -77,6 +95,11 @@ class RunRecorder:
                 self.journal.close(None)
             else:
                 self.journal.remove()
+        if self.exchanges is not None:
+            if self.exchanges.trials:
+                self.exchanges.close()
+            else:
+                self.exchanges.remove()
 
     def save(self, report: RunReport) -> tuple[Path | None, Path | None]:
         """Save under the reserved name: (the result file, None); when the results folder cannot take it,
@@ -86,6 +109,10 @@ class RunRecorder:
             journal.close(report.status)
             if journal.problem:
                 self.warnings.append(f"the journal stopped: {journal.problem}")
+        if self.exchanges is not None:
+            self.exchanges.close()
+            if self.exchanges.problem:
+                self.warnings.append(f"raw exchanges not kept: {self.exchanges.problem}")
         try:
             saved = self.store.save(report, stem=self.stem)
         except LatestNotUpdated as exc:  # saved; only the pointer to it failed
@@ -96,6 +123,8 @@ class RunRecorder:
             return None, self._fallback(report)
         if journal is not None:
             journal.remove()
+        if self.exchanges is not None and saved.name != f"{self.stem}.json":
+            self.exchanges.rename(sidecar_path(saved))  # the reserved name was taken meanwhile
         return saved, None
 
     def _fallback(self, report: RunReport) -> Path | None:

@@ -43,6 +43,7 @@ __all__ = [
     "is_secret_name",
     "RESPONSE_HEADERS_KEPT",
     "SENSITIVE_HEADERS",
+    "credential_values",
 ]
 
 REDACTED = "REDACTED"
@@ -352,6 +353,21 @@ RESPONSE_HEADERS_KEPT = frozenset({
 _RESPONSE_HEADER_PREFIXES = ("x-ratelimit-", "anthropic-ratelimit-")
 _SECRET_HEADER = re.compile(r"auth|key|token|secret|password|cookie|session|signature|credential", re.IGNORECASE)
 _SECRET_QUERY = re.compile(r"(?i)^(?:key|sig|signature|code|auth|.*(?:api[_-]?key|token|secret|password|passwd))$")
+
+
+_BEARER_PREFIX = re.compile(r"^(?:bearer|basic|token)\s+", re.IGNORECASE)
+
+
+def credential_values(headers: Any) -> set[bytes]:
+    """The credential values (without a `Bearer ` prefix) carried by sensitive headers (a mapping, or (name, value)
+    pairs); short ones are ignored."""
+    found: set[bytes] = set()
+    for name, value in (headers.items() if hasattr(headers, "items") else headers):
+        if name.lower() in SENSITIVE_HEADERS and name.lower() not in ("cookie", "set-cookie") and value != REDACTED:
+            token = _BEARER_PREFIX.sub("", value).strip()
+            if len(token) >= 8:
+                found.add(token.encode())
+    return found
 
 
 def scrub_headers(headers: dict[str, str], extra: Iterable[str] = (), *, response: bool = False) -> dict[str, str]:

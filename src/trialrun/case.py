@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
     from .endpoint import ModelEndpoint
     from .models import Cassette, ModelTransport, ScriptedModel
+    from .wire import Exchange
 
 __all__ = ["Case", "CaseError", "Problem", "TrialContext", "MODES", "validate_cases", "case"]
 
@@ -443,20 +444,39 @@ class TrialContext:
     def transports(self) -> list[Any]:
         return list(self._transports)
 
-    def trajectory(self) -> Trajectory:
-        """The trajectory observed through this trial's transports (in the order they were created). A transport that
-        serves as another's upstream (`ctx.cassette(p, "record", upstream=ctx.scripted(...))`) saw the same calls:
-        only the outer one, what the agent talked to, is counted."""
-        if len(self._transports) == 1:
-            return self._transports[0].trajectory()
+    def _outer(self) -> list[Any]:
+        """The transports the agent talked to: one that serves as another's upstream
+        (`ctx.cassette(p, "record", upstream=ctx.scripted(...))`) saw the same calls, and is left out."""
+        if len(self._transports) <= 1:
+            return list(self._transports)
         behind = {id(inner) for t in self._transports for inner in (getattr(t, "upstream", None), getattr(t, "inner", None))
                   if inner is not None}
-        outer = [t for t in self._transports if id(t) not in behind]
+        return [t for t in self._transports if id(t) not in behind]
+
+    def exchanges(self) -> list[Exchange]:
+        """The trial's recorded HTTP exchanges, numbered as `Turn.exchange` numbers them (from 1): each observed
+        transport's in arrival order, one transport after another in the order they were created."""
+        return [exchange for transport in self._outer() for exchange in transport.exchanges]
+
+    def credentials(self) -> frozenset[bytes]:
+        """The credential values the trial's requests carried in credential headers (recorded REDACTED): what a
+        writer of `exchanges()` removes wherever else they appear."""
+        return frozenset(v for t in self._transports for v in getattr(t, "credentials", ()))
+
+    def trajectory(self) -> Trajectory:
+        """The trajectory observed through this trial's transports (in the order they were created). A transport that
+        serves as another's upstream saw the same calls: only the outer one, what the agent talked to, is counted."""
+        outer = self._outer()
         if len(outer) == 1:
             return outer[0].trajectory()
         merged = Trajectory()
+        offset = 0
         for transport in outer:
             part = transport.trajectory()
+            for turn in part.all_turns:  # numbered across the trial, as `exchanges()` lists them
+                if turn.exchange is not None:
+                    turn.exchange += offset
+            offset += len(transport.exchanges)
             merged.turns.extend(part.turns)
             merged.commands.extend(part.commands)
             merged.denials.extend(part.denials)

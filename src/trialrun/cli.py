@@ -304,6 +304,8 @@ def main(verbose: bool = False, debug: bool = False) -> None:
 @click.option("--executor", metavar="local|ray[://ADDRESS]",
               help="Where trials run: local (default), ray (local Ray or $RAY_ADDRESS), ray://HOST:PORT. Needs trialrun[ray].")
 @click.option("--label", "labels", multiple=True, metavar="KEY=VALUE", help="Record a label in config_snapshot (repeatable).")
+@click.option("--no-exchanges", is_flag=True,
+              help="Keep no raw HTTP exchanges beside the result file (trialrun.toml: exchanges = false).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON (no table, no progress bar).")
 @click.option("--junit", "junit_path", type=click.Path(dir_okay=False), help="Also write JUnit XML here.")
 @click.option("--markdown", "markdown_path", type=click.Path(dir_okay=False), help="Also write a Markdown summary here.")
@@ -312,8 +314,8 @@ def main(verbose: bool = False, debug: bool = False) -> None:
 def run(test_ids: tuple[str, ...], trials: int | None, tags: tuple[str, ...], names: tuple[str, ...],
         include_live_canary: bool, suite: str | None, config_path: str | None, model: str | None, agent: str | None,
         api: str | None, judge: str | None, rubric: str | None, strict: bool, results_dir: str | None,
-        concurrency: int | None, executor: str | None, labels: tuple[str, ...], as_json: bool, junit_path: str | None, markdown_path: str | None,
-        no_summary: bool) -> None:
+        concurrency: int | None, executor: str | None, labels: tuple[str, ...], no_exchanges: bool, as_json: bool,
+        junit_path: str | None, markdown_path: str | None, no_summary: bool) -> None:
     """Run the suite, or the tests named (TEST_ID ...; `all` or nothing runs every test)."""
     _pause_gc()
     _import_httpx_without_its_cli()
@@ -325,7 +327,8 @@ def run(test_ids: tuple[str, ...], trials: int | None, tags: tuple[str, ...], na
     label_map = _labels(labels)
     config = _load_config(config_path, suite=Path(suite).resolve() if suite else None, model=model, agent=agent, api=api,
                           judge=judge, results_dir=Path(results_dir).resolve() if results_dir else None, trials=trials,
-                          concurrency=concurrency, rubric=rubric, executor=executor)
+                          concurrency=concurrency, rubric=rubric, executor=executor,
+                          exchanges=False if no_exchanges else None)
     if not as_json:
         _say(_config_note(config))
     _log_config(config)
@@ -364,9 +367,13 @@ def run(test_ids: tuple[str, ...], trials: int | None, tags: tuple[str, ...], na
     if live and not as_json:
         _print_styled(console, f"live model {clean(config.model_spec)}: tests call the provider", "yellow")
     from ._runs import RunRecorder
+    from .executor import resolve_executor
 
+    remote = config.executor if resolve_executor(config.executor) is not None else None
     recorder = RunRecorder.start(store, cases, trials=config.trials, include_live_canary=include_live_canary or live,
-                                 config_snapshot=snapshot)
+                                 config_snapshot=snapshot, exchanges=config.exchanges,
+                                 exchanges_max_bytes=config.exchanges_max_bytes,
+                                 remote=f"the executor {remote!r}" if remote else None)
     for note in recorder.notes:
         _say(f"note: {note}")
 
@@ -388,6 +395,7 @@ def run(test_ids: tuple[str, ...], trials: int | None, tags: tuple[str, ...], na
                 cases, trials=config.trials, run_id=recorder.run_id,
                 include_live_canary=include_live_canary or live, concurrency=config.concurrency or runner.DEFAULT_CONCURRENCY,
                 config_snapshot=snapshot, on_trial=on_trial, executor=config.executor,
+                on_exchanges=recorder.trial_exchanges if recorder.exchanges is not None else None,
             )
         except runner.EvaluationInterrupted as interrupted:
             report = interrupted.report

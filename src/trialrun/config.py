@@ -31,6 +31,10 @@ Every key is optional. Paths are relative to the file that names them. Command-l
     rate_limit = {requests_per_minute = 500, tokens_per_minute = 200000}  # a live model's provider limit,
                                              # shared by every trial (on Ray, by every worker); either key may be
                                              # left out; recorded in config_snapshot.rate_limit
+    exchanges = true                         # keep each trial's raw HTTP exchanges, scrubbed, beside the result
+                                             # file (results_<stamp>.exchanges.ndjson) for `trialrun view`;
+                                             # false (or --no-exchanges) keeps none
+    exchanges_max_bytes = 4194304            # cap on one trial's kept bodies (bodies past it are cut, saying so)
     [policy]                                 # a ToolPolicy
     deny_commands = ["rm -rf", "curl | sh"]
     [agent_options]                          # for a ready-made or command agent
@@ -47,7 +51,7 @@ import difflib
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, ValidationError, field_validator
 
 from ._files import read_text
 from ._toml import TomlError
@@ -139,6 +143,8 @@ class Config(BaseModel):
     concurrency: StrictInt | None = None
     executor: StrictStr | None = None
     rate_limit: dict[str, Any] | None = None
+    exchanges: StrictBool = True
+    exchanges_max_bytes: StrictInt = 4 * 2**20
     source: Path | None = Field(default=None, exclude=True, description="the file this came from")
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
 
@@ -199,6 +205,15 @@ class Config(BaseModel):
             raise ValueError("must be above 0 (a pass mark of 0 passes every test, whatever the agent does)")
         return value
 
+    @field_validator("exchanges_max_bytes")
+    @classmethod
+    def _exchanges_cap(cls, value: int) -> int:
+        from ._exchange_log import BODY_MIN_BYTES
+
+        if value < BODY_MIN_BYTES:
+            raise ValueError(f"must be at least {BODY_MIN_BYTES} (to keep none, set exchanges = false)")
+        return value
+
     @field_validator("turn_limit", "trials", "concurrency")
     @classmethod
     def _positive(cls, value: int | None) -> int | None:
@@ -251,7 +266,8 @@ class Config(BaseModel):
 
 #: What each kind of wrong value should have been, in TOML's words.
 _EXPECTED = {"string_type": "text (a quoted string)", "int_type": "a whole number", "float_type": "a number",
-             "list_type": "a list, e.g. [\"a\", \"b\"]", "dict_type": "a table", "path_type": "a path (text)"}
+             "list_type": "a list, e.g. [\"a\", \"b\"]", "dict_type": "a table", "path_type": "a path (text)",
+             "bool_type": "true or false"}
 
 
 def _describe(exc: ValidationError, where: str) -> str:

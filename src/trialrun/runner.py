@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import functools
 import inspect
 import signal
 import threading
@@ -31,6 +32,9 @@ __all__ = ["evaluate", "aevaluate", "select_cases", "run_one_trial", "Evaluation
 DEFAULT_CONCURRENCY = 16
 
 OnTrial = Callable[[Case, TrialResult], None]
+#: Called with each finished trial's recorded exchanges (`ctx.exchanges()`, numbered as its turns' `exchange`) and
+#: the credential values its requests carried (`ctx.credentials()`, to scrub wherever they were echoed).
+OnExchanges = Callable[[Case, int, list[Any], frozenset[bytes]], None]
 
 
 class EvaluationInterrupted(asyncio.CancelledError, KeyboardInterrupt):
@@ -180,10 +184,12 @@ class _Threads:
 
 
 class _Runner:
-    def __init__(self, concurrency: int, run_id: str | None, on_trial: OnTrial | None) -> None:
+    def __init__(self, concurrency: int, run_id: str | None, on_trial: OnTrial | None,
+                 on_exchanges: OnExchanges | None = None) -> None:
         self.concurrency = max(1, concurrency)
         self.run_id = run_id
         self.on_trial = on_trial
+        self.on_exchanges = on_exchanges
         self.threads = _Threads(asyncio.get_running_loop(), self.concurrency)
         #: Workdirs are removed by threads of their own, never on the event loop (a big tree's rmtree would stall
         #: every other trial) nor in the trial's time; the run waits for them before it returns.
@@ -350,10 +356,56 @@ class _Runner:
             teardown_error, cancelled = await self._teardown(case, ctx)
             if cancelled is not None and not graded:
                 raise cancelled
+        if ctx._transports or self.on_exchanges is not None:
+            self._keep_exchanges(case, trial, ctx, run)
         result = _trial_result(trial, run, verdicts, error, teardown_error, time.perf_counter() - started)
         if cancelled is not None:  # stopped while its teardown ran: the trial itself finished, and is kept
             raise _FinishedThenCancelled(result) from cancelled
         return result
+
+    def _keep_exchanges(self, case: Case, trial: int, ctx: TrialContext, run: Run | None) -> None:
+        """Link the turns of an agent that built its own trajectory (the reference agent) to the exchanges they came
+        from (here, where a trial on Ray runs too, so both report the same), and hand the exchanges to
+        `on_exchanges`."""
+        exchanges = ctx.exchanges()
+        if run is not None:
+            _link_turns(run.trajectory, exchanges)
+        if self.on_exchanges is not None:
+            self.on_exchanges(case, trial, exchanges, ctx.credentials())
+
+
+def _link_turns(trajectory: Trajectory, exchanges: list[Any]) -> None:
+    """Number the turns of a trajectory the agent reported itself (`Turn.exchange` is None) by decoding the
+    exchanges and pairing turns in order, conversation by conversation; left alone when the counts differ (the
+    agent's turns are not the wire's, and a wrong link is worse than none)."""
+    if not trajectory.all_turns or any(turn.exchange is not None for turn in trajectory.all_turns):
+        return
+    from .wire import decode_trajectory
+
+    if not trajectory.other_conversations:  # the common case, cheaply: one loop, a turn per answered model call
+        answered = [n for n, e in enumerate(exchanges, start=1) if 200 <= e.status < 300
+                    and _model_url(e.url.partition("?")[0])]  # (a query may hold a key: not cached)
+        if len(answered) == len(trajectory.turns):
+            for turn, number in zip(trajectory.turns, answered):
+                turn.exchange = number
+            return
+    observed = decode_trajectory(exchanges)
+    mine, seen = trajectory.conversations, observed.conversations
+    if len(mine) != len(seen) or any(len(a.turns) != len(b.turns) for a, b in zip(mine, seen)):
+        return
+    for a, b in zip(mine, seen):
+        for turn, decoded in zip(a.turns, b.turns):
+            turn.exchange = decoded.exchange
+
+
+@functools.lru_cache(maxsize=256)
+def _model_url(url: str) -> bool:
+    """Whether a request URL is a model call (some wire codec owns its path); the same few URLs, every trial."""
+    from urllib.parse import urlsplit
+
+    from .wire import codec_for
+
+    return codec_for(urlsplit(url).path) is not None
 
 
 class _FinishedThenCancelled(asyncio.CancelledError):
@@ -478,6 +530,7 @@ async def aevaluate(
     config_snapshot: dict[str, Any] | None = None,
     on_trial: OnTrial | None = None,
     executor: str | Any | None = None,
+    on_exchanges: OnExchanges | None = None,
 ) -> RunReport:
     """Async `evaluate`: runs on the current event loop. See `evaluate`.
 
@@ -494,7 +547,7 @@ async def aevaluate(
     remote = _trial_runner(executor, selected, run_id, concurrency)  # a case Ray workers cannot take is refused here
     started_at = datetime.now(timezone.utc)
     clock = time.perf_counter()
-    runner = _Runner(concurrency, run_id, on_trial)
+    runner = _Runner(concurrency, run_id, on_trial, on_exchanges)
     run_trial = remote.run_trial if remote is not None else runner.run_trial
     work = [(index, trial) for index, case in enumerate(selected) for trial in range(1, (case.trials or trials) + 1)]
     results: dict[tuple[int, int], TrialResult] = {}
@@ -599,6 +652,7 @@ def evaluate(
     config_snapshot: dict[str, Any] | None = None,
     on_trial: OnTrial | None = None,
     executor: str | Any | None = None,
+    on_exchanges: OnExchanges | None = None,
 ) -> RunReport:
     """Run every selected case `trials` times and report pass@1 and pass^k per case and for the run.
 
@@ -610,6 +664,9 @@ def evaluate(
     while they have their default action (which would kill the process and lose the run).
     `executor="ray"` (or "ray://HOST:PORT", or a `RayExecutor`) runs each trial on a Ray cluster instead, with
     the same semantics and the same report; `concurrency` is then cluster-wide.
+    `on_trial(case, result)` is called as each trial finishes; `on_exchanges(case, trial, exchanges, credentials)`
+    too, with the trial's recorded HTTP exchanges (not on Ray, where they stay on the worker): the CLI writes them to the
+    run's exchanges sidecar.
 
     >>> import trialrun as tr
     >>> report = tr.evaluate([tr.Case(name="greets", invoke=lambda ctx: "hello",
@@ -620,6 +677,7 @@ def evaluate(
     coro = aevaluate(
         cases, trials, names, tags, include_live_canary,
         concurrency=concurrency, run_id=run_id, config_snapshot=config_snapshot, on_trial=on_trial, executor=executor,
+        on_exchanges=on_exchanges,
     )
     try:
         asyncio.get_running_loop()

@@ -67,13 +67,19 @@ class ToolResult:
 
 @dataclass(slots=True)
 class Turn:
-    """One model response: its text, the tool calls it asked for, and the results the agent returned for them."""
+    """One model response: its text, the tool calls it asked for, and the results the agent returned for them.
+
+    `exchange` is the 1-based number, in arrival order, of the HTTP exchange of the trial the turn was read from
+    (the number observer notes use: "exchange 3 (POST /v1/messages)"); the raw exchange itself is kept beside the
+    result file (`results_<stamp>.exchanges.ndjson`) and shown by `trialrun view`. None when nobody observed it.
+    """
 
     text: str = ""
     tool_calls: list[ToolCall] = field(default_factory=list)
     tool_results: list[ToolResult] = field(default_factory=list)
     usage: Usage | None = None
     model: str | None = None
+    exchange: int | None = field(default=None, compare=False)
 
 
 @dataclass(slots=True)

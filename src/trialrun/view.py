@@ -9,6 +9,8 @@ run saved meanwhile, or one in progress (its journal), shows up without a restar
     /compare?a=<stem>&b=    two runs compared (the compare page of `trialrun compare --html`)
     /diff?test=&a=&b=&trial=  one test's trajectory in two runs, aligned turn by turn, first divergence marked
     /live/<stem>            a run in progress; /api/live/<stem> its progress as JSON (polled by the page)
+    /trial/<stem>?test=&trial=  one trial's turns, each with its raw request and response (collapsed), read from
+                            the run's exchanges sidecar (results_<stamp>.exchanges.ndjson)
 
 Starlette and uvicorn are imported only here, and this module only when `trialrun view` runs.
 """
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from urllib.parse import quote
 from typing import Any
 
 from ._history import History, load_history, read_journal
@@ -58,7 +61,30 @@ def create_app(directory: str | os.PathLike[str]) -> Any:
         entry = history().run(request.path_params["stem"])
         if entry is None:
             return not_found(f"no run {request.path_params['stem']} in {root}")
-        return html(report_html(entry.report))
+        link = f"/trial/{quote(entry.stem, safe='')}?test={{test}}&trial={{trial}}"
+        return html(report_html(entry.report, trial_link=link))
+
+    async def trial(request: Request) -> Response:
+        from ._exchange_log import read_trial_exchanges, sidecar_path
+        from .render.exchanges import trial_page
+
+        stem = request.path_params["stem"]
+        entry = history().run(stem)
+        if entry is None:
+            return not_found(f"no run {stem} in {root}")
+        name = request.query_params.get("test", "")
+        case = next((c for c in entry.report.cases if c.name == name), None)
+        if case is None:
+            return not_found(f"no test {name!r} in run {entry.stem}")
+        try:
+            number = int(request.query_params.get("trial", "1"))
+        except ValueError:
+            number = 0
+        chosen = next((t for t in case.trials if t.trial == number), None)
+        if chosen is None:
+            return not_found(f"test {name!r} has no trial {request.query_params.get('trial', '')} in run {entry.stem}")
+        log = read_trial_exchanges(sidecar_path(entry.path), name, number)
+        return html(trial_page(entry, name, chosen, log))
 
     async def test(request: Request) -> Response:
         name = request.path_params["name"]
@@ -122,7 +148,7 @@ def create_app(directory: str | os.PathLike[str]) -> Any:
     return Starlette(middleware=[hosts], routes=[
         Route("/", index), Route("/run/{stem}", run), Route("/test/{name:path}", test),
         Route("/compare", compare_page), Route("/diff", diff), Route("/live/{stem}", live),
-        Route("/api/live/{stem}", live_api),
+        Route("/api/live/{stem}", live_api), Route("/trial/{stem}", trial),
     ])
 
 

@@ -6,6 +6,7 @@ nothing beyond the local server. Screenshots are saved under each test's tmp dir
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -110,7 +111,10 @@ def test_the_trajectory_diff_marks_the_first_divergence(context: Any, base: str,
     raw = p.locator("details#raw-exchanges")
     assert raw.get_attribute("open") is None  # collapsed by default
     raw.locator("summary").click()
-    assert "do not store raw exchanges" in raw.inner_text()
+    links = raw.locator("a.trial-link")
+    assert links.all_inner_texts() == ["before", "after"]
+    assert [links.nth(i).get_attribute("href") for i in range(2)] == [
+        f"/trial/{stem}?{urlencode({'test': REGRESSED, 'trial': 1})}" for stem in stems[3:5]]
     page.screenshot(tmp_path / "trajectory-diff.png")
     # v1 -> v2: a different tool from the first call on
     page = _open(context, f"{base}/diff?{urlencode({'test': REGRESSED, 'a': stems[1], 'b': stems[2]})}")
@@ -170,3 +174,61 @@ def test_the_static_history_export_opens_offline(context: Any, results: Path, tm
     block.locator("summary").click()
     assert block.locator('circle.pt[data-series="pass@1"]').count() == len(RUNS)
     assert block.locator("circle.regression").count() == 1
+
+
+@pytest.fixture(scope="module")
+def sdk_run(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    from _exchange_runs import make_sdk_run
+
+    return make_sdk_run(tmp_path_factory.mktemp("sdk"))
+
+
+def test_each_turn_shows_its_raw_request_and_response_collapsed_and_scrubbed(context: Any, sdk_run: Any,
+                                                                            tmp_path: Path) -> None:
+    """A real run over the official openai SDK: from the run page to the trial's page, where every turn's raw
+    exchange is collapsed; expanded, it shows the request's model and tool JSON and the REDACTED Authorization, the
+    hostile tool result as text, and the streamed side request as its assembled message and raw events."""
+    from _exchange_runs import HOSTILE, TEST, TITLE
+
+    with served(sdk_run.results) as url:
+        run = _browser.open_url(context, f"{url}/run/{sdk_run.stem}", ready="html[data-ready='1']")
+        trial = run.expand_trial(run.expand_case(TEST), 1)
+        trial.locator("a.trial-link").click()
+        run.page.wait_for_selector("details.raw-exchange")
+        p = run.page
+        assert p.locator("h1").inner_text() == f"{TEST} · trial 1"
+        raw = p.locator("details.raw-exchange")
+        assert raw.evaluate_all("ds => ds.map(d => [d.dataset.exchange, d.open])") == [["1", False], ["2", False],
+                                                                                     ["3", False]]
+        first = raw.nth(0)
+        request_body = first.locator('pre.body[data-part="request"]')
+        assert not request_body.is_visible()  # collapsed by default
+        first.locator("summary").first.click()
+        assert request_body.is_visible()
+        body = json.loads(request_body.inner_text())
+        assert body["model"] == "gpt-4.1-mini" and body["tools"][0]["function"]["name"] == "read_notes"
+        headers = dict(zip(first.locator(".request table.headers th").all_inner_texts(),
+                           first.locator(".request table.headers td").all_inner_texts()))
+        assert headers["authorization"] == "REDACTED" and headers["x-api-key"] == "REDACTED"
+        assert first.locator(".request .request-line").inner_text() == "POST https://api.openai.com/v1/chat/completions"
+        assert json.loads(first.locator('pre.body[data-part="response"]').inner_text())["choices"][0]["message"][
+            "tool_calls"][0]["function"]["name"] == "read_notes"
+        second = raw.nth(1)
+        second.locator("summary").first.click()
+        sent = json.loads(second.locator('pre.body[data-part="request"]').inner_text())
+        assert [m["content"] for m in sent["messages"] if m["role"] == "tool"] == [HOSTILE]  # shown as text, not run
+        side = p.locator('section.conv[data-role="side"] details.raw-exchange')
+        side.locator("summary").first.click()
+        assert json.loads(side.locator("pre.assembled").inner_text())["text"] == TITLE
+        events = side.locator("details.raw-events")
+        assert events.get_attribute("open") is None
+        events.locator("summary").click()
+        assert "data: [DONE]" in side.locator('pre.stream[data-part="response"]').inner_text()
+        text = p.locator("main").inner_text()
+        for planted in sdk_run.planted:
+            assert planted not in text
+        assert run.problems == []  # no console error, no dialog from the hostile HTML, nothing fetched elsewhere
+        run.screenshot(tmp_path / "trial-exchanges.png")
+        p.set_viewport_size({"width": 390, "height": 844})  # a phone: the open exchanges fit, nothing cut off
+        assert p.evaluate("document.documentElement.scrollWidth") <= 390
+        run.screenshot(tmp_path / "trial-exchanges-phone.png")

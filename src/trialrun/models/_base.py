@@ -20,7 +20,7 @@ from typing import Any
 
 import httpx
 
-from .._scrub import REDACTED, SENSITIVE_HEADERS
+from .._scrub import REDACTED, SENSITIVE_HEADERS, credential_values
 from ..trajectory import Trajectory
 from ..wire import decode_trajectory
 from ..wire._encoding import undo_content_encoding
@@ -57,15 +57,21 @@ def build_response(request: Any, status: int, headers: dict[str, str], body: byt
     return flavour(request).Response(status, headers=headers, content=body, request=request)
 
 
-def redact_headers(headers: Any) -> dict[str, str]:
-    """Request headers (httpx `Headers`) as a plain dict with credential values replaced, for anything kept.
+def redact_headers(headers: Any, found: set[tuple[str, str]] | None = None) -> dict[str, str]:
+    """Request headers (httpx `Headers`) as a plain dict with credential values replaced, for anything kept;
+    the replaced (name, value) pairs go to `found` when given (to scrub them wherever else they turn up).
 
     Reads the raw byte pairs (much cheaper than `Headers.items()`); repeated headers are joined with ", ".
     """
     out: dict[str, str] = {}
     for raw_name, raw_value in headers.raw:
         name = raw_name.decode("latin-1")
-        value = REDACTED if name.lower() in SENSITIVE_HEADERS else raw_value.decode("latin-1")
+        if name.lower() in SENSITIVE_HEADERS:
+            value = REDACTED
+            if found is not None:
+                found.add((name, raw_value.decode("latin-1")))
+        else:
+            value = raw_value.decode("latin-1")
         out[name] = f"{out[name]}, {value}" if name in out else value
     return out
 
@@ -184,6 +190,7 @@ class ModelTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
         self._lock = threading.Lock()
         self._slots: list[Exchange | None] = []
         self._problems: list[str] = []
+        self._credentials: set[tuple[str, str]] = set()
 
     # -- public ---------------------------------------------------------------------------------------------------
 
@@ -196,6 +203,12 @@ class ModelTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
     def problems(self) -> list[str]:
         with self._lock:
             return list(self._problems)
+
+    @property
+    def credentials(self) -> frozenset[bytes]:
+        """The credential values the requests carried in their (redacted) credential headers, without a `Bearer `
+        prefix: what a writer of the exchanges also removes from bodies and URLs (an agent that echoes its key)."""
+        return frozenset(credential_values(list(self._credentials)))
 
     def trajectory(self) -> Trajectory:
         """The trajectory read from the exchanges recorded so far."""
@@ -245,11 +258,18 @@ class ModelTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
     def _after_fill(self) -> None:
         """Hook called after an exchange is stored (outside the lock)."""
 
+    def _redacted(self, headers: Any) -> dict[str, str]:
+        found: set[tuple[str, str]] = set()
+        kept = redact_headers(headers, found)
+        if found:
+            self._credentials.update(found)  # one C call: atomic under the GIL
+        return kept
+
     def _request_part(self, request: Any) -> Exchange:
         return Exchange(
             method=request.method,
             url=str(request.url),
-            request_headers=redact_headers(request.headers),
+            request_headers=self._redacted(request.headers),
             request_body=request.content,
         )
 

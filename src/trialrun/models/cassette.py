@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
@@ -23,7 +22,7 @@ from ..trajectory import Trajectory
 from ..wire import codec_for, decode_trajectory
 from ..wire._codec import json_body
 from ..wire._types import Exchange, ProviderError
-from .._scrub import scrub_body, scrub_headers, scrub_url
+from .._scrub import credential_values, scrub_body, scrub_headers, scrub_url
 from ._base import REDACTED, SENSITIVE_HEADERS, ModelTransport, aforward, build_response, forward
 from .live import LiveModel
 
@@ -38,7 +37,6 @@ _MODES = ("replay", "record", "live")
 _DROP_ON_REPLAY = frozenset({"content-length", "transfer-encoding"})
 _NO_RETRY = {"x-should-retry": "false"}
 
-_BEARER_PREFIX = re.compile(r"^(?:bearer|basic|token)\s+", re.IGNORECASE)
 
 
 def read_trajectory(path: str | os.PathLike[str]) -> Trajectory:
@@ -64,17 +62,6 @@ def scrub_exchange(exchange: Exchange, secrets: frozenset[bytes] | set[bytes] = 
         response_headers=scrub_headers(exchange.response_headers, extra, response=True),
         response_body=scrub_body(exchange.response_body, extra, streamed=exchange.streamed),
     )
-
-
-def credential_values(headers: Any) -> set[bytes]:
-    """The credential values (without a `Bearer ` prefix) carried by sensitive headers; short ones are ignored."""
-    found: set[bytes] = set()
-    for name, value in headers.items():
-        if name.lower() in SENSITIVE_HEADERS and name.lower() not in ("cookie", "set-cookie") and value != REDACTED:
-            token = _BEARER_PREFIX.sub("", value).strip()
-            if len(token) >= 8:
-                found.add(token.encode())
-    return found
 
 
 def _scrubbed_request_body(body: bytes, headers: Any) -> bytes:

@@ -104,8 +104,8 @@ _LIVE_JS = r"""
 
 
 # -- page shell -------------------------------------------------------------------------------------------
-def _page(title: str, body: str, *, served: bool, script: str = "") -> str:
-    css = "\n" + _asset("report.css") + _CSS
+def _page(title: str, body: str, *, served: bool, script: str = "", css: str = "") -> str:
+    css = "\n" + _asset("report.css") + _CSS + css
     scripts = f"<script>{script}</script>" if script else ""
     csp = (f"default-src 'none'; style-src {_csp_hash(css)}; img-src data:; base-uri 'none'; "
            + (f"script-src {_csp_hash(script)}; " if script else "")
@@ -395,10 +395,14 @@ def diff_page(name: str, before: RunEntry, after: RunEntry, *, trial: int = 1) -
             + f'<main class="wrap" id="main"><p class="alert {tone}" id="diff-summary">{escape(diff.describe())}</p>'
               f"{table}"
               '<details class="panel" id="raw-exchanges"><summary>Raw requests and responses</summary>'
-              '<p class="muted">The result files do not store raw exchanges: a trial keeps the trajectory read from '
-              "them (calls, arguments, results, text, usage), shown above. Record a cassette to keep the exchanges "
-              "themselves.</p></details></main>")
+              '<p>Each turn\'s raw request and response (scrubbed) is on the trial\'s page: '
+              f'<a class="trial-link" href="{_trial_href(before, name, trial)}">before</a> · '
+              f'<a class="trial-link" href="{_trial_href(after, name, trial)}">after</a>.</p></details></main>')
     return _page(f"trialrun · diff {name}", body, served=True)
+
+
+def _trial_href(entry: RunEntry, name: str, trial: int) -> str:
+    return escape(f"/trial/{_q(entry.stem)}?{urlencode({'test': name, 'trial': trial})}")
 
 
 # -- a run in progress ------------------------------------------------------------------------------------

@@ -42,11 +42,17 @@ DATA_ELEMENT_ID = "trialrun-data"
 
 
 # -- public API ---------------------------------------------------------------------------------------------
-def report_html(report: RunReport, *, title: str | None = None) -> str:
-    """The run page: summary, config snapshot, a sortable and filterable case table, trials and trajectories."""
+def report_html(report: RunReport, *, title: str | None = None, trial_link: str | None = None) -> str:
+    """The run page: summary, config snapshot, a sortable and filterable case table, trials and trajectories.
+
+    `trial_link`: a URL with `{test}` and `{trial}` that each expanded trial links to (`trialrun view` passes its
+    trial page, which shows the raw exchanges; the static report has none)."""
     page_title = title or f"trialrun report · {report.timestamp}"
     body = _run_summary(report, page_title)
-    return _page(page_title, body, report_payload(report))
+    payload = report_payload(report)
+    if trial_link:
+        payload["tl"] = trial_link
+    return _page(page_title, body, payload)
 
 
 def comparison_html(comparison: Comparison, before: RunReport, after: RunReport, *, title: str | None = None) -> str:

@@ -147,7 +147,8 @@ def decode_trajectory(exchanges: list[Exchange]) -> Trajectory:
                     + ("" if offered_here else " (it offered no tools)")
                 )
         trajectory.notes.extend(f"exchange {number} ({exchange.method} {exchange.path}): {note}" for note in response.notes)
-        turn = Turn(text=response.text, tool_calls=response.tool_calls, usage=response.usage, model=response.model)
+        turn = Turn(text=response.text, tool_calls=response.tool_calls, usage=response.usage, model=response.model,
+                    exchange=number)
         threads.answered(thread, response, turn)
     trajectory.offered_tools = list(offered)
     main = threads.main()

@@ -251,10 +251,14 @@
     var unlinked = (tj.den || []).filter(function (d, i) {
       return !allTurns.some(function (t) { return (t.c || []).some(function (c) { return c.dn === i; }); });
     });
+    // Served by `trialrun view`: a link to the trial's page, where each turn shows its raw request and response.
+    var raw = DATA.tl ? h("p", { "class": "raw-link" }, h("a", { "class": "trial-link", href: DATA.tl
+      .replace("{test}", encodeURIComponent(kase.name)).replace("{trial}", String(trial.k)) },
+      "Raw requests and responses of each turn →")) : null;
     return h("div", { "class": "trial-body" },
       errorBlock(trial.e, "Error"), errorBlock(trial.te, "Teardown error"),
       h("h5", null, "Verdicts"), verdictTable(trial.v),
-      h("h5", null, "Trajectory"), timeline(trial, kase),
+      h("h5", null, "Trajectory"), raw, timeline(trial, kase),
       unlinked.length ? [h("h5", null, "Policy denials"), unlinked.map(denialBlock)] : null,
       tj.cmd ? [h("h5", null, "Commands run"), h("ul", { "class": "commands" }, tj.cmd.map(function (c) {
         return h("li", null, h("code", null, "$ " + str(c)));

@@ -1,0 +1,317 @@
+"""The exchanges sidecar: each trial's raw HTTP exchanges with the model, scrubbed and capped, beside its result file.
+
+A result file keeps the trajectory read from the traffic; `results_<stamp>.exchanges.ndjson` keeps the traffic
+itself, for `trialrun view` to show under each turn (`.ndjson`, not `.jsonl`: `results_*.jsonl` is a run's
+journal, and what looks for unfinished runs looks for those). JSON Lines (UTF-8), one object a line, each written in one
+`write` as its trial finishes, so a run killed outright keeps every finished trial's exchanges (as the journal
+keeps its results); nothing is held for the whole run:
+
+    {"event": "start", "exchanges_version": 1, "run_id": "eval_...", "max_trial_bytes": 4194304, "kept": true}
+    {"event": "trial", "case": "read-file", "trial": 1, "exchanges": [
+        {"n": 1, "request": {"method": "POST", "url": ..., "headers": {...}, "body": {...}},
+         "response": {"status": 200, "headers": {...}, "stream": "event: ...\\n\\n"},
+         "cut": {"request": "... bytes cut ..."}}]}
+
+Requests and responses use the cassette layout (`_cassette_io.exchange_to_dict`: `body` for JSON, `stream` for
+server-sent events, `body_text`, `body_base64`). `n` is the number `Turn.exchange` refers to. Every exchange goes
+through the one scrubber (`models.cassette.scrub_exchange`: credential headers REDACTED, response headers cut to an
+allow-list, keys removed from URLs and bodies, a stream after reassembly) BEFORE anything is cut, so a cut never
+leaves half a key behind; the whole line is scrubbed again as it is written, as the journal's are (a JSON body is
+stored as data, so a key its text wrote with escapes, `\\u0073k-...`, is plain only in the line).
+
+Caps (real coding agents send 100 KB+ requests, 50 times a trial): a body above `BODY_MAX_BYTES` is shortened,
+JSON by cutting its long strings (the model, the tool schemas and the message structure stay readable), anything
+else after its first bytes; once a trial's bodies reach `max_trial_bytes`, each further body keeps its first
+`BODY_MIN_BYTES`. Every cut says how much was cut and why (`cut`), never silently.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ._scrub import scrub_text
+
+__all__ = ["SUFFIX", "EXCHANGES_VERSION", "DEFAULT_MAX_TRIAL_BYTES", "BODY_MAX_BYTES", "BODY_MIN_BYTES",
+           "ExchangeLog", "TrialExchanges", "sidecar_path", "trial_record", "read_trial_exchanges"]
+
+#: A sidecar's name is its result file's stem with this suffix.
+SUFFIX = ".exchanges.ndjson"
+EXCHANGES_VERSION = 1
+#: The default cap on one trial's stored bodies (`exchanges_max_bytes` in trialrun.toml).
+DEFAULT_MAX_TRIAL_BYTES = 4 * 2**20
+#: A body above this is shortened even when the trial has room.
+BODY_MAX_BYTES = 256 * 2**10
+#: What a body keeps once its trial's cap is reached (enough to see what the request was).
+BODY_MIN_BYTES = 1024
+
+_BODY_FIELDS = ("body", "stream", "body_text", "body_base64")
+_STRING_KEEPS = (4096, 1024, 256, 64)  # the lengths long JSON strings are cut to, tried in turn
+
+
+def sidecar_path(result: str | os.PathLike[str]) -> Path:
+    """The sidecar of a result file (or journal, or stem): `results_<stamp>.exchanges.ndjson` beside it."""
+    path = Path(result)
+    return path.with_name(path.name.split(".", 1)[0] + SUFFIX)
+
+
+# -- writing ------------------------------------------------------------------------------------------------
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def _shorten_strings(data: Any, keep: int) -> tuple[Any, int]:
+    """`data` with every string longer than `keep` (+ room for the marker) cut to `keep` characters and a marker
+    saying how many were cut; and the number of characters cut in all."""
+    cut = 0
+
+    def walk(value: Any) -> Any:
+        nonlocal cut
+        if isinstance(value, str):
+            if len(value) > keep + 40:
+                cut += len(value) - keep
+                return f"{value[:keep]}… [{len(value) - keep:,} characters cut]"
+            return value
+        if isinstance(value, dict):
+            return {key: walk(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [walk(item) for item in value]
+        return value
+
+    return walk(data), cut
+
+
+def _cap_body(part: dict[str, Any], limit: int, why: str, raw_size: int) -> tuple[int, str | None]:
+    """Shorten the body stored in `part` (a cassette-layout request or response; `raw_size` bytes as recorded) to
+    about `limit` bytes, in place: (bytes it now takes, the cut's description or None when it fit)."""
+    if raw_size <= limit:  # the common case: nothing to measure again
+        return raw_size, None
+    name = next((key for key in _BODY_FIELDS if key in part), None)
+    if name is None:
+        return 0, None
+    value = part[name]
+    text = value if isinstance(value, str) else _dumps(value)
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size <= limit:
+        return size, None
+    if name == "body":  # JSON: cut its long strings, keeping the structure (and so the model, tools, messages)
+        for keep in _STRING_KEEPS:
+            shorter, cut_chars = _shorten_strings(value, keep)
+            shorter_text = _dumps(shorter)
+            kept = len(shorter_text.encode("utf-8", "surrogatepass"))
+            if kept <= limit:
+                part[name] = shorter
+                return kept, (f"{size - kept:,} of {size:,} bytes cut ({why}): strings longer than {keep:,} "
+                              f"characters were shortened, {cut_chars:,} characters in all")
+        del part[name]
+        name, text = "body_text", text
+    if name == "body_base64":
+        raw = base64.b64decode(text)
+        part[name] = base64.b64encode(raw[:limit]).decode("ascii")
+        return limit, f"{len(raw) - limit:,} of {len(raw):,} bytes cut ({why}): only the first {limit:,} bytes are kept"
+    head = text.encode("utf-8", "surrogatepass")[:limit].decode("utf-8", "ignore")
+    part[name] = head
+    kept = len(head.encode("utf-8", "surrogatepass"))
+    return kept, f"{size - kept:,} of {size:,} bytes cut ({why}): only the first {kept:,} bytes are kept"
+
+
+def trial_record(case: str, trial: int, exchanges: Sequence[Any], credentials: frozenset[bytes] = frozenset(), *,
+                 max_trial_bytes: int = DEFAULT_MAX_TRIAL_BYTES) -> dict[str, Any]:
+    """One trial's sidecar line (as data): its exchanges scrubbed (`credentials`: values its requests carried in
+    credential headers, removed wherever else they appear), numbered from 1, and capped."""
+    from ._cassette_io import exchange_to_dict
+    from .models.cassette import scrub_exchange
+
+    records: list[dict[str, Any]] = []
+    used = 0
+    for number, exchange in enumerate(exchanges, start=1):
+        scrubbed = scrub_exchange(exchange, credentials)
+        record: dict[str, Any] = {"n": number, **exchange_to_dict(scrubbed)}
+        cuts: dict[str, str] = {}
+        for side in ("request", "response"):
+            room = max_trial_bytes - used
+            if room >= BODY_MIN_BYTES:
+                limit, why = min(BODY_MAX_BYTES, room), (
+                    f"a body above {BODY_MAX_BYTES:,} bytes" if room >= BODY_MAX_BYTES
+                    else f"the trial's exchanges reached {max_trial_bytes:,} bytes")
+            else:
+                limit, why = BODY_MIN_BYTES, f"the trial's exchanges reached {max_trial_bytes:,} bytes"
+            kept, cut = _cap_body(record[side], limit, why, len(getattr(scrubbed, f"{side}_body")))
+            used += kept
+            if cut is not None:
+                cuts[side] = cut
+        if cuts:
+            record["cut"] = cuts
+        records.append(record)
+    return {"event": "trial", "case": case, "trial": trial, "exchanges": records}
+
+
+def _line_prefix(case: str, trial: int) -> bytes:
+    """How a trial's line starts: a reader finds it without parsing the other trials' (possibly large) lines."""
+    return ('{"event":"trial","case":' + _dumps(case) + ',"trial":' + str(int(trial)) + ",").encode("utf-8")
+
+
+class ExchangeLog:
+    """Appends each finished trial's exchanges to a run's sidecar. Writing never stops a run: a write that fails
+    (a full disk) is remembered in `problem`, and the log stops."""
+
+    def __init__(self, path: Path, *, max_trial_bytes: int = DEFAULT_MAX_TRIAL_BYTES) -> None:
+        self.path = path
+        self.max_trial_bytes = max_trial_bytes
+        self.trials = 0
+        self.problem: str | None = None
+        self._lock = threading.Lock()
+        self._fd: int | None = None
+
+    @classmethod
+    def open(cls, path: Path, *, run_id: str | None, max_trial_bytes: int = DEFAULT_MAX_TRIAL_BYTES,
+             kept: bool = True, why: str | None = None) -> ExchangeLog:
+        """Create the sidecar and write its start line; `kept=False` (with `why`) records that this run's trials
+        keep no exchanges (they ran elsewhere), so a viewer can say so."""
+        log = cls(path, max_trial_bytes=max_trial_bytes)
+        try:
+            log._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND | getattr(os, "O_BINARY", 0),
+                              0o666)
+        except OSError as exc:
+            log.problem = f"{path}: {exc.strerror or exc} (no raw exchanges are kept for this run)"
+            return log
+        start: dict[str, Any] = {"event": "start", "exchanges_version": EXCHANGES_VERSION, "run_id": run_id,
+                                 "max_trial_bytes": max_trial_bytes, "kept": kept}
+        if why:
+            start["why"] = why
+        log._write(_dumps(start))
+        return log
+
+    def write(self, case: str, trial: int, exchanges: Sequence[Any], credentials: frozenset[bytes] = frozenset()) -> None:
+        """One finished trial's exchanges, scrubbed and capped, in one write."""
+        if self._fd is None or self.problem is not None:
+            return
+        try:
+            line = _dumps(trial_record(case, trial, exchanges, credentials, max_trial_bytes=self.max_trial_bytes))
+        except Exception as exc:  # noqa: BLE001 - a body nobody foresaw must not stop the run: say so at its end
+            self.problem = (f"{self.path}: the exchanges of trial {trial} of {case!r} could not be written "
+                            f"({type(exc).__name__}: {exc}); raw exchanges stopped after {self.trials} trial(s)")
+            return
+        if self._write(line, tuple(value.decode("utf-8", "replace") for value in credentials)):
+            self.trials += 1
+
+    def rename(self, path: Path) -> None:
+        """Follow the result file to another name (the reserved one was taken meanwhile)."""
+        try:
+            os.replace(self.path, path)
+            self.path = path
+        except OSError:
+            pass
+
+    def close(self) -> None:
+        with self._lock:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
+
+    def remove(self) -> None:
+        self.close()
+        try:
+            self.path.unlink()
+        except OSError:
+            pass
+
+    def _write(self, line: str, extra: tuple[str, ...] = ()) -> bool:
+        # The whole line again, as the journal's: a body kept as data was parsed, so a key its JSON wrote with
+        # escapes (\u0073k-...) is written out plainly, and only this pass sees it.
+        data = (scrub_text(line, extra) + "\n").encode("utf-8", "surrogatepass")
+        with self._lock:
+            if self._fd is None or self.problem is not None:
+                return False
+            try:
+                written = 0
+                while written < len(data):
+                    written += os.write(self._fd, data[written:])
+            except OSError as exc:
+                self.problem = f"{self.path}: {exc.strerror or exc} (raw exchanges stopped after {self.trials} trial(s))"
+                return False
+        return True
+
+
+# -- reading ------------------------------------------------------------------------------------------------
+@dataclass
+class TrialExchanges:
+    """One trial's exchanges as a viewer gets them: `exchanges` (sidecar records, by `n`), and `problem`, what is
+    missing and why (None when the trial's line was read whole)."""
+
+    path: Path
+    exchanges: list[dict[str, Any]] = field(default_factory=list)
+    problem: str | None = None
+    found: bool = False
+
+    def by_number(self) -> dict[int, dict[str, Any]]:
+        return {int(e["n"]): e for e in self.exchanges if isinstance(e, dict) and isinstance(e.get("n"), int)}
+
+
+_NOT_KEPT = ("this run kept no raw exchanges: {name} is not there. Runs keep them from this trialrun version on, "
+             "when run by `trialrun run` with `exchanges = true` (the default; off with `exchanges = false` or "
+             "--no-exchanges); the pytest plugin and the Python API do not write them")
+
+
+def read_trial_exchanges(path: Path, case: str, trial: int) -> TrialExchanges:
+    """The exchanges of trial `trial` of `case` from a sidecar. Never raises: a missing file, a start line that says
+    none were kept, no line for the trial, a line cut short (a killed run) or one that is not JSON all come back as
+    `problem`, saying which and why."""
+    result = TrialExchanges(path)
+    prefix = _line_prefix(case, trial)
+    try:
+        handle = open(path, "rb")  # noqa: SIM115 - closed below; read line by line (a sidecar may be large)
+    except FileNotFoundError:
+        result.problem = _NOT_KEPT.format(name=path.name)
+        return result
+    except OSError as exc:
+        result.problem = f"{path.name}: cannot be read ({exc.strerror or exc})"
+        return result
+    with handle:
+        first = handle.readline()
+        try:
+            start = json.loads(first)
+        except ValueError:
+            start = None
+        if not isinstance(start, dict) or start.get("event") != "start":
+            result.problem = (f"{path.name} is not a trialrun exchanges file (its first line is not a start line)"
+                              if first.strip() else f"{path.name} is empty (the run was killed as it started)")
+            return result
+        if int(start.get("exchanges_version") or 0) > EXCHANGES_VERSION:
+            result.problem = f"{path.name} was written by a newer trialrun; upgrade trialrun to read it"
+            return result
+        if start.get("kept") is False:
+            result.problem = f"this run kept no raw exchanges: {start.get('why') or 'they were not recorded'}"
+            return result
+        number = 1
+        for line in handle:
+            number += 1
+            if not line.startswith(prefix):
+                continue
+            if not line.endswith(b"\n"):
+                result.problem = (f"{path.name} line {number}: the exchanges of trial {trial} of {case!r} were cut "
+                                  "short (the run was killed while writing them); nothing of them can be shown")
+                return result
+            try:
+                record = json.loads(line)
+            except (ValueError, RecursionError):
+                result.problem = f"{path.name} line {number}: not valid JSON (the file is corrupt)"
+                return result
+            exchanges = record.get("exchanges") if isinstance(record, dict) else None
+            if not isinstance(exchanges, list):
+                result.problem = f"{path.name} line {number}: no list of exchanges"
+                return result
+            result.exchanges = [e for e in exchanges if isinstance(e, dict)]
+            result.found = True
+            if not result.exchanges:
+                result.problem = "the trial sent no request through an observed model transport"
+            return result
+    result.problem = (f"{path.name} has no exchanges for trial {trial} of {case!r}: the run stopped before the trial "
+                      "finished, or the file was cut short")
+    return result

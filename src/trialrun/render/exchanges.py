@@ -1,0 +1,196 @@
+"""The trial page of `trialrun view`: one trial's trajectory, every conversation's turns in order, and under each
+turn the raw request and response it was read from (collapsed), from the run's exchanges sidecar (`_exchange_log`).
+
+Server-rendered, no script: every text from the run is escaped here, and the page is scrubbed once more as a whole
+(the sidecar is scrubbed when written; a page never trusts a file). A turn links to its exchange by
+`Turn.exchange`; exchanges that are no turn (an error answer that was retried, a request that is not a model call)
+are listed after the conversations, so nothing is hidden. What cannot be shown (no sidecar, a line cut short by a
+killed run, a body cut by the size cap) is said where it would have been.
+"""
+
+from __future__ import annotations
+
+import json
+from html import escape
+from typing import Any
+from urllib.parse import urlsplit
+
+from .._exchange_log import TrialExchanges
+from .._history import RunEntry
+from .._scrub import scrub_text
+from ..results import TrialResult
+from ..trajectory import Conversation, Turn
+from .history import _head, _page, _q, _when
+
+__all__ = ["trial_page", "exchange_details"]
+
+_CSS = """
+.conv { margin: 18px 0; }
+ol.turns { list-style: none; padding: 0; margin: 0; }
+ol.turns > li.turn { background: var(--surface); border: 1px solid var(--border); border-radius: 8px; padding: 10px 12px; margin: 10px 0; }
+li.turn .turn-head { margin: 0 0 6px; font-weight: 600; }
+li.turn pre, details.raw-exchange pre { white-space: pre-wrap; overflow-wrap: anywhere; margin: 4px 0; padding: 8px 10px; background: var(--code-bg); border: 1px solid var(--border-soft); border-radius: 6px; max-height: 40em; overflow: auto; }
+details.raw-exchange { margin-top: 8px; border-top: 1px dashed var(--border); padding-top: 6px; }
+details.raw-exchange > summary { cursor: pointer; color: var(--muted); font-size: 0.9rem; }
+.raw-part { margin: 8px 0; min-width: 0; }
+.raw-part h5 { margin: 6px 0 4px; }
+table.headers { border-collapse: collapse; font-size: 0.82rem; width: 100%; table-layout: fixed; }
+table.headers th, table.headers td { text-align: left; padding: 2px 6px; border-bottom: 1px solid var(--border-soft); overflow-wrap: anywhere; vertical-align: top; }
+table.headers th { width: 34%; font-weight: 600; }
+.cut { font-size: 0.85rem; }
+.no-link { font-size: 0.85rem; }
+"""
+
+
+def _pretty(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, indent=2, default=str)
+
+
+def _text(value: str) -> str:
+    """Element text, escaped (`<`, `>`, `&`; quotes need no escape outside attributes, and JSON is full of them)."""
+    return escape(value, quote=False)
+
+
+def _headers(headers: Any) -> str:
+    if not isinstance(headers, dict) or not headers:
+        return '<p class="muted">(no headers)</p>'
+    rows = "".join(f"<tr><th>{escape(str(k))}</th><td><code>{escape(str(v))}</code></td></tr>" for k, v in headers.items())
+    return f'<table class="headers">{rows}</table>'
+
+
+def _assembled(url: str, stream: str) -> str:
+    """The message a streamed response adds up to, read by the codec of its API (what the trajectory holds)."""
+    from ..wire import codec_for
+
+    codec = codec_for(urlsplit(url).path)
+    if codec is None:
+        return ""
+    try:
+        response = codec.decode_response(stream.encode("utf-8", "surrogatepass"), True)
+    except Exception as exc:  # noqa: BLE001 - a sidecar is a file: whatever it holds, the page shows
+        return f'<p class="muted">The stream could not be assembled into a message: {escape(str(exc))}</p>'
+    message: dict[str, Any] = {"text": response.text,
+                               "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.raw_arguments or c.arguments}
+                                              for c in response.tool_calls]}
+    for key in ("model", "stop_reason", "id"):
+        if getattr(response, key):
+            message[key] = getattr(response, key)
+    if response.usage is not None:
+        message["usage"] = {"input_tokens": response.usage.input_tokens, "output_tokens": response.usage.output_tokens,
+                            "cached_input_tokens": response.usage.cached_input_tokens}
+    if response.notes:
+        message["notes"] = response.notes
+    return f'<h6>Assembled message</h6><pre class="assembled">{_text(_pretty(message))}</pre>'
+
+
+def _body(part: dict[str, Any], url: str, side: str) -> str:
+    if "body" in part:
+        return f'<pre class="json body" data-part="{side}">{_text(_pretty(part["body"]))}</pre>'
+    if "stream" in part:
+        stream = str(part["stream"])
+        events = stream.count("\n\n")
+        return (_assembled(url, stream)
+                + f'<details class="raw-events"><summary>Raw server-sent events ({events})</summary>'
+                  f'<pre class="stream body" data-part="{side}">{_text(stream)}</pre></details>')
+    if "body_text" in part:
+        return f'<pre class="text body" data-part="{side}">{_text(str(part["body_text"]))}</pre>'
+    if "body_base64" in part:
+        size = len(str(part["body_base64"])) * 3 // 4
+        return f'<p class="muted">{size:,} bytes that are not text (kept as base64 in the sidecar).</p>'
+    return '<p class="muted">(empty body)</p>'
+
+
+def exchange_details(record: dict[str, Any], *, label: str = "Raw request and response") -> str:
+    """One exchange as a collapsed `<details>`: request (method, URL, headers, body) and response (status, headers,
+    body; a stream as its assembled message and its raw events), with what the size cap cut. A record that cannot
+    be shown (a hand-edited file) is a note saying why, never an error page."""
+    try:
+        return _details(record, label)
+    except Exception as exc:  # noqa: BLE001 - a sidecar is a file: whatever it holds, the page renders
+        return (f'<p class="alert warn no-link">Exchange {escape(str(record.get("n")))} cannot be shown: the exchanges '
+                f"file holds something unexpected there ({escape(type(exc).__name__)}: {escape(str(exc)[:200])}).</p>")
+
+
+def _details(record: dict[str, Any], label: str) -> str:
+    request: dict[str, Any] = record["request"] if isinstance(record.get("request"), dict) else {}
+    response: dict[str, Any] = record["response"] if isinstance(record.get("response"), dict) else {}
+    number = record.get("n")
+    method, url = str(request.get("method", "?")), str(request.get("url", ""))
+    status = response.get("status", "?")
+    cuts: dict[str, Any] = record["cut"] if isinstance(record.get("cut"), dict) else {}
+
+    def cut(side: str) -> str:
+        return f'<p class="alert warn cut">{escape(side)} body: {escape(str(cuts[side]))}</p>' if side in cuts else ""
+
+    return (f'<details class="raw-exchange" data-exchange="{escape(str(number))}"><summary>{escape(label)} · exchange '
+            f"{escape(str(number))} · <code>{escape(method)} {escape(urlsplit(url).path)}</code> → {escape(str(status))}"
+            f"{' · cut' if cuts else ''}</summary>"
+            f'<div class="raw-part request"><h5>Request</h5><p><code class="request-line">{escape(method)} {escape(url)}'
+            f"</code></p>{_headers(request.get('headers'))}{cut('request')}{_body(request, url, 'request')}</div>"
+            f'<div class="raw-part response"><h5>Response</h5><p><code class="status-line">HTTP {escape(str(status))}'
+            f"</code></p>{_headers(response.get('headers'))}{cut('response')}{_body(response, url, 'response')}</div>"
+            "</details>")
+
+
+def _turn(turn: Turn, index: int, records: dict[int, dict[str, Any]], log: TrialExchanges) -> str:
+    meta = " · ".join(x for x in (turn.model or "", f"{turn.usage.input_tokens:,} in / {turn.usage.output_tokens:,} out tokens"
+                                  if turn.usage else "") if x)
+    parts = [f'<p class="turn-head">Turn {index}{f" <span class=muted>· {escape(meta)}</span>" if meta else ""}</p>']
+    if turn.text.strip():
+        parts.append(f'<pre class="reply">{escape(turn.text)}</pre>')
+    results = {r.call_id: r for r in turn.tool_results if r.call_id}
+    for call in turn.tool_calls:
+        args = call.raw_arguments if call.raw_arguments is not None else _pretty(call.arguments)
+        result = results.get(call.id) if call.id else None
+        parts.append(f'<div class="call"><strong class="tool-name">{escape(call.name)}</strong><pre>{escape(args)}</pre>'
+                     + ("" if result is None else f'<pre class="{"error" if result.is_error else "result"}">→ '
+                        f"{escape(result.content[:4000])}</pre>") + "</div>")
+    if turn.exchange is None:
+        parts.append('<p class="muted no-link">This turn is not linked to an exchange (the agent reported its own '
+                     "trajectory, or the run was made before turns recorded theirs); the trial's exchanges are listed "
+                     "under Other exchanges.</p>")
+    elif turn.exchange in records:
+        parts.append(exchange_details(records[turn.exchange]))
+    else:
+        why = "see the note at the top" if not log.found else "the exchanges file has no exchange of that number"
+        parts.append(f'<p class="alert warn no-link">Read from exchange {turn.exchange}, which cannot be shown '
+                     f"({escape(why)}).</p>")
+    return f'<li class="turn" data-turn="{index}">{"".join(parts)}</li>'
+
+
+def _conversation(conversation: Conversation, number: int, records: dict[int, dict[str, Any]], log: TrialExchanges) -> str:
+    if conversation.role == "main":
+        title = "Main conversation"
+    else:
+        kind = "Side request" if conversation.role == "side" else "Sub-agent"
+        title = f"{kind} {number}" + (f": {conversation.prompt[:80]}" if conversation.prompt else "")
+    turns = "".join(_turn(turn, i, records, log) for i, turn in enumerate(conversation.turns, start=1))
+    return (f'<section class="conv" data-role="{escape(conversation.role)}"><h2>{escape(title)}</h2>'
+            + (f'<ol class="turns">{turns}</ol>' if turns else '<p class="muted">(no turns)</p>') + "</section>")
+
+
+def trial_page(entry: RunEntry, name: str, trial: TrialResult, log: TrialExchanges) -> str:
+    """Trial `trial` of test `name` in a run: its turns, each with its raw exchange (collapsed by default)."""
+    trajectory = trial.trajectory
+    records = log.by_number()
+    meta = (f"run <code>{escape(entry.stem)}</code> ({escape(_when(entry))}) · trial {trial.trial} · "
+            f"{'PASS' if trial.passed else 'FAIL'} · {len(records)} exchange(s) kept")
+    note = ""
+    if log.problem:
+        note = f'<p class="alert warn" id="exchanges-note">Raw exchanges: {escape(log.problem)}</p>'
+    conversations = "".join(_conversation(c, i, records, log) for i, c in enumerate(trajectory.conversations))
+    linked = {turn.exchange for turn in trajectory.all_turns if turn.exchange is not None}
+    others = [records[n] for n in sorted(records) if n not in linked]
+    other = ""
+    if others:
+        other = ('<section class="conv" id="other-exchanges"><h2>Other exchanges</h2><p class="muted">Exchanges no turn '
+                 "was read from: error answers (a retried 429), requests that are not model calls, or turns the agent "
+                 "reported itself.</p>" + "".join(exchange_details(r, label="Exchange") for r in others) + "</section>")
+    if trajectory.notes:
+        other += ('<section class="conv"><h2>Observer notes</h2><ul>'
+                  + "".join(f"<li>{escape(n)}</li>" for n in trajectory.notes) + "</ul></section>")
+    body = (_head("trialrun · trial", f"{name} · trial {trial.trial}", meta, "passed" if trial.passed else "failed")
+            + f'<main class="wrap" id="main"><p><a href="/run/{_q(entry.stem)}">← the run</a></p>{note}'
+            + (f'<p class="muted">Prompt: {escape(trajectory.prompt)}</p>' if trajectory.prompt else "")
+            + conversations + other + "</main>")
+    return _page(f"trialrun · {name} · trial {trial.trial}", scrub_text(body), served=True, css=_CSS)

@@ -1,0 +1,198 @@
+"""The exchanges sidecar (`trialrun._exchange_log`): what is written (scrubbed, numbered, capped with a marker that
+says how much was cut), and what a reader gets from a file that is missing, cut short by a killed run, or corrupt."""
+
+from __future__ import annotations
+
+import json
+import secrets
+from pathlib import Path
+
+import pytest
+
+from trialrun._exchange_log import (
+    BODY_MAX_BYTES,
+    BODY_MIN_BYTES,
+    ExchangeLog,
+    read_trial_exchanges,
+    sidecar_path,
+    trial_record,
+)
+from trialrun.wire import Exchange
+
+CHAT = "https://api.openai.com/v1/chat/completions"
+
+
+def _exchange(body: object, *, response: bytes = b'{"choices": []}', headers: dict[str, str] | None = None,
+              content_type: str = "application/json") -> Exchange:
+    raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+    return Exchange("POST", CHAT, dict(headers or {"content-type": "application/json"}), raw, 200,
+                    {"content-type": content_type}, response)
+
+
+def test_the_sidecar_is_named_after_the_result_file() -> None:
+    assert sidecar_path(Path("d/results_20260101_000000.json")) == Path("d/results_20260101_000000.exchanges.ndjson")
+    assert sidecar_path(Path("d/results_20260101_000000_2.jsonl")).name == "results_20260101_000000_2.exchanges.ndjson"
+
+
+def test_a_record_is_numbered_from_1_and_keeps_json_bodies_as_data() -> None:
+    record = trial_record("c", 2, [_exchange({"model": "m", "messages": []}), _exchange({"model": "n"})])
+    assert (record["case"], record["trial"]) == ("c", 2)
+    assert [e["n"] for e in record["exchanges"]] == [1, 2]
+    first = record["exchanges"][0]
+    assert first["request"]["body"] == {"model": "m", "messages": []}
+    assert first["request"]["method"] == "POST" and first["request"]["url"] == CHAT
+    assert first["response"] == {"status": 200, "headers": {"content-type": "application/json"}, "body": {"choices": []}}
+    assert "cut" not in first
+
+
+def test_credentials_in_headers_and_bodies_never_reach_the_record(tmp_path: Path) -> None:
+    key = "sk-proj-" + secrets.token_hex(20)
+    token = secrets.token_hex(12)  # no key shape: only known because a credential header carried it
+    assigned = secrets.token_hex(10)
+    exchange = _exchange({"model": "m", "messages": [
+        {"role": "system", "content": f"api_key={assigned}"},
+        {"role": "user", "content": f"my key is {key}, my token {token}"}]},
+        headers={"Authorization": f"Bearer {key}", "x-api-key": token, "content-type": "application/json"},
+        response=json.dumps({"echo": key}).encode())
+    log = ExchangeLog.open(tmp_path / "results_x.exchanges.ndjson", run_id="r")
+    log.write("c", 1, [exchange], frozenset({token.encode()}))
+    log.close()
+    text = (tmp_path / "results_x.exchanges.ndjson").read_text(encoding="utf-8")
+    for planted in (key, token, assigned):
+        assert planted not in text
+    stored = read_trial_exchanges(tmp_path / "results_x.exchanges.ndjson", "c", 1).exchanges[0]
+    assert stored["request"]["headers"]["Authorization"] == "REDACTED"
+    assert stored["request"]["headers"]["x-api-key"] == "REDACTED"
+    assert "REDACTED" in stored["request"]["body"]["messages"][1]["content"]
+
+
+def test_a_key_written_with_json_escapes_is_scrubbed_once_it_is_plain(tmp_path: Path) -> None:
+    key = "sk-proj-" + secrets.token_hex(20)
+    token = secrets.token_hex(12)
+    escaped = "".join(f"\\u{ord(c):04x}" for c in key)  # the body's JSON spells every character as an escape
+    body = ('{"model": "m", "messages": [{"role": "user", "content": "' + escaped + " "
+            + "".join(f"\\u{ord(c):04x}" for c in token) + '"}]}').encode()
+    assert key.encode() not in body
+    path = tmp_path / "results_x.exchanges.ndjson"
+    log = ExchangeLog.open(path, run_id="r")
+    log.write("c", 1, [_exchange(body)], frozenset({token.encode()}))
+    log.close()
+    text = path.read_text(encoding="utf-8")
+    assert key not in text and token not in text and escaped not in text
+    assert read_trial_exchanges(path, "c", 1).exchanges[0]["request"]["body"]["messages"][0]["content"] == (
+        "REDACTED REDACTED")
+
+
+def test_a_key_split_across_stream_events_is_scrubbed_before_it_is_cut() -> None:
+    key = "sk-ant-" + secrets.token_hex(20)
+    halves = (key[:12], key[12:])
+    events = "".join(f'data: {json.dumps({"choices": [{"index": 0, "delta": {"content": part}}]})}\n\n'
+                     for part in (*halves, " and more: " + "x " * BODY_MAX_BYTES))
+    record = trial_record("c", 1, [_exchange({"model": "m", "stream": True}, response=events.encode(),
+                                             content_type="text/event-stream")])
+    stream = record["exchanges"][0]["response"]["stream"]
+    assert halves[0] not in stream and halves[1] not in stream and "REDACTED" in stream and "x x x" in stream
+    assert "bytes cut" in record["exchanges"][0]["cut"]["response"]
+
+
+def test_a_big_json_body_keeps_its_structure_and_says_how_much_was_cut() -> None:
+    body = {"model": "claude-sonnet-4", "tools": [{"name": "Bash", "input_schema": {"type": "object"}}],
+            "messages": [{"role": "user", "content": "y" * 400_000}]}
+    record = trial_record("c", 1, [_exchange(body)])
+    stored = record["exchanges"][0]
+    kept = stored["request"]["body"]
+    assert kept["model"] == "claude-sonnet-4" and kept["tools"] == body["tools"]
+    assert kept["messages"][0]["content"].endswith("characters cut]")
+    assert len(json.dumps(kept)) <= BODY_MAX_BYTES
+    cut = stored["cut"]["request"]
+    assert "bytes cut" in cut and f"{BODY_MAX_BYTES:,}" in cut and "shortened" in cut
+
+
+def test_a_big_text_body_keeps_its_head() -> None:
+    record = trial_record("c", 1, [_exchange(b"z" * (BODY_MAX_BYTES * 2))])
+    stored = record["exchanges"][0]
+    assert stored["request"]["body_text"] == "z" * BODY_MAX_BYTES
+    assert stored["cut"]["request"].startswith(f"{BODY_MAX_BYTES:,} of {BODY_MAX_BYTES * 2:,} bytes cut")
+
+
+def test_once_the_trial_cap_is_reached_each_body_keeps_only_its_start() -> None:
+    bodies = [{"model": "m", "n": i, "pad": "p" * 3000} for i in range(10)]
+    record = trial_record("c", 1, [_exchange(b) for b in bodies], max_trial_bytes=10_000)
+    exchanges = record["exchanges"]
+    assert len(exchanges) == 10  # every exchange is kept: method, URL, headers, status, and the start of its bodies
+    assert "cut" not in exchanges[0]
+    late = exchanges[-1]
+    assert "reached 10,000 bytes" in late["cut"]["request"]
+    assert late["request"]["body"]["n"] == 9 and late["request"]["body"]["model"] == "m"
+    assert len(json.dumps(late["request"]["body"])) <= BODY_MIN_BYTES
+
+
+def test_a_trial_is_on_disk_as_soon_as_it_is_written(tmp_path: Path) -> None:
+    path = tmp_path / "results_x.exchanges.ndjson"
+    log = ExchangeLog.open(path, run_id="eval_x")
+    log.write("a", 1, [_exchange({"model": "m"})])
+    assert read_trial_exchanges(path, "a", 1).found  # before close: a killed run keeps what finished
+    log.write("a", 2, [])
+    log.close()
+    assert log.trials == 2 and log.problem is None
+    assert read_trial_exchanges(path, "a", 2).problem == "the trial sent no request through an observed model transport"
+
+
+def _written(tmp_path: Path) -> Path:
+    path = tmp_path / "results_x.exchanges.ndjson"
+    log = ExchangeLog.open(path, run_id="eval_x")
+    log.write("a", 1, [_exchange({"model": "first"})])
+    log.write("b", 1, [_exchange({"model": "second"})])
+    log.close()
+    return path
+
+
+def test_a_torn_last_line_loses_only_that_trial(tmp_path: Path) -> None:
+    path = _written(tmp_path)
+    path.write_bytes(path.read_bytes()[:-30])  # killed while writing b's line
+    whole = read_trial_exchanges(path, "a", 1)
+    assert whole.problem is None and whole.exchanges[0]["request"]["body"]["model"] == "first"
+    torn = read_trial_exchanges(path, "b", 1)
+    assert not torn.exchanges and "cut short (the run was killed while writing them)" in (torn.problem or "")
+
+
+def test_a_corrupt_line_is_named(tmp_path: Path) -> None:
+    path = _written(tmp_path)
+    lines = path.read_bytes().split(b"\n")
+    lines[1] = lines[1].replace(b'"exchanges":[', b'"exchanges":[[[')
+    path.write_bytes(b"\n".join(lines))
+    assert read_trial_exchanges(path, "a", 1).problem == f"{path.name} line 2: not valid JSON (the file is corrupt)"
+    assert read_trial_exchanges(path, "b", 1).problem is None
+
+
+@pytest.mark.parametrize("content, expected", [
+    (None, "this run kept no raw exchanges: results_x.exchanges.ndjson is not there"),
+    (b"", "results_x.exchanges.ndjson is empty"),
+    (b"garbage\n", "is not a trialrun exchanges file"),
+    (b'{"event": "start", "exchanges_version": 99}\n', "written by a newer trialrun"),
+    (b'{"event": "start", "exchanges_version": 1, "kept": false, "why": "the trials ran on Ray"}\n',
+     "this run kept no raw exchanges: the trials ran on Ray"),
+    (b'{"event": "start", "exchanges_version": 1, "kept": true}\n',
+     "has no exchanges for trial 1 of 'a': the run stopped before the trial finished"),
+])
+def test_what_cannot_be_read_is_said(tmp_path: Path, content: bytes | None, expected: str) -> None:
+    path = tmp_path / "results_x.exchanges.ndjson"
+    if content is not None:
+        path.write_bytes(content)
+    found = read_trial_exchanges(path, "a", 1)
+    assert not found.found and not found.exchanges
+    assert expected in (found.problem or "")
+
+
+def test_a_write_that_fails_stops_the_log_and_says_why(tmp_path: Path) -> None:
+    log = ExchangeLog.open(tmp_path / "missing-folder" / "results_x.exchanges.ndjson", run_id="r")
+    log.write("a", 1, [_exchange({"model": "m"})])
+    assert log.trials == 0 and "no raw exchanges are kept" in (log.problem or "")
+
+
+def test_an_exchange_that_cannot_be_written_stops_the_log_not_the_run(tmp_path: Path) -> None:
+    log = ExchangeLog.open(tmp_path / "results_x.exchanges.ndjson", run_id="r")
+    log.write("a", 1, [object()])  # not an Exchange: whatever went wrong, the run goes on
+    assert log.trials == 0 and "the exchanges of trial 1 of 'a' could not be written" in (log.problem or "")
+    log.write("a", 2, [_exchange({"model": "m"})])
+    assert log.trials == 0  # stopped, and says why; the run's end names the problem
