@@ -291,8 +291,11 @@ class Agent:
                 if isinstance(action, _Post):
                     action = loop.send(await self._post_async(action))
                 elif isinstance(action, _RunTools):
-                    outcomes = await asyncio.gather(*(self._tool_async(t, c) for t, c in action.calls))
-                    action = loop.send(list(outcomes))
+                    if len(action.calls) == 1:  # no task for a lone call: a gather waits its turn twice on a busy loop
+                        outcomes = [await self._tool_async(*action.calls[0])]
+                    else:
+                        outcomes = list(await asyncio.gather(*(self._tool_async(t, c) for t, c in action.calls)))
+                    action = loop.send(outcomes)
                 else:
                     await asyncio.sleep(action.seconds)
                     action = next(loop)
