@@ -337,7 +337,7 @@ class Agent:
                 response.close()
         except httpx.HTTPError as exc:
             raise _TransportFailure(f"could not reach the model: {type(exc).__name__}: {exc}") from exc
-        return _Reply(response.status_code, dict(response.headers), body)
+        return _reply(response, body)
 
     async def _post_async(self, post: _Post) -> _Reply:
         if not isinstance(self.model, httpx.AsyncBaseTransport):  # a sync-only transport: drive it from a thread
@@ -350,7 +350,7 @@ class Agent:
                 await response.aclose()
         except httpx.HTTPError as exc:
             raise _TransportFailure(f"could not reach the model: {type(exc).__name__}: {exc}") from exc
-        return _Reply(response.status_code, dict(response.headers), body)
+        return _reply(response, body)
 
     def _tool_sync(self, tool_obj: Tool, call: ToolCall) -> _ToolOutcome:
         try:
@@ -367,6 +367,13 @@ class Agent:
             return _ToolOutcome(str(exc), True)
         except Exception as exc:  # noqa: BLE001
             return _ToolOutcome(f"{call.name} raised {type(exc).__name__}: {exc}", True)
+
+
+def _reply(response: Any, body: bytes) -> _Reply:
+    """The loop reads the headers of an error only (Retry-After, x-should-retry): copying them for every success
+    cost about 4 µs a model call for nothing."""
+    status = response.status_code
+    return _Reply(status, dict(response.headers) if status >= 400 else {}, body)
 
 
 #: (url, headers) -> the parsed URL and the raw headers without Content-Length (bounded: cleared past 64 entries)
