@@ -291,7 +291,10 @@ class Agent:
                 if isinstance(action, _Post):
                     action = loop.send(await self._post_async(action))
                 elif isinstance(action, _RunTools):
-                    if len(action.calls) == 1:  # no task for a lone call: a gather waits its turn twice on a busy loop
+                    # A lone sync tool needs no task of its own (a gather waits its turn twice on a busy loop): it
+                    # runs on a worker, in a copy of the context. An async tool keeps its task, so the context
+                    # variables it sets stay its own, as before.
+                    if len(action.calls) == 1 and not action.calls[0][0].is_async:
                         outcomes = [await self._tool_async(*action.calls[0])]
                     else:
                         outcomes = list(await asyncio.gather(*(self._tool_async(t, c) for t, c in action.calls)))
