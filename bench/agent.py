@@ -218,11 +218,12 @@ def main() -> None:
         ideal = 2 * args.cases * args.trials * 0.05
         slow = make_cases(args.cases, 0.05)
         for concurrency in (tr.runner.DEFAULT_CONCURRENCY, 50):
-            times = [run("", slow, args.trials, quiet=True, concurrency=concurrency)[0] for _ in range(max(1, args.repeat // 2))]
+            runs = [run("", slow, args.trials, quiet=True, concurrency=concurrency) for _ in range(max(1, args.repeat // 2))]
+            times = [wall for wall, _ in runs]
             elapsed = statistics.median(times)
             print(f"{f'W2 {args.cases} x {args.trials} @ {concurrency}, median':<34} {total:>6} trials  {elapsed:7.2f} s  "
                   f"ideal {ideal / concurrency:.2f} s, measured/ideal {elapsed / (ideal / concurrency):.2f}  "
-                  f"(runs: {', '.join(f'{t:.2f}' for t in times)})")
+                  f"(runs: {', '.join(f'{t:.2f}' for t in times)}; CPU {statistics.median(c for _, c in runs) / total * 1e3:.3f} ms/trial)")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Harness overhead: what trialrun itself costs per trial, with an invoke that returns at once.
 
-Prints time per trial (10,000 trials, sync and async invokes) and memory retained per trial (the report
+Prints wall and CPU time per trial (10,000 trials, sync and async invokes) and memory retained per trial (the report
 kept alive), measured side by side in one run. Not a test: machines are noisy; quote ratios and orders.
 
     python bench/overhead.py [--trials-total 10000]
@@ -36,12 +36,13 @@ def async_cases(n: int) -> list[tr.Case]:
 
 def measure(label: str, cases: list[tr.Case], trials: int) -> None:
     gc.collect()
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     report = tr.evaluate(cases, trials=trials)
-    elapsed = time.perf_counter() - start
+    elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
     total = sum(len(c.trials) for c in report.cases)
     assert report.passed_case_count == len(cases), "every trial of the benchmark must pass"
-    print(f"{label:<28} {total:>6} trials  {elapsed:6.2f} s  {elapsed / total * 1e6:7.1f} us/trial")
+    print(f"{label:<28} {total:>6} trials  {elapsed:6.2f} s  {elapsed / total * 1e6:7.1f} us/trial  "
+          f"CPU {cpu / total * 1e6:7.1f} us/trial")
 
 
 def retained(cases: list[tr.Case], trials: int) -> None:

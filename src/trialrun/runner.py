@@ -146,6 +146,7 @@ class _Threads:
         self._threads: list[threading.Thread] = []
         self._busy = 0
         self._lock = threading.Lock()
+        self._done: list[tuple[asyncio.Future[Any], bool, Any]] = []  # outcomes the loop has not settled yet
 
     def run(self, fn: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
         future = self._loop.create_future()
@@ -165,12 +166,23 @@ class _Threads:
                 outcome = (True, context.run(fn, *args))
             except BaseException as exc:  # noqa: BLE001 - handed to the awaiting coroutine
                 outcome = (False, exc)
+            # One wake-up of the loop (a write to its self-pipe, which also hands the GIL around) for all the outcomes
+            # that finish before it gets to them: only the first of a batch schedules the drain.
             with self._lock:
                 self._busy -= 1
-            try:
-                self._loop.call_soon_threadsafe(_settle, future, *outcome)
-            except RuntimeError:  # the loop is closed: the run was interrupted and nobody waits any more
-                pass
+                self._done.append((future, *outcome))
+                first = len(self._done) == 1
+            if first:
+                try:
+                    self._loop.call_soon_threadsafe(self._drain)
+                except RuntimeError:  # the loop is closed: the run was interrupted and nobody waits any more
+                    pass
+
+    def _drain(self) -> None:
+        with self._lock:
+            done, self._done = self._done, []
+        for future, ok, value in done:
+            _settle(future, ok, value)
 
     def abandon(self) -> None:
         """A job timed out while its thread runs on (Python cannot stop it): allow one thread more, so the stuck

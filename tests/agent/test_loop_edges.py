@@ -354,3 +354,25 @@ def test_one_turn_without_usage_makes_the_whole_cost_unknown() -> None:
     run = tr.Agent(_RawModel(first, second).transport(), tools=[ran.tool]).run("go")
     assert ran.commands == ["ls"] and run.cost_usd is None
     assert tr.agent.cost_of_trajectory(run.trajectory) is None
+
+
+def test_an_async_tool_keeps_the_context_variables_it_sets_to_itself() -> None:
+    """A lone sync tool call skips the task a gather would make; an async tool keeps it, so what it sets in its
+    context does not leak into the agent's caller."""
+    import contextvars
+
+    var: contextvars.ContextVar[str] = contextvars.ContextVar("var", default="unset")
+
+    @tr.tool
+    async def setter() -> str:
+        """Set a context variable."""
+        var.set("set by the tool")
+        return "ok"
+
+    async def main() -> tuple[tr.Run, str]:
+        model = tr.ScriptedModel([tr.tool_call("setter"), tr.reply("done")])
+        agent = tr.Agent(model, tools=[setter], tool_timeout_s=None)  # no limit: no wait_for task around it
+        return await agent.arun("go"), var.get()
+
+    run, seen = asyncio.run(main())
+    assert (run.trajectory.tool_results[0].content, run.output, seen) == ("ok", "done", "unset")

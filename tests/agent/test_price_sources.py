@@ -94,3 +94,71 @@ def test_litellm_json_is_read_without_importing_litellm(tmp_path: Path, monkeypa
     # table (the fallback) prices it instead of a guess from the tier names
     assert table.source.cost("claude-sonnet-4-5", LONG) is None
     assert table.source.cost("claude-sonnet-4-5", Usage(1000, 1000)) == pytest.approx(1000 * 3e-06 + 1000 * 1.5e-05)
+
+
+def _acme_snapshot(prices: object) -> object:
+    """genai-prices data with one provider and one model, `acme-9`, priced by `prices` (what UpdatePrices installs)."""
+    from genai_prices import data_snapshot, types
+
+    model = types.ModelInfo(id="acme-9", match=types.ClauseEquals("acme-9"), prices=prices)  # type: ignore[arg-type]
+    provider = types.Provider(id="acme", name="Acme", api_pattern=r"https://acme\.test", models=[model],
+                              model_match=types.ClauseStartsWith("acme"))
+    return data_snapshot.DataSnapshot(providers=[provider], from_auto_update=True)
+
+
+@NEEDS_GENAI
+def test_genai_prices_follow_the_price_data_when_it_is_swapped_mid_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Costs (and "no price known") are cached per snapshot of genai-prices' data: a snapshot that UpdatePrices
+    swaps in is obeyed at once, for a model priced before and for one that was unknown."""
+    from decimal import Decimal
+
+    from genai_prices import data_snapshot, types
+
+    table = tr.PriceTable(_DEFAULTS, source="genai-prices")
+    usage = Usage(input_tokens=1_000_000, output_tokens=1_000_000)
+    assert table.cost("acme-9", usage) is None and table.cost("acme-9", usage) is None  # unknown, asked twice
+    bundled = table.cost("gpt-4.1-mini", usage)
+    assert bundled == pytest.approx(0.40 + 1.60) and table.cost("gpt-4.1-mini", usage) == bundled
+    monkeypatch.setattr(data_snapshot, "_custom_snapshot", _acme_snapshot(types.ModelPrice(
+        input_mtok=Decimal("1"), output_mtok=Decimal("2"))))
+    assert table.cost("acme-9", usage) == pytest.approx(3.0)  # now known: the cached miss was forgotten
+    assert table.cost("gpt-4.1-mini", usage) == pytest.approx(0.40 + 1.60)  # not in it: the built-in fallback
+    monkeypatch.setattr(data_snapshot, "_custom_snapshot", _acme_snapshot(types.ModelPrice(
+        input_mtok=Decimal("5"), output_mtok=Decimal("7"))))
+    assert table.cost("acme-9", usage) == pytest.approx(12.0)  # a new price for the same usage: not the cached 3.0
+
+
+@NEEDS_GENAI
+def test_genai_prices_that_depend_on_the_time_of_the_request_are_priced_on_every_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Conditional prices (a start date, off-peak hours) change while a run goes on: never a cached figure."""
+    from decimal import Decimal
+
+    from genai_prices import data_snapshot, types
+
+    class Alternating:  # a constraint that is active on every other request (off-peak, then peak, ...)
+        calls = 0
+
+        def active(self, request_timestamp: object) -> bool:
+            Alternating.calls += 1
+            return Alternating.calls % 2 == 1
+
+    conditional = [
+        types.ConditionalPrice(prices=types.ModelPrice(input_mtok=Decimal("1"), output_mtok=Decimal("1"))),
+        types.ConditionalPrice(Alternating(), prices=types.ModelPrice(  # type: ignore[arg-type]
+            input_mtok=Decimal("0.5"), output_mtok=Decimal("0.5"))),
+    ]
+    monkeypatch.setattr(data_snapshot, "_custom_snapshot", _acme_snapshot(conditional))
+    table = tr.PriceTable(_DEFAULTS, source="genai-prices")
+    usage = Usage(input_tokens=1_000_000, output_tokens=1_000_000)
+    assert [table.cost("acme-9", usage) for _ in range(4)] == pytest.approx([1.0, 2.0, 1.0, 2.0])
+
+
+@NEEDS_GENAI
+def test_genai_prices_cached_costs_keep_tiers_apart() -> None:
+    """A cached cost is per usage: a long-context request after a short one (and back) gets its own tier's price."""
+    table = tr.PriceTable(_DEFAULTS, source="genai-prices")
+    short = Usage(input_tokens=100_000, output_tokens=1_000_000)
+    costs = [table.cost("claude-sonnet-4-5", usage) for usage in (short, LONG, short, LONG)]
+    assert costs == pytest.approx([0.1 * 3 + 15, 0.3 * 6 + 22.5, 0.1 * 3 + 15, 0.3 * 6 + 22.5])

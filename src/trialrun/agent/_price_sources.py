@@ -35,7 +35,15 @@ class PriceSource(Protocol):
 
 
 class GenaiPrices:
-    """The genai-prices package (pydantic's maintained price data, bundled in the wheel; never auto-updated here)."""
+    """The genai-prices package (pydantic's maintained price data, bundled in the wheel; never auto-updated here).
+
+    Pricing a response through `calc_price` costs about 70 µs (more than the rest of a scripted model call), and a
+    name the data does not know costs as much each time. So, per price data snapshot (genai-prices' `UpdatePrices`
+    may swap it mid-run; the caches follow it): the names it does not know, and the cost of each (model, usage)
+    for models whose price does not depend on the time of the request. A model with time-dependent prices
+    (conditional prices: start dates, off-peak hours) is priced afresh on every call, so no cached figure is ever
+    wrong; tiered prices depend on the usage, which is part of the key.
+    """
 
     name = "genai-prices"
 
@@ -43,19 +51,56 @@ class GenaiPrices:
         import genai_prices  # noqa: F401 - fail here, when chosen, not mid-run
 
         self.version = metadata.version("genai-prices")
+        self._snapshot: object = None  # the price data the two caches below were filled from
+        self._unknown: set[str] = set()
+        self._costs: dict[tuple[str, int, int, int, int], float] = {}
 
     def cost(self, model: str, usage: Usage) -> float | None:
         import genai_prices
 
+        snapshot = _genai_snapshot(genai_prices)
+        if snapshot is not self._snapshot:  # new price data (or none to key on): forget what the old data said
+            self._snapshot, self._unknown, self._costs = snapshot, set(), {}
+        if model in self._unknown:
+            return None
+        cache_read = min(usage.cached_input_tokens, usage.input_tokens)
+        key = (model, usage.input_tokens, usage.output_tokens, cache_read, usage.cache_write_input_tokens)
+        known = self._costs.get(key)
+        if known is not None:
+            return known
         counts = genai_prices.Usage(
             input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
-            cache_read_tokens=min(usage.cached_input_tokens, usage.input_tokens),
-            cache_write_tokens=usage.cache_write_input_tokens,
+            cache_read_tokens=cache_read, cache_write_tokens=usage.cache_write_input_tokens,
         )
         try:
-            return float(genai_prices.calc_price(counts, model).total_price)
+            calculation = genai_prices.calc_price(counts, model)
         except LookupError:
+            if snapshot is not None:
+                self._unknown.add(model)
             return None
+        cost = float(calculation.total_price)
+        if snapshot is not None and _fixed_price(genai_prices, calculation):
+            if len(self._costs) >= _MAX_COSTS:
+                self._costs = {}
+            self._costs[key] = cost
+        return cost
+
+
+#: (model, usage) costs kept per snapshot; past this the cache starts again (a long live run has few repeats)
+_MAX_COSTS = 4096
+
+
+def _genai_snapshot(genai_prices: Any) -> object:
+    """The price data genai-prices prices with now (None when this version does not say: then nothing is cached)."""
+    snapshots = getattr(genai_prices, "data_snapshot", None)
+    get = getattr(snapshots, "get_snapshot", None)
+    return get() if callable(get) else None
+
+
+def _fixed_price(genai_prices: Any, calculation: Any) -> bool:
+    """Whether the model's price is one fixed price list (no conditional prices that depend on the request's time)."""
+    model_price = getattr(getattr(genai_prices, "types", None), "ModelPrice", None)
+    return model_price is not None and isinstance(getattr(calculation.model, "prices", None), model_price)
 
 
 class LitellmPrices:

@@ -291,8 +291,14 @@ class Agent:
                 if isinstance(action, _Post):
                     action = loop.send(await self._post_async(action))
                 elif isinstance(action, _RunTools):
-                    outcomes = await asyncio.gather(*(self._tool_async(t, c) for t, c in action.calls))
-                    action = loop.send(list(outcomes))
+                    # A lone sync tool needs no task of its own (a gather waits its turn twice on a busy loop): it
+                    # runs on a worker, in a copy of the context. An async tool keeps its task, so the context
+                    # variables it sets stay its own, as before.
+                    if len(action.calls) == 1 and not action.calls[0][0].is_async:
+                        outcomes = [await self._tool_async(*action.calls[0])]
+                    else:
+                        outcomes = list(await asyncio.gather(*(self._tool_async(t, c) for t, c in action.calls)))
+                    action = loop.send(outcomes)
                 else:
                     await asyncio.sleep(action.seconds)
                     action = next(loop)
@@ -334,7 +340,7 @@ class Agent:
                 response.close()
         except httpx.HTTPError as exc:
             raise _TransportFailure(f"could not reach the model: {type(exc).__name__}: {exc}") from exc
-        return _Reply(response.status_code, dict(response.headers), body)
+        return _reply(response, body)
 
     async def _post_async(self, post: _Post) -> _Reply:
         if not isinstance(self.model, httpx.AsyncBaseTransport):  # a sync-only transport: drive it from a thread
@@ -347,7 +353,7 @@ class Agent:
                 await response.aclose()
         except httpx.HTTPError as exc:
             raise _TransportFailure(f"could not reach the model: {type(exc).__name__}: {exc}") from exc
-        return _Reply(response.status_code, dict(response.headers), body)
+        return _reply(response, body)
 
     def _tool_sync(self, tool_obj: Tool, call: ToolCall) -> _ToolOutcome:
         try:
@@ -364,6 +370,13 @@ class Agent:
             return _ToolOutcome(str(exc), True)
         except Exception as exc:  # noqa: BLE001
             return _ToolOutcome(f"{call.name} raised {type(exc).__name__}: {exc}", True)
+
+
+def _reply(response: Any, body: bytes) -> _Reply:
+    """The loop reads the headers of an error only (Retry-After, x-should-retry): copying them for every success
+    cost about 4 µs a model call for nothing."""
+    status = response.status_code
+    return _Reply(status, dict(response.headers) if status >= 400 else {}, body)
 
 
 #: (url, headers) -> the parsed URL and the raw headers without Content-Length (bounded: cleared past 64 entries)
