@@ -17,7 +17,7 @@ by the warm-up run.
 `--against SRC` also runs the whole process with another checkout's `src` first on PYTHONPATH (an older commit:
 `git archive COMMIT src | tar -x -C /tmp/old`), interleaved, and prints this/that: a before/after side by side.
 
-    python bench/cli.py [--tests 200] [--trials 5] [--repeat 5] [--shell] [--against /tmp/old/src]
+    python bench/cli.py [--tests 200] [--trials 5] [--repeat 5] [--shell] [--no-exchanges] [--against /tmp/old/src]
 """
 
 from __future__ import annotations
@@ -76,10 +76,14 @@ def child_env(folder: Path, src: str | None = None) -> dict[str, str]:
     return env
 
 
+#: extra `trialrun run` arguments (`--no-exchanges`: no sidecar, like the in-process side)
+RUN_ARGS: list[str] = []
+
+
 def whole_process(folder: Path, trials: int, src: str | None = None) -> tuple[float, float]:
     """(wall, CPU) seconds of `trialrun run all -k TRIALS` as a process of its own (with `src`'s trialrun)."""
     started, cpu = time.perf_counter(), _children_cpu()
-    done = subprocess.run([sys.executable, "-m", "trialrun", "run", "all", "-k", str(trials)], cwd=folder,
+    done = subprocess.run([sys.executable, "-m", "trialrun", "run", "all", "-k", str(trials), *RUN_ARGS], cwd=folder,
                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=child_env(folder, src))
     elapsed = time.perf_counter() - started
     if done.returncode not in (0, 1):
@@ -114,7 +118,11 @@ def main() -> None:
     parser.add_argument("--keep", help="write the suite here and keep it (for profiling)")
     parser.add_argument("--shell", action="store_true", help="shell tools and a workspace (a workdir per trial)")
     parser.add_argument("--against", help="another checkout's src folder: its whole process, interleaved")
+    parser.add_argument("--no-exchanges", action="store_true",
+                        help="the CLI keeps no raw exchanges (the sidecar is on by default; the in-process side keeps none)")
     args = parser.parse_args()
+    if args.no_exchanges:
+        RUN_ARGS.append("--no-exchanges")
     if args.keep:
         Path(args.keep).mkdir(parents=True, exist_ok=True)
         write_suite(Path(args.keep), args.tests, args.shell)
