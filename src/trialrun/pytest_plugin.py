@@ -189,8 +189,8 @@ class _State:
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         exchanges = self._exchanges
         if _is_worker(self.config):
-            if exchanges is not None:
-                exchanges.close()  # the controller merges it once every worker is done
+            # A worker's part stays open, and so locked, until the worker exits: what cleans up after killed runs in
+            # that folder leaves it alone until the controller, once every worker is done, merges it.
             return
         if not self.save or not self.reported:
             if exchanges is not None:
