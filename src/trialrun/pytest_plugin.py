@@ -302,7 +302,6 @@ class _State:
                 self._ready[member.nodeid] = by_name[member.case.name]
         return by_name[item.case.name]
 
-
     def _on_exchanges(self, batch: list[CaseItem]) -> Callable[[Any, int, list[Any], frozenset[bytes]], None] | None:
         """The runner's `on_exchanges` for a batch: each trial's exchanges to this process's part, keyed by item."""
         exchanges = self.exchanges()
