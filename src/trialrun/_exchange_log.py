@@ -30,6 +30,8 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
+import secrets
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -39,7 +41,7 @@ from typing import Any
 from ._scrub import scrub_text
 
 __all__ = ["SUFFIX", "EXCHANGES_VERSION", "DEFAULT_MAX_TRIAL_BYTES", "BODY_MAX_BYTES", "BODY_MIN_BYTES",
-           "ExchangeLog", "TrialExchanges", "sidecar_path", "trial_record", "read_trial_exchanges"]
+           "ExchangeLog", "TrialExchanges", "sidecar_path", "trial_record", "read_trial_exchanges", "merge_parts"]
 
 #: A sidecar's name is its result file's stem with this suffix.
 SUFFIX = ".exchanges.ndjson"
@@ -171,14 +173,20 @@ class ExchangeLog:
 
     @classmethod
     def open(cls, path: Path, *, run_id: str | None, max_trial_bytes: int = DEFAULT_MAX_TRIAL_BYTES,
-             kept: bool = True, why: str | None = None) -> ExchangeLog:
+             kept: bool = True, why: str | None = None, lock: bool = False) -> ExchangeLog:
         """Create the sidecar and write its start line; `kept=False` (with `why`) records that this run's trials
-        keep no exchanges (they ran elsewhere), so a viewer can say so."""
+        keep no exchanges (they ran elsewhere), so a viewer can say so. `lock`: hold a lock on it while open (a temp
+        part, `merge_parts`, that `_files.remove_stale_temps` must leave alone while its writer lives)."""
         log = cls(path, max_trial_bytes=max_trial_bytes)
         try:
             log._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND | getattr(os, "O_BINARY", 0),
                               0o666)
+            if lock:
+                _lock(log._fd)
         except OSError as exc:
+            if log._fd is not None:
+                os.close(log._fd)
+                log._fd = None
             log.problem = f"{path}: {exc.strerror or exc} (no raw exchanges are kept for this run)"
             return log
         start: dict[str, Any] = {"event": "start", "exchanges_version": EXCHANGES_VERSION, "run_id": run_id,
@@ -239,6 +247,71 @@ class ExchangeLog:
         return True
 
 
+def _lock(fd: int) -> None:
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows: no flock; stale temps are then told apart by age alone
+        return
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+_TRIAL_HEAD = b'{"event":"trial","case":'
+_TRIAL_NUMBER = re.compile(r',"trial":(\d+),')
+
+
+def merge_parts(parts: Sequence[Path], dest: Path, names: dict[str, str], *, run_id: str | None,
+                max_trial_bytes: int = DEFAULT_MAX_TRIAL_BYTES) -> int:
+    """Write the sidecar `dest` from parts that several processes wrote (a pytest session's, one per xdist worker,
+    each line keyed by a name of the writer's): a start line, then every whole trial line of the parts whose key
+    is in `names`, under the case name `names` gives it (the one the result file has). Line by line, so memory stays
+    within one trial's line; written to a temp file and renamed, so `dest` is whole or absent. The number of
+    trials written."""
+    tmp = dest.with_name(f".{dest.name}.{secrets.token_hex(6)}.tmp")  # `_files`' temp pattern: a killed merge's is removed
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+    written = 0
+    try:
+        _lock(fd)
+        with os.fdopen(fd, "wb") as out:
+            start = {"event": "start", "exchanges_version": EXCHANGES_VERSION, "run_id": run_id,
+                     "max_trial_bytes": max_trial_bytes, "kept": True}
+            out.write((scrub_text(_dumps(start)) + "\n").encode("utf-8"))
+            for part in parts:
+                try:
+                    handle = open(part, "rb")  # noqa: SIM115 - closed by the with below
+                except OSError:
+                    continue  # a worker that never wrote one, or a part removed meanwhile: nothing of it to keep
+                with handle:
+                    for line in handle:
+                        renamed = _renamed(line, names)
+                        if renamed is not None:
+                            out.write(renamed)
+                            written += 1
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, dest)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return written
+
+
+def _renamed(line: bytes, names: dict[str, str]) -> bytes | None:
+    """A part's trial line under its case's final name; None for a start line, a line cut short (its writer was
+    killed) or one of a key `names` does not have (a trial whose item was not reported)."""
+    if not line.startswith(_TRIAL_HEAD) or not line.endswith(b"\n"):
+        return None
+    try:
+        text = line.decode("utf-8", "surrogatepass")
+        key, end = json.JSONDecoder().raw_decode(text, len(_TRIAL_HEAD))
+    except ValueError:
+        return None
+    number = _TRIAL_NUMBER.match(text, end)
+    if not isinstance(key, str) or key not in names or number is None:
+        return None
+    head = scrub_text(_line_prefix(names[key], int(number.group(1))).decode("utf-8"))
+    return head.encode("utf-8") + text[number.end():].encode("utf-8", "surrogatepass")
+
+
 # -- reading ------------------------------------------------------------------------------------------------
 @dataclass
 class TrialExchanges:
@@ -256,7 +329,8 @@ class TrialExchanges:
 
 _NOT_KEPT = ("this run kept no raw exchanges: {name} is not there. Runs keep them from this trialrun version on, "
              "when run by `trialrun run` with `exchanges = true` (the default; off with `exchanges = false` or "
-             "--no-exchanges); the pytest plugin and the Python API do not write them")
+             "--no-exchanges) or by pytest with --trialrun-save (off with --trialrun-no-exchanges); the Python API "
+             "does not write them")
 
 
 def read_trial_exchanges(path: Path, case: str, trial: int) -> TrialExchanges:

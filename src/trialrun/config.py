@@ -33,7 +33,8 @@ Every key is optional. Paths are relative to the file that names them. Command-l
                                              # left out; recorded in config_snapshot.rate_limit
     exchanges = true                         # keep each trial's raw HTTP exchanges, scrubbed, beside the result
                                              # file (results_<stamp>.exchanges.ndjson) for `trialrun view`;
-                                             # false (or --no-exchanges) keeps none
+                                             # false (or --no-exchanges; pytest --trialrun-save:
+                                             # --trialrun-no-exchanges) keeps none
     exchanges_max_bytes = 4194304            # cap on one trial's kept bodies (bodies past it are cut, saying so)
     [policy]                                 # a ToolPolicy
     deny_commands = ["rm -rf", "curl | sh"]

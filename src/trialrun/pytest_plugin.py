@@ -42,7 +42,10 @@ Options:
 - ``--trialrun-save``: write the session's results to the results store like ``trialrun run`` (trialrun.toml's
   ``results_dir``, else the suite's folder, else ``state/eval/`` under the rootdir): ``results_<timestamp>.json``
   and ``latest.json``, ready for ``trialrun report`` and ``trialrun compare``. Works under pytest-xdist (one file
-  with every case).
+  with every case). Each trial's raw HTTP exchanges with the model are kept beside it, scrubbed and capped, as
+  ``trialrun run`` keeps them (``results_<timestamp>.exchanges.ndjson``, shown under each turn by ``trialrun view``;
+  trialrun.toml's ``exchanges`` and ``exchanges_max_bytes`` apply).
+- ``--trialrun-no-exchanges``: with ``--trialrun-save``, keep no raw exchanges (as ``exchanges = false``).
 
 Fixtures for ordinary tests: ``trialrun_ctx`` (a ``TrialContext``: ``workdir``, ``scripted()``,
 ``http_client()``, ``trajectory()``; cleaned up after the test) and ``scripted_model`` (a factory:
@@ -74,6 +77,7 @@ from ._display import clean
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
+    from ._pytest_exchanges import SessionExchanges
     from .case import Case, TrialContext
     from .config import Config
     from .models import ScriptedModel
@@ -113,6 +117,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "current directory; repeatable")
     group.addoption("--trialrun-save", action="store_true", default=False,
                     help="save the session's trialrun results to the results store (results_<ts>.json + latest.json)")
+    group.addoption("--trialrun-no-exchanges", action="store_true", default=False,
+                    help="with --trialrun-save, keep no raw HTTP exchanges beside the result file "
+                         "(trialrun.toml: exchanges = false)")
 
 
 _STATE = pytest.StashKey["_State"]()
@@ -133,6 +140,7 @@ class _State:
         self.concurrency: int | None = config.getoption("trialrun_concurrency")
         self.include_live: bool = config.getoption("trialrun_include_live_canary")
         self.save: bool = config.getoption("trialrun_save")
+        self.no_exchanges: bool = config.getoption("trialrun_no_exchanges")
         invocation = config.invocation_params.dir
         self.suites: list[Path] = [(invocation / p).resolve() for p in config.getoption("trialrun_suite")]
         # Evaluating a whole module at once must not run cases the user would not see: -x/--maxfail and --stepwise
@@ -151,6 +159,9 @@ class _State:
         self.saved: Path | None = None
         self.save_error: str | None = None
         self._config_cache: Config | None = None
+        self._exchanges: SessionExchanges | None = None
+        self._exchanges_chosen = False
+        self.exchanges_saved: Path | None = None
 
     # -- hooks (this object is registered as a plugin for the session) ------------------------------------------
     def pytest_collection_finish(self, session: pytest.Session) -> None:
@@ -168,19 +179,69 @@ class _State:
         if data is not None:
             self.reported[report.nodeid] = (data["position"], data["case"])
 
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        """pytest-xdist (controller): tell each worker where its part of the session's exchanges goes."""
+        exchanges = self.exchanges()
+        if exchanges is not None:
+            node.workerinput["trialrun_exchanges"] = exchanges.worker_input()
+
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        if not self.save or _is_worker(self.config) or not self.reported:
+        exchanges = self._exchanges
+        if _is_worker(self.config):
+            # A worker's part stays open, and so locked, until the worker exits: what cleans up after killed runs in
+            # that folder leaves it alone until the controller, once every worker is done, merges it.
+            return
+        if not self.save or not self.reported:
+            if exchanges is not None:
+                exchanges.discard()
             return
         from .store import ResultsStore
 
         try:
             report = self.session_report(interrupted=exitstatus == pytest.ExitCode.INTERRUPTED)
             report.config_snapshot = _snapshot(self)
-            self.saved = ResultsStore(_results_dir(self)).save(report)
+            store = ResultsStore(_results_dir(self))
+            self.saved = store.save(report)
         except (OSError, ValueError) as exc:  # a bad trialrun.toml, an unwritable folder: loud, and the run fails
             self.save_error = str(exc)
             if session.exitstatus == pytest.ExitCode.OK:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
+            if exchanges is not None:
+                exchanges.discard()
+            return
+        if exchanges is not None:
+            from ._pytest_exchanges import item_key
+
+            positions = {nodeid: position for nodeid, (position, _) in self.reported.items()}
+            names = {item_key(positions[case.metadata["pytest_nodeid"]]): case.name
+                     for case in report.cases if case.metadata.get("pytest_nodeid") in positions}
+            self.exchanges_saved = exchanges.finish(self.saved, names, report.run_id)
+        store.remove_stale_temps()  # what killed sessions (or runs) left here, after this session's parts are merged
+
+    def exchanges(self) -> SessionExchanges | None:
+        """Where this process keeps its trials' raw exchanges: only when the session saves its results, unless
+        --trialrun-no-exchanges or `exchanges = false`; a worker writes where its controller said."""
+        if self._exchanges_chosen:
+            return self._exchanges
+        self._exchanges_chosen = True
+        if not self.save or self.no_exchanges:
+            return None
+        from ._pytest_exchanges import SessionExchanges
+
+        if _is_worker(self.config):
+            data = self.config.workerinput.get("trialrun_exchanges")  # type: ignore[attr-defined]
+            if data is not None:
+                self._exchanges = SessionExchanges.for_worker(data, str(self.config.workerinput["workerid"]))  # type: ignore[attr-defined]
+            return self._exchanges
+        try:
+            config = self.trialrun_config()
+            directory = _results_dir(self)
+        except (OSError, ValueError):  # a bad trialrun.toml: saving will say so, and fail the run
+            return None
+        if config.exchanges:
+            self._exchanges = SessionExchanges.new(directory, config.exchanges_max_bytes)
+        return self._exchanges
 
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
         if _is_worker(config):
@@ -190,6 +251,11 @@ class _State:
         if self.save:
             if self.saved is not None:
                 terminalreporter.write_line(clean(f"trialrun: results saved to {self.saved}"))
+                if self.exchanges_saved is not None:
+                    terminalreporter.write_line(clean(f"trialrun: raw exchanges saved to {self.exchanges_saved}"))
+                if self._exchanges is not None and self._exchanges.problem:
+                    terminalreporter.write_line(clean(f"trialrun: raw exchanges not kept: {self._exchanges.problem}"),
+                                                yellow=True)
             elif self.save_error is not None:
                 terminalreporter.write_line(clean(f"trialrun: could not save the results: {self.save_error}"), red=True)
             elif not self.reported:
@@ -227,7 +293,7 @@ class _State:
 
         report = evaluate(
             [member.case for member in batch], trials=self.trials, include_live_canary=True,
-            concurrency=self.concurrency or DEFAULT_CONCURRENCY,
+            concurrency=self.concurrency or DEFAULT_CONCURRENCY, on_exchanges=self._on_exchanges(batch),
         )
         by_name = {result.name: result for result in report.cases}
         for member in batch:
@@ -235,6 +301,20 @@ class _State:
             if member is not item:
                 self._ready[member.nodeid] = by_name[member.case.name]
         return by_name[item.case.name]
+
+    def _on_exchanges(self, batch: list[CaseItem]) -> Callable[[Any, int, list[Any], frozenset[bytes]], None] | None:
+        """The runner's `on_exchanges` for a batch: each trial's exchanges to this process's part, keyed by item."""
+        exchanges = self.exchanges()
+        if exchanges is None:
+            return None
+        from ._pytest_exchanges import item_key
+
+        keys = {member.case.name: item_key(self.positions.get(member.nodeid, 0)) for member in batch}
+
+        def keep(case: Any, trial: int, recorded: list[Any], credentials: frozenset[bytes]) -> None:
+            exchanges.write(keys[case.name], trial, recorded, credentials)
+
+        return keep
 
 
 def _state(config: pytest.Config) -> _State:

@@ -13,6 +13,7 @@ from trialrun._exchange_log import (
     BODY_MAX_BYTES,
     BODY_MIN_BYTES,
     ExchangeLog,
+    merge_parts,
     read_trial_exchanges,
     sidecar_path,
     trial_record,
@@ -196,3 +197,28 @@ def test_an_exchange_that_cannot_be_written_stops_the_log_not_the_run(tmp_path: 
     assert log.trials == 0 and "the exchanges of trial 1 of 'a' could not be written" in (log.problem or "")
     log.write("a", 2, [_exchange({"model": "m"})])
     assert log.trials == 0  # stopped, and says why; the run's end names the problem
+
+
+def test_parts_merge_into_one_sidecar_under_the_result_files_names(tmp_path: Path) -> None:
+    """A pytest session's parts (one per xdist worker, keyed by item): every whole trial line of a reported item is
+    kept under the name the result file gives it; a start line, a line its killed writer cut short and a line of an
+    item that was not reported are not; the merge leaves no temp file."""
+    first, second = tmp_path / ".pytest-exchanges-gw0.0123456789ab.tmp", tmp_path / ".pytest-exchanges-gw1.0123456789ab.tmp"
+    for path, entries in ((first, [("item 0", 1, "zero"), ("item 2", 1, "dropped")]), (second, [("item 1", 1, "one")])):
+        log = ExchangeLog.open(path, run_id=None, lock=True)
+        for key, trial, model in entries:
+            log.write(key, trial, [_exchange({"model": model})])
+        log.close()
+    with second.open("ab") as handle:  # a line whose writer was killed while writing it
+        handle.write(b'{"event":"trial","case":"item 0","trial":2,"exchanges":[{"n":1,')
+    dest = tmp_path / "results_x.exchanges.ndjson"
+    names = {"item 0": "test_one.py::shared name", "item 1": "listed"}
+    assert merge_parts([first, second], dest, names, run_id="eval_x") == 2
+    lines = [json.loads(line) for line in dest.read_text(encoding="utf-8").splitlines()]
+    assert lines[0]["event"] == "start" and lines[0]["run_id"] == "eval_x" and lines[0]["kept"] is True
+    assert [(line["case"], line["trial"]) for line in lines[1:]] == [("test_one.py::shared name", 1), ("listed", 1)]
+    assert lines[2]["exchanges"][0]["request"]["body"]["model"] == "one"
+    got = read_trial_exchanges(dest, "test_one.py::shared name", 1)
+    assert got.problem is None and got.exchanges[0]["request"]["body"]["model"] == "zero"
+    assert "has no exchanges for trial 2" in (read_trial_exchanges(dest, "test_one.py::shared name", 2).problem or "")
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([first.name, second.name, dest.name])
