@@ -158,6 +158,7 @@ class _State:
         self._report: RunReport | None = None
         self.saved: Path | None = None
         self.save_error: str | None = None
+        self.save_warning: str | None = None
         self._config_cache: Config | None = None
         self._exchanges: SessionExchanges | None = None
         self._exchanges_chosen = False
@@ -196,13 +197,16 @@ class _State:
             if exchanges is not None:
                 exchanges.discard()
             return
-        from .store import ResultsStore
+        from .store import LatestNotUpdated, ResultsStore
 
         try:
             report = self.session_report(interrupted=exitstatus == pytest.ExitCode.INTERRUPTED)
             report.config_snapshot = _snapshot(self)
             store = ResultsStore(_results_dir(self))
-            self.saved = store.save(report)
+            try:
+                self.saved = store.save(report)
+            except LatestNotUpdated as exc:  # saved; only latest.json could not follow it (a warning, as in the CLI)
+                self.saved, self.save_warning = exc.saved, str(exc)
         except (OSError, ValueError) as exc:  # a bad trialrun.toml, an unwritable folder: loud, and the run fails
             self.save_error = str(exc)
             if session.exitstatus == pytest.ExitCode.OK:
@@ -251,6 +255,8 @@ class _State:
         if self.save:
             if self.saved is not None:
                 terminalreporter.write_line(clean(f"trialrun: results saved to {self.saved}"))
+                if self.save_warning is not None:
+                    terminalreporter.write_line(clean(f"trialrun: {self.save_warning}"), yellow=True)
                 if self.exchanges_saved is not None:
                     terminalreporter.write_line(clean(f"trialrun: raw exchanges saved to {self.exchanges_saved}"))
                 if self._exchanges is not None and self._exchanges.problem:

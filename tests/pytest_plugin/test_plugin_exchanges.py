@@ -241,3 +241,19 @@ def test_the_view_shows_a_pytest_made_runs_exchanges_under_its_turns(pytester: p
         assert 'id="exchanges-note"' not in html and f"{count} exchange(s) kept" in html
         assert key not in html
     assert "<th>authorization</th><td><code>REDACTED</code>" in html
+
+
+def test_a_saved_run_whose_latest_json_cannot_follow_keeps_its_result_file_and_exchanges(pytester: pytest.Pytester) -> None:
+    """latest.json is only a pointer: when it cannot be updated (a folder in its place), the session's result file
+    and exchanges are still saved, with a warning, and the session does not fail (as `trialrun run` does)."""
+    pytester.makefile(".toml", trialrun='results_dir = "runs"\n')
+    (pytester.path / "runs" / "latest.json").mkdir(parents=True)
+    (pytester.path / "runs" / "latest.json" / "keep").write_text("not a pointer")
+    pytester.makepyfile(test_agent=CASES.format(key=_key(), reply="hello there"))
+    result = pytester.runpytest_inprocess("--trialrun-save")
+    result.assert_outcomes(passed=2)
+    assert result.ret == 0
+    path = _saved(result)
+    assert "could not save the results" not in result.stdout.str()
+    result.stdout.fnmatch_lines([f"trialrun: saved {path.name}, but could not update *latest.json*"])
+    assert _assert_linked(load_report(path), sidecar_path(path)) == 2
