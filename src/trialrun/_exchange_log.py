@@ -197,10 +197,9 @@ class ExchangeLog:
         self._fd: int | None = None
 
     @classmethod
-    def open(cls, path: Path, *, run_id: str | None, max_trial_bytes: int = DEFAULT_MAX_TRIAL_BYTES,
-             kept: bool = True, why: str | None = None) -> ExchangeLog:
-        """Create the sidecar and write its start line; `kept=False` (with `why`) records that this run's trials
-        keep no exchanges (they ran elsewhere), so a viewer can say so."""
+    def open(cls, path: Path, *, run_id: str | None, max_trial_bytes: int = DEFAULT_MAX_TRIAL_BYTES) -> ExchangeLog:
+        """Create the sidecar and write its start line (`kept` is always true now: the sidecars of the first
+        version said `"kept": false` with a `why` for trials run on Ray, and a reader still says so)."""
         log = cls(path, max_trial_bytes=max_trial_bytes)
         try:
             log._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND | getattr(os, "O_BINARY", 0),
@@ -209,9 +208,7 @@ class ExchangeLog:
             log.problem = f"{path}: {exc.strerror or exc} (no raw exchanges are kept for this run)"
             return log
         start: dict[str, Any] = {"event": "start", "exchanges_version": EXCHANGES_VERSION, "run_id": run_id,
-                                 "max_trial_bytes": max_trial_bytes, "kept": kept}
-        if why:
-            start["why"] = why
+                                 "max_trial_bytes": max_trial_bytes, "kept": True}
         log._write(scrub_text(_dumps(start)))
         return log
 
