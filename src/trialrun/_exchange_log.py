@@ -16,8 +16,9 @@ Requests and responses use the cassette layout (`_cassette_io.exchange_to_dict`:
 server-sent events, `body_text`, `body_base64`). `n` is the number `Turn.exchange` refers to. Every exchange goes
 through the one scrubber (`models.cassette.scrub_exchange`: credential headers REDACTED, response headers cut to an
 allow-list, keys removed from URLs and bodies, a stream after reassembly) BEFORE anything is cut, so a cut never
-leaves half a key behind; the whole line is scrubbed again as it is written, as the journal's are (a JSON body is
-stored as data, so a key its text wrote with escapes, `\\u0073k-...`, is plain only in the line).
+leaves half a key behind; the whole line is scrubbed again as it is made, as the journal's are (a JSON body is
+stored as data, so a key its text wrote with escapes, `\\u0073k-...`, is plain only in the line). The line is
+made where the trial ran (`trial_line`): a trial on a Ray worker sends back its line, never its raw exchanges.
 
 Caps (real coding agents send 100 KB+ requests, 50 times a trial): a body above `BODY_MAX_BYTES` is shortened,
 JSON by cutting its long strings (the model, the tool schemas and the message structure stay readable), anything
@@ -41,7 +42,8 @@ from typing import Any
 from ._scrub import scrub_text
 
 __all__ = ["SUFFIX", "EXCHANGES_VERSION", "DEFAULT_MAX_TRIAL_BYTES", "BODY_MAX_BYTES", "BODY_MIN_BYTES",
-           "ExchangeLog", "TrialExchanges", "sidecar_path", "trial_record", "read_trial_exchanges", "merge_parts"]
+           "ExchangeLog", "TrialLine", "TrialExchanges", "sidecar_path", "trial_record", "trial_line",
+           "read_trial_exchanges", "merge_parts"]
 
 #: A sidecar's name is its result file's stem with this suffix.
 SUFFIX = ".exchanges.ndjson"
@@ -154,6 +156,31 @@ def trial_record(case: str, trial: int, exchanges: Sequence[Any], credentials: f
     return {"event": "trial", "case": case, "trial": trial, "exchanges": records}
 
 
+def trial_line(case: str, trial: int, exchanges: Sequence[Any], credentials: frozenset[bytes] = frozenset(), *,
+               max_trial_bytes: int = DEFAULT_MAX_TRIAL_BYTES) -> tuple[str | None, str | None]:
+    """One trial's sidecar line as written (`trial_record`, then the whole line scrubbed again, `credentials`
+    included: a body kept as data was parsed, so a key its JSON wrote with escapes, \\u0073k-..., is written out
+    plainly, and only this pass sees it), or None and why it could not be made. Where the trial ran: on a Ray worker
+    it is made there, so neither the raw exchanges nor the credentials leave the worker."""
+    try:
+        line = _dumps(trial_record(case, trial, exchanges, credentials, max_trial_bytes=max_trial_bytes))
+    except Exception as exc:  # noqa: BLE001 - a body nobody foresaw must not stop the run: say so at its end
+        return None, f"the exchanges of trial {trial} of {case!r} could not be written ({type(exc).__name__}: {exc})"
+    return scrub_text(line, tuple(value.decode("utf-8", "replace") for value in credentials)), None
+
+
+class TrialLine:
+    """The runner's `on_exchanges` where a trial runs away from the run's sidecar (a Ray worker): makes the trial's
+    line (`trial_line`, capped as the driver's log asked) and keeps it, to travel back with the trial's result."""
+
+    def __init__(self, max_trial_bytes: int) -> None:
+        self.max_trial_bytes = max_trial_bytes
+        self.made: tuple[str | None, str | None] = (None, None)
+
+    def __call__(self, case: Any, trial: int, exchanges: Sequence[Any], credentials: frozenset[bytes]) -> None:
+        self.made = trial_line(case.name, trial, exchanges, credentials, max_trial_bytes=self.max_trial_bytes)
+
+
 def _line_prefix(case: str, trial: int) -> bytes:
     """How a trial's line starts: a reader finds it without parsing the other trials' (possibly large) lines."""
     return ('{"event":"trial","case":' + _dumps(case) + ',"trial":' + str(int(trial)) + ",").encode("utf-8")
@@ -173,10 +200,11 @@ class ExchangeLog:
 
     @classmethod
     def open(cls, path: Path, *, run_id: str | None, max_trial_bytes: int = DEFAULT_MAX_TRIAL_BYTES,
-             kept: bool = True, why: str | None = None, lock: bool = False) -> ExchangeLog:
-        """Create the sidecar and write its start line; `kept=False` (with `why`) records that this run's trials
-        keep no exchanges (they ran elsewhere), so a viewer can say so. `lock`: hold a lock on it while open (a temp
-        part, `merge_parts`, that `_files.remove_stale_temps` must leave alone while its writer lives)."""
+             lock: bool = False) -> ExchangeLog:
+        """Create the sidecar and write its start line (`kept` is always true now: the sidecars of the first
+        version said `"kept": false` with a `why` for trials run on Ray, and a reader still says so). `lock`: hold a
+        lock on it while open (a temp part, `merge_parts`, that `_files.remove_stale_temps` must leave alone while
+        its writer lives)."""
         log = cls(path, max_trial_bytes=max_trial_bytes)
         try:
             log._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND | getattr(os, "O_BINARY", 0),
@@ -190,23 +218,29 @@ class ExchangeLog:
             log.problem = f"{path}: {exc.strerror or exc} (no raw exchanges are kept for this run)"
             return log
         start: dict[str, Any] = {"event": "start", "exchanges_version": EXCHANGES_VERSION, "run_id": run_id,
-                                 "max_trial_bytes": max_trial_bytes, "kept": kept}
-        if why:
-            start["why"] = why
-        log._write(_dumps(start))
+                                 "max_trial_bytes": max_trial_bytes, "kept": True}
+        log._write(scrub_text(_dumps(start)))
         return log
+
+    def __call__(self, case: Any, trial: int, exchanges: Sequence[Any], credentials: frozenset[bytes]) -> None:
+        """The runner's `on_exchanges`: a finished trial of `case` (a Case) to the sidecar."""
+        self.write(case.name, trial, exchanges, credentials)
 
     def write(self, case: str, trial: int, exchanges: Sequence[Any], credentials: frozenset[bytes] = frozenset()) -> None:
         """One finished trial's exchanges, scrubbed and capped, in one write."""
         if self._fd is None or self.problem is not None:
             return
-        try:
-            line = _dumps(trial_record(case, trial, exchanges, credentials, max_trial_bytes=self.max_trial_bytes))
-        except Exception as exc:  # noqa: BLE001 - a body nobody foresaw must not stop the run: say so at its end
-            self.problem = (f"{self.path}: the exchanges of trial {trial} of {case!r} could not be written "
-                            f"({type(exc).__name__}: {exc}); raw exchanges stopped after {self.trials} trial(s)")
+        self.add(*trial_line(case, trial, exchanges, credentials, max_trial_bytes=self.max_trial_bytes))
+
+    def add(self, line: str | None, problem: str | None = None) -> None:
+        """A trial's line as `trial_line` made it, here or where the trial ran (a Ray worker, which sends it back
+        with the trial's result); or why it could not be made, which stops the log."""
+        if self._fd is None or self.problem is not None:
             return
-        if self._write(line, tuple(value.decode("utf-8", "replace") for value in credentials)):
+        if line is None:
+            self.problem = f"{self.path}: {problem}; raw exchanges stopped after {self.trials} trial(s)"
+            return
+        if self._write(line):
             self.trials += 1
 
     def rename(self, path: Path) -> None:
@@ -230,10 +264,8 @@ class ExchangeLog:
         except OSError:
             pass
 
-    def _write(self, line: str, extra: tuple[str, ...] = ()) -> bool:
-        # The whole line again, as the journal's: a body kept as data was parsed, so a key its JSON wrote with
-        # escapes (\u0073k-...) is written out plainly, and only this pass sees it.
-        data = (scrub_text(line, extra) + "\n").encode("utf-8", "surrogatepass")
+    def _write(self, line: str) -> bool:
+        data = (line + "\n").encode("utf-8", "surrogatepass")
         with self._lock:
             if self._fd is None or self.problem is not None:
                 return False

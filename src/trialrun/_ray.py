@@ -3,7 +3,10 @@
 Only the runner imports this, and only for a run with a Ray executor. Cases travel as cloudpickle bytes put in
 the object store once per case (not once per trial); workers keep the unpickled case for the run. The driver keeps
 at most `concurrency` tasks in flight, so `concurrency` is cluster-wide, and results come back as trials finish,
-into the same on_trial callback, journal and report as a local run.
+into the same on_trial callback, journal and report as a local run. When the run keeps raw exchanges (its
+`on_exchanges` is an `ExchangeLog`), a worker makes its trial's sidecar line itself (`TrialLine`: scrubbed and
+capped by the same code as a local trial's, so raw exchanges and credentials never leave the worker) and returns it
+with the trial's result; the driver appends it to the log. A run that keeps none asks for none and pays nothing.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ._exchange_log import ExchangeLog, TrialLine
 from .case import Case, CaseError, Problem
 from .executor import RayExecutor, require_ray
 from .models import _limiter
@@ -245,23 +249,29 @@ class _TrialWorker:
     does (`run_one_trial` each): for trials that mostly wait, where one trial per worker process wastes the CPU.
     Ray's cancel of one of its calls cancels that trial's coroutine, so its teardown runs."""
 
-    async def run(self, token: str, index: int, payload: bytes, trial: int, run_id: str | None) -> TrialResult:
+    async def run(self, token: str, index: int, payload: bytes, trial: int, run_id: str | None,
+                  keep: int | None = None) -> Any:
         from .runner import run_one_trial
 
         _limiter.REMOTE.set(_remote_limiters(token))  # this call's own context: its trial's LiveModels share the run's
-        return await run_one_trial(_case(token, index, payload), trial, run_id)
+        line = TrialLine(keep) if keep is not None else None
+        result = await run_one_trial(_case(token, index, payload), trial, run_id, line)
+        return result if line is None else (result, *line.made)
 
 
-def _trial_on_worker(token: str, index: int, payload: bytes, trial: int, run_id: str | None) -> TrialResult:
+def _trial_on_worker(token: str, index: int, payload: bytes, trial: int, run_id: str | None,
+                     keep: int | None = None) -> Any:
     """A Ray task: one trial, with exactly the local semantics (run_one_trial). Ray's cancel arrives as a SIGINT
-    in the worker (`interrupt_main`), which cancels the trial, so its teardown runs before the task ends."""
+    in the worker (`interrupt_main`), which cancels the trial, so its teardown runs before the task ends.
+    `keep` (the driver's cap on a trial's bodies) asks for the trial's sidecar line too: (result, line, problem)."""
     from .runner import _close, run_one_trial
 
     case = _case(token, index, payload)
     loop = asyncio.new_event_loop()
+    line = TrialLine(keep) if keep is not None else None
     shared = _limiter.REMOTE.set(_remote_limiters(token))  # copied into the trial's task (and its threads)
     try:
-        task = loop.create_task(run_one_trial(case, trial, run_id))
+        task = loop.create_task(run_one_trial(case, trial, run_id, line))
     finally:
         _limiter.REMOTE.reset(shared)
     # The loop's own handler (not signal.signal): it sets the wakeup fd, so the interrupt wakes a loop that is
@@ -270,7 +280,8 @@ def _trial_on_worker(token: str, index: int, payload: bytes, trial: int, run_id:
     if main:
         loop.add_signal_handler(signal.SIGINT, task.cancel)
     try:
-        return loop.run_until_complete(task)
+        result = loop.run_until_complete(task)
+        return result if line is None else (result, *line.made)
     finally:
         if main:
             loop.remove_signal_handler(signal.SIGINT)
@@ -301,7 +312,8 @@ def _require_client(address: str) -> None:
 class RayTrials:
     """The driver side of a run on Ray: connects, ships the cases, runs a trial as a task and awaits its result."""
 
-    def __init__(self, executor: RayExecutor, cases: Sequence[Case], run_id: str | None, concurrency: int = 1) -> None:
+    def __init__(self, executor: RayExecutor, cases: Sequence[Case], run_id: str | None, concurrency: int = 1,
+                 on_exchanges: Any = None) -> None:
         ray = require_ray()
         limits: list[RateLimit] = []
         _SHIPPING.append(limits)  # RateLimits pickled with the cases: the run needs the shared limiter actor
@@ -329,6 +341,8 @@ class RayTrials:
         self._task_error = exceptions.RayError
         self._executor = executor
         self._run_id = run_id
+        #: Where the workers' sidecar lines go (None: the run keeps no exchanges, and workers make none).
+        self._log = on_exchanges if isinstance(on_exchanges, ExchangeLog) else None
         self._token = uuid.uuid4().hex
         self._index = {id(case): i for i, case in enumerate(cases)}
         self._refs = [ray.put(payload) for payload in payloads]
@@ -351,7 +365,8 @@ class RayTrials:
             self._busy = [0] * len(self._pool)
 
     def _submit(self, index: int, trial: int) -> tuple[Any, int | None]:
-        args = (self._token, index, self._refs[index], trial, self._run_id)
+        keep = self._log.max_trial_bytes if self._log is not None else None
+        args = (self._token, index, self._refs[index], trial, self._run_id, keep)
         if not self._pool:
             return self._remote.remote(*args), None
         slot = self._busy.index(min(self._busy))  # the least busy actor
@@ -370,7 +385,12 @@ class RayTrials:
             ref, slot = self._submit(index, trial)
             future = asyncio.wrap_future(ref.future())
             try:
-                return await asyncio.shield(future)
+                value = await asyncio.shield(future)
+                if self._log is None:
+                    return value  # type: ignore[no-any-return]
+                result, line, problem = value
+                self._log.add(line, problem)
+                return result  # type: ignore[no-any-return]
             except asyncio.CancelledError:
                 await self._cancel(ref, future)
                 raise

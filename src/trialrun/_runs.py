@@ -42,10 +42,10 @@ class RunRecorder:
     @classmethod
     def start(cls, store: ResultsStore, cases: Sequence[Any], *, trials: int, include_live_canary: bool,
               config_snapshot: dict[str, Any], exchanges: bool = True,
-              exchanges_max_bytes: int = DEFAULT_MAX_TRIAL_BYTES, remote: str | None = None) -> RunRecorder:
+              exchanges_max_bytes: int = DEFAULT_MAX_TRIAL_BYTES) -> RunRecorder:
         """Clean up after runs killed while writing, reserve this run's name and write the journal's start line
-        (and the exchanges sidecar's, unless `exchanges` is off; `remote` names where trials run when that is not
-        this process, whose exchanges stay there)."""
+        (and the exchanges sidecar's, unless `exchanges` is off: the log is the runner's `on_exchanges`, for local
+        trials and Ray-executed ones alike)."""
         from .runner import select_cases
 
         removed = store.remove_stale_temps()
@@ -65,19 +65,13 @@ class RunRecorder:
         journal.start(run_id=recorder.run_id, started_at=started, trial_count=trials, cases=plans,
                       config_snapshot=config_snapshot)
         if exchanges:
-            why = f"the trials ran on {remote}, where their exchanges stay" if remote else None
             recorder.exchanges = ExchangeLog.open(sidecar_path(store.directory / stem), run_id=recorder.run_id,
-                                                  max_trial_bytes=exchanges_max_bytes, kept=remote is None, why=why)
+                                                  max_trial_bytes=exchanges_max_bytes)
         return recorder
 
     def trial(self, case: Any, result: TrialResult) -> None:
         if self.journal is not None:
             self.journal.append(case.name, result)
-
-    def trial_exchanges(self, case: Any, trial: int, exchanges: list[Any], credentials: frozenset[bytes]) -> None:
-        """A finished trial's exchanges, to the sidecar (the runner's `on_exchanges`)."""
-        if self.exchanges is not None:
-            self.exchanges.write(case.name, trial, exchanges, credentials)
 
     def abandon(self) -> str:
         """The run is given up on (a second Ctrl-C): keep the journal as it is, for `trialrun recover`."""

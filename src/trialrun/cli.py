@@ -367,13 +367,10 @@ def run(test_ids: tuple[str, ...], trials: int | None, tags: tuple[str, ...], na
     if live and not as_json:
         _print_styled(console, f"live model {clean(config.model_spec)}: tests call the provider", "yellow")
     from ._runs import RunRecorder
-    from .executor import resolve_executor
 
-    remote = config.executor if resolve_executor(config.executor) is not None else None
     recorder = RunRecorder.start(store, cases, trials=config.trials, include_live_canary=include_live_canary or live,
                                  config_snapshot=snapshot, exchanges=config.exchanges,
-                                 exchanges_max_bytes=config.exchanges_max_bytes,
-                                 remote=f"the executor {remote!r}" if remote else None)
+                                 exchanges_max_bytes=config.exchanges_max_bytes)
     for note in recorder.notes:
         _say(f"note: {note}")
 
@@ -395,7 +392,7 @@ def run(test_ids: tuple[str, ...], trials: int | None, tags: tuple[str, ...], na
                 cases, trials=config.trials, run_id=recorder.run_id,
                 include_live_canary=include_live_canary or live, concurrency=config.concurrency or runner.DEFAULT_CONCURRENCY,
                 config_snapshot=snapshot, on_trial=on_trial, executor=config.executor,
-                on_exchanges=recorder.trial_exchanges if recorder.exchanges is not None else None,
+                on_exchanges=recorder.exchanges,  # (on Ray too: each worker sends its trial's line back)
             )
         except runner.EvaluationInterrupted as interrupted:
             report = interrupted.report

@@ -428,10 +428,11 @@ class _FinishedThenCancelled(asyncio.CancelledError):
         self.result = result
 
 
-async def run_one_trial(case: Case, trial: int, run_id: str | None = None) -> TrialResult:
+async def run_one_trial(case: Case, trial: int, run_id: str | None = None,
+                        on_exchanges: OnExchanges | None = None) -> TrialResult:
     """One trial on its own, by the same `run_trial` a local run uses: how a Ray worker runs its trial. Two worker
     threads (the second starts only when needed): a cancelled trial's teardown never waits behind its stuck invoke."""
-    runner = _Runner(2, run_id, None)
+    runner = _Runner(2, run_id, None, on_exchanges)
     try:
         return await runner.run_trial(case, trial)
     finally:
@@ -556,7 +557,7 @@ async def aevaluate(
     selected, skipped = select_cases(case_list, names=names, tags=tags, include_live_canary=include_live_canary)
     if not selected:  # a run that grades nothing must not be able to pass
         raise CaseError([_nothing_to_grade(case_list, skipped)])
-    remote = _trial_runner(executor, selected, run_id, concurrency)  # a case Ray workers cannot take is refused here
+    remote = _trial_runner(executor, selected, run_id, concurrency, on_exchanges)  # a case Ray workers cannot take is refused here
     started_at = datetime.now(timezone.utc)
     clock = time.perf_counter()
     runner = _Runner(concurrency, run_id, on_trial, on_exchanges)
@@ -633,7 +634,8 @@ async def aevaluate(
     return report
 
 
-def _trial_runner(executor: Any, cases: list[Case], run_id: str | None, concurrency: int) -> Any:
+def _trial_runner(executor: Any, cases: list[Case], run_id: str | None, concurrency: int,
+                  on_exchanges: OnExchanges | None = None) -> Any:
     """Where trials run: None for this process (the default, which never imports Ray), else a Ray cluster's
     (`run_trial(case, trial)`, and `close()` at the end of the run)."""
     from .executor import resolve_executor
@@ -643,7 +645,7 @@ def _trial_runner(executor: Any, cases: list[Case], run_id: str | None, concurre
         return None
     from ._ray import RayTrials
 
-    return RayTrials(chosen, cases, run_id, max(1, concurrency))
+    return RayTrials(chosen, cases, run_id, max(1, concurrency), on_exchanges)
 
 
 async def _cancel_all(tasks: list[asyncio.Future[None]]) -> None:
@@ -677,8 +679,9 @@ def evaluate(
     `executor="ray"` (or "ray://HOST:PORT", or a `RayExecutor`) runs each trial on a Ray cluster instead, with
     the same semantics and the same report; `concurrency` is then cluster-wide.
     `on_trial(case, result)` is called as each trial finishes; `on_exchanges(case, trial, exchanges, credentials)`
-    too, with the trial's recorded HTTP exchanges (not on Ray, where they stay on the worker): the CLI writes them to the
-    run's exchanges sidecar.
+    too, with the trial's recorded HTTP exchanges: the CLI writes them to the run's exchanges sidecar. On Ray the
+    exchanges stay on the worker, except for an `ExchangeLog` (what the CLI passes): each worker makes its trial's
+    sidecar line there, scrubbed and capped, and the line comes back with the trial's result.
 
     >>> import trialrun as tr
     >>> report = tr.evaluate([tr.Case(name="greets", invoke=lambda ctx: "hello",

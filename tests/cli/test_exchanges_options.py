@@ -118,19 +118,33 @@ def test_turns_of_two_transports_are_numbered_across_the_trial() -> None:
     assert kept == [(1, ["m", "m", "m"])]
 
 
-def test_trials_run_elsewhere_leave_a_sidecar_that_says_where_their_exchanges_are(tmp_path: Path) -> None:
+def test_the_recorders_log_is_what_the_runner_writes_to_and_an_unused_one_goes(tmp_path: Path) -> None:
+    """The recorder's ExchangeLog is the runner's `on_exchanges` itself (what a Ray run recognises, to have its workers
+    send each trial's line back: tests/ray); a run that failed before any trial leaves no sidecar."""
     from trialrun._runs import RunRecorder
     from trialrun.store import ResultsStore
 
-    case = tr.Case("c", lambda ctx: "x", expect_outcome=[tr.expect.contains("x")])
-    recorder = RunRecorder.start(ResultsStore(tmp_path), [case], trials=1, include_live_canary=False,
-                                 config_snapshot={}, remote="the executor 'ray'")
+    def invoke(ctx: tr.TrialContext) -> str:
+        with ctx.http_client(ctx.scripted([tr.reply("x")])) as client:
+            body = {"model": "m", "messages": [{"role": "user", "content": f"trial {ctx.trial}"}]}
+            return client.post("https://api.openai.com/v1/chat/completions", json=body).json()["choices"][0][
+                "message"]["content"]
+
+    case = tr.Case("c", invoke, expect_outcome=[tr.expect.contains("x")])
+    start = dict(trials=1, include_live_canary=False, config_snapshot={})
+    recorder = RunRecorder.start(ResultsStore(tmp_path / "used"), [case], **start)
     assert recorder.exchanges is not None
-    sidecar = recorder.exchanges.path
-    found = read_trial_exchanges(sidecar, "c", 1)
-    assert found.problem == "this run kept no raw exchanges: the trials ran on the executor 'ray', where their exchanges stay"
-    recorder.drop()  # a run that failed before any trial: its empty journal and sidecar go
-    assert not sidecar.exists() and not list(tmp_path.iterdir())
+    evaluate([case], trials=2, on_exchanges=recorder.exchanges)
+    for trial in (1, 2):
+        found = read_trial_exchanges(recorder.exchanges.path, "c", trial)
+        assert found.problem is None and found.exchanges[0]["request"]["body"]["messages"][0]["content"] == f"trial {trial}"
+    recorder.drop()
+    assert recorder.exchanges.path.is_file()  # (its trials' exchanges stay, as the journal's results do)
+    unused = RunRecorder.start(ResultsStore(tmp_path / "unused"), [case], **start)
+    assert unused.exchanges is not None
+    sidecar = unused.exchanges.path
+    unused.drop()  # a run that failed before any trial: its empty journal and sidecar go
+    assert not sidecar.exists() and not list((tmp_path / "unused").iterdir())
 
 
 def test_exchanges_are_streamed_out_not_held_for_the_run(tmp_path: Path) -> None:

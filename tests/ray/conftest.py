@@ -4,8 +4,11 @@ either way on the CI box; `ray start` needs `ray stop` as well) and stops only w
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -27,3 +30,18 @@ def ray_cluster() -> Iterator[str]:
         yield ray.get_runtime_context().gcs_address
     finally:
         ray.shutdown()
+
+
+def sidecar_trials(path: Path) -> dict[tuple[str, int], list[dict[str, Any]]]:
+    """A run's exchanges sidecar as {(case, trial): its exchanges}: every line whole, each trial once, so two runs'
+    sidecars compare whatever order their trials finished in."""
+    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    assert lines[0]["event"] == "start" and lines[0]["kept"] is True, lines[0]
+    trials = {(line["case"], line["trial"]): line["exchanges"] for line in lines[1:]}
+    assert len(trials) == len(lines) - 1 and all(line["event"] == "trial" for line in lines[1:])
+    return trials
+
+
+@pytest.fixture
+def read_sidecar() -> Callable[[Path], dict[tuple[str, int], list[dict[str, Any]]]]:
+    return sidecar_trials

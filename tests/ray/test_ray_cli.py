@@ -40,13 +40,40 @@ def _run(*args: str) -> tuple[int, dict]:
     return result.exit_code, json.loads(result.stdout)
 
 
-def test_the_suite_on_ray_reports_what_it_reports_locally(ray_cluster: str, project: Path) -> None:
+def _sidecar(folder: Path) -> Path:
+    (path,) = folder.glob("results_*.exchanges.ndjson")
+    return path
+
+
+def test_the_suite_on_ray_reports_what_it_reports_locally(ray_cluster: str, project: Path, read_sidecar) -> None:
     local_code, local = _run("--results-dir", "local")
     ray_code, remote = _run("--results-dir", "ray", "--executor", f"ray:{ray_cluster}")
     assert (ray_code, _stable(remote)) == (local_code, _stable(local))
     assert len(remote["cases"]) >= 3 and any(c["passed"] for c in remote["cases"])
     assert any(t["trajectory"]["turns"] for c in remote["cases"] for t in c["trials"])  # agents ran, on workers
     assert list((project / "ray").glob("results_*.json"))  # saved by the same store
+    # Each worker sent its trial's exchanges back: the Ray run's sidecar is the local run's, trial for trial.
+    kept, local_kept = read_sidecar(_sidecar(project / "ray")), read_sidecar(_sidecar(project / "local"))
+    assert kept == local_kept
+    assert sorted(kept) == sorted((c["name"], t["trial"]) for c in remote["cases"] for t in c["trials"])
+    for case in remote["cases"]:
+        for trial in case["trials"]:  # every turn's `exchange` names one of its trial's exchanges
+            numbers = {e["n"] for e in kept[case["name"], trial["trial"]]}
+            assert {turn["exchange"] for turn in trial["trajectory"]["turns"]} <= numbers and numbers
+    # ... and `trialrun view`'s trial page shows them under the turns.
+    from trialrun._exchange_log import read_trial_exchanges
+    from trialrun._history import load_history
+    from trialrun.render.exchanges import trial_page
+
+    entry = load_history(project / "ray").runs[-1]
+    case = next(c for c in entry.report.cases if c.trials[0].trajectory.turns)
+    log = read_trial_exchanges(_sidecar(project / "ray"), case.name, 2)
+    assert log.problem is None and log.exchanges == kept[case.name, 2]
+    page = trial_page(entry, case.name, case.trials[1], log)
+    assert page.count("Raw request and response") >= len(case.trials[1].trajectory.turns) >= 1
+    assert "kept no raw exchanges" not in page and "gpt-4.1-mini" in page
+    asked = log.exchanges[0]["request"]["body"]["messages"][-1]["content"]
+    assert asked and f'"content": "{asked}"' in page  # the request body, pretty-printed
 
 
 def test_trialrun_toml_names_the_executor(ray_cluster: str, project: Path) -> None:

@@ -82,14 +82,64 @@ def _suite() -> list[tr.Case]:
     ]
 
 
-def test_a_ray_run_reports_exactly_what_a_local_run_reports(ray_cluster: str) -> None:
-    local = tr.evaluate(_suite(), trials=2)
+#: Not key-shaped: only the rule "a value sent in a credential header is removed wherever else it appears" finds it.
+_SECRET = "planted-credential-c0ffee42"
+#: Key-shaped: the scrubber's patterns find it wherever it is.
+_KEY = "sk-proj-" + "Zq7" * 12
+
+
+def _careless(ctx: tr.TrialContext) -> str:
+    """Sends its credential in the Authorization header and, carelessly, in its message too (and a key-shaped one)."""
+    import openai
+
+    model = tr.ScriptedModel([reply(f"hi {ctx.trial}")])
+    client = openai.OpenAI(api_key=_SECRET, http_client=ctx.http_client(model))
+    answer = client.chat.completions.create(model="m", messages=[
+        {"role": "user", "content": f"my keys are {_SECRET} and {_KEY}"}])
+    return answer.choices[0].message.content or ""
+
+
+def _with_careless() -> list[tr.Case]:
+    return [*_suite(), tr.Case(name="careless", invoke=_careless, expect_outcome=[expect.contains("hi")])]
+
+
+def _kept(cases: list[tr.Case], path: Path, sidecar_trials: Any, **options: Any) -> tuple[Any, dict]:
+    """A run of `cases` with its exchanges kept in the sidecar `path` (as `trialrun run` keeps them), and that
+    sidecar's trials: the exchanges are scrubbed (neither planted secret is anywhere in the file)."""
+    from trialrun._exchange_log import ExchangeLog
+
+    log = ExchangeLog.open(path, run_id="eval_x")
+    try:
+        report = tr.evaluate(cases, trials=2, on_exchanges=log, **options)
+    finally:
+        log.close()
+    assert log.problem is None and log.trials
+    text = path.read_text(encoding="utf-8")
+    assert _SECRET not in text and _KEY not in text
+    return report, sidecar_trials(path)
+
+
+def _check_exchanges(kept: dict, local_kept: dict, report: Any) -> None:
+    """The Ray run kept what the local run kept, trial for trial: every finished trial's line came back."""
+    assert kept == local_kept
+    assert sorted(kept) == sorted((c.name, t.trial) for c in report.cases for t in c.trials)
+    (request,) = [e["request"] for e in kept["careless", 2]]
+    assert request["headers"]["authorization"] == "REDACTED"
+    assert request["body"]["messages"][0]["content"].startswith("my keys are ")
+    assert [e["n"] for e in kept["scripted", 1]] == [1, 2]
+    assert kept["raises", 1] == []  # a trial that sent nothing has its (empty) line too
+
+
+def test_a_ray_run_reports_exactly_what_a_local_run_reports(ray_cluster: str, tmp_path: Path, read_sidecar) -> None:
+    local, local_kept = _kept(_with_careless(), tmp_path / "local.exchanges.ndjson", read_sidecar)
     seen: list[tuple[str, int]] = []
-    remote = tr.evaluate(_suite(), trials=2, executor=tr.RayExecutor(resources_per_trial={"num_cpus": 0.5}),
+    remote, kept = _kept(_with_careless(), tmp_path / "ray.exchanges.ndjson", read_sidecar,
+                         executor=tr.RayExecutor(resources_per_trial={"num_cpus": 0.5}),
                          on_trial=lambda case, result: seen.append((case.name, result.trial)))
     assert _stable(remote.model_dump(mode="json")) == _stable(local.model_dump(mode="json"))
+    _check_exchanges(kept, local_kept, remote)
     assert sorted(seen) == sorted((name, t) for name in ("scripted", "wrong", "workdir", "raises", "times-out",
-                                                          "offline", "teardown") for t in (1, 2))
+                                                          "offline", "teardown", "careless") for t in (1, 2))
     by_name = {c.name: c for c in remote.cases}
     assert by_name["scripted"].passed and by_name["workdir"].passed
     assert by_name["scripted"].trials[0].trajectory.tool_calls[0].name == "read_file"
@@ -173,8 +223,10 @@ def test_executor_spellings() -> None:
         tr.RayExecutor(trials_per_worker=0)
 
 
-def test_a_pool_of_async_actors_reports_what_a_local_run_reports(ray_cluster: str) -> None:
-    local = tr.evaluate(_suite(), trials=2)
-    pooled = tr.evaluate(_suite(), trials=2, concurrency=8,
+def test_a_pool_of_async_actors_reports_what_a_local_run_reports(ray_cluster: str, tmp_path: Path,
+                                                                 read_sidecar) -> None:
+    local, local_kept = _kept(_with_careless(), tmp_path / "local.exchanges.ndjson", read_sidecar)
+    pooled, kept = _kept(_with_careless(), tmp_path / "pool.exchanges.ndjson", read_sidecar, concurrency=8,
                          executor=tr.RayExecutor(trials_per_worker=4, resources_per_trial={"num_cpus": 0.5}))
     assert _stable(pooled.model_dump(mode="json")) == _stable(local.model_dump(mode="json"))
+    _check_exchanges(kept, local_kept, pooled)
