@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ._files import hold_lock, write_all
 from ._scrub import scrub_text
 
 __all__ = ["SUFFIX", "EXCHANGES_VERSION", "DEFAULT_MAX_TRIAL_BYTES", "BODY_MAX_BYTES", "BODY_MIN_BYTES",
@@ -210,7 +211,7 @@ class ExchangeLog:
             log._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND | getattr(os, "O_BINARY", 0),
                               0o666)
             if lock:
-                _lock(log._fd)
+                hold_lock(log._fd)
         except OSError as exc:
             if log._fd is not None:
                 os.close(log._fd)
@@ -270,21 +271,11 @@ class ExchangeLog:
             if self._fd is None or self.problem is not None:
                 return False
             try:
-                written = 0
-                while written < len(data):
-                    written += os.write(self._fd, data[written:])
+                write_all(self._fd, data)
             except OSError as exc:
                 self.problem = f"{self.path}: {exc.strerror or exc} (raw exchanges stopped after {self.trials} trial(s))"
                 return False
         return True
-
-
-def _lock(fd: int) -> None:
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - Windows: no flock; stale temps are then told apart by age alone
-        return
-    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
 
 
 _TRIAL_HEAD = b'{"event":"trial","case":'
@@ -302,7 +293,7 @@ def merge_parts(parts: Sequence[Path], dest: Path, names: dict[str, str], *, run
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
     written = 0
     try:
-        _lock(fd)
+        hold_lock(fd)
         with os.fdopen(fd, "wb") as out:
             start = {"event": "start", "exchanges_version": EXCHANGES_VERSION, "run_id": run_id,
                      "max_trial_bytes": max_trial_bytes, "kept": True}

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 __all__ = ["read_text", "MAX_BYTES", "gc_paused", "write_atomic", "write_new", "write_user_file", "remove_stale_temps",
-           "unencodable_text", "TOO_DEEP"]
+           "unencodable_text", "TOO_DEEP", "hold_lock", "write_all"]
 
 #: The largest file trialrun reads by default (suites, configurations, cassettes, scripted model files, price
 #: files): 100,000 tests are about 20 MiB; a file far larger is a mistake (or an attack), not something to parse.
@@ -158,12 +158,25 @@ def write_new(path: Path, text: str) -> None:
         Path(tmp).unlink(missing_ok=True)
 
 
+def hold_lock(fd: int) -> None:
+    """Take an exclusive lock on `fd`, held until it is closed: "being written, not abandoned" to
+    `remove_stale_temps` and to readers of journals (nothing where there is no flock, Windows). OSError when refused."""
+    if fcntl is not None:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """All of `data` to `fd` (os.write may write less than it is given: a pipe, a signal, a nearly full disk)."""
+    written = 0
+    while written < len(data):
+        written += os.write(fd, data[written:])
+
+
 def _written_temp(path: Path, text: str) -> str:
     """A temp file next to `path` holding `text`, on disk (fsync), with the permissions `path` has or would get."""
     fd, tmp = _create_temp(path)
     try:
-        if fcntl is not None:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held until closed: "being written, not abandoned"
+        hold_lock(fd)
         try:
             keep = os.stat(path).st_mode & 0o7777
         except OSError:

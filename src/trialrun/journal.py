@@ -28,7 +28,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ._files import locked
+from ._files import hold_lock, locked, write_all
 from ._scrub import scrub_text
 from .results import SCHEMA_VERSION, CaseResult, RunReport, TrialResult
 
@@ -37,11 +37,6 @@ __all__ = ["Journal", "JournalError", "JOURNAL_VERSION", "read_journal", "is_liv
 JOURNAL_VERSION = 1
 #: A journal's name is its result file's, with this suffix instead of ".json".
 SUFFIX = ".jsonl"
-
-try:  # POSIX; elsewhere a journal cannot say whether its run is alive, and is read as a finished-or-dead one
-    import fcntl
-except ImportError:  # pragma: no cover - Windows
-    fcntl = None  # type: ignore[assignment]
 
 
 class JournalError(ValueError):
@@ -74,11 +69,10 @@ class Journal:
         self._dirty = False
         self._stop = threading.Event()
         self._syncer: threading.Thread | None = None
-        if fcntl is not None:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:  # pragma: no cover - a file system without locks
-                pass
+        try:
+            hold_lock(fd)
+        except OSError:  # pragma: no cover - a file system without locks
+            pass
 
     def start(self, *, run_id: str, started_at: datetime, trial_count: int, cases: list[dict[str, Any]],
               config_snapshot: dict[str, Any]) -> None:
@@ -127,9 +121,7 @@ class Journal:
             if self._fd is None or self.problem is not None:
                 return False
             try:
-                written = 0
-                while written < len(data):
-                    written += os.write(self._fd, data[written:])
+                write_all(self._fd, data)
                 self._dirty = True
                 if sync:
                     os.fsync(self._fd)
