@@ -18,9 +18,10 @@ import signal
 import sys
 import threading
 import time
+import types
 import uuid
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from ._exchange_log import ExchangeLog, TrialLine
@@ -47,21 +48,74 @@ _ACTORS: dict[str, Any] = {}  # on a worker: run token -> the limiter actor's ha
 
 
 def _user_modules(case: Case) -> set[str]:
-    """Modules of the case's own functions that a worker may not be able to import (a test file, a script's
-    helper module): they are pickled by value. Installed packages and trialrun itself go by reference."""
+    """Modules of the case's own code that a worker may not be able to import (a test file, a script's helper
+    module, a suite's `agent = "my_agent:run"` or `tools = ["my_tools:lookup"]` in the project folder): they are
+    pickled by value. Installed packages and trialrun itself go by reference. The code is looked for in the case's
+    functions and what their closures hold (a suite case's invoke is trialrun's closure over the user's agent and
+    tools), so a function of the project folder is never left for a worker that cannot import it."""
     names: set[str] = set()
-    functions = [case.invoke, case.setup, case.teardown, *(getattr(g, "fn", g) for g in case.graders)]
-    for fn in functions:
-        while isinstance(fn, functools.partial):  # a partial of a test file's function: that file goes by value
-            fn = fn.func
-        module = getattr(sys.modules.get(getattr(fn, "__module__", None) or ""), "__file__", None)
-        name = getattr(fn, "__module__", None)
+    for fn in _code_in([case.invoke, case.setup, case.teardown, *(getattr(g, "fn", g) for g in case.graders)]):
+        name = fn.__name__ if isinstance(fn, types.ModuleType) else getattr(fn, "__module__", None)
+        module = getattr(sys.modules.get(name or ""), "__file__", None)
         if not name or not module or name == "__main__" or name.split(".")[0] == "trialrun":
             continue
         if "site-packages" in module or "dist-packages" in module or module.startswith(sys.base_prefix):
             continue
         names.add(name)
     return names
+
+
+#: How many objects `_code_in` looks at for one case at most (a closure can hold a big script: its steps are data).
+_CODE_SEARCH_BUDGET = 5000
+
+
+def _global_names(code: types.CodeType) -> set[str]:
+    """The global names a function's code (and the code of functions nested in it) may read."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _global_names(const)
+    return names
+
+
+def _code_in(roots: list[Any]) -> Iterator[Any]:
+    """The functions, classes and modules reachable from `roots` through partials, closures, `__wrapped__`, the
+    globals a user's function reads, containers and trialrun's own objects (a Tool's function), within
+    `_CODE_SEARCH_BUDGET` objects."""
+    seen: set[int] = set()
+    todo = list(roots)
+    while todo and len(seen) < _CODE_SEARCH_BUDGET:
+        value = todo.pop()
+        if value is None or id(value) in seen or isinstance(value, (str, bytes, int, float, bool)):
+            continue
+        seen.add(id(value))
+        if isinstance(value, functools.partial):
+            todo += [value.func, *value.args, *value.keywords.values()]
+        elif isinstance(value, types.MethodType):
+            todo += [value.__func__, value.__self__]
+        elif isinstance(value, types.FunctionType):
+            yield value
+            for cell in value.__closure__ or ():
+                try:
+                    todo.append(cell.cell_contents)
+                except ValueError:  # an empty cell
+                    continue
+            todo.append(getattr(value, "__wrapped__", None))
+            if value.__module__.split(".")[0] != "trialrun":  # what it uses of its module (`from my_tools import`)
+                names = _global_names(value.__code__)
+                todo += [value.__globals__[n] for n in names if n in value.__globals__]
+        elif isinstance(value, types.ModuleType):
+            yield value
+        elif isinstance(value, type):
+            yield value
+        elif isinstance(value, (list, tuple, set, frozenset)):
+            todo += list(value)
+        elif isinstance(value, dict):
+            todo += list(value.values())
+        elif type(value).__module__.split(".")[0] == "trialrun":  # a Tool, a ToolPolicy: what they hold
+            todo += list(getattr(value, "__dict__", {}).values())
+        else:  # an object of the user's (a callable agent class): its class's module
+            todo.append(type(value))
 
 
 def ship(cases: Sequence[Case]) -> list[bytes]:
