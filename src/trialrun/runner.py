@@ -368,7 +368,7 @@ class _Runner:
             teardown_error, cancelled = await self._teardown(case, ctx)
             if cancelled is not None and not graded:
                 raise cancelled
-        if ctx._transports or self.on_exchanges is not None:
+        if self.on_exchanges is not None:  # nobody keeps them: no linking either (the hot path of a plain run)
             self._keep_exchanges(case, trial, ctx, run)
         result = _trial_result(trial, run, verdicts, error, teardown_error, time.perf_counter() - started)
         if cancelled is not None:  # stopped while its teardown ran: the trial itself finished, and is kept
@@ -378,7 +378,7 @@ class _Runner:
     def _keep_exchanges(self, case: Case, trial: int, ctx: TrialContext, run: Run | None) -> None:
         """Link the turns of an agent that built its own trajectory (the reference agent) to the exchanges they came
         from (here, where a trial on Ray runs too, so both report the same), and hand the exchanges to
-        `on_exchanges`."""
+        `on_exchanges`. Only when someone keeps the exchanges: a turn's `exchange` points into them."""
         exchanges = ctx.exchanges()
         if run is not None:
             _link_turns(run.trajectory, exchanges)

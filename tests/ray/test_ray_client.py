@@ -54,6 +54,9 @@ def _free_port() -> int:
 def ray_client(ray_cluster: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """`ray://127.0.0.1:PORT`: Ray's client server in proxy mode on the session's cluster, bound to 127.0.0.1."""
     node = ray._private.worker._global_node
+    # A per-client server is a new process importing Ray: on a loaded machine it can take longer than the proxy's 30 s
+    # wait for its channel, and its 3 s idle limit ended it before its client connected ("Starting Ray client server
+    # failed"). Both are raised; lingering ones are stopped with the process group below.
     port = _free_port()
     log = tmp_path_factory.mktemp("ray-client") / "server.log"
     with log.open("w") as out:
@@ -61,7 +64,8 @@ def ray_client(ray_cluster: str, tmp_path_factory: pytest.TempPathFactory) -> It
             [sys.executable, "-c", _SERVER, str(_free_port()), f"--address={ray_cluster}", "--host=127.0.0.1",
              f"--port={port}", "--mode=proxy", f"--runtime-env-agent-address={node.runtime_env_agent_address}",
              f"--node-id={node.node_id}"], stdout=out, stderr=subprocess.STDOUT,
-            env={**_env(), "TIMEOUT_FOR_SPECIFIC_SERVER_S": "3"}, start_new_session=True)
+            env={**_env(), "TIMEOUT_FOR_SPECIFIC_SERVER_S": "20", "RAY_CLIENT_SERVER_CHECK_CHANNEL_TIMEOUT_S": "120"},
+            start_new_session=True)
     try:
         deadline = time.monotonic() + 30
         while True:
