@@ -14,6 +14,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import ray
@@ -86,6 +87,19 @@ def ray_client(ray_cluster: str, tmp_path_factory: pytest.TempPathFactory) -> It
             server.wait()
 
 
+#: Ray's own client server sometimes fails to start a client's server (the process it spawns exits at once, with
+#: nothing in its logs: "SpecificServer startup failed" in the proxy's log); seen about once in several full-suite
+#: runs on the loaded 2-core machine. Not trialrun's doing: such a driver is run again, once.
+_RAY_CLIENT_FLAKE = "Starting Ray client server failed"
+
+
+def _through_client(command: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(command, capture_output=True, text=True, timeout=180, **kwargs)
+    if _RAY_CLIENT_FLAKE in done.stderr:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=180, **kwargs)
+    return done
+
+
 DRIVER = '''
 import json, os, sys
 import trialrun as tr
@@ -113,8 +127,7 @@ print("REPORT " + json.dumps({"passed": {c.name: c.passed for c in report.cases}
 def test_a_suite_runs_through_ray_client_with_a_runtime_env(ray_client: str, tmp_path: Path) -> None:
     script = tmp_path / "driver.py"
     script.write_text(DRIVER)
-    done = subprocess.run([sys.executable, str(script), ray_client], capture_output=True, text=True, timeout=180,
-                          env=_env())
+    done = _through_client([sys.executable, str(script), ray_client], env=_env())
     line = next((line for line in done.stdout.splitlines() if line.startswith("REPORT ")), None)
     assert line is not None, done.stderr[-3000:]
     report = json.loads(line[len("REPORT "):])
@@ -131,8 +144,8 @@ def test_trialrun_run_executor_ray_client_reports_what_a_local_run_reports(ray_c
     monkeypatch.chdir(project)
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
     local = CliRunner().invoke(main, ["run", "--json", "-k", "2", "--results-dir", "local"], catch_exceptions=False)
-    done = subprocess.run([sys.executable, "-m", "trialrun", "run", "--json", "-k", "2", "--results-dir", "remote",
-                           "--executor", ray_client], capture_output=True, text=True, timeout=180, env=_env(), cwd=project)
+    done = _through_client([sys.executable, "-m", "trialrun", "run", "--json", "-k", "2", "--results-dir", "remote",
+                            "--executor", ray_client], env=_env(), cwd=project)
     assert done.stdout.strip(), done.stderr[-3000:]
     assert (done.returncode, _stable(json.loads(done.stdout))) == (local.exit_code, _stable(json.loads(local.stdout)))
     assert list((project / "remote").glob("results_*.json"))
