@@ -47,14 +47,17 @@ _PERMITS: dict[tuple[str, str], Any] = {}  # on a worker: (run token, endpoint i
 _ACTORS: dict[str, Any] = {}  # on a worker: run token -> the limiter actor's handle
 
 
-def _user_modules(case: Case) -> set[str]:
+def _user_modules(cases: Sequence[Case]) -> set[str]:
     """Modules of the case's own code that a worker may not be able to import (a test file, a script's helper
     module, a suite's `agent = "my_agent:run"` or `tools = ["my_tools:lookup"]` in the project folder): they are
     pickled by value. Installed packages and trialrun itself go by reference. The code is looked for in the case's
     functions and what their closures hold (a suite case's invoke is trialrun's closure over the user's agent and
     tools), so a function of the project folder is never left for a worker that cannot import it."""
     names: set[str] = set()
-    for fn in _code_in([case.invoke, case.setup, case.teardown, *(getattr(g, "fn", g) for g in case.graders)]):
+    roots = [part for case in cases
+             for part in (case.invoke, case.setup, case.teardown, *(getattr(g, "fn", g) for g in case.graders))]
+    # One walk for all the cases: what they share (a suite's scripts, its config) is looked at once.
+    for fn in _code_in(roots, budget=_CODE_SEARCH_BUDGET + _CODE_SEARCH_PER_CASE * len(cases)):
         name = fn.__name__ if isinstance(fn, types.ModuleType) else getattr(fn, "__module__", None)
         module = getattr(sys.modules.get(name or ""), "__file__", None)
         if not name or not module or name == "__main__" or name.split(".")[0] == "trialrun":
@@ -65,8 +68,10 @@ def _user_modules(case: Case) -> set[str]:
     return names
 
 
-#: How many objects `_code_in` looks at for one case at most (a closure can hold a big script: its steps are data).
+#: How many objects `_code_in` looks at at most (a closure can hold a big script: its steps are data): this many,
+#: and as many more per case.
 _CODE_SEARCH_BUDGET = 5000
+_CODE_SEARCH_PER_CASE = 100
 
 
 def _global_names(code: types.CodeType) -> set[str]:
@@ -78,13 +83,13 @@ def _global_names(code: types.CodeType) -> set[str]:
     return names
 
 
-def _code_in(roots: list[Any]) -> Iterator[Any]:
+def _code_in(roots: list[Any], budget: int = _CODE_SEARCH_BUDGET) -> Iterator[Any]:
     """The functions, classes and modules reachable from `roots` through partials, closures, `__wrapped__`, the
     globals a user's function reads, containers and trialrun's own objects (a Tool's function), within
-    `_CODE_SEARCH_BUDGET` objects."""
+    `budget` objects."""
     seen: set[int] = set()
     todo = list(roots)
-    while todo and len(seen) < _CODE_SEARCH_BUDGET:
+    while todo and len(seen) < budget:
         value = todo.pop()
         if value is None or id(value) in seen or isinstance(value, (str, bytes, int, float, bool)):
             continue
@@ -125,17 +130,18 @@ def ship(cases: Sequence[Case]) -> list[bytes]:
 
     payloads: list[bytes] = []
     problems: list[Problem] = []
-    for case in cases:
-        modules = [sys.modules[name] for name in _user_modules(case)]
+    modules = [sys.modules[name] for name in _user_modules(cases)]
+    for module in modules:
+        cloudpickle.register_pickle_by_value(module)
+    try:
+        for case in cases:
+            try:
+                payloads.append(cloudpickle.dumps(case))
+            except Exception as exc:  # noqa: BLE001 - any pickling failure is the case's problem, reported
+                problems.append(_unpicklable(case, exc, cloudpickle))
+    finally:
         for module in modules:
-            cloudpickle.register_pickle_by_value(module)
-        try:
-            payloads.append(cloudpickle.dumps(case))
-        except Exception as exc:  # noqa: BLE001 - any pickling failure is the case's problem, reported
-            problems.append(_unpicklable(case, exc, cloudpickle))
-        finally:
-            for module in modules:
-                cloudpickle.unregister_pickle_by_value(module)
+            cloudpickle.unregister_pickle_by_value(module)
     if problems:
         raise CaseError(problems)
     return payloads
