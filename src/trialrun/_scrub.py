@@ -12,7 +12,13 @@ the renderers show (`render.text.printable`, before anything is cut or wrapped).
 - the run's own secrets: the VALUES of environment variables whose names look secret (`*_API_KEY`, `*_TOKEN`,
   `*_SECRET*`, `*PASSWORD*`, `*_KEY`, `*CREDENTIALS`, ...; 6 characters or more), wherever they appear, also as
   JSON, HTML or Python-repr escaped text;
-- credentials a request carried in its headers (`extra` values), and anything listed with `add_secret`.
+- the credentials trialrun's model transports hold: every value registered with `add_secret` (process-wide), which
+  a LiveModel's `api_key`, the credential headers of every request a model transport sees (`Authorization`,
+  `x-api-key`, ...: `add_header_credentials`; a Basic credential also as `user:password` and its password), an
+  Agent's `headers=` and a ProcessAgent's secret-named `env` (trialrun.toml's `[agent_options] env`) feed, also
+  URL-encoded and (`user:password`) as Basic base64; plus `extra` values given to one call. A registered value
+  shorter than `MIN_REGISTERED` characters is not scrubbed (it would redact ordinary words): `add_secret` warns
+  once per source and says so.
 
 Redactions never cut a JSON escape in two, so scrubbed JSON stays valid. A streamed body is scrubbed after its
 stream is reassembled (a key split across SSE `data:` events is found in the joined deltas and removed from each
@@ -22,13 +28,17 @@ when it changed, and text without a candidate is returned as it is.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import html
 import json
 import os
 import re
 import threading
-from collections.abc import Iterable
+import warnings
+from collections.abc import Iterable, Iterator
 from typing import Any
+from urllib.parse import quote, quote_plus
 
 __all__ = [
     "REDACTED",
@@ -39,6 +49,8 @@ __all__ = [
     "scrub_headers",
     "scrub_url",
     "add_secret",
+    "add_header_credentials",
+    "MIN_REGISTERED",
     "secret_env_names",
     "is_secret_name",
     "RESPONSE_HEADERS_KEPT",
@@ -134,39 +146,124 @@ def secret_env_names(environ: Any = None) -> list[str]:
 
 
 class _State:
-    """The compiled view of the current secrets: their text variants, longest first."""
+    """The compiled view of the current secrets: their text variants, longest first, and for many of them one
+    regex (a trie of them all) that finds them in one pass."""
 
-    __slots__ = ("names", "fingerprint", "variants")
+    __slots__ = ("names", "fingerprint", "variants", "matcher")
 
     def __init__(self, names: tuple[str, ...], variants: tuple[str, ...]) -> None:
         self.names = names
         self.fingerprint = _fingerprint(names)
         self.variants = variants
+        self.matcher = re.compile(_trie_pattern(variants)) if len(variants) > _FIND_AT_MOST else None
 
 
 _LOCK = threading.Lock()
-_ADDED: set[str] = set()
+_ADDED: dict[str, frozenset[str]] = {}  # registered value -> its variants (made once, when it is registered)
 _state: _State | None = None
 _names_seen: dict[str, bool] = {}
+_warned: set[str] = set()
+#: The shortest value `add_secret` scrubs: shorter ones (`test`, `dummy`, `ollama`, `sk-test`) are placeholders or
+#: words far more often than credentials, and redacting them would redact ordinary text.
+MIN_REGISTERED = 8
+#: Past this many variants, one trie regex finds them all in one pass (below, one `str.find` each is faster).
+_FIND_AT_MOST = 24
+#: A bound on the registry (a run that sends a new credential with every request): past it, values are not added.
+_MAX_REGISTERED = 10_000
 
 
-def add_secret(value: str) -> None:
-    """Scrub `value` too, from now on in this process (a credential that no environment variable names)."""
+def _warn_once(source: str, message: str) -> None:
+    if source not in _warned:
+        _warned.add(source)
+        warnings.warn(f"trialrun: {message}", RuntimeWarning, stacklevel=3)
+
+
+def add_secret(value: str, *, source: str = "add_secret") -> bool:
+    """Scrub `value` too, from now on, in this process: from every file, page and line trialrun writes or prints
+    (a credential that has no key shape and that no environment variable names). Returns whether it will be.
+
+    `source` says where the value came from, for the one warning given when it is not scrubbed: a value shorter
+    than `MIN_REGISTERED` characters (the value itself is never shown). Placeholders (`none`, `null`,
+    `undefined`, ...) are ignored without a word.
+
+    >>> add_secret("corp-gateway-7f3a9", source="a doctest")
+    True
+    >>> scrub_text('{"note": "the corp-gateway-7f3a9 key"}')
+    '{"note": "the REDACTED key"}'
+    """
     global _state
-    if isinstance(value, str) and len(value) >= _MIN_SECRET:
-        with _LOCK:
-            _ADDED.add(value)
-            _state = None
+    if not isinstance(value, str):
+        return False
+    if value in _ADDED:
+        return True
+    if value.strip().lower() in _NOT_SECRETS:
+        return False
+    if len(value) < MIN_REGISTERED:
+        _warn_once(source, f"a credential from {source} has {len(value)} characters, fewer than {MIN_REGISTERED}: "
+                           "it is NOT scrubbed from results, reports and logs (a value that short would redact "
+                           "ordinary text); use a longer credential, or keep it out of prompts and outputs")
+        return False
+    if len(_ADDED) >= _MAX_REGISTERED:
+        _warn_once("(too many)", f"more than {_MAX_REGISTERED} credentials registered in this process: "
+                                 f"a credential from {source} and later ones are NOT scrubbed")
+        return False
+    variants = frozenset(_variants(value))
+    with _LOCK:
+        _ADDED[value] = variants
+        _state = None
+    return True
+
+
+_BEARER_PREFIX = re.compile(r"^(?:bearer|basic|token)\s+", re.IGNORECASE)
+
+
+def _header_tokens(headers: Any) -> Iterator[tuple[str, str]]:
+    """(scheme, credential) of each credential header (a mapping, or (name, value) pairs): the value without its
+    `Bearer ` / `Basic ` / `Token ` prefix (scheme "" when it had none). Cookies are not credentials of the
+    transport (they are dropped from recordings instead)."""
+    for name, value in (headers.items() if hasattr(headers, "items") else headers):
+        lower = name.lower()
+        if lower in SENSITIVE_HEADERS and lower not in ("cookie", "set-cookie") and value != REDACTED:
+            prefix = _BEARER_PREFIX.match(value)
+            yield (prefix.group().strip().lower() if prefix else ""), value[prefix.end() if prefix else 0:].strip()
+
+
+def add_header_credentials(headers: Any, *, source: str = "a request header") -> None:
+    """Register (`add_secret`) the credentials carried by credential headers (`Authorization`, `x-api-key`, ...;
+    a mapping or (name, value) pairs): the token without its `Bearer ` prefix, and for `Basic` also the decoded
+    `user:password` and the password. Short values (placeholder keys such as `test`) are left out silently, as
+    `credential_values` leaves them out; so is a value with spaces (a signature such as AWS SigV4's, new with every
+    request, not a reusable credential)."""
+    for scheme, token in _header_tokens(headers):
+        if len(token) < MIN_REGISTERED or token in _ADDED or any(c.isspace() for c in token):
+            continue
+        add_secret(token, source=source)
+        if scheme == "basic":
+            try:
+                pair = base64.b64decode(token, validate=True).decode("utf-8")
+            except (binascii.Error, UnicodeDecodeError):
+                continue
+            _, colon, password = pair.partition(":")
+            if colon and len(pair) >= MIN_REGISTERED:
+                add_secret(pair, source=source)
+            if colon and len(password) >= MIN_REGISTERED:
+                add_secret(password, source=source)
 
 
 def _variants(value: str) -> set[str]:
-    """The ways a value is written in the artefacts: as is, JSON-escaped (both ways, once, twice and three times),
-    inside a repr, HTML/XML-escaped."""
+    """The ways a value is written in the artefacts: as is, JSON-escaped (both ways, once, twice and three times;
+    `/` as `\\/`; `<`, `>` and `&` as `\\u003c`... as HTML-safe JSON writers do), inside a repr, HTML/XML-escaped,
+    URL-encoded, and a `user:password` pair as the base64 of a Basic credential."""
     json_text = json.dumps(value, ensure_ascii=False)[1:-1]
     twice = json.dumps(json_text, ensure_ascii=False)[1:-1]  # JSON inside JSON: OpenAI's tool call arguments
+    html_safe = json_text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     found = {value, json_text, json.dumps(value)[1:-1], twice, json.dumps(twice, ensure_ascii=False)[1:-1],
-             repr(value)[1:-1], json_text.replace("<", "\\u003c"), html.escape(value), html.escape(value, quote=False),
-             html.escape(json_text), html.escape(twice)}
+             repr(value)[1:-1], json_text.replace("<", "\\u003c"), html_safe, json_text.replace("/", "\\/"),
+             html.escape(value), html.escape(value, quote=False), html.escape(json_text), html.escape(twice),
+             quote(value, safe=""), quote(value), quote_plus(value)}
+    if ":" in value:
+        encoded = base64.b64encode(value.encode("utf-8")).decode("ascii")
+        found |= {encoded, encoded.rstrip("=")}
     return {variant for variant in found if len(variant) >= _MIN_SECRET}
 
 
@@ -187,10 +284,11 @@ def _current() -> _State:
             if name not in _names_seen:
                 _names_seen[name] = is_secret_name(name)
         names = tuple(name for name in env if _names_seen.get(name))
-        values = {env[name] for name in names} | _ADDED
         variants: set[str] = set()
-        for value in values:
-            if len(value) >= _MIN_SECRET and value.strip().lower() not in _NOT_SECRETS:
+        for added in _ADDED.values():
+            variants |= added
+        for value in {env[name] for name in names}:
+            if len(value) >= _MIN_SECRET and value.strip().lower() not in _NOT_SECRETS and value not in _ADDED:
                 variants |= _variants(value)
         state = _State(names, tuple(sorted(variants, key=len, reverse=True)))
         _state = state
@@ -206,12 +304,23 @@ def _value_spans(text: str, values: Iterable[str], spans: list[tuple[int, int]])
             start = text.find(value, start + len(value))
 
 
+def _matcher_spans(text: str, matcher: re.Pattern[str], spans: list[tuple[int, int]]) -> None:
+    """Every occurrence of the trie's values, overlapping ones too (the longest at each start): each search goes
+    on from one past the last match's start, so a value starting inside another is found as well."""
+    match = matcher.search(text)
+    while match is not None:
+        spans.append(match.span())
+        match = matcher.search(text, match.start() + 1)
+
+
 def _spans(text: str, extra: Iterable[str] = ()) -> list[tuple[int, int]]:
     """Where secrets are in `text`: sorted, merged (start, end) ranges, never cutting a JSON escape in two."""
     spans: list[tuple[int, int]] = []
-    variants = _current().variants
-    if variants:
-        _value_spans(text, variants, spans)
+    state = _current()
+    if state.matcher is not None:
+        _matcher_spans(text, state.matcher, spans)
+    elif state.variants:
+        _value_spans(text, state.variants, spans)
     if extra:
         _value_spans(text, extra, spans)
     lower = text.lower()
@@ -355,19 +464,10 @@ _SECRET_HEADER = re.compile(r"auth|key|token|secret|password|cookie|session|sign
 _SECRET_QUERY = re.compile(r"(?i)^(?:key|sig|signature|code|auth|.*(?:api[_-]?key|token|secret|password|passwd))$")
 
 
-_BEARER_PREFIX = re.compile(r"^(?:bearer|basic|token)\s+", re.IGNORECASE)
-
-
 def credential_values(headers: Any) -> set[bytes]:
     """The credential values (without a `Bearer ` prefix) carried by sensitive headers (a mapping, or (name, value)
     pairs); short ones are ignored."""
-    found: set[bytes] = set()
-    for name, value in (headers.items() if hasattr(headers, "items") else headers):
-        if name.lower() in SENSITIVE_HEADERS and name.lower() not in ("cookie", "set-cookie") and value != REDACTED:
-            token = _BEARER_PREFIX.sub("", value).strip()
-            if len(token) >= 8:
-                found.add(token.encode())
-    return found
+    return {token.encode() for _, token in _header_tokens(headers) if len(token) >= 8}
 
 
 def scrub_headers(headers: dict[str, str], extra: Iterable[str] = (), *, response: bool = False) -> dict[str, str]:

@@ -256,14 +256,14 @@ class _State:
             if self.saved is not None:
                 terminalreporter.write_line(clean(f"trialrun: results saved to {self.saved}"))
                 if self.save_warning is not None:
-                    terminalreporter.write_line(clean(f"trialrun: {self.save_warning}"), yellow=True)
+                    terminalreporter.write_line(_shown(f"trialrun: {self.save_warning}"), yellow=True)
                 if self.exchanges_saved is not None:
                     terminalreporter.write_line(clean(f"trialrun: raw exchanges saved to {self.exchanges_saved}"))
                 if self._exchanges is not None and self._exchanges.problem:
-                    terminalreporter.write_line(clean(f"trialrun: raw exchanges not kept: {self._exchanges.problem}"),
+                    terminalreporter.write_line(_shown(f"trialrun: raw exchanges not kept: {self._exchanges.problem}"),
                                                 yellow=True)
             elif self.save_error is not None:
-                terminalreporter.write_line(clean(f"trialrun: could not save the results: {self.save_error}"), red=True)
+                terminalreporter.write_line(_shown(f"trialrun: could not save the results: {self.save_error}"), red=True)
             elif not self.reported:
                 terminalreporter.write_line("trialrun: no trialrun case ran; nothing saved")
 
@@ -410,7 +410,7 @@ def pytest_make_collect_report(collector: pytest.Collector) -> Iterator[None]:
         if case_module is not None and excinfo is not None and isinstance(excinfo.value, case_module.CaseError):
             line = next((entry.lineno + 1 for entry in reversed(excinfo.traceback) if entry.path == collector.path), None)
             where = f"{collector.path}" + (f":{line}" if line else "")
-            report.longrepr = clean(f"trialrun: broken case(s) in {where}\n{excinfo.value}")
+            report.longrepr = _shown(f"trialrun: broken case(s) in {where}\n{excinfo.value}")
     return report  # type: ignore[return-value]
 
 
@@ -437,7 +437,7 @@ class SuiteCollector(pytest.File):
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:  # type: ignore[override]
         if isinstance(excinfo.value, ValueError):  # SuiteError, ConfigError, CaseError: the message says it all
-            return clean(f"trialrun: cannot use the suite {self.path}\n{excinfo.value}")
+            return _shown(f"trialrun: cannot use the suite {self.path}\n{excinfo.value}")
         return super().repr_failure(excinfo)
 
 
@@ -511,13 +511,13 @@ class CaseItem(pytest.Item):
             width = max(80, min(self.config.get_terminal_writer().fullwidth, 140))
             result = excinfo.value.result
             path, lineno, _ = self.location
-            crash = ReprFileLocation(path, (lineno or 0) + 1, clean(_crash_message(result), lines=False))
+            crash = ReprFileLocation(path, (lineno or 0) + 1, _shown(_crash_message(result), lines=False))
             if self.config.getoption("tbstyle", "auto") == "line":
                 return _FailureRepr("", crash)  # pytest prints the crash line itself
             return _FailureRepr(clean(case_failure_text(result, width=width)), crash)
         case_module = sys.modules.get("trialrun.case")
         if case_module is not None and isinstance(excinfo.value, case_module.CaseError):
-            return clean(f"trialrun: {excinfo.value}")
+            return _shown(f"trialrun: {excinfo.value}")
         return super().repr_failure(excinfo)
 
     def reportinfo(self) -> tuple[Any, int, str]:
@@ -536,6 +536,14 @@ class CaseItem(pytest.Item):
 def _markable(tag: str) -> bool:
     """A tag can be a marker when pytest's `markers` ini syntax can register it (no ':' or '(')."""
     return bool(tag.strip()) and ":" not in tag and "(" not in tag and not tag.startswith("_") and tag == tag.strip()
+
+
+def _shown(text: str, *, lines: bool = True) -> str:
+    """Text for the terminal, JUnit XML and `-ra`: scrubbed (`_scrub`: it may quote an output, an exception, a
+    path), then `clean` (control characters written as escapes)."""
+    from ._scrub import scrub_text
+
+    return clean(scrub_text(text), lines=lines)
 
 
 def _crash_message(result: CaseResult) -> str:

@@ -100,12 +100,17 @@ def test_a_key_the_agent_echoes_replays_when_only_its_header_makes_it_a_secret(t
     replayer = Cassette(path)
     answer = ask(sdk(replayer, key=plain_key), f"token {plain_key} please").choices[0].message.content
     assert answer.startswith("answer to token REDACTED please") and replayer.problems == []
-    # Without the header the value is just text, so it is sent as is, and the miss message shows where it differs.
+    # Once a header has carried it, the value is a secret of this process (`_scrub.add_secret`): sent by an agent
+    # with another key, it is still scrubbed, so the request still matches, and the key never reaches a message.
     other = Cassette(path)
+    answer = ask(sdk(other, key="sk-some-other-key-0123456789abcdef"), f"token {plain_key} please")
+    assert answer.choices[0].message.content.startswith("answer to token REDACTED please") and other.problems == []
+    # A value no header carried and nothing registered is just text: sent as is, and the miss says where it differs.
+    unknown = Cassette(path)
     with pytest.raises(openai.InternalServerError):
-        ask(sdk(other, key="sk-some-other-key-0123456789abcdef"), f"token {plain_key} please")
-    assert f"body.messages[0].content: recorded 'token REDACTED please' != sent 'token {plain_key} please'" in (
-        other.problems[0]
+        ask(sdk(unknown, key="sk-some-other-key-0123456789abcdef"), "token plain-team-token-43 please")
+    assert "body.messages[0].content: recorded 'token REDACTED please' != sent 'token plain-team-token-43 please'" in (
+        unknown.problems[0]
     )
 
 

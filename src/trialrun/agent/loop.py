@@ -19,6 +19,7 @@ import httpx
 from .. import _shell
 from .._command_tools import command_argument
 from .._retry import retry_delay, retryable
+from .._scrub import add_header_credentials
 from ..trajectory import Denial, Run, RunStatus, ToolCall, ToolResult, Trajectory, Turn
 from ..wire import Codec, Message, WireError, codec_named
 from ..wire._codec import arguments_problem
@@ -130,6 +131,8 @@ class Agent:
         self.max_tokens = max_tokens
         self.base_url = (base_url or DEFAULT_BASE_URLS[api]).rstrip("/")
         self.headers = {"content-type": "application/json", **(headers or {})}
+        if headers:  # its credentials are scrubbed wherever they are echoed, even past a transport that records none
+            add_header_credentials(headers, source="Agent(headers=...)")
         if api == "anthropic":
             self.headers.setdefault("anthropic-version", "2023-06-01")
         self.max_retries = max_retries

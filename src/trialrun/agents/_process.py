@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
+from .._scrub import add_secret, is_secret_name
 from ..trajectory import Denial, Run, Trajectory
 from ._session import kill_session
 
@@ -149,6 +150,9 @@ class ProcessAgent:
         if not isinstance(output, str) and not callable(output):
             raise ValueError(f"ProcessAgent: output must be 'stdout', 'file:PATH' or a function, got {output!r}")
         self.env = dict(env or {})
+        for name, value in self.env.items():  # a credential given to the agent (trialrun.toml's env): scrubbed
+            if is_secret_name(name):            # wherever the agent prints it, as the run's own environment is
+                add_secret(value, source=f"{type(self).__name__} env {name}")
         self.api = api
         self.model_name = model_name
         self.timeout_s = None if timeout_s is None else float(timeout_s)

@@ -20,7 +20,7 @@ from typing import Any
 
 import httpx
 
-from .._scrub import REDACTED, SENSITIVE_HEADERS, credential_values
+from .._scrub import REDACTED, SENSITIVE_HEADERS, add_header_credentials, credential_values
 from ..trajectory import Trajectory
 from ..wire import decode_trajectory
 from ..wire._encoding import undo_content_encoding
@@ -261,8 +261,10 @@ class ModelTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
     def _redacted(self, headers: Any) -> dict[str, str]:
         found: set[tuple[str, str]] = set()
         kept = redact_headers(headers, found)
-        if found:
+        if found and not found <= self._credentials:
             self._credentials.update(found)  # one C call: atomic under the GIL
+            # Process-wide from now on: every writer removes them wherever the agent or the model echoes them.
+            add_header_credentials(found, source=f"a request header seen by {type(self).__name__}")
         return kept
 
     def _request_part(self, request: Any) -> Exchange:

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 import anyio
 
 from .._retry import retry_after, retry_delay, retryable
+from .._scrub import add_secret
 from ..wire._types import Exchange
 from . import _limiter
 from ._base import ModelTransport, NetworkClient, aforward, flavour, forward, transport_errors
@@ -116,6 +117,8 @@ class LiveModel(NetworkClient, ModelTransport):
             elif api_key is None:
                 api_key = os.environ.get(default_env) or None
         self._api_key = api_key
+        if api_key:  # a key no shape or environment variable may give away: scrubbed wherever it is echoed
+            add_secret(api_key, source=f"LiveModel({self.base_url!r}) api_key")
         self.timeout = float(timeout)
         self.max_retries = int(max_retries)
         self.max_retry_wait = float(max_retry_wait)
