@@ -7,6 +7,8 @@ into the same on_trial callback, journal and report as a local run. When the run
 `on_exchanges` is an `ExchangeLog`), a worker makes its trial's sidecar line itself (`TrialLine`: scrubbed and
 capped by the same code as a local trial's, so raw exchanges and credentials never leave the worker) and returns it
 with the trial's result; the driver appends it to the log. A run that keeps none asks for none and pays nothing.
+A worker also returns the credentials its transports registered (`_scrub.add_secret`: a LiveModel's key, a
+request's auth header): the driver registers them, so what it writes is scrubbed of them as a local run's is.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from ._exchange_log import ExchangeLog, TrialLine
+from ._scrub import add_secret, registered_secrets
 from .case import Case, CaseError, Problem
 from .executor import RayExecutor, require_ray
 from .models import _limiter
@@ -316,14 +319,21 @@ class _TrialWorker:
         _limiter.REMOTE.set(_remote_limiters(token))  # this call's own context: its trial's LiveModels share the run's
         line = TrialLine(keep) if keep is not None else None
         result = await run_one_trial(_case(token, index, payload), trial, run_id, line)
-        return result if line is None else (result, *line.made)
+        return _returned(result, line)
+
+
+def _returned(result: TrialResult, line: TrialLine | None) -> tuple[Any, ...]:
+    """What a worker sends back: the result, its sidecar line and problem when asked for, and last the credentials
+    registered on this worker (the driver never saw the transports that learnt them, but writes the results)."""
+    return (result, registered_secrets()) if line is None else (result, *line.made, registered_secrets())
 
 
 def _trial_on_worker(token: str, index: int, payload: bytes, trial: int, run_id: str | None,
                      keep: int | None = None) -> Any:
     """A Ray task: one trial, with exactly the local semantics (run_one_trial). Ray's cancel arrives as a SIGINT
     in the worker (`interrupt_main`), which cancels the trial, so its teardown runs before the task ends.
-    `keep` (the driver's cap on a trial's bodies) asks for the trial's sidecar line too: (result, line, problem)."""
+    `keep` (the driver's cap on a trial's bodies) asks for the trial's sidecar line too: (result, line, problem,
+    credentials); without it, (result, credentials)."""
     from .runner import _close, run_one_trial
 
     case = _case(token, index, payload)
@@ -341,7 +351,7 @@ def _trial_on_worker(token: str, index: int, payload: bytes, trial: int, run_id:
         loop.add_signal_handler(signal.SIGINT, task.cancel)
     try:
         result = loop.run_until_complete(task)
-        return result if line is None else (result, *line.made)
+        return _returned(result, line)
     finally:
         if main:
             loop.remove_signal_handler(signal.SIGINT)
@@ -445,9 +455,11 @@ class RayTrials:
             ref, slot = self._submit(index, trial)
             future = asyncio.wrap_future(ref.future())
             try:
-                value = await asyncio.shield(future)
+                *value, secrets = await asyncio.shield(future)
+                for secret in secrets:
+                    add_secret(secret, source="a Ray worker's transport")
                 if self._log is None:
-                    return value  # type: ignore[no-any-return]
+                    return value[0]  # type: ignore[no-any-return]
                 result, line, problem = value
                 self._log.add(line, problem)
                 return result  # type: ignore[no-any-return]

@@ -50,6 +50,7 @@ __all__ = [
     "scrub_url",
     "add_secret",
     "add_header_credentials",
+    "registered_secrets",
     "MIN_REGISTERED",
     "secret_env_names",
     "is_secret_name",
@@ -212,6 +213,12 @@ def add_secret(value: str, *, source: str = "add_secret") -> bool:
         _ADDED[value] = variants
         _state = None
     return True
+
+
+def registered_secrets() -> tuple[str, ...]:
+    """The values `add_secret` registered in this process (what a Ray worker hands its driver, which never saw the
+    worker's transports but writes the results)."""
+    return tuple(_ADDED)
 
 
 _BEARER_PREFIX = re.compile(r"^(?:bearer|basic|token)\s+", re.IGNORECASE)

@@ -251,8 +251,16 @@ def _setup_logging(verbose: bool, debug: bool) -> None:
         return
     import logging
 
+    from ._scrub import scrub_text
+
+    class Scrubbed(logging.Formatter):
+        """A record as the terminal shows it: scrubbed (`_scrub`), like every other line trialrun prints."""
+
+        def format(self, record: logging.LogRecord) -> str:
+            return clean(scrub_text(super().format(record)))
+
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(Scrubbed("%(levelname)s %(name)s: %(message)s"))
     logger = logging.getLogger("trialrun")
     level = logger.level
     logger.addHandler(handler)

@@ -430,7 +430,7 @@ class SuiteCollector(pytest.File):
 
         suite, config = read_suite(self.path), _state(self.config).trialrun_config()
         for warning in suite_warnings(suite, config):  # what `trialrun run` prints as warnings
-            self.warn(pytest.PytestWarning(f"trialrun: {warning}"))
+            self.warn(pytest.PytestWarning(_shown(f"trialrun: {warning}")))
         cases = build_cases(suite, config)
         for case in cases:
             yield CaseItem.from_parent(self, name=clean(case.name, lines=False), case=case)

@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 from .._history import History, LiveRun, RunEntry, config_line, suite_trend, test_history
+from .._scrub import scrub_text
 from .._trajdiff import AlignedTurn, TrajectoryDiff, steps
 from ..trajectory import Trajectory, Turn
 from .html import _asset, _csp_hash, _money, _rate
@@ -105,6 +106,9 @@ _LIVE_JS = r"""
 
 # -- page shell -------------------------------------------------------------------------------------------
 def _page(title: str, body: str, *, served: bool, script: str = "", css: str = "") -> str:
+    """The whole page; what came from the runs (title, body) is scrubbed here, where it is serialised (`_scrub`:
+    the files it was read from are scrubbed already; this also covers what was learnt of secrets since)."""
+    title, body = scrub_text(title), scrub_text(body)
     css = "\n" + _asset("report.css") + _CSS + css
     scripts = f"<script>{script}</script>" if script else ""
     csp = (f"default-src 'none'; style-src {_csp_hash(css)}; img-src data:; base-uri 'none'; "
