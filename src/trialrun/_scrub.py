@@ -262,9 +262,10 @@ def _variants(value: str) -> set[str]:
     `/` as `\\/`; `<`, `>` and `&` as `\\u003c`... as HTML-safe JSON writers do), inside a repr, HTML/XML-escaped,
     URL-encoded, and a `user:password` pair as the base64 of a Basic credential."""
     json_text = json.dumps(value, ensure_ascii=False)[1:-1]
+    ascii_text = json.dumps(value)[1:-1]  # `\u00e4`: what Python's json writes by default
     twice = json.dumps(json_text, ensure_ascii=False)[1:-1]  # JSON inside JSON: OpenAI's tool call arguments
     html_safe = json_text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-    found = {value, json_text, json.dumps(value)[1:-1], twice, json.dumps(twice, ensure_ascii=False)[1:-1],
+    found = {value, json_text, ascii_text, twice, json.dumps(twice, ensure_ascii=False)[1:-1], json.dumps(ascii_text)[1:-1],
              repr(value)[1:-1], json_text.replace("<", "\\u003c"), html_safe, json_text.replace("/", "\\/"),
              html.escape(value), html.escape(value, quote=False), html.escape(json_text), html.escape(twice),
              quote(value, safe=""), quote(value), quote_plus(value)}
