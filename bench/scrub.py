@@ -1,0 +1,93 @@
+"""What the scrubber costs with 0, 1 and 41 registered credentials (`_scrub.add_secret`), side by side with another
+copy of `_scrub.py` (`--base`, e.g. the one at the branch point: `git show BASE:src/trialrun/_scrub.py > base.py`).
+
+Three workloads, each the text a writer scrubs: a result file of W1's shape (200 cases x 5 trials, a tool call and
+an answer each, through the reference agent), 2,000 terminal lines, 200 request bodies of 4 KB. Interleaved, best
+of 3 per round, 9 rounds; the median and range of the per-round ratios.
+
+    python bench/scrub.py [--base PATH/_scrub.py]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import statistics
+import time
+from types import ModuleType
+from typing import Any
+
+import trialrun as tr
+from trialrun import _scrub
+
+
+def _load(path: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location("trialrun._scrub_base", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _workloads() -> dict[str, list[str]]:
+    def case(i: int) -> tr.Case:
+        def invoke(ctx: tr.TrialContext) -> Any:
+            model = ctx.scripted([tr.tool_call("lookup", key=f"key-{i}"), tr.reply(f"value-{i}")])
+            return tr.Agent(model, tools=[tr.tool(lambda key: "value-" + key, name="lookup")]).run(f"lookup key-{i}")
+
+        return tr.Case(name=f"lookup-{i}", invoke=invoke, expect_outcome=[tr.expect.contains(f"value-{i}")])
+
+    big = tr.evaluate([case(i) for i in range(200)], trials=5).model_dump_json(indent=2)
+    lines = [f"x lookup-{i}: score 0.67 (< 0.7): tool_accuracy 1.00, turn_efficiency 1.00 (2 turns, budget 3)"
+             for i in range(2000)]
+    bodies = [json.dumps({"model": "gpt-4.1-mini", "messages": [{"role": "user", "content": f"key-{i} " + "x" * 4000}]})
+              for i in range(200)]
+    return {f"result JSON {len(big) / 1e6:.1f} MB": [big], "2000 terminal lines": lines, "200 x 4 KB bodies": bodies}
+
+
+def _best(module: ModuleType, texts: list[str], reps: int = 3) -> float:
+    best = float("inf")
+    for _ in range(reps):
+        started = time.perf_counter()
+        for text in texts:
+            module.scrub_text(text)
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+def _round(label: str, work: dict[str, list[str]], base: ModuleType | None) -> None:
+    print(f"-- {label}")
+    for name, texts in work.items():
+        ours, theirs = [], []
+        for _ in range(9):
+            ours.append(_best(_scrub, texts))
+            if base is not None:
+                theirs.append(_best(base, texts))
+        line = f"{name:24s} this {min(ours) * 1e3:8.2f} ms"
+        if base is not None:
+            ratios = [a / b for a, b in zip(ours, theirs)]
+            line += (f"   base {min(theirs) * 1e3:8.2f} ms   this/base median {statistics.median(ratios):.2f} "
+                     f"({min(ratios):.2f}-{max(ratios):.2f})")
+        print(line)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--base", help="another _scrub.py to run side by side")
+    args = parser.parse_args()
+    base = _load(args.base) if args.base else None
+    work = _workloads()
+    modules = [_scrub] + ([base] if base is not None else [])
+    _round("no registered credential", work, base)
+    for module in modules:
+        module.add_secret("hunter2-internal-token")
+    _round("1 registered credential", work, base)
+    for module in modules:
+        for n in range(40):
+            module.add_secret(f"bulk-credential-{n:03d}-x")
+    _round("41 registered credentials", work, base)
+
+
+if __name__ == "__main__":
+    main()
