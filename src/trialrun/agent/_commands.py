@@ -299,19 +299,23 @@ def run_shell(
         argv = command
         environment = dict(command_env() if env is None else env)
     environment[_MARK] = mark
-    process = subprocess.Popen(
-        argv, shell=isinstance(argv, str), cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, start_new_session=True, env=environment,
-    )
-    pgid = process.pid
+    process: subprocess.Popen[bytes] | None = None
     since = [0]  # the command's start tick, once read (0: look at every process)
 
     def kill() -> None:
-        _kill_command(pgid, mark, process.returncode is None, since[0])
+        if process is None:  # Ctrl-C inside Popen, after the shell started: it is found by its mark
+            _kill_marked(set(), {mark})
+        else:
+            _kill_command(process.pid, mark, process.returncode is None, since[0])
 
     scope = CURRENT_CALL.get()
     key = object()
-    try:  # from here on, whatever happens (Ctrl-C included) kills the command
+    try:  # from here on, whatever happens (Ctrl-C included, even before Popen returns) kills the command
+        process = subprocess.Popen(
+            argv, shell=isinstance(argv, str), cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, start_new_session=True, env=environment,
+        )
+        pgid = process.pid
         since[0] = _start_tick(pgid)  # before anything it starts
         with _LOCK:
             _MARKS[mark] = (cwd, since[0])
@@ -321,19 +325,21 @@ def run_shell(
         out, err = _Capped(max_output), _Capped(max_output)
         stopped = _pump(process, kill, out, err, cwd, None if timeout_s is None else time.monotonic() + timeout_s)
         return Finished(process.returncode, _render(out, err, max_output), stopped)
-    except BaseException:  # KeyboardInterrupt, or anything else that means nobody reads the result
-        kill()
+    except BaseException as exc:  # KeyboardInterrupt, or anything else that means nobody reads the result
+        if process is not None or not isinstance(exc, OSError):  # Popen's OSError: the shell never started
+            kill()
         raise
     finally:
         if scope is not None:
             scope.release(key)
-        for pipe in (process.stdout, process.stderr):
-            if pipe is not None:
-                pipe.close()
-        if process.poll() is None:
-            kill()
-            process.wait()
-        _forget_if_empty(pgid)
+        if process is not None:
+            for pipe in (process.stdout, process.stderr):
+                if pipe is not None:
+                    pipe.close()
+            if process.poll() is None:
+                kill()
+                process.wait()
+            _forget_if_empty(process.pid)
 
 
 def _pump(
