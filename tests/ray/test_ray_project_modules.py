@@ -5,6 +5,7 @@ those modules travel with the cases (pickled by value), found inside the suite c
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -59,6 +60,8 @@ def test_project_modules_travel_to_the_workers(ray_cluster: str, tmp_path: Path,
     _project(project, custom_agent=custom_agent)
     monkeypatch.chdir(project)
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    for name in ("my_agent", "my_tools"):  # another test's project module of that name, imported in this process
+        monkeypatch.delitem(sys.modules, name, raising=False)
     local_code, local = _run("--results-dir", "local")
     ray_code, remote = _run("--results-dir", "ray", "--executor", f"ray:{ray_cluster}")
     assert local_code == 0 and all(passed for _, passed, _ in _verdicts(local))
