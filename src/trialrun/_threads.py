@@ -6,8 +6,8 @@ every call. Idle workers are kept (up to a bound) and reused. Workers are daemon
 never holds the interpreter open.
 
 A thread that blocks while its timed call runs (`Tool.run_sync`) has a companion of its own instead
-(`call_with_limit`): one call at a time, so two plain locks are the whole hand-off, with no pool to pick from and the
-same two threads meeting every time (10% of a W1 trial's CPU, with 16 sync agents contending for the GIL).
+(`call_with_limit`): one call at a time, so a byte through a pipe each way is the whole hand-off, with no pool to
+pick from (see `call_with_limit` for why a pipe).
 """
 
 from __future__ import annotations
@@ -272,7 +272,8 @@ def call_with_limit(fn: Callable[..., Any], kwargs: dict[str, Any], limit: float
     Why a byte through a pipe and not a lock: `os.write` lets go of the GIL before it wakes the other thread,
     so the woken thread can take the GIL at once. Released under the GIL, a lock wakes a thread that finds the GIL
     held, sleeps again, and is woken once more when the GIL is let go: about 3 context switches a direction instead
-    of 1 (measured on W1: 11 switches a trial against 4.5, and the hop cost 0.1 ms of CPU against about 0.02).
+    of 1. Measured against the pooled worker and two locks: 16 threads hopping, 52 -> 18 µs of CPU a hop (7.3 -> 3.0
+    context switches); bench/agent.py's W1, 10.2 -> 5.0 switches a trial and 0.91-0.97x the CPU.
 
     A late or interrupted call keeps its companion (a thread cannot be stopped), which ends when the call returns;
     the next call gets a new one. Where there can be no companion (not POSIX, or out of file descriptors or threads)
