@@ -77,3 +77,169 @@ def test_a_job_is_waited_for_by_blocking_or_on_the_loop_and_hands_back_what_it_r
         return late, await quick.future(), stuck.wait(5)
 
     assert asyncio.run(main()) == ("late", (3, "caller's"), True)
+
+
+# -- the companion thread of a thread that waits for its timed call (Tool.run_sync) ----------------------------
+
+
+def _alive(ident: int) -> bool:
+    return any(t.ident == ident for t in threading.enumerate())
+
+
+def _gone(ident: int, seconds: float = 5.0) -> bool:
+    for _ in range(int(seconds / 0.005)):
+        if not _alive(ident):
+            return True
+        threading.Event().wait(0.005)
+    return False
+
+
+def test_a_threads_timed_calls_share_one_companion_and_hand_back_values_errors_and_context() -> None:
+    import contextvars
+
+    import pytest
+
+    from trialrun._threads import call_with_limit
+
+    var = contextvars.ContextVar("var", default="unset")
+    var.set("caller's")
+    seen = [call_with_limit(lambda n: (n, threading.get_ident(), var.get()), {"n": i}, 5) for i in range(5)]
+    assert [value[0] for _, value in seen] == list(range(5)) and all(finished for finished, _ in seen)
+    idents = {value[1] for _, value in seen}
+    assert len(idents) == 1 and threading.get_ident() not in idents  # one companion, not the caller's own thread
+    assert {value[2] for _, value in seen} == {"caller's"}
+
+    def boom() -> None:
+        raise KeyError("boom")
+
+    with pytest.raises(KeyError, match="boom"):
+        call_with_limit(boom, {}, 5)
+    assert call_with_limit(threading.get_ident, {}, 5) == (True, idents.pop())  # a raising call keeps it
+
+
+def test_a_late_call_is_given_up_on_time_and_its_companion_ends_when_it_returns() -> None:
+    import time
+
+    from trialrun._threads import call_with_limit
+
+    release = threading.Event()
+    started = time.monotonic()
+    late = []
+    assert call_with_limit(lambda: late.append(threading.get_ident()) or release.wait(5), {}, 0.05) == (False, None)
+    assert time.monotonic() - started < 1.0
+    finished, after = call_with_limit(threading.get_ident, {}, 5)  # a new companion: the late one is still busy
+    assert finished and after != late[0] and _alive(late[0])
+    release.set()
+    assert _gone(late[0])  # it ended once its late call returned
+    assert call_with_limit(threading.get_ident, {}, 5) == (True, after)
+
+
+def test_a_companion_ends_with_the_thread_it_served() -> None:
+    from trialrun._threads import call_with_limit
+
+    served: list[int] = []
+    caller = threading.Thread(target=lambda: served.append(call_with_limit(threading.get_ident, {}, 5)[1]))
+    caller.start()
+    caller.join(5)
+    assert served and _gone(served[0])
+
+
+def test_a_call_made_while_one_is_in_flight_on_the_same_thread_gets_its_own_companion_and_outcome() -> None:
+    import signal
+
+    import pytest
+
+    from trialrun._threads import call_with_limit
+
+    inner: list[tuple[bool, object]] = []
+
+    def on_alarm(signum: int, frame: object) -> None:  # runs on this thread while it waits for the outer call
+        inner.append(call_with_limit(lambda: "inner", {}, 5))
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.05)
+        assert call_with_limit(lambda: threading.Event().wait(0.3) or "outer", {}, 5) == (True, "outer")
+        assert inner == [(True, "inner")]
+
+        def interrupt(signum: int, frame: object) -> None:
+            raise KeyboardInterrupt
+
+        signal.signal(signal.SIGALRM, interrupt)  # Ctrl-C while waiting: the late outcome must reach nobody
+        signal.setitimer(signal.ITIMER_REAL, 0.05)
+        with pytest.raises(KeyboardInterrupt):
+            call_with_limit(lambda: threading.Event().wait(0.2) or "stale", {}, 5)
+        threading.Event().wait(0.3)  # the interrupted call has returned by now
+        assert call_with_limit(lambda: "fresh", {}, 5) == (True, "fresh")
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def test_a_forked_child_makes_companions_of_its_own_and_leaves_the_parents_alone() -> None:
+    import os
+
+    from trialrun._threads import call_with_limit
+
+    parent = call_with_limit(threading.get_ident, {}, 5)[1]  # this thread has a companion now
+    pid = os.fork()
+    if pid == 0:  # the child: its call must run (the parent's companion is not here), and within its limit
+        try:
+            ok = call_with_limit(lambda: os.getpid(), {}, 5) == (True, os.getpid())
+        finally:
+            os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert call_with_limit(threading.get_ident, {}, 5) == (True, parent)  # the child did not stop the parent's
+
+
+def test_a_forked_child_starts_workers_of_its_own() -> None:
+    import os
+
+    from trialrun._threads import Workers
+
+    workers = Workers("test-fork")
+    assert workers.start(lambda: 1).wait(5)
+    for _ in range(1000):  # the worker is idle again
+        if workers._idle:
+            break
+        threading.Event().wait(0.001)
+    pid = os.fork()
+    if pid == 0:  # the idle worker is the parent's: a job must not be handed to it here
+        try:
+            job = workers.start(os.getpid)
+            ok = job.wait(5) and job.result() == os.getpid()
+        finally:
+            os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_without_companions_a_pooled_worker_runs_the_call_and_the_limit_holds(monkeypatch) -> None:
+    import errno
+    import os
+    import time
+
+    import trialrun._threads as threads
+
+    def no_pipes() -> tuple[int, int]:
+        raise OSError(errno.EMFILE, "Too many open files")
+
+    results: list[object] = []
+
+    def calls() -> None:
+        results.append(threads.call_with_limit(lambda: threading.current_thread().name, {}, 5))
+        started = time.monotonic()
+        results.append(threads.call_with_limit(threading.Event().wait, {"timeout": 2}, 0.05))
+        results.append(time.monotonic() - started)
+
+    for patch in (("os.pipe", no_pipes), ("COMPANIONS", False)):
+        results.clear()
+        with monkeypatch.context() as m:
+            m.setattr(os, "pipe", no_pipes) if patch[0] == "os.pipe" else m.setattr(threads, "COMPANIONS", False)
+            caller = threading.Thread(target=calls)  # a fresh thread: it has no companion yet
+            caller.start()
+            caller.join(10)
+        first, late, took = results
+        assert first[0] is True and first[1].startswith("trialrun-tool-"), patch  # a pool worker, no companion
+        assert late == (False, None) and took < 1.0, patch

@@ -21,7 +21,7 @@ from typing import Any, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
-from .._threads import Workers
+from .._threads import TOOL_WORKERS, call_with_limit
 from ..wire import ToolSpec
 from . import _confine
 from ._commands import CURRENT_CALL, CallScope, command_env, cut_note, run_shell, stop_commands
@@ -172,9 +172,9 @@ class Tool:
         return _render(result)
 
     def run_sync(self, arguments: dict[str, Any], *, timeout_s: float | None = None) -> str:
-        """The same, without an event loop. A time limit runs the tool on a daemon worker that starts it at once
-        (`_threads.Workers`), and abandons it when late: a thread cannot be killed, but the commands it started
-        are, and it no longer holds anyone up."""
+        """The same, without an event loop. A time limit runs the tool on a daemon thread that starts it at once
+        (this thread's companion, `_threads.call_with_limit`), and abandons it when late: a thread cannot be
+        killed, but the commands it started are, and it no longer holds anyone up."""
         values = self.validate(arguments)
         limit = self._limit(timeout_s)
         scope = CallScope()
@@ -191,10 +191,10 @@ class Tool:
                     raise
             if limit is None:
                 return _render(self.fn(**values))
-            job = _WORKERS.start(self.fn, **values)
-            if not job.wait(limit):
+            finished, result = call_with_limit(self.fn, values, limit)
+            if not finished:
                 raise ToolError(f"{self.name} timed out after {limit:g}s")
-            return _render(job.result())
+            return _render(result)
         except BaseException:  # timed out, interrupted, or the tool raised: nothing of it may run on
             scope.abandon()
             raise
@@ -214,7 +214,7 @@ class Tool:
         return f"Tool({self.name!r})"
 
 
-_WORKERS = Workers("trialrun-tool")
+_WORKERS = TOOL_WORKERS
 #: How long the event loop waits, blocked, for a quick sync tool before it awaits the call instead (see `Tool.run`)
 _HANDOFF_S = 0.0003  # a woken worker takes 20-50 µs on a calm machine; under load, longer waits cost the loop more
 
