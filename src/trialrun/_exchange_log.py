@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from ._files import hold_lock, write_all
-from ._scrub import scrub_text
+from ._scrub import credential_values, scrub_body, scrub_headers, scrub_text, scrub_url
 
 __all__ = ["SUFFIX", "EXCHANGES_VERSION", "DEFAULT_MAX_TRIAL_BYTES", "BODY_MAX_BYTES", "BODY_MIN_BYTES",
            "ExchangeLog", "TrialLine", "TrialExchanges", "sidecar_path", "trial_record", "trial_line",
@@ -159,15 +159,73 @@ def trial_record(case: str, trial: int, exchanges: Sequence[Any], credentials: f
 
 def trial_line(case: str, trial: int, exchanges: Sequence[Any], credentials: frozenset[bytes] = frozenset(), *,
                max_trial_bytes: int = DEFAULT_MAX_TRIAL_BYTES) -> tuple[str | None, str | None]:
-    """One trial's sidecar line as written (`trial_record`, then the whole line scrubbed again, `credentials`
-    included: a body kept as data was parsed, so a key its JSON wrote with escapes, \\u0073k-..., is written out
-    plainly, and only this pass sees it), or None and why it could not be made. Where the trial ran: on a Ray worker
-    it is made there, so neither the raw exchanges nor the credentials leave the worker."""
+    """One trial's sidecar line as written, scrubbed as a whole (`credentials` and the values of every exchange's
+    credential headers included), or None and why it could not be made. Where the trial ran: on a Ray worker it is
+    made there, so neither the raw exchanges nor the credentials leave the worker.
+
+    The line scrub is the one every string goes through: a JSON body is stored as data, so a key its text wrote
+    with escapes, \\u0073k-..., is plain only in the line. When no body can be cut (`_uncut`: the common case) that
+    is the only scrub of a JSON body (`_light_record`); a trial with a body that may be cut is scrubbed before it is
+    cut (`trial_record`), so a cut never leaves half a key behind, and then as a line."""
     try:
-        line = _dumps(trial_record(case, trial, exchanges, credentials, max_trial_bytes=max_trial_bytes))
+        record = (_light_record(case, trial, exchanges, credentials) if _uncut(exchanges, max_trial_bytes)
+                  else trial_record(case, trial, exchanges, credentials, max_trial_bytes=max_trial_bytes))
+        line = _dumps(record)
     except Exception as exc:  # noqa: BLE001 - a body nobody foresaw must not stop the run: say so at its end
         return None, f"the exchanges of trial {trial} of {case!r} could not be written ({type(exc).__name__}: {exc})"
-    return scrub_text(line, tuple(value.decode("utf-8", "replace") for value in credentials)), None
+    return scrub_text(line, _line_extra(exchanges, credentials)), None
+
+
+def _uncut(exchanges: Sequence[Any], max_trial_bytes: int) -> bool:
+    """Whether `trial_record` would cut none of these bodies, whatever the scrub does to their sizes: its budget
+    walked with every body counted twice (a redaction grows a text by at most 8/6: REDACTED for 6 characters)."""
+    used = 0
+    for exchange in exchanges:
+        for size in (len(exchange.request_body), len(exchange.response_body)):
+            room = max_trial_bytes - used
+            limit = min(BODY_MAX_BYTES, room) if room >= BODY_MIN_BYTES else BODY_MIN_BYTES
+            if 2 * size > limit:
+                return False
+            used += 2 * size
+    return True
+
+
+def _line_extra(exchanges: Sequence[Any], credentials: frozenset[bytes]) -> tuple[str, ...]:
+    """The values the line scrub removes besides the scrubber's own: the trial's credentials and those its requests
+    carried in headers, each as it is and as written inside a JSON string (a quote or backslash escaped)."""
+    values = set(credentials)
+    for exchange in exchanges:
+        values |= credential_values(exchange.request_headers)
+    found: set[str] = set()
+    for value in values:
+        text = value.decode("utf-8", "replace")
+        found |= {text, json.dumps(text, ensure_ascii=False)[1:-1], json.dumps(text)[1:-1]}
+    return tuple(sorted(found, key=len, reverse=True))
+
+
+def _light_record(case: str, trial: int, exchanges: Sequence[Any], credentials: frozenset[bytes]) -> dict[str, Any]:
+    """`trial_record` of bodies none of which is cut, for a line that is scrubbed as a whole next: what is not text
+    is done here (credential headers REDACTED, response headers cut to the allow-list, keys of URL queries), and a
+    body is scrubbed here only when the line would hold it escaped once more than it was sent (a stream, which is
+    also reassembled to find a key split across events; other text): a JSON body is data, written as it was sent."""
+    from ._cassette_io import _body_field
+
+    def stored(exchange: Any, body: bytes, streamed: bool) -> dict[str, Any]:
+        field = _body_field(body, streamed=streamed)
+        if "body" in field:
+            return field
+        return _body_field(scrub_body(body, _line_extra((exchange,), credentials), streamed=streamed), streamed=streamed)
+
+    records: list[dict[str, Any]] = []
+    for number, exchange in enumerate(exchanges, start=1):
+        records.append({"n": number,
+                        "request": {"method": exchange.method, "url": scrub_url(exchange.url, text=False),
+                                    "headers": scrub_headers(exchange.request_headers, text=False),
+                                    **stored(exchange, exchange.request_body, False)},
+                        "response": {"status": exchange.status,
+                                     "headers": scrub_headers(exchange.response_headers, response=True, text=False),
+                                     **stored(exchange, exchange.response_body, exchange.streamed)}})
+    return {"event": "trial", "case": case, "trial": trial, "exchanges": records}
 
 
 class TrialLine:
