@@ -33,13 +33,12 @@ import json
 import os
 import re
 import secrets
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._files import hold_lock, write_all
+from ._files import LineAppender, hold_lock
 from ._scrub import credential_values, scrub_body, scrub_headers, scrub_text, scrub_url
 
 __all__ = ["SUFFIX", "EXCHANGES_VERSION", "DEFAULT_MAX_TRIAL_BYTES", "BODY_MAX_BYTES", "BODY_MIN_BYTES",
@@ -245,17 +244,15 @@ def _line_prefix(case: str, trial: int) -> bytes:
     return ('{"event":"trial","case":' + _dumps(case) + ',"trial":' + str(int(trial)) + ",").encode("utf-8")
 
 
-class ExchangeLog:
+class ExchangeLog(LineAppender):
     """Appends each finished trial's exchanges to a run's sidecar. Writing never stops a run: a write that fails
     (a full disk) is remembered in `problem`, and the log stops."""
 
     def __init__(self, path: Path, *, max_trial_bytes: int = DEFAULT_MAX_TRIAL_BYTES) -> None:
+        super().__init__(None)
         self.path = path
         self.max_trial_bytes = max_trial_bytes
         self.trials = 0
-        self.problem: str | None = None
-        self._lock = threading.Lock()
-        self._fd: int | None = None
 
     @classmethod
     def open(cls, path: Path, *, run_id: str | None, max_trial_bytes: int = DEFAULT_MAX_TRIAL_BYTES,
@@ -278,7 +275,7 @@ class ExchangeLog:
             return log
         start: dict[str, Any] = {"event": "start", "exchanges_version": EXCHANGES_VERSION, "run_id": run_id,
                                  "max_trial_bytes": max_trial_bytes, "kept": True}
-        log._write(scrub_text(_dumps(start)))
+        log._append(scrub_text(_dumps(start)))
         return log
 
     def __call__(self, case: Any, trial: int, exchanges: Sequence[Any], credentials: frozenset[bytes]) -> None:
@@ -299,7 +296,7 @@ class ExchangeLog:
         if line is None:
             self.problem = f"{self.path}: {problem}; raw exchanges stopped after {self.trials} trial(s)"
             return
-        if self._write(line):
+        if self._append(line):
             self.trials += 1
 
     def rename(self, path: Path) -> None:
@@ -311,10 +308,7 @@ class ExchangeLog:
             pass
 
     def close(self) -> None:
-        with self._lock:
-            if self._fd is not None:
-                os.close(self._fd)
-                self._fd = None
+        self._close_fd()
 
     def remove(self) -> None:
         self.close()
@@ -323,17 +317,8 @@ class ExchangeLog:
         except OSError:
             pass
 
-    def _write(self, line: str) -> bool:
-        data = (line + "\n").encode("utf-8", "surrogatepass")
-        with self._lock:
-            if self._fd is None or self.problem is not None:
-                return False
-            try:
-                write_all(self._fd, data)
-            except OSError as exc:
-                self.problem = f"{self.path}: {exc.strerror or exc} (raw exchanges stopped after {self.trials} trial(s))"
-                return False
-        return True
+    def _failed(self, exc: OSError) -> str:
+        return f"{self.path}: {exc.strerror or exc} (raw exchanges stopped after {self.trials} trial(s))"
 
 
 _TRIAL_HEAD = b'{"event":"trial","case":'
