@@ -82,13 +82,17 @@ class Journal(LineAppender):
                      "host": socket.gethostname(), "trial_count": trial_count, "cases": cases,
                      "config_snapshot": config_snapshot}, sync=True)
 
-    def append(self, case: str, result: TrialResult) -> None:
-        """One finished trial: written at once (a killed process loses nothing), on disk within the interval."""
+    def append(self, case: str, result: TrialResult) -> str:
+        """One finished trial: written at once (a killed process loses nothing), on disk within the interval. The
+        trial's JSON as written (scrubbed: never a key in an artefact), for the result file to reuse
+        (`store.report_text`)."""
         elapsed = round(time.monotonic() - self._started, 3)
-        line = scrub_text('{"event":"trial","case":' + json.dumps(case, ensure_ascii=False) + f',"elapsed_s":{elapsed},'
-                          '"result":' + result.model_dump_json() + "}")  # never a key in an artefact
-        if self._append(line):
+        text = scrub_text(result.model_dump_json())
+        head = scrub_text('{"event":"trial","case":' + json.dumps(case, ensure_ascii=False) + f',"elapsed_s":{elapsed},'
+                          '"result":')
+        if self._append(head + text + "}"):
             self.trials += 1
+        return text
 
     def close(self, status: str | None) -> None:
         """Write the end line (unless `status` is None: the run was given up on) and release the file."""
