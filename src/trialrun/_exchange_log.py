@@ -13,12 +13,14 @@ keeps its results); nothing is held for the whole run:
          "cut": {"request": "... bytes cut ..."}}]}
 
 Requests and responses use the cassette layout (`_cassette_io.exchange_to_dict`: `body` for JSON, `stream` for
-server-sent events, `body_text`, `body_base64`). `n` is the number `Turn.exchange` refers to. Every exchange goes
-through the one scrubber (`models.cassette.scrub_exchange`: credential headers REDACTED, response headers cut to an
-allow-list, keys removed from URLs and bodies, a stream after reassembly) BEFORE anything is cut, so a cut never
-leaves half a key behind; the whole line is scrubbed again as it is made, as the journal's are (a JSON body is
-stored as data, so a key its text wrote with escapes, `\\u0073k-...`, is plain only in the line). The line is
-made where the trial ran (`trial_line`): a trial on a Ray worker sends back its line, never its raw exchanges.
+server-sent events, `body_text`, `body_base64`). `n` is the number `Turn.exchange` refers to. Every line is scrubbed
+whole as it is made, as the journal's are (a JSON body is stored as data, so a key its text wrote with escapes,
+`\\u0073k-...`, is plain only in the line), with credential headers REDACTED and response headers cut to an
+allow-list before. A trial with a body that may be cut has every exchange scrubbed first
+(`models.cassette.scrub_exchange`, a stream after reassembly) BEFORE anything is cut, so a cut never leaves half a
+key behind; one whose bodies all fit (the common case) has only its streams and text bodies scrubbed first (the line
+escapes them once more than they were sent), its JSON bodies by the line's scrub alone. The line is made where the
+trial ran (`trial_line`): a trial on a Ray worker sends back its line, never its raw exchanges.
 
 Caps (real coding agents send 100 KB+ requests, 50 times a trial): a body above `BODY_MAX_BYTES` is shortened,
 JSON by cutting its long strings (the model, the tool schemas and the message structure stay readable), anything
