@@ -14,6 +14,12 @@ PYTHONDONTWRITEBYTECODE set (as in some sandboxes), an editable install would ot
 in every process (about 0.1 s), so the child writes and reads them under a temporary PYTHONPYCACHEPREFIX, filled
 by the warm-up run.
 
+A second figure, labelled as such, puts the CLI against a COLD in-process script: `python -c` that imports
+trialrun, loads the same suite, evaluates it and saves the same result file (`ResultsStore.save`: the result file
+and latest.json), in a process of its own like the CLI; what is left between them is what only the command does
+(its own imports, the table, the journal, the sidecar, the process's exit). The warm figure above it stays the
+issue's measure.
+
 `--against SRC` also runs the whole process with another checkout's `src` first on PYTHONPATH (an older commit:
 `git archive COMMIT src | tar -x -C /tmp/old`), interleaved, and prints this/that: a before/after side by side.
 
@@ -91,6 +97,30 @@ def whole_process(folder: Path, trials: int, src: str | None = None) -> tuple[fl
     return elapsed, _children_cpu() - cpu
 
 
+COLD_SCRIPT = """
+import sys
+from pathlib import Path
+import trialrun as tr
+from trialrun._build import load_suite
+from trialrun.config import load_config
+from trialrun.store import ResultsStore
+config = load_config(Path.cwd())
+report = tr.evaluate(load_suite(Path.cwd() / "tests.json", config), trials=int(sys.argv[1]))
+ResultsStore(config.results_path()).save(report)
+"""
+
+
+def cold_script(folder: Path, trials: int) -> tuple[float, float]:
+    """(wall, CPU) seconds of `COLD_SCRIPT` as a process of its own: the same evaluation, started cold."""
+    started, cpu = time.perf_counter(), _children_cpu()
+    done = subprocess.run([sys.executable, "-c", COLD_SCRIPT, str(trials)], cwd=folder, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, env=child_env(folder))
+    elapsed = time.perf_counter() - started
+    if done.returncode != 0:
+        raise SystemExit(f"the cold script failed ({done.returncode}): {done.stderr.decode()[-2000:]}")
+    return elapsed, _children_cpu() - cpu
+
+
 def in_process(folder: Path, trials: int) -> tuple[float, float]:
     """(wall, CPU) seconds of loading the suite and evaluating it in this (warm) interpreter."""
     import trialrun as tr
@@ -132,20 +162,29 @@ def main() -> None:
         write_suite(folder, args.tests, args.shell)
         in_process(folder, 1)  # warm-up (imports, caches)
         whole_process(folder, 1)
+        cold_script(folder, 1)
         if args.against:
             whole_process(folder, 1, args.against)
-        cli, lib, old = [], [], []
+        cli, lib, old, cold = [], [], [], []
         for _ in range(args.repeat):
             cli.append(whole_process(folder, args.trials))
             lib.append(in_process(folder, args.trials))
+            cold.append(cold_script(folder, args.trials))
             if args.against:
                 old.append(whole_process(folder, args.trials, args.against))
         kind = "shell tools + workspace" if args.shell else "plain tool, no workspace"
-        print(f"{args.tests} tests x {args.trials} ({kind}), medians of {args.repeat} interleaved pairs:")
+        print(f"{args.tests} tests x {args.trials} ({kind}), medians of {args.repeat} interleaved pairs; the issue's "
+              "measure, against the WARM library (an already-running interpreter):")
         for what, i in (("wall", 0), ("CPU", 1)):
             ratios = [c[i] / l[i] for c, l in zip(cli, lib)]
             print(f"  {what:<4} `trialrun run all -k {args.trials}` {statistics.median(c[i] for c in cli):.2f} s whole "
                   f"process; in-process {statistics.median(l[i] for l in lib):.2f} s; CLI/library "
+                  f"{statistics.median(ratios):.2f}x (pairs: {', '.join(f'{r:.2f}' for r in ratios)})")
+        print("  second figure, against a COLD script (`python -c`: import trialrun, load, evaluate, save the result "
+              "file; a process of its own):")
+        for what, i in (("wall", 0), ("CPU", 1)):
+            ratios = [c[i] / s[i] for c, s in zip(cli, cold)]
+            print(f"  {what:<4} cold script {statistics.median(s[i] for s in cold):.2f} s; CLI/cold script "
                   f"{statistics.median(ratios):.2f}x (pairs: {', '.join(f'{r:.2f}' for r in ratios)})")
         if args.against:
             for what, i in (("wall", 0), ("CPU", 1)):

@@ -13,12 +13,14 @@ keeps its results); nothing is held for the whole run:
          "cut": {"request": "... bytes cut ..."}}]}
 
 Requests and responses use the cassette layout (`_cassette_io.exchange_to_dict`: `body` for JSON, `stream` for
-server-sent events, `body_text`, `body_base64`). `n` is the number `Turn.exchange` refers to. Every exchange goes
-through the one scrubber (`models.cassette.scrub_exchange`: credential headers REDACTED, response headers cut to an
-allow-list, keys removed from URLs and bodies, a stream after reassembly) BEFORE anything is cut, so a cut never
-leaves half a key behind; the whole line is scrubbed again as it is made, as the journal's are (a JSON body is
-stored as data, so a key its text wrote with escapes, `\\u0073k-...`, is plain only in the line). The line is
-made where the trial ran (`trial_line`): a trial on a Ray worker sends back its line, never its raw exchanges.
+server-sent events, `body_text`, `body_base64`). `n` is the number `Turn.exchange` refers to. Every line is scrubbed
+whole as it is made, as the journal's are (a JSON body is stored as data, so a key its text wrote with escapes,
+`\\u0073k-...`, is plain only in the line), with credential headers REDACTED and response headers cut to an
+allow-list before. A trial with a body that may be cut has every exchange scrubbed first
+(`models.cassette.scrub_exchange`, a stream after reassembly) BEFORE anything is cut, so a cut never leaves half a
+key behind; one whose bodies all fit (the common case) has only its streams and text bodies scrubbed first (the line
+escapes them once more than they were sent), its JSON bodies by the line's scrub alone. The line is made where the
+trial ran (`trial_line`): a trial on a Ray worker sends back its line, never its raw exchanges.
 
 Caps (real coding agents send 100 KB+ requests, 50 times a trial): a body above `BODY_MAX_BYTES` is shortened,
 JSON by cutting its long strings (the model, the tool schemas and the message structure stay readable), anything
@@ -33,14 +35,13 @@ import json
 import os
 import re
 import secrets
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._files import hold_lock, write_all
-from ._scrub import scrub_text
+from ._files import LineAppender, hold_lock
+from ._scrub import credential_values, scrub_body, scrub_headers, scrub_text, scrub_url
 
 __all__ = ["SUFFIX", "EXCHANGES_VERSION", "DEFAULT_MAX_TRIAL_BYTES", "BODY_MAX_BYTES", "BODY_MIN_BYTES",
            "ExchangeLog", "TrialLine", "TrialExchanges", "sidecar_path", "trial_record", "trial_line",
@@ -159,15 +160,73 @@ def trial_record(case: str, trial: int, exchanges: Sequence[Any], credentials: f
 
 def trial_line(case: str, trial: int, exchanges: Sequence[Any], credentials: frozenset[bytes] = frozenset(), *,
                max_trial_bytes: int = DEFAULT_MAX_TRIAL_BYTES) -> tuple[str | None, str | None]:
-    """One trial's sidecar line as written (`trial_record`, then the whole line scrubbed again, `credentials`
-    included: a body kept as data was parsed, so a key its JSON wrote with escapes, \\u0073k-..., is written out
-    plainly, and only this pass sees it), or None and why it could not be made. Where the trial ran: on a Ray worker
-    it is made there, so neither the raw exchanges nor the credentials leave the worker."""
+    """One trial's sidecar line as written, scrubbed as a whole (`credentials` and the values of every exchange's
+    credential headers included), or None and why it could not be made. Where the trial ran: on a Ray worker it is
+    made there, so neither the raw exchanges nor the credentials leave the worker.
+
+    The line scrub is the one every string goes through: a JSON body is stored as data, so a key its text wrote
+    with escapes, \\u0073k-..., is plain only in the line. When no body can be cut (`_uncut`: the common case) that
+    is the only scrub of a JSON body (`_light_record`); a trial with a body that may be cut is scrubbed before it is
+    cut (`trial_record`), so a cut never leaves half a key behind, and then as a line."""
     try:
-        line = _dumps(trial_record(case, trial, exchanges, credentials, max_trial_bytes=max_trial_bytes))
+        record = (_light_record(case, trial, exchanges, credentials) if _uncut(exchanges, max_trial_bytes)
+                  else trial_record(case, trial, exchanges, credentials, max_trial_bytes=max_trial_bytes))
+        line = _dumps(record)
     except Exception as exc:  # noqa: BLE001 - a body nobody foresaw must not stop the run: say so at its end
         return None, f"the exchanges of trial {trial} of {case!r} could not be written ({type(exc).__name__}: {exc})"
-    return scrub_text(line, tuple(value.decode("utf-8", "replace") for value in credentials)), None
+    return scrub_text(line, _line_extra(exchanges, credentials)), None
+
+
+def _uncut(exchanges: Sequence[Any], max_trial_bytes: int) -> bool:
+    """Whether `trial_record` would cut none of these bodies, whatever the scrub does to their sizes: its budget
+    walked with every body counted twice (a redaction grows a text by at most 8/6: REDACTED for 6 characters)."""
+    used = 0
+    for exchange in exchanges:
+        for size in (len(exchange.request_body), len(exchange.response_body)):
+            room = max_trial_bytes - used
+            limit = min(BODY_MAX_BYTES, room) if room >= BODY_MIN_BYTES else BODY_MIN_BYTES
+            if 2 * size > limit:
+                return False
+            used += 2 * size
+    return True
+
+
+def _line_extra(exchanges: Sequence[Any], credentials: frozenset[bytes]) -> tuple[str, ...]:
+    """The values the line scrub removes besides the scrubber's own: the trial's credentials and those its requests
+    carried in headers, each as it is and as written inside a JSON string (a quote or backslash escaped)."""
+    values = set(credentials)
+    for exchange in exchanges:
+        values |= credential_values(exchange.request_headers)
+    found: set[str] = set()
+    for value in values:
+        text = value.decode("utf-8", "replace")
+        found |= {text, json.dumps(text, ensure_ascii=False)[1:-1], json.dumps(text)[1:-1]}
+    return tuple(sorted(found, key=len, reverse=True))
+
+
+def _light_record(case: str, trial: int, exchanges: Sequence[Any], credentials: frozenset[bytes]) -> dict[str, Any]:
+    """`trial_record` of bodies none of which is cut, for a line that is scrubbed as a whole next: what is not text
+    is done here (credential headers REDACTED, response headers cut to the allow-list, keys of URL queries), and a
+    body is scrubbed here only when the line would hold it escaped once more than it was sent (a stream, which is
+    also reassembled to find a key split across events; other text): a JSON body is data, written as it was sent."""
+    from ._cassette_io import _body_field
+
+    def stored(exchange: Any, body: bytes, streamed: bool) -> dict[str, Any]:
+        field = _body_field(body, streamed=streamed)
+        if "body" in field:
+            return field
+        return _body_field(scrub_body(body, _line_extra((exchange,), credentials), streamed=streamed), streamed=streamed)
+
+    records: list[dict[str, Any]] = []
+    for number, exchange in enumerate(exchanges, start=1):
+        records.append({"n": number,
+                        "request": {"method": exchange.method, "url": scrub_url(exchange.url, text=False),
+                                    "headers": scrub_headers(exchange.request_headers, text=False),
+                                    **stored(exchange, exchange.request_body, False)},
+                        "response": {"status": exchange.status,
+                                     "headers": scrub_headers(exchange.response_headers, response=True, text=False),
+                                     **stored(exchange, exchange.response_body, exchange.streamed)}})
+    return {"event": "trial", "case": case, "trial": trial, "exchanges": records}
 
 
 class TrialLine:
@@ -187,17 +246,15 @@ def _line_prefix(case: str, trial: int) -> bytes:
     return ('{"event":"trial","case":' + _dumps(case) + ',"trial":' + str(int(trial)) + ",").encode("utf-8")
 
 
-class ExchangeLog:
+class ExchangeLog(LineAppender):
     """Appends each finished trial's exchanges to a run's sidecar. Writing never stops a run: a write that fails
     (a full disk) is remembered in `problem`, and the log stops."""
 
     def __init__(self, path: Path, *, max_trial_bytes: int = DEFAULT_MAX_TRIAL_BYTES) -> None:
+        super().__init__(None)
         self.path = path
         self.max_trial_bytes = max_trial_bytes
         self.trials = 0
-        self.problem: str | None = None
-        self._lock = threading.Lock()
-        self._fd: int | None = None
 
     @classmethod
     def open(cls, path: Path, *, run_id: str | None, max_trial_bytes: int = DEFAULT_MAX_TRIAL_BYTES,
@@ -220,7 +277,7 @@ class ExchangeLog:
             return log
         start: dict[str, Any] = {"event": "start", "exchanges_version": EXCHANGES_VERSION, "run_id": run_id,
                                  "max_trial_bytes": max_trial_bytes, "kept": True}
-        log._write(scrub_text(_dumps(start)))
+        log._append(scrub_text(_dumps(start)))
         return log
 
     def __call__(self, case: Any, trial: int, exchanges: Sequence[Any], credentials: frozenset[bytes]) -> None:
@@ -241,7 +298,7 @@ class ExchangeLog:
         if line is None:
             self.problem = f"{self.path}: {problem}; raw exchanges stopped after {self.trials} trial(s)"
             return
-        if self._write(line):
+        if self._append(line):
             self.trials += 1
 
     def rename(self, path: Path) -> None:
@@ -253,10 +310,7 @@ class ExchangeLog:
             pass
 
     def close(self) -> None:
-        with self._lock:
-            if self._fd is not None:
-                os.close(self._fd)
-                self._fd = None
+        self._close_fd()
 
     def remove(self) -> None:
         self.close()
@@ -265,17 +319,8 @@ class ExchangeLog:
         except OSError:
             pass
 
-    def _write(self, line: str) -> bool:
-        data = (line + "\n").encode("utf-8", "surrogatepass")
-        with self._lock:
-            if self._fd is None or self.problem is not None:
-                return False
-            try:
-                write_all(self._fd, data)
-            except OSError as exc:
-                self.problem = f"{self.path}: {exc.strerror or exc} (raw exchanges stopped after {self.trials} trial(s))"
-                return False
-        return True
+    def _failed(self, exc: OSError) -> str:
+        return f"{self.path}: {exc.strerror or exc} (raw exchanges stopped after {self.trials} trial(s))"
 
 
 _TRIAL_HEAD = b'{"event":"trial","case":'

@@ -8,13 +8,14 @@ import os
 import re
 import secrets
 import stat
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 __all__ = ["read_text", "MAX_BYTES", "gc_paused", "write_atomic", "write_new", "write_user_file", "remove_stale_temps",
-           "unencodable_text", "TOO_DEEP", "hold_lock", "write_all"]
+           "unencodable_text", "TOO_DEEP", "hold_lock", "write_all", "LineAppender"]
 
 #: The largest file trialrun reads by default (suites, configurations, cassettes, scripted model files, price
 #: files): 100,000 tests are about 20 MiB; a file far larger is a mistake (or an attack), not something to parse.
@@ -170,6 +171,55 @@ def write_all(fd: int, data: bytes) -> None:
     written = 0
     while written < len(data):
         written += os.write(fd, data[written:])
+
+
+class LineAppender:
+    """An append-only file of lines (a run's journal, its exchanges sidecar): each line written in one `write`
+    under a lock, so a reader or a killed process sees whole lines only. Writing never raises: the first write that
+    fails (a full disk) is remembered in `problem` (`_failed` words it) and every later one is skipped."""
+
+    def __init__(self, fd: int | None) -> None:
+        self._fd = fd
+        self._lock = threading.Lock()
+        self._dirty = False  # written since the last fsync
+        self.problem: str | None = None
+
+    def _failed(self, exc: OSError) -> str:
+        return str(exc.strerror or exc)
+
+    def _append(self, line: str, *, sync: bool = False) -> bool:
+        """`line` and a newline, then (`sync`) on disk; False when nothing was written."""
+        data = (line + "\n").encode("utf-8", "surrogatepass")
+        with self._lock:
+            if self._fd is None or self.problem is not None:
+                return False
+            try:
+                write_all(self._fd, data)
+                self._dirty = True
+                if sync:
+                    os.fsync(self._fd)
+                    self._dirty = False
+            except OSError as exc:
+                self.problem = self._failed(exc)
+                return False
+        return True
+
+    def _sync(self) -> None:
+        """fsync what was written since the last one (nothing when nothing was)."""
+        with self._lock:
+            if not self._dirty or self._fd is None or self.problem is not None:
+                return
+            try:
+                os.fsync(self._fd)
+                self._dirty = False
+            except OSError as exc:
+                self.problem = self._failed(exc)
+
+    def _close_fd(self) -> None:
+        with self._lock:
+            if self._fd is not None:
+                os.close(self._fd)  # releases a lock held on it (`hold_lock`)
+                self._fd = None
 
 
 def _written_temp(path: Path, text: str) -> str:

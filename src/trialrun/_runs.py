@@ -38,6 +38,9 @@ class RunRecorder:
         self.save_problem = ""
         #: The run's exchanges sidecar, None when it keeps none (`exchanges = false`, --no-exchanges).
         self.exchanges: ExchangeLog | None = None
+        #: Each journalled trial's JSON (scrubbed), by the id of its TrialResult (held, so the id stays its own): the
+        #: result file reuses it instead of serialising and scrubbing every trial again.
+        self._trial_texts: dict[int, tuple[TrialResult, str]] = {}
 
     @classmethod
     def start(cls, store: ResultsStore, cases: Sequence[Any], *, trials: int, include_live_canary: bool,
@@ -71,7 +74,7 @@ class RunRecorder:
 
     def trial(self, case: Any, result: TrialResult) -> None:
         if self.journal is not None:
-            self.journal.append(case.name, result)
+            self._trial_texts[id(result)] = (result, self.journal.append(case.name, result))
 
     def abandon(self) -> str:
         """The run is given up on (a second Ctrl-C): keep the journal as it is, for `trialrun recover`."""
@@ -108,7 +111,7 @@ class RunRecorder:
             if self.exchanges.problem:
                 self.warnings.append(f"raw exchanges not kept: {self.exchanges.problem}")
         try:
-            saved = self.store.save(report, stem=self.stem)
+            saved = self.store.save(report, stem=self.stem, trial_texts=self._trial_texts)
         except LatestNotUpdated as exc:  # saved; only the pointer to it failed
             saved = exc.saved
             self.warnings.append(str(exc))

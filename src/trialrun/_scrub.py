@@ -345,8 +345,7 @@ def _spans(text: str, extra: Iterable[str] = ()) -> list[tuple[int, int]]:
             haystack = lower if on_lower else text
         for match in pattern.finditer(haystack):
             start = match.start()
-            if word and start and text[start - 1] in _KEY_CHARS and not (
-                    start >= 2 and text[start - 2] == "\\" and text[start - 1] in "nrt"):
+            if word and start and text[start - 1] in _KEY_CHARS and not _after_escape(text, start):
                 continue
             spans.append(match.span("v") if "v" in pattern.groupindex else match.span())
     if "akia" in lower or "asia" in lower:
@@ -356,6 +355,16 @@ def _spans(text: str, extra: Iterable[str] = ()) -> list[tuple[int, int]]:
                 if not (value.isupper() or value.islower()) and any(c.isdigit() for c in value):
                     spans.append(match.span())
     return _merged(text, spans)
+
+
+_ESCAPE_BEFORE = re.compile(r"\\(?:[bfnrt]|u[0-9a-fA-F]{4})")
+
+
+def _after_escape(text: str, start: int) -> bool:
+    """Whether a JSON escape (`\\n`, `\\b`, `\\u001b`: what a control character becomes in serialised JSON) ends
+    just before `start`: a word boundary in the text it stands for, so a key after it is still a key."""
+    return (start >= 2 and _ESCAPE_BEFORE.fullmatch(text, start - 2, start) is not None) or (
+        start >= 6 and _ESCAPE_BEFORE.fullmatch(text, start - 6, start) is not None)
 
 
 def _merged(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -478,21 +487,24 @@ def credential_values(headers: Any) -> set[bytes]:
     return {token.encode() for _, token in _header_tokens(headers) if len(token) >= 8}
 
 
-def scrub_headers(headers: dict[str, str], extra: Iterable[str] = (), *, response: bool = False) -> dict[str, str]:
+def scrub_headers(headers: dict[str, str], extra: Iterable[str] = (), *, response: bool = False,
+                  text: bool = True) -> dict[str, str]:
     """Request headers with credential-looking ones REDACTED and the rest scrubbed; response headers cut to the
-    allow-list `RESPONSE_HEADERS_KEPT` (and rate-limit headers)."""
+    allow-list `RESPONSE_HEADERS_KEPT` (and rate-limit headers). `text=False`: the kept values are not scrubbed as
+    text, for a caller that scrubs the whole artefact they are serialised into (`scrub_text` of it, `extra` too)."""
     out: dict[str, str] = {}
     for name, value in headers.items():
         lower = name.lower()
         if response and lower not in RESPONSE_HEADERS_KEPT and not lower.startswith(_RESPONSE_HEADER_PREFIXES):
             continue
         secret = lower in SENSITIVE_HEADERS or _SECRET_HEADER.search(lower) is not None
-        out[name] = REDACTED if secret and not response else scrub_text(value, extra)
+        out[name] = REDACTED if secret and not response else scrub_text(value, extra) if text else value
     return out
 
 
-def scrub_url(url: str, extra: Iterable[str] = ()) -> str:
-    """A URL with the values of credential-looking query parameters (`key=`, `api_key=`, `token=`...) REDACTED."""
+def scrub_url(url: str, extra: Iterable[str] = (), *, text: bool = True) -> str:
+    """A URL with the values of credential-looking query parameters (`key=`, `api_key=`, `token=`...) REDACTED (and,
+    unless `text=False`, as for `scrub_headers`, scrubbed as text)."""
     base, sep, query = url.partition("?")
     if sep:
         fragment = ""
@@ -504,7 +516,7 @@ def scrub_url(url: str, extra: Iterable[str] = ()) -> str:
             name, eq, _ = part.partition("=")
             parts.append(f"{name}={REDACTED}" if eq and _SECRET_QUERY.match(name) else part)
         url = base + "?" + "&".join(parts) + fragment
-    return scrub_text(url, extra)
+    return scrub_text(url, extra) if text else url
 
 
 def scrub_body(body: bytes, extra: Iterable[str] = (), *, streamed: bool = False) -> bytes:

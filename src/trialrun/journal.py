@@ -28,7 +28,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ._files import hold_lock, locked, write_all
+from ._files import LineAppender, hold_lock, locked
 from ._scrub import scrub_text
 from .results import SCHEMA_VERSION, CaseResult, RunReport, TrialResult
 
@@ -52,21 +52,18 @@ def case_plan(case: Any, trials: int, *, skip_reason: str | None = None) -> dict
     return plan
 
 
-class Journal:
+class Journal(LineAppender):
     """Appends a run's finished trials to `path` (created empty and exclusively by the results store).
 
     Writing never stops a run: a write that fails (a full disk) is remembered in `problem`, and the journal stops.
     """
 
     def __init__(self, path: Path, fd: int, *, fsync_interval_s: float = 1.0) -> None:
+        super().__init__(fd)
         self.path = path
-        self._fd: int | None = fd
         self.fsync_interval_s = fsync_interval_s
         self._started = time.monotonic()
         self.trials = 0
-        self.problem: str | None = None
-        self._lock = threading.Lock()
-        self._dirty = False
         self._stop = threading.Event()
         self._syncer: threading.Thread | None = None
         try:
@@ -85,13 +82,17 @@ class Journal:
                      "host": socket.gethostname(), "trial_count": trial_count, "cases": cases,
                      "config_snapshot": config_snapshot}, sync=True)
 
-    def append(self, case: str, result: TrialResult) -> None:
-        """One finished trial: written at once (a killed process loses nothing), on disk within the interval."""
+    def append(self, case: str, result: TrialResult) -> str:
+        """One finished trial: written at once (a killed process loses nothing), on disk within the interval. The
+        trial's JSON as written (scrubbed: never a key in an artefact), for the result file to reuse
+        (`store.report_text`)."""
         elapsed = round(time.monotonic() - self._started, 3)
-        line = scrub_text('{"event":"trial","case":' + json.dumps(case, ensure_ascii=False) + f',"elapsed_s":{elapsed},'
-                          '"result":' + result.model_dump_json() + "}")  # never a key in an artefact
-        if self._write_line(line, sync=False):
+        text = scrub_text(result.model_dump_json())
+        head = scrub_text('{"event":"trial","case":' + json.dumps(case, ensure_ascii=False) + f',"elapsed_s":{elapsed},'
+                          '"result":')
+        if self._append(head + text + "}"):
             self.trials += 1
+        return text
 
     def close(self, status: str | None) -> None:
         """Write the end line (unless `status` is None: the run was given up on) and release the file."""
@@ -100,10 +101,7 @@ class Journal:
         self._stop.set()
         if self._syncer is not None and self._syncer is not threading.current_thread():
             self._syncer.join(5)
-        with self._lock:
-            if self._fd is not None:
-                os.close(self._fd)  # releases the lock
-                self._fd = None
+        self._close_fd()
 
     def remove(self) -> None:
         self.close(None)
@@ -113,38 +111,15 @@ class Journal:
             pass
 
     def _write(self, record: dict[str, Any], *, sync: bool) -> None:
-        self._write_line(scrub_text(json.dumps(record, ensure_ascii=False, default=str)), sync=sync)
+        self._append(scrub_text(json.dumps(record, ensure_ascii=False, default=str)), sync=sync)
 
-    def _write_line(self, line: str, *, sync: bool) -> bool:
-        data = (line + "\n").encode("utf-8", "surrogatepass")
-        with self._lock:
-            if self._fd is None or self.problem is not None:
-                return False
-            try:
-                write_all(self._fd, data)
-                self._dirty = True
-                if sync:
-                    os.fsync(self._fd)
-                    self._dirty = False
-            except OSError as exc:
-                self._failed(exc)
-                return False
-        return True
-
-    def _failed(self, exc: OSError) -> None:
-        self.problem = f"{self.path}: {exc.strerror or exc} (the journal stopped after {self.trials} trial(s))"
+    def _failed(self, exc: OSError) -> str:
+        return f"{self.path}: {exc.strerror or exc} (the journal stopped after {self.trials} trial(s))"
 
     def _sync_loop(self) -> None:
         """fsync what was written since the last one, every `fsync_interval_s`: the bound on what a power loss takes."""
         while not self._stop.wait(self.fsync_interval_s):
-            with self._lock:
-                if not self._dirty or self._fd is None or self.problem is not None:
-                    continue
-                try:
-                    os.fsync(self._fd)
-                    self._dirty = False
-                except OSError as exc:
-                    self._failed(exc)
+            self._sync()
 
 
 def is_live(path: Path) -> bool:

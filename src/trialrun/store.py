@@ -16,6 +16,7 @@ import os
 import re
 from datetime import datetime, timezone
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import ValidationError
@@ -24,7 +25,7 @@ from ._files import TOO_DEEP, read_text, remove_stale_temps, unencodable_text, w
 from ._scrub import scrub_text
 from .journal import SUFFIX as JOURNAL_SUFFIX
 from .journal import Journal, JournalError, is_live, read_journal
-from .results import SCHEMA_VERSION, RunReport
+from .results import SCHEMA_VERSION, CaseResult, RunReport
 
 __all__ = ["ResultsStore", "ResultFileError", "LatestNotUpdated", "load_report"]
 
@@ -32,9 +33,44 @@ _FILE = re.compile(r"^results_(\d{8}_\d{6})(?:_(\d+))?\.json(l?)$")
 LATEST = "latest.json"
 
 
-def report_text(report: RunReport) -> str:
-    """A result file's text: the report as JSON, with secrets scrubbed (`_scrub`) as it is serialised."""
+def report_text(report: RunReport, trial_texts: Mapping[int, tuple[Any, str]] | None = None) -> str:
+    """A result file's text: the report as JSON, with secrets scrubbed (`_scrub`) as it is serialised.
+
+    `trial_texts`: trials serialised and scrubbed already (the journal's, by the id of the TrialResult, held with
+    it): put in as they are (one line each) instead of being serialised and scrubbed again, which is most of a big
+    report's cost. Scrubbed in parts, the text is the one scrubbed whole only while no part held a secret (a rule such
+    as AWS's secret key looks at the whole text): when REDACTED appears anywhere it is made whole the usual way."""
+    if trial_texts:
+        text = _assembled(report, trial_texts)
+        if "REDACTED" not in text:
+            return text
     return scrub_text(report.model_dump_json(indent=2)) + "\n"
+
+
+_TRIALS_AT = list(CaseResult.model_fields).index("trials")
+
+
+def _assembled(report: RunReport, trial_texts: Mapping[int, tuple[Any, str]]) -> str:
+    """The report with each case's trials in place as their JSON texts (a trial without one is serialised and
+    scrubbed here), around the rest of the report serialised and scrubbed on its own."""
+    import secrets
+
+    data = report.model_dump(mode="json", exclude={"cases": {"__all__": {"trials"}}})
+    mark = "\x00" + secrets.token_hex(8) + "-"  # no text of a user's can end up spelled as a slot
+    texts: list[str] = []
+    for case, dumped in zip(report.cases, data["cases"]):
+        slots = []
+        for trial in case.trials:
+            known = trial_texts.get(id(trial))
+            texts.append(known[1] if known is not None and known[0] is trial else scrub_text(trial.model_dump_json()))
+            slots.append(f"{mark}{len(texts) - 1}")
+        items = list(dumped.items())
+        items.insert(_TRIALS_AT, ("trials", slots))
+        dumped.clear()
+        dumped.update(items)
+    envelope = scrub_text(json.dumps(data, indent=2, ensure_ascii=False))
+    slot = re.compile('"' + re.escape(json.dumps(mark)[1:-1]) + r'(\d+)"')
+    return slot.sub(lambda match: texts[int(match.group(1))], envelope) + "\n"
 
 
 class ResultFileError(ValueError):
@@ -192,7 +228,8 @@ class ResultsStore:
         """Remove temp files a run killed while writing left here (other runs' files being written are kept)."""
         return remove_stale_temps(self.directory)
 
-    def save(self, report: RunReport, *, stem: str | None = None) -> Path:
+    def save(self, report: RunReport, *, stem: str | None = None,
+             trial_texts: Mapping[int, tuple[Any, str]] | None = None) -> Path:
         """Write the report as results_<YYYYMMDD_HHMMSS>.json (of its start, UTC; `_2`, `_3`... when taken), or as
         `<stem>.json` for a name `reserve` gave, then point latest.json at it. A result file is never replaced:
         a name taken meanwhile moves the report to the next free one. A report without a run_id gets
@@ -208,7 +245,7 @@ class ResultsStore:
             if run_id is None or (stem and name != stem and run_id == f"eval_{stem.removeprefix('results_')}"):
                 report.run_id = f"eval_{name.removeprefix('results_')}"
             try:
-                write_new(path, report_text(report))
+                write_new(path, report_text(report, trial_texts))
             except FileExistsError:
                 report.run_id = run_id
                 continue

@@ -222,3 +222,87 @@ def test_parts_merge_into_one_sidecar_under_the_result_files_names(tmp_path: Pat
     assert got.problem is None and got.exchanges[0]["request"]["body"]["model"] == "zero"
     assert "has no exchanges for trial 2" in (read_trial_exchanges(dest, "test_one.py::shared name", 2).problem or "")
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([first.name, second.name, dest.name])
+
+
+# -- the uncut line: one scrub of the whole line (`trial_line`'s shortcut) -------------------------------------
+TRAFFIC = Path(__file__).resolve().parents[1] / "fixtures" / "provider-traffic"
+
+
+def _careful_line(case: str, trial: int, exchanges: list[Exchange], credentials: frozenset[bytes] = frozenset()) -> str:
+    """The line as it was made before the shortcut: every exchange scrubbed, then the line scrubbed again."""
+    from trialrun._exchange_log import _dumps, _line_extra
+    from trialrun._scrub import scrub_text
+
+    return scrub_text(_dumps(trial_record(case, trial, exchanges, credentials)), _line_extra(exchanges, credentials))
+
+
+def test_the_uncut_line_is_the_line_every_exchange_scrubbed_first_makes() -> None:
+    """Real recorded traffic of every API (JSON, streams, gzip, binary): the shortcut's line is byte for byte the
+    one the careful path makes; so nothing it leaves out of the first scrub was doing anything there."""
+    from trialrun._cassette_io import load_exchanges
+    from trialrun._exchange_log import _uncut, trial_line
+
+    compared = 0
+    for cassette in sorted(TRAFFIC.glob("*/*.yaml")):
+        try:
+            exchanges = load_exchanges(cassette)
+        except Exception:  # noqa: BLE001 - a fixture that is not a cassette of exchanges (a notes file)
+            continue
+        if not exchanges or not _uncut(exchanges, 4 * 2**20):
+            continue
+        line, problem = trial_line("c", 1, exchanges)
+        assert problem is None and line == _careful_line("c", 1, exchanges), cassette.name
+        compared += 1
+    assert compared >= 20
+
+
+@pytest.mark.parametrize("before", ["\x01", "\x08", "\x0c", "\x1b", "\n", "\t"])
+def test_a_key_after_a_control_character_is_scrubbed_in_the_line(before: str) -> None:
+    """In the line a control character is a JSON escape (`\\u001b`, `\\b`) that ends in a letter or digit: still the
+    word boundary it was in the text the agent sent."""
+    from trialrun._exchange_log import trial_line
+
+    key = "sk-proj-" + secrets.token_hex(20)
+    line, _ = trial_line("c", 1, [_exchange({"model": "m", "messages": [{"role": "user", "content": before + key}]})])
+    assert line is not None and key not in line and key[:16] not in line
+    assert json.loads(line)["exchanges"][0]["request"]["body"]["messages"][0]["content"] == before + "REDACTED"
+
+
+def test_a_credential_with_quotes_is_scrubbed_as_the_line_writes_it() -> None:
+    """A header credential echoed into a JSON body: the line holds it JSON-escaped (a quote, a backslash), and
+    that spelling is removed too."""
+    from trialrun._exchange_log import trial_line
+
+    token = 'tok"' + secrets.token_hex(8) + "\\x"
+    exchange = _exchange({"model": "m", "messages": [{"role": "user", "content": f"the token is {token}!"}]},
+                         headers={"x-api-key": token, "content-type": "application/json"})
+    line, _ = trial_line("c", 1, [exchange])
+    assert line is not None and token not in json.loads(line)["exchanges"][0]["request"]["body"]["messages"][0]["content"]
+    assert token[4:-2] not in line
+    assert json.loads(line)["exchanges"][0]["request"]["headers"]["x-api-key"] == "REDACTED"
+
+
+def test_a_text_body_is_scrubbed_as_it_was_sent_before_the_line_escapes_it_again() -> None:
+    """JSON inside a text body (not a JSON body: a trailing word) is one escape level deeper in the line than a
+    name=value rule reads; the text body is scrubbed as sent, so `"api_key": "..."` inside it still goes."""
+    from trialrun._exchange_log import trial_line
+
+    value = secrets.token_hex(12)
+    inner = json.dumps({"config": json.dumps({"api_key": value})})
+    line, _ = trial_line("c", 1, [_exchange(("payload " + inner).encode(), content_type="text/plain",
+                                            response=("echo " + inner).encode())])
+    assert line is not None and value not in line
+    stored = json.loads(line)["exchanges"][0]
+    assert "REDACTED" in stored["request"]["body_text"] and "REDACTED" in stored["response"]["body_text"]
+
+
+def test_a_trial_whose_bodies_may_be_cut_is_scrubbed_before_it_is_cut() -> None:
+    """A body that may be cut takes the careful way: a key where its long string is cut (its first 10 characters
+    kept, too few to look like a key) was removed before the cut."""
+    from trialrun._exchange_log import _uncut, trial_line
+
+    key = "sk-proj-" + secrets.token_hex(20)
+    exchanges = [_exchange({"model": "m", "content": "p" * (4096 - 11) + " " + key + " " + "q" * BODY_MAX_BYTES})]
+    assert not _uncut(exchanges, 4 * 2**20)
+    line, _ = trial_line("c", 1, exchanges)
+    assert line is not None and "characters cut" in line and key[:10] not in line

@@ -168,3 +168,14 @@ def test_the_one_search_for_any_hint_answers_as_a_test_per_hint_would() -> None:
     for hint in hints:
         assert _scrub._ANY_HINT.search(f"x{hint}y") and not _scrub._ANY_HINT.search(f"x{hint[:-1]} {hint[-1]}y")
     assert scrub_text('{"output": "the key is sk-proj-abcdefghijklmnopqrstuvwx"}') == '{"output": "the key is REDACTED"}'
+
+
+def test_a_key_after_a_json_escape_of_a_control_character_is_still_a_key() -> None:
+    """Serialised JSON writes a control character before a key as `\\u001b`, `\\b` or `\\f`, which end in a letter
+    or digit: the key must still be found there (a result file, a journal, a sidecar line are scrubbed as JSON)."""
+    import json as _json
+
+    key = "sk-proj-" + "a1B2" * 6
+    for before in ("\x01", "\x08", "\x0c", "\x1b", "\n", "\t", "\r"):
+        assert key not in scrub_text(_json.dumps("out: " + before + key, ensure_ascii=False))
+    assert scrub_text("x" + key) == "x" + key  # glued to a word it is not a key of its own (as before)
