@@ -12,6 +12,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from ._scrub import secrets_version
 from ._exchange_log import DEFAULT_MAX_TRIAL_BYTES, ExchangeLog, sidecar_path
 from .journal import Journal, case_plan
 from .results import RunReport, TrialResult
@@ -40,7 +41,7 @@ class RunRecorder:
         self.exchanges: ExchangeLog | None = None
         #: Each journalled trial's JSON (scrubbed), by the id of its TrialResult (held, so the id stays its own): the
         #: result file reuses it instead of serialising and scrubbing every trial again.
-        self._trial_texts: dict[int, tuple[TrialResult, str]] = {}
+        self._trial_texts: dict[int, tuple[TrialResult, str, object]] = {}
 
     @classmethod
     def start(cls, store: ResultsStore, cases: Sequence[Any], *, trials: int, include_live_canary: bool,
@@ -74,7 +75,8 @@ class RunRecorder:
 
     def trial(self, case: Any, result: TrialResult) -> None:
         if self.journal is not None:
-            self._trial_texts[id(result)] = (result, self.journal.append(case.name, result))
+            version = secrets_version()  # before the scrub: a secret registered meanwhile makes the text stale
+            self._trial_texts[id(result)] = (result, self.journal.append(case.name, result), version)
 
     def abandon(self) -> str:
         """The run is given up on (a second Ctrl-C): keep the journal as it is, for `trialrun recover`."""

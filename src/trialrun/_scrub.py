@@ -215,6 +215,13 @@ def add_secret(value: str, *, source: str = "add_secret") -> bool:
     return True
 
 
+def secrets_version() -> object:
+    """What the scrubber removes right now, as a token compared by identity: text scrubbed while it was the token
+    still in force needs no second scrub; a secret registered (or set in the environment) since makes a new one.
+    Read it BEFORE scrubbing (a secret registered meanwhile then shows as a change, never the other way)."""
+    return _current()
+
+
 def registered_secrets() -> tuple[str, ...]:
     """The values `add_secret` registered in this process (what a Ray worker hands its driver, which never saw the
     worker's transports but writes the results)."""

@@ -22,7 +22,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ._files import TOO_DEEP, read_text, remove_stale_temps, unencodable_text, write_atomic, write_new
-from ._scrub import scrub_text
+from ._scrub import scrub_text, secrets_version
 from .journal import SUFFIX as JOURNAL_SUFFIX
 from .journal import Journal, JournalError, is_live, read_journal
 from .results import SCHEMA_VERSION, CaseResult, RunReport
@@ -33,11 +33,12 @@ _FILE = re.compile(r"^results_(\d{8}_\d{6})(?:_(\d+))?\.json(l?)$")
 LATEST = "latest.json"
 
 
-def report_text(report: RunReport, trial_texts: Mapping[int, tuple[Any, str]] | None = None) -> str:
+def report_text(report: RunReport, trial_texts: Mapping[int, tuple[Any, str, object]] | None = None) -> str:
     """A result file's text: the report as JSON, with secrets scrubbed (`_scrub`) as it is serialised.
 
     `trial_texts`: trials serialised and scrubbed already (the journal's, by the id of the TrialResult, held with
-    it): put in as they are (one line each) instead of being serialised and scrubbed again, which is most of a big
+    it, and the `secrets_version` they were scrubbed under: a text scrubbed before a secret was registered, e.g. a
+    credential a later trial's transport first saw, is scrubbed again): put in as they are (one line each) instead of being serialised and scrubbed again, which is most of a big
     report's cost. Scrubbed in parts, the text is the one scrubbed whole only while no part held a secret (a rule such
     as AWS's secret key looks at the whole text): when REDACTED appears anywhere it is made whole the usual way."""
     if trial_texts:
@@ -50,7 +51,7 @@ def report_text(report: RunReport, trial_texts: Mapping[int, tuple[Any, str]] | 
 _TRIALS_AT = list(CaseResult.model_fields).index("trials")
 
 
-def _assembled(report: RunReport, trial_texts: Mapping[int, tuple[Any, str]]) -> str:
+def _assembled(report: RunReport, trial_texts: Mapping[int, tuple[Any, str, object]]) -> str:
     """The report with each case's trials in place as their JSON texts (a trial without one is serialised and
     scrubbed here), around the rest of the report serialised and scrubbed on its own."""
     import secrets
@@ -58,11 +59,13 @@ def _assembled(report: RunReport, trial_texts: Mapping[int, tuple[Any, str]]) ->
     data = report.model_dump(mode="json", exclude={"cases": {"__all__": {"trials"}}})
     mark = "\x00" + secrets.token_hex(8) + "-"  # no text of a user's can end up spelled as a slot
     texts: list[str] = []
+    version = secrets_version()
     for case, dumped in zip(report.cases, data["cases"]):
         slots = []
         for trial in case.trials:
             known = trial_texts.get(id(trial))
-            texts.append(known[1] if known is not None and known[0] is trial else scrub_text(trial.model_dump_json()))
+            fresh = known is not None and known[0] is trial and known[2] is version
+            texts.append(known[1] if fresh else scrub_text(trial.model_dump_json()))
             slots.append(f"{mark}{len(texts) - 1}")
         items = list(dumped.items())
         items.insert(_TRIALS_AT, ("trials", slots))
@@ -229,7 +232,7 @@ class ResultsStore:
         return remove_stale_temps(self.directory)
 
     def save(self, report: RunReport, *, stem: str | None = None,
-             trial_texts: Mapping[int, tuple[Any, str]] | None = None) -> Path:
+             trial_texts: Mapping[int, tuple[Any, str, object]] | None = None) -> Path:
         """Write the report as results_<YYYYMMDD_HHMMSS>.json (of its start, UTC; `_2`, `_3`... when taken), or as
         `<stem>.json` for a name `reserve` gave, then point latest.json at it. A result file is never replaced:
         a name taken meanwhile moves the report to the next free one. A report without a run_id gets

@@ -7,7 +7,7 @@ import json
 import secrets
 
 import trialrun as tr
-from trialrun._scrub import scrub_text
+from trialrun._scrub import add_secret, scrub_text, secrets_version
 from trialrun.results import RunReport
 from trialrun.store import report_text
 
@@ -18,8 +18,9 @@ def _report(outputs: list[str]) -> RunReport:
     return tr.evaluate(cases, trials=2)
 
 
-def _texts(report: RunReport) -> dict[int, tuple[object, str]]:
-    return {id(t): (t, scrub_text(t.model_dump_json())) for c in report.cases for t in c.trials}
+def _texts(report: RunReport) -> dict[int, tuple[object, str, object]]:
+    version = secrets_version()
+    return {id(t): (t, scrub_text(t.model_dump_json()), version) for c in report.cases for t in c.trials}
 
 
 def test_the_trials_texts_make_the_same_report_in_the_same_order() -> None:
@@ -36,7 +37,7 @@ def test_a_trial_without_a_text_or_a_text_of_another_object_is_serialised_here()
     report = _report(["out one", "out two"])
     texts = _texts(report)
     first = report.cases[0].trials[0]
-    texts[id(first)] = (object(), '{"stale": true}')  # the id of a trial that is not this one any more
+    texts[id(first)] = (object(), '{"stale": true}', secrets_version())  # the id of a trial that is not this one any more
     del texts[id(report.cases[1].trials[1])]
     assert RunReport.model_validate_json(report_text(report, texts)) == report
 
@@ -51,3 +52,15 @@ def test_a_secret_anywhere_makes_the_file_the_whole_way() -> None:
     text = report_text(report, _texts(report))
     assert key_id not in text and secret not in text
     assert text == report_text(report)
+
+
+def test_a_text_scrubbed_before_a_secret_was_registered_is_scrubbed_again() -> None:
+    """A credential first seen by a later trial's transport is registered after earlier trials' journal lines
+    were scrubbed: the result file must not reuse those texts as they are."""
+    token = "late-" + secrets.token_hex(8)
+    report = _report([f"out {token}", "out two"])
+    texts = _texts(report)
+    assert token in report_text(report, texts)  # nothing knew it yet
+    assert add_secret(token, source="a test")
+    text = report_text(report, texts)
+    assert token not in text and "REDACTED" in text
