@@ -7,11 +7,12 @@ in snake_case, plus what a person needs to see why a trial failed.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
@@ -23,6 +24,8 @@ __all__ = ["SCHEMA_VERSION", "TrialError", "TrialResult", "CaseResult", "SeedTes
 
 #: Bumped when a field changes meaning or disappears; readers refuse a newer major version with a clear error.
 SCHEMA_VERSION = "1.0"
+
+_Model = TypeVar("_Model", bound=BaseModel)
 
 
 def jsonable(value: Any) -> Any:
@@ -92,6 +95,31 @@ class TrialResult(BaseModel):
 
     def as_run(self) -> Run:
         return Run(self.output, self.trajectory, self.usage, self.cost_usd, self.status)
+
+
+@functools.lru_cache(maxsize=None)
+def _settable(cls: type[BaseModel]) -> bool:
+    """Whether `trusted` may build `cls` by setting what pydantic keeps per instance (no post-init hook, no extra
+    fields kept, no private attributes, not a root model): then it builds what `model_construct` would."""
+    return not (cls.__pydantic_post_init__ or cls.__pydantic_root_model__ or cls.__private_attributes__
+                or cls.model_config.get("extra") == "allow")
+
+
+_set = object.__setattr__
+
+
+def trusted(cls: type[_Model], fields_set: set[str], values: dict[str, Any]) -> _Model:
+    """`cls.model_construct(fields_set, **values)` for `values` the caller built itself and checked by construction,
+    holding every field in declaration order: the same model, without model_construct's per-field alias and default
+    look-ups (the most of what building a trial's result cost, every trial)."""
+    if not _settable(cls):
+        return cls.model_construct(fields_set, **values)
+    model = cls.__new__(cls)
+    _set(model, "__dict__", values)
+    _set(model, "__pydantic_fields_set__", fields_set)
+    _set(model, "__pydantic_extra__", None)
+    _set(model, "__pydantic_private__", None)
+    return model
 
 
 class SkippedCase(BaseModel):
@@ -208,7 +236,8 @@ class CaseResult(BaseModel):
             pass_pow_k=(1.0 if passed == n else 0.0) if n else None,
             score=metrics.mean(scores),
             sub_scores=_mean_sub_scores(trials, rubric=is_suite_case(metadata)),
-            tools_used=list(dict.fromkeys(name for t in trials for name in t.trajectory.tools_used)),
+            # each trial's `tools_used`, merged in one go: the distinct names of every trial's calls, first use first
+            tools_used=list(dict.fromkeys(call.name for t in trials for call in t.trajectory.all_tool_calls)),
             turns=metrics.mean(len(t.trajectory.turns) for t in trials),
             cost_usd=sum(c for c in costs if c is not None) if any(c is not None for c in costs) else None,
             trials=trials,
@@ -221,8 +250,11 @@ def _trial_sub_scores(trial: TrialResult) -> dict[str, float] | None:
     """The sub-scores a trial's scored verdicts carry in `details["sub_scores"]` (the rubric's); None without any."""
     found: dict[str, list[float]] = {}
     for verdict in trial.verdicts:
-        for key, value in ((verdict.details or {}).get("sub_scores") or {}).items():
-            found.setdefault(key, []).append(float(value))
+        details = verdict.details
+        subs = details.get("sub_scores") if details else None
+        if subs:
+            for key, value in subs.items():
+                found.setdefault(key, []).append(float(value))
     return {key: sum(values) / len(values) for key, values in found.items()} or None
 
 
@@ -231,6 +263,8 @@ def _mean_sub_scores(trials: list[TrialResult], *, rubric: bool = False) -> dict
     graded scores 0 in each sub-score, as it scores 0 in total, so the sub-scores never describe fewer trials than
     the score beside them. A suite test (`rubric`) has the rubric's sub-scores even when no trial was graded."""
     per_trial = [_trial_sub_scores(t) for t in trials]
+    if not rubric and not any(per_trial):  # the common case: no trial has sub-scores, nor must it
+        return None
     keys = list(dict.fromkeys(key for subs in per_trial if subs for key in subs))
     if not keys and rubric and any(t.score is None and t.error is not None for t in trials):
         keys = list(RUBRIC_SUB_SCORES)

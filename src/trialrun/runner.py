@@ -23,7 +23,7 @@ from typing import Any
 
 from .case import Case, CaseError, Problem, TrialContext, _suggest, remove_workdir, validate_cases
 from .expect._base import Grader, Verdict, agrade, grade, is_builtin
-from .results import CaseResult, RunReport, TrialError, TrialResult, jsonable
+from .results import CaseResult, RunReport, TrialError, TrialResult, jsonable, trusted
 from .trajectory import Run, Trajectory
 
 __all__ = ["evaluate", "aevaluate", "select_cases", "run_one_trial", "EvaluationInterrupted", "DEFAULT_CONCURRENCY"]
@@ -492,34 +492,37 @@ def _trial_result(
     teardown_error: TrialError | None, duration: float,
 ) -> TrialResult:
     by_kind: dict[str, bool] = {}
-    for verdict in verdicts:
+    scores = []
+    every = True
+    for verdict in verdicts:  # one pass: what each kind came to, the scores, and whether every verdict passed
         kind = verdict.kind or "outcome"
         by_kind[kind] = by_kind.get(kind, True) and verdict.passed
-    scores = [v.score for v in verdicts if v.score is not None]
-    for verdict in verdicts:
+        if verdict.score is not None:
+            scores.append(verdict.score)
         if verdict.details:  # a user's grader may put anything there; the report must still save
             verdict.details = jsonable(verdict.details)
+        if not verdict.passed:
+            every = False
     # an exception anywhere in the trial fails it, teardown included (the error says which phase)
-    passed = error is None and teardown_error is None and all(v.passed for v in verdicts)
-    return TrialResult.model_construct(
-        _FIELDS_SET,
-        trial=trial,
-        passed=passed,
-        outcome_passed=by_kind.get("outcome"),
-        trajectory_passed=by_kind.get("trajectory"),
-        cost_passed=by_kind.get("cost"),
-        score_passed=by_kind.get("score"),
-        verdicts=verdicts,
-        error=error,
-        teardown_error=teardown_error,
-        duration_s=duration,
-        cost_usd=run.cost_usd if run else None,
-        usage=run.usage if run else None,
-        score=sum(scores) / len(scores) if scores else None,
-        status=run.status if run else None,
-        output=jsonable(run.output) if run else None,
-        trajectory=run.trajectory if run else Trajectory(),
-    )
+    passed = error is None and teardown_error is None and every
+    return trusted(TrialResult, _FIELDS_SET, {
+        "trial": trial,
+        "passed": passed,
+        "outcome_passed": by_kind.get("outcome"),
+        "trajectory_passed": by_kind.get("trajectory"),
+        "cost_passed": by_kind.get("cost"),
+        "score_passed": by_kind.get("score"),
+        "verdicts": verdicts,
+        "error": error,
+        "teardown_error": teardown_error,
+        "duration_s": duration,
+        "cost_usd": run.cost_usd if run else None,
+        "usage": run.usage if run else None,
+        "score": sum(scores) / len(scores) if scores else None,
+        "status": run.status if run else None,
+        "output": jsonable(run.output) if run else None,
+        "trajectory": run.trajectory if run else Trajectory(),
+    })
 
 
 def _nothing_to_grade(cases: list[Case], skipped: list[tuple[Case, str]]) -> Problem:
