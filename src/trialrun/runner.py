@@ -260,6 +260,10 @@ class _Runner:
         # trial's in one worker-thread hop; trialrun's own graders and async ones run on the loop.
         off_loop = [i for i, g in enumerate(graders)
                     if not is_builtin(g) and not inspect.iscoroutinefunction(getattr(g.fn, "__wrapped__", g.fn))]
+        if not off_loop:  # the usual case: every grader in order, here (each adds at most one exception)
+            errors: list[Exception] = []
+            graded = [await agrade(grader, run, ctx, raised=errors) for grader in graders]
+            return graded, _error("grade", errors[0]) if errors else None
         raised: list[list[Exception]] = [[] for _ in graders]
         verdicts: list[Verdict | None] = [None] * len(graders)
         if off_loop:
