@@ -32,7 +32,14 @@ def jsonable(value: Any) -> Any:
     """A JSON-safe copy of an output, so reports serialise and round-trip exactly whatever invoke returned. NaN and
     the infinities, which JSON cannot hold, become the strings "nan", "inf" and "-inf" (as the HTML report shows
     them)."""
-    if value is None or isinstance(value, (str, bool, int)):
+    kind = type(value)  # the usual values first, by exact type (none of them can be os.PathLike)
+    if kind is str or kind is int or kind is bool or value is None:
+        return value
+    if kind is dict:
+        return {key if type(key) is str else str(key): jsonable(item) for key, item in value.items()}
+    if kind is list:
+        return [jsonable(item) for item in value]
+    if isinstance(value, (str, bool, int)):
         return value
     if isinstance(value, float):
         return value if math.isfinite(value) else repr(value)
