@@ -225,13 +225,29 @@ class CaseResult(BaseModel):
         metadata: dict[str, Any] | None = None, title: str | None = None, unfinished_trials: int = 0,
     ) -> CaseResult:
         n = len(trials)
-        passed = sum(1 for t in trials if t.passed)
-        scores = [t.score for t in trials if t.score is not None]
-        if scores or (trials and is_suite_case(metadata)):
+        passed = 0
+        scores: list[float] = []
+        unscored_errors = 0  # trials that errored before they could be graded
+        costs: list[float] = []
+        turns = 0
+        tools: dict[str, None] = {}  # each trial's `tools_used`, merged: first use first
+        for t in trials:  # one pass over the trials for every aggregate
+            if t.passed:
+                passed += 1
+            if t.score is not None:
+                scores.append(t.score)
+            elif t.error is not None:
+                unscored_errors += 1
+            if t.cost_usd is not None:
+                costs.append(t.cost_usd)
+            turns += len(t.trajectory.turns)
+            for call in t.trajectory.all_tool_calls:
+                tools[call.name] = None
+        suite = is_suite_case(metadata)
+        if scores or (trials and suite):
             # Every trial of a scored case counts: one that errored before it could be graded scores 0. A suite
             # test is always scored (the rubric), so one whose every trial errored scores 0 too, in every view.
-            scores += [0.0 for t in trials if t.score is None and t.error is not None]
-        costs = [t.cost_usd for t in trials]
+            scores += [0.0] * unscored_errors
         return cls(
             name=name,
             title=title,
@@ -242,11 +258,10 @@ class CaseResult(BaseModel):
             pass_at_1=passed / n if n else None,
             pass_pow_k=(1.0 if passed == n else 0.0) if n else None,
             score=metrics.mean(scores),
-            sub_scores=_mean_sub_scores(trials, rubric=is_suite_case(metadata)),
-            # each trial's `tools_used`, merged in one go: the distinct names of every trial's calls, first use first
-            tools_used=list(dict.fromkeys(call.name for t in trials for call in t.trajectory.all_tool_calls)),
-            turns=metrics.mean(len(t.trajectory.turns) for t in trials),
-            cost_usd=sum(c for c in costs if c is not None) if any(c is not None for c in costs) else None,
+            sub_scores=_mean_sub_scores(trials, rubric=suite),
+            tools_used=list(tools),
+            turns=turns / n if n else None,
+            cost_usd=sum(costs) if costs else None,
             trials=trials,
             unfinished_trials=unfinished_trials,
             metadata=metadata or {},
