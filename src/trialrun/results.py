@@ -104,9 +104,9 @@ class TrialResult(BaseModel):
         return Run(self.output, self.trajectory, self.usage, self.cost_usd, self.status)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _settable(cls: type[BaseModel]) -> bool:
-    """Whether `trusted` may build `cls` by setting what pydantic keeps per instance (no post-init hook, no extra
+    """Whether `_trusted` may build `cls` by setting what pydantic keeps per instance (no post-init hook, no extra
     fields kept, no private attributes, not a root model): then it builds what `model_construct` would."""
     return not (cls.__pydantic_post_init__ or cls.__pydantic_root_model__ or cls.__private_attributes__
                 or cls.model_config.get("extra") == "allow")
@@ -115,7 +115,7 @@ def _settable(cls: type[BaseModel]) -> bool:
 _set = object.__setattr__
 
 
-def trusted(cls: type[_Model], fields_set: set[str], values: dict[str, Any]) -> _Model:
+def _trusted(cls: type[_Model], fields_set: set[str], values: dict[str, Any]) -> _Model:
     """`cls.model_construct(fields_set, **values)` for `values` the caller built itself and checked by construction,
     holding every field in declaration order: the same model, without model_construct's per-field alias and default
     look-ups (the most of what building a trial's result cost, every trial)."""

@@ -23,7 +23,7 @@ from typing import Any
 
 from .case import Case, CaseError, Problem, TrialContext, _suggest, remove_workdir, validate_cases
 from .expect._base import Grader, Verdict, agrade, grade, is_builtin
-from .results import CaseResult, RunReport, TrialError, TrialResult, jsonable, trusted
+from .results import CaseResult, RunReport, TrialError, TrialResult, _trusted, jsonable
 from .trajectory import Run, Trajectory
 
 __all__ = ["evaluate", "aevaluate", "select_cases", "run_one_trial", "EvaluationInterrupted", "DEFAULT_CONCURRENCY"]
@@ -266,10 +266,9 @@ class _Runner:
             return graded, _error("grade", errors[0]) if errors else None
         raised: list[list[Exception]] = [[] for _ in graders]
         verdicts: list[Verdict | None] = [None] * len(graders)
-        if off_loop:
-            done = await self._in_thread(_grade_all, [(graders[i], raised[i]) for i in off_loop], run, ctx)
-            for i, verdict in zip(off_loop, done):
-                verdicts[i] = verdict
+        done = await self._in_thread(_grade_all, [(graders[i], raised[i]) for i in off_loop], run, ctx)
+        for i, verdict in zip(off_loop, done):
+            verdicts[i] = verdict
         for i, grader in enumerate(graders):
             if verdicts[i] is None:
                 verdicts[i] = await agrade(grader, run, ctx, raised=raised[i])
@@ -509,7 +508,7 @@ def _trial_result(
             every = False
     # an exception anywhere in the trial fails it, teardown included (the error says which phase)
     passed = error is None and teardown_error is None and every
-    return trusted(TrialResult, _FIELDS_SET, {
+    return _trusted(TrialResult, _FIELDS_SET, {
         "trial": trial,
         "passed": passed,
         "outcome_passed": by_kind.get("outcome"),

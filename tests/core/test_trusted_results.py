@@ -1,4 +1,4 @@
-"""Results the runner builds itself skip pydantic's validation (`results.trusted`): what they hold, how they compare
+"""Results the runner builds itself skip pydantic's validation (`results._trusted`): what they hold, how they compare
 and what they save must be exactly what `model_construct` (and, for a case, validation) gives."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pydantic import BaseModel, PrivateAttr
 import trialrun as tr
 from trialrun import expect
 from trialrun.expect._base import Verdict
-from trialrun.results import CaseResult, TrialError, TrialResult, trusted
+from trialrun.results import CaseResult, TrialError, TrialResult, _trusted
 
 
 def _values() -> dict:
@@ -24,7 +24,7 @@ def _values() -> dict:
 
 def test_a_trusted_trial_result_is_what_model_construct_builds() -> None:
     fields = set(TrialResult.model_fields)
-    built, constructed = trusted(TrialResult, fields, _values()), TrialResult.model_construct(fields, **_values())
+    built, constructed = _trusted(TrialResult, fields, _values()), TrialResult.model_construct(fields, **_values())
     assert built == constructed
     assert list(built.__dict__) == list(constructed.__dict__) == list(TrialResult.model_fields)
     assert built.model_fields_set == constructed.model_fields_set
@@ -40,7 +40,7 @@ def test_a_model_with_private_state_is_built_by_model_construct() -> None:
         name: str
         _seen: int = PrivateAttr(default=7)
 
-    built = trusted(Private, {"name"}, {"name": "x"})
+    built = _trusted(Private, {"name"}, {"name": "x"})
     assert built.name == "x" and built._seen == 7  # model_construct set the private default up
 
 
@@ -62,7 +62,7 @@ def test_a_case_converts_what_its_trials_hold_as_validation_does(costs) -> None:
 
 def test_a_case_s_tools_are_its_trials_tools_first_use_first_sub_agents_included() -> None:
     def trial(n: int, main: list[str], sub: list[str]) -> TrialResult:
-        turn = lambda names: tr.Turn(tool_calls=[tr.ToolCall(name) for name in names])  # noqa: E731
+        turn = lambda names: tr.Turn(tool_calls=[tr.ToolCall(name) for name in names])
         trajectory = tr.Trajectory(turns=[turn(main)], other_conversations=[tr.Conversation("sub", [turn(sub)])])
         return TrialResult(trial=n, passed=True, trajectory=trajectory)
 
