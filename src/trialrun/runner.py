@@ -474,8 +474,9 @@ def _as_run(value: Any, ctx: TrialContext) -> Run:
     trajectory observed through the trial's transports."""
     if isinstance(value, Run):
         trajectory = value.trajectory
-        for call in trajectory.tool_calls:  # built by the caller: arguments may hold anything; the report must save
-            call.arguments = jsonable(call.arguments)
+        for turn in trajectory.turns:  # built by the caller: arguments may hold anything; the report must save
+            for call in turn.tool_calls:
+                call.arguments = jsonable(call.arguments)
         if ctx._transports and not trajectory.turns and not trajectory.commands and not trajectory.denials:
             value.trajectory = ctx.trajectory()
             if value.usage is None:
