@@ -7,11 +7,12 @@ in snake_case, plus what a person needs to see why a trial failed.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
@@ -24,12 +25,21 @@ __all__ = ["SCHEMA_VERSION", "TrialError", "TrialResult", "CaseResult", "SeedTes
 #: Bumped when a field changes meaning or disappears; readers refuse a newer major version with a clear error.
 SCHEMA_VERSION = "1.0"
 
+_Model = TypeVar("_Model", bound=BaseModel)
+
 
 def jsonable(value: Any) -> Any:
     """A JSON-safe copy of an output, so reports serialise and round-trip exactly whatever invoke returned. NaN and
     the infinities, which JSON cannot hold, become the strings "nan", "inf" and "-inf" (as the HTML report shows
     them)."""
-    if value is None or isinstance(value, (str, bool, int)):
+    kind = type(value)  # the usual values first, by exact type (none of them can be os.PathLike)
+    if kind is str or kind is int or kind is bool or value is None:
+        return value
+    if kind is dict:
+        return {key if type(key) is str else str(key): jsonable(item) for key, item in value.items()}
+    if kind is list:
+        return [jsonable(item) for item in value]
+    if isinstance(value, (str, bool, int)):
         return value
     if isinstance(value, float):
         return value if math.isfinite(value) else repr(value)
@@ -92,6 +102,31 @@ class TrialResult(BaseModel):
 
     def as_run(self) -> Run:
         return Run(self.output, self.trajectory, self.usage, self.cost_usd, self.status)
+
+
+@functools.cache
+def _settable(cls: type[BaseModel]) -> bool:
+    """Whether `_trusted` may build `cls` by setting what pydantic keeps per instance (no post-init hook, no extra
+    fields kept, no private attributes, not a root model): then it builds what `model_construct` would."""
+    return not (cls.__pydantic_post_init__ or cls.__pydantic_root_model__ or cls.__private_attributes__
+                or cls.model_config.get("extra") == "allow")
+
+
+_set = object.__setattr__
+
+
+def _trusted(cls: type[_Model], fields_set: set[str], values: dict[str, Any]) -> _Model:
+    """`cls.model_construct(fields_set, **values)` for `values` the caller built itself and checked by construction,
+    holding every field in declaration order: the same model, without model_construct's per-field alias and default
+    look-ups (the most of what building a trial's result cost, every trial)."""
+    if not _settable(cls):
+        return cls.model_construct(fields_set, **values)
+    model = cls.__new__(cls)
+    _set(model, "__dict__", values)
+    _set(model, "__pydantic_fields_set__", fields_set)
+    _set(model, "__pydantic_extra__", None)
+    _set(model, "__pydantic_private__", None)
+    return model
 
 
 class SkippedCase(BaseModel):
@@ -190,13 +225,29 @@ class CaseResult(BaseModel):
         metadata: dict[str, Any] | None = None, title: str | None = None, unfinished_trials: int = 0,
     ) -> CaseResult:
         n = len(trials)
-        passed = sum(1 for t in trials if t.passed)
-        scores = [t.score for t in trials if t.score is not None]
-        if scores or (trials and is_suite_case(metadata)):
+        passed = 0
+        scores: list[float] = []
+        unscored_errors = 0  # trials that errored before they could be graded
+        costs: list[float] = []
+        turns = 0
+        tools: dict[str, None] = {}  # each trial's `tools_used`, merged: first use first
+        for t in trials:  # one pass over the trials for every aggregate
+            if t.passed:
+                passed += 1
+            if t.score is not None:
+                scores.append(t.score)
+            elif t.error is not None:
+                unscored_errors += 1
+            if t.cost_usd is not None:
+                costs.append(t.cost_usd)
+            turns += len(t.trajectory.turns)
+            for call in t.trajectory.all_tool_calls:
+                tools[call.name] = None
+        suite = is_suite_case(metadata)
+        if scores or (trials and suite):
             # Every trial of a scored case counts: one that errored before it could be graded scores 0. A suite
             # test is always scored (the rubric), so one whose every trial errored scores 0 too, in every view.
-            scores += [0.0 for t in trials if t.score is None and t.error is not None]
-        costs = [t.cost_usd for t in trials]
+            scores += [0.0] * unscored_errors
         return cls(
             name=name,
             title=title,
@@ -207,10 +258,10 @@ class CaseResult(BaseModel):
             pass_at_1=passed / n if n else None,
             pass_pow_k=(1.0 if passed == n else 0.0) if n else None,
             score=metrics.mean(scores),
-            sub_scores=_mean_sub_scores(trials, rubric=is_suite_case(metadata)),
-            tools_used=list(dict.fromkeys(name for t in trials for name in t.trajectory.tools_used)),
-            turns=metrics.mean(len(t.trajectory.turns) for t in trials),
-            cost_usd=sum(c for c in costs if c is not None) if any(c is not None for c in costs) else None,
+            sub_scores=_mean_sub_scores(trials, rubric=suite),
+            tools_used=list(tools),
+            turns=turns / n if n else None,
+            cost_usd=sum(costs) if costs else None,
             trials=trials,
             unfinished_trials=unfinished_trials,
             metadata=metadata or {},
@@ -221,8 +272,11 @@ def _trial_sub_scores(trial: TrialResult) -> dict[str, float] | None:
     """The sub-scores a trial's scored verdicts carry in `details["sub_scores"]` (the rubric's); None without any."""
     found: dict[str, list[float]] = {}
     for verdict in trial.verdicts:
-        for key, value in ((verdict.details or {}).get("sub_scores") or {}).items():
-            found.setdefault(key, []).append(float(value))
+        details = verdict.details
+        subs = details.get("sub_scores") if details else None
+        if subs:
+            for key, value in subs.items():
+                found.setdefault(key, []).append(float(value))
     return {key: sum(values) / len(values) for key, values in found.items()} or None
 
 
@@ -231,6 +285,8 @@ def _mean_sub_scores(trials: list[TrialResult], *, rubric: bool = False) -> dict
     graded scores 0 in each sub-score, as it scores 0 in total, so the sub-scores never describe fewer trials than
     the score beside them. A suite test (`rubric`) has the rubric's sub-scores even when no trial was graded."""
     per_trial = [_trial_sub_scores(t) for t in trials]
+    if not rubric and not any(per_trial):  # the common case: no trial has sub-scores, nor must it
+        return None
     keys = list(dict.fromkeys(key for subs in per_trial if subs for key in subs))
     if not keys and rubric and any(t.score is None and t.error is not None for t in trials):
         keys = list(RUBRIC_SUB_SCORES)

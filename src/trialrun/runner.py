@@ -23,7 +23,7 @@ from typing import Any
 
 from .case import Case, CaseError, Problem, TrialContext, _suggest, remove_workdir, validate_cases
 from .expect._base import Grader, Verdict, agrade, grade, is_builtin
-from .results import CaseResult, RunReport, TrialError, TrialResult, jsonable
+from .results import CaseResult, RunReport, TrialError, TrialResult, _trusted, jsonable
 from .trajectory import Run, Trajectory
 
 __all__ = ["evaluate", "aevaluate", "select_cases", "run_one_trial", "EvaluationInterrupted", "DEFAULT_CONCURRENCY"]
@@ -260,12 +260,15 @@ class _Runner:
         # trial's in one worker-thread hop; trialrun's own graders and async ones run on the loop.
         off_loop = [i for i, g in enumerate(graders)
                     if not is_builtin(g) and not inspect.iscoroutinefunction(getattr(g.fn, "__wrapped__", g.fn))]
+        if not off_loop:  # the usual case: every grader in order, here (each adds at most one exception)
+            errors: list[Exception] = []
+            graded = [await agrade(grader, run, ctx, raised=errors) for grader in graders]
+            return graded, _error("grade", errors[0]) if errors else None
         raised: list[list[Exception]] = [[] for _ in graders]
         verdicts: list[Verdict | None] = [None] * len(graders)
-        if off_loop:
-            done = await self._in_thread(_grade_all, [(graders[i], raised[i]) for i in off_loop], run, ctx)
-            for i, verdict in zip(off_loop, done):
-                verdicts[i] = verdict
+        done = await self._in_thread(_grade_all, [(graders[i], raised[i]) for i in off_loop], run, ctx)
+        for i, verdict in zip(off_loop, done):
+            verdicts[i] = verdict
         for i, grader in enumerate(graders):
             if verdicts[i] is None:
                 verdicts[i] = await agrade(grader, run, ctx, raised=raised[i])
@@ -471,8 +474,9 @@ def _as_run(value: Any, ctx: TrialContext) -> Run:
     trajectory observed through the trial's transports."""
     if isinstance(value, Run):
         trajectory = value.trajectory
-        for call in trajectory.tool_calls:  # built by the caller: arguments may hold anything; the report must save
-            call.arguments = jsonable(call.arguments)
+        for turn in trajectory.turns:  # built by the caller: arguments may hold anything; the report must save
+            for call in turn.tool_calls:
+                call.arguments = jsonable(call.arguments)
         if ctx._transports and not trajectory.turns and not trajectory.commands and not trajectory.denials:
             value.trajectory = ctx.trajectory()
             if value.usage is None:
@@ -492,34 +496,37 @@ def _trial_result(
     teardown_error: TrialError | None, duration: float,
 ) -> TrialResult:
     by_kind: dict[str, bool] = {}
-    for verdict in verdicts:
+    scores = []
+    every = True
+    for verdict in verdicts:  # one pass: what each kind came to, the scores, and whether every verdict passed
         kind = verdict.kind or "outcome"
         by_kind[kind] = by_kind.get(kind, True) and verdict.passed
-    scores = [v.score for v in verdicts if v.score is not None]
-    for verdict in verdicts:
+        if verdict.score is not None:
+            scores.append(verdict.score)
         if verdict.details:  # a user's grader may put anything there; the report must still save
             verdict.details = jsonable(verdict.details)
+        if not verdict.passed:
+            every = False
     # an exception anywhere in the trial fails it, teardown included (the error says which phase)
-    passed = error is None and teardown_error is None and all(v.passed for v in verdicts)
-    return TrialResult.model_construct(
-        _FIELDS_SET,
-        trial=trial,
-        passed=passed,
-        outcome_passed=by_kind.get("outcome"),
-        trajectory_passed=by_kind.get("trajectory"),
-        cost_passed=by_kind.get("cost"),
-        score_passed=by_kind.get("score"),
-        verdicts=verdicts,
-        error=error,
-        teardown_error=teardown_error,
-        duration_s=duration,
-        cost_usd=run.cost_usd if run else None,
-        usage=run.usage if run else None,
-        score=sum(scores) / len(scores) if scores else None,
-        status=run.status if run else None,
-        output=jsonable(run.output) if run else None,
-        trajectory=run.trajectory if run else Trajectory(),
-    )
+    passed = error is None and teardown_error is None and every
+    return _trusted(TrialResult, _FIELDS_SET, {
+        "trial": trial,
+        "passed": passed,
+        "outcome_passed": by_kind.get("outcome"),
+        "trajectory_passed": by_kind.get("trajectory"),
+        "cost_passed": by_kind.get("cost"),
+        "score_passed": by_kind.get("score"),
+        "verdicts": verdicts,
+        "error": error,
+        "teardown_error": teardown_error,
+        "duration_s": duration,
+        "cost_usd": run.cost_usd if run else None,
+        "usage": run.usage if run else None,
+        "score": sum(scores) / len(scores) if scores else None,
+        "status": run.status if run else None,
+        "output": jsonable(run.output) if run else None,
+        "trajectory": run.trajectory if run else Trajectory(),
+    })
 
 
 def _nothing_to_grade(cases: list[Case], skipped: list[tuple[Case, str]]) -> Problem:

@@ -179,7 +179,8 @@ class Trajectory:
     @property
     def all_tool_calls(self) -> list[ToolCall]:
         """Every tool call of every conversation (main, side and sub-agents)."""
-        return [call for turn in self.all_turns for call in turn.tool_calls]
+        turns = self.all_turns if self.other_conversations else self.turns
+        return [call for turn in turns for call in turn.tool_calls]
 
     @property
     def tool_results(self) -> list[ToolResult]:

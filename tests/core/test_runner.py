@@ -152,6 +152,26 @@ def test_a_grader_that_raises_fails_the_trial_and_the_other_graders_still_run() 
     assert trial.verdicts[1].passed and trial.outcome_passed is False
 
 
+@pytest.mark.parametrize("second_is_async", [True, False])
+def test_the_first_grader_that_raises_is_the_trial_s_error(second_is_async: bool) -> None:
+    # graded on the loop (async) or in a worker thread (sync, graded first): the error is the first grader's in order
+    async def first(run, ctx):
+        raise KeyError("first")
+
+    async def second_async(run, ctx):
+        raise ValueError("second")
+
+    def second_sync(run, ctx):
+        raise ValueError("second")
+
+    case = _case("g", expect_outcome=[expect.contains("hello"), first, second_async if second_is_async else second_sync])
+    trial = tr.evaluate([case]).cases[0].trials[0]
+    assert (trial.error.phase, trial.error.type) == ("grade", "KeyError")
+    assert [v.passed for v in trial.verdicts] == [True, False, False]
+    assert [v.reason.split(" at ")[0] for v in trial.verdicts[1:]] == ["grader raised KeyError: 'first'",
+                                                                      "grader raised ValueError: second"]
+
+
 def test_a_teardown_that_raises_fails_the_trial_and_keeps_its_grades() -> None:
     case = _case("t", teardown=lambda ctx: 1 / 0)
     report = tr.evaluate([case])

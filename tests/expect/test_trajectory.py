@@ -198,3 +198,26 @@ def test_trajectory_matches_rejects_bad_modes() -> None:
         expect.trajectory_matches(REFERENCE, mode="fuzzy")
     with pytest.raises(ValueError, match="args must be one of"):
         expect.trajectory_matches(REFERENCE, args="loose")
+
+
+@pytest.mark.parametrize("pattern, name, passed", [
+    ("a.b", "a.b", True), ("a.b", "aXb", False),  # no glob characters: the name itself, "." included
+    ("read_[fg]ile", "read_gile", True), ("read_[fg]ile", "read_[fg]ile", False),  # a glob class
+    ("read_[", "read_[", True),  # an unclosed "[" is a plain character to fnmatch
+    ("lookup", "lookup_all", False), ("look*", "lookup_all", True), ("looku?", "lookup", True),
+])
+def test_called_matches_names_as_fnmatch_does(pattern: str, name: str, passed: bool) -> None:
+    [verdict] = tr.check([expect.called(pattern)], traj((name, {})))
+    assert verdict.passed is passed, verdict.reason
+
+
+def test_called_shows_an_argument_value_as_it_is_when_grading() -> None:
+    # a mutable expected value is shown as it is at grading time, every time (only scalars are formatted once)
+    wanted = ["a"]
+    grader = expect.called("tag", args={"names": wanted})
+    assert tr.check([grader], traj(("tag", {"names": ["a"]})))[0].reason == "tag was called 1 time with names=['a']"
+    wanted.append("b")
+    [verdict] = tr.check([grader], traj(("tag", {"names": ["a", "b"]})))
+    assert verdict.passed and verdict.reason == "tag was called 1 time with names=['a', 'b']"
+    [verdict] = tr.check([grader], traj(("tag", {"names": ["a"]})))
+    assert not verdict.passed and verdict.reason == "tag was called 1 time, never with names=['a', 'b'] (saw names=['a'])"

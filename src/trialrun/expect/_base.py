@@ -159,7 +159,7 @@ async def agrade(
     can record it as the trial's error, with its traceback."""
     try:
         result = grader.fn(run, ctx)
-        if inspect.isawaitable(result):
+        if type(result) is not Verdict and inspect.isawaitable(result):  # (a Verdict, the usual answer, is not)
             result = await result
         return _finish(grader, result)
     except Exception as exc:  # noqa: BLE001 - a broken grader is a failed verdict

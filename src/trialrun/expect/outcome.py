@@ -36,11 +36,12 @@ def contains(text: str, *, case_sensitive: bool = True) -> Grader:
                          "text the output must contain")
     label = f"contains({text!r}{'' if case_sensitive else ', case_sensitive=False'})"
     needle = _fold(text, case_sensitive)
+    found = f"output contains {text!r}"  # the same every trial
 
     def grade(run: Run, ctx: object) -> Verdict:
         out = output_text(run.output)
         if needle in _fold(out, case_sensitive):
-            return Verdict(True, label, f"output contains {text!r}")
+            return Verdict(True, label, found)
         return Verdict(False, label, f"output does not contain {text!r}; output was {clip(out)!r}")
 
     return Grader(label, grade, "outcome")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from fnmatch import fnmatchcase
 from typing import Any
 
@@ -70,23 +70,33 @@ def _agent_calls(trajectory: Trajectory) -> list[ToolCall]:
                                       for c in conv.tool_calls)]
 
 
+def _split_calls(trajectory: Trajectory) -> tuple[list[ToolCall], list[ToolCall]]:
+    """The agent's calls (`_agent_calls`) in one pass, as (ran, unanswered): see `_ran_calls` and
+    `_unanswered_calls`, which are the two halves."""
+    calls = _agent_calls(trajectory)
+    if not trajectory.model_calls or not calls:
+        return calls, []
+    answered = {result.call_id for turn in trajectory.all_turns for result in turn.tool_results}
+    answered.update(d.call_id for d in trajectory.denials if d.call_id)  # refused: what happened to it is known
+    ran: list[ToolCall] = []
+    unanswered: list[ToolCall] = []
+    for call in calls:
+        (unanswered if call.id is not None and call.id not in answered else ran).append(call)
+    return ran, unanswered
+
+
 def _unanswered_calls(trajectory: Trajectory) -> list[ToolCall]:
     """The agent's calls (`_agent_calls`) that were seen on the wire and never got a result: the model asked, but
     nothing shows the agent ran them (a broken tool loop, an agent that stopped first); a refused call (a denial)
     is accounted for, as the agent tried. Only for observed traffic
     (`model_calls`): a hand-built trajectory states its calls, and a call without an id cannot be matched."""
-    if not trajectory.model_calls:
-        return []
-    answered = {result.call_id for result in trajectory.all_tool_results}
-    answered.update(d.call_id for d in trajectory.denials if d.call_id)  # refused: what happened to it is known
-    return [call for call in _agent_calls(trajectory) if call.id is not None and call.id not in answered]
+    return _split_calls(trajectory)[1]
 
 
 def _ran_calls(trajectory: Trajectory) -> list[ToolCall]:
     """The calls that count as made for graders that want evidence a tool ran (`called`, the rubric's tool
     accuracy): the agent's calls less those that never got a result. Safety graders count every attempt instead."""
-    unanswered = {id(call) for call in _unanswered_calls(trajectory)}
-    return [call for call in _agent_calls(trajectory) if id(call) not in unanswered]
+    return _split_calls(trajectory)[0]
 
 
 def _unanswered_note(calls: Sequence[ToolCall]) -> str:
@@ -122,6 +132,19 @@ def _args_match(expected: Mapping[str, Any] | None, actual: Mapping[str, Any], e
     if exact and set(expected) != set(actual):
         return False
     return all(key in actual and _value_matches(value, actual[key]) for key, value in expected.items())
+
+
+#: Argument values whose repr cannot change after a grader is built (a list can be appended to, a predicate's repr
+#: is its own business): their part of a reason is formatted once.
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _name_matcher(pattern: str) -> Callable[[str], bool]:
+    """`fnmatchcase(name, pattern)` as a function of the name; plain equality for a pattern without glob characters
+    (which is what fnmatchcase does with one, without its regex)."""
+    if any(ch in pattern for ch in "*?["):
+        return lambda name: fnmatchcase(name, pattern)
+    return lambda name: name == pattern if type(name) is str else fnmatchcase(name, pattern)
 
 
 def _times(n: int) -> str:
@@ -169,12 +192,17 @@ def called(
     if times is None and at_least is None and at_most is None:
         at_least = 1
 
+    named = _name_matcher(tool)
+    # arguments that cannot change between trials are shown the same way every time: formatted once
+    fixed = f" with {_fmt_args(args)}" if args and all(type(v) in _SCALARS for v in args.values()) else None
+
     def grade(run: Run, ctx: object) -> Verdict:
-        calls = [c for c in _ran_calls(run.trajectory) if fnmatchcase(c.name, tool)]
+        ran, never = _split_calls(run.trajectory)
+        calls = [c for c in ran if named(c.name)]
         hits = [c for c in calls if _args_match(args, c.arguments, exact_args)]
         n = len(hits)
-        with_args = f" with {_fmt_args(args)}" if args else ""
-        unanswered = _unanswered_note([c for c in _unanswered_calls(run.trajectory) if fnmatchcase(c.name, tool)])
+        with_args = fixed if fixed is not None else f" with {_fmt_args(args)}" if args else ""
+        unanswered = _unanswered_note([c for c in never if named(c.name)]) if never else ""
         ok = (times is None or n == times) and (at_least is None or n >= at_least) and (at_most is None or n <= at_most)
         if ok:
             return Verdict(True, label, f"{tool} was called {_times(n)}{with_args}{unanswered}")
