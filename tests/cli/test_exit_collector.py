@@ -85,14 +85,22 @@ def test_a_plain_run_leaves_the_frozen_objects_out_of_the_last_collection(tmp_pa
 
 
 def test_an_open_file_is_seen_before_and_after_the_freeze_and_a_closed_one_is_not(tmp_path: Path) -> None:
-    from trialrun._collector import _alive_with_finalizers, finalizers
-
-    early = open(tmp_path / "early.txt", "w")  # noqa: SIM115 - the point is that it is open
-    before = finalizers()
-    assert before is not None and any(ref() is early for ref in before)
-    late = open(tmp_path / "late.txt", "w")  # noqa: SIM115
-    assert any(o is late for o in _alive_with_finalizers())
-    assert not any(o is sys.stdout or o is sys.__stdout__ for o in _alive_with_finalizers())
-    early.close()
-    late.close()
-    assert not any(o is late or o is early for o in _alive_with_finalizers())
+    """In a fresh interpreter, as the CLI's is: in the test process, whatever other tests left alive decides
+    whether every finalizer can be referred to weakly (when one cannot, `finalizers` says None: no shortcut)."""
+    body = f"""
+import sys
+from trialrun._collector import _alive_with_finalizers, finalizers
+early = open({str(tmp_path / "early.txt")!r}, "w")
+before = finalizers()
+assert before is not None and any(ref() is early for ref in before), before
+late = open({str(tmp_path / "late.txt")!r}, "w")
+assert any(o is late for o in _alive_with_finalizers())
+assert not any(o is sys.stdout or o is sys.__stdout__ for o in _alive_with_finalizers())
+early.close()
+late.close()
+assert not any(o is late or o is early for o in _alive_with_finalizers())
+print("examined", len(before))
+"""
+    done = subprocess.run([sys.executable, "-c", body], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("examined ")
