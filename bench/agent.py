@@ -52,9 +52,11 @@ def _script(i: int, delay: float) -> object:
     return slow
 
 
-def make_cases(n: int, delay: float = 0.0) -> list[tr.Case]:
+def make_cases(n: int, delay: float = 0.0, *, asynchronous: bool = False) -> list[tr.Case]:
+    """W1's cases. `asynchronous`: the same agent through `await Agent.arun` (as W2 always is) instead of a sync
+    `invoke` calling `Agent.run`, which the runner must put on a worker thread (and its timed tool on another)."""
     def invoke_for(i: int):
-        if delay:
+        if delay or asynchronous:
             async def ainvoke(ctx: tr.TrialContext) -> tr.Run:
                 agent = tr.Agent(ctx.scripted(_script(i, delay)), tools=[lookup])
                 return await agent.arun(f"lookup key-{i}")
@@ -202,16 +204,22 @@ def main() -> None:
     total = args.cases * args.trials
     ours: list[tuple[float, float]] = []
     floors: list[tuple[float, float]] = []
+    async_cases = make_cases(args.cases, asynchronous=True)
+    run("", async_cases, 1, quiet=True)
+    ours_async: list[tuple[float, float]] = []
     for _ in range(args.repeat):
         ours.append(run("", cases, args.trials, quiet=True))
         floors.append(floor(args.cases, args.trials))
+        ours_async.append(run("", async_cases, args.trials, quiet=True))
     run(f"W1 {args.cases} x {args.trials}", cases, args.trials, write=args.artefacts)
-    for what, index in (("wall", 0), ("CPU", 1)):
-        mine = statistics.median(o[index] for o in ours)
-        bare = statistics.median(f[index] for f in floors)
-        ratios = [o[index] / f[index] for o, f in zip(ours, floors)]
-        print(f"W1 {what:<4} trialrun {mine / total * 1e3:6.3f} ms/trial, floor {bare / total * 1e3:6.3f} ms/trial; "
-              f"trialrun/floor median {statistics.median(ratios):.2f}x (pairs: {', '.join(f'{r:.2f}' for r in ratios)})")
+    for style, measured in (("sync invoke, Agent.run", ours), ("async invoke, Agent.arun", ours_async)):
+        print(f"W1 with a {style}:")
+        for what, index in (("wall", 0), ("CPU", 1)):
+            mine = statistics.median(o[index] for o in measured)
+            bare = statistics.median(f[index] for f in floors)
+            ratios = [o[index] / f[index] for o, f in zip(measured, floors)]
+            print(f"  W1 {what:<4} trialrun {mine / total * 1e3:6.3f} ms/trial, floor {bare / total * 1e3:6.3f} ms/trial; "
+                  f"trialrun/floor median {statistics.median(ratios):.2f}x (pairs: {', '.join(f'{r:.2f}' for r in ratios)})")
     if args.big:
         run(f"W1 {args.big} x {args.trials}", make_cases(args.big), args.trials)
     if args.w2:

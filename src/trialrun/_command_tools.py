@@ -11,14 +11,32 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from fnmatch import fnmatchcase
+from functools import lru_cache
 from typing import Any
 
-__all__ = ["KNOWN_COMMAND_TOOLS", "COMMAND_ARGUMENT_NAMES", "command_argument", "shell_arguments", "SHELL_PREFERENCE"]
+__all__ = ["KNOWN_COMMAND_TOOLS", "COMMAND_ARGUMENT_NAMES", "command_argument", "shell_arguments", "SHELL_PREFERENCE",
+           "GLOB_CHARS", "is_command_tool"]
 
 #: Tool names that run shell commands in the agents and frameworks people use (compared ignoring case).
 KNOWN_COMMAND_TOOLS: tuple[str, ...] = (
     "run_command", "bash", "shell", "exec", "execute_command", "local_shell", "exec_command", "run_shell_command",
 )
+#: The characters that make a tool name or a pattern a glob.
+GLOB_CHARS = re.compile(r"[*?\[]")
+
+
+@lru_cache(maxsize=256)
+def is_command_tool(tool: str, command_tools: tuple[str, ...]) -> bool:
+    """Whether `tool` is one of `command_tools` (names compared ignoring case; entries may be globs). Here, apart
+    from the shell analysis (`_shell`), so an agent whose tools run no commands never imports it."""
+    name = tool.casefold()
+    return any(
+        name == t.casefold() or (GLOB_CHARS.search(t) is not None and fnmatchcase(name, t.casefold()))
+        for t in command_tools
+    )
+
+
 #: Argument names that hold a command, compared ignoring case and `_`/`-`.
 COMMAND_ARGUMENT_NAMES: tuple[str, ...] = (
     "command", "cmd", "script", "shell_command", "command_line", "cmdline", "bash_command", "shell_script", "commands",

@@ -56,3 +56,35 @@ def test_httpx_main_still_runs_httpx_s_own_client() -> None:
                            "from trialrun.cli import _import_httpx_without_its_cli; _import_httpx_without_its_cli()\n"
                            "import httpx; httpx.main()"], capture_output=True, text=True, timeout=60)
     assert "Usage: httpx <URL> [OPTIONS]" in done.stdout, done.stdout + done.stderr
+
+
+def test_an_agent_whose_tools_run_no_commands_never_imports_the_shell_analysis() -> None:
+    """The shell analysis (`trialrun._shell`, about 50 ms to import) is for agents whose tools run commands: a run
+    of a plain tool leaves it out, and a command tool's call still has its command recorded (the import happens
+    then)."""
+    code = '''
+import sys
+import trialrun as tr
+
+@tr.tool
+def lookup(key: str) -> str:
+    """Look up a key."""
+    return "value-" + key
+
+@tr.tool
+def bash(command: str) -> str:
+    """Run a shell command."""
+    return "ran"
+
+def script(name, arguments):
+    return lambda request: tr.reply("done") if request.last_tool_results else tr.tool_call(name, **arguments)
+
+plain = tr.Agent(tr.ScriptedModel(script("lookup", {"key": "k"})), tools=[lookup]).run("go")
+assert plain.trajectory.tool_calls[0].name == "lookup" and plain.trajectory.commands == []
+plain_imports = "trialrun._shell" in sys.modules
+shell = tr.Agent(tr.ScriptedModel(script("bash", {"command": "ls -la"})), tools=[bash]).run("go")
+print("PLAIN", plain_imports, "SHELL", "trialrun._shell" in sys.modules, shell.trajectory.commands)
+'''
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["PLAIN", "False", "SHELL", "True", "['ls", "-la']"], done.stdout

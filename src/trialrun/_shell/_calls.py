@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from fnmatch import fnmatchcase
-from functools import lru_cache
 from typing import Any
 
 from ._analysis import _Walker
-from ._patterns import _GLOB_CHARS, _command_text, _shorten
+from ._patterns import _command_text, _shorten
 from ._syntax import _ASSIGN_RE, _ParseError, _Parser, _Simple
 from ._values import CommandLines, UnreadableCommand
 
 from .._command_tools import KNOWN_COMMAND_TOOLS
+from .._command_tools import is_command_tool as _is_command_tool
 
 DEFAULT_COMMAND_TOOLS: tuple[str, ...] = KNOWN_COMMAND_TOOLS
 COMMAND_ARGUMENT_KEYS: tuple[str, ...] = ("command", "cmd")
@@ -70,16 +69,6 @@ def _as_command(value: Any) -> str | list[str] | None:
     if isinstance(value, (list, tuple)) and all(isinstance(v, (str, int, float)) for v in value):
         return [str(v) for v in value]
     return UnreadableCommand(repr(value))
-
-
-@lru_cache(maxsize=256)
-def _is_command_tool(tool: str, command_tools: tuple[str, ...]) -> bool:
-    name = tool.casefold()
-    return any(
-        name == t.casefold() or (_GLOB_CHARS.search(t) is not None and fnmatchcase(name, t.casefold()))
-        for t in command_tools
-    )
-
 
 
 def commands_for_allow_list(

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from functools import lru_cache
 
+from .._command_tools import GLOB_CHARS as _GLOB_CHARS
 from . import _files
 from ._analysis import _analyse, _Analysis, _basename, _Inv, _quote
 from ._expand import _expand_word
@@ -24,7 +25,6 @@ _REASON_LIMIT = 160  # characters of a command quoted in a reason before it is s
 # Patterns and matching.
 # --------------------------------------------------------------------------------------------------------------
 
-_GLOB_CHARS = re.compile(r"[*?\[]")
 
 
 @dataclass(frozen=True, slots=True)

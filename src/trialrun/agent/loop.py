@@ -16,8 +16,7 @@ from typing import Any
 
 import httpx
 
-from .. import _shell
-from .._command_tools import command_argument
+from .._command_tools import KNOWN_COMMAND_TOOLS, command_argument, is_command_tool
 from .._retry import retry_delay, retryable
 from .._scrub import add_header_credentials
 from ..trajectory import Denial, Run, RunStatus, ToolCall, ToolResult, Trajectory, Turn
@@ -103,7 +102,7 @@ class Agent:
         max_retries: int = 2,
         max_retry_wait: float = 30.0,
         price_table: PriceTable | None = None,
-        command_tools: Iterable[str] = _shell.DEFAULT_COMMAND_TOOLS,
+        command_tools: Iterable[str] = KNOWN_COMMAND_TOOLS,
         request_timeout_s: float = 120.0,
     ) -> None:
         self.codec: Codec = codec_named(api)
@@ -216,8 +215,12 @@ class Agent:
             # Only now, with the whole batch past the policy and every call's arguments valid, is it certain which
             # commands run: `trajectory.commands` records those and nothing the model merely asked for.
             for _, call in runnable:
-                command = _shell.command_of_call(call.name, call.arguments,
-                                                 self.command_tools + tuple(trajectory.command_tools),
+                tools = self.command_tools + tuple(trajectory.command_tools)
+                if not is_command_tool(call.name, tools):
+                    continue
+                from .. import _shell  # the shell analysis, only for an agent whose tools run commands
+
+                command = _shell.command_of_call(call.name, call.arguments, tools,
                                                  tuple(dict.fromkeys(trajectory.command_tools.values())))
                 if command is not None:
                     trajectory.commands.append(command if isinstance(command, str) else " ".join(command))

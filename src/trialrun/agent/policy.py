@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any, Literal
 
-from .. import _shell
+from .._command_tools import KNOWN_COMMAND_TOOLS
 
 __all__ = ["ToolPolicy", "Decision"]
 
@@ -98,9 +98,11 @@ class ToolPolicy:
         deny_commands: Iterable[str] | None = None,
         stop_commands: Iterable[str] | None = None,
         default: Literal["allow", "deny"] = "allow",
-        command_tools: Iterable[str] = _shell.DEFAULT_COMMAND_TOOLS,
+        command_tools: Iterable[str] = KNOWN_COMMAND_TOOLS,
         own_scripts: str | Iterable[str] = "workspace",
     ) -> None:
+        from .. import _shell  # the shell analysis is imported by the first policy, not by `import trialrun.agent`
+
         if default not in ("allow", "deny"):
             raise ValueError(f"ToolPolicy default must be 'allow' or 'deny', got {default!r}")
         self.allow_tools = None if allow_tools is None else _strings(allow_tools, "allow_tools")
@@ -150,6 +152,8 @@ class ToolPolicy:
         """Decide one tool call; `earlier`: the calls that ran before it in the trajectory, as (tool, arguments).
         `schema_tools`: further command tools found from their schemas (name -> the argument holding the command),
         as the reference agent finds them among its tools, so a deny rule holds for them as never_ran sees them."""
+        from .. import _shell
+
         arguments = arguments or {}
         tools = self.command_tools + tuple(schema_tools) if schema_tools else self.command_tools
         keys = tuple(dict.fromkeys(schema_tools.values())) if schema_tools else ()
@@ -201,6 +205,8 @@ class ToolPolicy:
 
     def _allowed_command(self, command: str | Sequence[str]) -> Decision:
         """Allow only when every program the line runs is allowed by a rule (see the class docstring)."""
+        from .. import _shell
+
         assert self.allow_commands is not None
         unreadable = _shell.cannot_read(command)
         if unreadable is not None:
