@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from ._files import LineAppender, hold_lock
-from ._scrub import credential_values, scrub_body, scrub_headers, scrub_text, scrub_url
+from ._scrub import credential_values, scrub_body, scrub_headers, scrub_text, scrub_url, secrets_version
 
 __all__ = ["SUFFIX", "EXCHANGES_VERSION", "DEFAULT_MAX_TRIAL_BYTES", "BODY_MAX_BYTES", "BODY_MIN_BYTES",
            "ExchangeLog", "TrialLine", "TrialExchanges", "sidecar_path", "trial_record", "trial_line",
@@ -277,7 +277,8 @@ class ExchangeLog(LineAppender):
             return log
         start: dict[str, Any] = {"event": "start", "exchanges_version": EXCHANGES_VERSION, "run_id": run_id,
                                  "max_trial_bytes": max_trial_bytes, "kept": True}
-        log._append(scrub_text(_dumps(start)))
+        version = secrets_version()
+        log._append(scrub_text(_dumps(start)), version=version)
         return log
 
     def __call__(self, case: Any, trial: int, exchanges: Sequence[Any], credentials: frozenset[bytes]) -> None:
@@ -288,17 +289,23 @@ class ExchangeLog(LineAppender):
         """One finished trial's exchanges, scrubbed and capped, in one write."""
         if self._fd is None or self.problem is not None:
             return
-        self.add(*trial_line(case, trial, exchanges, credentials, max_trial_bytes=self.max_trial_bytes))
+        version = secrets_version()  # before the scrub (see LineAppender._close_fd)
+        self._add(*trial_line(case, trial, exchanges, credentials, max_trial_bytes=self.max_trial_bytes),
+                  version=version)
 
     def add(self, line: str | None, problem: str | None = None) -> None:
         """A trial's line as `trial_line` made it, here or where the trial ran (a Ray worker, which sends it back
-        with the trial's result); or why it could not be made, which stops the log."""
+        with the trial's result); or why it could not be made, which stops the log. Scrubbed under secrets this
+        process may not have had (a worker's), the file is scrubbed again when it closes."""
+        self._add(line, problem, version=None)
+
+    def _add(self, line: str | None, problem: str | None = None, *, version: object) -> None:
         if self._fd is None or self.problem is not None:
             return
         if line is None:
             self.problem = f"{self.path}: {problem}; raw exchanges stopped after {self.trials} trial(s)"
             return
-        if self._append(line):
+        if self._append(line, version=version):
             self.trials += 1
 
     def rename(self, path: Path) -> None:
@@ -313,6 +320,7 @@ class ExchangeLog(LineAppender):
         self._close_fd()
 
     def remove(self) -> None:
+        self._versions = set()  # going: nothing to scrub again
         self.close()
         try:
             self.path.unlink()

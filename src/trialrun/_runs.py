@@ -105,7 +105,7 @@ class RunRecorder:
         (None, a fallback file in the temp folder), or (None, None) when not even that could be written."""
         journal = self.journal
         if journal is not None:
-            journal.close(report.status)
+            journal.close(report.status, rescrub=False)  # removed once the result file is saved
             if journal.problem:
                 self.warnings.append(f"the journal stopped: {journal.problem}")
         if self.exchanges is not None:
@@ -119,6 +119,8 @@ class RunRecorder:
             self.warnings.append(str(exc))
         except OSError as exc:
             self.save_problem = _problem(exc)
+            if journal is not None:
+                journal.rescrub_if_stale()  # it stays: what `trialrun recover` reads
             return None, self._fallback(report)
         if journal is not None:
             journal.remove()

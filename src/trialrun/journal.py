@@ -29,7 +29,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ._files import LineAppender, hold_lock, locked
-from ._scrub import scrub_text
+from ._scrub import scrub_text, secrets_version
 from .results import SCHEMA_VERSION, CaseResult, RunReport, TrialResult
 
 __all__ = ["Journal", "JournalError", "JOURNAL_VERSION", "read_journal", "is_live", "case_plan"]
@@ -87,23 +87,27 @@ class Journal(LineAppender):
         trial's JSON as written (scrubbed: never a key in an artefact), for the result file to reuse
         (`store.report_text`)."""
         elapsed = round(time.monotonic() - self._started, 3)
+        version = secrets_version()  # before the scrub (see LineAppender._close_fd)
         text = scrub_text(result.model_dump_json())
         head = scrub_text('{"event":"trial","case":' + json.dumps(case, ensure_ascii=False) + f',"elapsed_s":{elapsed},'
                           '"result":')
-        if self._append(head + text + "}"):
+        if self._append(head + text + "}", version=version):
             self.trials += 1
         return text
 
-    def close(self, status: str | None) -> None:
-        """Write the end line (unless `status` is None: the run was given up on) and release the file."""
+    def close(self, status: str | None, *, rescrub: bool = True) -> None:
+        """Write the end line (unless `status` is None: the run was given up on) and release the file. `rescrub`
+        False: the journal is about to go (the result file is being saved); if it stays after all, the caller calls
+        `rescrub_if_stale`."""
         if status is not None:
             self._write({"event": "end", "status": status}, sync=True)
         self._stop.set()
         if self._syncer is not None and self._syncer is not threading.current_thread():
             self._syncer.join(5)
-        self._close_fd()
+        self._close_fd(rescrub=rescrub)
 
     def remove(self) -> None:
+        self._versions = set()  # going: nothing to scrub again
         self.close(None)
         try:
             self.path.unlink()
@@ -111,7 +115,8 @@ class Journal(LineAppender):
             pass
 
     def _write(self, record: dict[str, Any], *, sync: bool) -> None:
-        self._append(scrub_text(json.dumps(record, ensure_ascii=False, default=str)), sync=sync)
+        version = secrets_version()
+        self._append(scrub_text(json.dumps(record, ensure_ascii=False, default=str)), sync=sync, version=version)
 
     def _failed(self, exc: OSError) -> str:
         return f"{self.path}: {exc.strerror or exc} (the journal stopped after {self.trials} trial(s))"
