@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 
 TOOL = '''
+import threading
+
 class Keeper:
     """A file in a reference cycle: only the collector finalises (flushes) it."""
     def __init__(self, path):
@@ -19,15 +21,17 @@ class Keeper:
 
 AT_IMPORT = Keeper("at-import.txt")  # frozen before the run: a cycle among the frozen objects
 HOLDER = {}
+LOCK = threading.Lock()  # trials run at once: without it two calls could each open (and truncate) the file
 
 
 def lookup(key: str) -> str:
     """Look up a key."""
-    AT_IMPORT.file.write("looked up " + key + "\\n")
-    if "during" not in HOLDER:  # opened while the run goes: referred to only from the frozen cycle
-        HOLDER["during"] = Keeper("during-run.txt")
-        AT_IMPORT.held = HOLDER["during"]
-    HOLDER["during"].file.write("during " + key + "\\n")
+    with LOCK:
+        AT_IMPORT.file.write("looked up " + key + "\\n")
+        if "during" not in HOLDER:  # opened while the run goes: referred to only from the frozen cycle
+            HOLDER["during"] = Keeper("during-run.txt")
+            AT_IMPORT.held = HOLDER["during"]
+        HOLDER["during"].file.write("during " + key + "\\n")
     return "value-" + key.removeprefix("key-")
 '''
 
