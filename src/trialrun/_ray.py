@@ -384,6 +384,14 @@ class RayTrials:
 
     def __init__(self, executor: RayExecutor, cases: Sequence[Case], run_id: str | None, concurrency: int = 1,
                  on_exchanges: Any = None) -> None:
+        if on_exchanges is not None and not isinstance(on_exchanges, ExchangeLog):
+            from .executor import ExecutorError
+
+            raise ExecutorError(  # it would never be called: a Ray trial's raw exchanges stay on its worker
+                f"on_exchanges={on_exchanges!r} cannot be used with executor 'ray': a trial's raw exchanges (and the "
+                "credentials in them) stay on the Ray worker that ran it, so a callable of your own would never be "
+                "called. Keep them in trialrun's scrubbed sidecar instead (`trialrun run` does by default), or "
+                "run locally")
         ray = require_ray()
         limits: list[RateLimit] = []
         _SHIPPING.append(limits)  # RateLimits pickled with the cases: the run needs the shared limiter actor

@@ -688,7 +688,8 @@ def evaluate(
     `on_trial(case, result)` is called as each trial finishes; `on_exchanges(case, trial, exchanges, credentials)`
     too, with the trial's recorded HTTP exchanges: the CLI writes them to the run's exchanges sidecar. On Ray the
     exchanges stay on the worker, except for an `ExchangeLog` (what the CLI passes): each worker makes its trial's
-    sidecar line there, scrubbed and capped, and the line comes back with the trial's result.
+    sidecar line there, scrubbed and capped, and the line comes back with the trial's result; any other
+    `on_exchanges` is refused with a Ray executor (it would never be called).
 
     >>> import trialrun as tr
     >>> report = tr.evaluate([tr.Case(name="greets", invoke=lambda ctx: "hello",

@@ -210,6 +210,26 @@ def test_a_case_that_cannot_be_pickled_is_refused_before_anything_runs(ray_clust
     assert tr.evaluate(cases[:1]).passed_case_count == 1  # the same case runs locally: only shipping failed
 
 
+def test_an_on_exchanges_callable_of_your_own_is_refused_on_ray_not_silently_dropped() -> None:
+    """Its trials' raw exchanges stay on the workers, so it would never be called: the run is refused before
+    anything runs (or connects), naming the argument and what to use instead."""
+    from trialrun.executor import ExecutorError
+
+    calls: list[object] = []
+    ran: list[str] = []
+
+    def invoke(ctx: tr.TrialContext) -> str:
+        ran.append("ran")
+        return "ok"
+
+    case = tr.Case(name="kept", invoke=invoke, expect_outcome=[expect.contains("ok")])
+    with pytest.raises(ExecutorError, match=r"on_exchanges=.* cannot be used with executor 'ray'.*sidecar"):
+        tr.evaluate([case], executor="ray", on_exchanges=lambda *args: calls.append(args))
+    assert not ran and not calls
+    local = tr.evaluate([case], on_exchanges=lambda *args: calls.append(args))  # locally it is called, per trial
+    assert local.passed_case_count == 1 and len(calls) == 1
+
+
 def test_executor_spellings() -> None:
     from trialrun.executor import ExecutorError, resolve_executor
 
