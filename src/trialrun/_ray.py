@@ -207,10 +207,13 @@ class _LimiterActor:
         self._get(who, limit).pause(seconds)
 
 
-def _actor_options(token: str) -> dict[str, Any]:
-    # Detached, so that it outlives a worker that created it; the driver kills it at the end of the run.
-    return {"name": _limiter_name(token), "namespace": _NAMESPACE, "lifetime": "detached", "get_if_exists": True,
-            "num_cpus": 0, "max_restarts": 0}
+def _actor_options(token: str, *, by_driver: bool = False) -> dict[str, Any]:
+    """The driver's actor is owned by the driver (Ray ends it with the driver's job, even when the driver is
+    killed); one a worker makes is detached, so that it outlives that worker. The driver kills either at the end
+    of the run."""
+    options = {"name": _limiter_name(token), "namespace": _NAMESPACE, "get_if_exists": True, "num_cpus": 0,
+               "max_restarts": 0}
+    return options if by_driver else {**options, "lifetime": "detached"}
 
 
 class _RemotePermits:
@@ -432,7 +435,7 @@ class RayTrials:
         self._remote = ray.remote(_trial_on_worker).options(max_retries=0, **options)
         self.limiter: Any = None
         if limits:  # ready before the first trial asks (a worker would create it otherwise)
-            self.limiter = ray.remote(_LimiterActor).options(**_actor_options(self._token)).remote()
+            self.limiter = ray.remote(_LimiterActor).options(**_actor_options(self._token, by_driver=True)).remote()
         self._pool: list[Any] = []
         self._busy: list[int] = []
         per_worker = executor.trials_per_worker

@@ -11,6 +11,7 @@ import os
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -179,3 +180,57 @@ def test_a_429_on_one_worker_pauses_the_others(ray_cluster: str, provider: _Serv
     leased = max(1, int(RPM / 60 * _ray._LEASE_S))
     assert sum(1 for t in others if t < refused_at + 1.0) <= leased, [round(t - refused_at, 3) for t in others]
     assert len(provider.arrivals) == 4 * REQUESTS + 1
+
+
+_KILLED_DRIVER = '''
+import functools, sys
+import trialrun as tr
+from trialrun import expect
+
+def slow(ctx, limit):
+    import time
+    live = ctx.observe(tr.LiveModel("http://127.0.0.1:9/v1", api_key="sk-test-killed-driver", rate_limit=limit))
+    time.sleep(60)
+    return "late"
+
+invoke = functools.partial(slow, limit=tr.RateLimit(requests_per_minute=60))
+cases = [tr.Case(name="waits", invoke=invoke, expect_outcome=[expect.contains("late")])]
+tr.evaluate(cases, executor=tr.RayExecutor(address=sys.argv[1], init_kwargs={"log_to_driver": False}))
+'''
+
+
+def test_a_killed_driver_takes_the_runs_limiter_actor_with_it(ray_cluster: str, tmp_path: Path) -> None:
+    """SIGKILL leaves the driver no time to kill the actor: Ray ends it with the driver's job, as the driver owns it
+    (a detached actor would stay on the cluster for good)."""
+    import signal
+    import subprocess
+    import sys
+
+    from ray.util import list_named_actors
+
+    def limiters() -> set[str]:
+        return {a["name"] for a in list_named_actors(all_namespaces=True)
+                if a["namespace"] == "trialrun" and a["name"].startswith("trialrun-limiter-")}
+
+    before = limiters()
+    script = tmp_path / "driver.py"
+    script.write_text(_KILLED_DRIVER)
+    proc = subprocess.Popen([sys.executable, str(script), ray_cluster], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0"})
+    try:
+        deadline = time.monotonic() + 60
+        while not (limiters() - before):
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the run's limiter actor never appeared"
+            time.sleep(0.2)
+        [name] = limiters() - before
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    deadline = time.monotonic() + 30
+    while name in limiters():
+        assert time.monotonic() < deadline, f"{name} outlived its killed driver"
+        time.sleep(0.2)
