@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import importlib
+import importlib.machinery
 import inspect
 import json
 import os
@@ -253,11 +254,15 @@ def _import(target: str, what: str, config: Config) -> Any:
     for folder in (str(config.base_dir), str(Path.cwd())):
         if folder not in sys.path:
             sys.path.insert(0, folder)
+    _forget_other_projects(module_name.partition(".")[0], config.base_dir)
+    before = set(sys.modules)
     try:
         module = importlib.import_module(module_name)
     except (Exception, SystemExit, KeyboardInterrupt) as exc:  # noqa: BLE001 - any import failure is a configuration error
         # SystemExit(0) at import would otherwise end the run with exit 0 and nothing run: a false green.
         raise ConfigError(f"{where}: {what} {target!r}: cannot import {module_name}: {_raised(exc)}") from None
+    finally:
+        _remember_project_modules(config.base_dir, set(sys.modules) - before)
     try:
         value = module
         for part in attr.split("."):
@@ -265,6 +270,66 @@ def _import(target: str, what: str, config: Config) -> Any:
     except AttributeError:
         raise ConfigError(f"{where}: {what} {target!r}: {module_name} has no attribute {attr!r}") from None
     return value
+
+
+#: Project folder -> the modules that importing its agent and tools brought in from that folder.
+_PROJECT_MODULES: dict[Path, set[str]] = {}
+
+
+def _inside(module: Any, folder: Path) -> bool:
+    where = getattr(module, "__file__", None)
+    try:
+        return bool(where) and Path(where).resolve().is_relative_to(folder.resolve())
+    except (OSError, ValueError):
+        return False
+
+
+def _remember_project_modules(base_dir: Path, added: set[str]) -> None:
+    mine = {name for name in added if _inside(sys.modules.get(name), base_dir)}
+    if mine:
+        _PROJECT_MODULES.setdefault(base_dir, set()).update(mine)
+
+
+def _clashes(name: str, base_dir: Path) -> bool:
+    """Whether the loaded module `name` is not the one this project's folder has under that name."""
+    loaded = sys.modules.get(name)
+    if loaded is None:
+        return False
+    try:
+        spec = importlib.machinery.PathFinder.find_spec(name, [str(base_dir)])
+    except (ImportError, ValueError):
+        return False
+    if spec is None or not spec.origin or spec.origin in ("built-in", "frozen"):
+        return False  # not a module of this folder
+    where = getattr(loaded, "__file__", None)
+    try:
+        return not (where and Path(where).resolve() == Path(spec.origin).resolve())  # else this project's own
+    except OSError:
+        return True
+
+
+def _forget_other_projects(top: str, base_dir: Path) -> None:
+    """A module of this project's folder whose name another project's module already has in `sys.modules` (two
+    projects loaded in one process, both with `my_agent.py`, or both with a `helpers.py` their agents import):
+    that module is forgotten, with its submodules and every module the other projects' imports brought in from
+    their folders, and this folder goes first on `sys.path`, so the import below runs THIS project's agent and
+    tools, not the other's. Modules that no project import brought in (installed packages, the test suite's own)
+    are never touched."""
+    others = [other for other in _PROJECT_MODULES if other != base_dir]
+    names = {top} | {name.partition(".")[0] for other in others for name in _PROJECT_MODULES[other]}
+    if not any(_clashes(name, base_dir) for name in names):
+        return
+    forget = {name for name in sys.modules if name == top or name.startswith(top + ".")}
+    for other in others:
+        forget |= _PROJECT_MODULES.pop(other)
+    for name in forget:
+        sys.modules.pop(name, None)
+    folder = str(base_dir)
+    if sys.path[:1] != [folder]:
+        if folder in sys.path:
+            sys.path.remove(folder)
+        sys.path.insert(0, folder)
+    importlib.invalidate_caches()
 
 
 def _raised(exc: BaseException) -> str:
