@@ -20,6 +20,11 @@ and latest.json), in a process of its own like the CLI; what is left between the
 (its own imports, the table, the journal, the sidecar, the process's exit). The warm figure above it stays the
 issue's measure.
 
+A third figure is the FLOOR: a process that only starts Python and imports what the CLI cannot do without (httpx,
+without its own command line client as `trialrun run` imports it; pydantic's BaseModel; click; yaml; asyncio;
+rich.console), interleaved with the others. No CLI can cost less than the warm library plus that, so the lowest
+CLI/library ratio it leaves possible is 1 + floor/library (per pair; the median is printed).
+
 `--against SRC` also runs the whole process with another checkout's `src` first on PYTHONPATH (an older commit:
 `git archive COMMIT src | tar -x -C /tmp/old`), interleaved, and prints this/that: a before/after side by side.
 
@@ -121,6 +126,29 @@ def cold_script(folder: Path, trials: int) -> tuple[float, float]:
     return elapsed, _children_cpu() - cpu
 
 
+FLOOR_SCRIPT = """
+import sys, types
+stand_in = types.ModuleType("httpx._main")  # httpx without its command line client, as `trialrun run` imports it
+stand_in.main = lambda: None
+sys.modules["httpx._main"] = stand_in
+import httpx
+del sys.modules["httpx._main"]
+from pydantic import BaseModel
+import asyncio, click, yaml, rich.console
+"""
+
+
+def floor(folder: Path) -> tuple[float, float]:
+    """(wall, CPU) seconds of `FLOOR_SCRIPT` as a process of its own: Python's start and the CLI's dependencies."""
+    started, cpu = time.perf_counter(), _children_cpu()
+    done = subprocess.run([sys.executable, "-c", FLOOR_SCRIPT], cwd=folder, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, env=child_env(folder))
+    elapsed = time.perf_counter() - started
+    if done.returncode != 0:
+        raise SystemExit(f"the floor failed ({done.returncode}): {done.stderr.decode()[-2000:]}")
+    return elapsed, _children_cpu() - cpu
+
+
 def in_process(folder: Path, trials: int) -> tuple[float, float]:
     """(wall, CPU) seconds of loading the suite and evaluating it in this (warm) interpreter."""
     import trialrun as tr
@@ -163,13 +191,15 @@ def main() -> None:
         in_process(folder, 1)  # warm-up (imports, caches)
         whole_process(folder, 1)
         cold_script(folder, 1)
+        floor(folder)
         if args.against:
             whole_process(folder, 1, args.against)
-        cli, lib, old, cold = [], [], [], []
+        cli, lib, old, cold, bottom = [], [], [], [], []
         for _ in range(args.repeat):
             cli.append(whole_process(folder, args.trials))
             lib.append(in_process(folder, args.trials))
             cold.append(cold_script(folder, args.trials))
+            bottom.append(floor(folder))
             if args.against:
                 old.append(whole_process(folder, args.trials, args.against))
         kind = "shell tools + workspace" if args.shell else "plain tool, no workspace"
@@ -186,6 +216,12 @@ def main() -> None:
             ratios = [c[i] / s[i] for c, s in zip(cli, cold)]
             print(f"  {what:<4} cold script {statistics.median(s[i] for s in cold):.2f} s; CLI/cold script "
                   f"{statistics.median(ratios):.2f}x (pairs: {', '.join(f'{r:.2f}' for r in ratios)})")
+        print("  the FLOOR (a process that starts Python and imports httpx, pydantic.BaseModel, click, yaml, asyncio, "
+              "rich.console; nothing else):")
+        for what, i in (("wall", 0), ("CPU", 1)):
+            lowest = [1 + f[i] / l[i] for f, l in zip(bottom, lib)]
+            print(f"  {what:<4} floor {statistics.median(f[i] for f in bottom):.2f} s; the lowest CLI/library it leaves "
+                  f"possible (1 + floor/library) {statistics.median(lowest):.2f}x (pairs: {', '.join(f'{r:.2f}' for r in lowest)})")
         if args.against:
             for what, i in (("wall", 0), ("CPU", 1)):
                 ratios = [c[i] / o[i] for c, o in zip(cli, old)]

@@ -31,8 +31,6 @@ import os
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ._files import TOO_DEEP, read_text, write_atomic
 from ._yaml import YamlError, load_yaml
 from .wire._encoding import without_encoding
@@ -55,7 +53,7 @@ def load_exchanges(path: str | os.PathLike[str]) -> list[Exchange]:
         data = json.loads(text) if path.suffix == ".json" else load_yaml(text)
     except YamlError as exc:
         raise CassetteFileError(f"{path}: {exc}" + (f" (line {exc.line}, column {exc.column})" if exc.where else "")) from None
-    except (ValueError, yaml.YAMLError) as exc:
+    except ValueError as exc:  # (load_yaml turns every YAML error into a YamlError)
         raise CassetteFileError(f"{path}: not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {exc}") from None
     except RecursionError:
         raise CassetteFileError(f"{path}: {TOO_DEEP}") from None
@@ -104,6 +102,8 @@ def save_exchanges(path: str | os.PathLike[str], exchanges: list[Exchange]) -> N
     if path.suffix == ".json":
         text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
     else:
+        import yaml  # here: reading and JSON cassettes need no PyYAML (see _yaml._loader)
+
         text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=120)
     write_atomic(path, text)
 

@@ -10,9 +10,11 @@ one whose aliases refer to themselves (no JSON value can hold that).
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from typing import TYPE_CHECKING, Any
 
-import yaml
+if TYPE_CHECKING:
+    import yaml
 
 from ._files import TOO_DEEP, gc_paused
 
@@ -22,7 +24,15 @@ __all__ = ["YamlError", "load_yaml", "ALIAS_BUDGET"]
 #: a person writes, far below what hangs a run.
 ALIAS_BUDGET = 1_000_000
 
-_Loader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+@functools.cache
+def _loader() -> type:
+    """libyaml's safe loader when built (else PyYAML's): imported on the first YAML read, since a suite, script and
+    config in JSON and TOML need none (importing PyYAML is 10-40 ms of a run)."""
+    import yaml
+
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class YamlError(ValueError):
@@ -48,7 +58,9 @@ def load_yaml(text: str, *, with_node: bool = False, language: str = "YAML") -> 
     suites use to name the line of each test. YamlError for invalid YAML ("not valid <language>: ..."), a
     document nested too deeply, and aliases beyond the budget.
     """
-    loader = _Loader(text)
+    import yaml
+
+    loader = _loader()(text)
     with gc_paused():
         try:
             node = loader.get_single_node()
@@ -74,6 +86,8 @@ def _check_aliases(root: yaml.Node, written: int) -> None:
     """YamlError when the document, with every alias expanded, exceeds what is written by more than the budget,
     or when an alias refers to a value that contains it. Linear in the number of distinct nodes (iterative: a
     document nested thousands deep is no problem here)."""
+    import yaml  # (imported by load_yaml already)
+
     sizes: dict[int, int] = {}
     open_: set[int] = set()
     stack: list[tuple[yaml.Node, bool]] = [(root, False)]
@@ -109,6 +123,8 @@ def _check_aliases(root: yaml.Node, written: int) -> None:
 
 
 def _children(node: yaml.Node) -> list[yaml.Node]:
+    import yaml
+
     if isinstance(node, yaml.SequenceNode):
         return list(node.value)
     if isinstance(node, yaml.MappingNode):

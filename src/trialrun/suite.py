@@ -25,9 +25,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError, field_validator
 
 from . import expect
@@ -36,6 +35,9 @@ from ._files import TOO_DEEP, gc_paused, unencodable_text
 from ._files import read_text as _read_text
 from ._yaml import YamlError, load_yaml
 from .expect._base import Grader
+
+if TYPE_CHECKING:
+    import yaml
 
 __all__ = ["SuiteTest", "SuiteError", "SuiteFile", "read_suite", "suite_json_schema", "EXPECT_FORMS",
            "build_expectations", "expect_items"]
@@ -281,6 +283,8 @@ def _json_items(text: str, path: Path) -> tuple[Any, list[int], Twice]:
 
 
 def _yaml_items(text: str, path: Path) -> tuple[Any, list[int], Twice]:
+    import yaml  # here: a JSON suite needs no YAML (see _yaml._loader)
+
     try:
         data, node = load_yaml(text, with_node=True)
     except YamlError as exc:
@@ -294,6 +298,8 @@ def _yaml_items(text: str, path: Path) -> tuple[Any, list[int], Twice]:
 
 def _yaml_twice(root: yaml.Node) -> list[str]:
     """Every key spelled twice in a mapping anywhere under `root`, as a dotted path (merge keys `<<` aside)."""
+    import yaml
+
     found: list[str] = []
     stack: list[tuple[str, yaml.Node]] = [("", root)]
     done: set[int] = set()

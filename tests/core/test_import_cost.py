@@ -88,3 +88,23 @@ print("PLAIN", plain_imports, "SHELL", "trialrun._shell" in sys.modules, shell.t
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["PLAIN", "False", "SHELL", "True", "['ls", "-la']"], done.stdout
+
+
+def test_a_json_scripted_run_with_builtin_prices_imports_neither_httpx2_nor_yaml(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The no-network guard patches httpx2 (the official SDKs' httpx) when something imports it, not by importing
+    it (about 20 ms), and PyYAML is imported by the first YAML read: `trialrun run` of a JSON suite with a JSON
+    script, priced by the built-in table, imports neither (its trial ran and passed;
+    tests/models/test_model_guard.py shows httpx2 imported later is still guarded)."""
+    (tmp_path / "tests.json").write_text(json.dumps([{"id": "hello", "prompt": "say hi", "expected_tools": [],
+                                                         "max_turns": 1, "success_criteria": "hi"}]))
+    (tmp_path / "model.json").write_text(json.dumps({"hello": [{"reply": "hi there"}]}))
+    (tmp_path / "trialrun.toml").write_text('suite = "tests.json"\nmodel = "scripted:model.json"\n'
+                                            'results_dir = "results"\nprices_source = "builtin"\n')
+    code = ("import os\n    os.chdir(" + repr(str(tmp_path)) + ")\n"
+            "    sys.argv = ['trialrun', 'run', 'all', '-k', '1', '--no-summary']\n"
+            "    from trialrun.cli import main\n    main()")
+    loaded = _imported_by(code)
+    assert "trialrun" in loaded and "httpx" in loaded
+    assert not loaded & {"httpx2", "genai_prices", "yaml"}, sorted(loaded & {"httpx2", "genai_prices", "yaml"})
+    result = json.loads((tmp_path / "results" / "latest.json").read_text())
+    assert result["cases"][0]["passed"] is True, result["cases"][0]

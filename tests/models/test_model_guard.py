@@ -352,3 +352,100 @@ def test_a_kept_alive_connection_opened_by_a_live_canary_is_not_reused_by_a_dete
     assert report.cases[0].passed  # the canary opened a connection, kept alive in the pool
     trial = report.cases[1].trials[0]
     assert trial.output == "blocked" and trial.error.type == "NetworkBlockedError"
+
+
+# -- httpx2 is patched when it is imported, not imported to be patched ---------------------------------------------
+_HTTPX2_AFTER_THE_GUARD = '''
+import asyncio, http.server, socket, sys, threading
+from trialrun.models import NetworkBlockedError, guard
+
+guard.block_globally(True)  # as a test suite does: install() is not called again below
+imported_by_the_guard = "httpx2" in sys.modules
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive: a second request reuses the connection, opening no socket
+
+    def do_GET(self):
+        body = b"local ok"
+        self.send_response(200)
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+threading.Thread(target=server.serve_forever, daemon=True).start()
+create_connection, connect = guard._originals["create_connection"], guard._originals["connect"]
+
+def loopback(address):  # the real host's connections land on the loopback server, once the guard let them through
+    return ("127.0.0.1", server.server_address[1]) if tuple(address[:2]) == ("192.0.2.2", 8765) else address
+
+guard._originals["create_connection"] = lambda address, *a, **k: create_connection(loopback(address), *a, **k)
+guard._originals["connect"] = lambda sock, address: connect(sock, loopback(address))  # asyncio's, anyio's
+
+import httpx2  # only now, after the guard was installed
+
+def fetch(client):
+    try:
+        return "reached" if client.get("http://192.0.2.2:8765/").text == "local ok" else "wrong answer"
+    except NetworkBlockedError:
+        return "blocked"
+
+async def afetch(client):
+    try:
+        return "reached" if (await client.get("http://192.0.2.2:8765/")).text == "local ok" else "wrong answer"
+    except NetworkBlockedError:
+        return "blocked"
+
+async def async_pair():
+    async with httpx2.AsyncClient(timeout=5) as client:
+        with guard.allow_network():
+            first = await afetch(client)
+        return first, await afetch(client), len(guard._global.attempts)
+
+with httpx2.Client(timeout=5) as client:
+    with guard.allow_network():  # a live canary opens the connection, kept alive in the pool
+        first = fetch(client)
+    second = fetch(client)  # then code under the global block, on the same client
+print("IMPORTED-BY-GUARD", imported_by_the_guard, "SYNC", first, second, len(guard._global.attempts),
+      "ASYNC", *asyncio.run(async_pair()))
+'''
+
+
+def test_httpx2_imported_only_after_the_guard_is_installed_is_still_guarded() -> None:
+    """A fresh interpreter (httpx2 not imported yet): installing the guard does not import httpx2, and once
+    httpx2 is imported (the guard is not installed again meanwhile) its transports refuse a request under the global
+    block on a connection a live canary kept alive, sync and async (the socket patches alone would let it through:
+    it opens no socket)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _HTTPX2_AFTER_THE_GUARD], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["IMPORTED-BY-GUARD", "False", "SYNC", "reached", "blocked", "1",
+                                   "ASYNC", "reached", "blocked", "2"], done.stdout + done.stderr
+
+
+def test_the_guard_leaves_no_import_hook_behind_and_uninstall_restores_httpx2() -> None:
+    """httpx2 imported (as the SDK tests here do): its transports are patched, no finder waits in sys.meta_path,
+    and uninstall puts back httpx2's own methods (install patches them again)."""
+    import sys
+
+    import httpx2
+
+    guard.install()
+    cls = httpx2.HTTPTransport
+    original = guard._originals[f"{cls.__module__}.{cls.__qualname__}.handle_request"]
+    assert httpx2.HTTPTransport.handle_request is not original
+    assert not any(type(f).__name__ == "_PatchOnImport" for f in sys.meta_path)
+    blocking = guard.is_blocking()
+    guard.uninstall()
+    try:
+        assert httpx2.HTTPTransport.handle_request is original
+        assert not any(type(f).__name__ == "_PatchOnImport" for f in sys.meta_path)
+    finally:
+        guard.install()
+        guard.block_globally(blocking)
+    assert httpx2.HTTPTransport.handle_request is not original

@@ -20,9 +20,11 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import importlib
 import ipaddress
 import os
 import socket
+import sys
 import threading
 import urllib.parse
 import urllib.request
@@ -288,45 +290,138 @@ def _executor_submit(self: concurrent.futures.ThreadPoolExecutor, fn: Callable[.
 
 
 def install() -> None:
-    """Patch the socket functions, `Thread.start` and `ThreadPoolExecutor.submit` (once; calling again does
-    nothing). Blocking stays off until asked for."""
+    """Patch the socket functions, `Thread.start`, `ThreadPoolExecutor.submit` and httpx's transports (once;
+    calling again does nothing), and httpx2's transports now if it is imported, else as soon as it is. Blocking
+    stays off until asked for."""
+    with _install_lock:
+        if not _originals:
+            _patch_functions()
+    if "httpx2" not in _patched:
+        _patch_when_imported("httpx2")  # outside the lock: it may wait for another thread's import of httpx2
+
+
+def _patch_functions() -> None:
+    """The socket functions, `Thread.start`, `ThreadPoolExecutor.submit` and httpx's transports (under the lock)."""
     import asyncio.base_events
 
-    with _install_lock:
-        if _originals:
-            return
-        _originals["loop_getaddrinfo"] = asyncio.base_events.BaseEventLoop.getaddrinfo
-        asyncio.base_events.BaseEventLoop.getaddrinfo = _loop_getaddrinfo  # type: ignore[method-assign]
-        _originals["getaddrinfo"] = socket.getaddrinfo
-        _originals["create_connection"] = socket.create_connection
-        _originals["connect"] = socket.socket.connect
-        _originals["connect_ex"] = socket.socket.connect_ex
-        _originals["thread_start"] = threading.Thread.start
-        _originals["executor_submit"] = concurrent.futures.ThreadPoolExecutor.submit
-        socket.getaddrinfo = _getaddrinfo  # type: ignore[assignment]
-        socket.create_connection = _create_connection  # type: ignore[assignment]
-        socket.socket.connect = _connect  # type: ignore[method-assign]
-        socket.socket.connect_ex = _connect_ex  # type: ignore[method-assign]
-        threading.Thread.start = _thread_start  # type: ignore[method-assign]
-        concurrent.futures.ThreadPoolExecutor.submit = _executor_submit  # type: ignore[method-assign]
-        for cls, name in _http_transports():
+    _originals["loop_getaddrinfo"] = asyncio.base_events.BaseEventLoop.getaddrinfo
+    asyncio.base_events.BaseEventLoop.getaddrinfo = _loop_getaddrinfo  # type: ignore[method-assign]
+    _originals["getaddrinfo"] = socket.getaddrinfo
+    _originals["create_connection"] = socket.create_connection
+    _originals["connect"] = socket.socket.connect
+    _originals["connect_ex"] = socket.socket.connect_ex
+    _originals["thread_start"] = threading.Thread.start
+    _originals["executor_submit"] = concurrent.futures.ThreadPoolExecutor.submit
+    socket.getaddrinfo = _getaddrinfo  # type: ignore[assignment]
+    socket.create_connection = _create_connection  # type: ignore[assignment]
+    socket.socket.connect = _connect  # type: ignore[method-assign]
+    socket.socket.connect_ex = _connect_ex  # type: ignore[method-assign]
+    threading.Thread.start = _thread_start  # type: ignore[method-assign]
+    concurrent.futures.ThreadPoolExecutor.submit = _executor_submit  # type: ignore[method-assign]
+    try:
+        import httpx
+    except ImportError:
+        pass
+    else:
+        _patch_transports(httpx)
+
+
+# -- httpx's and httpx2's network transports ------------------------------------------------------------------------
+# A request sent on a kept-alive connection opens no socket, so the socket patches alone would let a deterministic
+# case reuse a connection a live canary opened: the transports check each request too. httpx2 (the official SDKs'
+# fork of httpx) is patched when it is imported, not imported to be patched: a run that never uses it (a scripted
+# suite) does not pay its import (about 20 ms).
+
+_transports_lock = threading.Lock()  # never held while importing (an import may run on another thread meanwhile)
+_patched: dict[str, list[tuple[type, str]]] = {}  # package -> the (class, method) patched in it
+
+
+def _patch_transports(module: Any) -> bool:
+    """Check every request of `module`'s (httpx's or httpx2's) network transports, once per package; False when
+    its transports are not there (a module still being imported by this very thread), True when they are checked."""
+    sync, asynchronous = getattr(module, "HTTPTransport", None), getattr(module, "AsyncHTTPTransport", None)
+    if sync is None or asynchronous is None:
+        return False
+    with _transports_lock:
+        if module.__name__ in _patched or not _originals:  # already done, or uninstalled meanwhile
+            return True
+        done: list[tuple[type, str]] = []
+        for cls, name in ((sync, "handle_request"), (asynchronous, "handle_async_request")):
             _originals[f"{cls.__module__}.{cls.__qualname__}.{name}"] = original = getattr(cls, name)
             setattr(cls, name, _checked_send(original, name))
+            done.append((cls, name))
+        _patched[module.__name__] = done
+        _remove_finders(module.__name__)
+        return True
 
 
-def _http_transports() -> list[tuple[type, str]]:
-    """httpx's (and httpx2's) network transports: a request sent on a kept-alive connection opens no socket, so
-    the socket patches alone would let a deterministic case reuse a connection a live canary opened."""
-    import importlib
+def _remove_finders(package: str | None) -> None:
+    """Take the finders waiting for `package` (None: for any) out of `sys.meta_path`."""
+    for finder in [f for f in sys.meta_path if isinstance(f, _PatchOnImport) and package in (None, f.package)]:
+        sys.meta_path.remove(finder)
 
-    found: list[tuple[type, str]] = []
-    for package in ("httpx", "httpx2"):
+
+def _unpatch_transports() -> None:
+    with _transports_lock:
+        for cls, name in (pair for pairs in _patched.values() for pair in pairs):
+            setattr(cls, name, _originals.pop(f"{cls.__module__}.{cls.__qualname__}.{name}"))
+        _patched.clear()
+        _remove_finders(None)
+
+
+class _PatchOnImport:
+    """Patches a package's transports as soon as its import has run (the first `sys.meta_path` finder, so it sees
+    the import first: it asks the other finders for the spec and wraps that spec's own loader's `exec_module`;
+    the module keeps its real loader). Removed once the package is patched."""
+
+    def __init__(self, package: str) -> None:
+        self.package = package
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        if name != self.package:
+            return None
+        for finder in list(sys.meta_path):
+            find = getattr(finder, "find_spec", None)
+            if finder is self or find is None:
+                continue
+            spec = find(name, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
+        loader = spec.loader
+        exec_module = getattr(loader, "exec_module", None)
+        if exec_module is None:  # a legacy loader: patched where install() looks again (see _patch_when_imported)
+            return spec
+
+        def patched_exec_module(module: Any) -> None:
+            try:
+                exec_module(module)
+            finally:
+                loader.__dict__.pop("exec_module", None)  # the loader as it was
+            if module.__name__ == self.package:  # (a loader shared with its submodules, a zip's, runs them here too)
+                _patch_transports(module)
+
         try:
-            module = importlib.import_module(package)
+            loader.exec_module = patched_exec_module
+        except AttributeError:  # a loader that takes no attributes: see _patch_when_imported
+            return spec
+        return spec
+
+
+def _patch_when_imported(package: str) -> None:
+    """Patch `package`'s transports now if it is imported (or being imported), else when it is."""
+    with _transports_lock:
+        if package in _patched or not _originals:
+            return
+        if not any(isinstance(f, _PatchOnImport) and f.package == package for f in sys.meta_path):
+            sys.meta_path.insert(0, _PatchOnImport(package))  # first, then look: an import that starts now is seen
+    if package in sys.modules:
+        try:
+            module = importlib.import_module(package)  # waits for an import another thread is running
         except ImportError:
-            continue
-        found += [(module.HTTPTransport, "handle_request"), (module.AsyncHTTPTransport, "handle_async_request")]
-    return found
+            return
+        _patch_transports(module)
 
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -361,5 +456,4 @@ def uninstall() -> None:
         socket.socket.connect_ex = _originals.pop("connect_ex")  # type: ignore[method-assign]
         threading.Thread.start = _originals.pop("thread_start")  # type: ignore[method-assign]
         concurrent.futures.ThreadPoolExecutor.submit = _originals.pop("executor_submit")  # type: ignore[method-assign]
-        for cls, name in _http_transports():
-            setattr(cls, name, _originals.pop(f"{cls.__module__}.{cls.__qualname__}.{name}"))
+        _unpatch_transports()
