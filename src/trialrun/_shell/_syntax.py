@@ -206,9 +206,9 @@ class _Parser:
             group.scope = "sub"
             return group
         m = _RESERVED_RE.match(s, i)
-        word = m.group(1) if m else None
-        if word is None:
+        if m is None:
             return self.parse_simple()
+        word = m.group(1)
         if word == "!":
             self.i = m.end()
             return self.parse_stage()

@@ -526,7 +526,7 @@ def _stream_events(
 ) -> list[tuple[str | None, Any]]:
     """The event sequence the API sends: message_start, per block start/deltas/stop, message_delta, message_stop."""
     start_usage = {**_usage_json(usage), "output_tokens": 1}
-    message = {
+    message: dict[str, Any] = {
         "id": message_id,
         "type": "message",
         "role": "assistant",

@@ -354,7 +354,8 @@ def _decode_stream(events: list[SSEEvent]) -> ModelResponse:
         if not event.data.strip():
             continue
         data = event_json(event, number)
-        kind = data.get("type") if isinstance(data.get("type"), str) else event.event or ""
+        declared = data.get("type")
+        kind: str = declared if isinstance(declared, str) else event.event or ""
         if kind in ("error", "response.failed"):
             failed = data.get("response")
             error = failed.get("error") if isinstance(failed, dict) else None
