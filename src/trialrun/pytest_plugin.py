@@ -435,7 +435,7 @@ class SuiteCollector(pytest.File):
         for case in cases:
             yield CaseItem.from_parent(self, name=clean(case.name, lines=False), case=case)
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:  # type: ignore[override]
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, ValueError):  # SuiteError, ConfigError, CaseError: the message says it all
             return _shown(f"trialrun: cannot use the suite {self.path}\n{excinfo.value}")
         return super().repr_failure(excinfo)
@@ -504,7 +504,7 @@ class CaseItem(pytest.Item):
         if not self.result.passed:
             raise _CaseFailed(self.result)
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:  # type: ignore[override]
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, _CaseFailed):
             from .render.text import case_failure_text
 

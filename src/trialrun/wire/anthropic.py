@@ -234,7 +234,8 @@ def _decode_message(raw: Any, where: str) -> list[Message]:
 def _block_type(block: Any, where: str) -> str:
     if not isinstance(block, dict) or not isinstance(block.get("type"), str):
         raise WireError(f"{where} is not a content block (an object with a string 'type')")
-    return block["type"]
+    kind: str = block["type"]
+    return kind
 
 
 def _text_of(block: dict[str, Any], where: str) -> str:

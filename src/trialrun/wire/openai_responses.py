@@ -271,8 +271,9 @@ def _decode_response_object(data: dict[str, Any], where: str) -> ModelResponse:
 
 def _stop_reason(data: dict[str, Any]) -> str | None:
     details = data.get("incomplete_details")
-    if isinstance(details, dict) and isinstance(details.get("reason"), str):
-        return details["reason"]
+    reason = details.get("reason") if isinstance(details, dict) else None
+    if isinstance(reason, str):
+        return reason
     return text_or_none(data.get("status"))
 
 
