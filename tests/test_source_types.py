@@ -1,8 +1,9 @@
-"""src/trialrun type-checks under the project's mypy settings (pyproject.toml's [tool.mypy]: strict but for bare
-generics, Python 3.10): the package ships py.typed, so a wrong hint is a defect its users' type checkers see.
+"""src/trialrun type-checks under the project's mypy settings (pyproject.toml's [tool.mypy]: --strict, bare generics
+allowed in the shell analyser's internals, Python 3.10): the package ships py.typed, so a wrong hint is a defect
+its users' type checkers see.
 
-One mypy run checks the package together with BAD, a user's module with one type error, to show the check can
-fail: an error in any file that is not allow-listed fails the test."""
+One mypy run checks the package together with BAD, a user's module with a type error, to show the check can fail:
+an error in any file that is not allow-listed fails the test."""
 
 from __future__ import annotations
 
