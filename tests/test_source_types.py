@@ -29,7 +29,7 @@ ALLOWED = frozenset({
 })
 #: a user's module: compare() takes two RunReports, not their files' paths
 BAD = "import trialrun as tr\n\n\ndef f() -> None:\n    tr.compare.compare('before.json', 'after.json')\n"
-#: kept between runs (cold, mypy reads pydantic's, httpx's and pytest's types: ~40 s; warm ~3 s); mypy checks it is
+#: kept between runs (cold, mypy reads pydantic's, httpx's and pytest's types: ~25 s; warm ~1 s); mypy checks it is
 #: current. One per checkout: mypy repeats a fresh module's errors from its cache with the path they were found at
 MYPY_CACHE = Path(tempfile.gettempdir()) / (f"trialrun-source-mypy-{sys.version_info[0]}.{sys.version_info[1]}-"
                                             + hashlib.sha1(str(ROOT).encode()).hexdigest()[:8])
