@@ -226,9 +226,10 @@ class LineAppender:
         """Close the file; then (`rescrub`, else later through `rescrub_if_stale`) scrub its lines again if a
         credential was registered after some of them were scrubbed."""
         with self._lock:
-            closing = self._fd is not None
-            if closing:
-                os.close(self._fd)  # releases a lock held on it (`hold_lock`)
+            fd = self._fd
+            closing = fd is not None
+            if fd is not None:
+                os.close(fd)  # releases a lock held on it (`hold_lock`)
                 self._fd = None
         if closing and rescrub:
             self.rescrub_if_stale()

@@ -199,8 +199,8 @@ def read_journal(path: Path) -> LiveRun | None:
                     live.total += trials
         elif kind == "trial":
             name = str(event.get("case"))
-            result = event.get("result") if isinstance(event.get("result"), dict) else {}
-            passed = bool(result.get("passed"))
+            result = event.get("result")
+            passed = isinstance(result, dict) and bool(result.get("passed"))
             live.done += 1
             live.failed += 0 if passed else 1
             live.current = name

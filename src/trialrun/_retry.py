@@ -67,7 +67,7 @@ def retry_delay(
     """
     wait = retry_after(headers, now=now)
     if wait is None:
-        full = base * (2**attempt)
+        full = base * (2.0**attempt)
         low, high = full / 2, full
     else:
         low, high = wait, wait * 1.2 + 0.1

@@ -23,7 +23,8 @@ def loads(text: str) -> dict[str, Any]:
     """Parse TOML. TomlError for invalid TOML and for values nested so deeply (`a = [[[[...]]]]`) that the
     parser, which recurses, would otherwise end in a RecursionError."""
     try:
-        return _toml.loads(text)
+        data: dict[str, Any] = _toml.loads(text)
+        return data
     except _toml.TOMLDecodeError as exc:
         raise TomlError(f"not valid TOML: {exc}") from None
     except RecursionError:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import sys
 import types
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from pydantic import BaseModel, Field
 
@@ -240,6 +240,21 @@ def _case_significance(before: tuple[int, int], after: tuple[int, int]) -> Signi
                         detail=f"{pa}/{na} -> {pb}/{nb} trials passed")
 
 
+class _AfterSide(TypedDict):
+    """The after run's side of a test's delta, shared by every status a test in the after run can have."""
+
+    name: str
+    after: float | None
+    passed_after: bool | None
+    pass_at_1_after: float | None
+    pass_pow_k_after: float | None
+
+
+def _both(pairs: list[tuple[float | None, float | None]]) -> list[tuple[float, float]]:
+    """The pairs where both runs have a value."""
+    return [(before, after) for before, after in pairs if before is not None and after is not None]
+
+
 def _paired(pairs: list[tuple[float, float]]) -> Significance | None:
     if not pairs:
         return None
@@ -260,7 +275,7 @@ def compare(before: RunReport, after: RunReport, *, threshold: float = REGRESSIO
     deltas: list[CaseDelta] = []
     for name, case in new.items():
         prior = old.get(name)
-        common = dict(
+        common = _AfterSide(
             name=name, after=case.value, passed_after=case.passed, pass_at_1_after=case.pass_at_1,
             pass_pow_k_after=case.pass_pow_k,
         )
@@ -318,9 +333,8 @@ def compare(before: RunReport, after: RunReport, *, threshold: float = REGRESSIO
     # the selection is not a change.
     old_summary = [old[n] for n in both] if selection_differs else list(old.values())
     new_summary = [new[n] for n in both] if selection_differs else list(new.values())
-    pairs_p1 = [(old[n].pass_at_1, new[n].pass_at_1) for n in both
-                if old[n].pass_at_1 is not None and new[n].pass_at_1 is not None]
-    pairs_value = [(old[n].value, new[n].value) for n in both if old[n].value is not None and new[n].value is not None]
+    pairs_p1 = _both([(old[n].pass_at_1, new[n].pass_at_1) for n in both])
+    pairs_value = _both([(old[n].value, new[n].value) for n in both])
     p1_before = metrics.mean(c.pass_at_1 for c in old_summary if c.pass_at_1 is not None)
     needed = None
     if multi and p1_before is not None:
@@ -430,9 +444,9 @@ def delta_lines(comparison: Comparison) -> list[str]:
         elif d.status == "removed":
             lines.append(f"{label}{_num(d.before)} -> gone  - removed")
         elif d.status == "not_finished":
-            before = "not finished" if d.unfinished_in == "before" else _num(d.before)
-            after = "not finished" if d.unfinished_in == "after" else _num(d.after)
-            lines.append(f"{label}{before} -> {after}  (interrupted)")
+            shown_before = "not finished" if d.unfinished_in == "before" else _num(d.before)
+            shown_after = "not finished" if d.unfinished_in == "after" else _num(d.after)
+            lines.append(f"{label}{shown_before} -> {shown_after}  (interrupted)")
         else:
             lines.append(_case_line(comparison, d, label))
     lines.append("")

@@ -49,6 +49,7 @@ Every key is optional. Paths are relative to the file that names them. Command-l
 from __future__ import annotations
 
 import difflib
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -106,7 +107,7 @@ def parse_model_spec(text: str) -> ModelSpec:
     return ModelSpec(kind=kind, target=rest)
 
 
-def _one_of(value: str, choices: tuple[str, ...] | list[str], quoted: bool = False) -> str:
+def _one_of(value: str, choices: Collection[str], quoted: bool = False) -> str:
     """`value` when it is one of `choices`; else the ValueError pydantic turns into "KEY: must be one of ..."."""
     if value not in choices:
         shown = ", ".join(map(repr, choices)) if quoted else ", ".join(choices)

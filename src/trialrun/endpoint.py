@@ -91,8 +91,8 @@ class ModelEndpoint:
 
     @property
     def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        host, port = self._server.server_address[:2]  # an AF_INET server's: (host text, port)
+        return f"http://{host!s}:{port}"
 
     @property
     def openai_base_url(self) -> str:

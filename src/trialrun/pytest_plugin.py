@@ -75,7 +75,7 @@ from _pytest._code.code import ExceptionChainRepr, ReprEntryNative, ReprFileLoca
 from ._display import clean
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable, Generator, Iterator
 
     from ._pytest_exchanges import SessionExchanges
     from .case import Case, TrialContext
@@ -399,7 +399,7 @@ def _items(collector: pytest.Collector, cases: list[Case]) -> list[CaseItem]:
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_make_collect_report(collector: pytest.Collector) -> Iterator[None]:
+def pytest_make_collect_report(collector: pytest.Collector) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
     """A module whose cases are broken (CaseError) is a collection error that says which case and field, without
     a traceback through trialrun."""
     report = yield
@@ -411,7 +411,7 @@ def pytest_make_collect_report(collector: pytest.Collector) -> Iterator[None]:
             line = next((entry.lineno + 1 for entry in reversed(excinfo.traceback) if entry.path == collector.path), None)
             where = f"{collector.path}" + (f":{line}" if line else "")
             report.longrepr = _shown(f"trialrun: broken case(s) in {where}\n{excinfo.value}")
-    return report  # type: ignore[return-value]
+    return report
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> SuiteCollector | None:
@@ -435,7 +435,7 @@ class SuiteCollector(pytest.File):
         for case in cases:
             yield CaseItem.from_parent(self, name=clean(case.name, lines=False), case=case)
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:  # type: ignore[override]
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, ValueError):  # SuiteError, ConfigError, CaseError: the message says it all
             return _shown(f"trialrun: cannot use the suite {self.path}\n{excinfo.value}")
         return super().repr_failure(excinfo)
@@ -504,7 +504,7 @@ class CaseItem(pytest.Item):
         if not self.result.passed:
             raise _CaseFailed(self.result)
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:  # type: ignore[override]
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, _CaseFailed):
             from .render.text import case_failure_text
 
@@ -558,7 +558,9 @@ def _crash_message(result: CaseResult) -> str:
 
 # -- reports: carry each case's result to the controller, aggregate, save, summarise -------------------------------
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
     if isinstance(item, CaseItem):
         position = _state(item.config).positions.get(item.nodeid, 0)
@@ -576,7 +578,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             setattr(report, _REPORT_ATTR, {"position": position, "case": skipped})
     elif call.when == "call" and "_trialrun_no_network" in getattr(item, "fixturenames", ()):
         item.stash[_CALL_FAILED] = report.failed
-    return report  # type: ignore[return-value]
+    return report
 
 
 def _session_report(state: _State, interrupted: bool) -> RunReport:

@@ -64,8 +64,10 @@ def _assembled(report: RunReport, trial_texts: Mapping[int, tuple[Any, str, obje
         slots = []
         for trial in case.trials:
             known = trial_texts.get(id(trial))
-            fresh = known is not None and known[0] is trial and known[2] is version
-            texts.append(known[1] if fresh else scrub_text(trial.model_dump_json()))
+            if known is not None and known[0] is trial and known[2] is version:
+                texts.append(known[1])
+            else:
+                texts.append(scrub_text(trial.model_dump_json()))
             slots.append(f"{mark}{len(texts) - 1}")
         items = list(dumped.items())
         items.insert(_TRIALS_AT, ("trials", slots))

@@ -154,7 +154,8 @@ def _need(value: Any, kind: type | tuple[type, ...], what: str) -> Any:
 
 def _grader(name: str, value: Any) -> Grader:
     if name in ("contains", "not_contains", "matches"):
-        return getattr(expect, name)(_need(value, str, "a string"))
+        with_text: Callable[[str], Grader] = getattr(expect, name)
+        return with_text(_need(value, str, "a string"))
     if name == "equals":
         return expect.equals(value)
     if name == "ended":
@@ -179,11 +180,13 @@ def _grader(name: str, value: Any) -> Grader:
         steps = _need(value, list, "a list")
         return expect.called_in_order([tuple(s) if isinstance(s, list) else s for s in steps])
     if name in ("max_turns", "max_tool_calls"):
-        return getattr(expect, name)(_need(value, int, "an integer"))
+        with_limit: Callable[[int], Grader] = getattr(expect, name)
+        return with_limit(_need(value, int, "an integer"))
     if name in ("no_tool_errors", "no_denials"):
         if value is not True:
             raise ValueError(f"got {value!r}, write {{\"{name}\": true}}")
-        return getattr(expect, name)()
+        plain: Callable[[], Grader] = getattr(expect, name)
+        return plain()
     if name == "never_ran":
         if isinstance(value, dict):
             spec = dict(value)
@@ -209,7 +212,7 @@ _BETWEEN = re.compile(r"[ \t\r\n,]*")
 _SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
-class _Duplicated(dict):  # type: ignore[type-arg]
+class _Duplicated(dict[str, Any]):
     """A JSON object that spelled a key twice (json keeps the last silently): `twice` says which."""
 
     twice: list[str]

@@ -329,21 +329,21 @@ class _Walker:
                 words.append(text)
                 dyn.append(is_dyn)
         if not words:  # `x=rm`: remembered, so that `$x -rf /` later is seen as rm
-            for name, value, is_dyn, array, append, is_array in assignments:
+            for name, value, run_time, array, append, is_array in assignments:
                 if is_array:
                     _set_array(env, name, array, append)
                 elif append:
                     before = env.get(name)
-                    _set(env, name, None if is_dyn or before is None else before + value)
+                    _set(env, name, None if run_time or before is None else before + value)
                 else:
-                    _set(env, name, None if is_dyn else value)
+                    _set(env, name, None if run_time else value)
             return []
         self.builtin(cmd, words, dyn, env)
         inner_env = env
         if assignments:  # `X=rm bash -c '$X -rf /'`: the prefix is in the command's environment
             inner_env = dict(env)
-            for name, value, is_dyn, _, append, is_array in assignments:
-                _set(inner_env, name, None if is_dyn or append or is_array else value)
+            for name, value, run_time, _, append, is_array in assignments:
+                _set(inner_env, name, None if run_time or append or is_array else value)
         return self.argv(words, dyn, inner_env, depth)
 
     def array_fields(self, cmd: _Simple, k: int, env: _Env) -> list[tuple[str, _Dyn]] | None:
@@ -378,9 +378,10 @@ class _Walker:
                 _set_array(env, name.rstrip("+"), self.array_fields(cmd, k, env), name.endswith("+"))
         elif program == "read":
             j, seen = _getopt(args, 0, _READ_OPTS)
-            if seen.get("a"):
-                _set_array(env, seen["a"], None)
-            for name in args[j:] or ([] if seen.get("a") else ["REPLY"]):
+            array_name = seen.get("a")
+            if array_name:
+                _set_array(env, array_name, None)
+            for name in args[j:] or ([] if array_name else ["REPLY"]):
                 _set(env, name, None)
         elif program in ("mapfile", "readarray"):
             j, _ = _getopt(args, 0, _MAPFILE_OPTS)
@@ -390,9 +391,9 @@ class _Walker:
         elif program == "printf" and args and args[0].startswith("-v"):
             name = args[0][2:] or (args[1] if len(args) > 1 else "")
             rest, rest_dyn = (args[1:], args_dyn[1:]) if args[0][2:] else (args[2:], args_dyn[2:])
-            value = _printf_output(rest) if all(d is None for d in rest_dyn) else None
+            printed = _printf_output(rest) if all(d is None for d in rest_dyn) else None
             if name:
-                _set(env, name, value)
+                _set(env, name, printed)
         elif program == "unset":
             for name in args:
                 if not name.startswith("-"):

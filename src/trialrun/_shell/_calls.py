@@ -19,7 +19,7 @@ COMMAND_ARGUMENT_KEYS: tuple[str, ...] = ("command", "cmd")
 
 
 def command_of_call(
-    tool: str, arguments: Mapping[str, Any], command_tools: Iterable[str] = DEFAULT_COMMAND_TOOLS,
+    tool: str, arguments: Mapping[str, Any] | str, command_tools: Iterable[str] = DEFAULT_COMMAND_TOOLS,
     keys: Sequence[str] = (),
 ) -> str | list[str] | None:
     """The command a tool call runs, or None when the tool is not a command tool (or the call carries none).
@@ -29,7 +29,7 @@ def command_of_call(
     "cmd": "rm -rf /"}`) may run any of them: it gives a `CommandLines`, a string of them one per line that
     every matcher here examines one by one. Tool names are compared ignoring case (`Bash` is `bash`), and
     `command_tools` entries may be globs (`"*shell*"`). `keys` names further arguments that hold the command
-    (found from the tool's schema: `script`, `shell_command`, ...).
+    (found from the tool's schema: `script`, `shell_command`, ...). `arguments` may be the JSON text a model sent.
 
     >>> command_of_call("bash", {"command": "ls -la"})
     'ls -la'
@@ -41,12 +41,13 @@ def command_of_call(
     if isinstance(arguments, str):
         import json
 
+        text = arguments
         try:
-            arguments = json.loads(arguments)
+            arguments = json.loads(text)
         except ValueError:
-            if arguments.lstrip().startswith(("{", "[")):
-                return UnreadableCommand(arguments)  # garbled JSON (cut off mid-call): what it runs is unknown
-            return arguments  # a command tool whose raw argument text is the command itself
+            if text.lstrip().startswith(("{", "[")):
+                return UnreadableCommand(text)  # garbled JSON (cut off mid-call): what it runs is unknown
+            return text  # a command tool whose raw argument text is the command itself
     if not isinstance(arguments, Mapping):
         return None
     found: list[str | list[str]] = []

@@ -453,8 +453,9 @@ def _generic(lang: str, code: str, depth: int) -> list[_Action]:
         call = dynamic.group(0).strip()
         args, _ = _arguments(skeleton, dynamic.end())
         code_arg = args[0] if args else ""
-        if call.startswith("eval") and _PLACEHOLDER.fullmatch(code_arg.strip()):
-            actions += analyse_code(lang, strings[int(_PLACEHOLDER.fullmatch(code_arg.strip()).group(1))][1], depth + 1)
+        placeholder = _PLACEHOLDER.fullmatch(code_arg.strip())
+        if call.startswith("eval") and placeholder:
+            actions += analyse_code(lang, strings[int(placeholder.group(1))][1], depth + 1)
         else:
             actions.append(("opaque", f"it uses `{call.rstrip('( ')}`, so what it runs is only known at run time"))
     if lang == "awk":

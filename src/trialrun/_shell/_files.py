@@ -64,7 +64,7 @@ def own_script(path: str, rule: OwnScripts) -> bool:
 def check_own_scripts(value: Any, where: str) -> OwnScripts:
     """Validate an `own_scripts` setting; ValueError names `where` and what is accepted."""
     if value in ("workspace", "none"):
-        return value
+        return "workspace" if value == "workspace" else "none"
     if isinstance(value, str) or not isinstance(value, Iterable):
         raise ValueError(
             f"{where}: own_scripts must be 'workspace', 'none' or a list of path globs, got {value!r}"

@@ -220,6 +220,13 @@ def _item_key(item: object) -> tuple:
     return ("argv", id(item))
 
 
+def _argv_key(argv: object) -> tuple[str, ...]:
+    """An argv list (or tuple) as the key `_analyse` takes; anything else is not a command."""
+    if not isinstance(argv, Iterable):
+        raise TypeError(f"not a command (a string or a list of words): {argv!r}")
+    return tuple(str(w) for w in argv)
+
+
 def _fold_step(files: _files.Files, item: object, own_scripts: _files.OwnScripts) -> _files.Files:
     state = dict(files)
     if isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], Mapping):
@@ -229,7 +236,7 @@ def _fold_step(files: _files.Files, item: object, own_scripts: _files.OwnScripts
     for part in parts:
         if isinstance(part, UnreadableCommand):
             continue
-        key: str | tuple[str, ...] = part if isinstance(part, str) else tuple(str(w) for w in part)  # type: ignore[union-attr]
+        key = part if isinstance(part, str) else _argv_key(part)
         analysis = _analyse(key, tuple(state.items()), own_scripts)
         if analysis.error is None:
             state = dict(analysis.files)

@@ -206,9 +206,9 @@ class _Parser:
             group.scope = "sub"
             return group
         m = _RESERVED_RE.match(s, i)
-        word = m.group(1) if m else None
-        if word is None:
+        if m is None:
             return self.parse_simple()
+        word = m.group(1)
         if word == "!":
             self.i = m.end()
             return self.parse_stage()
@@ -226,7 +226,7 @@ class _Parser:
             return self.finish_compound(body)
         if word in ("if", "while", "until", "for", "select", "case", "function", "[["):
             self.i = m.end()
-            node = getattr(self, "parse_" + {"[[": "cond"}.get(word, word))()
+            node: _Simple | _Group = getattr(self, "parse_" + {"[[": "cond"}.get(word, word))()
             if isinstance(node, _Group) and word not in ("function", "[["):
                 node.scope = "maybe"  # its body may run once, many times or not at all
             return node

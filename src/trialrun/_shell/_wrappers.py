@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ._code import language_of
@@ -471,7 +471,7 @@ def _sed_args(words: Sequence[str], lang: str) -> list[_Action]:
     return [("code", lang, i, words[i])] if i < n else []
 
 
-_INTERPRETERS: dict[str, Any] = {
+_INTERPRETERS: dict[str, Callable[[Sequence[str], str], list[_Action]]] = {
     "python": _python_args,
     "perl": _cluster_args("eE", "IMmFxidDCV", "l0"),
     "ruby": _cluster_args("e", "rICEFxWK", "0"),

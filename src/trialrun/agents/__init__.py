@@ -8,6 +8,7 @@ In trialrun.toml: `agent = "pi"` (or "codex", "claude-code", "opencode"), or `ag
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ._process import AgentNotFound, Launch, ProcessAgent
@@ -21,7 +22,7 @@ __all__ = ["ProcessAgent", "Preset", "AgentNotFound", "Launch", "PRESETS", "pres
            "Pi", "Codex", "ClaudeCode", "Opencode"]
 
 
-PRESETS: dict[str, Any] = {"pi": pi, "codex": codex, "claude-code": claude_code, "opencode": opencode}
+PRESETS: dict[str, Callable[..., Preset]] = {"pi": pi, "codex": codex, "claude-code": claude_code, "opencode": opencode}
 
 
 def preset(name: str, **options: Any) -> Preset:

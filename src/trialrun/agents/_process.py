@@ -342,7 +342,13 @@ def _fill(arg: str, values: Mapping[str, str]) -> str:
 
 
 def _trajectory_of(endpoint: ModelEndpoint) -> Trajectory:
-    return endpoint.transport.trajectory()  # type: ignore[attr-defined] - ctx.serve serves an observed transport
+    """What the agent's model calls through `endpoint` were: ctx.serve serves an observed transport."""
+    from ..models import ModelTransport
+
+    transport = endpoint.transport
+    if not isinstance(transport, ModelTransport):
+        raise TypeError(f"the agent's endpoint serves {type(transport).__name__}, not an observed model transport")
+    return transport.trajectory()
 
 
 def _clip(text: str, limit: int = 300) -> str:

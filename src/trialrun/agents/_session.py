@@ -19,7 +19,7 @@ __all__ = ["session_members", "kill_session"]
 
 def session_members(sid: int) -> list[int]:
     """The live processes of session `sid` (from /proc; empty where there is no /proc)."""
-    members = []
+    members: list[int] = []
     try:
         entries = os.listdir("/proc")
     except OSError:

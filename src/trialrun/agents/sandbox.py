@@ -84,8 +84,8 @@ class Bwrap(Sandbox):
         """bwrap's options (everything before `--` and the command)."""
         args = [self.program, "--die-with-parent", "--new-session", "--unshare-all", "--ro-bind", "/", "/",
                 "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
-        for hidden in _homes():
-            args += ["--tmpfs", str(hidden)]
+        for home_dir in _homes():
+            args += ["--tmpfs", str(home_dir)]
         hidden = [*_homes(), Path("/tmp").resolve()]
         for path in _dedupe([*visible, *self.expose]):
             if path.exists() and any(_under(path, h) for h in hidden):

@@ -175,7 +175,7 @@ def trend_svg(labels: Sequence[str], series: Sequence[Series], *, config_changed
         if i % step == 0 or i == n - 1:
             parts.append(f'<text class="axis" x="{x(i):.1f}" y="{height - bottom + 16}" text-anchor="middle">{i + 1}</text>')
     parts.append(f'<text class="axis" x="{left + plot_w / 2:.1f}" y="{height - 6}" text-anchor="middle">run (oldest first)</text>')
-    marks = []  # regressions drawn last, over every line
+    marks: list[str] = []  # regressions drawn last, over every line
     for s_index, s in enumerate(series):
         cls = f"s{s_index % 3}"
         points = [(i, v) for i, v in enumerate(s.values) if v is not None]

@@ -336,7 +336,7 @@ def _link_denials(turns: list[Turn], denials: list[Denial]) -> dict[int, int]:
 
 # -- the page -----------------------------------------------------------------------------------------------
 def _asset(name: str) -> str:
-    return resources.files("trialrun.render").joinpath("_html", name).read_text(encoding="utf-8")
+    return resources.files("trialrun.render").joinpath("_html").joinpath(name).read_text(encoding="utf-8")
 
 
 def _csp_hash(text: str) -> str:

@@ -20,6 +20,7 @@ import os
 import re
 import sysconfig
 import textwrap
+from collections.abc import Mapping
 from typing import Any
 
 from .._scrub import scrub_json, scrub_text
@@ -261,7 +262,7 @@ def conversation_title(conversation: Conversation, number: int) -> str:
             "not counted as turns")
 
 
-def _turn_lines(turns: list[Turn], width: int, denials_by_call: dict[str | None, Denial], shown_denials: set[int]) -> list[str]:
+def _turn_lines(turns: list[Turn], width: int, denials_by_call: Mapping[str, Denial], shown_denials: set[int]) -> list[str]:
     lines: list[str] = []
     number_width = len(str(len(turns)))
     for number, turn in enumerate(turns, start=1):

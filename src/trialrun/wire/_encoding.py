@@ -10,7 +10,8 @@ encoding and, where one would help, the package to install.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from types import ModuleType
 
 from ._types import WireError
 
@@ -106,14 +107,18 @@ def _undo(body: bytes, coding: str) -> bytes:
     raise WireError(f"the coding {coding!r} is not one trialrun can undo (gzip, deflate, br, zstd)")
 
 
-def _zstd(module: object, data: bytes) -> bytes:
-    if module.__name__ == "zstandard":  # type: ignore[attr-defined]
+def _zstd(module: ModuleType, data: bytes) -> bytes:
+    if module.__name__ == "zstandard":
         # A decompressobj reads frames that do not state their size, as streamed responses are.
-        return module.ZstdDecompressor().decompressobj().decompress(data)  # type: ignore[attr-defined]
-    return module.decompress(data)  # type: ignore[attr-defined]
+        whole: bytes = module.ZstdDecompressor().decompressobj().decompress(data)
+    else:
+        whole = module.decompress(data)
+    return whole
 
 
-def _with_library(body: bytes, coding: str, modules: tuple[str, ...], decompress: object) -> bytes:
+def _with_library(
+    body: bytes, coding: str, modules: tuple[str, ...], decompress: Callable[[ModuleType, bytes], bytes]
+) -> bytes:
     import importlib
 
     for name in modules:
@@ -122,7 +127,7 @@ def _with_library(body: bytes, coding: str, modules: tuple[str, ...], decompress
         except ImportError:
             continue
         try:
-            return decompress(module, body)  # type: ignore[operator]
+            return decompress(module, body)
         except Exception as exc:  # each library has its own error class
             raise _Corrupt(f"{coding} data is corrupt ({exc})") from None
     needs = "the package 'brotli' (pip install brotli)" if coding == "br" else (

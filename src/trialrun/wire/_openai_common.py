@@ -238,7 +238,8 @@ def event_json(event: SSEEvent, number: int) -> dict[str, Any]:
 
 def stream_error(data: dict[str, Any], number: int) -> WireError:
     """A provider error delivered inside a 200 stream."""
-    error = data.get("error") if isinstance(data.get("error"), dict) else data
+    nested = data.get("error")
+    error: dict[str, Any] = nested if isinstance(nested, dict) else data
     message = error.get("message") or error.get("code") or json.dumps(error)[:200]
     return WireError(f"stream event {number} is an error from the provider: {message}")
 

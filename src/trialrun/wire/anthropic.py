@@ -234,7 +234,8 @@ def _decode_message(raw: Any, where: str) -> list[Message]:
 def _block_type(block: Any, where: str) -> str:
     if not isinstance(block, dict) or not isinstance(block.get("type"), str):
         raise WireError(f"{where} is not a content block (an object with a string 'type')")
-    return block["type"]
+    kind: str = block["type"]
+    return kind
 
 
 def _text_of(block: dict[str, Any], where: str) -> str:
@@ -526,7 +527,7 @@ def _stream_events(
 ) -> list[tuple[str | None, Any]]:
     """The event sequence the API sends: message_start, per block start/deltas/stop, message_delta, message_stop."""
     start_usage = {**_usage_json(usage), "output_tokens": 1}
-    message = {
+    message: dict[str, Any] = {
         "id": message_id,
         "type": "message",
         "role": "assistant",

@@ -271,8 +271,9 @@ def _decode_response_object(data: dict[str, Any], where: str) -> ModelResponse:
 
 def _stop_reason(data: dict[str, Any]) -> str | None:
     details = data.get("incomplete_details")
-    if isinstance(details, dict) and isinstance(details.get("reason"), str):
-        return details["reason"]
+    reason = details.get("reason") if isinstance(details, dict) else None
+    if isinstance(reason, str):
+        return reason
     return text_or_none(data.get("status"))
 
 
@@ -354,7 +355,8 @@ def _decode_stream(events: list[SSEEvent]) -> ModelResponse:
         if not event.data.strip():
             continue
         data = event_json(event, number)
-        kind = data.get("type") if isinstance(data.get("type"), str) else event.event or ""
+        declared = data.get("type")
+        kind: str = declared if isinstance(declared, str) else event.event or ""
         if kind in ("error", "response.failed"):
             failed = data.get("response")
             error = failed.get("error") if isinstance(failed, dict) else None
