@@ -7,6 +7,7 @@ file has a script for every test, the policy parses), so a configuration error n
 from __future__ import annotations
 
 import difflib
+import functools
 import hashlib
 import importlib
 import importlib.machinery
@@ -21,7 +22,7 @@ import sys
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from . import _version
 from ._cassette_io import load_exchanges
@@ -278,8 +279,10 @@ _PROJECT_MODULES: dict[Path, set[str]] = {}
 
 def _inside(module: Any, folder: Path) -> bool:
     where = getattr(module, "__file__", None)
+    if not isinstance(where, str):
+        return False
     try:
-        return bool(where) and Path(where).resolve().is_relative_to(folder.resolve())
+        return Path(where).resolve().is_relative_to(folder.resolve())
     except (OSError, ValueError):
         return False
 
@@ -549,7 +552,7 @@ def _build_cases(
         judge = None
         if judge_parsed is not None:
             judge = llm_judge(
-                lambda ctx=None, test_id=test.id: _judge_transport(judge_parsed, test_id, config, judge_scripts),
+                functools.partial(_judge_transport, judge_parsed, test.id, config, judge_scripts),
                 api=_judge_api(judge_parsed),
                 model_name=judge_parsed.model_name or "gpt-4.1-mini",
                 prompt=test.prompt,
@@ -647,7 +650,8 @@ def _judge_transport(spec: ModelSpec, test_id: str, config: Config, scripts: dic
         return scripts[test_id].model()
     if spec.kind in ("replay", "record"):
         path = config.resolve(spec.target) / f"judge-{_safe(test_id)}.yaml"
-        return Cassette(path, spec.kind, upstream=_live(spec, "openai-chat") if spec.kind == "record" else None)
+        mode: Literal["replay", "record"] = "record" if spec.kind == "record" else "replay"
+        return Cassette(path, mode, upstream=_live(spec, "openai-chat") if spec.kind == "record" else None)
     return _live(spec, _judge_api(spec))
 
 
@@ -738,7 +742,8 @@ def ignored_by_custom_agent(config: Config) -> list[str]:
     agent only), one message each, so a user is not misled into thinking they shaped the run."""
     if not config.agent:
         return []
-    settings = [("policy", config.policy), ("system", config.system), ("tools", config.tools != ["shell"])]
+    settings: list[tuple[str, object]] = [("policy", config.policy), ("system", config.system),
+                                          ("tools", config.tools != ["shell"])]
     kind = "a custom agent"
     if is_process_agent(config):
         kind = "a command agent" if config.agent.startswith(_COMMAND_PREFIX) else "a ready-made agent"

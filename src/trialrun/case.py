@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 from ._display import listing
 from .expect._base import Grader, as_grader
@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from .endpoint import ModelEndpoint
     from .models import Cassette, ModelTransport, ScriptedModel
     from .wire import Exchange
+
+_T = TypeVar("_T")
 
 __all__ = ["Case", "CaseError", "Problem", "TrialContext", "MODES", "validate_cases", "case"]
 
@@ -260,10 +262,11 @@ class Case:
         if problems:
             raise CaseError(problems)
 
+        assert isinstance(name, str)  # checked above: a CaseError otherwise
         self.name: str = name
         self.invoke = invoke
         self.tags: tuple[str, ...] = tuple(tag_list)
-        self.mode: str = normal_mode or "deterministic"
+        self.mode: str = normal_mode if normal_mode is not None else "deterministic"
         self.setup = setup
         self.teardown = teardown
         self.expect_outcome: tuple[Any, ...] = _as_tuple(expect_outcome)
@@ -374,7 +377,7 @@ class TrialContext:
         return self._workdir
 
     # -- model transports (the one seam) -------------------------------------------------------------------
-    def _register(self, transport: Any) -> Any:
+    def _register(self, transport: _T) -> _T:
         if not any(t is transport for t in self._transports):
             self._transports.append(transport)
         return transport
@@ -389,15 +392,14 @@ class TrialContext:
         """A Cassette transport for this trial, observed."""
         from .models import Cassette
 
-        return self._register(Cassette(path, mode, **kwargs))
+        return self._register(Cassette(path, mode, **kwargs))  # type: ignore[arg-type]  # Cassette checks the mode and names a wrong one
 
     def observe(self, transport: Any) -> ModelTransport:
         """Observe any httpx transport (wrapping it when it does not record its own traffic)."""
         from .models import ModelTransport, ObservedTransport
 
-        if not isinstance(transport, ModelTransport):
-            transport = ObservedTransport(transport)
-        return self._register(transport)
+        observed: ModelTransport = transport if isinstance(transport, ModelTransport) else ObservedTransport(transport)
+        return self._register(observed)
 
     @overload
     def http_client(self, transport: Any = None, *, httpx2: Literal[False] = False, **kwargs: Any) -> httpx.Client: ...
@@ -468,7 +470,8 @@ class TrialContext:
         serves as another's upstream saw the same calls: only the outer one, what the agent talked to, is counted."""
         outer = self._outer()
         if len(outer) == 1:
-            return outer[0].trajectory()
+            only: Trajectory = outer[0].trajectory()
+            return only
         merged = Trajectory()
         offset = 0
         for transport in outer:

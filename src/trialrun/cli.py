@@ -112,7 +112,7 @@ def _fail_cleanly(fn: F) -> F:
         except click.ClickException as exc:  # click prints it: make its text as safe as ours
             from ._scrub import scrub_text
 
-            exc.message = clean(scrub_text(exc.message))
+            exc.message = clean(scrub_text(exc.message))  # type: ignore[misc]  # Final in click's stubs, a plain attribute at run time
             raise
         except _user_errors() as exc:
             _say(f"error: {exc}")
@@ -586,7 +586,7 @@ def _warn_skipped(store: Any, shown: list[Path] | None = None) -> None:
 
 
 def _note_journals(shown: list[Path]) -> None:
-    from .store import JOURNAL_SUFFIX
+    from .journal import SUFFIX as JOURNAL_SUFFIX
 
     for path in shown:
         if path.suffix == JOURNAL_SUFFIX:
@@ -905,7 +905,7 @@ def skill_install(directory: str, force: bool) -> None:
     """Copy the eval skill into DIRECTORY/eval/SKILL.md (e.g. .claude/skills)."""
     from importlib.resources import files
 
-    source = files("trialrun").joinpath("skills", "eval", "SKILL.md").read_text(encoding="utf-8")
+    source = files("trialrun").joinpath("skills").joinpath("eval").joinpath("SKILL.md").read_text(encoding="utf-8")
     target = Path(directory) / "eval" / "SKILL.md"
     if target.exists() and not force:
         _say(f"error: {target} exists; use --force to overwrite")

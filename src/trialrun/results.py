@@ -12,13 +12,13 @@ import json
 import math
 import os
 from datetime import datetime, timezone
-from typing import Any, TypeVar
+from typing import Any, TypeVar, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from . import metrics
 from .expect._base import Verdict
-from .trajectory import Run, Trajectory, Usage
+from .trajectory import Run, RunStatus, Trajectory, Usage
 
 __all__ = ["SCHEMA_VERSION", "TrialError", "TrialResult", "CaseResult", "SeedTest", "SkippedCase", "RunReport", "jsonable"]
 
@@ -58,6 +58,8 @@ def jsonable(value: Any) -> Any:
         return value
     except (TypeError, ValueError):
         return repr(value)
+
+_RUN_STATUSES: dict[str, RunStatus] = {status: status for status in get_args(RunStatus)}
 
 
 class TrialError(BaseModel):
@@ -101,7 +103,10 @@ class TrialResult(BaseModel):
         return [v for v in self.verdicts if not v.passed]
 
     def as_run(self) -> Run:
-        return Run(self.output, self.trajectory, self.usage, self.cost_usd, self.status)
+        """The trial as a `Run` (what graders take): a status trialrun does not know (a newer version's) is left
+        out, and the trial's error is its message."""
+        return Run(self.output, self.trajectory, self.usage, self.cost_usd, _RUN_STATUSES.get(self.status or ""),
+                   self.error.message if self.error is not None else None)
 
 
 @functools.cache

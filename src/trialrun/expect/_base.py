@@ -93,6 +93,7 @@ def as_grader(obj: Any, kind: str) -> Grader:
         return obj
     if not callable(obj):
         raise TypeError(f"{obj!r} is not a grader (expected a callable such as expect.contains('...'))")
+    params: list[object]
     try:
         params = [
             p

@@ -377,7 +377,7 @@ class ScriptedModel(ModelTransport):
                 main = self._threader.main()
                 beside_tools = main is not None and main.offers_tools
                 thread.script = _SIDE if self._main.has_calls or beside_tools else self._main
-        return None if thread.script is _SIDE else thread.script  # type: ignore[no-any-return]
+        return None if thread.script is _SIDE else thread.script
 
     def _failed_entry(self, pending: _Pending, exc: Exception) -> Any:
         """A bug in the test's script: fail the trial loudly, never retry it."""
