@@ -11,7 +11,9 @@ Prints wall time of the evaluate call, time per trial, and peak RSS of the proce
 doing the same round trips by hand (the same request bodies posted through `httpx.Client` to an
 `httpx.MockTransport` that answers the same Chat Completions JSON, the same tool run, the same two checks), with
 the trialrun/floor ratio. The two are interleaved `--repeat` times (the machine is shared and noisy) and the
-medians are quoted, with the median of the pairwise ratios. `--artefacts` also times
+medians are quoted, with the median of the pairwise ratios. W1 is timed three ways: a sync `invoke` calling
+`Agent.run` (its timed tool on a companion thread), an async `invoke` awaiting `Agent.arun`, and a sync `invoke`
+whose agent has `tool_timeout_s=None` (the tool inline: what the time limit's thread costs). `--artefacts` also times
 writing the W1 run's artefacts (result file, HTML, JUnit, Markdown, the terminal table), where secrets are scrubbed.
 """
 
@@ -52,19 +54,23 @@ def _script(i: int, delay: float) -> object:
     return slow
 
 
-def make_cases(n: int, delay: float = 0.0, *, asynchronous: bool = False) -> list[tr.Case]:
+def make_cases(n: int, delay: float = 0.0, *, asynchronous: bool = False, untimed: bool = False) -> list[tr.Case]:
     """W1's cases. `asynchronous`: the same agent through `await Agent.arun` (as W2 always is) instead of a sync
-    `invoke` calling `Agent.run`, which the runner must put on a worker thread (and its timed tool on another)."""
+    `invoke` calling `Agent.run`, which the runner must put on a worker thread (and its timed tool on another).
+    `untimed`: the agent has `tool_timeout_s=None`, so its sync tool runs inline on the invoke's thread (no time
+    limit, no companion thread): the difference to the default is what the time limit's thread costs."""
+    timeout = {"tool_timeout_s": None} if untimed else {}
+
     def invoke_for(i: int):
         if delay or asynchronous:
             async def ainvoke(ctx: tr.TrialContext) -> tr.Run:
-                agent = tr.Agent(ctx.scripted(_script(i, delay)), tools=[lookup])
+                agent = tr.Agent(ctx.scripted(_script(i, delay)), tools=[lookup], **timeout)
                 return await agent.arun(f"lookup key-{i}")
 
             return ainvoke
 
         def invoke(ctx: tr.TrialContext) -> tr.Run:
-            return tr.Agent(ctx.scripted(_script(i, 0.0)), tools=[lookup]).run(f"lookup key-{i}")
+            return tr.Agent(ctx.scripted(_script(i, 0.0)), tools=[lookup], **timeout).run(f"lookup key-{i}")
 
         return invoke
 
@@ -207,12 +213,17 @@ def main() -> None:
     async_cases = make_cases(args.cases, asynchronous=True)
     run("", async_cases, 1, quiet=True)
     ours_async: list[tuple[float, float]] = []
+    untimed_cases = make_cases(args.cases, untimed=True)
+    run("", untimed_cases, 1, quiet=True)
+    ours_untimed: list[tuple[float, float]] = []
     for _ in range(args.repeat):
         ours.append(run("", cases, args.trials, quiet=True))
         floors.append(floor(args.cases, args.trials))
         ours_async.append(run("", async_cases, args.trials, quiet=True))
+        ours_untimed.append(run("", untimed_cases, args.trials, quiet=True))
     run(f"W1 {args.cases} x {args.trials}", cases, args.trials, write=args.artefacts)
-    for style, measured in (("sync invoke, Agent.run", ours), ("async invoke, Agent.arun", ours_async)):
+    for style, measured in (("sync invoke, Agent.run", ours), ("async invoke, Agent.arun", ours_async),
+                            ("sync invoke, tool_timeout_s=None", ours_untimed)):
         print(f"W1 with a {style}:")
         for what, index in (("wall", 0), ("CPU", 1)):
             mine = statistics.median(o[index] for o in measured)

@@ -271,6 +271,50 @@ def test_a_slow_tool_still_times_out_and_others_are_not_held_up(driver: str) -> 
         ("slow_step timed out after 0.1s", True), ("quick", False)]
 
 
+@pytest.mark.parametrize("driver", ["run", "arun"])
+@pytest.mark.parametrize("blocked_in", ["time.sleep", "socket recv", "Python loop"])
+def test_a_tool_that_was_quick_many_times_is_still_abandoned_at_its_limit(driver: str, blocked_in: str) -> None:
+    """The time limit holds on every call, not only on tools that were slow before: running a tool inline on the
+    agent's thread after quick calls (to spare the thread hop) would leave the loop stuck under the 31st call."""
+    import socket
+
+    ours, theirs = socket.socketpair()  # nothing is ever sent: a recv on it blocks
+    stop = threading.Event()
+
+    def step(n: int) -> str:
+        """Return at once, except for call 30, which blocks for 3 s (far past its 0.3 s limit)."""
+        if n < 30:
+            return f"quick {n}"
+        if blocked_in == "time.sleep":
+            time.sleep(3)
+        elif blocked_in == "socket recv":
+            ours.settimeout(3)
+            try:
+                ours.recv(1)
+            except OSError:  # timed out, or closed when the test ended
+                pass
+        else:
+            deadline = time.monotonic() + 3
+            while time.monotonic() < deadline and not stop.is_set():
+                pass
+        return "late"
+
+    script = [tr.tool_calls(*[tr.tool_call("step", n=i) for i in range(30)]), tr.tool_call("step", n=30),
+              tr.reply("went on")]
+    agent = tr.Agent(tr.ScriptedModel(script), tools=[tr.Tool(step)], tool_timeout_s=0.3)
+    started = time.monotonic()
+    try:
+        run = agent.run("go") if driver == "run" else asyncio.run(agent.arun("go"))
+        took = time.monotonic() - started
+    finally:
+        stop.set()
+        theirs.close()
+        ours.close()
+    results = [(r.content, r.is_error) for r in run.trajectory.tool_results]
+    assert results[:30] == [(f"quick {i}", False) for i in range(30)]
+    assert results[30:] == [("step timed out after 0.3s", True)] and run.output == "went on"
+    assert took < 2.0, took  # the loop went on at the limit, not when the blocked call returned
+
 def test_timed_sync_tools_see_context_variables_and_raise_their_own_errors() -> None:
     import contextvars
 
