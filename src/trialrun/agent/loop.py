@@ -283,7 +283,8 @@ class Agent:
                     time.sleep(action.seconds)
                     action = next(loop)
         except StopIteration as done:
-            return done.value
+            finished: Run = done.value
+            return finished
         except _TransportFailure as exc:
             return self._end(state, "error", str(exc))
 
@@ -309,7 +310,8 @@ class Agent:
                     await asyncio.sleep(action.seconds)
                     action = next(loop)
         except StopIteration as done:
-            return done.value
+            finished: Run = done.value
+            return finished
         except _TransportFailure as exc:
             return self._end(state, "error", str(exc))
 

@@ -110,7 +110,7 @@ class Tool:
             annotation = hints.get(param.name, Any)
             default = ... if param.default is param.empty else param.default
             fields[param.name] = (annotation, Field(default, description=docs.get(param.name)))
-        return create_model(  # type: ignore[call-overload, no-any-return]
+        return create_model(
             f"{self.name}_arguments", __config__=ConfigDict(extra="forbid"), **fields
         )
 
