@@ -70,6 +70,9 @@ _scope: ContextVar[_Scope | None] = ContextVar("trialrun_network_scope", default
 _global = _Scope(block=False, label=_GLOBAL_LABEL)
 _install_lock = threading.Lock()
 _originals: dict[str, Any] = {}
+#: Every patch is in place (set last by `install`, cleared first by `uninstall`): what `install` checks before
+#: taking the lock, since it runs at the start of every deterministic trial.
+_installed = False
 
 
 def is_blocking() -> bool:
@@ -85,13 +88,28 @@ def no_network(label: str = "code") -> Iterator[list[str]]:
     `label` says who tried, e.g. "case 'read_notes'": it appears as "... from deterministic case 'read_notes'"
     (a label that already starts with "deterministic " is used as is).
     """
-    install()
-    scope = _Scope(block=True, label=label)
-    token = _scope.set(scope)
-    try:
-        yield scope.attempts
-    finally:
-        _scope.reset(token)
+    with _NoNetwork(label) as attempts:
+        yield attempts
+
+
+class _NoNetwork:
+    """`no_network` as a plain context manager, for the runner, which enters one around every deterministic trial
+    and teardown: a third of the generator-based manager's cost. Makes sure the patches are in place each time
+    (something may have called `uninstall` since the last trial)."""
+
+    __slots__ = ("_label", "_token")
+
+    def __init__(self, label: str) -> None:
+        self._label = label
+
+    def __enter__(self) -> list[str]:
+        install()
+        scope = _Scope(True, self._label)
+        self._token = _scope.set(scope)
+        return scope.attempts
+
+    def __exit__(self, *exc_info: object) -> None:
+        _scope.reset(self._token)
 
 
 @contextlib.contextmanager
@@ -290,6 +308,9 @@ def _executor_submit(self: concurrent.futures.ThreadPoolExecutor, fn: Callable[.
 def install() -> None:
     """Patch the socket functions, `Thread.start` and `ThreadPoolExecutor.submit` (once; calling again does
     nothing). Blocking stays off until asked for."""
+    global _installed
+    if _installed:
+        return
     import asyncio.base_events
 
     with _install_lock:
@@ -312,6 +333,7 @@ def install() -> None:
         for cls, name in _http_transports():
             _originals[f"{cls.__module__}.{cls.__qualname__}.{name}"] = original = getattr(cls, name)
             setattr(cls, name, _checked_send(original, name))
+        _installed = True
 
 
 def _http_transports() -> list[tuple[type, str]]:
@@ -349,9 +371,11 @@ def _checked_send(original: Any, name: str) -> Any:
 
 def uninstall() -> None:
     """Restore the original functions (for tools that must leave the process as they found it)."""
+    global _installed
     import asyncio.base_events
 
     with _install_lock:
+        _installed = False
         if not _originals:
             return
         asyncio.base_events.BaseEventLoop.getaddrinfo = _originals.pop("loop_getaddrinfo")  # type: ignore[method-assign]
