@@ -241,7 +241,7 @@ class _Runner:
         invoke_async = inspect.iscoroutinefunction(invoke)
         if invoke_async and setup is None:  # an async agent without setup (the usual async case): awaited right here
             try:
-                return await invoke(ctx)
+                return await invoke(ctx)  # type: ignore[misc]  # (a coroutine function: not None)
             except _TRIAL_ERRORS as exc:  # noqa: BLE001
                 raise _PhaseFailure("invoke", exc) from exc
         if not invoke_async and not inspect.iscoroutinefunction(setup):
