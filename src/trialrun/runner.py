@@ -215,7 +215,9 @@ class _Runner:
         """Deterministic cases run with the network blocked (loopback allowed); live canaries may reach providers."""
         if case.mode != "deterministic" or self.guard is None:
             return contextlib.nullcontext([])
-        return self.guard.no_network(label=f"deterministic case {case.name!r}")
+        # `no_network`'s plain-class form: entered around every trial and teardown, where the generator-based
+        # manager's machinery was most of the guard's cost
+        return self.guard._NoNetwork(f"deterministic case {case.name!r}")  # type: ignore[no-any-return]
 
     def _observed_cost(self, run: Run) -> float | None:
         """Cost from the trajectory's usage and the price table, when the run did not report it."""
@@ -236,8 +238,14 @@ class _Runner:
 
     async def _setup_and_invoke(self, case: Case, ctx: TrialContext) -> Any:
         setup, invoke = case.setup, case.invoke
-        if not inspect.iscoroutinefunction(invoke) and not inspect.iscoroutinefunction(setup):
-            value = await self._in_thread(_sync_setup_invoke, setup, invoke, ctx)
+        invoke_async = inspect.iscoroutinefunction(invoke)
+        if invoke_async and setup is None:  # an async agent without setup (the usual async case): awaited right here
+            try:
+                return await invoke(ctx)  # type: ignore[misc]  # (a coroutine function: not None)
+            except _TRIAL_ERRORS as exc:  # noqa: BLE001
+                raise _PhaseFailure("invoke", exc) from exc
+        if not invoke_async and not inspect.iscoroutinefunction(setup):
+            value = await self.threads.run(_sync_setup_invoke, setup, invoke, ctx)
             if inspect.isawaitable(value):
                 try:
                     value = await value
@@ -258,12 +266,16 @@ class _Runner:
         """Every grader's verdict, and the first grader exception as the trial's error (a broken grader fails it)."""
         # A user's synchronous graders may be slow (a judge, a file check): they run off the event loop, all of a
         # trial's in one worker-thread hop; trialrun's own graders and async ones run on the loop.
-        off_loop = [i for i, g in enumerate(graders)
-                    if not is_builtin(g) and not inspect.iscoroutinefunction(getattr(g.fn, "__wrapped__", g.fn))]
-        if not off_loop:  # the usual case: every grader in order, here (each adds at most one exception)
+        for grader in graders:
+            if not _on_loop(grader):
+                break
+        else:  # the usual case: every grader in order, here (each adds at most one exception)
             errors: list[Exception] = []
-            graded = [await agrade(grader, run, ctx, raised=errors) for grader in graders]
+            graded = []
+            for grader in graders:  # (a plain loop: a comprehension with await is one more coroutine before 3.12)
+                graded.append(await agrade(grader, run, ctx, raised=errors))
             return graded, _error("grade", errors[0]) if errors else None
+        off_loop = [i for i, g in enumerate(graders) if not _on_loop(g)]
         raised: list[list[Exception]] = [[] for _ in graders]
         verdicts: list[Verdict | None] = [None] * len(graders)
         done = await self._in_thread(_grade_all, [(graders[i], raised[i]) for i in off_loop], run, ctx)
@@ -277,10 +289,8 @@ class _Runner:
 
     async def _teardown(self, case: Case, ctx: TrialContext) -> tuple[TrialError | None, asyncio.CancelledError | None]:
         """Run teardown to completion even if the run is being cancelled; returns its error and the cancellation
-        that arrived meanwhile (for the caller to go on with)."""
-        if case.teardown is None and not ctx._clients:
-            self._remove_workdir(ctx)
-            return None, None
+        that arrived meanwhile (for the caller to go on with). Only for a trial with something to tear down (a
+        teardown, or clients to close): the caller just removes the workdir of any other."""
         task = asyncio.ensure_future(self._teardown_body(case, ctx))
         cancelled: asyncio.CancelledError | None = None
         while True:
@@ -368,7 +378,11 @@ class _Runner:
         finally:
             if waiting is not None:
                 self.limits.WAITS.reset(waiting)
-            teardown_error, cancelled = await self._teardown(case, ctx)
+            if case.teardown is None and not ctx._clients:  # nothing to tear down: no coroutine for it either
+                self._remove_workdir(ctx)
+                teardown_error, cancelled = None, None
+            else:
+                teardown_error, cancelled = await self._teardown(case, ctx)
             if cancelled is not None and not graded:
                 raise cancelled
         if self.on_exchanges is not None:  # nobody keeps them: no linking either (the hot path of a plain run)
@@ -440,6 +454,11 @@ async def run_one_trial(case: Case, trial: int, run_id: str | None = None,
         return await runner.run_trial(case, trial)
     finally:
         runner.threads.close()
+
+
+def _on_loop(grader: Grader) -> bool:
+    """Whether a grader runs on the event loop: trialrun's own (quick) and async ones; a user's sync one does not."""
+    return is_builtin(grader) or inspect.iscoroutinefunction(getattr(grader.fn, "__wrapped__", grader.fn))
 
 
 def _grade_all(graders: list[tuple[Grader, list[Exception]]], run: Run, ctx: TrialContext) -> list[Verdict]:

@@ -138,6 +138,28 @@ def test_errors_name_their_phase_and_teardown_runs(phase: str) -> None:
     assert torn == [1]
 
 
+@pytest.mark.parametrize("phase", ["setup", "invoke", "invoke without setup"])
+def test_async_errors_name_their_phase_and_a_workdir_without_teardown_is_removed(phase: str) -> None:
+    """An async invoke without setup is awaited by the trial itself (no coroutine between): its error is still the
+    invoke's, with the agent's frame in the traceback; a trial with nothing to tear down still loses its workdir."""
+    seen: list[Path] = []
+
+    async def fine(ctx: tr.TrialContext) -> None:
+        seen.append(ctx.workdir)
+
+    async def broken(ctx: tr.TrialContext) -> str:
+        seen.append(ctx.workdir)
+        raise KeyError("missing")
+
+    hooks = {"setup": broken, "invoke": fine} if phase == "setup" else {"invoke": broken}
+    if phase == "invoke":
+        hooks["setup"] = fine
+    trial = tr.evaluate([_case("broken", **hooks)], trials=2).cases[0].trials[1]
+    assert (trial.error.phase, trial.error.type, trial.error.message) == (phase.split()[0], "KeyError", "'missing'")
+    assert "in broken\n" in trial.error.traceback and "test_runner.py" in trial.error.traceback
+    assert len(set(seen)) == 2 and not any(p.exists() for p in seen)
+
+
 def test_a_grader_that_raises_fails_the_trial_and_the_other_graders_still_run() -> None:
     def bad_grader(run, ctx):
         raise ZeroDivisionError("oops")

@@ -159,6 +159,39 @@ def test_install_is_idempotent() -> None:
     assert socket.getaddrinfo is patched
 
 
+def test_install_after_uninstall_patches_again() -> None:
+    """`install` returns at once when installed (it runs at the start of every deterministic trial): `uninstall`
+    must clear that, or the next install would leave the sockets unguarded."""
+    try:
+        guard.uninstall()
+        assert socket.create_connection is not guard._create_connection
+        guard.install()
+        assert socket.create_connection is guard._create_connection
+        with guard.no_network(label="case 'again'") as attempts, pytest.raises(NetworkBlockedError):
+            socket.create_connection(("8.8.8.8", 53), timeout=1)
+        assert len(attempts) == 1
+    finally:
+        guard.install()
+
+
+def test_the_runners_guard_blocks_collects_and_restores_the_context_it_found() -> None:
+    """The runner's plain-class form of `no_network` (`_NoNetwork`), nested in an allowing scope and around a
+    blocking one: the same attempts, messages and scope restoration as the generator-based `no_network`."""
+    guard.block_globally(False)
+    with guard.allow_network():
+        with guard._NoNetwork("deterministic case 'fast'") as attempts:
+            assert guard.is_blocking()
+            with pytest.raises(NetworkBlockedError) as info:
+                socket.getaddrinfo("pypi.org", 443)
+            with guard.no_network(label="case 'inner'") as inner, pytest.raises(NetworkBlockedError):
+                socket.create_connection(("8.8.8.8", 53), timeout=1)
+            assert guard.is_blocking()
+        assert not guard.is_blocking()  # the allowing scope is back
+    assert str(info.value) == f"trialrun blocked a network connection to pypi.org:443 from deterministic case 'fast'. {ADVICE}"
+    assert attempts == [str(info.value)]
+    assert len(inner) == 1 and "from deterministic case 'inner'" in inner[0]
+
+
 # -- threads and executors: a job runs with the guard state of the code that started it ---------------------------
 REAL_HOST = ("192.0.2.2", 8765)  # TEST-NET-1: not loopback, so the guard treats it as a real host
 REAL_URL = "http://192.0.2.2:8765/"
@@ -232,6 +265,32 @@ def test_a_deterministic_case_cannot_reach_a_real_host_from_another_thread(real_
     assert trial.error.message.startswith(
         f"trialrun blocked a network connection to 192.0.2.2:8765 from deterministic case 'via {how}'."
     )
+
+
+def test_every_trial_is_guarded_even_after_something_uninstalled_the_guard(real_host: str) -> None:
+    """The runner enters the guard around each trial and teardown, and the guard's install skips its lock once
+    installed: a trial after a tool called `uninstall` (in a teardown, here) must be blocked all the same, by its
+    own guard (the process default is off), in invoke and teardown, with the case's name in the message."""
+    guard.block_globally(False)
+
+    def teardown(ctx: tr.TrialContext) -> None:
+        ctx.state["teardown"] = _fetch(real_host)
+        if ctx.trial == 1:
+            guard.uninstall()  # what a tool that must leave the process as it found it does
+        assert ctx.state["teardown"] == "blocked"
+
+    case = tr.Case(name="after uninstall", invoke=lambda ctx: _fetch(real_host), teardown=teardown,
+                   expect_outcome=[tr.expect.equals("blocked")])
+    try:
+        report = tr.evaluate([case], trials=3, concurrency=1)
+    finally:
+        guard.install()
+    for trial in report.cases[0].trials:
+        assert trial.output == "blocked" and not trial.passed
+        assert trial.error is not None and trial.error.type == "NetworkBlockedError"
+        assert "from deterministic case 'after uninstall'" in trial.error.message
+        assert trial.teardown_error is not None and trial.teardown_error.phase == "teardown"
+        assert "from deterministic case 'after uninstall'" in trial.teardown_error.message
 
 
 @pytest.mark.parametrize("how", FETCHERS)

@@ -77,7 +77,8 @@ def _split_calls(trajectory: Trajectory) -> tuple[list[ToolCall], list[ToolCall]
     if not trajectory.model_calls or not calls:
         return calls, []
     answered = {result.call_id for turn in trajectory.all_turns for result in turn.tool_results}
-    answered.update(d.call_id for d in trajectory.denials if d.call_id)  # refused: what happened to it is known
+    if trajectory.denials:  # refused: what happened to it is known
+        answered.update(d.call_id for d in trajectory.denials if d.call_id)
     ran: list[ToolCall] = []
     unanswered: list[ToolCall] = []
     for call in calls:
@@ -131,7 +132,10 @@ def _args_match(expected: Mapping[str, Any] | None, actual: Mapping[str, Any], e
         return True
     if exact and set(expected) != set(actual):
         return False
-    return all(key in actual and _value_matches(value, actual[key]) for key, value in expected.items())
+    for key, value in expected.items():  # (a loop, not all() over a generator: this runs for every call graded)
+        if key not in actual or not _value_matches(value, actual[key]):
+            return False
+    return True
 
 
 #: Argument values whose repr cannot change after a grader is built (a list can be appended to, a predicate's repr

@@ -72,6 +72,9 @@ _scope: ContextVar[_Scope | None] = ContextVar("trialrun_network_scope", default
 _global = _Scope(block=False, label=_GLOBAL_LABEL)
 _install_lock = threading.Lock()
 _originals: dict[str, Any] = {}
+#: Every patch is in place (set last by `install`, cleared first by `uninstall`): what `install` checks before
+#: taking the lock, since it runs at the start of every deterministic trial.
+_installed = False
 
 
 def is_blocking() -> bool:
@@ -87,13 +90,28 @@ def no_network(label: str = "code") -> Iterator[list[str]]:
     `label` says who tried, e.g. "case 'read_notes'": it appears as "... from deterministic case 'read_notes'"
     (a label that already starts with "deterministic " is used as is).
     """
-    install()
-    scope = _Scope(block=True, label=label)
-    token = _scope.set(scope)
-    try:
-        yield scope.attempts
-    finally:
-        _scope.reset(token)
+    with _NoNetwork(label) as attempts:
+        yield attempts
+
+
+class _NoNetwork:
+    """`no_network` as a plain context manager, for the runner, which enters one around every deterministic trial
+    and teardown: a third of the generator-based manager's cost. Makes sure the patches are in place each time
+    (something may have called `uninstall` since the last trial)."""
+
+    __slots__ = ("_label", "_token")
+
+    def __init__(self, label: str) -> None:
+        self._label = label
+
+    def __enter__(self) -> list[str]:
+        install()
+        scope = _Scope(True, self._label)
+        self._token = _scope.set(scope)
+        return scope.attempts
+
+    def __exit__(self, *exc_info: object) -> None:
+        _scope.reset(self._token)
 
 
 @contextlib.contextmanager
@@ -292,12 +310,17 @@ def _executor_submit(self: concurrent.futures.ThreadPoolExecutor, fn: Callable[.
 def install() -> None:
     """Patch the socket functions, `Thread.start`, `ThreadPoolExecutor.submit` and httpx's transports (once;
     calling again does nothing), and httpx2's transports now if it is imported, else as soon as it is. Blocking
-    stays off until asked for."""
+    stays off until asked for. Once done, a call (the runner makes one per trial) returns at once, unless httpx2
+    was imported without being patched (a loader the import finder could not wrap): then it is patched now."""
+    global _installed
+    if _installed and ("httpx2" in _patched or "httpx2" not in sys.modules):
+        return
     with _install_lock:
         if not _originals:
             _patch_functions()
     if "httpx2" not in _patched:
         _patch_when_imported("httpx2")  # outside the lock: it may wait for another thread's import of httpx2
+    _installed = True
 
 
 def _patch_functions() -> None:
@@ -444,9 +467,11 @@ def _checked_send(original: Any, name: str) -> Any:
 
 def uninstall() -> None:
     """Restore the original functions (for tools that must leave the process as they found it)."""
+    global _installed
     import asyncio.base_events
 
     with _install_lock:
+        _installed = False
         if not _originals:
             return
         asyncio.base_events.BaseEventLoop.getaddrinfo = _originals.pop("loop_getaddrinfo")  # type: ignore[method-assign]
