@@ -223,7 +223,8 @@ class _Runner:
         """Cost from the trajectory's usage and the price table, when the run did not report it."""
         if self.pricing is None or not run.trajectory.turns:
             return None
-        return self.pricing.cost_of_trajectory(run.trajectory)
+        cost: float | None = self.pricing.cost_of_trajectory(run.trajectory)
+        return cost
 
     async def _in_thread(self, fn: Callable[..., Any], *args: Any) -> Any:
         return await self.threads.run(fn, *args)
@@ -257,6 +258,7 @@ class _Runner:
                 await self._call(setup, ctx)
             except _TRIAL_ERRORS as exc:  # noqa: BLE001
                 raise _PhaseFailure("setup", exc) from exc
+        assert invoke is not None  # a Case always has one
         try:
             return await self._call(invoke, ctx)
         except _TRIAL_ERRORS as exc:  # noqa: BLE001
@@ -674,7 +676,7 @@ def _trial_runner(executor: Any, cases: list[Case], run_id: str | None, concurre
     return RayTrials(chosen, cases, run_id, max(1, concurrency), on_exchanges)
 
 
-async def _cancel_all(tasks: list[asyncio.Future[None]]) -> None:
+async def _cancel_all(tasks: Sequence[asyncio.Future[None]]) -> None:
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)

@@ -335,12 +335,12 @@ def _patch_functions() -> None:
     _originals["connect_ex"] = socket.socket.connect_ex
     _originals["thread_start"] = threading.Thread.start
     _originals["executor_submit"] = concurrent.futures.ThreadPoolExecutor.submit
-    socket.getaddrinfo = _getaddrinfo  # type: ignore[assignment]
-    socket.create_connection = _create_connection  # type: ignore[assignment]
-    socket.socket.connect = _connect  # type: ignore[method-assign]
-    socket.socket.connect_ex = _connect_ex  # type: ignore[method-assign]
+    socket.getaddrinfo = _getaddrinfo
+    socket.create_connection = _create_connection
+    socket.socket.connect = _connect  # type: ignore[assignment]
+    socket.socket.connect_ex = _connect_ex  # type: ignore[assignment]
     threading.Thread.start = _thread_start  # type: ignore[method-assign]
-    concurrent.futures.ThreadPoolExecutor.submit = _executor_submit  # type: ignore[method-assign]
+    concurrent.futures.ThreadPoolExecutor.submit = _executor_submit  # type: ignore[assignment]
     try:
         import httpx
     except ImportError:
