@@ -255,7 +255,7 @@ def _import(target: str, what: str, config: Config) -> Any:
     for folder in (str(config.base_dir), str(Path.cwd())):
         if folder not in sys.path:
             sys.path.insert(0, folder)
-    _forget_other_projects(module_name.partition(".")[0], config.base_dir)
+    _forget_other_projects(config.base_dir)
     before = set(sys.modules)
     try:
         module = importlib.import_module(module_name)
@@ -311,20 +311,20 @@ def _clashes(name: str, base_dir: Path) -> bool:
         return True
 
 
-def _forget_other_projects(top: str, base_dir: Path) -> None:
-    """A module of this project's folder whose name another project's module already has in `sys.modules` (two
-    projects loaded in one process, both with `my_agent.py`, or both with a `helpers.py` their agents import):
-    that module is forgotten, with its submodules and every module the other projects' imports brought in from
-    their folders, and this folder goes first on `sys.path`, so the import below runs THIS project's agent and
-    tools, not the other's. Modules that no project import brought in (installed packages, the test suite's own)
-    are never touched."""
-    others = [other for other in _PROJECT_MODULES if other != base_dir]
-    names = {top} | {name.partition(".")[0] for other in others for name in _PROJECT_MODULES[other]}
-    if not any(_clashes(name, base_dir) for name in names):
+def _forget_other_projects(base_dir: Path) -> None:
+    """Two projects loaded in one process (a script evaluating both, tests driving the CLI in-process), both with
+    a `my_agent.py` or a `helpers` package their agents import: when a module another project's import brought in
+    from its folder has the name of one in this project's folder, every module the other projects' imports brought
+    in is forgotten and this folder goes first on `sys.path`, so the import below runs THIS project's agent and
+    tools, not the other's. Modules no project import brought in (the standard library, installed packages, the
+    caller's own) are never touched, even when this folder has a file of the same name."""
+    others = {other: names for other, names in _PROJECT_MODULES.items() if other != base_dir}
+    theirs = {name.partition(".")[0] for names in others.values() for name in names}
+    if not any(_clashes(name, base_dir) for name in theirs):
         return
-    forget = {name for name in sys.modules if name == top or name.startswith(top + ".")}
+    forget = {name for names in others.values() for name in names}
     for other in others:
-        forget |= _PROJECT_MODULES.pop(other)
+        del _PROJECT_MODULES[other]
     for name in forget:
         sys.modules.pop(name, None)
     folder = str(base_dir)

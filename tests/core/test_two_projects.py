@@ -80,11 +80,14 @@ def test_a_helper_package_of_the_same_name_is_each_projects_own(tmp_path: Path, 
     assert _seen(second) == ("look it up for beta", "beta-value")
 
 
-def test_a_module_that_is_not_in_the_project_folder_is_left_alone(tmp_path: Path, clean_modules: None) -> None:
-    """Only a module of the project's own folder replaces one already loaded: the standard `json` stays."""
+def test_a_module_no_project_brought_in_is_never_replaced(tmp_path: Path, clean_modules: None) -> None:
+    """A project file named like a module already loaded from elsewhere (here the standard library's `json`) does
+    not replace it in the process: the target is looked up in the module already loaded, as before."""
     folder = _project(tmp_path / "a", "alpha")
-    (folder / "trialrun.toml").write_text('suite = "tests.json"\nmodel = "scripted:model.yaml"\nagent = "json:dumps"\n')
+    (folder / "json.py").write_text("def run(prompt, ctx):\n    return 'shadowed'\n")
+    (folder / "trialrun.toml").write_text('suite = "tests.json"\nmodel = "scripted:model.yaml"\nagent = "json:run"\n')
     loaded = sys.modules["json"]
-    with pytest.raises(ConfigError, match="agent 'json:dumps'"):  # not an agent(prompt, ctx): refused
+    with pytest.raises(ConfigError, match="agent 'json:run': json has no attribute 'run'"):
         load_suite(folder / "tests.json", load_config(folder))
     assert sys.modules["json"] is loaded
+    assert _seen(_project(tmp_path / "b", "beta")) == ("look it up for beta", "beta-value")  # and json still works
