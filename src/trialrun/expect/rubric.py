@@ -162,13 +162,15 @@ def _unseen_note(missing: Sequence[str], run: Run, left: Sequence[CallOutcome]) 
     return f" ({note[2:]})" if note else ""
 
 
-def _tool_note(missing: Sequence[str], run: Run) -> str:
-    """Why tool accuracy is short: the expected tools never used, and which of them were never even offered."""
+def _tool_note(missing: Sequence[str], run: Run, left: Sequence[CallOutcome] = ()) -> str:
+    """Why tool accuracy is short: the expected tools never used (a call left out, such as a refused one, is named
+    by `_unseen_note` instead), and which of them were never even offered."""
     if not missing:
         return ""
     offered = offered_tools(run)
+    tried = {o.call.name for o in left}
     absent = [name for name in missing if offered is not None and name not in offered]
-    unused = [name for name in missing if name not in absent]
+    unused = [name for name in missing if name not in absent and name not in tried]
     parts = [f"never used: {', '.join(unused)}"] if unused else []
     if absent:
         shown = ", ".join(offered or []) or "no tools"
@@ -226,7 +228,7 @@ def rubric(
         reason = (
             f"score {total:.2f} ({'>=' if passed else '<'} {threshold:g}): tool_accuracy {accuracy:.2f}"
             + (f" ({counted[2:]})" if counted and expected_tools else "")
-            + _tool_note(missing, run)
+            + _tool_note(missing, run, left)
             + _unseen_note(missing, run, left)
             + f", turn_efficiency {efficiency:.2f} ({turns} turns, budget {max_turns if max_turns is not None else 'none'})"
             + f", output_quality {quality:g} ({why})"
