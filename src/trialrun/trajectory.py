@@ -106,9 +106,10 @@ class Denial:
 Outcome = Literal["ran", "refused", "unanswered", "unknown"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class CallOutcome:
-    """One tool call and what became of it: the one place that decides tried / refused / ran.
+    """One tool call and what became of it: the one place that decides tried / refused / ran (made afresh by every
+    `Trajectory.outcomes` call, so changing one changes nothing else).
 
     `result` is the tool result matched to the call (a refusal's error result too), `denial` the refusal that names
     it (its `source` says who refused), `role` the role of the conversation the call was made in.
@@ -253,7 +254,7 @@ class Trajectory:
                     results.setdefault(result.call_id, result)
         by_id: dict[str, Denial] = {}
         loose: list[Denial] = []
-        for denial in self.denials:
+        for denial in self.denials:  # (usually none)
             if denial.call_id is None:
                 loose.append(denial)
             else:
@@ -263,13 +264,15 @@ class Trajectory:
         threads = [("main", self.turns), *((c.role, c.turns) for c in self.other_conversations)]
         for role, turns in threads:
             for turn in turns:
-                unnamed = [r for r in turn.tool_results if r.call_id is None]
+                unnamed: list[ToolResult] | None = None  # the turn's results without ids, made when first needed
                 for call in turn.tool_calls:
                     answer: ToolResult | None
                     refusal: Denial | None
                     if call.id is not None:
                         answer, refusal = results.get(call.id), by_id.get(call.id)
                     else:
+                        if unnamed is None:
+                            unnamed = [r for r in turn.tool_results if r.call_id is None]
                         answer, refusal = (unnamed.pop(0) if unnamed else None), None
                     if refusal is None and loose and (answer is None or answer.is_error):
                         refusal = next((d for d in loose if d.tool == call.name and d.arguments == call.arguments), None)

@@ -32,6 +32,8 @@ def agent_outcomes(trajectory: Trajectory, *, main_only: bool = False) -> list[C
     sub-agents' (a side request, which offers no tools, runs none); none when no request offered a tool."""
     if invisible(trajectory):
         return []
+    if not trajectory.other_conversations:
+        return trajectory.outcomes()
     if main_only:
         return [o for o in trajectory.outcomes() if o.role == "main"]
     return [o for o in trajectory.outcomes() if o.role != "side"]
