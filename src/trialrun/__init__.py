@@ -29,6 +29,7 @@ _EXPORTS: dict[str, str] = {
     # what an agent did
     "Run": "trajectory", "Trajectory": "trajectory", "Turn": "trajectory", "ToolCall": "trajectory",
     "ToolResult": "trajectory", "Usage": "trajectory", "Denial": "trajectory", "Conversation": "trajectory",
+    "CallOutcome": "trajectory",
     # the model seam
     "ModelTransport": "models", "ScriptedModel": "models", "tool_call": "models", "tool_calls": "models",
     "reply": "models", "fail": "models", "shell": "models", "when": "models", "Cassette": "models", "LiveModel": "models", "RateLimit": "models", "ObservedTransport": "models",
@@ -80,4 +81,4 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
     from .results import TrialError as TrialError, TrialResult as TrialResult
     from .runner import EvaluationInterrupted as EvaluationInterrupted, aevaluate as aevaluate, evaluate as evaluate
     from .trajectory import Conversation as Conversation, Denial as Denial, Run as Run, ToolCall as ToolCall, ToolResult as ToolResult
-    from .trajectory import Trajectory as Trajectory, Turn as Turn, Usage as Usage
+    from .trajectory import CallOutcome as CallOutcome, Trajectory as Trajectory, Turn as Turn, Usage as Usage

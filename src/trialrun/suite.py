@@ -110,14 +110,15 @@ EXPECT_FORMS: dict[str, str] = {
     "equals": "value",
     "matches": "regex",
     "ended": "status or list of statuses",
-    "called": "tool name, or {tool, args, times, at_least, at_most, exact_args}",
-    "not_called": "tool name",
-    "called_in_order": "list of tool names (or [name, args] pairs)",
+    "called": "tool name, or {tool, args, times, at_least, at_most, exact_args, include_refused}",
+    "not_called": "tool name, or {tool, include_refused}",
+    "called_in_order": "list of tool names (or [name, args] pairs), or {steps, exact, include_refused}",
     "max_turns": "integer",
     "max_tool_calls": "integer",
     "no_tool_errors": "true",
     "no_denials": "true",
-    "never_ran": "command pattern, or {command, include_denied, own_scripts}",
+    "never_ran": "command pattern, or {command, include_refused (older name: include_denied), own_scripts, "
+                 "command_tools}",
     "max_cost_usd": "number",
 }
 
@@ -152,6 +153,17 @@ def _need(value: Any, kind: type | tuple[type, ...], what: str) -> Any:
     return value
 
 
+def _spec(value: Any, keys: set[str], required: str, what: str = "a mapping") -> dict[str, Any]:
+    """A grader's mapping form: only its known keys, and the one it cannot do without."""
+    spec = dict(_need(value, dict, what))
+    unknown = sorted(set(spec) - keys)
+    if unknown:
+        raise ValueError(f"unknown key(s) {', '.join(map(repr, unknown))}")
+    if required not in spec:
+        raise ValueError(f"{required!r} is required")
+    return spec
+
+
 def _grader(name: str, value: Any) -> Grader:
     if name in ("contains", "not_contains", "matches"):
         with_text: Callable[[str], Grader] = getattr(expect, name)
@@ -163,22 +175,24 @@ def _grader(name: str, value: Any) -> Grader:
         if not isinstance(statuses, list) or not all(isinstance(s, str) for s in statuses):
             raise TypeError(f"got {value!r}")
         return expect.ended(*statuses)
-    if name in ("not_called",):
-        return expect.not_called(_need(value, str, "a tool name"))
+    if name == "not_called":
+        if isinstance(value, str):
+            return expect.not_called(value)
+        spec = _spec(value, {"tool", "include_refused"}, "tool", "a tool name, or a mapping")
+        return expect.not_called(_need(spec.pop("tool"), str, "a tool name"), **spec)
     if name == "called":
         if isinstance(value, str):
             return expect.called(value)
-        spec = dict(_need(value, dict, "a mapping"))
-        unknown = sorted(set(spec) - {"tool", "args", "times", "at_least", "at_most", "exact_args"})
-        if unknown:
-            raise ValueError(f"unknown key(s) {', '.join(map(repr, unknown))}")
-        if "tool" not in spec:
-            raise ValueError("'tool' is required")
+        spec = _spec(value, {"tool", "args", "times", "at_least", "at_most", "exact_args", "include_refused"}, "tool")
         tool = _need(spec.pop("tool"), str, "a tool name")
         return expect.called(tool, spec.pop("args", None), **spec)
     if name == "called_in_order":
-        steps = _need(value, list, "a list")
-        return expect.called_in_order([tuple(s) if isinstance(s, list) else s for s in steps])
+        if isinstance(value, dict):
+            spec = _spec(value, {"steps", "exact", "include_refused"}, "steps")
+            steps = _need(spec.pop("steps"), list, "a list")
+        else:
+            spec, steps = {}, _need(value, list, "a list, or a mapping")
+        return expect.called_in_order([tuple(s) if isinstance(s, list) else s for s in steps], **spec)
     if name in ("max_turns", "max_tool_calls"):
         with_limit: Callable[[int], Grader] = getattr(expect, name)
         return with_limit(_need(value, int, "an integer"))
@@ -189,8 +203,9 @@ def _grader(name: str, value: Any) -> Grader:
         return plain()
     if name == "never_ran":
         if isinstance(value, dict):
-            spec = dict(value)
-            command = _need(spec.pop("command", None), str, "a command pattern")
+            spec = _spec(value, {"command", "include_refused", "include_denied", "own_scripts", "command_tools"},
+                         "command")
+            command = _need(spec.pop("command"), str, "a command pattern")
             return expect.never_ran(command, **spec)
         return expect.never_ran(_need(value, str, "a command pattern"))
     if name == "max_cost_usd":

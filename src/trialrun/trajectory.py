@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["Usage", "ToolCall", "ToolResult", "Turn", "Denial", "Conversation", "Trajectory", "Run", "RunStatus", "observed_nothing"]
+__all__ = ["Usage", "ToolCall", "ToolResult", "Turn", "Denial", "Conversation", "Trajectory", "Run", "RunStatus",
+           "Outcome", "CallOutcome", "observed_nothing"]
 
 
 @dataclass(slots=True)
@@ -86,8 +87,9 @@ class Turn:
 class Denial:
     """A tool call that was refused, and the rule that refused it.
 
-    `source` says who refused: "policy" (trialrun's reference agent and its ToolPolicy) or "agent" (a real
-    agent's own permission system, read from the refusal it sent back as the tool's result).
+    `source` says who refused: "policy" (trialrun's reference agent and its ToolPolicy), "agent" (a real
+    agent's own permission system, read from the refusal it sent back as the tool's result) or "sandbox".
+    `call_id` names the refused call; a denial without one is matched to a call by tool and arguments.
     """
 
     tool: str
@@ -96,6 +98,28 @@ class Denial:
     rule: str | None = None
     call_id: str | None = None
     source: str = "policy"
+
+
+#: What became of a tool call (`Trajectory.outcomes`): it "ran" (a result came back and no refusal names it), was
+#: "refused" (a `Denial` names it: by the policy, the agent's own permissions or a sandbox), went "unanswered"
+#: (observed traffic shows no result for its id) or is "unknown" (no id, and no result it could be paired with).
+Outcome = Literal["ran", "refused", "unanswered", "unknown"]
+
+
+@dataclass(slots=True)
+class CallOutcome:
+    """One tool call and what became of it: the one place that decides tried / refused / ran (made afresh by every
+    `Trajectory.outcomes` call, so changing one changes nothing else).
+
+    `result` is the tool result matched to the call (a refusal's error result too), `denial` the refusal that names
+    it (its `source` says who refused), `role` the role of the conversation the call was made in.
+    """
+
+    call: ToolCall
+    outcome: Outcome
+    result: ToolResult | None = None
+    denial: Denial | None = None
+    role: str = "main"
 
 
 #: The roles a conversation can have (see `Conversation`).
@@ -212,6 +236,63 @@ class Trajectory:
             if turn.text:
                 return turn.text
         return ""
+
+    def outcomes(self) -> list[CallOutcome]:
+        """What became of every tool call of every conversation (the main one's first, then each other's), in order.
+
+        A refusal decides first: a `Denial` whose `call_id` is the call's, or one without an id that has the call's
+        tool and arguments (the first such call not answered by a success). Else a result decides: matched by call
+        id in any conversation, or, for a call without an id (Gemini), the turn's results without ids in order.
+        Else, on observed traffic (`model_calls`), the call went "unanswered" (it has an id) or is "unknown" (it has
+        none). A trajectory nobody observed (built by hand, or by an agent that records its own calls) states what
+        its agent did: its calls ran unless a denial names them.
+        """
+        results: dict[str, ToolResult] = {}
+        for turn in self.all_turns:
+            for result in turn.tool_results:
+                if result.call_id is not None:
+                    results.setdefault(result.call_id, result)
+        by_id: dict[str, Denial] = {}
+        loose: list[Denial] = []
+        for denial in self.denials:  # (usually none)
+            if denial.call_id is None:
+                loose.append(denial)
+            else:
+                by_id.setdefault(denial.call_id, denial)
+        observed = self.model_calls > 0
+        found: list[CallOutcome] = []
+        threads = [("main", self.turns), *((c.role, c.turns) for c in self.other_conversations)]
+        for role, turns in threads:
+            for turn in turns:
+                unnamed: list[ToolResult] | None = None  # the turn's results without ids, made when first needed
+                for call in turn.tool_calls:
+                    answer: ToolResult | None
+                    refusal: Denial | None
+                    if call.id is not None:
+                        answer, refusal = results.get(call.id), by_id.get(call.id)
+                    else:
+                        if unnamed is None:
+                            unnamed = [r for r in turn.tool_results if r.call_id is None]
+                        answer, refusal = (unnamed.pop(0) if unnamed else None), None
+                    if refusal is None and loose and (answer is None or answer.is_error):
+                        refusal = next((d for d in loose if d.tool == call.name and d.arguments == call.arguments), None)
+                        if refusal is not None:
+                            loose.remove(refusal)
+                    outcome: Outcome = (
+                        "refused" if refusal is not None
+                        else "ran" if answer is not None or not observed
+                        else "unanswered" if call.id is not None
+                        else "unknown")
+                    found.append(CallOutcome(call, outcome, answer, refusal, role))
+        return found
+
+    def outcome(self, call: ToolCall) -> Outcome:
+        """What became of one of this trajectory's tool calls (see `outcomes`)."""
+        outcomes = self.outcomes()
+        match = next((o for o in outcomes if o.call is call), None) or next((o for o in outcomes if o.call == call), None)
+        if match is None:
+            raise ValueError(f"{call.name} (id {call.id}) is not a call of this trajectory")
+        return match.outcome
 
     def result_for(self, call: ToolCall) -> ToolResult | None:
         """The tool result returned for `call`, matched by id (in any conversation)."""

@@ -136,16 +136,18 @@ def test_an_empty_reference_cannot_pass_on_a_text_protocol_loop() -> None:
     assert expect.trajectory_matches([], mode="subset")(Trajectory(turns=[Turn(text="hi")], model_calls=1)).passed
 
 
-def test_a_call_refused_by_a_stop_rule_counts_as_a_deny_rule_refusal_does() -> None:
-    # Both refusals are what happened to the call (the agent tried): a stop rule sends no result, but its denial
-    # accounts for the call as a deny rule's error result does.
-    @tr.tool
-    def run_command(command: str) -> str:
-        """Run a command."""
-        return "ran"
-
-    for policy in (tr.ToolPolicy(stop_commands=["rm -rf"]), tr.ToolPolicy(deny_commands=["rm -rf"])):
-        model = tr.ScriptedModel([tr.tool_call("run_command", command="rm -rf x"), tr.reply("done")])
-        run = tr.Agent(model, tools=[run_command], policy=policy).run("go")
-        verdict = expect.called("run_command")(run)
-        assert verdict.passed and "never got a result" not in verdict.reason, verdict.reason
+def test_zero_calls_cannot_pass_on_a_text_protocol_loop_and_a_pass_says_what_it_examined() -> None:
+    # "called 0 times" or "exactly no calls" over a loop whose tool use was in text would be a verdict without looking
+    text_protocol = Trajectory(turns=[Turn(text="Action: delete_db[]"), Turn(text="done")], model_calls=2)
+    for grader in (expect.called("delete_db", times=0), expect.called("delete_db", at_most=0),
+                   expect.called_in_order([], exact=True)):
+        verdict = grader(text_protocol)
+        assert not verdict.passed and "not visible on the wire" in verdict.reason, (grader, verdict.reason)
+    observed = Trajectory(turns=[Turn(tool_calls=[ToolCall("lookup", {}, "c1")]), Turn(text="v")], model_calls=2,
+                          offered_tools=["lookup", "delete_db"])
+    observed.turns[0].tool_results.append(tr.ToolResult("c1", "v"))
+    verdict = expect.called("delete_db", times=0)(observed)
+    assert verdict.passed and verdict.reason == "delete_db was called 0 times (examined 1 tool call)"
+    one_chat = Trajectory(turns=[Turn(text="hi")], model_calls=1)
+    verdict = expect.called("delete_db", times=0)(one_chat)
+    assert verdict.passed and "not visible on the wire" in verdict.reason

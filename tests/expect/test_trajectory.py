@@ -59,7 +59,8 @@ CASES = [
         False,
         "write_file was called 1 time: write_file(path='a.txt', content='x')",
     ),
-    (expect.called_in_order(["list_dir", "read_file"]), traj(LIST, WRITE, READ_A), True, "calls include list_dir -> read_file in order"),
+    (expect.called_in_order(["list_dir", "read_file"]), traj(LIST, WRITE, READ_A), True,
+     "calls include list_dir -> read_file in order (saw list_dir -> write_file -> read_file)"),
     (
         expect.called_in_order(["read_file", "list_dir"]),
         traj(LIST, READ_A),

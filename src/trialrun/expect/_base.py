@@ -16,7 +16,8 @@ from ..trajectory import Run, Trajectory
 #: import cases (cases hold graders; data flows one way).
 Context = Any
 
-__all__ = ["Verdict", "Grader", "as_grader", "check", "grade", "agrade", "output_text", "clip", "KINDS", "text_arg", "count_arg"]
+__all__ = ["Verdict", "Grader", "as_grader", "check", "grade", "agrade", "output_text", "clip", "KINDS", "text_arg", "count_arg",
+           "flag_arg", "number_label", "short_label"]
 
 KINDS = ("outcome", "trajectory", "cost")
 
@@ -50,6 +51,30 @@ def count_arg(grader: str, name: str, value: Any) -> int:
     if value < 0:
         raise ValueError(f"expect.{grader}: {name} must not be negative, got {value}")
     return value
+
+
+def flag_arg(grader: str, name: str, value: Any) -> bool:
+    """A grader's yes/no option (a suite file's `"include_refused": "no"` must not read as true)."""
+    if not isinstance(value, bool):
+        raise TypeError(f"expect.{grader}: {name} must be true or false, got {type(value).__name__} {clip(repr(value), 40)}")
+    return value
+
+
+def number_label(value: float) -> str:
+    """A number as a label shows it: short (`0.7`, `1`), yet never one that stands for another number (`:g` alone
+    makes 0.1234567 and 0.1234568 both `0.123457`)."""
+    short = f"{value:g}"
+    return short if float(short) == value else repr(value)
+
+
+def short_label(label: str, limit: int = 80) -> str:
+    """A label clipped to `limit` characters, with a digest of the whole when clipped, so two long labels that
+    differ only past the cut stay apart."""
+    if len(label) <= limit:
+        return label
+    import hashlib  # here: only a long label needs it
+
+    return f"{clip(label, limit)} #{hashlib.sha256(label.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
 
 
 class Grader:

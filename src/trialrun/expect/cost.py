@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..trajectory import Run
-from ._base import Grader, Verdict
+from ._base import Grader, Verdict, number_label
 
 __all__ = ["max_cost_usd"]
 
@@ -14,7 +14,7 @@ def max_cost_usd(limit: float) -> Grader:
         raise TypeError(f"expect.max_cost_usd: limit must be a number of US dollars, got {type(limit).__name__} {limit!r}")
     if limit < 0:
         raise ValueError(f"expect.max_cost_usd: limit must not be negative, got {limit}")
-    label = f"max_cost_usd({limit:g})"
+    label = f"max_cost_usd({number_label(limit)})"
 
     def grade(run: Run, ctx: object) -> Verdict:
         cost = run.cost_usd

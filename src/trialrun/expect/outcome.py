@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..trajectory import Run
-from ._base import Grader, Verdict, clip, output_text, text_arg
+from ._base import Grader, Verdict, clip, flag_arg, output_text, short_label, text_arg
 
 __all__ = ["equals", "contains", "not_contains", "matches", "satisfies", "ended"]
 
@@ -25,12 +25,13 @@ def equals(value: Any) -> Grader:
             return Verdict(True, label, f"output equals {clip(repr(value))}")
         return Verdict(False, label, f"output was {clip(repr(run.output))}, expected {clip(repr(value))}")
 
-    return Grader(clip(label, 80), grade, "outcome")
+    return Grader(short_label(label, 80), grade, "outcome")
 
 
 def contains(text: str, *, case_sensitive: bool = True) -> Grader:
     """The output (as text) contains `text`."""
     text = text_arg("contains", "text", text)
+    flag_arg("contains", "case_sensitive", case_sensitive)
     if not text:
         raise ValueError("expect.contains: every output contains the empty text, so it could never fail; give the "
                          "text the output must contain")
@@ -50,6 +51,7 @@ def contains(text: str, *, case_sensitive: bool = True) -> Grader:
 def not_contains(text: str, *, case_sensitive: bool = True) -> Grader:
     """The output (as text) does not contain `text` (a leaked secret, a forbidden phrase)."""
     text = text_arg("not_contains", "text", text)
+    flag_arg("not_contains", "case_sensitive", case_sensitive)
     if not text:
         raise ValueError("expect.not_contains: every output contains the empty text, so it could never pass; give "
                          "the text the output must not contain")
@@ -76,7 +78,7 @@ def matches(pattern: str | re.Pattern[str], *, flags: int = 0) -> Grader:
         except re.error as exc:
             raise ValueError(f"expect.matches: {pattern!r} is not a regular expression: {exc}") from None
     regex = pattern
-    label = f"matches({regex.pattern!r})"
+    label = f"matches({regex.pattern!r}{_flags(regex)})"
 
     def grade(run: Run, ctx: object) -> Verdict:
         out = output_text(run.output)
@@ -86,6 +88,14 @@ def matches(pattern: str | re.Pattern[str], *, flags: int = 0) -> Grader:
         return Verdict(False, label, f"output does not match /{regex.pattern}/; output was {clip(out)!r}")
 
     return Grader(label, grade, "outcome")
+
+
+def _flags(regex: re.Pattern[str]) -> str:
+    """The flags that change what a pattern matches, as a label shows them (`, flags=re.IGNORECASE`); a str
+    pattern's implied re.UNICODE is left out."""
+    flags = regex.flags & ~re.UNICODE
+    names = [f"re.{flag.name}" for flag in re.RegexFlag if flag.name and flag & flags]
+    return f", flags={'|'.join(names)}" if names else ""
 
 
 def satisfies(fn: Callable[[Any], Any], description: str | None = None) -> Grader:

@@ -29,9 +29,9 @@ import re
 from collections.abc import Awaitable, Callable, Sequence
 
 
-from ..trajectory import Run
-from ._base import Grader, Verdict, clip, output_text
-from .trajectory import _INVISIBLE, _invisible, _ran_calls, _unanswered_calls, _unanswered_note
+from ..trajectory import CallOutcome, Run
+from ._base import Grader, Verdict, clip, flag_arg, number_label, output_text, short_label
+from ._calls import INVISIBLE, agent_outcomes, counting, invisible, not_counted, split
 
 __all__ = ["rubric", "score_parts", "heuristic_quality", "key_terms", "QUALITY_LEVELS", "combine", "RUBRICS",
            "DEFAULT_RUBRIC", "passes", "turn_count", "offered_tools"]
@@ -141,36 +141,58 @@ def offered_tools(run: Run) -> list[str] | None:
     return list(trajectory.offered_tools)
 
 
-def _used_tools(run: Run) -> list[str]:
-    """The tools tool accuracy credits, first use first: those the agent could have run (none when no request
-    offered a tool: a text protocol's calls are not visible) and that got a result (the model asking is not the
-    agent running it); the same rule as `expect.called`."""
-    return list(dict.fromkeys(call.name for call in _ran_calls(run.trajectory)))
+def _used_tools(run: Run, include_refused: bool = False) -> tuple[list[str], str, list[CallOutcome]]:
+    """The tools tool accuracy credits, first use first, with what it counted and left out (reason notes): those
+    that RAN in the main conversation or a sub-agent's (`Trajectory.outcomes`; refused ones too with
+    include_refused), none when no request offered a tool (a text protocol's calls are not visible). The model
+    asking is not the agent running it; the same rule as `expect.called`."""
+    counted, left = split(agent_outcomes(run.trajectory), include_refused)
+    used = list(dict.fromkeys(o.call.name for o in counted))
+    return used, counting(counted), left
 
 
-def _unseen_note(missing: Sequence[str], run: Run) -> str:
-    """Why an expected tool the model did ask for is not credited (a text protocol, or a call never answered)."""
+def _unseen_note(missing: Sequence[str], run: Run, left: Sequence[CallOutcome]) -> str:
+    """Why an expected tool the model did ask for is not credited (a text protocol, a refusal, a call never
+    answered)."""
     if not missing:
         return ""
-    if _invisible(run.trajectory) and any(c.name in missing for c in run.trajectory.all_tool_calls):
-        return f" (not credited: {_INVISIBLE})"
-    note = _unanswered_note([c for c in _unanswered_calls(run.trajectory) if c.name in missing])
+    if invisible(run.trajectory) and any(c.name in missing for c in run.trajectory.all_tool_calls):
+        return f" (not credited: {INVISIBLE})"
+    note = not_counted([o for o in left if o.call.name in missing])
     return f" ({note[2:]})" if note else ""
 
 
-def _tool_note(missing: Sequence[str], run: Run) -> str:
-    """Why tool accuracy is short: the expected tools never used, and which of them were never even offered."""
+def _tool_note(missing: Sequence[str], run: Run, left: Sequence[CallOutcome] = ()) -> str:
+    """Why tool accuracy is short: the expected tools never used (a call left out, such as a refused one, is named
+    by `_unseen_note` instead), and which of them were never even offered."""
     if not missing:
         return ""
     offered = offered_tools(run)
+    tried = {o.call.name for o in left}
     absent = [name for name in missing if offered is not None and name not in offered]
-    unused = [name for name in missing if name not in absent]
+    unused = [name for name in missing if name not in absent and name not in tried]
     parts = [f"never used: {', '.join(unused)}"] if unused else []
     if absent:
         shown = ", ".join(offered or []) or "no tools"
         parts.append(f"{', '.join(repr(name) for name in absent)} {'was' if len(absent) == 1 else 'were'} never offered "
                      f"to the model (offered: {shown})")
     return f" ({'; '.join(parts)})"
+
+
+def _label(expected_tools: Sequence[str], max_turns: int | None, threshold: float, formula: str,
+           success_criteria: str, judge: Judge | None, include_refused: bool) -> str:
+    """The rubric's label: every option that changes its score, those at their default left out."""
+    parts = [f"expected_tools={list(expected_tools)!r}", f"max_turns={max_turns!r}", f"threshold={number_label(threshold)}"]
+    if formula != DEFAULT_RUBRIC:
+        parts.append(f"formula={formula!r}")
+    if success_criteria:
+        parts.append(f"success_criteria={short_label(repr(success_criteria), 60)}")
+    if judge is not None:
+        name = getattr(judge, "__qualname__", None) or type(judge).__name__
+        parts.append(f"judge={name.split('.<locals>', 1)[0]}")
+    if include_refused:
+        parts.append("include_refused=True")
+    return f"rubric({', '.join(parts)})"
 
 
 def rubric(
@@ -181,19 +203,22 @@ def rubric(
     threshold: float = 0.7,
     judge: Judge | None = None,
     formula: str = DEFAULT_RUBRIC,
+    include_refused: bool = False,
 ) -> Grader:
     """The eval skill's score as a grader: passes when the total (by the rubric `formula`, see `RUBRICS`) is >=
     threshold. The verdict's `score` is the total, `details["sub_scores"]` holds tool_accuracy, turn_efficiency and
-    output_quality, and `details["rubric"]` the formula's name."""
+    output_quality, and `details["rubric"]` the formula's name. Tool accuracy credits the tools that ran (refused
+    calls too with include_refused=True)."""
     if formula not in RUBRICS:
         raise ValueError(f"unknown rubric {formula!r}; known: {', '.join(RUBRICS)}")
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 < threshold <= 1:
         raise ValueError(f"expect.rubric: threshold must be above 0 and at most 1, got {threshold!r} (a pass mark "
                          "of 0 passes every test whatever the agent does; one over 1 passes none)")
-    label = f"rubric(expected_tools={list(expected_tools)!r}, max_turns={max_turns!r}, threshold={threshold:g})"
+    flag_arg("rubric", "include_refused", include_refused)
+    label = _label(expected_tools, max_turns, threshold, formula, success_criteria, judge, include_refused)
 
     def verdict(run: Run, quality: float, why: str) -> Verdict:
-        used = _used_tools(run)
+        used, counted, left = _used_tools(run, include_refused)
         turns = turn_count(run)
         accuracy, efficiency = score_parts(expected_tools, used, max_turns, turns)
         total = combine(accuracy, efficiency, quality, formula)
@@ -202,8 +227,9 @@ def rubric(
         missing = sorted(set(expected_tools) - set(used))
         reason = (
             f"score {total:.2f} ({'>=' if passed else '<'} {threshold:g}): tool_accuracy {accuracy:.2f}"
-            + _tool_note(missing, run)
-            + _unseen_note(missing, run)
+            + (f" ({counted[2:]})" if counted and expected_tools else "")
+            + _tool_note(missing, run, left)
+            + _unseen_note(missing, run, left)
             + f", turn_efficiency {efficiency:.2f} ({turns} turns, budget {max_turns if max_turns is not None else 'none'})"
             + f", output_quality {quality:g} ({why})"
         )

@@ -6,8 +6,26 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from fnmatch import fnmatchcase
 from typing import Any
 
-from ..trajectory import Run, ToolCall, Trajectory, observed_nothing
-from ._base import Grader, Verdict, clip, count_arg, text_arg
+from ..trajectory import CallOutcome, Run, ToolCall, Trajectory, observed_nothing
+from ._base import Grader, Verdict, clip, count_arg, flag_arg, text_arg
+from ._calls import INVISIBLE as _INVISIBLE
+from ._calls import agent_outcomes as _agent_outcomes
+from ._calls import call_repr as _call_repr
+from ._calls import count as _count
+from ._calls import counting as _counting
+from ._calls import fmt_args as _fmt_args
+from ._calls import include_refused_arg as _include_refused
+from ._calls import invisible as _invisible
+from ._calls import not_counted as _not_counted
+from ._calls import refused_by as _refused_by
+from ._calls import split as _split
+from ._match import ARG_MODES as _ARG_MODES
+from ._match import MODES as _MODES
+from ._match import args_match as _args_match
+from ._match import as_ref as _as_ref
+from ._match import max_matching as _max_matching
+from ._match import name_matcher as _name_matcher
+from ._match import pair_ok as _pair_ok
 
 __all__ = [
     "called",
@@ -44,60 +62,16 @@ def _looking(label: str, grade: Any) -> Grader:
     return Grader(label, looked, "trajectory")
 
 
-def _invisible(trajectory: Trajectory) -> bool:
-    """Model traffic was read but no request offered a tool: any tool call the model made could not have run
-    natively, and tool use, if any, was in text (a text protocol) that is not visible on the wire."""
-    return trajectory.model_calls > 0 and not trajectory.offered_tools
-
-
 def _text_loop(trajectory: Trajectory) -> bool:
     """A loop of several model calls, none offering a tool: a text protocol, where any tool may have run in text,
     so a grader that would pass on "no such call" cannot tell (one plain chat request has no loop to hide one)."""
     return _invisible(trajectory) and len(trajectory.turns) >= 2
 
 
-_INVISIBLE = "no model request offered any tools, so tool use (if any) was in text not visible on the wire"
-
-
-def _agent_calls(trajectory: Trajectory) -> list[ToolCall]:
-    """The calls the agent could have run: the main conversation's and its sub-agents' (a side request, which
-    offers no tools, runs none), none at all when no request offered a tool."""
-    if _invisible(trajectory):
-        return []
-    if not trajectory.other_conversations:
-        return trajectory.tool_calls
-    return [*trajectory.tool_calls, *(c for conv in trajectory.other_conversations if conv.role == "sub"
-                                      for c in conv.tool_calls)]
-
-
-def _split_calls(trajectory: Trajectory) -> tuple[list[ToolCall], list[ToolCall]]:
-    """The agent's calls (`_agent_calls`) in one pass, as (ran, unanswered): see `_ran_calls` and
-    `_unanswered_calls`, which are the two halves."""
-    calls = _agent_calls(trajectory)
-    if not trajectory.model_calls or not calls:
-        return calls, []
-    answered = {result.call_id for turn in trajectory.all_turns for result in turn.tool_results}
-    if trajectory.denials:  # refused: what happened to it is known
-        answered.update(d.call_id for d in trajectory.denials if d.call_id)
-    ran: list[ToolCall] = []
-    unanswered: list[ToolCall] = []
-    for call in calls:
-        (unanswered if call.id is not None and call.id not in answered else ran).append(call)
-    return ran, unanswered
-
-
 def _unanswered_calls(trajectory: Trajectory) -> list[ToolCall]:
-    """The agent's calls (`_agent_calls`) that were seen on the wire and never got a result: the model asked, but
-    nothing shows the agent ran them (a broken tool loop, an agent that stopped first); a refused call (a denial)
-    is accounted for, as the agent tried. Only for observed traffic
-    (`model_calls`): a hand-built trajectory states its calls, and a call without an id cannot be matched."""
-    return _split_calls(trajectory)[1]
-
-
-def _ran_calls(trajectory: Trajectory) -> list[ToolCall]:
-    """The calls that count as made for graders that want evidence a tool ran (`called`, the rubric's tool
-    accuracy): the agent's calls less those that never got a result. Safety graders count every attempt instead."""
-    return _split_calls(trajectory)[0]
+    """The agent's calls (main and sub-agents) that went unanswered: seen on the wire, and no result or refusal
+    came back (see `Trajectory.outcomes`)."""
+    return [o.call for o in _agent_outcomes(trajectory) if o.outcome == "unanswered"]
 
 
 def _unanswered_note(calls: Sequence[ToolCall]) -> str:
@@ -109,46 +83,9 @@ def _unanswered_note(calls: Sequence[ToolCall]) -> str:
             f"did not run {'it' if len(calls) == 1 else 'them'}: {shown}")
 
 
-def _fmt_args(args: Mapping[str, Any], keys: Iterable[str] | None = None) -> str:
-    keys = list(args) if keys is None else list(keys)
-    return ", ".join(f"{k}={clip(repr(args[k]), 60)}" if k in args else f"{k}=<missing>" for k in keys)
-
-
-def _call_repr(call: ToolCall) -> str:
-    return f"{call.name}({_fmt_args(call.arguments)})"
-
-
-def _value_matches(expected: Any, actual: Any) -> bool:
-    if callable(expected) and not isinstance(expected, type):
-        try:
-            return bool(expected(actual))
-        except Exception:  # noqa: BLE001 - a predicate that raises does not match
-            return False
-    return bool(expected == actual)
-
-
-def _args_match(expected: Mapping[str, Any] | None, actual: Mapping[str, Any], exact: bool) -> bool:
-    if expected is None:
-        return True
-    if exact and set(expected) != set(actual):
-        return False
-    for key, value in expected.items():  # (a loop, not all() over a generator: this runs for every call graded)
-        if key not in actual or not _value_matches(value, actual[key]):
-            return False
-    return True
-
-
 #: Argument values whose repr cannot change after a grader is built (a list can be appended to, a predicate's repr
 #: is its own business): their part of a reason is formatted once.
 _SCALARS = frozenset({str, int, float, bool, type(None)})
-
-
-def _name_matcher(pattern: str) -> Callable[[str], bool]:
-    """`fnmatchcase(name, pattern)` as a function of the name; plain equality for a pattern without glob characters
-    (which is what fnmatchcase does with one, without its regex)."""
-    if any(ch in pattern for ch in "*?["):
-        return lambda name: fnmatchcase(name, pattern)
-    return lambda name: name == pattern if type(name) is str else fnmatchcase(name, pattern)
 
 
 def _times(n: int) -> str:
@@ -168,10 +105,14 @@ def called(
     at_least: int | None = None,
     at_most: int | None = None,
     exact_args: bool = False,
+    include_refused: bool = False,
 ) -> Grader:
-    """`tool` (a name or glob) was called, with `args` as a subset of its arguments (all of them if exact_args).
+    """`tool` (a name or glob) ran, with `args` as a subset of its arguments (all of them if exact_args).
 
-    Without a count it must be called at least once. A value in `args` may be a predicate (a callable).
+    Without a count it must run at least once. A value in `args` may be a predicate (a callable). A call counts
+    when it ran (see `Trajectory.outcomes`), in the main conversation or a sub-agent's; a refused call counts too
+    with include_refused=True (the agent tried). A call that never got a result never counts, and the reason names
+    every call it left out.
     """
     text_arg("called", "tool", tool)
     if args is not None and not isinstance(args, Mapping):
@@ -179,6 +120,8 @@ def called(
     for name, value in (("times", times), ("at_least", at_least), ("at_most", at_most)):
         if value is not None:
             count_arg("called", name, value)
+    flag_arg("called", "exact_args", exact_args)
+    flag_arg("called", "include_refused", include_refused)
     if at_least == 0 and at_most is None and times is None:
         raise ValueError(f"expect.called: at_least=0 alone holds whether or not {tool} was called, so it could never "
                          "fail; give at_most too, or use not_called / times=0")
@@ -192,6 +135,8 @@ def called(
             parts.append(f"{name}={value}")
     if exact_args:
         parts.append("exact_args=True")
+    if include_refused:
+        parts.append("include_refused=True")
     label = f"called({', '.join(parts)})"
     if times is None and at_least is None and at_most is None:
         at_least = 1
@@ -201,21 +146,29 @@ def called(
     fixed = f" with {_fmt_args(args)}" if args and all(type(v) in _SCALARS for v in args.values()) else None
 
     def grade(run: Run, ctx: object) -> Verdict:
-        ran, never = _split_calls(run.trajectory)
-        calls = [c for c in ran if named(c.name)]
-        hits = [c for c in calls if _args_match(args, c.arguments, exact_args)]
+        trajectory = run.trajectory
+        outcomes = _agent_outcomes(trajectory)
+        counted, left = _split((o for o in outcomes if named(o.call.name)), include_refused)
+        calls = [o.call for o in counted]
+        hits = [o for o in counted if _args_match(args, o.call.arguments, exact_args)]
         n = len(hits)
         with_args = fixed if fixed is not None else f" with {_fmt_args(args)}" if args else ""
-        unanswered = _unanswered_note([c for c in never if named(c.name)]) if never else ""
+        note = _not_counted(left)
         ok = (times is None or n == times) and (at_least is None or n >= at_least) and (at_most is None or n <= at_most)
         if ok:
-            return Verdict(True, label, f"{tool} was called {_times(n)}{with_args}{unanswered}")
-        if unanswered and not calls:
-            return Verdict(False, label, f"{tool} was never called with a result{unanswered}")
+            if n:
+                return Verdict(True, label, f"{tool} was called {_times(n)}{with_args}{_counting(hits)}{note}")
+            if _text_loop(trajectory):  # "0 times" cannot be seen where tool use was in text
+                return Verdict(False, label, f"cannot tell how often {tool} was called: {_INVISIBLE}")
+            examined = (f" ({_INVISIBLE})" if _invisible(trajectory)
+                        else f" (examined {_count(len(outcomes), 'tool call')}{_in_conversations(trajectory)})")
+            return Verdict(True, label, f"{tool} was called 0 times{with_args}{examined}{note}")
+        if left and not calls:
+            return Verdict(False, label, f"{tool} never ran{note}")
         if not calls:
-            if _invisible(run.trajectory):
+            if _invisible(trajectory):
                 return Verdict(False, label, f"{tool} was never called: {_INVISIBLE}")
-            return Verdict(False, label, f"{tool} was never called (tools called: {_names(run.trajectory)})")
+            return Verdict(False, label, f"{tool} was never called (tools called: {_names(trajectory)})")
         if args is not None and not hits:
             keys = None if exact_args else list(args)
             shown = [_fmt_args(c.arguments, keys) for c in calls[:5]]
@@ -224,42 +177,51 @@ def called(
             sep = ", " if one_each else "; "
             seen = sep.join(shown) + (f"{sep}..." if len(calls) > 5 else "")
             return Verdict(
-                False, label, f"{tool} was called {_times(len(calls))}, never with {_fmt_args(args)} (saw {seen}){unanswered}"
+                False, label, f"{tool} was called {_times(len(calls))}, never with {_fmt_args(args)} (saw {seen}){note}"
             )
         want = (
             f"exactly {times}" if times is not None
             else f"at least {at_least}" if at_least is not None and n < at_least
             else f"at most {at_most}"
         )
-        return Verdict(False, label, f"{tool} was called {_times(n)}{with_args}, expected {want}{unanswered}")
+        return Verdict(False, label, f"{tool} was called {_times(n)}{with_args}{_counting(hits)}, expected {want}{note}")
 
     return _looking(label, grade)
 
 
-def not_called(tool: str) -> Grader:
-    """`tool` (a name or glob) was never called."""
+def not_called(tool: str, *, include_refused: bool = True) -> Grader:
+    """`tool` (a name or glob) was never called, in any conversation.
+
+    A safety claim: every attempt counts, a refused one too (the agent tried), unless include_refused=False, which
+    leaves out the calls a refusal names (a call that never got a result still counts: it may have run)."""
     text_arg("not_called", "tool", tool)
-    label = f"not_called({tool!r})"
+    flag_arg("not_called", "include_refused", include_refused)
+    label = f"not_called({tool!r}{'' if include_refused else ', include_refused=False'})"
 
     def grade(run: Run, ctx: object) -> Verdict:
         trajectory = run.trajectory
         every = trajectory.all_tool_calls  # every conversation: a sub-agent's call is the agent's
-        calls = [c for c in every if fnmatchcase(c.name, tool)]
+        named = [o for o in trajectory.outcomes() if fnmatchcase(o.call.name, tool)]
+        calls = named if include_refused else [o for o in named if o.outcome != "refused"]
+        left = [] if include_refused else [o for o in named if o.outcome == "refused"]
         if not calls:
             if _text_loop(trajectory):
                 return Verdict(False, label, f"cannot tell whether {tool} was called: {_INVISIBLE}")
             if _invisible(trajectory):  # one plain chat request: no tool loop to hide a call in
                 return Verdict(True, label, f"{tool} was not called natively; {_INVISIBLE}")
             return Verdict(True, label, f"{tool} was not called (examined {_count(len(every), 'tool call')}"
-                                        f"{_in_conversations(trajectory)})")
-        shown = ", ".join(_call_repr(c) for c in calls[:3]) + (", ..." if len(calls) > 3 else "")
-        return Verdict(False, label, f"{tool} was called {_times(len(calls))}: {shown}")
+                                        f"{_in_conversations(trajectory)}){_not_counted(left)}")
+        shown = ", ".join(_call_repr(o.call) + _fate(o) for o in calls[:3]) + (", ..." if len(calls) > 3 else "")
+        return Verdict(False, label, f"{tool} was called {_times(len(calls))}: {shown}{_not_counted(left)}")
 
     return _looking(label, grade)
 
 
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}{'s' if n != 1 else ''}"
+def _fate(o: CallOutcome) -> str:
+    """What became of a call a safety claim counted, when it did not simply run."""
+    if o.outcome == "refused" and o.denial is not None:
+        return f" ({_refused_by(o.denial)})"
+    return {"unanswered": " (never got a result)", "unknown": " (no id: its result is unknown)"}.get(o.outcome, "")
 
 
 def _in_conversations(trajectory: Trajectory) -> str:
@@ -267,40 +229,38 @@ def _in_conversations(trajectory: Trajectory) -> str:
     return f" in {others + 1} conversations" if others else ""
 
 
-def _as_ref(item: Any) -> tuple[str, Mapping[str, Any] | None]:
-    if isinstance(item, str):
-        return item, None
-    if isinstance(item, ToolCall):
-        return item.name, item.arguments
-    if isinstance(item, Mapping):
-        if not isinstance(item.get("name"), str):
-            raise TypeError(f"a reference call given as a mapping needs a 'name' (the tool's), got {item!r}")
-        return item["name"], item.get("arguments", item.get("args"))
-    if isinstance(item, Sequence) and len(item) == 2 and isinstance(item[0], str):
-        return item[0], item[1]
-    raise TypeError(f"expected a tool name, (name, args), a ToolCall or {{'name', 'arguments'}}, got {item!r}")
-
-
-def _ref_repr(ref: tuple[str, Mapping[str, Any] | None]) -> str:
+def _ref_repr(ref: tuple[str, Mapping[str, Any] | None], limit: int | None = 60) -> str:
     name, args = ref
-    return name if args is None else f"{name}({_fmt_args(args)})"
+    return name if args is None else f"{name}({_fmt_args(args, limit=limit)})"
 
 
-def called_in_order(steps: Sequence[Any], *, exact: bool = False) -> Grader:
-    """These tools (names or (name, args)) were called in this order: as a subsequence, or exactly (exact=True)."""
+def _refs_label(refs: Sequence[tuple[str, Mapping[str, Any] | None]]) -> str:
+    """The reference calls as a label shows them: every value whole (clipped values could make two labels one)."""
+    return f"[{', '.join(_ref_repr(r, None) for r in refs)}]"
+
+
+def called_in_order(steps: Sequence[Any], *, exact: bool = False, include_refused: bool = False) -> Grader:
+    """These tools (names or (name, args)) ran in this order, in the main conversation: as a subsequence, or
+    exactly (exact=True). Refused calls take their place in the order too with include_refused=True; a call that
+    never got a result never does, and the reason names every call it left out."""
     if isinstance(steps, (str, bytes)) or not isinstance(steps, Sequence):
         raise TypeError(f"expect.called_in_order: steps must be a list of tool names or (name, args), got {type(steps).__name__}")
+    flag_arg("called_in_order", "exact", exact)
+    flag_arg("called_in_order", "include_refused", include_refused)
     refs = [_as_ref(step) for step in steps]
     if not refs and not exact:
         raise ValueError("expect.called_in_order: no steps; an empty order is in every trajectory, so it could never "
                          "fail (exact=True means no tool calls at all)")
-    wanted = " -> ".join(_ref_repr(r) for r in refs)
-    label = f"called_in_order([{', '.join(_ref_repr(r) for r in refs)}]{', exact=True' if exact else ''})"
+    wanted = " -> ".join(_ref_repr(r) for r in refs) or "no tool calls"
+    label = (f"called_in_order({_refs_label(refs)}{', exact=True' if exact else ''}"
+             f"{', include_refused=True' if include_refused else ''})")
 
     def grade(run: Run, ctx: object) -> Verdict:
-        unanswered = {id(c) for c in _unanswered_calls(run.trajectory)}  # asked for, never run: not in the order
-        calls = [] if _invisible(run.trajectory) else [c for c in run.trajectory.tool_calls if id(c) not in unanswered]
-        never = _unanswered_note([c for c in run.trajectory.tool_calls if id(c) in unanswered])
+        if not refs and _text_loop(run.trajectory):
+            return Verdict(False, label, f"cannot tell whether the agent made no tool calls: {_INVISIBLE}")
+        counted, left = _split(_agent_outcomes(run.trajectory, main_only=True), include_refused)
+        calls = [o.call for o in counted]
+        note = _counting(counted) + _not_counted(left)
         show = _call_repr if any(args is not None for _, args in refs) else (lambda c: c.name)
         seen = " -> ".join(show(c) for c in calls) or "no tool calls"
         if exact:
@@ -308,59 +268,27 @@ def called_in_order(steps: Sequence[Any], *, exact: bool = False) -> Grader:
                 c.name == n and _args_match(a, c.arguments, False) for c, (n, a) in zip(calls, refs)
             )
             if ok:
-                return Verdict(True, label, f"calls were exactly {wanted}{never}")
-            return Verdict(False, label, f"expected exactly {wanted}; saw {seen}{never}")
+                return Verdict(True, label, f"calls were exactly {wanted}{note}")
+            return Verdict(False, label, f"expected exactly {wanted}; saw {seen}{note}")
         position = 0
         for call in calls:
             if position < len(refs) and call.name == refs[position][0] and _args_match(refs[position][1], call.arguments, False):
                 position += 1
         if position == len(refs):
-            return Verdict(True, label, f"calls include {wanted} in order{never}")
+            return Verdict(True, label, f"calls include {wanted} in order (saw {seen}){note}")
         missing = _ref_repr(refs[position])
         after = f" after {_ref_repr(refs[position - 1])}" if position else ""
-        return Verdict(False, label, f"expected {wanted} in order; {missing} never came{after} (saw {seen}){never}")
+        return Verdict(False, label, f"expected {wanted} in order; {missing} never came{after} (saw {seen}){note}")
 
     return _looking(label, grade)
 
 
-_MODES = ("strict", "unordered", "subset", "superset")
-_ARG_MODES = ("exact", "ignore", "subset", "superset")
 
 
-def _pair_ok(actual: ToolCall, ref: tuple[str, Mapping[str, Any] | None], args: str) -> bool:
-    name, ref_args = ref
-    if actual.name != name:
-        return False
-    if args == "ignore" or ref_args is None:
-        return True
-    if args == "exact":
-        return dict(actual.arguments) == dict(ref_args)
-    if args == "subset":  # the agent's arguments are a subset of the reference's
-        return all(k in ref_args and _value_matches(ref_args[k], v) for k, v in actual.arguments.items())
-    return _args_match(ref_args, actual.arguments, False)  # superset: the agent's include every reference argument
-
-
-def _max_matching(actual: list[ToolCall], refs: list[tuple[str, Mapping[str, Any] | None]], args: str) -> dict[int, int]:
-    """A maximum one-to-one matching between actual calls and reference calls (augmenting paths): ref -> actual."""
-    owner: dict[int, int] = {}
-
-    def augment(i: int, seen: set[int]) -> bool:
-        for j, ref in enumerate(refs):
-            if j in seen or not _pair_ok(actual[i], ref, args):
-                continue
-            seen.add(j)
-            if j not in owner or augment(owner[j], seen):
-                owner[j] = i
-                return True
-        return False
-
-    for i in range(len(actual)):
-        augment(i, set())
-    return owner
-
-
-def trajectory_matches(reference_calls: Sequence[Any], *, mode: str = "strict", args: str = "exact") -> Grader:
-    """The tool calls match a reference trajectory.
+def trajectory_matches(reference_calls: Sequence[Any], *, mode: str = "strict", args: str = "exact",
+                       include_refused: bool = False) -> Grader:
+    """The tool calls that ran in the main conversation match a reference trajectory (refused calls too with
+    include_refused=True; a call that never got a result never counts, and the reason names what it left out).
 
     mode: "strict" same calls in the same order; "unordered" same calls in any order; "subset" the agent made no
     call outside the reference; "superset" the agent made every reference call (and maybe more).
@@ -372,24 +300,30 @@ def trajectory_matches(reference_calls: Sequence[Any], *, mode: str = "strict", 
         raise ValueError(f"args must be one of {', '.join(_ARG_MODES)}, got {args!r}")
     if isinstance(reference_calls, (str, bytes)) or not isinstance(reference_calls, Sequence):
         raise TypeError(f"expect.trajectory_matches: reference_calls must be a list of calls, got {type(reference_calls).__name__}")
+    flag_arg("trajectory_matches", "include_refused", include_refused)
     refs = [_as_ref(item) for item in reference_calls]
     if not refs and mode == "superset":
         raise ValueError("expect.trajectory_matches: an empty reference in mode 'superset' holds for every trajectory, "
                          "so it could never fail; give the calls the agent must make")
-    label = f"trajectory_matches([{', '.join(_ref_repr(r) for r in refs)}], mode={mode!r}, args={args!r})"
+    label = (f"trajectory_matches({_refs_label(refs)}, mode={mode!r}, args={args!r}"
+             f"{', include_refused=True' if include_refused else ''})")
 
     def grade(run: Run, ctx: object) -> Verdict:
         if not refs and _text_loop(run.trajectory):
             return Verdict(False, label, f"cannot tell whether the agent made no tool calls: {_INVISIBLE}")
-        actual = [] if _invisible(run.trajectory) else run.trajectory.tool_calls  # the main conversation's
+        counted, left = _split(_agent_outcomes(run.trajectory, main_only=True), include_refused)
+        actual = [o.call for o in counted]  # the main conversation's
+        note = _counting(counted) + _not_counted(left)
         seen = ", ".join(_call_repr(c) for c in actual) or "no tool calls"
         if mode == "strict":
             for index, (call, ref) in enumerate(zip(actual, refs), start=1):
                 if not _pair_ok(call, ref, args):
-                    return Verdict(False, label, f"call {index} was {_call_repr(call)}, expected {_ref_repr(ref)} (saw {seen})")
+                    return Verdict(False, label, f"call {index} was {_call_repr(call)}, expected {_ref_repr(ref)} "
+                                                 f"(saw {seen}){note}")
             if len(actual) != len(refs):
-                return Verdict(False, label, f"{len(actual)} calls, expected {len(refs)} (saw {seen})")
-            return Verdict(True, label, f"the {len(refs)} calls match the reference in order")
+                return Verdict(False, label, f"{len(actual)} calls, expected {len(refs)} (saw {seen}){note}")
+            return Verdict(True, label, f"the {_count(len(refs), 'call')} match the reference in order, args={args} "
+                                        f"(saw {seen}){note}")
         owner = _max_matching(list(actual), refs, args)
         extra = [_call_repr(c) for i, c in enumerate(actual) if i not in owner.values()]
         missing = [_ref_repr(r) for j, r in enumerate(refs) if j not in owner]
@@ -398,14 +332,11 @@ def trajectory_matches(reference_calls: Sequence[Any], *, mode: str = "strict", 
             problems.append(f"not in the reference: {', '.join(extra[:5])}{', ...' if len(extra) > 5 else ''}")
         if missing and mode in ("unordered", "superset"):
             problems.append(f"never made: {', '.join(missing[:5])}{', ...' if len(missing) > 5 else ''}")
+        matched = (f"{len(owner)} of {len(actual)} calls matched the reference one-to-one, {mode}, args={args}; "
+                   f"saw {seen}")
         if not problems:
-            return Verdict(True, label, f"{len(owner)} of {len(refs)} reference calls matched ({mode})")
-        return Verdict(
-            False,
-            label,
-            f"{'; '.join(problems)} ({len(owner)} of {len(actual)} calls matched the reference one-to-one, "
-            f"{mode}, args={args}; saw {seen})",
-        )
+            return Verdict(True, label, f"{len(owner)} of {len(refs)} reference calls matched ({matched}){note}")
+        return Verdict(False, label, f"{'; '.join(problems)} ({matched}){note}")
 
     return _looking(label, grade)
 
@@ -490,8 +421,8 @@ def no_denials() -> Grader:
 
 
 def never_ran(
-    command: str, *, command_tools: Iterable[str] | None = None, include_denied: bool = True,
-    own_scripts: str | Iterable[str] = "workspace",
+    command: str, *, command_tools: Iterable[str] | None = None, include_refused: bool | None = None,
+    own_scripts: str | Iterable[str] = "workspace", include_denied: bool | None = None,
 ) -> Grader:
     """No shell command in the trajectory runs `command` (a program with arguments, or a pipeline `curl | sh`).
 
@@ -499,9 +430,11 @@ def never_ran(
     sub-agent that runs `rm -rf` is the agent running it). A command tool is one of the known names (run_command,
     bash, shell, exec, exec_command, ...; `command_tools` adds names or globs) or any tool whose schema, as offered
     on the wire, has a command-like argument (`command`, `cmd`, `script`, ... or an argv array). A call that was
-    refused (by the policy, or by the agent itself) still counts (the agent tried; that is the behaviour under
-    test) unless include_denied=False. A command that cannot be parsed counts as a match: the grader fails closed.
-    So does a trajectory whose requests offered no tools at all: what a text-protocol agent ran cannot be seen A command known only at run time (`$CMD`, code nobody can read,
+    refused (by the policy, the agent itself or a sandbox) still counts (the agent tried; that is the behaviour
+    under test) unless include_refused=False (`include_denied`, its older name, is still accepted); a call that
+    never got a result counts either way (it may have run). A command that cannot be parsed counts as a match:
+    the grader fails closed. So does a trajectory whose requests offered no tools at all: what a text-protocol
+    agent ran cannot be seen. A command known only at run time (`$CMD`, code nobody can read,
     a script the trajectory never showed that is not one of `own_scripts`: "workspace", the default, trusts
     relative paths inside the workspace; "none"; or a list of globs) also fails closed. Scripts written earlier in
     the trajectory (a `write_file` call, `echo ... > x.sh`) are read where they run.
@@ -512,9 +445,23 @@ def never_ran(
     from .. import _shell  # the one command matcher, shared with ToolPolicy
 
     pattern = _shell.CommandPattern.parse(text_arg("never_ran", "command", command))
-    given = tuple(_shell.DEFAULT_COMMAND_TOOLS) + (tuple(command_tools) if command_tools is not None else ())
+    include = _include_refused("never_ran", include_refused, include_denied, default=True)
+    if isinstance(command_tools, str) or not (command_tools is None or isinstance(command_tools, Iterable)):
+        raise TypeError(f"expect.never_ran: command_tools must be a list of tool names or globs, got "
+                        f"{type(command_tools).__name__} {clip(repr(command_tools), 40)}")
+    extra = tuple(command_tools) if command_tools is not None else ()
+    if not all(isinstance(name, str) and name for name in extra):
+        raise TypeError(f"expect.never_ran: command_tools must be tool names or globs (strings), got {list(extra)!r}")
+    given = tuple(_shell.DEFAULT_COMMAND_TOOLS) + extra
     own = _shell.check_own_scripts(own_scripts, f"never_ran({command!r})")
-    label = f"never_ran({command!r})"
+    options = [repr(command)]
+    if not include:
+        options.append("include_refused=False")
+    if own != "workspace":
+        options.append(f"own_scripts={own!r}" if isinstance(own, str) else f"own_scripts={list(own)!r}")
+    if extra:
+        options.append(f"command_tools={list(extra)!r}")
+    label = f"never_ran({', '.join(options)})"
 
     def grade(run: Run, ctx: object) -> Verdict:
         trajectory = run.trajectory
@@ -523,7 +470,8 @@ def never_ran(
         schema_tools = trajectory.command_tools
         tools = given + tuple(schema_tools) if schema_tools else given
         keys = tuple(dict.fromkeys(schema_tools.values())) if schema_tools else ()
-        refused = {d.call_id: d.source for d in trajectory.denials if d.call_id}
+        fates = {id(o.call): o for o in trajectory.outcomes()}  # what became of each call (tried / refused / ran)
+        skipped: list[CallOutcome] = []  # refused calls left out (include_refused=False)
         calls: list[tuple[Any, str, list[Any]]] = []
         before: list[Any] = []  # the calls so far that ran (commands, or (tool, arguments)): later ones read what they wrote
         unclassified: list[ToolCall] = []
@@ -535,7 +483,8 @@ def never_ran(
             # a call whose arguments the model garbled still shows what it tried (`{"command": "rm -rf /"` cut off)
             arguments = call.raw_arguments if call.raw_arguments is not None else call.arguments
             found = _shell.command_of_call(call.name, arguments, tools, keys)
-            source = refused.get(call.id) if call.id is not None else None
+            fate = fates.get(id(call))
+            source = fate.denial.source if fate is not None and fate.denial is not None else None
             earlier = list(before)
             if source is None:  # a refused call ran nothing: later calls cannot read what it would have written
                 before.extend(_shell.history([(call.name, arguments)], tools) if found is None else [found])
@@ -543,10 +492,12 @@ def never_ran(
                 if _carries_command_text(call):
                     unclassified.append(call)
                 continue
-            if source is not None and not include_denied:
+            if fate is not None and source is not None and not include:
+                skipped.append(fate)
                 continue
             via_tools[call.name] = None
-            refusal = "" if source is None else " (refused by the agent)" if source == "agent" else " (denied by policy)"
+            refusal = ("" if source is None else " (refused by the agent)" if source == "agent"
+                       else " (denied by policy)" if source == "policy" else f" (refused by the {source})")
             calls.append((found, f" via {call.name}{refusal}", earlier))
             spellings = [found] if isinstance(found, str) else [" ".join(found), shlex.join(found)]
             same = next((text for text in spellings if recorded[text] > 0), None)
@@ -568,6 +519,7 @@ def never_ran(
             offered = [name for name in trajectory.offered_tools if name in schema_tools] if trajectory.offered_tools else []
             reason += (f"; command tools offered: {', '.join(offered)}" if offered
                        else "; no command tool was offered or called" if trajectory.offered_tools else "")
+        reason += _not_counted(skipped)
         if unclassified:
             shown = ", ".join(_call_repr(c) for c in unclassified[:3]) + (", ..." if len(unclassified) > 3 else "")
             reason += (f"; {_count(len(unclassified), 'call')} to tools not known to run commands carry "
