@@ -15,7 +15,7 @@ from ._analysis import _analyse, _Analysis, _basename, _Inv, _quote
 from ._expand import _expand_word
 from ._options import _key_text, _normalise
 from ._syntax import _ASSIGN_RE, _Group, _ParseError, _Parser
-from ._values import CommandLines, UnreadableCommand
+from ._values import CommandLines, UnknownInput, UnreadableCommand
 from ._wrappers import _CODE_RUNNERS, _SHELLS
 
 _REASON_LIMIT = 160  # characters of a command quoted in a reason before it is shortened
@@ -301,6 +301,8 @@ def _match(
             return hit
         reasons = "; ".join(f"`{_shorten(r.command)}` {r.reason}" for r in results)
         return CommandMatch(False, text, command_text, f"of its {len(results)} commands: {reasons}")
+    if isinstance(command, UnknownInput):
+        return CommandMatch(True, text, command_text, f"{command}; counted as a match (fail closed)", unparsable=True)
     if isinstance(command, UnreadableCommand):
         return CommandMatch(
             True, text, command_text,

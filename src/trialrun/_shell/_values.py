@@ -30,3 +30,8 @@ class UnreadableCommand(str):
     `["rm", None]`): nothing can say what it runs, so every matcher counts it as a match (fail closed)."""
 
     __slots__ = ()
+
+
+class UnknownInput(UnreadableCommand):
+    """What a call runs cannot be known, for the reason the string gives (text typed into a session nobody saw
+    start, or with line-editing keys in it): every matcher counts it as a match, saying why."""
