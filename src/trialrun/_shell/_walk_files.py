@@ -173,6 +173,12 @@ class _FileSteps:
         if program in ("cp", "ln", "install", "mv"):
             self.copies(inv, rest, rest_dyn)
             return
+        if program in ("apply_patch", "applypatch") and inv.args:  # the patch as its argument (from stdin: below)
+            if rest_dyn and rest_dyn[0] is not None:
+                self.written_anywhere(f"may have been written by `{inv.display[:60]}` (a patch only known at run time)")
+            else:
+                apply_codex_patch(inv.args[0], self.files, cwd=self.env_cwd or "", shown=f"`{inv.display[:60]}`")
+            return
         lang = language_of(program)
         if lang in ("sed", "perl", "ruby", "awk") and self.in_place(inv, lang, rest, rest_dyn):
             return
@@ -307,7 +313,9 @@ class _FileSteps:
             known_texts = _files.texts(state)
             stdin = (list(known_texts), True) if known_texts is not None else (None, False)
         if first.program in ("apply_patch", "applypatch"):
-            texts, known = ([first.args[0]], all(d is None for d in first.dyn[1:2])) if first.args else (stdin or (None, False))
+            if first.args:
+                return True  # the patch is its argument: applied where it ran (`note_writes`)
+            texts, known = stdin or (None, False)
             if texts is None or not known or len(texts) != 1:
                 self.written_anywhere(f"may have been written by {shown} (a patch not known before it ran)")
             else:
