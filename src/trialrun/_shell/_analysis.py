@@ -11,7 +11,7 @@ from typing import Any
 from . import _files
 from ._code import LANGUAGES, analyse_code, language_of
 from ._expand import _Dyn, _expand_word
-from ._inv import _Analysis, _basename, _Inv, _quote, _word_text
+from ._inv import _Analysis as _Analysis, _basename as _basename, _Inv as _Inv, _quote as _quote, _word_text
 from ._options import _getopt, _opts
 from ._printed import _echo_output, _printf_output
 from ._syntax import _ASSIGN_RE, _MAX_DEPTH, _Group, _ParseError, _Parser, _Simple

@@ -47,8 +47,8 @@ def _python(code: str) -> list[Write]:
             for target in node.targets:
                 if isinstance(target, ast.Name):
                     value = node.value
-                    known = isinstance(value, ast.Constant) and isinstance(value.value, str)
-                    constants[target.id] = value.value if known and target.id not in constants else None  # type: ignore[union-attr]
+                    literal = value.value if isinstance(value, ast.Constant) and isinstance(value.value, str) else None
+                    constants[target.id] = literal if target.id not in constants else None
 
     def text(node: ast.AST | None) -> str | None:
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
@@ -138,12 +138,12 @@ def _python(code: str) -> list[Write]:
                 add_write(path, content, False, f"`{name.rsplit('.', 1)[-1]}`")
             elif name in ("shutil.copy", "shutil.copy2", "shutil.copyfile", "shutil.move", "os.rename", "os.replace",
                           "os.renames"):
-                source = text(node.args[0]) if node.args else None
-                target = text(node.args[1]) if len(node.args) > 1 else None
-                if source is None or target is None:
+                origin = text(node.args[0]) if node.args else None
+                copy = text(node.args[1]) if len(node.args) > 1 else None
+                if origin is None or copy is None:
                     writes.append(("anywhere", f"may have been written by python code (`{name}` of paths not written out)"))
                 else:
-                    writes.append(("move" if name.startswith(("shutil.move", "os.")) else "copy", source, target))
+                    writes.append(("move" if name.startswith(("shutil.move", "os.")) else "copy", origin, copy))
             elif name in ("shutil.copytree", "shutil.unpack_archive", "os.write", "os.open"):
                 writes.append(("anywhere", f"may have been written by python code (`{name}`)"))
     for node in ast.walk(tree):  # an `open` that writes, other than in the forms above (`f = open(p, "w")`)

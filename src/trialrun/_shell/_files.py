@@ -64,7 +64,7 @@ def key(files: Mapping[str, Any], path: str) -> str:
         if workspace is not None:
             rel = workspace.relative(norm)
             if rel is not None:
-                return rel
+                return str(rel)
     return norm
 
 

@@ -373,11 +373,11 @@ def _parse(script: str, i: int, extended: bool, top: bool) -> tuple[list[_Comman
 def _matches(address: tuple, number: int, line: str, is_last: bool) -> bool:
     kind = address[0]
     if kind == "line":
-        return number == address[1]
+        return bool(number == address[1])
     if kind == "last":
         return is_last
     if kind == "step":
-        first, step = address[1], address[2]
+        first, step = int(address[1]), int(address[2])
         return number == first if step <= 0 else number >= first and (number - first) % step == 0
     return address[1].search(line) is not None
 

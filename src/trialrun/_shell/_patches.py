@@ -138,7 +138,19 @@ def _update_chunks(body: Sequence[str], i: int, hunk: CodexHunk) -> int:
     return i
 
 
-_PASSES = (lambda a, b: a == b, lambda a, b: a.rstrip() == b.rstrip(), lambda a, b: a.strip() == b.strip())
+def _exact(a: str, b: str) -> bool:
+    return a == b
+
+
+def _right(a: str, b: str) -> bool:
+    return a.rstrip() == b.rstrip()
+
+
+def _both(a: str, b: str) -> bool:
+    return a.strip() == b.strip()
+
+
+_PASSES = (_exact, _right, _both)
 
 
 def _find(lines: Sequence[str], pattern: Sequence[str], first: int) -> int | None:

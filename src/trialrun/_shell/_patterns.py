@@ -227,7 +227,7 @@ def _is_tool_item(item: object) -> bool:
 
 def _item_key(item: object) -> tuple:
     if _is_tool_item(item):
-        return ("tool", item[0], id(item[1]), len(item) == 3)  # type: ignore[index]
+        return ("tool", item[0], id(item[1]), len(item) == 3)  # type: ignore[index, arg-type]
     if isinstance(item, str):
         return ("command", type(item).__name__, item)
     return ("argv", id(item))
