@@ -597,7 +597,8 @@ def _analyse(command: str | tuple[str, ...], files: _files.Files = (), own: _fil
     """Cached: the same command is examined against every rule of a policy and every `never_ran` of a case.
 
     `files`: what the trajectory wrote before this command (see `_files`); `own`: the `own_scripts` rule."""
-    walker = _Walker(dict(files), own)
+    start = dict(files)
+    walker = _Walker(start, own)
     try:
         if isinstance(command, str):
             script = _Parser(command).parse_all()
@@ -615,5 +616,6 @@ def _analyse(command: str | tuple[str, ...], files: _files.Files = (), own: _fil
         return _Analysis((), {}, error=f"could not be followed ({type(exc).__name__}: {exc})")
     return _Analysis(
         tuple(walker.invs), _closure(walker.edges), nested_errors=tuple(walker.errors),
-        uncertain=any(inv.uncertain for inv in walker.invs), files=tuple(walker.files.items()),
+        uncertain=any(inv.uncertain for inv in walker.invs),
+        files=files if walker.files == start else _files.table(walker.files.items()),  # unchanged: the same table
     )

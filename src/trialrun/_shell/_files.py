@@ -25,7 +25,21 @@ from fnmatch import fnmatchcase
 from typing import Any, Union
 
 State = tuple
-Files = tuple  # ((path, State), ...): hashable, for the analysis cache
+
+
+class Files(tuple):  # type: ignore[type-arg]
+    """A file table as the analysis cache keys it: ((path, State), ...), whose hash is computed once (a long
+    trajectory's table is hashed for every command analysed against it)."""
+
+    def __hash__(self) -> int:
+        found: int | None = self.__dict__.get("hash")
+        if found is None:
+            found = self.__dict__["hash"] = tuple.__hash__(self)
+        return found
+
+
+def table(items: Iterable[tuple[str, State]]) -> Files:
+    return Files(items)
 #: How scripts the trajectory never showed are judged: "workspace", "none" or globs (see `own_script`).
 OwnScripts = Union[str, tuple[str, ...]]
 

@@ -192,8 +192,8 @@ Earlier = Iterable["str | Sequence[str] | tuple[str, Mapping[str, object]]"]
 def start_files(workspace: object = None) -> _files.Files:
     """The file table a trajectory starts from: empty, or the workspace model's base (a `Workspace`)."""
     if workspace is None:
-        return ()
-    return ((_files.WORKSPACE, workspace.token),)  # type: ignore[attr-defined]
+        return _files.table(())
+    return _files.table(((_files.WORKSPACE, workspace.token),))  # type: ignore[attr-defined]
 
 
 def files_before(earlier: Earlier, own_scripts: _files.OwnScripts = "workspace", workspace: object = None) -> _files.Files:
@@ -242,19 +242,21 @@ def _argv_key(argv: object) -> tuple[str, ...]:
 
 def fold(files: _files.Files, item: object, own_scripts: _files.OwnScripts) -> _files.Files:
     """The file table after one more item of a trajectory (see `Earlier`) ran."""
-    state = dict(files)
+    if not isinstance(files, _files.Files):
+        files = _files.table(files)
     if _is_tool_item(item):
+        state = dict(files)
         _tool_writes.tool_write(item[1], state, str(item[0]), failed=len(item) == 3)  # type: ignore[index, arg-type]
-        return tuple(state.items())
+        return files if state == dict(files) else _files.table(state.items())
     parts = item.parts if isinstance(item, CommandLines) else (item,)
     for part in parts:
         if isinstance(part, UnreadableCommand):
             continue
         key = part if isinstance(part, str) else _argv_key(part)
-        analysis = _analyse(key, tuple(state.items()), own_scripts)
+        analysis = _analyse(key, files, own_scripts)
         if analysis.error is None:
-            state = dict(analysis.files)
-    return tuple(state.items())
+            files = analysis.files
+    return files
 
 
 def match_command(
@@ -282,7 +284,7 @@ def match_command(
     command_text = _command_text(command)
     own = _own(own_scripts)
     if files is None:
-        files = files_before(earlier, own, workspace) if earlier or workspace is not None else ()
+        files = files_before(earlier, own, workspace) if earlier or workspace is not None else _files.table(())
     return _match(text, stages, command, command_text, files, own)
 
 
