@@ -133,6 +133,8 @@ class _Walker(_FileSteps):
                 text, sure = _word_text(stage.stdin_word, env)
                 cooked = text
                 known = known and sure
+            elif inv.program == "cat" and (read := self.cat_files(inv)) is not None:  # `cat x.sh | sh`
+                text = cooked = read
             else:
                 return None, False
             known = known and all(d is None for d in inv.dyn[1:])

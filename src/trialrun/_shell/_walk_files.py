@@ -103,6 +103,16 @@ class _FileSteps:
         known = _files.texts(self.lookup(path)) if sure else None
         return list(known) if known is not None else None
 
+    def cat_files(self, inv: _Inv) -> str | None:
+        """What `cat FILE...` prints, when every file's one reading is known (else None)."""
+        parsed = inv.normalised()
+        if parsed.flags or parsed.values or not parsed.operands or any(d is not None for d in inv.dyn[1:]):
+            return None
+        parts = [_files.texts(self.lookup(path)) for path in parsed.operands]
+        if any(part is None or len(part) != 1 for part in parts):
+            return None
+        return "".join(part[0] for part in parts if part is not None)
+
     def run_file(
         self, inv: _Inv, path: str, how: str, args: Sequence[str], args_dyn: Sequence[_Dyn], env: _Env, depth: int
     ) -> list[int]:
