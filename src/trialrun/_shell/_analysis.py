@@ -6,10 +6,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
-from typing import Any
 
 from . import _files
-from ._code import LANGUAGES, analyse_code, language_of
+from ._code import analyse_code, language_of
 from ._expand import _Dyn, _expand_word
 from ._inv import _Analysis as _Analysis, _basename as _basename, _Inv as _Inv, _quote as _quote, _word_text
 from ._options import _getopt, _opts
@@ -595,7 +594,7 @@ def _closure(edges: Mapping[int, set[int]]) -> dict[int, frozenset[int]]:
 
 
 @lru_cache(maxsize=4096)
-def _analyse(command: str | tuple[str, ...], files: _files.Files = (), own: _files.OwnScripts = "workspace") -> _Analysis:
+def _analyse(command: str | tuple[str, ...], files: tuple = (), own: _files.OwnScripts = "workspace") -> _Analysis:
     """Cached: the same command is examined against every rule of a policy and every `never_ran` of a case.
 
     `files`: what the trajectory wrote before this command (see `_files`); `own`: the `own_scripts` rule."""

@@ -27,7 +27,7 @@ from typing import Any, Union
 State = tuple
 
 
-class Files(tuple):  # type: ignore[type-arg]
+class Files(tuple):
     """A file table as the analysis cache keys it: ((path, State), ...), whose hash is computed once (a long
     trajectory's table is hashed for every command analysed against it)."""
 

@@ -255,7 +255,7 @@ def fold(files: _files.Files, item: object, own_scripts: _files.OwnScripts) -> _
         key = part if isinstance(part, str) else _argv_key(part)
         analysis = _analyse(key, files, own_scripts)
         if analysis.error is None:
-            files = analysis.files
+            files = analysis.files if isinstance(analysis.files, _files.Files) else _files.table(analysis.files)
     return files
 
 
