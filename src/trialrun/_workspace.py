@@ -70,7 +70,7 @@ class Workspace:
         """`path` (normalised) relative to the workdir when it is inside it, else None. A relative path is taken as
         relative to the workdir (the agent's folder)."""
         if not path.startswith("/"):
-            return None if path == ".." or path.startswith("../") else path
+            return None if path == ".." or path.startswith(("../", "~")) else path
         for root in (self.root, self.real_root):
             if root and (path == root or path.startswith(root.rstrip("/") + "/")):
                 rest = path[len(root):].lstrip("/")

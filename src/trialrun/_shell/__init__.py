@@ -30,7 +30,7 @@ from ._calls import COMMAND_ARGUMENT_KEYS, DEFAULT_COMMAND_TOOLS, command_of_cal
 from ._patterns import CommandMatch, CommandPattern, cannot_read, commands_in, match_command, unknown_at_run_time
 from ._values import CommandLines, UnreadableCommand
 from ._files import check_own_scripts
-from ._follow import Follower
+from ._follow import Follower, calls_in_order
 from ._history import history
 
 # Internals kept reachable as `_shell.X`, as they were when this package was one module.
@@ -56,6 +56,7 @@ __all__ = [
     "check_own_scripts",
     "CommandLines",
     "Follower",
+    "calls_in_order",
 ]
 
 # `doctest.testmod(trialrun._shell)` only looks at objects defined in the module itself; these are defined in the

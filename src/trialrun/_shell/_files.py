@@ -136,7 +136,7 @@ def lookup(files: Mapping[str, State], path: str) -> State | None:
             return found
     name = path.rsplit("/", 1)[-1]
     same = {state for k, state in files.items() if k.rsplit("/", 1)[-1] == name and not k.startswith("\0")}
-    if workspace is not None and not path.startswith("/"):
+    if workspace is not None and workspace.relative(path) is not None and not path.startswith("~"):
         same |= {_base(files, workspace, rel) for rel in workspace.named(name) if rel not in files}
         if not same:
             anywhere = files.get(ANYWHERE)

@@ -14,9 +14,22 @@ from . import _files
 from ._patterns import fold, start_files
 from ._sessions import Sessions, stdin_arguments
 
-__all__ = ["Follower"]
+__all__ = ["Follower", "calls_in_order"]
 
 _FOLDER_KEYS = ("workdir", "cwd", "working_directory")
+
+
+def calls_in_order(trajectory: Any) -> list[Any]:
+    """Every conversation's calls in the order they were made: a sub-agent that edits a script before the main
+    loop runs it comes first. Turns are ordered by the exchange they were read from (arrival order); a trajectory
+    nobody observed keeps its conversations one after another."""
+    others = trajectory.other_conversations
+    if not others:
+        return list(trajectory.tool_calls)
+    turns = [*trajectory.turns, *(turn for conversation in others for turn in conversation.turns)]
+    if any(turn.exchange is None for turn in turns if turn.tool_calls):
+        return list(trajectory.all_tool_calls)
+    return [call for turn in sorted(turns, key=lambda t: t.exchange or 0) for call in turn.tool_calls]
 
 
 class Follower:

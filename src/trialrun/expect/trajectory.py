@@ -536,7 +536,7 @@ def never_ran(
         # What each call runs and what the calls before it wrote (on the trial's workspace model, when there is one:
         # what the workdir held at the start), followed in one pass.
         workspace = getattr(ctx, "workspace", None)
-        every = trajectory.all_tool_calls
+        every = _shell.calls_in_order(trajectory)  # (a sub-agent's edit before the main loop's run of it)
         follow = _shell.Follower({r.call_id: r for r in trajectory.all_tool_results if r.call_id}, tools, keys,
                                  workspace, own, every)
         for call in every:
