@@ -92,10 +92,11 @@ def test_an_edit_of_a_file_nobody_saw_whole_is_unknown_and_fails_closed() -> Non
     edit = ("edit_file", {"path": "/elsewhere/x.sh", "old_string": "echo ", "new_string": ""})
     result = _runs("sh /elsewhere/x.sh", [edit])
     assert result.matched and result.uncertain
-    assert "never showed what `/elsewhere/x.sh` held before" in result.reason
+    assert "never showed what `/elsewhere/x.sh` held before: it is outside the trial's workdir" in result.reason
     # without a workspace model (a bare check) too: the edit is no longer taken for the whole file
     bare = match_command("rm -rf", "sh x.sh", [("edit_file", {"path": "x.sh", "old_string": "a", "new_string": ""})])
-    assert bare.matched and "was edited by edit_file" in bare.reason
+    assert bare.matched and "was edited by `edit_file`, but the trajectory never showed what `x.sh` held before: " \
+        "there is no workspace snapshot" in bare.reason
 
 
 def test_an_old_string_that_is_not_there() -> None:
@@ -276,7 +277,7 @@ def test_files_left_out_of_the_snapshot() -> None:
     assert not _runs("sh big.sh", [], workspace).matched  # the user's own script, too large to read: trusted
     assert _runs("sh big.sh", [], workspace, own_scripts="none").matched
     edited = _runs("sh big.sh", [("Edit", {"file_path": "big.sh", "old_string": "a", "new_string": "b"})], workspace)
-    assert edited.matched and "not read (larger than the snapshot's limit)" in edited.reason
+    assert edited.matched and "left out of the workspace snapshot (larger than the snapshot's limit)" in edited.reason
 
 
 def test_something_that_writes_files_nobody_can_name_taints_the_snapshot() -> None:

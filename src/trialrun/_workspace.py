@@ -170,7 +170,7 @@ def snapshot(root: str | os.PathLike[str], *, max_files: int = MAX_FILES, max_fi
                 left_out[rel] = f"unreadable ({exc.strerror or exc})"
                 continue
             if len(data) > max_file_bytes:
-                left_out[rel] = f"larger than the snapshot's limit of {max_file_bytes} bytes a file"
+                left_out[rel] = f"larger than the snapshot's limit of {max_file_bytes} bytes per file"
                 continue
             if b"\0" in data:
                 left_out[rel] = "binary"
@@ -200,7 +200,7 @@ def _unreadable(path: str, real_base: str, max_file_bytes: int, max_bytes: int, 
     if not stat.S_ISREG(info.st_mode):
         return "not a regular file"
     if info.st_size > max_file_bytes:
-        return f"larger than the snapshot's limit of {max_file_bytes} bytes a file"
+        return f"larger than the snapshot's limit of {max_file_bytes} bytes per file"
     if total + info.st_size > max_bytes:
         return f"past the snapshot's limit of {max_bytes} bytes in all"
     return None

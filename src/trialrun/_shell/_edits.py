@@ -54,16 +54,16 @@ def string_edit(text: str, old: str, new: str, replace_all: bool = False, style:
     count = _count(text, old)
     if count == 0:
         if style == "claude" and old and _count(text.translate(_QUOTES), old.translate(_QUOTES)):
-            raise Unknowable("old_string matches only once quotes are normalised")
+            raise Unknowable("its old_string matches only once quotes are normalised (Claude Code may still apply it)")
         if style in ("claude", "pi"):
             raise Refused("old text is not in the file")
-        raise Unknowable("old text is not in the file as trialrun knows it; the tool's looser matching may still "
-                         "find it")
+        raise Unknowable("its old text is not in the file as trialrun knows it (the tool's looser matching may still "
+                         "have found something)")
     if count > 1 and not replace_all:
         if style == "claude":
             raise Refused(f"old_string occurs {count} times and replace_all is false")
-        raise Unknowable(f"old text occurs {count} times and replace-all is not set; the tool's looser matching may "
-                         "pick one")
+        raise Unknowable(f"its old text occurs {count} times and replace-all is not set (the tool's looser matching "
+                         "may have picked one)")
     if style == "claude" and new == "" and not old.endswith("\n") and old + "\n" in text:
         old += "\n"  # Claude Code deletes the line's newline with it
     result = text.replace(old, new) if replace_all else text.replace(old, new, 1)
@@ -117,7 +117,7 @@ def original_edits(text: str, edits: Sequence[tuple[str, str]]) -> str:
         raise Refused("an oldText is empty")
     if any(old not in normal for old, _ in pairs):
         if all(_fuzzy(old) in _fuzzy(normal) for old, _ in pairs):
-            raise Unknowable("an oldText matches only after pi's fuzzy normalisation, which rewrites the file")
+            raise Unknowable("an oldText matches only after pi's fuzzy normalisation, which rewrites the whole file")
         raise Refused("an oldText is not in the file")
     fuzzy_text = _fuzzy(normal)
     spans: list[tuple[int, int, str]] = []

@@ -12,7 +12,7 @@ A file's state is one of
   ("program", name)             a copy of or link to a program (`ln -s /bin/rm x`, `cp "$(which rm)" x`)
   ("unknown", why)              what it holds cannot be known (`curl -o x.sh`, an edit that may not have applied)
   ("own",)                      a copy of a file the trajectory never wrote (one of the user's own; no workspace)
-  ("left-out", why, origin)     in the workdir at the start, but not read (binary, too large: `why`)
+  ("left-out", why, origin)     in the workdir at the start, but left out of the snapshot (binary, too large: `why`)
   ("absent", why)               not in the workdir at the start, and nothing seen wrote it
   ("gone",)                     removed by something the trajectory shows (a patch's Delete File, `mv`'s source)
 """
@@ -170,7 +170,7 @@ def _base(files: Mapping[str, State], workspace: Any, rel: str) -> State:
         return ("unknown", f"may have been overwritten since the trial started: it {anywhere[1]}")
     if rel in workspace.files:
         return ("base", workspace.files[rel], rel)
-    return ("left-out", f"was in the workdir at the start but not read ({workspace.why_left_out(rel)})", rel)
+    return ("left-out", f"was left out of the workspace snapshot ({workspace.why_left_out(rel)})", rel)
 
 
 def texts(state: State | None) -> tuple[str, ...] | None:
@@ -192,17 +192,16 @@ def before_append(state: State | None) -> tuple[str, ...] | None:
     return texts(state)
 
 
-def unknown_why(state: State | None, path: str, what: str) -> str:
-    """Why `what` of `path` cannot be followed, from the state the file was in."""
+def unknown_why(state: State | None, path: str, what: str, files: Mapping[str, Any] | None = None) -> str:
+    """Why `what` of `path` cannot be followed, from the state the file was in (and the table it is in)."""
     if state is None:
-        return (f"was {what}, but the trajectory never showed what `{path}` held before (no workspace snapshot "
-                "of the trial's workdir, or outside it)")
+        where = ("it is outside the trial's workdir, so the workspace snapshot does not have it"
+                 if files is not None and WORKSPACE in files else
+                 "there is no workspace snapshot to know it from (graded outside a trial)")
+        return f"was {what}, but the trajectory never showed what `{path}` held before: {where}"
     if state[0] == "unknown":
-        return f"was {what} after it {state[1].removeprefix('was ')}" if state[1].startswith("was ") else \
-            f"was {what}, but what it held before is not known: it {state[1]}"
-    if state[0] == "left-out":
-        return f"was {what}, but it {state[1]}"
-    if state[0] == "absent":
+        return f"was {what}, but what it held before is not known (it {state[1]})"
+    if state[0] in ("left-out", "absent"):
         return f"was {what}, but it {state[1]}"
     if state[0] == "program":
         return f"was {what}, but it was a copy of the program `{state[1]}`"

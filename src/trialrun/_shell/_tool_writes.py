@@ -68,7 +68,7 @@ def _edit(files: Table, path: str, what: str, change: Callable[[str], str], crea
         if creates is not None and state is not None and state[0] in ("absent", "gone"):
             files[key] = ("text", (creates,))
         else:
-            files[key] = ("unknown", _files.unknown_why(state, path, what))
+            files[key] = ("unknown", _files.unknown_why(state, path, what, files))
         return
     results: list[str] = []
     refused: list[str] = []
@@ -78,7 +78,7 @@ def _edit(files: Table, path: str, what: str, change: Callable[[str], str], crea
         except Refused as exc:
             refused.append(str(exc))
         except Unknowable as exc:
-            files[key] = ("unknown", f"was {what}, and {exc}")
+            files[key] = ("unknown", f"was {what}, but {exc}")
             return
     if refused and results:  # refused in one reading of the file, applied in another
         files[key] = ("unknown", f"was {what}, which applies to one reading of it and not another ({refused[0]})")
@@ -107,7 +107,7 @@ def tool_write(arguments: Any, files: Table, tool: str = "write_file", failed: b
         return
     if failed and (any(k in arguments for k in _EDIT_KEYS) or _first(arguments, _CONTENT_KEYS) is not None):
         return  # the tool refused (Claude Code: not Read first; a missing old string): nothing was written
-    shown = f"{tool}"
+    shown = f"`{tool}`"
     edits = arguments.get("edits")
     if "notebook_path" in arguments or "new_source" in arguments:
         files[_files.key(files, path)] = ("unknown", f"was edited by {shown} (a notebook cell edit, not followed)")
@@ -201,7 +201,7 @@ def apply_codex_patch(patch: str, files: Table, cwd: str = "", failed: bool = Fa
             files[_files.key(files, path)] = ("unknown", why)
 
     if failed:
-        unknown(f"was named in {shown} whose result was an error (what it changed before failing is not known)")
+        unknown(f"was patched by {shown}, whose result was an error (what it changed before failing is not known)")
         return
     staged: dict[str, State] = {}
 
@@ -219,16 +219,17 @@ def apply_codex_patch(patch: str, files: Table, cwd: str = "", failed: bool = Fa
         known = _files.texts(state)
         if hunk.kind == "delete":
             if state is not None and state[0] in ("absent", "gone"):
-                return unknown(f"was named in {shown} that deletes `{hunk.path}`, which is not there (Codex fails)")
+                return unknown(f"was patched by {shown}, which deletes `{hunk.path}`, a file that is not there (the "
+                               "patch fails)")
             staged[k] = ("gone",)
             continue
         if known is None:
-            return unknown(_files.unknown_why(state, hunk.path, f"patched by {shown}"))
+            return unknown(_files.unknown_why(state, hunk.path, f"patched by {shown}", files))
         try:
             results = tuple(dict.fromkeys(apply_codex_update(text, hunk) for text in known))
         except (PatchError, Unknowable) as exc:
-            return unknown(f"was named in {shown} that does not apply cleanly to what trialrun knows of "
-                           f"`{hunk.path}` ({exc})")
+            return unknown(f"was patched by {shown}, but the patch does not apply cleanly to what trialrun knows "
+                           f"of `{hunk.path}` ({exc})")
         if hunk.move_to:
             staged[k] = ("gone",)
             staged[_files.key(files, join(cwd, hunk.move_to))] = ("text", results)
@@ -267,7 +268,7 @@ def apply_unified_diff(diff: str, files: Table, cwd: str = "", strip: int | None
         entries.append((join(cwd, name), part))
     if failed:
         for path, _ in entries:
-            files[_files.key(files, path)] = ("unknown", f"was named in {shown} whose result was an error")
+            files[_files.key(files, path)] = ("unknown", f"was patched by {shown}, whose result was an error")
         return
     staged: dict[str, State] = {}
     for path, part in entries:
@@ -278,11 +279,11 @@ def apply_unified_diff(diff: str, files: Table, cwd: str = "", strip: int | None
         state = ("absent", "") if part.old_path == "/dev/null" else staged.get(k) or _files.lookup(files, k)
         known = ("",) if part.old_path == "/dev/null" else _files.texts(state)
         if known is None:
-            staged[k] = ("unknown", _files.unknown_why(state, path, f"patched by {shown}"))
+            staged[k] = ("unknown", _files.unknown_why(state, path, f"patched by {shown}", files))
             continue
         try:
             staged[k] = ("text", tuple(dict.fromkeys(apply_unified(text, part) for text in known)))
         except (PatchError, Unknowable) as exc:
-            staged[k] = ("unknown", f"was patched by {shown} that does not apply cleanly to what trialrun knows of "
-                                    f"it ({exc})")
+            staged[k] = ("unknown", f"was patched by {shown}, but the diff does not apply cleanly to what trialrun "
+                                    f"knows of it ({exc})")
     files.update(staged)

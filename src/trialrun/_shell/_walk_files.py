@@ -273,7 +273,7 @@ class _FileSteps:
                 self.files[key] = ("unknown", f"was edited in place by {shown}: {problem or 'part of it is only known at run time'}")
                 continue
             if known is None:
-                self.files[key] = ("unknown", _files.unknown_why(state, target, f"edited in place by {shown}"))
+                self.files[key] = ("unknown", _files.unknown_why(state, target, f"edited in place by {shown}", self.files))
                 continue
             try:
                 results = tuple(dict.fromkeys(_edit_in_place(lang, scripts, text) for text in known))
@@ -391,7 +391,7 @@ class _FileSteps:
                 before = _files.before_append(_files.lookup(self.files, key))
                 if before is None:
                     self.files[key] = ("unknown", _files.unknown_why(_files.lookup(self.files, key), path,
-                                                                      f"appended to by {shown}"))
+                                                                      f"appended to by {shown}", self.files))
                     continue
                 texts = [b + t for b in before for t in texts]
             self.files[key] = ("text", tuple(dict.fromkeys(texts)))
