@@ -19,7 +19,9 @@ from trialrun import expect
 from trialrun._shell import _files, match_command
 from trialrun._shell._edits import Refused, Unknowable, original_edits, sequential_edits, string_edit
 from trialrun._shell._inplace import perl_program, run_perl, run_sed, sed_script
-from trialrun._shell._patches import PatchError, apply_codex_update, apply_unified, parse_codex_patch, parse_unified_diff
+from trialrun._shell._patches import (
+    PatchError, apply_codex_update, apply_unified, codex_intercepted, parse_codex_patch, parse_unified_diff,
+)
 from trialrun._shell._patterns import files_before
 from trialrun._workspace import Workspace, snapshot
 
@@ -126,20 +128,22 @@ def test_codex_patch_add_update_delete_move() -> None:
     assert _state([add], "new.sh")[1] == ("rm -rf a\nls\n",)
     hunks = parse_codex_patch(_patch("*** Update File: clean.sh\n@@\n-echo rm -rf sentinel\n+rm -rf sentinel"))
     assert apply_codex_update(START["clean.sh"], hunks[0]) == "rm -rf sentinel\n"
-    moved = _patch("*** Update File: clean.sh\n*** Move to: bin/go.sh\n@@\n-echo rm -rf sentinel\n+rm -rf sentinel")
-    table_earlier = [f"apply_patch '{moved}'"]
-    assert _state(table_earlier, "bin/go.sh")[1] == ("rm -rf sentinel\n",)
-    assert _state(table_earlier, "clean.sh") == ("gone",)
-    assert not _runs("sh clean.sh", table_earlier).matched  # it is not there any more: nothing runs
-    assert _runs("sh bin/go.sh", table_earlier).matched
-    deleted = [f"apply_patch '{_patch('*** Delete File: clean.sh')}'"]
+    moved = [("apply_patch", {"input": _patch("*** Update File: clean.sh\n*** Move to: bin/go.sh\n@@\n"
+                                             "-echo rm -rf sentinel\n+rm -rf sentinel")})]
+    assert _state(moved, "bin/go.sh")[1] == ("rm -rf sentinel\n",)
+    assert _state(moved, "clean.sh") == ("gone",)
+    assert not _runs("sh clean.sh", moved).matched  # it is not there any more: nothing runs
+    assert _runs("sh bin/go.sh", moved).matched
+    deleted = [("apply_patch", {"input": _patch("*** Delete File: clean.sh")})]
     assert _state(deleted, "clean.sh") == ("gone",)
+    in_folder = ("apply_patch", {"input": _patch("*** Update File: keep.sh\n@@\n-ls\n+rm -rf /x"), "workdir": "bin"})
+    assert _state([in_folder], "bin/keep.sh")[1] == ("rm -rf /x\n",)
 
 
 def test_codex_patch_context_mismatch_and_loose_matches() -> None:
-    wrong = _patch("*** Update File: clean.sh\n@@\n-echo something else\n+rm -rf sentinel")
-    result = _runs("sh clean.sh", [f"apply_patch <<'EOF'\n{wrong}\nEOF"])
-    assert result.matched and "does not apply cleanly" in result.reason
+    wrong = ("apply_patch", {"input": _patch("*** Update File: clean.sh\n@@\n-echo something else\n+rm -rf sentinel")})
+    result = _runs("sh clean.sh", [wrong])
+    assert result.matched and "the patch does not apply cleanly to what trialrun knows of `clean.sh`" in result.reason
     hunk = parse_codex_patch(_patch("*** Update File: a\n@@\n-  keep  \n+x"))[0]
     assert apply_codex_update("keep\n", hunk) == "x\n"  # Codex's trimmed pass finds it
     with pytest.raises(PatchError):
@@ -148,11 +152,22 @@ def test_codex_patch_context_mismatch_and_loose_matches() -> None:
     assert _state(broken, "clean.sh")[0] == "base"
 
 
-def test_codex_patch_in_its_other_shapes() -> None:
-    # `cd DIR && apply_patch <<EOF`, a patch in the exec_command's workdir, the argv form
-    patch = _patch("*** Update File: keep.sh\n@@\n-ls\n+rm -rf /x")
-    assert _runs("sh bin/keep.sh", [f"cd bin && apply_patch <<'EOF'\n{patch}\nEOF"]).matched
-    assert _runs("sh bin/keep.sh", [["apply_patch", patch.replace("keep.sh", "bin/keep.sh")]]).matched
+def test_which_commands_codex_applies_itself() -> None:
+    patch = _patch("*** Add File: x\n+y")
+    assert codex_intercepted(f"apply_patch <<'EOF'\n{patch}\nEOF\n") == (patch, "")
+    assert codex_intercepted(f"cd sub && apply_patch <<EOF\n{patch}\nEOF") == (patch, "sub")
+    assert codex_intercepted(["apply_patch", patch]) == (patch, "")
+    assert codex_intercepted(["bash", "-lc", f"apply_patch <<'PATCH'\n{patch}\nPATCH"]) == (patch, "")
+    # anything else is a shell command in which `apply_patch` is a program (Codex 0.171 has none on PATH)
+    for other in (f"echo start && apply_patch <<'EOF'\n{patch}\nEOF", f"apply_patch '{patch}'",
+                  f"apply_patch <<'EOF'\n{patch}\nEOF\necho done"):
+        assert codex_intercepted(other) is None, other
+
+
+def test_apply_patch_inside_a_longer_command_leaves_its_files_unknown() -> None:
+    patch = _patch("*** Update File: clean.sh\n@@\n-echo rm -rf sentinel\n+echo tidy")
+    result = _runs("sh clean.sh", [f"echo start && apply_patch <<'EOF'\n{patch}\nEOF"])
+    assert result.matched and "Codex applies a patch itself only when it is the whole command" in result.reason
 
 
 def test_unified_diffs_by_patch_git_apply_and_tools() -> None:

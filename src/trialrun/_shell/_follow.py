@@ -11,8 +11,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from . import _files
+from ._patches import CODEX_SHELL_TOOLS, codex_intercepted
 from ._patterns import fold, start_files
 from ._sessions import Sessions, stdin_arguments
+from ._tool_writes import join
 
 __all__ = ["Follower", "calls_in_order"]
 
@@ -64,6 +66,10 @@ class Follower:
         if found is not None:
             folder = next((arguments.get(k) for k in _FOLDER_KEYS if isinstance(arguments, Mapping)
                            and isinstance(arguments.get(k), str) and arguments.get(k)), None)
+            patch = codex_intercepted(found) if call.name.casefold() in CODEX_SHELL_TOOLS else None
+            if patch is not None:  # Codex applies it itself, as its apply_patch tool would (no program runs)
+                where = join(folder, patch[1]) if folder and not self._is_root(folder) else patch[1]
+                return found, (call.name, {"input": patch[0], "workdir": where})
             if folder is not None and isinstance(found, str) and not self._is_root(folder):
                 found = f"cd {shlex.quote(folder)}\n{found}"
             return found, found

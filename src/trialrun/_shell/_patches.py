@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 
 from ._edits import Unknowable
 
-__all__ = ["PatchError", "CodexHunk", "parse_codex_patch", "apply_codex_update", "is_codex_patch",
+__all__ = ["PatchError", "CodexHunk", "parse_codex_patch", "apply_codex_update", "is_codex_patch", "codex_intercepted",
+           "CODEX_SHELL_TOOLS",
            "DiffFile", "parse_unified_diff", "apply_unified", "looks_like_unified_diff"]
 
 
@@ -49,6 +50,35 @@ class CodexHunk:
 
 def is_codex_patch(text: str) -> bool:
     return "*** Begin Patch" in text
+
+
+_INTERCEPTED_RE = re.compile(
+    r"\A\s*(?:cd\s+(?P<dir>'[^']*'|\"[^\"]*\"|[^\s;&|<>'\"]+)\s*&&\s*)?(?:apply_patch|applypatch)\s*<<-?\s*"
+    r"(?P<quote>['\"]?)(?P<delimiter>[A-Za-z_]\w*)(?P=quote)[ \t]*\n(?P<body>.*?)\n(?P=delimiter)[ \t]*\n?\s*\Z", re.S)
+
+#: The shell tools of Codex, which applies a patch given as their whole command itself (no program runs).
+CODEX_SHELL_TOOLS = frozenset({"exec_command", "shell", "local_shell", "shell_command"})
+
+
+def codex_intercepted(command: object) -> tuple[str, str] | None:
+    """(patch, folder) when Codex applies `command` itself: `apply_patch <<'EOF' ... EOF` as the whole command, or
+    `cd DIR && ` before it, or the argv `["apply_patch", PATCH]` (as its apply-patch crate recognises them). Anywhere
+    else in a command line `apply_patch` is a program like any other (and usually not there)."""
+    if isinstance(command, (list, tuple)):
+        if len(command) == 2 and command[0] in ("apply_patch", "applypatch") and isinstance(command[1], str):
+            return command[1], ""
+        if len(command) == 3 and str(command[0]).rsplit("/", 1)[-1] in ("bash", "zsh", "sh") and command[1] in (
+                "-lc", "-c"):
+            command = command[2]
+        else:
+            return None
+    if not isinstance(command, str):
+        return None
+    match = _INTERCEPTED_RE.match(command)
+    if match is None:
+        return None
+    folder = match.group("dir") or ""
+    return match.group("body"), folder.strip("'\"")
 
 
 def parse_codex_patch(text: str) -> list[CodexHunk]:

@@ -22,7 +22,7 @@ from ._patches import (
     parse_unified_diff,
 )
 
-__all__ = ["tool_write", "apply_codex_patch", "apply_unified_diff", "join"]
+__all__ = ["tool_write", "apply_codex_patch", "apply_unified_diff", "patch_program", "join"]
 
 State = tuple
 Table = dict
@@ -95,7 +95,9 @@ def tool_write(arguments: Any, files: Table, tool: str = "write_file", failed: b
         return
     patch = next((v for v in arguments.values() if isinstance(v, str) and is_codex_patch(v)), None)
     if patch is not None:
-        apply_codex_patch(patch, files, failed=failed)
+        folder = arguments.get("workdir")
+        apply_codex_patch(patch, files, cwd=folder if isinstance(folder, str) else "", failed=failed,
+                          shown=f"`{tool}`")
         return
     path = _first(arguments, _PATH_KEYS)
     diff = next((v for k, v in arguments.items() if isinstance(v, str) and k not in _CONTENT_KEYS[:4]
@@ -236,6 +238,21 @@ def apply_codex_patch(patch: str, files: Table, cwd: str = "", failed: bool = Fa
         else:
             staged[k] = ("text", results)
     files.update(staged)
+
+
+def patch_program(patch: str, files: Table, cwd: str = "", shown: str = "`apply_patch`") -> None:
+    """`apply_patch` run as a program inside a shell command (not as the whole command, which Codex applies itself):
+    whether such a program is there and what it did is not known, so the files the patch names become unknown."""
+    try:
+        hunks = parse_codex_patch(patch)
+    except PatchError:
+        return  # a program that is there rejects it; one that is not changes nothing either
+    why = (f"was named in a patch given to {shown} inside a shell command: Codex applies a patch itself only when it "
+           "is the whole command, and whether an `apply_patch` program is there (and what it did) is not known")
+    for hunk in hunks:
+        for path in (hunk.path, hunk.move_to):
+            if path:
+                files[_files.key(files, join(cwd, path))] = ("unknown", why)
 
 
 _STRIP_RE = re.compile(r"^(?:a|b)/")

@@ -19,7 +19,7 @@ from ._inplace import run_perl, run_sed
 from ._inv import _basename, _Inv, _word_text
 from ._options import _normalise
 from ._syntax import _Group, _Simple
-from ._tool_writes import apply_codex_patch, apply_unified_diff
+from ._tool_writes import apply_unified_diff, patch_program
 from ._variables import _CWD, _Env
 from ._wrappers import _SHELLS, _WRAPPERS
 
@@ -188,7 +188,7 @@ class _FileSteps:
             if rest_dyn and rest_dyn[0] is not None:
                 self.written_anywhere(f"may have been written by `{inv.display[:60]}` (a patch only known at run time)")
             else:
-                apply_codex_patch(inv.args[0], self.files, cwd=self.env_cwd or "", shown=f"`{inv.display[:60]}`")
+                patch_program(inv.args[0], self.files, cwd=self.env_cwd or "")
             return
         lang = language_of(program)
         if lang in ("sed", "perl", "ruby", "awk") and self.in_place(inv, lang, rest, rest_dyn):
@@ -330,7 +330,7 @@ class _FileSteps:
             if texts is None or not known or len(texts) != 1:
                 self.written_anywhere(f"may have been written by {shown} (a patch not known before it ran)")
             else:
-                apply_codex_patch(texts[0], self.files, cwd=cwd, shown=shown)
+                patch_program(texts[0], self.files, cwd=cwd)
             return True
         options = patch_options(first)
         if options is None:
