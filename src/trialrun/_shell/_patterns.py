@@ -15,7 +15,7 @@ from ._analysis import _analyse, _Analysis, _basename, _Inv, _quote
 from ._expand import _expand_word
 from ._options import _key_text, _normalise
 from ._syntax import _ASSIGN_RE, _Group, _ParseError, _Parser
-from ._values import CommandLines, UnknownInput, UnreadableCommand
+from ._values import TYPED, CommandLines, TypedInput, UnknownInput, UnreadableCommand
 from ._wrappers import _CODE_RUNNERS, _SHELLS
 
 _REASON_LIMIT = 160  # characters of a command quoted in a reason before it is shortened
@@ -175,10 +175,14 @@ def _shorten(text: str) -> str:
 
 
 def _command_text(command: str | Sequence[str]) -> str:
+    if isinstance(command, TypedInput):
+        return command.shown
     return command if isinstance(command, str) else shlex.join(str(w) for w in command)
 
 
 def _in_clause(segment: str, command_text: str) -> str:
+    if command_text.startswith(TYPED):  # text typed into a session (`TypedInput.shown`)
+        return f" ({command_text})"
     whole = " ".join(command_text.split())
     return "" if segment == whole else f" (in `{_shorten(command_text)}`)"
 

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from ._values import UnknownInput
+from ._values import TYPED, TypedInput, UnknownInput
 
 __all__ = ["Sessions", "stdin_arguments", "session_id_in"]
 
@@ -50,14 +50,37 @@ def session_id_in(result: str) -> str | None:
     return match.group(1) if match else None
 
 
+#: Programs that take what is typed into them as data, not as commands (beside shells and interpreters reading
+#: their program from standard input, whose input is examined as code).
+_DATA_READERS = frozenset({"cat", "tee", "head", "tail", "wc", "sort", "uniq", "cut", "tr", "grep", "egrep", "fgrep",
+                           "base64", "xxd", "od", "md5sum", "sha1sum", "sha256sum", "sha512sum", "jq", "yq", "read",
+                           "true", "sleep", "column", "nl", "fold", "fmt", "paste", "rev", "dd"})
+
+
+def _reader(command: str) -> str | None:
+    """Why what is typed into a session running `command` cannot be examined, or None: it goes to a shell or an
+    interpreter reading its program (examined as code) or to programs that take it as data."""
+    from ._analysis import _analyse
+
+    analysis = _analyse(command)
+    if analysis.error is not None:
+        return f"its command could not be parsed ({analysis.error})"
+    leaves = [inv for inv in analysis.invs if inv.leaf and not inv.guessed]
+    if any(inv.stdin_shell for inv in analysis.invs):
+        return None
+    others = [inv.display for inv in leaves if inv.program not in _DATA_READERS and inv.program not in ("cd", "export")]
+    if others:
+        return f"`{others[0][:60]}` may run what it reads (a remote or another shell, an editor, a console)"
+    return None
+
+
 @dataclass
 class _Session:
     command: str  # what started it (with its folder), as shell text
     tty: bool
     typed: str = ""  # everything typed so far
     examined: int = 0  # how much of `typed` was handed to the history already
-    closed: bool = False
-    parts: list[str] = field(default_factory=list)
+    why: str | None = None  # why its input cannot be examined (see `_reader`)
 
 
 def _delimiter(text: str) -> str:
@@ -85,7 +108,7 @@ class Sessions:
             return
         session = session_id_in(result)
         if session is not None:
-            self.sessions[session] = _Session(command, bool(arguments.get("tty")))
+            self.sessions[session] = _Session(command, bool(arguments.get("tty")), why=_reader(command))
 
     def typed(self, session_id: str, text: str, result: str | None, last: bool) -> tuple[str, str] | None:
         """What typing `text` into a session runs: (the command to examine, the command whose writes later calls
@@ -102,6 +125,9 @@ class Sessions:
             return UnknownInput(why), ""
         if not text:
             return None  # a poll: nothing typed
+        if session.why is not None:
+            return UnknownInput(f"text typed into session {session_id} (`{session.command[:60]}`), where {session.why}, "
+                                "so what it ran cannot be told"), ""
         if session.tty and _EDITING_RE.search(text.replace("\r", "")):
             why = (f"text typed into the terminal of session {session_id} (`{session.command[:60]}`) holds "
                    "line-editing keys (control characters), so the lines the program got cannot be told")
@@ -118,4 +144,5 @@ class Sessions:
         new = whole[session.examined:]
         session.examined = len(whole)
         examined = whole if len(whole) <= _LIMIT else new
-        return _fed(session.command, examined), _fed(session.command, new)
+        shown = f"{TYPED}{session_id}, `{' '.join(session.command.split())[:60]}`"
+        return TypedInput(_fed(session.command, examined), shown), TypedInput(_fed(session.command, new), shown)
