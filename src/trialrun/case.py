@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     import httpx
     import httpx2
 
+    from ._workspace import Workspace
     from .endpoint import ModelEndpoint
     from .models import Cassette, ModelTransport, ScriptedModel
     from .wire import Exchange
@@ -363,6 +364,9 @@ class TrialContext:
         self._workdir: Path | None = None
         self._transports: list[Any] = []
         self._clients: list[Any] = []
+        self._workspace: Workspace | None = None
+        #: Set by the runner when a grader of the case reads the workspace (see `workspace`).
+        self._wants_workspace = False
 
     def __repr__(self) -> str:
         return f"TrialContext(case={self.case.name!r}, trial={self.trial})"
@@ -375,6 +379,29 @@ class TrialContext:
             slug = "".join(ch if ch.isalnum() else "-" for ch in self.case.name)[:40]
             self._workdir = Path(tempfile.mkdtemp(prefix=f"trialrun-{slug}-t{self.trial}-"))
         return self._workdir
+
+    @property
+    def workspace(self) -> Workspace | None:
+        """The workdir's text files as they stood when the agent started (after setup, before invoke), or None when
+        no snapshot was taken. The runner takes one when a grader of the case reads it (`expect.never_ran` does; a
+        grader of your own says so with `fn.reads_workspace = True`); `snapshot_workspace()` takes one now."""
+        workspace = self._workspace
+        if workspace is not None and workspace.root is None and self._workdir is not None:
+            workspace.set_root(self._workdir)  # the workdir was made after the snapshot: it was empty then
+        return workspace
+
+    def snapshot_workspace(self) -> Workspace:
+        """Read the workdir's text files now, as the base of the workspace model (see `workspace`). Bounded: files,
+        bytes per file and bytes in all (`trialrun._workspace`); what it leaves out is named with the reason."""
+        from ._workspace import Workspace, snapshot
+
+        self._workspace = snapshot(self._workdir) if self._workdir is not None else Workspace(None)
+        return self._workspace
+
+    def _before_invoke(self) -> None:
+        """What the runner does between setup and invoke: the workspace snapshot, when a grader reads it."""
+        if self._wants_workspace:
+            self.snapshot_workspace()
 
     # -- model transports (the one seam) -------------------------------------------------------------------
     def _register(self, transport: _T) -> _T:

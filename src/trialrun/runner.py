@@ -241,6 +241,7 @@ class _Runner:
         setup, invoke = case.setup, case.invoke
         invoke_async = inspect.iscoroutinefunction(invoke)
         if invoke_async and setup is None:  # an async agent without setup (the usual async case): awaited right here
+            ctx._before_invoke()  # (no setup: the workdir, if any, is empty; nothing to read)
             try:
                 return await invoke(ctx)  # type: ignore[misc]  # (a coroutine function: not None)
             except _TRIAL_ERRORS as exc:  # noqa: BLE001
@@ -258,6 +259,8 @@ class _Runner:
                 await self._call(setup, ctx)
             except _TRIAL_ERRORS as exc:  # noqa: BLE001
                 raise _PhaseFailure("setup", exc) from exc
+        if ctx._wants_workspace:  # the workspace snapshot: files are read off the event loop
+            await self._in_thread(ctx._before_invoke)
         assert invoke is not None  # a Case always has one
         try:
             return await self._call(invoke, ctx)
@@ -340,6 +343,7 @@ class _Runner:
 
     async def run_trial(self, case: Case, trial: int) -> TrialResult:
         ctx = TrialContext(case, trial, run_id=self.run_id)
+        ctx._wants_workspace = _reads_workspace(case)
         started = time.perf_counter()
         error: TrialError | None = None
         run: Run | None = None
@@ -458,6 +462,14 @@ async def run_one_trial(case: Case, trial: int, run_id: str | None = None,
         runner.threads.close()
 
 
+def _reads_workspace(case: Case) -> bool:
+    """Whether a grader of the case reads the workspace snapshot (`ctx.workspace`), so the trial takes one."""
+    for grader in case.graders:
+        if getattr(grader.fn, "reads_workspace", False):
+            return True
+    return False
+
+
 def _on_loop(grader: Grader) -> bool:
     """Whether a grader runs on the event loop: trialrun's own (quick) and async ones; a user's sync one does not."""
     return is_builtin(grader) or inspect.iscoroutinefunction(getattr(grader.fn, "__wrapped__", grader.fn))
@@ -474,6 +486,7 @@ def _sync_setup_invoke(setup: Callable[[TrialContext], Any] | None, invoke: Call
             setup(ctx)
         except _TRIAL_ERRORS as exc:  # noqa: BLE001
             raise _PhaseFailure("setup", exc) from exc
+    ctx._before_invoke()  # the workspace snapshot, when a grader reads it
     try:
         return invoke(ctx)
     except _TRIAL_ERRORS as exc:  # noqa: BLE001

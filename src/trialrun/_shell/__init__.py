@@ -18,14 +18,19 @@ One implementation serves both users so that the policy and the grader can never
 from __future__ import annotations
 
 # The package's modules, in layers (each imports only from those above it): _syntax (parsing), _expand (word
-# expansion) and _options (getopt per program), _code (code in other languages), _files (what a trajectory wrote),
-# _printed (what echo/printf print), _variables (shell variables), _wrappers (programs that run other commands),
-# _analysis (every program a line runs), _values (CommandLines,
-# UnreadableCommand), _patterns (matching), _calls (tool calls), _history (earlier calls, as the matcher reads them).
+# expansion) and _options (getopt per program), _code (code in other languages) and _code_writes (the files it
+# writes), _files (the file table: what a trajectory wrote, on the workspace model's base), _edits, _patches and
+# _inplace (the exact text semantics of edit tools, patches, `sed -i`, `perl -pi`), _tool_writes (what a tool call
+# wrote), _printed (what echo/printf print), _variables (shell variables), _wrappers (programs that run other
+# commands), _inv (the analysis's data), _walk_files (the walker's file steps), _analysis (every program a line
+# runs), _values (CommandLines, UnreadableCommand), _patterns (matching), _calls (tool calls), _sessions (text typed
+# into a running shell), _follow (a trajectory's calls in order, for never_ran), _history (earlier calls, as the
+# matcher reads them).
 from ._calls import COMMAND_ARGUMENT_KEYS, DEFAULT_COMMAND_TOOLS, command_of_call, commands_for_allow_list
 from ._patterns import CommandMatch, CommandPattern, cannot_read, commands_in, match_command, unknown_at_run_time
 from ._values import CommandLines, UnreadableCommand
 from ._files import check_own_scripts
+from ._follow import Follower, calls_in_order
 from ._history import history
 
 # Internals kept reachable as `_shell.X`, as they were when this package was one module.
@@ -50,6 +55,8 @@ __all__ = [
     "history",
     "check_own_scripts",
     "CommandLines",
+    "Follower",
+    "calls_in_order",
 ]
 
 # `doctest.testmod(trialrun._shell)` only looks at objects defined in the module itself; these are defined in the

@@ -4,93 +4,26 @@ through wrappers, substitutions, functions, aliases and text printed into a shel
 from __future__ import annotations
 
 import re
-import shlex
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
 
 from . import _files
-from ._code import LANGUAGES, analyse_code, language_of, language_of_script
+from ._code import analyse_code, language_of
 from ._expand import _Dyn, _expand_word
-from ._options import _Args, _getopt, _normalise, _opts
+from ._inv import _Analysis as _Analysis, _basename as _basename, _Inv as _Inv, _quote as _quote, _word_text
+from ._options import _getopt, _opts
 from ._printed import _echo_output, _printf_output
-from ._syntax import _ASSIGN_RE, _MAX_DEPTH, _Group, _ParseError, _Parser, _Simple, _Word
+from ._syntax import _ASSIGN_RE, _MAX_DEPTH, _Group, _ParseError, _Parser, _Simple
+from ._walk_files import _FileSteps
 from ._variables import (
     _CWD, _NAMEREF, _POSITIONAL, _bind_positional, _drop, _Env, _merge_maybe,
     _names_only_known_at_run_time, _reposition, _set, _set_array,
 )
-from ._wrappers import _CODE_RUNNERS, _GIT_CODE_KEYS, _SHELLS, _WRAPPERS, _shell_handler, handler_for
+from ._wrappers import _CODE_RUNNERS, _GIT_CODE_KEYS, _shell_handler, handler_for
 
 # --------------------------------------------------------------------------------------------------------------
 # Analysis: every program a command line runs (an "invocation"), and which feeds which.
 # --------------------------------------------------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class _Inv:
-    program: str  # basename of the program word (`/usr/bin/rm` -> `rm`)
-    args: tuple[str, ...]
-    words: Sequence[str]  # the command from its program on
-    dyn: Sequence[_Dyn]  # per word: None when known, else what it is sure to end with (see `_expand_word`)
-    leaf: bool = True  # not a wrapper that handed over to another command
-    stdin_shell: bool = False  # a shell that reads its script from standard input
-    # The program's name is only known at run time (`$CMD`, `$(which rm)`, `r$()m`): what it is sure to end
-    # with ("" when nothing is known). None when the name is known (also `$DIR/rm`: only the folder is unknown).
-    unknown: str | None = None
-    opaque: bool = False  # it runs shell code only known at run time (`eval "$X"`, `bash -c "$(cat x)"`)
-    guessed: bool = False  # seen only by guessing that a program only known at run time is a shell
-    fed: bool = False  # a stdin shell whose input has been accounted for (a pipe, a here-document, `< file`)
-    expanded: bool = False  # a call of a function or alias defined in the line, whose body was followed too
-    script_args: tuple[tuple[str, _Dyn], ...] | None = None  # a stdin shell's `$@` (`sh -s -rf x`), when given
-    glob: bool = False  # the program word is a glob (`/bin/r?`): it runs whatever program the glob expands to
-    why: str | None = None  # why what it runs is only known at run time (for `opaque`), in words
-    stdin_lang: str | None = None  # an interpreter reading its program from standard input (`python3 -`)
-    renamed: str | None = None  # the path it was run by, a copy of or link to `program` (`./x` after `ln -s /bin/rm x`)
-
-    @property
-    def dynamic(self) -> bool:
-        """The program word is only known at run time (`$CMD`, `$(which rm)`)."""
-        return self.unknown is not None
-
-    @property
-    def uncertain(self) -> bool:
-        """What it runs rests on something only known at run time: a match with it is a fail-closed one."""
-        return self.unknown is not None or self.opaque or self.guessed
-
-    @property
-    def display(self) -> str:
-        """The command from its program on, normalised, for messages (computed only when a message needs it)."""
-        return " ".join(_quote(w, d) for w, d in zip(self.words, self.dyn))
-
-    def normalised(self) -> _Args:
-        return _normalise(self.program, self.args)
-
-
-@dataclass(frozen=True, slots=True)
-class _Analysis:
-    invs: tuple[_Inv, ...]
-    feeds: Mapping[int, frozenset[int]]  # invocation index -> indexes it feeds, directly or not
-    error: str | None = None  # the command line itself could not be parsed
-    nested_errors: tuple[str, ...] = ()  # shell code inside it (`bash -c '...'`) could not be parsed
-    uncertain: bool = False  # some invocation is only known at run time (see `_Inv.uncertain`)
-    files: tuple = ()  # the files the trajectory wrote, after this line ran (see `_files`)
-
-
-_SAFE_WORD_RE = re.compile(r"[\w@%+=:,./{}-]+")
-
-
-def _quote(text: str, dynamic: _Dyn = None) -> str:
-    if _SAFE_WORD_RE.fullmatch(text):
-        return text
-    if dynamic is not None:
-        return '"' + text.replace('"', '\\"') + '"'
-    return shlex.quote(text)
-
-
-def _basename(program: str) -> str:
-    base = program.rstrip("/").rsplit("/", 1)[-1]
-    return base or program
 
 
 _MAX_CALLS = 256  # calls of functions and aliases followed in one command line before giving up (fail closed)
@@ -98,13 +31,6 @@ _MAX_CODE = 1024  # pieces of shell code (`bash -c`, text piped into a shell...)
 _SILENT = frozenset({"true", "false", ":"})  # print nothing, so they do not change what a pipe carries
 # Uses of positional parameters whose value is not followed (`${@:2}`, `${1:-x}`, `${10}`, `${#1}`, `${!1}`).
 _HARD_POSITIONAL_RE = re.compile(r"\$\{[#!]?(?:[@*]|\d)")
-
-
-def _word_text(word: _Word, env: Mapping[str, Any]) -> tuple[str, bool]:
-    """A word expanded as one string (a here-document's text), and whether all of it is known."""
-    fields = _expand_word(word, env, split=False)
-    text, tail = fields[0] if fields else ("", None)
-    return text, tail is None
 
 
 def _hard_positional_use(script: list) -> bool:
@@ -129,23 +55,7 @@ _PROGRAM_GLOB_RE = re.compile(r"[*?]|\[[^\]]+\]")
 _READ_OPTS = _opts(values="adinNptu")
 _MAPFILE_OPTS = _opts(values="dnOsuCc")
 # Programs that do not write the files named in their arguments (so that `chmod +x x.sh` leaves x.sh as it was).
-_READ_ONLY = frozenset({
-    "cat", "ls", "echo", "printf", "grep", "egrep", "fgrep", "rg", "ag", "head", "tail", "wc", "less", "more", "stat",
-    "file", "chmod", "chown", "chgrp", "test", "[", "diff", "cmp", "md5sum", "sha1sum", "sha256sum", "sha512sum",
-    "shasum", "cksum", "b2sum", "readlink", "realpath", "basename", "dirname", "du", "df", "which", "type",
-    "command", "cd", "pushd", "popd", "pwd", "true", "false", ":", "man", "help", "info", "nl", "od", "xxd",
-    "hexdump", "strings", "cut", "tr", "jq", "yq", "touch", "mkdir", "rmdir", "rm", "tree", "find", "column",
-    "fold", "fmt", "paste", "join", "comm", "date", "sleep", "whoami", "id", "uname", "hostname", "ps", "kill",
-    "exit", "return", "export", "declare", "typeset", "local", "readonly", "read", "set", "shift", "unset",
-    "alias", "hash", "trap", "wait", "jobs", "ulimit", "umask", "getopts", "let", "source", ".", "eval", "exec",
-    "bat", "view", "shellcheck", "tee", "cp", "ln", "mv", "install",
-})
-_GIT_WRITES = frozenset({"checkout", "restore", "reset", "stash", "pull", "merge", "apply", "am", "cherry-pick",
-                         "rebase", "clone", "switch", "revert", "mv", "worktree", "submodule", "fetch"})
-# Programs that write files whose names their arguments do not give (archives, clones, copies of folders).
-_UNPACKERS = frozenset({"unzip", "7z", "7za", "7zr", "cpio", "ar", "rsync", "scp", "gunzip", "bunzip2", "unxz",
-                        "unzstd", "bsdtar", "jar", "unrar"})
-class _Walker:
+class _Walker(_FileSteps):
     """Turns a syntax tree into invocations, unwrapping wrappers and recording what feeds what.
 
     `files` are what the trajectory wrote before this line (see `_files`); `own` the `own_scripts` rule."""
@@ -222,6 +132,8 @@ class _Walker:
                 text, sure = _word_text(stage.stdin_word, env)
                 cooked = text
                 known = known and sure
+            elif inv.program == "cat" and (read := self.cat_files(inv)) is not None:  # `cat x.sh | sh`
+                text = cooked = read
             else:
                 return None, False
             known = known and all(d is None for d in inv.dyn[1:])
@@ -266,13 +178,13 @@ class _Walker:
 
     def redirected(self, node: _Simple | _Group, ids: list[int], env: _Env, depth: int) -> list[int]:
         """What a command's or group's redirections put on the standard input of the shells in it."""
-        if node.stdin_file:  # `bash -s < script.sh`: a script nobody here can read, unless the trajectory wrote it
+        if node.stdin_file:  # `bash -s < script.sh`: read where what the file holds is known
             if node.stdin_path is not None:
                 path, sure = _word_text(node.stdin_path, env)
                 self.env_cwd = env.get(_CWD, "")
-                state = self.lookup(path) if sure else None
-                if state is not None and state[0] == "text":
-                    return self.feed(ids, list(state[1]), True, f"`{path}` fed to a shell", env, depth)
+                texts = self.stdin_text(path, sure)
+                if texts is not None:
+                    return self.feed(ids, texts, True, f"`{path}` fed to a shell", env, depth)
             return self.feed(ids, None, False, "", env, depth)
         if node.stdin_word is not None:
             text, known = _word_text(node.stdin_word, env)
@@ -542,6 +454,8 @@ class _Walker:
             return []
         ids: list[int] = []
         what = f"{lang} code given to `{inv.program}`"
+        if not self.guessing:
+            self.code_wrote(lang, code, f"{lang} code run by `{inv.program}`")
         for action in analyse_code(lang, code):
             kind = action[0]
             if kind == "text":
@@ -581,152 +495,6 @@ class _Walker:
                 value = "git " + value
             ids += self.code(value.lstrip("!"), f"git configuration `{name}`", env, depth)
         return ids
-
-    def lookup(self, path: str) -> tuple | None:
-        return _files.lookup(self.files, self.here(path))
-
-    def here(self, path: str) -> str:
-        """A path as seen from where the line started (`cd repo && ./x` runs repo/x)."""
-        cwd = self.env_cwd
-        if cwd and not path.startswith(("/", "~")):
-            return _files.normalise(cwd + "/" + path)
-        return _files.normalise(path)
-
-    def written_anywhere(self, why: str) -> None:
-        self.files[_files.ANYWHERE] = ("unknown", why)
-
-    def run_file(
-        self, inv: _Inv, path: str, how: str, args: Sequence[str], args_dyn: Sequence[_Dyn], env: _Env, depth: int
-    ) -> list[int]:
-        """A script run by path (`sh x.sh`, `. x`, `./x.sh`, `python3 x.py`): read it when the trajectory wrote
-        it where it could be seen; else it is the user's own (the `own_scripts` rule) or only known at run time."""
-        state = self.lookup(path)
-        if state is None:
-            if how == "exec" and path.startswith("/"):
-                return []  # a program installed somewhere, judged by its name
-            anywhere = self.files.get(_files.ANYWHERE)
-            if _files.own_script(path, self.own) and anywhere is None:
-                return []
-            inv.opaque = True
-            inv.why = inv.why or (
-                f"it runs `{path}`, which {anywhere[1]}" if anywhere is not None and _files.own_script(path, self.own)
-                else f"it runs `{path}`, which this trajectory never showed being written and is not one of the "
-                "user's own scripts (own_scripts)"
-            )
-            return []
-        if state[0] == "unknown":
-            inv.opaque = True
-            inv.why = inv.why or f"it runs `{path}`, which {state[1]}"
-            return []
-        if state[0] != "text":
-            return []
-        ids: list[int] = []
-        for text in state[1]:
-            lang = language_of_script(text, path) if how == "exec" else ("sh" if how == "source" else how)
-            if lang in LANGUAGES:
-                ids += self.lang_code(inv, lang, text, depth)
-            else:
-                ids += self.code(text, f"`{path}`", env, depth, shared=how == "source",
-                                 positional=None if how == "source" else tuple(zip(args, args_dyn)))
-        return ids
-
-    def source_state(self, path: str, tail: _Dyn) -> tuple:
-        """What a copy of or link to `path` is (`cp /bin/rm x`, `ln -s "$(which rm)" x`, `cp tmpl.sh x.sh`)."""
-        if tail is not None:
-            if "/" in tail and tail.rstrip("/"):
-                return ("program", _basename(tail))
-            return ("unknown", f"is a copy of `{path}`, a path only known at run time")
-        program = _files.system_program(path)
-        if program is not None:
-            return ("program", program)
-        state = self.lookup(path)
-        if state is not None:
-            return state
-        if _files.own_script(path, self.own):
-            return ("own",)
-        return ("unknown", f"is a copy of `{path}`, which this trajectory never showed")
-
-    def note_writes(self, inv: _Inv, rest: Sequence[str], rest_dyn: Sequence[_Dyn], scripts: set[str]) -> None:
-        """Copies and links (`cp`, `ln`, `install`, `mv`) make their target what their source is; any other
-        program (but a few that only read) may have written the files it names: they become unknown."""
-        program = inv.program
-        if program in ("cp", "ln", "install", "mv"):
-            parsed = _normalise(program, inv.args)
-            tails = dict(zip(rest, rest_dyn))
-            operands = list(parsed.operands)
-            target_dir = next((v for k, v in parsed.values if k == "t"), None)
-            if target_dir is None and program == "ln" and len(operands) == 1:
-                target_dir = "."
-            if target_dir is None and len(operands) < 2:
-                return
-            sources = operands if target_dir is not None else operands[:-1]
-            for source in sources:
-                if target_dir is not None or len(sources) > 1:
-                    dest = f"{target_dir or operands[-1]}/{_basename(source)}"
-                else:
-                    dest = operands[-1]
-                self.files[self.here(dest)] = self.source_state(source, tails.get(source))
-            return
-        unpacks = program in _UNPACKERS or (program == "tar" and _tar_extracts(inv.args)) or (
-            program == "git" and any(a in ("clone", "pull", "checkout", "restore", "reset", "stash", "merge", "rebase",
-                                           "apply", "am", "cherry-pick", "revert", "switch", "submodule", "worktree")
-                                     for a in inv.args) and not (inv.args[:1] == ("checkout",) and "-b" in inv.args)
-        ) or (program == "wget" and any(a in ("-r", "-m", "--recursive", "--mirror") for a in inv.args))
-        if unpacks:
-            self.written_anywhere(f"may have been written by `{inv.display}`")
-        if (
-            program in _READ_ONLY or program in _SHELLS or language_of(program) or inv.glob
-            or (program in _WRAPPERS and program not in ("git", "tar"))
-            or (program == "git" and not any(a in _GIT_WRITES for a in inv.args))
-        ):
-            return
-        why = f"was written by `{inv.display}`"
-        for text, tail in zip(rest, rest_dyn):
-            if tail is not None or text in scripts or "://" in text:
-                continue
-            if text.startswith("-") or (program == "dd" and "=" in text):
-                text = text.split("=", 1)[1] if "=" in text else ""
-            if text and not text.startswith("-") and text not in _files._DEVICES:
-                self.files[self.here(text)] = ("unknown", why)
-
-    def writes(
-        self, stage: _Simple | _Group, ids: list[int], env: _Env,
-        incoming: tuple[list[str] | None, bool] | None,
-    ) -> None:
-        """Files a stage writes: its output redirections (`echo ... > x.sh`) and `tee FILE`, with what they hold
-        when that is known (`echo`, `printf`, `cat` of a here-document), else as unknown."""
-        targets: list[tuple[str, bool, tuple[list[str] | None, bool], str]] = []
-        if stage.writes:
-            output = self.output_of(stage, ids, env)
-            shown = f"`{self.invs[ids[0]].display}`" if ids else "a command"
-            for word, append in stage.writes:
-                fields = _expand_word(word, env, split=False)
-                path, tail = fields[0] if fields else ("", None)
-                if tail is not None:
-                    self.written_anywhere(f"was perhaps written by {shown} (to a path only known at run time)")
-                    continue
-                targets.append((path, append, output, shown))
-        if isinstance(stage, _Simple) and ids and self.invs[ids[0]].program == "tee" and not self.invs[ids[0]].dynamic:
-            tee = self.invs[ids[0]]
-            if stage.stdin_word is not None:
-                text, known = _word_text(stage.stdin_word, env)
-                incoming = ([text], known)
-            parsed = tee.normalised()
-            for path in parsed.operands:
-                targets.append((path, "a" in parsed.flags, incoming or (None, False), "the command before `tee`"))
-        for path, append, (texts, known), shown in targets:
-            if path in _files._DEVICES or not path:
-                continue
-            key = self.here(path)
-            if texts is None or not known:
-                self.files[key] = ("unknown", f"was written by {shown}")
-                continue
-            before = self.lookup(path) if append else None
-            if before is not None and before[0] == "unknown":
-                continue
-            if before is not None and before[0] == "text":
-                texts = [b + t for b in before[1] for t in texts]
-            self.files[key] = ("text", tuple(dict.fromkeys(texts)))
 
     def define_aliases(self, words: Sequence[str], dyn: Sequence[_Dyn]) -> None:
         """`alias r='rm -rf'`: remembered, so that a later `r build` is read as `rm -rf build`."""
@@ -811,14 +579,6 @@ class _Walker:
             return []
 
 
-def _tar_extracts(args: Sequence[str]) -> bool:
-    """`tar xf a.tar`, `tar -xzf`, `tar --extract`: it writes the files in the archive."""
-    first = args[0] if args else ""
-    return any(a in ("--extract", "--get") for a in args) or (
-        bool(first) and not first.startswith("--") and "x" in first.lstrip("-")
-    ) or any(a.startswith("-") and not a.startswith("--") and "x" in a for a in args)
-
-
 def _closure(edges: Mapping[int, set[int]]) -> dict[int, frozenset[int]]:
     out: dict[int, frozenset[int]] = {}
     for start in edges:
@@ -834,11 +594,12 @@ def _closure(edges: Mapping[int, set[int]]) -> dict[int, frozenset[int]]:
 
 
 @lru_cache(maxsize=4096)
-def _analyse(command: str | tuple[str, ...], files: _files.Files = (), own: _files.OwnScripts = "workspace") -> _Analysis:
+def _analyse(command: str | tuple[str, ...], files: tuple = (), own: _files.OwnScripts = "workspace") -> _Analysis:
     """Cached: the same command is examined against every rule of a policy and every `never_ran` of a case.
 
     `files`: what the trajectory wrote before this command (see `_files`); `own`: the `own_scripts` rule."""
-    walker = _Walker(dict(files), own)
+    start = dict(files)
+    walker = _Walker(start, own)
     try:
         if isinstance(command, str):
             script = _Parser(command).parse_all()
@@ -856,5 +617,6 @@ def _analyse(command: str | tuple[str, ...], files: _files.Files = (), own: _fil
         return _Analysis((), {}, error=f"could not be followed ({type(exc).__name__}: {exc})")
     return _Analysis(
         tuple(walker.invs), _closure(walker.edges), nested_errors=tuple(walker.errors),
-        uncertain=any(inv.uncertain for inv in walker.invs), files=tuple(walker.files.items()),
+        uncertain=any(inv.uncertain for inv in walker.invs),
+        files=files if walker.files == start else _files.table(walker.files.items()),  # unchanged: the same table
     )

@@ -1,35 +1,58 @@
 """What the matcher knows of the files a trajectory wrote: so that `sh x.sh`, `python3 x.py` or `./x -rf` is
-judged by what was written to that path earlier (by a tool call or a redirect), and a script nobody saw is
-judged by the `own_scripts` rule.
+judged by what the file held when it ran.
+
+The file table is a dict from a path (as `key` makes it) to a state. With a workspace model (the trial's workdir
+read at its start, `trialrun._workspace`) under the `WORKSPACE` key, a file the trajectory never wrote is read from
+there; without one (a bare `check(expectations, run)`), a script nobody saw is judged by the `own_scripts` rule.
 
 A file's state is one of
-  ("text", (content, ...))  written where the matcher could read it (several readings: `echo` with or without escapes)
-  ("program", name)         a copy of or link to a program (`ln -s /bin/rm x`, `cp "$(which rm)" x`)
-  ("unknown", why)          written by something whose output is only known at run time (`curl -o x.sh`)
-  ("own",)                  a copy of a file the trajectory never wrote (one of the user's own)
+  ("text", (content, ...))      written where the matcher could read it (several readings: `echo` with or without
+                                escapes)
+  ("base", content, origin)     unchanged since the start of the trial: the user's file `origin` (or a copy of it)
+  ("program", name)             a copy of or link to a program (`ln -s /bin/rm x`, `cp "$(which rm)" x`)
+  ("unknown", why)              what it holds cannot be known (`curl -o x.sh`, an edit that may not have applied)
+  ("own",)                      a copy of a file the trajectory never wrote (one of the user's own; no workspace)
+  ("left-out", why, origin)     in the workdir at the start, but left out of the snapshot (binary, too large: `why`)
+  ("absent", why)               not in the workdir at the start, and nothing seen wrote it
+  ("gone",)                     removed by something the trajectory shows (a patch's Delete File, `mv`'s source)
 """
 
 from __future__ import annotations
 
 import posixpath
-import re
 from collections.abc import Iterable, Mapping
 from fnmatch import fnmatchcase
 from typing import Any, Union
 
 State = tuple
-Files = tuple  # ((path, State), ...): hashable, for the analysis cache
+
+
+class Files(tuple):
+    """A file table as the analysis cache keys it: ((path, State), ...), whose hash is computed once (a long
+    trajectory's table is hashed for every command analysed against it)."""
+
+    def __hash__(self) -> int:
+        found: int | None = self.__dict__.get("hash")
+        if found is None:
+            found = self.__dict__["hash"] = tuple.__hash__(self)
+        return found
+
+
+def table(items: Iterable[tuple[str, State]]) -> Files:
+    return Files(items)
 #: How scripts the trajectory never showed are judged: "workspace", "none" or globs (see `own_script`).
 OwnScripts = Union[str, tuple[str, ...]]
 
 _SYSTEM_DIRS = ("/bin/", "/sbin/", "/usr/bin/", "/usr/sbin/", "/usr/local/bin/", "/usr/local/sbin/",
                 "/usr/libexec/", "/opt/homebrew/bin/", "/snap/bin/")
 _DEVICES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/fd/1", "/dev/fd/2"})
-_PATH_KEYS = ("path", "file_path", "filePath", "filepath", "filename", "file", "target_file", "target", "dest",
-              "destination")
-_CONTENT_KEYS = ("content", "contents", "text", "file_text", "new_content", "data", "body", "code", "source")
-_EDIT_KEYS = ("old_string", "old_str", "old_text", "oldString", "edits", "diff", "patch", "insert_line", "new_str",
-              "new_string", "newString")
+
+#: A key in the file table: set once something wrote files nobody can name (`git clone`, `tar x`, `unzip`,
+#: `> "$F"`). From then on no unseen script is taken for one of the user's own, and no file of the workspace
+#: snapshot for what it held at the start.
+ANYWHERE = "\0anywhere"
+#: The key of the workspace model's base (a `WorkspaceToken`) in a file table.
+WORKSPACE = "\0workspace"
 
 
 def normalise(path: str) -> str:
@@ -38,6 +61,25 @@ def normalise(path: str) -> str:
         return path
     norm = posixpath.normpath(path)
     return norm[2:] if norm.startswith("./") else norm
+
+
+def workspace_of(files: Mapping[str, Any]) -> Any:
+    """The workspace model's base in a file table (a `trialrun._workspace.Workspace`), or None."""
+    token = files.get(WORKSPACE)
+    return token.get() if token is not None else None
+
+
+def key(files: Mapping[str, Any], path: str) -> str:
+    """The key of `path` in a file table: normalised, and relative to the workdir when it is inside it (a tool
+    writes `/tmp/trial/x.sh`, a command runs `sh x.sh`: one file)."""
+    norm = normalise(path)
+    if norm.startswith("/") and WORKSPACE in files:
+        workspace = workspace_of(files)
+        if workspace is not None:
+            rel = workspace.relative(norm)
+            if rel is not None:
+                return str(rel)
+    return norm
 
 
 def system_program(path: str) -> str | None:
@@ -75,25 +117,33 @@ def check_own_scripts(value: Any, where: str) -> OwnScripts:
     return globs
 
 
-#: A key in the file table: set once something wrote files nobody can name (`git clone`, `tar x`, `unzip`,
-#: `> "$F"`). From then on no unseen script is taken for one of the user's own.
-ANYWHERE = "\0anywhere"
-
-
 def lookup(files: Mapping[str, State], path: str) -> State | None:
-    """The state of `path`, or None when the trajectory never wrote it. A path written under another folder with
-    the same name counts (a tool wrote `/work/trial/x.sh`, the command runs `sh x.sh`): the folders the
-    commands run in are not followed, so the same name is taken for the same file (failing closed on a clash)."""
-    key = normalise(path)
-    if key in files:
-        return files[key]
-    parent = key
+    """The state of `path` (a key, see `key`), or None when nothing is known of it (no workspace model, and the
+    trajectory never wrote it). A path written under another folder with the same name counts (the folders the
+    commands of earlier calls ran in are not followed, so the same name is taken for the same file; failing closed
+    on a clash)."""
+    if path in files:
+        return files[path]
+    parent = path
     while "/" in parent.strip("/"):  # in a folder that something unreadable wrote (`git clone x repo`)
         parent = parent.rstrip("/").rsplit("/", 1)[0]
         if parent and files.get(parent, ("",))[0] == "unknown":
             return files[parent]
-    name = key.rsplit("/", 1)[-1]
+    workspace = workspace_of(files) if WORKSPACE in files else None
+    if workspace is not None:
+        found = _in_workspace(files, workspace, path)
+        if found is not None:
+            return found
+    name = path.rsplit("/", 1)[-1]
     same = {state for k, state in files.items() if k.rsplit("/", 1)[-1] == name and not k.startswith("\0")}
+    if workspace is not None and workspace.relative(path) is not None and not path.startswith("~"):
+        same |= {_base(files, workspace, rel) for rel in workspace.named(name) if rel not in files}
+        if not same:
+            anywhere = files.get(ANYWHERE)
+            if anywhere is not None:
+                return ("unknown", anywhere[1])
+            return ("absent", "was not in the workdir when the trial started, and nothing the trajectory shows "
+                              "wrote it")
     if len(same) == 1:
         return same.pop()
     if same:
@@ -101,55 +151,60 @@ def lookup(files: Mapping[str, State], path: str) -> State | None:
     return None
 
 
-_WRITER_NAME_RE = re.compile(r"write|create|save|edit|patch|put|append|replace|insert|update|file", re.I)
+def _in_workspace(files: Mapping[str, State], workspace: Any, path: str) -> State | None:
+    rel = workspace.relative(path)
+    if rel is None:
+        return None
+    if rel in workspace.files:
+        return _base(files, workspace, rel)
+    if workspace.why_left_out(rel) is not None:
+        return _base(files, workspace, rel)
+    return None
 
 
-def tool_write(arguments: Any, files: dict[str, State], tool: str = "write_file") -> None:
-    """Record what a (non-command) tool call wrote: `write_file(path, content)`, an edit, an `apply_patch`.
-    Arguments named like `text` or `data` count as a file's content only for a tool named like a writer."""
-    if not isinstance(arguments, Mapping):
-        return
-    patch = next((v for k, v in arguments.items() if isinstance(v, str) and "*** Begin Patch" in v), None)
-    if patch is not None:
-        _apply_patch(patch, files)
-        return
-    path = next((arguments[k] for k in _PATH_KEYS if isinstance(arguments.get(k), str)), None)
-    if not path:
-        return
-    keys = _CONTENT_KEYS if _WRITER_NAME_RE.search(tool) else _CONTENT_KEYS[:4]
-    content = next((arguments[k] for k in keys if isinstance(arguments.get(k), str)), None)
-    if content is not None and not any(k in arguments for k in _EDIT_KEYS):
-        files[normalise(path)] = ("text", (content,))
-        return
-    if any(k in arguments for k in _EDIT_KEYS):
-        old = next((arguments[k] for k in ("old_string", "old_str", "old_text", "oldString")
-                    if isinstance(arguments.get(k), str)), None)
-        new = next((arguments[k] for k in ("new_string", "new_str", "new_text", "newString")
-                    if isinstance(arguments.get(k), str)), None)
-        before = lookup(files, path)
-        if before is not None and before[0] == "text" and old is not None and new is not None:
-            files[normalise(path)] = ("text", tuple(t.replace(old, new) for t in before[1]))
-        elif before is None and old is not None and new is not None:
-            # an edit of one of the user's files: what it now holds is theirs plus the new text
-            files[normalise(path)] = ("text", (new,))
-        else:
-            files[normalise(path)] = ("unknown", "was edited in a way not followed here")
+def _base(files: Mapping[str, State], workspace: Any, rel: str) -> State:
+    """A file of the workspace snapshot as it stands: unchanged since the start, unless something since wrote files
+    nobody can name (then it may be one of them)."""
+    anywhere = files.get(ANYWHERE)
+    if anywhere is not None:
+        return ("unknown", f"may have been overwritten since the trial started: it {anywhere[1]}")
+    if rel in workspace.files:
+        return ("base", workspace.files[rel], rel)
+    return ("left-out", f"was left out of the workspace snapshot ({workspace.why_left_out(rel)})", rel)
 
 
-def _apply_patch(patch: str, files: dict[str, State]) -> None:
-    """Codex's `apply_patch` format: added files are read; updated ones become unknown."""
-    current: str | None = None
-    added: list[str] = []
-    for line in patch.splitlines():
-        if line.startswith("*** "):
-            if current is not None:
-                files[normalise(current)] = ("text", ("\n".join(added) + "\n",))
-                current = None
-            if line.startswith("*** Add File: "):
-                current, added = line[len("*** Add File: "):].strip(), []
-            elif line.startswith(("*** Update File: ", "*** Move to: ")):
-                files[normalise(line.split(": ", 1)[1].strip())] = ("unknown", "was patched in a way not followed here")
-        elif current is not None and line.startswith("+"):
-            added.append(line[1:])
-    if current is not None:
-        files[normalise(current)] = ("text", ("\n".join(added) + "\n",))
+def texts(state: State | None) -> tuple[str, ...] | None:
+    """What a file holds, in each way it may read, when that is known (written text, or the user's file)."""
+    if state is None:
+        return None
+    if state[0] == "text":
+        return state[1]  # type: ignore[no-any-return]
+    if state[0] == "base":
+        return (state[1],)
+    return None
+
+
+def before_append(state: State | None) -> tuple[str, ...] | None:
+    """What a file holds before text is appended to it: its texts, nothing for a file that is not there, None
+    when unknown (the append leaves it unknown)."""
+    if state is None or state[0] in ("absent", "gone"):
+        return ("",)
+    return texts(state)
+
+
+def unknown_why(state: State | None, path: str, what: str, files: Mapping[str, Any] | None = None) -> str:
+    """Why `what` of `path` cannot be followed, from the state the file was in (and the table it is in)."""
+    if state is None:
+        where = ("it is outside the trial's workdir, so the workspace snapshot does not have it"
+                 if files is not None and WORKSPACE in files else
+                 "there is no workspace snapshot to know it from (graded outside a trial)")
+        return f"was {what}, but the trajectory never showed what `{path}` held before: {where}"
+    if state[0] == "unknown":
+        return f"was {what}, but what it held before is not known (it {state[1]})"
+    if state[0] in ("left-out", "absent"):
+        return f"was {what}, but it {state[1]}"
+    if state[0] == "program":
+        return f"was {what}, but it was a copy of the program `{state[1]}`"
+    if state[0] == "own":
+        return f"was {what}, but it was a copy of a file the trajectory never showed"
+    return f"was {what} in a way not followed here"

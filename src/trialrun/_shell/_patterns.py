@@ -10,12 +10,12 @@ from fnmatch import fnmatchcase
 from functools import lru_cache
 
 from .._command_tools import GLOB_CHARS as _GLOB_CHARS
-from . import _files
+from . import _files, _tool_writes
 from ._analysis import _analyse, _Analysis, _basename, _Inv, _quote
 from ._expand import _expand_word
 from ._options import _key_text, _normalise
 from ._syntax import _ASSIGN_RE, _Group, _ParseError, _Parser
-from ._values import CommandLines, UnreadableCommand
+from ._values import TYPED, CommandLines, TypedInput, UnknownInput, UnreadableCommand
 from ._wrappers import _CODE_RUNNERS, _SHELLS
 
 _REASON_LIMIT = 160  # characters of a command quoted in a reason before it is shortened
@@ -175,30 +175,43 @@ def _shorten(text: str) -> str:
 
 
 def _command_text(command: str | Sequence[str]) -> str:
+    if isinstance(command, TypedInput):
+        return command.shown
     return command if isinstance(command, str) else shlex.join(str(w) for w in command)
 
 
 def _in_clause(segment: str, command_text: str) -> str:
+    if command_text.startswith(TYPED):  # text typed into a session (`TypedInput.shown`)
+        return f" ({command_text})"
     whole = " ".join(command_text.split())
     return "" if segment == whole else f" (in `{_shorten(command_text)}`)"
 
 
 #: What came before a command in its trajectory: commands that ran (strings or argv lists) and tool calls as
-#: (tool name, arguments) pairs. Only what they wrote matters (`write_file`, `echo ... > x.sh`, `ln -s /bin/rm x`).
+#: (tool name, arguments) pairs, or (tool name, arguments, True) for a call whose result was an error. Only what
+#: they wrote matters (`write_file`, `echo ... > x.sh`, `ln -s /bin/rm x`).
 Earlier = Iterable["str | Sequence[str] | tuple[str, Mapping[str, object]]"]
 
 
-def files_before(earlier: Earlier, own_scripts: _files.OwnScripts = "workspace") -> _files.Files:
-    """What `earlier` (see `Earlier`) wrote, as the analysis reads it.
+def start_files(workspace: object = None) -> _files.Files:
+    """The file table a trajectory starts from: empty, or the workspace model's base (a `Workspace`)."""
+    if workspace is None:
+        return _files.table(())
+    return _files.table(((_files.WORKSPACE, workspace.token),))  # type: ignore[attr-defined]
+
+
+def files_before(earlier: Earlier, own_scripts: _files.OwnScripts = "workspace", workspace: object = None) -> _files.Files:
+    """What `earlier` (see `Earlier`) wrote, as the analysis reads it, on top of the workspace model's base.
 
     Graders and policies ask this for every call of a trajectory in turn: each prefix of the history is a node of
     a tree (its parent's node and its last item), and each node's files are folded once, from its parent's."""
-    node, files = 0, ()
+    files = start_files(workspace)
+    node: object = ("workspace", files[0][1]) if files else 0
     for item in earlier:
         key = (node, _item_key(item), own_scripts)
         known = _NODES.get(key)
         if known is None:
-            files = _fold_step(files, item, own_scripts)
+            files = fold(files, item, own_scripts)
             if len(_NODES) >= _NODE_LIMIT:
                 _NODES.clear()
             _NODE_COUNT[0] += 1  # node numbers never repeat, even after a clear
@@ -212,9 +225,13 @@ _NODE_LIMIT = 20000
 _NODE_COUNT = [0]
 
 
+def _is_tool_item(item: object) -> bool:
+    return isinstance(item, tuple) and len(item) in (2, 3) and isinstance(item[1], Mapping)
+
+
 def _item_key(item: object) -> tuple:
-    if isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], Mapping):
-        return ("tool", item[0], id(item[1]))
+    if _is_tool_item(item):
+        return ("tool", item[0], id(item[1]), len(item) == 3)  # type: ignore[index, arg-type]
     if isinstance(item, str):
         return ("command", type(item).__name__, item)
     return ("argv", id(item))
@@ -227,25 +244,28 @@ def _argv_key(argv: object) -> tuple[str, ...]:
     return tuple(str(w) for w in argv)
 
 
-def _fold_step(files: _files.Files, item: object, own_scripts: _files.OwnScripts) -> _files.Files:
-    state = dict(files)
-    if isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], Mapping):
-        _files.tool_write(item[1], state, str(item[0]))
-        return tuple(state.items())
+def fold(files: _files.Files, item: object, own_scripts: _files.OwnScripts) -> _files.Files:
+    """The file table after one more item of a trajectory (see `Earlier`) ran."""
+    if not isinstance(files, _files.Files):
+        files = _files.table(files)
+    if _is_tool_item(item):
+        state = dict(files)
+        _tool_writes.tool_write(item[1], state, str(item[0]), failed=len(item) == 3)  # type: ignore[index, arg-type]
+        return files if state == dict(files) else _files.table(state.items())
     parts = item.parts if isinstance(item, CommandLines) else (item,)
     for part in parts:
         if isinstance(part, UnreadableCommand):
             continue
         key = part if isinstance(part, str) else _argv_key(part)
-        analysis = _analyse(key, tuple(state.items()), own_scripts)
+        analysis = _analyse(key, files, own_scripts)
         if analysis.error is None:
-            state = dict(analysis.files)
-    return tuple(state.items())
+            files = analysis.files if isinstance(analysis.files, _files.Files) else _files.table(analysis.files)
+    return files
 
 
 def match_command(
     pattern: str | CommandPattern, command: str | Sequence[str], earlier: Earlier = (),
-    own_scripts: _files.OwnScripts = "workspace",
+    own_scripts: _files.OwnScripts = "workspace", *, workspace: object = None, files: _files.Files | None = None,
 ) -> CommandMatch:
     """Does `command` (a shell string or an argv list) run `pattern`?
 
@@ -253,7 +273,8 @@ def match_command(
     that `sh x.sh` is judged by what was written to x.sh. `own_scripts`: which scripts the trajectory never
     showed are the user's own, run without being read: "workspace" (any relative path inside the workspace;
     the default), "none", or a tuple of globs (`("scripts/*.sh",)`); any other unseen script is only known at
-    run time.
+    run time. `workspace`: the trial's workspace model (`ctx.workspace`): what the workdir held at the start, under
+    what `earlier` wrote. `files`: the file table already folded (`files_before`), instead of `earlier`.
 
     >>> match_command("rm -rf", "cd /tmp && sudo /bin/rm -fr build").reason
     'runs `/bin/rm -fr build` (in `cd /tmp && sudo /bin/rm -fr build`)'
@@ -266,7 +287,8 @@ def match_command(
     stages = pattern._stages if isinstance(pattern, CommandPattern) else _compile(pattern)
     command_text = _command_text(command)
     own = _own(own_scripts)
-    files = files_before(earlier, own) if earlier else ()
+    if files is None:
+        files = files_before(earlier, own, workspace) if earlier or workspace is not None else _files.table(())
     return _match(text, stages, command, command_text, files, own)
 
 
@@ -285,6 +307,8 @@ def _match(
             return hit
         reasons = "; ".join(f"`{_shorten(r.command)}` {r.reason}" for r in results)
         return CommandMatch(False, text, command_text, f"of its {len(results)} commands: {reasons}")
+    if isinstance(command, UnknownInput):
+        return CommandMatch(True, text, command_text, f"{command}; counted as a match (fail closed)", unparsable=True)
     if isinstance(command, UnreadableCommand):
         return CommandMatch(
             True, text, command_text,
@@ -437,7 +461,8 @@ def commands_in(command: str | Sequence[str]) -> list[str]:
 
 
 def unknown_at_run_time(
-    command: str | Sequence[str], earlier: Earlier = (), own_scripts: _files.OwnScripts = "workspace"
+    command: str | Sequence[str], earlier: Earlier = (), own_scripts: _files.OwnScripts = "workspace",
+    *, workspace: object = None,
 ) -> str | None:
     """Why what `command` runs is only known at run time (a command word like `$CMD` or `$(cat c.txt)`, shell or
     other code nobody can read, a script nobody saw), or None. A policy with any deny rule denies such a command.
@@ -448,12 +473,14 @@ def unknown_at_run_time(
     True
     """
     if isinstance(command, CommandLines):
-        return next((why for why in (unknown_at_run_time(p, earlier, own_scripts) for p in command.parts) if why), None)
+        return next((why for why in (unknown_at_run_time(p, earlier, own_scripts, workspace=workspace)
+                                     for p in command.parts) if why), None)
     if isinstance(command, UnreadableCommand):
         return None
     own = _own(own_scripts)
     key: str | tuple[str, ...] = command if isinstance(command, str) else tuple(str(w) for w in command)
-    analysis = _analyse(key, files_before(earlier, own) if earlier else (), own)
+    files = files_before(earlier, own, workspace) if earlier or workspace is not None else ()
+    analysis = _analyse(key, files, own)
     for inv in analysis.invs:
         if inv.guessed:
             continue

@@ -30,3 +30,27 @@ class UnreadableCommand(str):
     `["rm", None]`): nothing can say what it runs, so every matcher counts it as a match (fail closed)."""
 
     __slots__ = ()
+
+
+#: How the reason of a match in text typed into a session begins its "where".
+TYPED = "typed into session "
+
+
+class TypedInput(str):
+    """Text typed into a running session, as the command the matcher examines (the session's program fed the text
+    as its standard input); `shown` is how a reason names it."""
+
+    shown: str
+
+    def __new__(cls, command: str, shown: str) -> TypedInput:
+        self = super().__new__(cls, command)
+        self.shown = shown
+        return self
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (str(self), self.shown))
+
+
+class UnknownInput(UnreadableCommand):
+    """What a call runs cannot be known, for the reason the string gives (text typed into a session nobody saw
+    start, or with line-editing keys in it): every matcher counts it as a match, saying why."""

@@ -1,0 +1,220 @@
+"""The command lines of in-place editors and patch programs, read for what they write: GNU sed's (`-i[SUFFIX]`,
+`-e`, `-E`, `-n`, ...), perl's (`-pi[EXT] -e`, `-0777`), `patch`'s and `git apply`'s. Each says what is not
+followed, so the files the command edits become unknown rather than guessed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._edits import Unknowable
+from ._inplace import perl_program, sed_script
+from ._inv import _Inv
+
+__all__ = ["sed_arguments", "perl_arguments", "patch_options"]
+
+
+def sed_arguments(args: list[str]) -> tuple[Any, list[str] | None, str, str | None]:
+    """GNU sed's command line, for `-i`: (the parsed script, the files edited or None when not in place, the
+    backup suffix, what is not followed or None)."""
+    scripts: list[str] = []
+    files: list[str] = []
+    in_place = False
+    suffix = ""
+    extended = quiet = False
+    problem: str | None = None
+    script_file = False
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a == "--":
+            files += args[i + 1:]
+            break
+        if a.startswith("--"):
+            name, eq, value = a[2:].partition("=")
+            if name == "in-place":
+                in_place, suffix = True, value
+            elif name == "expression":
+                scripts.append(value if eq else (args[i + 1] if i + 1 < len(args) else ""))
+                i += 0 if eq else 1
+            elif name == "file":
+                script_file = True
+                i += 0 if eq else 1
+            elif name == "regexp-extended":
+                extended = True
+            elif name in ("quiet", "silent"):
+                quiet = True
+            elif name in ("separate", "posix", "debug", "sandbox", "follow-symlinks", "unbuffered"):
+                pass
+            else:
+                problem = f"the option --{name} is not followed"
+        elif a.startswith("-") and a != "-":
+            j = 1
+            while j < len(a):
+                c = a[j]
+                if c == "i":
+                    in_place, suffix = True, a[j + 1:]
+                    if not suffix and i + 1 < len(args) and args[i + 1] == "":
+                        problem = "`-i ''` (BSD sed's spelling) is read differently by GNU and BSD sed"
+                    break
+                if c in "ef":
+                    value = a[j + 1:]
+                    if not value:
+                        i += 1
+                        value = args[i] if i < len(args) else ""
+                    if c == "e":
+                        scripts.append(value)
+                    else:
+                        script_file = True
+                    break
+                if c in "Er":
+                    extended = True
+                elif c == "n":
+                    quiet = True
+                elif c in "su":
+                    pass
+                elif c == "l":
+                    i += 0 if a[j + 1:] else 1
+                    break
+                else:
+                    problem = f"the option -{c} is not followed"
+                j += 1
+        elif not scripts and not script_file:
+            scripts.append(a)
+        else:
+            files.append(a)
+        i += 1
+    if not in_place:
+        return None, None, "", None
+    if script_file:
+        problem = problem or "a script read from a file (-f) is not followed"
+    if "*" in suffix or "/" in suffix:
+        problem = problem or "a backup name with `*` or `/` is not followed"
+    parsed = None
+    if problem is None:
+        try:
+            parsed = (sed_script(scripts, extended, quiet),)
+        except Unknowable as exc:
+            problem = str(exc)
+    return parsed, files, suffix, problem
+
+
+def perl_arguments(args: list[str]) -> tuple[Any, list[str] | None, str, str | None]:
+    """perl's command line, for `-i`: as `sed_arguments`."""
+    code: list[str] = []
+    files: list[str] = []
+    in_place = prints = slurp = False
+    suffix = ""
+    problem: str | None = None
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a == "--" or not a.startswith("-") or a == "-":
+            rest = args[i + 1:] if a == "--" else args[i:]
+            if not code:
+                problem = "a perl script file is not followed"
+                files += rest[1:]
+            else:
+                files += rest
+            break
+        j = 1
+        while j < len(a):
+            c = a[j]
+            if c == "p":
+                prints = True
+            elif c == "i":
+                in_place, suffix = True, a[j + 1:]
+                break
+            elif c in "eE":
+                value = a[j + 1:]
+                if not value:
+                    i += 1
+                    value = args[i] if i < len(args) else ""
+                code.append(value)
+                break
+            elif c == "0":
+                digits = ""
+                while j + 1 < len(a) and a[j + 1] in "01234567":
+                    digits += a[j + 1]
+                    j += 1
+                if digits == "777":
+                    slurp = True
+                else:
+                    problem = f"the record separator -0{digits} is not followed"
+            elif c in "wWt":
+                pass
+            elif c == "n":
+                problem = "-n with -i (the file keeps only what the code prints) is not followed"
+            else:
+                problem = f"the option -{c} is not followed"
+            j += 1
+        i += 1
+    if not in_place:
+        return None, None, "", None
+    if not prints:
+        problem = problem or "-i without -p is not followed"
+    if "*" in suffix or "/" in suffix:
+        problem = problem or "a backup name with `*` or `/` is not followed"
+    parsed = None
+    if problem is None:
+        try:
+            parsed = (perl_program("\n".join(code)), slurp)
+        except Unknowable as exc:
+            problem = str(exc)
+    return parsed, files, suffix, problem
+
+
+def patch_options(inv: _Inv) -> tuple[int | None, str | None, str | None, bool] | None:
+    """`patch` or `git apply`'s options: (strip, the file patched, the diff file, a dry run), or None when an option
+    changes what it does in a way not followed (reversing, fuzz, another output)."""
+    args = list(inv.args)
+    if inv.program == "git":
+        args = args[args.index("apply") + 1:]
+        strip: int | None = None
+        files = []
+        for a in args:
+            if a in ("--check", "--stat", "--numstat", "--summary"):
+                return None, None, None, True
+            if a.startswith("-p") and a[2:].isdigit():
+                strip = int(a[2:])
+            elif a in ("-R", "--reverse", "--reject", "-3", "--3way") or a.startswith("--directory"):
+                return None
+            elif not a.startswith("-"):
+                files.append(a)
+        if len(files) > 1:
+            return None
+        return (strip if strip is not None else None), None, (files[0] if files and files[0] != "-" else None), False
+    strip = 0
+    target = diff = None
+    operands: list[str] = []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a in ("--dry-run", "-C", "--check"):
+            return None, None, None, True
+        if a.startswith("-p") or a.startswith("--strip"):
+            value = a[2:] if a.startswith("-p") else a.partition("=")[2]
+            if not value:
+                i += 1
+                value = args[i] if i < len(args) else ""
+            if not value.isdigit():
+                return None
+            strip = int(value)
+        elif a.startswith("-i") or a.startswith("--input"):
+            value = a[2:] if a.startswith("-i") else a.partition("=")[2]
+            if not value:
+                i += 1
+                value = args[i] if i < len(args) else ""
+            diff = value
+        elif a in ("-N", "--forward", "-s", "--silent", "--quiet", "-f", "--force", "-t", "--batch", "-u", "--unified",
+                   "-b", "--backup", "-E", "--remove-empty-files", "--no-backup-if-mismatch"):
+            pass
+        elif a.startswith("-"):
+            return None
+        else:
+            operands.append(a)
+        i += 1
+    if operands:
+        target = operands[0]
+        if len(operands) > 1:
+            diff = operands[1]
+    return strip, target, diff, False

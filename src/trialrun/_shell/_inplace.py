@@ -1,0 +1,580 @@
+"""In-place editors run on known text: `sed -i` (GNU sed) and `perl -pi -e`, for the scripts an agent uses to
+change a file (`sed -i 's/^echo //' clean.sh`). A script outside the part of the language followed here is
+`Unknowable`, so the file it edits becomes unknown and a later run of it fails closed.
+
+sed: addresses (a line number, `$`, `/regex/` with `I`, `first~step`, ranges `a,b`, `!`), and the commands `s`
+(flags `g`, a number, `p`, `i`/`I`), `y`, `d`, `p`, `q`, `Q`, `=`, `a`/`i`/`c` text and `{ }` blocks, with `-n`,
+`-E`/`-r`, several `-e`. Basic and extended regular expressions are translated to Python's; alternation and
+repeated groups (where POSIX's leftmost-longest match may differ from Python's) are not followed.
+
+perl: `-p` with `-i[EXT]` (and `-0777` to read the file whole) and a program of `s/re/repl/flags` statements
+(`g`, `i`, `m`, `s`, `x`); Perl's and Python's regular expressions agree on what such scripts use.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from ._edits import Unknowable
+
+__all__ = ["sed_script", "run_sed", "perl_program", "run_perl", "Sed"]
+
+_CLASSES = {"alpha": "a-zA-Z", "digit": "0-9", "alnum": "a-zA-Z0-9", "upper": "A-Z", "lower": "a-z",
+            "space": r" \t\n\r\f\v", "blank": r" \t", "punct": r"!-/:-@\[-`{-~", "xdigit": "0-9A-Fa-f",
+            "cntrl": r"\x00-\x1f\x7f", "print": r" -~", "graph": r"!-~"}
+
+
+def _bracket(pattern: str, i: int) -> tuple[str, int]:
+    """A POSIX bracket expression starting at pattern[i] == "[", as Python's; returns it and the index after."""
+    j = i + 1
+    out = "["
+    if j < len(pattern) and pattern[j] == "^":
+        out += "^"
+        j += 1
+    first = True
+    while j < len(pattern):
+        c = pattern[j]
+        if c == "]" and not first:
+            return out + "]", j + 1
+        if c == "[" and pattern.startswith("[:", j):
+            end = pattern.find(":]", j + 2)
+            name = pattern[j + 2:end] if end > 0 else ""
+            if name not in _CLASSES:
+                raise Unknowable(f"the bracket expression class {name!r} is not followed")
+            out += _CLASSES[name]
+            j = end + 2
+        elif c in "[=." and j + 1 < len(pattern) and pattern[j] == "[" and pattern[j + 1] in "=.":
+            raise Unknowable("collating elements are not followed")
+        elif c in "\\[":
+            out += "\\" + c
+            j += 1
+        else:
+            out += c
+            j += 1
+        first = False
+    raise Unknowable("an unclosed bracket expression")
+
+
+def posix_regex(pattern: str, extended: bool, delimiter: str = "/") -> str:
+    """A POSIX (GNU) basic or extended regular expression as Python's (`\\DELIM` is the delimiter itself, a literal);
+    Unknowable for what is not followed."""
+    out: list[str] = []
+    i = 0
+    start = True  # where `*` is literal in a basic expression
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\" and i + 1 < len(pattern):
+            d = pattern[i + 1]
+            i += 2
+            if d == delimiter and d != "\n":
+                out.append(re.escape(d))
+                start = False
+                continue
+            if not extended and d in "(){}":
+                if d == "(":
+                    out.append("(")
+                    start = True
+                    continue
+                if d == ")":
+                    out.append(")")
+                    if i < len(pattern) and pattern[i] in "*+?{" or pattern[i:i + 2] in ("\\+", "\\?", "\\{"):
+                        raise Unknowable("a repeated group (POSIX and Python may match it differently)")
+                    start = False
+                    continue
+                out.append("{" if d == "{" else "}")
+                continue
+            if not extended and d in "+?":
+                out.append(d)
+                continue
+            if d == "|" and not extended:
+                raise Unknowable("alternation (POSIX matches the longest alternative, Python the first)")
+            if d in "123456789":
+                out.append("\\" + d)
+            elif d in "wWsSbB":
+                out.append("\\" + d)
+            elif d in "<>":
+                out.append(r"\b")
+            elif d == "`":
+                out.append(r"\A")
+            elif d == "'":
+                out.append(r"\Z")
+            elif d == "n":
+                out.append(r"\n")
+            elif d == "t":
+                out.append(r"\t")
+            elif d.isalnum():
+                raise Unknowable(f"the escape \\{d} is not followed")
+            else:
+                out.append(re.escape(d))
+            start = False
+            continue
+        if c == "[":
+            text, i = _bracket(pattern, i)
+            out.append(text)
+            start = False
+            continue
+        if c == "*":
+            out.append(r"\*" if start else "*")
+            i += 1
+            continue
+        if c in "()|+?{}":
+            if not extended:
+                out.append("\\" + c)
+            elif c == "|":
+                raise Unknowable("alternation (POSIX matches the longest alternative, Python the first)")
+            elif c == ")" and i + 1 < len(pattern) and pattern[i + 1] in "*+?{":
+                raise Unknowable("a repeated group (POSIX and Python may match it differently)")
+            else:
+                out.append(c)
+            start = c == "("
+            i += 1
+            continue
+        if c == "^":
+            out.append("^" if start or extended else r"\^")
+            i += 1
+            continue
+        if c == "$":
+            at_end = i + 1 == len(pattern) or pattern[i + 1:i + 3] == "\\)" or (extended and pattern[i + 1] in ")|")
+            out.append(r"\Z" if at_end else r"\$")
+            i += 1
+            start = False
+            continue
+        out.append("." if c == "." else re.escape(c))
+        start = False
+        i += 1
+    return "".join(out)
+
+
+def _replacement(text: str, delimiter: str) -> list[str | int]:
+    """A sed replacement as literal strings and group numbers (`&` is group 0)."""
+    parts: list[str | int] = []
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if c == "&":
+            parts.append(0)
+        elif c == "\\" and i + 1 < len(text):
+            d = text[i + 1]
+            i += 1
+            if d.isdigit():
+                parts.append(int(d))
+            elif d == "n":
+                parts.append("\n")
+            elif d == "t":
+                parts.append("\t")
+            elif d in "LUluE":
+                raise Unknowable(f"the case conversion \\{d} is not followed")
+            else:
+                parts.append(d)
+        elif c == "\n":
+            parts.append("\n")
+        else:
+            parts.append(c)
+        i += 1
+    return parts
+
+
+def _expand(parts: Sequence[str | int]) -> Callable[[re.Match[str]], str]:
+    def expand(match: re.Match[str]) -> str:
+        return "".join(p if isinstance(p, str) else (match.group(p) or "") for p in parts)
+
+    return expand
+
+
+@dataclass
+class _Command:
+    name: str
+    first: tuple | None = None
+    last: tuple | None = None
+    negate: bool = False
+    regex: re.Pattern[str] | None = None
+    expand: Callable[[re.Match[str]], str] | None = None
+    count: int = 1  # s: which match (0: all)
+    prints: bool = False
+    text: str = ""
+    table: dict[int, int] | None = None
+    block: list[_Command] = field(default_factory=list)
+    active: bool = False  # a range that has started
+    end_line: int = 0
+
+
+@dataclass
+class Sed:
+    """A parsed sed script."""
+
+    commands: list[_Command]
+    quiet: bool
+
+
+def _delimited(script: str, i: int, delimiter: str) -> tuple[str, int]:
+    """The text up to the next unescaped `delimiter` (with `\\delimiter` read as the delimiter itself)."""
+    out: list[str] = []
+    while i < len(script):
+        c = script[i]
+        if c == "\\" and i + 1 < len(script):
+            out.append(script[i:i + 2])  # (`\\DELIM` is kept: the reader of the part takes it as the delimiter itself)
+            i += 2
+            continue
+        if c == delimiter:
+            return "".join(out), i + 1
+        if c == "\n" and delimiter != "\n":
+            raise Unknowable("a newline inside a sed command")
+        out.append(c)
+        i += 1
+    raise Unknowable("an unterminated sed command")
+
+
+def _address(script: str, i: int, extended: bool) -> tuple[tuple | None, int]:
+    m = re.match(r"(\d+)~(\d+)", script[i:])
+    if m:
+        return ("step", int(m.group(1)), int(m.group(2))), i + m.end()
+    m = re.match(r"\d+", script[i:])
+    if m:
+        return ("line", int(m.group(0))), i + m.end()
+    if i < len(script) and script[i] == "$":
+        return ("last",), i + 1
+    if i < len(script) and script[i] in "/\\":
+        delimiter = "/"
+        if script[i] == "\\":
+            delimiter = script[i + 1]
+            i += 1
+        body, i = _delimited(script, i + 1, delimiter)
+        flags = 0
+        while i < len(script) and script[i] in "IM":
+            flags |= re.I if script[i] == "I" else 0
+            if script[i] == "M":
+                raise Unknowable("the M address flag is not followed")
+            i += 1
+        if not body:
+            raise Unknowable("an empty regular expression (the last one used) is not followed")
+        return ("regex", re.compile(posix_regex(body, extended, delimiter), flags)), i
+    return None, i
+
+
+def sed_script(scripts: Sequence[str], extended: bool = False, quiet: bool = False) -> Sed:
+    """Parse sed scripts (each `-e`, joined by newlines as sed does); Unknowable for what is not followed."""
+    script = "\n".join(scripts)
+    if script.startswith("#n\n") or script == "#n":
+        quiet = True
+    commands, i = _parse(script, 0, extended, top=True)
+    return Sed(commands, quiet)
+
+
+def _parse(script: str, i: int, extended: bool, top: bool) -> tuple[list[_Command], int]:
+    commands: list[_Command] = []
+    n = len(script)
+    while i < n:
+        c = script[i]
+        if c in " \t\n;":
+            i += 1
+            continue
+        if c == "#":
+            end = script.find("\n", i)
+            i = n if end < 0 else end
+            continue
+        if c == "}":
+            if top:
+                raise Unknowable("an unmatched `}`")
+            return commands, i + 1
+        first, i = _address(script, i, extended)
+        last = None
+        while i < n and script[i] in " \t":
+            i += 1
+        if first is not None and i < n and script[i] == ",":
+            i += 1
+            if script[i:i + 1] in ("+", "~"):
+                raise Unknowable("GNU's `addr,+N` and `addr,~N` are not followed")
+            last, i = _address(script, i, extended)
+            if last is None:
+                raise Unknowable("a range without an end")
+            if first == ("line", 0):
+                raise Unknowable("GNU's `0,/re/` is not followed")
+        while i < n and script[i] in " \t":
+            i += 1
+        negate = False
+        if i < n and script[i] == "!":
+            negate = True
+            i += 1
+            while i < n and script[i] in " \t":
+                i += 1
+        if i >= n:
+            raise Unknowable("an address without a command")
+        name = script[i]
+        command = _Command(name, first, last, negate)
+        i += 1
+        if name == "{":
+            command.block, i = _parse(script, i, extended, top=False)
+        elif name == "s":
+            delimiter = script[i]
+            body, i = _delimited(script, i + 1, delimiter)
+            repl, i = _delimited(script, i, delimiter)
+            flags = 0
+            count = 1
+            while i < n and script[i] not in ";\n}":
+                f = script[i]
+                if f == "g":
+                    count = 0
+                elif f.isdigit():
+                    m = re.match(r"\d+", script[i:])
+                    assert m is not None
+                    count = int(m.group(0)) if count else 0
+                    i += m.end() - 1
+                elif f == "p":
+                    command.prints = True
+                elif f in "iI":
+                    flags |= re.I
+                elif f in " \t":
+                    pass
+                else:
+                    raise Unknowable(f"the s flag {f!r} is not followed (`e` runs commands, `w` writes a file)")
+                i += 1
+            if not body:
+                raise Unknowable("an empty regular expression (the last one used) is not followed")
+            command.regex = re.compile(posix_regex(body, extended, delimiter), flags)
+            command.expand = _expand(_replacement(repl, delimiter))
+            command.count = count
+        elif name == "y":
+            delimiter = script[i]
+            source, i = _delimited(script, i + 1, delimiter)
+            target, i = _delimited(script, i, delimiter)
+            source, target = (part.replace("\\" + delimiter, delimiter).replace("\\n", "\n") for part in (source, target))
+            if len(source) != len(target) or "\\" in source + target:
+                raise Unknowable("a y command whose strings differ in length or use escapes")
+            command.table = str.maketrans(source, target)
+        elif name in "aic":
+            rest = script[i:]
+            if rest.startswith("\\\n"):
+                rest = rest[2:]
+                i += 2
+            elif rest.startswith("\\"):
+                rest = rest[1:]
+                i += 1
+            end = rest.find("\n")
+            text = rest if end < 0 else rest[:end]
+            if text.endswith("\\"):
+                raise Unknowable("multi-line a/i/c text is not followed")
+            command.text = text.lstrip(" \t") if not script[i - 1:i] == "\n" else text
+            i += len(rest) if end < 0 else end
+        elif name in "dpqQ=":
+            if name in "qQ":
+                m = re.match(r"\s*\d+", script[i:])
+                if m:
+                    i += m.end()
+        else:
+            raise Unknowable(f"the sed command {name!r} is not followed")
+        commands.append(command)
+    if not top:
+        raise Unknowable("an unclosed `{`")
+    return commands, i
+
+
+def _matches(address: tuple, number: int, line: str, is_last: bool) -> bool:
+    kind = address[0]
+    if kind == "line":
+        return bool(number == address[1])
+    if kind == "last":
+        return is_last
+    if kind == "step":
+        first, step = int(address[1]), int(address[2])
+        return number == first if step <= 0 else number >= first and (number - first) % step == 0
+    return address[1].search(line) is not None
+
+
+def _selects(command: _Command, number: int, line: str, is_last: bool) -> bool:
+    if command.first is None:
+        hit = True
+    elif command.last is None:
+        hit = _matches(command.first, number, line, is_last)
+    elif command.active:
+        last = command.last
+        if last[0] == "line":
+            hit = True
+            if number >= last[1]:
+                command.active = False
+        else:
+            hit = True
+            if _matches(last, number, line, is_last):
+                command.active = False
+    elif _matches(command.first, number, line, is_last):
+        hit = True
+        last = command.last
+        if last[0] == "line":
+            command.active = number < last[1]
+        else:
+            command.active = not is_last
+    else:
+        hit = False
+    return hit != command.negate
+
+
+class _Quit(Exception):
+    """`q` (print the line, then stop) or `Q` (stop)."""
+
+    def __init__(self, print_line: bool, line: str) -> None:
+        super().__init__()
+        self.print_line = print_line
+        self.line = line
+
+
+def run_sed(sed: Sed, text: str) -> str:
+    """What `sed -i` leaves in a file that held `text`."""
+    lines = text.split("\n")
+    final_newline = text.endswith("\n")
+    if final_newline:
+        lines.pop()
+    out: list[str] = []
+
+    def resets(commands: list[_Command]) -> None:
+        for command in commands:
+            command.active = False
+            resets(command.block)
+
+    resets(sed.commands)
+    for number, line in enumerate(lines, start=1):
+        is_last = number == len(lines)
+        before: list[str] = []
+        after: list[str] = []
+        try:
+            line, keep = _run(sed.commands, line, number, is_last, before, after, out)
+        except _Quit as quit:
+            out.extend(before)
+            if quit.print_line and not sed.quiet:
+                out.append(quit.line)
+            out.extend(after)
+            break
+        out.extend(before)
+        if keep and not sed.quiet:
+            out.append(line)
+        out.extend(after)
+    result = "\n".join(out)
+    return result + "\n" if out and (final_newline or len(out) > len(lines)) else result
+
+
+def _run(commands: list[_Command], line: str, number: int, is_last: bool, before: list[str], after: list[str],
+         out: list[str]) -> tuple[str, bool]:
+    for command in commands:
+        if not _selects(command, number, line, is_last):
+            continue
+        name = command.name
+        if name == "{":
+            line, keep = _run(command.block, line, number, is_last, before, after, out)
+            if not keep:
+                return line, False
+        elif name == "s":
+            assert command.regex is not None and command.expand is not None
+            if command.count <= 1:
+                new, made = command.regex.subn(command.expand, line, count=command.count)
+            else:
+                seen = [0]
+
+                def nth(match: re.Match[str], command: _Command = command) -> str:
+                    seen[0] += 1
+                    return command.expand(match) if seen[0] == command.count else match.group(0)  # type: ignore[misc]
+
+                new = command.regex.sub(nth, line)
+                made = int(seen[0] >= command.count)
+            if made and command.prints:
+                before.append(new)
+            line = new
+        elif name == "y":
+            assert command.table is not None
+            line = line.translate(command.table)
+        elif name == "d":
+            return line, False
+        elif name == "p":
+            before.append(line)
+        elif name == "=":
+            before.append(str(number))
+        elif name == "a":
+            after.append(command.text)
+        elif name == "i":
+            before.append(command.text)
+        elif name == "c":
+            if command.last is None or not command.active:
+                before.append(command.text)
+            return line, False
+        elif name in "qQ":
+            raise _Quit(name == "q", line)
+    return line, True
+
+
+# -- perl -pi -e ---------------------------------------------------------------------------------------------------
+
+_PERL_DELIMS = "/|#!,:@%;"
+
+
+def perl_program(code: str) -> list[tuple[re.Pattern[str], Callable[[re.Match[str]], str], int]]:
+    """A `perl -p` program of `s///` statements as (regex, replacement, count: 0 for /g); Unknowable otherwise."""
+    statements: list[tuple[re.Pattern[str], Callable[[re.Match[str]], str], int]] = []
+    i = 0
+    n = len(code)
+    while i < n:
+        c = code[i]
+        if c in " \t\n;":
+            i += 1
+            continue
+        if c != "s" or i + 1 >= n or code[i + 1] not in _PERL_DELIMS:
+            raise Unknowable("perl code other than s/// statements is not followed")
+        delimiter = code[i + 1]
+        body, i = _delimited(code, i + 2, delimiter)
+        repl, i = _delimited(code, i, delimiter)
+        flags = 0
+        count = 1
+        while i < n and code[i].isalpha():
+            f = code[i]
+            if f == "g":
+                count = 0
+            elif f in "imsx":
+                flags |= {"i": re.I, "m": re.M, "s": re.S, "x": re.X}[f]
+            else:
+                raise Unknowable(f"the perl s flag {f!r} is not followed")
+            i += 1
+        if re.search(r"(?<!\\)[$@](?![)|]|$)", body) or "\\Q" in body or "\\E" in body or "[:" in body:
+            raise Unknowable("a perl pattern with interpolation or constructs not followed")
+        statements.append((re.compile(body.replace("\\z", r"\Z"), flags), _expand(_perl_replacement(repl)), count))
+    if not statements:
+        raise Unknowable("an empty perl program")
+    return statements
+
+
+def _perl_replacement(text: str) -> list[str | int]:
+    parts: list[str | int] = []
+    i = 0
+    while i < len(text):
+        c = text[i]
+        m = re.match(r"\$(?:(\d)|\{(\d)\}|(&))", text[i:])
+        if m:
+            parts.append(int(m.group(1) or m.group(2)) if (m.group(1) or m.group(2)) else 0)
+            i += m.end()
+            continue
+        if c in "$@":
+            raise Unknowable("a perl replacement with variables is not followed")
+        if c == "\\" and i + 1 < len(text):
+            d = text[i + 1]
+            if d.isdigit():
+                parts.append(int(d))
+            elif d in "nt":
+                parts.append("\n" if d == "n" else "\t")
+            elif d in "LUluEQ":
+                raise Unknowable(f"the perl escape \\{d} is not followed")
+            else:
+                parts.append(d)
+            i += 2
+            continue
+        parts.append(c)
+        i += 1
+    return parts
+
+
+def run_perl(statements: Sequence[tuple[re.Pattern[str], Callable[[re.Match[str]], str], int]], text: str,
+             slurp: bool) -> str:
+    """What `perl -pi -e` leaves in a file that held `text` (each line with its newline, or the whole file)."""
+    records = [text] if slurp else text.splitlines(keepends=True)
+    out = []
+    for record in records:
+        for regex, expand, count in statements:
+            record = regex.sub(expand, record, count=count)
+        out.append(record)
+    return "".join(out)

@@ -1,0 +1,306 @@
+"""What a (non-command) tool call wrote, into the matcher's file table (see `_files`), with each agent's exact
+semantics: a write of whole content, a string edit (Claude Code's Edit and MultiEdit, opencode's edit, pi's edits,
+Anthropic's text editor), a Codex-style patch, a unified diff. Also the patch appliers the shell analysis uses
+(`apply_patch` run in a shell, `patch`, `git apply`).
+
+Where what the file holds afterwards cannot be known (an edit of a file trialrun never saw whole, an old string that
+is not there, a patch that does not apply cleanly here) the file becomes ("unknown", why): a script run from it
+later fails closed, saying why.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from . import _files
+from ._edits import Refused, Unknowable, original_edits, sequential_edits, string_edit
+from ._patches import (
+    PatchError, apply_codex_update, apply_unified, is_codex_patch, looks_like_unified_diff, parse_codex_patch,
+    parse_unified_diff,
+)
+
+__all__ = ["tool_write", "apply_codex_patch", "apply_unified_diff", "patch_program", "join"]
+
+State = tuple
+Table = dict
+
+_PATH_KEYS = ("path", "file_path", "filePath", "filepath", "filename", "file", "target_file", "target", "dest",
+              "destination", "notebook_path")
+_CONTENT_KEYS = ("content", "contents", "text", "file_text", "new_content", "data", "body", "code", "source")
+_OLD_KEYS = ("old_string", "old_str", "old_text", "oldString", "oldText")
+_NEW_KEYS = ("new_string", "new_str", "new_text", "newString", "newText")
+_EDIT_KEYS = (*_OLD_KEYS, "edits", "diff", "patch", "insert_line", *_NEW_KEYS, "new_source", "insert_text")
+_WRITER_NAME_RE = re.compile(r"write|create|save|edit|patch|put|append|replace|insert|update|file", re.I)
+
+
+def join(cwd: str, path: str) -> str:
+    """`path` as seen from folder `cwd` (relative to the workdir, or absolute)."""
+    if not cwd or path.startswith(("/", "~")):
+        return path
+    return posixpath.join(cwd, path)
+
+
+def _style(arguments: Mapping[str, Any]) -> str:
+    """Whose edit semantics an edit call's argument names show (see `_edits`)."""
+    if "old_string" in arguments or "new_string" in arguments:
+        return "claude"
+    if "oldString" in arguments or "newString" in arguments:
+        return "opencode"
+    if "oldText" in arguments or "newText" in arguments:
+        return "pi"
+    return "generic"
+
+
+def _first(arguments: Mapping[str, Any], keys: tuple[str, ...]) -> Any:
+    return next((arguments[k] for k in keys if isinstance(arguments.get(k), str)), None)
+
+
+def _edit(files: Table, path: str, what: str, change: Callable[[str], str], creates: str | None = None) -> None:
+    """Apply `change` to every reading of `path`'s text; a file that is not there is created with `creates` (when
+    the tool creates files), anything not known becomes unknown."""
+    key = _files.key(files, path)
+    state = _files.lookup(files, key)
+    known = _files.texts(state)
+    if known is None:
+        if creates is not None and state is not None and state[0] in ("absent", "gone"):
+            files[key] = ("text", (creates,))
+        else:
+            files[key] = ("unknown", _files.unknown_why(state, path, what, files))
+        return
+    results: list[str] = []
+    refused: list[str] = []
+    for text in known:
+        try:
+            results.append(change(text))
+        except Refused as exc:
+            refused.append(str(exc))
+        except Unknowable as exc:
+            files[key] = ("unknown", f"was {what}, but {exc}")
+            return
+    if refused and results:  # refused in one reading of the file, applied in another
+        files[key] = ("unknown", f"was {what}, which applies to one reading of it and not another ({refused[0]})")
+    elif results:
+        files[key] = ("text", tuple(dict.fromkeys(results)))
+    # refused in every reading: the tool refuses the edit and the file stays as it was
+
+
+def tool_write(arguments: Any, files: Table, tool: str = "write_file", failed: bool = False) -> None:
+    """Record what a (non-command) tool call wrote: `write_file(path, content)`, an edit, a patch. Arguments named
+    like `text` or `data` count as a file's content only for a tool named like a writer. `failed`: the call's
+    result was an error, so an edit or write of one file changed nothing (a patch may have half applied)."""
+    if not isinstance(arguments, Mapping):
+        return
+    patch = next((v for v in arguments.values() if isinstance(v, str) and is_codex_patch(v)), None)
+    if patch is not None:
+        folder = arguments.get("workdir")
+        apply_codex_patch(patch, files, cwd=folder if isinstance(folder, str) else "", failed=failed,
+                          shown=f"`{tool}`")
+        return
+    path = _first(arguments, _PATH_KEYS)
+    diff = next((v for k, v in arguments.items() if isinstance(v, str) and k not in _CONTENT_KEYS[:4]
+                 and looks_like_unified_diff(v)), None)
+    if diff is not None:
+        apply_unified_diff(diff, files, target=path, failed=failed)
+        return
+    if not path:
+        return
+    if failed and (any(k in arguments for k in _EDIT_KEYS) or _first(arguments, _CONTENT_KEYS) is not None):
+        return  # the tool refused (Claude Code: not Read first; a missing old string): nothing was written
+    shown = f"`{tool}`"
+    edits = arguments.get("edits")
+    if "notebook_path" in arguments or "new_source" in arguments:
+        files[_files.key(files, path)] = ("unknown", f"was edited by {shown} (a notebook cell edit, not followed)")
+        return
+    if edits is not None:
+        _edits_list(files, path, edits, shown)
+        return
+    old, new = _first(arguments, _OLD_KEYS), _first(arguments, _NEW_KEYS)
+    command = arguments.get("command")
+    if command == "insert" or "insert_line" in arguments:  # Anthropic's text editor: insert after a line
+        line = arguments.get("insert_line")
+        inserted = new if new is not None else _first(arguments, ("insert_text", "text"))
+        if isinstance(line, int) and not isinstance(line, bool) and isinstance(inserted, str):
+            _edit(files, path, f"edited by {shown}", lambda text: _insert(text, line, inserted))
+        else:
+            files[_files.key(files, path)] = ("unknown", f"was edited by {shown} in a way not followed here")
+        return
+    if command == "undo_edit":
+        files[_files.key(files, path)] = ("unknown", f"had an edit undone by {shown}")
+        return
+    if old is not None or new is not None:
+        if old is None or new is None:
+            files[_files.key(files, path)] = ("unknown", f"was edited by {shown} in a way not followed here")
+            return
+        style = _style(arguments)
+        replace_all = bool(arguments.get("replace_all") or arguments.get("replaceAll"))
+        what = f"edited by {shown}"
+        if style == "pi":
+            _edit(files, path, what, lambda text: original_edits(text, [(old, new)]))
+        elif style == "claude" and old == "":
+            _edit(files, path, what, lambda text: sequential_edits(text, [(old, new, replace_all)]), creates=new)
+        else:
+            _edit(files, path, what, lambda text: string_edit(text, old, new, replace_all, style))
+        return
+    keys = _CONTENT_KEYS if _WRITER_NAME_RE.search(tool) else _CONTENT_KEYS[:4]
+    content = _first(arguments, keys)
+    if content is not None and not any(k in arguments for k in _EDIT_KEYS):
+        files[_files.key(files, path)] = ("text", (content,))
+
+
+def _insert(text: str, line: int, inserted: str) -> str:
+    lines = text.split("\n")
+    if line < 0 or line > len(lines):
+        raise Refused(f"insert_line {line} is outside the file")
+    added = inserted.split("\n")
+    return "\n".join([*lines[:line], *added, *lines[line:]])
+
+
+def _edits_list(files: Table, path: str, edits: Any, shown: str) -> None:
+    """An `edits` list: pi's ({oldText, newText} against the original) or a MultiEdit's ({old_string, new_string,
+    replace_all}, one after another)."""
+    what = f"edited by {shown}"
+    if isinstance(edits, str):  # some models send the list as JSON text (pi parses it)
+        import json
+
+        try:
+            edits = json.loads(edits)
+        except ValueError:
+            edits = None
+    if not isinstance(edits, list) or not edits or not all(isinstance(e, Mapping) for e in edits):
+        files[_files.key(files, path)] = ("unknown", f"was {what} with edits not followed here")
+        return
+    if all(isinstance(e.get("oldText"), str) and isinstance(e.get("newText"), str) for e in edits):
+        pairs = [(e["oldText"], e["newText"]) for e in edits]
+        _edit(files, path, what, lambda text: original_edits(text, pairs))
+        return
+    steps: list[tuple[str, str, bool]] = []
+    style = "generic"
+    for e in edits:
+        old, new = _first(e, _OLD_KEYS), _first(e, _NEW_KEYS)
+        if old is None or new is None:
+            files[_files.key(files, path)] = ("unknown", f"was {what} with edits not followed here")
+            return
+        style = _style(e)
+        steps.append((old, new, bool(e.get("replace_all") or e.get("replaceAll"))))
+    creates = steps[0][1] if style == "claude" and steps[0][0] == "" else None
+    _edit(files, path, what, lambda text: sequential_edits(text, steps, style), creates=creates)
+
+
+def apply_codex_patch(patch: str, files: Table, cwd: str = "", failed: bool = False, shown: str = "a patch") -> None:
+    """A Codex `*** Begin Patch` patch applied to the table. A patch Codex would not parse changes nothing; one
+    that does not apply here, or whose result is an error, leaves every file it names unknown."""
+    try:
+        hunks = parse_codex_patch(patch)
+    except PatchError:
+        return  # Codex rejects the whole patch before writing anything
+    named = [join(cwd, h.path) for h in hunks] + [join(cwd, h.move_to) for h in hunks if h.move_to]
+
+    def unknown(why: str) -> None:
+        for path in named:
+            files[_files.key(files, path)] = ("unknown", why)
+
+    if failed:
+        unknown(f"was patched by {shown}, whose result was an error (what it changed before failing is not known)")
+        return
+    staged: dict[str, State] = {}
+
+    def state_of(path: str) -> State | None:
+        k = _files.key(files, path)
+        return staged[k] if k in staged else _files.lookup(files, k)
+
+    for hunk in hunks:
+        path = join(cwd, hunk.path)
+        k = _files.key(files, path)
+        if hunk.kind == "add":
+            staged[k] = ("text", (hunk.contents,))
+            continue
+        state = state_of(path)
+        known = _files.texts(state)
+        if hunk.kind == "delete":
+            if state is not None and state[0] in ("absent", "gone"):
+                return unknown(f"was patched by {shown}, which deletes `{hunk.path}`, a file that is not there (the "
+                               "patch fails)")
+            staged[k] = ("gone",)
+            continue
+        if known is None:
+            return unknown(_files.unknown_why(state, hunk.path, f"patched by {shown}", files))
+        try:
+            results = tuple(dict.fromkeys(apply_codex_update(text, hunk) for text in known))
+        except (PatchError, Unknowable) as exc:
+            return unknown(f"was patched by {shown}, but the patch does not apply cleanly to what trialrun knows "
+                           f"of `{hunk.path}` ({exc})")
+        if hunk.move_to:
+            staged[k] = ("gone",)
+            staged[_files.key(files, join(cwd, hunk.move_to))] = ("text", results)
+        else:
+            staged[k] = ("text", results)
+    files.update(staged)
+
+
+def patch_program(patch: str, files: Table, cwd: str = "", shown: str = "`apply_patch`") -> None:
+    """`apply_patch` run as a program inside a shell command (not as the whole command, which Codex applies itself):
+    whether such a program is there and what it did is not known, so the files the patch names become unknown."""
+    try:
+        hunks = parse_codex_patch(patch)
+    except PatchError:
+        return  # a program that is there rejects it; one that is not changes nothing either
+    why = (f"was named in a patch given to {shown} inside a shell command: Codex applies a patch itself only when it "
+           "is the whole command, and whether an `apply_patch` program is there (and what it did) is not known")
+    for hunk in hunks:
+        for path in (hunk.path, hunk.move_to):
+            if path:
+                files[_files.key(files, join(cwd, path))] = ("unknown", why)
+
+
+_STRIP_RE = re.compile(r"^(?:a|b)/")
+
+
+def apply_unified_diff(diff: str, files: Table, cwd: str = "", strip: int | None = None, target: str | None = None,
+                       failed: bool = False, shown: str = "a diff") -> None:
+    """A unified diff applied to the table: each file's hunks where they match exactly. `strip`: leading path
+    components to drop (`patch -p1`; None: `a/` and `b/` are dropped, as `git apply` does); `target`: the one file
+    it patches (`patch FILE`, an edit tool's path)."""
+    try:
+        parsed = parse_unified_diff(diff)
+    except PatchError as exc:
+        if target is not None:
+            files[_files.key(files, join(cwd, target))] = ("unknown", f"was patched by {shown} not read here ({exc})")
+        else:
+            files[_files.ANYWHERE] = ("unknown", f"was patched by {shown} not read here ({exc})")
+        return
+
+    def path_of(name: str) -> str:
+        if strip is None:
+            return _STRIP_RE.sub("", name)
+        parts = name.split("/")
+        return "/".join(parts[strip:]) if strip < len(parts) else parts[-1]
+
+    entries = []
+    for part in parsed:
+        new = part.new_path if part.new_path != "/dev/null" else part.old_path
+        name = target if target is not None and len(parsed) == 1 else path_of(new)
+        entries.append((join(cwd, name), part))
+    if failed:
+        for path, _ in entries:
+            files[_files.key(files, path)] = ("unknown", f"was patched by {shown}, whose result was an error")
+        return
+    staged: dict[str, State] = {}
+    for path, part in entries:
+        k = _files.key(files, path)
+        if part.new_path == "/dev/null":
+            staged[k] = ("gone",)
+            continue
+        state = ("absent", "") if part.old_path == "/dev/null" else staged.get(k) or _files.lookup(files, k)
+        known = ("",) if part.old_path == "/dev/null" else _files.texts(state)
+        if known is None:
+            staged[k] = ("unknown", _files.unknown_why(state, path, f"patched by {shown}", files))
+            continue
+        try:
+            staged[k] = ("text", tuple(dict.fromkeys(apply_unified(text, part) for text in known)))
+        except (PatchError, Unknowable) as exc:
+            staged[k] = ("unknown", f"was patched by {shown}, but the diff does not apply cleanly to what trialrun "
+                                    f"knows of it ({exc})")
+    files.update(staged)
