@@ -64,6 +64,11 @@ __all__ = [
     "RESPONSE_HEADERS_KEPT",
     "SENSITIVE_HEADERS",
     "credential_values",
+    "secrets_version",
+    "watch",
+    "unwatch",
+    "variants_of",
+    "holds_any",
 ]
 
 REDACTED = "REDACTED"
@@ -97,14 +102,22 @@ class _State:
     """The compiled view of the current secrets: their text variants, longest first, and for many of them one
     regex (a trie of them all) that finds them in one pass."""
 
-    __slots__ = ("names", "fingerprint", "variants", "matcher", "base64", "__weakref__")
+    __slots__ = ("names", "fingerprint", "variants", "matcher", "base64", "_frozen", "__weakref__")
 
     def __init__(self, names: tuple[str, ...], variants: tuple[str, ...], base64_variants: frozenset[str]) -> None:
         self.names = names
         self.fingerprint = _fingerprint(names)
         self.variants = variants
         self.base64 = base64_variants  # the variants that are base64 forms (`_fill` inside a longer base64 text)
+        self._frozen: frozenset[str] | None = None
         self.matcher = re.compile(trie_pattern(variants)) if len(variants) > _FIND_AT_MOST else None
+
+    @property
+    def frozen(self) -> frozenset[str]:
+        """The variants as a set (made when first asked: only the files a run writes compare them)."""
+        if self._frozen is None:
+            self._frozen = frozenset(self.variants)
+        return self._frozen
 
 
 _LOCK = threading.Lock()
@@ -160,7 +173,36 @@ def add_secret(value: str, *, source: str = "add_secret") -> bool:
     with _LOCK:
         _ADDED[value] = variants
         _state = None
+    for watcher in list(_WATCHERS):  # outside the lock: a watcher scrubs (and so reads the state) again
+        watcher.secrets_learned(variants)
     return True
+
+
+#: What is told of each credential registered from now on (`secrets_learned(variants)`): the files a run is writing
+#: (`_line_log.LineAppender`), which must not keep it on disk a moment longer than it takes to rewrite them.
+_WATCHERS: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def watch(watcher: Any) -> None:
+    """Tell `watcher.secrets_learned(variants)` of every credential registered from now on (until `unwatch`)."""
+    _WATCHERS.add(watcher)
+
+
+def unwatch(watcher: Any) -> None:
+    _WATCHERS.discard(watcher)
+
+
+def variants_of(version: object) -> frozenset[str]:
+    """Every value-derived text a `secrets_version()` token removes (its registered and environment secrets in
+    all their forms): what a text scrubbed under it is known to hold none of."""
+    return version.frozen if isinstance(version, _State) else frozenset()
+
+
+def holds_any(text: str, values: Collection[str]) -> bool:
+    """Whether `text` holds one of `values` (one trie regex for many of them)."""
+    if len(values) > _FIND_AT_MOST:
+        return re.search(trie_pattern(sorted(values, key=len, reverse=True)), text) is not None
+    return any(value in text for value in values)
 
 
 def secrets_version() -> object:

@@ -39,6 +39,8 @@ _RULES_SPEC: tuple[tuple[tuple[str, ...], str, bool, bool], ...] = (
     (("-----begin",), r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
      r"(?:[\s\S]{0,20000}?-----END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=\\\r\n]*)", False, False),
     (("bearer",), r"bearer\s+(?P<v>[a-z0-9._~+/=\-]{12,})", False, True),
+    # the password of a URL's user info: `postgres://app:PASSWORD@db/x`, `https://user:PASSWORD@proxy`
+    (("://",), r"://[^/\s:@\"'\\<>]{1,100}:(?P<v>[^/\s@\"'\\<>]{3,200})@", False, False),
     (("authorization",), r"authorization" + _VALUE + r"(?:(?:basic|token|bearer)\s+)?(?P<v>[a-z0-9._~+/=\-]{8,})",
      False, True),
     # AWS (`aws_secret_access_key`, `SecretAccessKey`, `secret-access-key`), client_secret, secret_key...

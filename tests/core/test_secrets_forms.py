@@ -122,3 +122,12 @@ def test_an_environment_value_is_scrubbed_url_encoded_with_lower_case_hex(monkey
         scrubbed = scrub_text(f"sent {form} along")
         assert value not in scrubbed and upper not in scrubbed and lower not in scrubbed, scrubbed
         assert REDACTED in scrubbed
+
+
+@pytest.mark.parametrize("text, kept", [
+    ("postgres://app:s3cretpw@db:5432/x", "postgres://app:REDACTED@db:5432/x"),
+    ("openai-compatible:http://eval:pa55-word@gateway/v1#llama", "openai-compatible:http://eval:REDACTED@gateway/v1#llama"),
+    ("http://localhost:8080/v1 and https://example.com/a:b@c", "http://localhost:8080/v1 and https://example.com/a:b@c"),
+])
+def test_the_password_of_a_url_s_user_info(text: str, kept: str) -> None:
+    assert scrub_text(text) == kept
