@@ -388,10 +388,10 @@ def process_agent(config: Config) -> Any:
             except ValueError as exc:  # an unclosed quote
                 raise ValueError(f"cannot be split into a program and its arguments ({exc})") from None
             argv = [_beside_config(arg, config) for arg in words]
-            if argv:
-                _check_program(argv[0], config, options.get("env") or {})
-            return ProcessAgent(argv, api=config.effective_api,
-                                model_name=config.effective_model_name, sandbox=_sandbox(config), **options)
+            command = ProcessAgent(argv, api=config.effective_api,
+                                   model_name=config.effective_model_name, sandbox=_sandbox(config), **options)
+            _check_program(argv[0], config, options.get("env") or {})
+            return command
         return preset(agent, api=config.api, model_name=config.model_name or config.model_spec.model_name,
                       skills=[config.resolve(skill) for skill in config.skills], sandbox=_sandbox(config), **options)
     except AgentNotFound as exc:

@@ -61,8 +61,10 @@ _RULES_ANY_CASE = {pattern: re.compile(pattern, re.IGNORECASE) for _, pattern, _
 _COOKIE = re.compile(r"(?P<set>set-)?cookie" + _HEADER_SEP)
 _COOKIE_PAIR = re.compile(r"[ \t]*(?P<name>[^=;,\s\"'\\]{1,100})=(?P<v>[^;,\s\"'\\]*)[ \t]*(?P<end>;?)")
 # `X-Auth-Token: ...`, `X-Api-Key`, `Private-Token`, `X-Amz-Security-Token`, `X-Session-Id`, `X-CSRF-Token`:
-# a credential word that is one part of a hyphenated name (`key` only after a hyphen: `key-points:` is prose).
+# a hyphenated name whose last part is a credential word (`_header_spans`).
 _HEADER_WORDS = r"(?:token|api-?key|key|secret|auth|session|signature|passw(?:or)?d|credentials?|csrf)"
+_LAST_WORDS = frozenset({"token", "key", "apikey", "api-key", "secret", "auth", "session", "signature", "password",
+                         "passwd", "credential", "credentials"})
 _HEADER = re.compile("(?P<w>" + _HEADER_WORDS + r")(?P<tail>(?:-[a-z0-9]+)*)" + _HEADER_SEP + _ASSIGNED)
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-")
 _QUERY_NAME_CHARS = _NAME_CHARS | {"."}
@@ -166,10 +168,16 @@ def _cookie_spans(text: str, rule: re.Pattern[str], spans: list[tuple[int, int]]
 
 
 def _header_spans(text: str, rule: re.Pattern[str], spans: list[tuple[int, int]]) -> None:
+    """A hyphenated header name whose last part says credential (`x-auth-token`, `x-api-key`, `private-token`,
+    `x-session-id`), not one that only starts with such a word (`auth-method`, `key-points`)."""
     for match in rule.finditer(text):
         start = match.start()
         before = text[start - 1].lower() if start else ""
-        if before == "-" or (before not in _NAME_CHARS and match.group("tail") and match.group("w") != "key"):
+        word, tail = match.group("w").lower(), match.group("tail").lower()
+        if not (before == "-" or (before not in _NAME_CHARS and tail)):
+            continue  # not one part of a hyphenated name (`token: ...`, `"key": ...`)
+        last = tail.rpartition("-")[2] if tail else word
+        if last in _LAST_WORDS or (word == "session" and last == "id"):
             spans.append(match.span("v"))
 
 

@@ -131,3 +131,15 @@ def test_an_environment_value_is_scrubbed_url_encoded_with_lower_case_hex(monkey
 ])
 def test_the_password_of_a_url_s_user_info(text: str, kept: str) -> None:
     assert scrub_text(text) == kept
+
+
+@pytest.mark.parametrize("text, kept", [
+    ("x-session-id: 0123456789abcdef", "x-session-id: REDACTED"),
+    ("x-amz-security-token: 0123456789abcdef", "x-amz-security-token: REDACTED"),
+    ("x-goog-api-key: 0123456789abcdef", "x-goog-api-key: REDACTED"),
+    ('{"auth-method": "password-based", "x-auth-token-expiry": "2026-12-01T00:00:00"}',
+     '{"auth-method": "password-based", "x-auth-token-expiry": "2026-12-01T00:00:00"}'),
+    ('{"token": "abcdefghijklmn", "key": "0123456789abcdef"}', '{"token": "abcdefghijklmn", "key": "0123456789abcdef"}'),
+])
+def test_a_hyphenated_header_is_a_credential_by_its_last_part(text: str, kept: str) -> None:
+    assert scrub_text(text) == kept
