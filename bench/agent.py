@@ -165,7 +165,7 @@ def artefacts(report: tr.RunReport, repeat: int = 7) -> None:
             best = [float("inf"), float("inf")]
             for _ in range(repeat):
                 for index, scrubbing in enumerate((True, False)):
-                    _scrub._spans = search if scrubbing else (lambda text, extra=(), fills=None: [])
+                    _scrub._spans = search if scrubbing else (lambda text, extra=(): [])
                     started = time.perf_counter()
                     write()
                     best[index] = min(best[index], time.perf_counter() - started)

@@ -335,20 +335,14 @@ def _matcher_spans(text: str, matcher: re.Pattern[str], spans: list[tuple[int, i
         match = matcher.search(text, match.start() + 1)
 
 
-def _spans(text: str, extra: Iterable[str] = (), fills: set[tuple[int, int]] | None = None) -> list[tuple[int, int]]:
-    """Where secrets are in `text`: sorted, merged (start, end) ranges, never cutting a JSON escape in two.
-    `fills` (when given) receives the spans of base64 forms found inside a longer base64 text (`_fill`)."""
+def _spans(text: str, extra: Iterable[str] = ()) -> list[tuple[int, int]]:
+    """Where secrets are in `text`: sorted, merged (start, end) ranges, never cutting a JSON escape in two."""
     spans: list[tuple[int, int]] = []
     state = _current()
     if state.matcher is not None:
         _matcher_spans(text, state.matcher, spans)
     elif state.variants:
         _value_spans(text, state.variants, spans)
-    if spans and fills is not None and state.base64:
-        for start, end in spans:
-            if text[start:end] in state.base64 and (
-                    (start and is_base64_char(text[start - 1])) or (end < len(text) and is_base64_char(text[end]))):
-                fills.add((start, end))
     if extra:
         _value_spans(text, extra, spans)
     shape_spans(text, spans)
@@ -390,10 +384,10 @@ def _whole_escapes(text: str, start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
-def _apply(text: str, spans: list[tuple[int, int]], offset: int = 0,
-           fills: Collection[tuple[int, int]] = ()) -> str:
+def _apply(text: str, spans: list[tuple[int, int]], offset: int = 0, base64_forms: Collection[str] = ()) -> str:
     """`text` (which starts at `offset` of the text the spans index) with each span's part of it removed, and
-    REDACTED where a span starts inside it (a span of `fills`: `_fill` of its length)."""
+    REDACTED where a span starts inside it; a span that is one of `base64_forms` inside a longer base64 text (a
+    base64 character on either side) is replaced by `_fill` of its length instead, so that text stays base64."""
     end_of_text = offset + len(text)
     out: list[str] = []
     position = offset
@@ -403,7 +397,10 @@ def _apply(text: str, spans: list[tuple[int, int]], offset: int = 0,
         if start > position:
             out.append(text[position - offset:start - offset])
         if start >= offset:
-            out.append(_fill(end - start) if fills and (start, end) in fills else REDACTED)
+            inside = base64_forms and end <= end_of_text and text[start - offset:end - offset] in base64_forms and (
+                (start > offset and is_base64_char(text[start - offset - 1]))
+                or (end < end_of_text and is_base64_char(text[end - offset])))
+            out.append(_fill(end - start) if inside else REDACTED)
         position = max(position, min(end, end_of_text))
     if not out and position == offset:
         return text
@@ -421,9 +418,8 @@ def scrub_text(text: str, extra: Iterable[str] = ()) -> str:
     """
     if not text:
         return text
-    fills: set[tuple[int, int]] = set()
-    spans = _spans(text, extra, fills)
-    return _apply(text, spans, fills=fills) if spans else text
+    spans = _spans(text, extra)
+    return _apply(text, spans, base64_forms=_current().base64) if spans else text
 
 
 def scrub_bytes(data: bytes, extra: Iterable[str] = ()) -> bytes:

@@ -149,6 +149,6 @@ def test_encoded_and_header_shaped_secrets_in_a_body_reach_no_artefact(tmp_path:
     sent = (project / "provider.log").read_text()
     assert leaked(json.loads(sent.splitlines()[0])["content"]) == sorted(forms())
     leaks = {name: found for name, text in texts.items() if (found := leaked(text))}
-    assert leaks == {}, leaks
+    assert leaks == {}, f"{len(leaks)} of {len(texts)} artefacts: {leaks}"
     output = json.loads(texts["latest.json"])["cases"][0]["trials"][0]["output"]
     assert "sid=REDACTED" in output and "x-auth-token: REDACTED" in output and "REDACTED" in output.split("encoded:")[1]
