@@ -137,7 +137,8 @@ _MAX_REGISTERED = 10_000
 def _warn_once(source: str, message: str) -> None:
     if source not in _warned:
         _warned.add(source)
-        warnings.warn(f"trialrun: {message}", RuntimeWarning, stacklevel=3)
+        # the source may quote a URL with a password in it (`LiveModel('https://user:pw@host')`)
+        warnings.warn(f"trialrun: {scrub_text(message)}", RuntimeWarning, stacklevel=3)
 
 
 def add_secret(value: str, *, source: str = "add_secret") -> bool:
