@@ -5,7 +5,11 @@ Three workloads, each the text a writer scrubs: a result file of W1's shape (200
 an answer each, through the reference agent), 2,000 terminal lines, 200 request bodies of 4 KB. Interleaved, best
 of 3 per round, 9 rounds; the median and range of the per-round ratios.
 
-    python bench/scrub.py [--base PATH/_scrub.py]
+`--late`: what a credential learned mid-run costs the run's open files (`_line_log`): a journal of 1,000 trials
+open, then a new credential registered that the journal does not hold (a search of the file) and one it holds
+(the file rewritten, scrubbed); the time `add_secret` takes, best of 5.
+
+    python bench/scrub.py [--base PATH/_scrub.py] [--late]
 """
 
 from __future__ import annotations
@@ -72,10 +76,61 @@ def _round(label: str, work: dict[str, list[str]], base: ModuleType | None) -> N
         print(line)
 
 
+def _late() -> None:
+    import os
+    import secrets
+    import tempfile
+    from datetime import datetime, timezone
+    from pathlib import Path
+
+    from trialrun.journal import Journal
+
+    report = _workloads_report()
+    trials = [trial for case in report.cases for trial in case.trials]
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "results_x.jsonl"
+        journal = Journal(path, os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o666))
+        journal.start(run_id="r", started_at=datetime.now(timezone.utc), trial_count=5, cases=[], config_snapshot={})
+        for trial in trials:
+            journal.append("c", trial)
+        size = path.stat().st_size
+        absent, held = [], []
+        for _ in range(5):
+            value = "late-" + secrets.token_hex(10)
+            started = time.perf_counter()
+            _scrub.add_secret(value, source="bench")
+            absent.append(time.perf_counter() - started)
+            value = "late-" + secrets.token_hex(10)
+            journal._append(json.dumps({"event": "note", "text": value}))  # written before anything knew it
+            started = time.perf_counter()
+            _scrub.add_secret(value, source="bench")
+            held.append(time.perf_counter() - started)
+            assert value not in path.read_text()
+        journal.close(None)
+    print(f"-- a credential learned mid-run, a journal of {len(trials):,} trials ({size / 1e6:.1f} MB) open")
+    print(f"not in the journal (searched)  {min(absent) * 1e3:8.2f} ms")
+    print(f"in the journal (rewritten)     {min(held) * 1e3:8.2f} ms")
+
+
+def _workloads_report() -> Any:
+    def case(i: int) -> tr.Case:
+        def invoke(ctx: tr.TrialContext) -> Any:
+            model = ctx.scripted([tr.tool_call("lookup", key=f"key-{i}"), tr.reply(f"value-{i}")])
+            return tr.Agent(model, tools=[tr.tool(lambda key: "value-" + key, name="lookup")]).run(f"lookup key-{i}")
+
+        return tr.Case(name=f"lookup-{i}", invoke=invoke, expect_outcome=[tr.expect.contains(f"value-{i}")])
+
+    return tr.evaluate([case(i) for i in range(200)], trials=5)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--base", help="another _scrub.py to run side by side")
+    parser.add_argument("--late", action="store_true", help="only the cost of a credential learned mid-run")
     args = parser.parse_args()
+    if args.late:
+        _late()
+        return
     base = _load(args.base) if args.base else None
     work = _workloads()
     modules = [_scrub] + ([base] if base is not None else [])

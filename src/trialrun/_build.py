@@ -31,7 +31,7 @@ from ._yaml import YamlError, load_yaml
 from .agent import Agent, PriceTable, ToolPolicy, prices, shell_tools
 from .agent.tools import Tool
 from .case import Case, TrialContext
-from .config import Config, ConfigError, ModelSpec, load_config, parse_model_spec
+from .config import COMMAND_PREFIX, PRESET_NAMES, Config, ConfigError, ModelSpec, load_config, parse_model_spec
 from .expect.rubric import key_terms, rubric
 from .judge import llm_judge
 from .models import LiveModel, RateLimit, ScriptedModel
@@ -359,10 +359,7 @@ def _check_agent_signature(agent: Any, target: str, where: object = "configurati
                           f"({exc}); nothing was run") from None
 
 
-PRESET_NAMES = ("pi", "codex", "claude-code", "opencode")
-_COMMAND_PREFIX = "command:"
-_COMMAND_OPTIONS = ("env", "timeout_s", "output")
-_PRESET_OPTIONS = (*_COMMAND_OPTIONS, "path", "permission_mode", "allow", "deny", "args", "instructions")
+_COMMAND_PREFIX = COMMAND_PREFIX
 
 
 def is_process_agent(config: Config) -> bool:
@@ -379,27 +376,56 @@ def process_agent(config: Config) -> Any:
 
     where = str(config.source or "configuration")
     agent = config.agent or ""
-    options = dict(config.agent_options)
-    allowed = _COMMAND_OPTIONS if agent.startswith(_COMMAND_PREFIX) else _PRESET_OPTIONS
-    unknown = sorted(set(options) - set(allowed))
-    if unknown:
-        raise ConfigError(f"{where}: agent_options: unknown key(s) {', '.join(unknown)} for agent {agent!r} "
-                          f"(known: {', '.join(allowed)})")
+    options = dict(config.agent_options)  # keys and types checked with the configuration (`config.Config`)
     if options.get("instructions") is not None:
         options["instructions"] = config.resolve(options["instructions"])
     if options.get("path") is not None:
         options["path"] = config.resolve(options["path"])
     try:
         if agent.startswith(_COMMAND_PREFIX):
-            argv = [_beside_config(arg, config) for arg in shlex.split(agent[len(_COMMAND_PREFIX):])]
-            return ProcessAgent(argv, api=config.effective_api,
-                                model_name=config.effective_model_name, sandbox=_sandbox(config), **options)
+            try:
+                words = shlex.split(agent[len(_COMMAND_PREFIX):])
+            except ValueError as exc:  # an unclosed quote
+                raise ValueError(f"cannot be split into a program and its arguments ({exc})") from None
+            argv = [_beside_config(arg, config) for arg in words]
+            command = ProcessAgent(argv, api=config.effective_api,
+                                   model_name=config.effective_model_name, sandbox=_sandbox(config), **options)
+            _check_program(argv[0], config, options.get("env") or {})
+            return command
         return preset(agent, api=config.api, model_name=config.model_name or config.model_spec.model_name,
                       skills=[config.resolve(skill) for skill in config.skills], sandbox=_sandbox(config), **options)
     except AgentNotFound as exc:
         raise ConfigError(f"{where}: agent {agent!r}: {exc}; nothing was run") from None
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{where}: agent {agent!r}: {exc}") from None
+
+
+def _check_program(program: str, config: Config, env: Mapping[str, str]) -> None:
+    """The program of a `command:` agent, found before anything runs: a file that can be run, on the PATH the agent
+    gets (its `env`'s PATH, else this one) when it is a bare name, else beside trialrun.toml, in the workspace
+    (each trial's workdir starts as a copy of it) or where the absolute path says. A program named through a
+    placeholder (`{workdir}/agent`) is known only per trial."""
+    if "{" in program:
+        return
+    if os.sep not in program and (os.altsep is None or os.altsep not in program):
+        found = shutil.which(program, path=env.get("PATH", os.environ.get("PATH")))
+        if found is None:
+            raise ValueError(f"the program {program!r} is not on PATH (nor an executable file there); give its path, "
+                             "or install it; nothing was run")
+        return
+    path = Path(program)
+    candidates = [path] if path.is_absolute() else [config.resolve(path)] + (
+        [config.resolve(config.workspace) / path] if config.workspace else [])
+    for candidate in candidates:
+        if candidate.is_dir():
+            raise ValueError(f"the program {program!r} is a folder, not a program; nothing was run")
+        if candidate.exists():
+            if not os.access(candidate, os.X_OK):
+                raise ValueError(f"the program {program!r} is not executable (chmod +x {str(candidate)!r}, or run "
+                                 "it through its interpreter); nothing was run")
+            return
+    looked = " or ".join(repr(str(c)) for c in candidates)
+    raise ValueError(f"the program {program!r} does not exist (looked for {looked}); nothing was run")
 
 
 def _beside_config(arg: str, config: Config) -> str:
@@ -450,7 +476,8 @@ def _tools_factory(config: Config) -> tuple[Callable[[Callable[[], Path]], list[
     sandbox = _sandbox(config) if shell_names else "none"
 
     def make(root: Callable[[], Path]) -> list[Tool]:
-        shell = [t for t in shell_tools(root(), sandbox=sandbox) if t.name in shell_names] if shell_names else []
+        shell = ([t for t in shell_tools(root(), sandbox=sandbox, pass_env=config.pass_env) if t.name in shell_names]
+                 if shell_names else [])
         return shell + fixed
 
     return make, shell_names + [t.name for t in fixed]
@@ -695,6 +722,8 @@ def config_snapshot(config: Config, suite: SuiteFile, labels: dict[str, str] | N
     if not reference:  # a custom agent gets (prompt, ctx) and no more: these configure the reference agent only
         for key in REFERENCE_AGENT_KEYS:
             del snapshot[key]
+    if reference and config.pass_env:  # the names only: what run_command keeps of the environment
+        snapshot["pass_env"] = sorted(config.pass_env)
     if process is not None:  # what the agent itself was configured with: version, settings and skills hashes
         snapshot.update(process.snapshot())
     if (limit := _rate_limit_snapshot(config)) is not None:
@@ -743,7 +772,7 @@ def ignored_by_custom_agent(config: Config) -> list[str]:
     if not config.agent:
         return []
     settings: list[tuple[str, object]] = [("policy", config.policy), ("system", config.system),
-                                          ("tools", config.tools != ["shell"])]
+                                          ("tools", config.tools != ["shell"]), ("pass_env", config.pass_env)]
     kind = "a custom agent"
     if is_process_agent(config):
         kind = "a command agent" if config.agent.startswith(_COMMAND_PREFIX) else "a ready-made agent"

@@ -40,7 +40,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._files import LineAppender, hold_lock
+from ._files import hold_lock
+from ._line_log import LineAppender
 from ._scrub import credential_values, scrub_body, scrub_headers, scrub_text, scrub_url, secrets_version
 
 __all__ = ["SUFFIX", "EXCHANGES_VERSION", "DEFAULT_MAX_TRIAL_BYTES", "BODY_MAX_BYTES", "BODY_MIN_BYTES",
@@ -268,7 +269,7 @@ class ExchangeLog(LineAppender):
             log._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND | getattr(os, "O_BINARY", 0),
                               0o666)
             if lock:
-                hold_lock(log._fd)
+                log._hold_lock()
         except OSError as exc:
             if log._fd is not None:
                 os.close(log._fd)
@@ -289,15 +290,17 @@ class ExchangeLog(LineAppender):
         """One finished trial's exchanges, scrubbed and capped, in one write."""
         if self._fd is None or self.problem is not None:
             return
-        version = secrets_version()  # before the scrub (see LineAppender._close_fd)
+        version = secrets_version()  # before the scrub (see _line_log: a secret registered meanwhile is looked for)
         self._add(*trial_line(case, trial, exchanges, credentials, max_trial_bytes=self.max_trial_bytes),
                   version=version)
 
     def add(self, line: str | None, problem: str | None = None) -> None:
         """A trial's line as `trial_line` made it, here or where the trial ran (a Ray worker, which sends it back
-        with the trial's result); or why it could not be made, which stops the log. Scrubbed under secrets this
-        process may not have had (a worker's), the file is scrubbed again when it closes."""
-        self._add(line, problem, version=None)
+        with the trial's result); or why it could not be made, which stops the log. Scrubbed where it was made with
+        what that process knew, it is scrubbed again here with what this one knows (the other workers' credentials,
+        this environment's) before it is written."""
+        version = secrets_version()
+        self._add(None if line is None else scrub_text(line), problem, version=version)
 
     def _add(self, line: str | None, problem: str | None = None, *, version: object) -> None:
         if self._fd is None or self.problem is not None:
@@ -320,7 +323,7 @@ class ExchangeLog(LineAppender):
         self._close_fd()
 
     def remove(self) -> None:
-        self._versions = set()  # going: nothing to scrub again
+        self._going = True  # nothing to scrub again
         self.close()
         try:
             self.path.unlink()

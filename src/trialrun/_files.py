@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 __all__ = ["read_text", "MAX_BYTES", "gc_paused", "write_atomic", "write_new", "write_user_file", "remove_stale_temps",
-           "unencodable_text", "TOO_DEEP", "hold_lock", "write_all", "LineAppender"]
+           "unencodable_text", "TOO_DEEP", "hold_lock", "write_all"]
 
 #: The largest file trialrun reads by default (suites, configurations, cassettes, scripted model files, price
 #: files): 100,000 tests are about 20 MiB; a file far larger is a mistake (or an attack), not something to parse.
@@ -171,107 +171,6 @@ def write_all(fd: int, data: bytes) -> None:
     written = 0
     while written < len(data):
         written += os.write(fd, data[written:])
-
-
-class LineAppender:
-    """An append-only file of lines (a run's journal, its exchanges sidecar): each line written in one `write`
-    under a lock, so a reader or a killed process sees whole lines only. Writing never raises: the first write that
-    fails (a full disk) is remembered in `problem` (`_failed` words it) and every later one is skipped."""
-
-    #: The file (set by the subclass): where `_close_fd` scrubs the lines again when they went stale.
-    path: Path
-
-    def __init__(self, fd: int | None) -> None:
-        self._fd = fd
-        self._lock = threading.Lock()
-        self._dirty = False  # written since the last fsync
-        self.problem: str | None = None
-        #: The `_scrub.secrets_version` each line was scrubbed under (None: not known, e.g. scrubbed on a Ray worker)
-        self._versions: set[object] = set()
-
-    def _failed(self, exc: OSError) -> str:
-        return str(exc.strerror or exc)
-
-    def _append(self, line: str, *, sync: bool = False, version: object = None) -> bool:
-        """`line` and a newline, then (`sync`) on disk; False when nothing was written. `version`: the
-        `_scrub.secrets_version()` read before `line` was scrubbed (None: unknown, so checked again at close)."""
-        data = (line + "\n").encode("utf-8", "surrogatepass")
-        with self._lock:
-            if self._fd is None or self.problem is not None:
-                return False
-            try:
-                write_all(self._fd, data)
-                self._versions.add(version)
-                self._dirty = True
-                if sync:
-                    os.fsync(self._fd)
-                    self._dirty = False
-            except OSError as exc:
-                self.problem = self._failed(exc)
-                return False
-        return True
-
-    def _sync(self) -> None:
-        """fsync what was written since the last one (nothing when nothing was)."""
-        with self._lock:
-            if not self._dirty or self._fd is None or self.problem is not None:
-                return
-            try:
-                os.fsync(self._fd)
-                self._dirty = False
-            except OSError as exc:
-                self.problem = self._failed(exc)
-
-    def _close_fd(self, *, rescrub: bool = True) -> None:
-        """Close the file; then (`rescrub`, else later through `rescrub_if_stale`) scrub its lines again if a
-        credential was registered after some of them were scrubbed."""
-        with self._lock:
-            fd = self._fd
-            closing = fd is not None
-            if fd is not None:
-                os.close(fd)  # releases a lock held on it (`hold_lock`)
-                self._fd = None
-        if closing and rescrub:
-            self.rescrub_if_stale()
-
-    def rescrub_if_stale(self) -> None:
-        """If a credential was registered after some lines were scrubbed (one a later trial's transport first saw,
-        a Ray worker's), scrub every line again: the file never keeps it. Only for a closed file."""
-        if self._fd is not None or not self._versions:
-            return
-        from ._scrub import secrets_version
-
-        current = secrets_version()
-        if any(version is not current for version in self._versions):
-            self._scrub_again()
-        self._versions = {current}
-
-    def _scrub_again(self) -> None:
-        """Every line through the scrubber once more, streamed into a temp file that replaces the file (only the
-        lines: a reader of the old file sees it whole). A failure leaves the file as it was, said in `problem`."""
-        from ._scrub import scrub_text
-
-        try:
-            fd, tmp = _create_temp(self.path)
-        except OSError as exc:
-            self.problem = self.problem or self._failed(exc)
-            return
-        try:
-            changed = False
-            with open(self.path, encoding="utf-8", errors="surrogatepass", newline="") as source, \
-                    os.fdopen(fd, "w", encoding="utf-8", errors="surrogatepass", newline="") as target:
-                for line in source:
-                    scrubbed = scrub_text(line)
-                    changed = changed or scrubbed != line
-                    target.write(scrubbed)
-                target.flush()
-                os.fsync(target.fileno())
-            if changed:
-                os.replace(tmp, self.path)
-        except OSError as exc:
-            self.problem = self.problem or self._failed(exc)
-        finally:
-            Path(tmp).unlink(missing_ok=True)
 
 
 def _written_temp(path: Path, text: str) -> str:

@@ -36,9 +36,16 @@ import os
 import re
 import threading
 import warnings
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from typing import Any
+import weakref
 from urllib.parse import quote, quote_plus
+
+from ._scrub_forms import base64_forms, is_base64_char, url_forms
+from ._scrub_shapes import ALL_HINTS as _ALL_HINTS
+from ._scrub_shapes import ANY_HINT as _ANY_HINT
+from ._scrub_shapes import SECRET_QUERY as _SECRET_QUERY
+from ._scrub_shapes import shape_spans, trie_pattern
 
 __all__ = [
     "REDACTED",
@@ -57,69 +64,14 @@ __all__ = [
     "RESPONSE_HEADERS_KEPT",
     "SENSITIVE_HEADERS",
     "credential_values",
+    "secrets_version",
+    "watch",
+    "unwatch",
+    "variants_of",
+    "holds_any",
 ]
 
 REDACTED = "REDACTED"
-
-# -- what a secret looks like ---------------------------------------------------------------------------------
-# Each rule: the lower-case hints one of which a short text must hold (a long one is searched at once: the regex
-# skips ahead as fast as a substring test would), the pattern (starting with a literal, so the engine skips ahead
-# fast), whether it must start a word, and whether it runs on the lower-cased text (the case-insensitive ones: same
-# positions, much faster than IGNORECASE). A named group `v` is what is replaced.
-_VALUE = r"(?:\\?[\"'])?\s*[:=]\s*(?:\\?[\"'])?"  # `: "`, `=`, `\": \"` (JSON inside JSON) between a name and value
-_RULES_SPEC: tuple[tuple[tuple[str, ...], str, bool, bool], ...] = (
-    (("sk-",), r"sk-[A-Za-z0-9_\-]{16,}", True, False),  # OpenAI sk-, sk-proj-, sk-svcacct-; Anthropic sk-ant-
-    (("aiza",), r"AIza[0-9A-Za-z_\-]{30,}", True, False),  # Google API keys
-    (("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), r"gh[pousr]_[A-Za-z0-9]{30,}", True, False),  # GitHub tokens
-    (("github_pat_",), r"github_pat_[A-Za-z0-9_]{22,}", True, False),  # GitHub fine-grained tokens
-    (("xox",), r"xox[a-z]-[A-Za-z0-9\-]{10,}", True, False),  # Slack
-    (("akia", "asia", "abia", "acca", "agpa", "aida", "aipa", "anpa", "anva", "apka", "aroa", "asca"),
-     r"(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|APKA|AROA|ASCA)[A-Z0-9]{16}(?![A-Za-z0-9])", True, False),
-    (("eyj",), r"eyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]*", True, False),  # JWTs
-    (("-----begin",), r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
-     r"(?:[\s\S]{0,20000}?-----END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=\\\r\n]*)", False, False),
-    (("bearer",), r"bearer\s+(?P<v>[a-z0-9._~+/=\-]{12,})", False, True),
-    (("authorization",), r"authorization" + _VALUE + r"(?:(?:basic|token|bearer)\s+)?(?P<v>[a-z0-9._~+/=\-]{8,})",
-     False, True),
-    (("secret",), r"secret[a-z_]{0,20}" + _VALUE + r"(?P<v>[^\s\"'\\,;&]{8,})", False, True),  # AWS, client_secret
-    (("passw",), r"passw(?:or)?d" + _VALUE + r"(?P<v>[^\s\"'\\,;&]{8,})", False, True),
-    (("api_key", "apikey"), r"api_?key" + _VALUE + r"(?P<v>[^\s\"'\\,;&]{8,})", False, True),
-    (("access_token", "accesstoken"), r"access_?token" + _VALUE + r"(?P<v>[^\s\"'\\,;&]{8,})", False, True),
-    (("auth_token", "authtoken"), r"auth_?token" + _VALUE + r"(?P<v>[^\s\"'\\,;&]{8,})", False, True),
-)
-_RULES = tuple((hints, re.compile(pattern), word, lower) for hints, pattern, word, lower in _RULES_SPEC)
-_RULES_ANY_CASE = {pattern: re.compile(pattern, re.IGNORECASE) for _, pattern, _, lower in _RULES_SPEC if lower}
-_SHORT = 4096  # below this, substring tests of the hints first; above, one regex pass per rule is as cheap
-_ALL_HINTS = tuple(sorted({hint for hints, _, _, _ in _RULES_SPEC for hint in hints}))
-
-
-def _trie_pattern(words: Iterable[str]) -> str:
-    """A regex matching exactly where one of `words` occurs, its alternatives factored by common prefix
-    (`a(?:bia|cc(?:a|ess...))`): the engine then rejects a position after a character or two, so one search
-    finds "is any hint in this text" several times faster than a substring test per hint."""
-    tree: dict[str, Any] = {}
-    for word in words:
-        node = tree
-        for char in word:
-            node = node.setdefault(char, {})
-        node[""] = {}
-
-    def alternatives(node: dict[str, Any]) -> str:
-        branches = [re.escape(char) + alternatives(child) for char, child in sorted(node.items()) if char]
-        if not branches:
-            return ""
-        body = "(?:" + "|".join(branches) + ")"
-        return body + "?" if "" in node else body
-
-    return alternatives(tree)
-
-
-_ANY_HINT = re.compile(_trie_pattern(_ALL_HINTS))  # the same answer as `any(hint in text for hint in _ALL_HINTS)`
-_KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
-# An AWS secret access key on its own: 40 characters of base64 with upper, lower case and digits. Only looked for
-# in text that also holds an access key id (they leak together), since a bare 40-character run may be anything.
-_AWS_ID = re.compile(r"(?:AKIA|ASIA)[A-Z0-9]{16}")
-_AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
 
 # -- which environment variables hold secrets --------------------------------------------------------------------
 _SECRET_NAME = re.compile(
@@ -150,13 +102,22 @@ class _State:
     """The compiled view of the current secrets: their text variants, longest first, and for many of them one
     regex (a trie of them all) that finds them in one pass."""
 
-    __slots__ = ("names", "fingerprint", "variants", "matcher")
+    __slots__ = ("names", "fingerprint", "variants", "matcher", "base64", "_frozen", "__weakref__")
 
-    def __init__(self, names: tuple[str, ...], variants: tuple[str, ...]) -> None:
+    def __init__(self, names: tuple[str, ...], variants: tuple[str, ...], base64_variants: frozenset[str]) -> None:
         self.names = names
         self.fingerprint = _fingerprint(names)
         self.variants = variants
-        self.matcher = re.compile(_trie_pattern(variants)) if len(variants) > _FIND_AT_MOST else None
+        self.base64 = base64_variants  # the variants that are base64 forms (`_fill` inside a longer base64 text)
+        self._frozen: frozenset[str] | None = None
+        self.matcher = re.compile(trie_pattern(variants)) if len(variants) > _FIND_AT_MOST else None
+
+    @property
+    def frozen(self) -> frozenset[str]:
+        """The variants as a set (made when first asked: only the files a run writes compare them)."""
+        if self._frozen is None:
+            self._frozen = frozenset(self.variants)
+        return self._frozen
 
 
 _LOCK = threading.Lock()
@@ -176,7 +137,8 @@ _MAX_REGISTERED = 10_000
 def _warn_once(source: str, message: str) -> None:
     if source not in _warned:
         _warned.add(source)
-        warnings.warn(f"trialrun: {message}", RuntimeWarning, stacklevel=3)
+        # the source may quote a URL with a password in it (`LiveModel('https://user:pw@host')`)
+        warnings.warn(f"trialrun: {scrub_text(message)}", RuntimeWarning, stacklevel=3)
 
 
 def add_secret(value: str, *, source: str = "add_secret") -> bool:
@@ -212,7 +174,36 @@ def add_secret(value: str, *, source: str = "add_secret") -> bool:
     with _LOCK:
         _ADDED[value] = variants
         _state = None
+    for watcher in list(_WATCHERS):  # outside the lock: a watcher scrubs (and so reads the state) again
+        watcher.secrets_learned(variants)
     return True
+
+
+#: What is told of each credential registered from now on (`secrets_learned(variants)`): the files a run is writing
+#: (`_line_log.LineAppender`), which must not keep it on disk a moment longer than it takes to rewrite them.
+_WATCHERS: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def watch(watcher: Any) -> None:
+    """Tell `watcher.secrets_learned(variants)` of every credential registered from now on (until `unwatch`)."""
+    _WATCHERS.add(watcher)
+
+
+def unwatch(watcher: Any) -> None:
+    _WATCHERS.discard(watcher)
+
+
+def variants_of(version: object) -> frozenset[str]:
+    """Every value-derived text a `secrets_version()` token removes (its registered and environment secrets in
+    all their forms): what a text scrubbed under it is known to hold none of."""
+    return version.frozen if isinstance(version, _State) else frozenset()
+
+
+def holds_any(text: str, values: Collection[str]) -> bool:
+    """Whether `text` holds one of `values` (one trie regex for many of them)."""
+    if len(values) > _FIND_AT_MOST:
+        return re.search(trie_pattern(sorted(values, key=len, reverse=True)), text) is not None
+    return any(value in text for value in values)
 
 
 def secrets_version() -> object:
@@ -267,7 +258,8 @@ def add_header_credentials(headers: Any, *, source: str = "a request header") ->
 def _variants(value: str) -> set[str]:
     """The ways a value is written in the artefacts: as is, JSON-escaped (both ways, once, twice and three times;
     `/` as `\\/`; `<`, `>` and `&` as `\\u003c`... as HTML-safe JSON writers do), inside a repr, HTML/XML-escaped,
-    URL-encoded, and a `user:password` pair as the base64 of a Basic credential."""
+    URL-encoded (upper- or lower-case hex), and base64-encoded (`_scrub_forms`: alone, and at each of the three
+    alignments inside a longer base64 text; also with `/` written `\\/`)."""
     json_text = json.dumps(value, ensure_ascii=False)[1:-1]
     ascii_text = json.dumps(value)[1:-1]  # `\u00e4`: what Python's json writes by default
     twice = json.dumps(json_text, ensure_ascii=False)[1:-1]  # JSON inside JSON: OpenAI's tool call arguments
@@ -275,11 +267,26 @@ def _variants(value: str) -> set[str]:
     found = {value, json_text, ascii_text, twice, json.dumps(twice, ensure_ascii=False)[1:-1], json.dumps(ascii_text)[1:-1],
              repr(value)[1:-1], json_text.replace("<", "\\u003c"), html_safe, json_text.replace("/", "\\/"),
              html.escape(value), html.escape(value, quote=False), html.escape(json_text), html.escape(twice),
-             quote(value, safe=""), quote(value), quote_plus(value)}
-    if ":" in value:
-        encoded = base64.b64encode(value.encode("utf-8")).decode("ascii")
-        found |= {encoded, encoded.rstrip("=")}
+             *url_forms(value)}
+    encoded = base64_forms(value)
+    found |= encoded | {form.replace("/", "\\/") for form in encoded if "/" in form}
+    with _FORMS_LOCK:
+        _BASE64_FORMS.update(encoded)
     return {variant for variant in found if len(variant) >= _MIN_SECRET}
+
+
+_BASE64_FORMS: set[str] = set()  # every base64 form `_variants` made (which spans `_fill` replaces)
+_FORMS_LOCK = threading.Lock()
+_ENV_VARIANTS: dict[str, frozenset[str]] = {}  # an environment value -> its variants (made once per value)
+
+
+def _env_variants(value: str) -> frozenset[str]:
+    found = _ENV_VARIANTS.get(value)
+    if found is None:
+        if len(_ENV_VARIANTS) > 1000:  # an environment rewritten over and over: do not keep every old value
+            _ENV_VARIANTS.clear()
+        found = _ENV_VARIANTS[value] = frozenset(_variants(value))
+    return found
 
 
 def _fingerprint(names: tuple[str, ...]) -> tuple[Any, ...]:
@@ -304,8 +311,9 @@ def _current() -> _State:
             variants |= added
         for value in {env[name] for name in names}:
             if len(value) >= _MIN_SECRET and value.strip().lower() not in _NOT_SECRETS and value not in _ADDED:
-                variants |= _variants(value)
-        state = _State(names, tuple(sorted(variants, key=len, reverse=True)))
+                variants |= _env_variants(value)
+        state = _State(names, tuple(sorted(variants, key=len, reverse=True)),
+                       frozenset(variants & _BASE64_FORMS) if _BASE64_FORMS else frozenset())
         _state = state
     return state
 
@@ -338,40 +346,14 @@ def _spans(text: str, extra: Iterable[str] = ()) -> list[tuple[int, int]]:
         _value_spans(text, state.variants, spans)
     if extra:
         _value_spans(text, extra, spans)
-    lower = text.lower()
-    short = len(text) < _SHORT
-    if short and _ANY_HINT.search(lower) is None:
-        return _merged(text, spans)
-    aligned = len(lower) == len(text)  # lower() kept every position (it does unless a few rare letters are there)
-    for hints, pattern, word, on_lower in _RULES:
-        if short and not any(hint in lower for hint in hints):
-            continue
-        if on_lower and not aligned:
-            haystack, pattern = text, _RULES_ANY_CASE[pattern.pattern]
-        else:
-            haystack = lower if on_lower else text
-        for match in pattern.finditer(haystack):
-            start = match.start()
-            if word and start and text[start - 1] in _KEY_CHARS and not _after_escape(text, start):
-                continue
-            spans.append(match.span("v") if "v" in pattern.groupindex else match.span())
-    if "akia" in lower or "asia" in lower:
-        if _AWS_ID.search(text):
-            for match in _AWS_SECRET.finditer(text):
-                value = match.group()
-                if not (value.isupper() or value.islower()) and any(c.isdigit() for c in value):
-                    spans.append(match.span())
+    shape_spans(text, spans)
     return _merged(text, spans)
 
 
-_ESCAPE_BEFORE = re.compile(r"\\(?:[bfnrt]|u[0-9a-fA-F]{4})")
-
-
-def _after_escape(text: str, start: int) -> bool:
-    """Whether a JSON escape (`\\n`, `\\b`, `\\u001b`: what a control character becomes in serialised JSON) ends
-    just before `start`: a word boundary in the text it stands for, so a key after it is still a key."""
-    return (start >= 2 and _ESCAPE_BEFORE.fullmatch(text, start - 2, start) is not None) or (
-        start >= 6 and _ESCAPE_BEFORE.fullmatch(text, start - 6, start) is not None)
+def _fill(length: int) -> str:
+    """What replaces a credential's base64 inside a longer base64 text: REDACTED repeated to its length, so the
+    text stays base64 of the same length (a cassette's `body_base64` still decodes, its bytes there replaced)."""
+    return (REDACTED * (length // len(REDACTED) + 1))[:length]
 
 
 def _merged(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -403,9 +385,10 @@ def _whole_escapes(text: str, start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
-def _apply(text: str, spans: list[tuple[int, int]], offset: int = 0) -> str:
+def _apply(text: str, spans: list[tuple[int, int]], offset: int = 0, base64_forms: Collection[str] = ()) -> str:
     """`text` (which starts at `offset` of the text the spans index) with each span's part of it removed, and
-    REDACTED where a span starts inside it."""
+    REDACTED where a span starts inside it; a span that is one of `base64_forms` inside a longer base64 text (a
+    base64 character on either side) is replaced by `_fill` of its length instead, so that text stays base64."""
     end_of_text = offset + len(text)
     out: list[str] = []
     position = offset
@@ -415,7 +398,10 @@ def _apply(text: str, spans: list[tuple[int, int]], offset: int = 0) -> str:
         if start > position:
             out.append(text[position - offset:start - offset])
         if start >= offset:
-            out.append(REDACTED)
+            inside = base64_forms and end <= end_of_text and text[start - offset:end - offset] in base64_forms and (
+                (start > offset and is_base64_char(text[start - offset - 1]))
+                or (end < end_of_text and is_base64_char(text[end - offset])))
+            out.append(_fill(end - start) if inside else REDACTED)
         position = max(position, min(end, end_of_text))
     if not out and position == offset:
         return text
@@ -434,7 +420,7 @@ def scrub_text(text: str, extra: Iterable[str] = ()) -> str:
     if not text:
         return text
     spans = _spans(text, extra)
-    return _apply(text, spans) if spans else text
+    return _apply(text, spans, base64_forms=_current().base64) if spans else text
 
 
 def scrub_bytes(data: bytes, extra: Iterable[str] = ()) -> bytes:
@@ -485,7 +471,6 @@ RESPONSE_HEADERS_KEPT = frozenset({
 })
 _RESPONSE_HEADER_PREFIXES = ("x-ratelimit-", "anthropic-ratelimit-")
 _SECRET_HEADER = re.compile(r"auth|key|token|secret|password|cookie|session|signature|credential", re.IGNORECASE)
-_SECRET_QUERY = re.compile(r"(?i)^(?:key|sig|signature|code|auth|.*(?:api[_-]?key|token|secret|password|passwd))$")
 
 
 def credential_values(headers: Any) -> set[bytes]:

@@ -329,6 +329,7 @@ def run(test_ids: tuple[str, ...], trials: int | None, tags: tuple[str, ...], na
     _import_httpx_without_its_cli()
     from . import runner
     from ._build import build_cases, check_api_keys, config_snapshot, ignored_by_custom_agent, suite_warnings
+    from ._scrub import scrub_text
     from .store import ResultsStore
     from .suite import SuiteError, read_suite
 
@@ -373,7 +374,8 @@ def run(test_ids: tuple[str, ...], trials: int | None, tags: tuple[str, ...], na
     _remove_stale_temps_of(junit_path, markdown_path)
     snapshot = config_snapshot(config, suite_file, label_map)
     if live and not as_json:
-        _print_styled(console, f"live model {clean(config.model_spec)}: tests call the provider", "yellow")
+        _print_styled(console, f"live model {clean(scrub_text(str(config.model_spec)))}: tests call the provider",
+                      "yellow")
     from ._runs import RunRecorder
 
     recorder = RunRecorder.start(store, cases, trials=config.trials, include_live_canary=include_live_canary or live,
@@ -407,7 +409,7 @@ def run(test_ids: tuple[str, ...], trials: int | None, tags: tuple[str, ...], na
             exit_code = _signal_exit(interrupted.signal)
         except KeyboardInterrupt as again:  # a second Ctrl-C (or SIGTERM) while teardowns still ran: give up on them
             progress.stop()
-            click.echo(f"interrupted again: stopped waiting for teardowns; {recorder.abandon()}", err=True)
+            _say(f"interrupted again: stopped waiting for teardowns; {recorder.abandon()}")
             sys.stderr.flush()
             os._exit(_signal_exit(getattr(again, "signal", None)))
         except BaseException:
@@ -663,7 +665,7 @@ def _history_report(run_ref: str | None, results_dir: str | None, config_path: s
     for path, reason in found.skipped.items():
         _say(f"warning: skipped {path}: {reason}")
     write_atomic(Path(html_path), history_html(found))
-    click.echo(f"wrote {html_path}: {len(found.runs)} run(s) of {store.directory}")
+    _say(f"wrote {html_path}: {len(found.runs)} run(s) of {store.directory}", err=False)
     sys.exit(EXIT_OK)
 
 
@@ -782,7 +784,7 @@ def recover(results_dir: str | None, suite: str | None, config_path: str | None)
     store = _store(results_dir, config_path, suite)
     journals = store.unfinished()
     if not journals:
-        click.echo(f"nothing to recover in {store.directory}")
+        _say(f"nothing to recover in {store.directory}", err=False)
         return
     for journal in journals:
         try:
@@ -792,8 +794,8 @@ def recover(results_dir: str | None, suite: str | None, config_path: str | None)
             _say(f"warning: {exc}")
         report = load_report(saved)
         trials = sum(len(c.trials) for c in report.cases)
-        click.echo(f"recovered {saved}: {trials} finished trial(s) of {len(report.cases)} test(s), "
-                   f"{len(report.unfinished_cases)} test(s) not started; status {report.status}")
+        _say(f"recovered {saved}: {trials} finished trial(s) of {len(report.cases)} test(s), "
+             f"{len(report.unfinished_cases)} test(s) not started; status {report.status}", err=False)
 
 
 # -- grade --------------------------------------------------------------------------------------------------

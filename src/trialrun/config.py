@@ -38,6 +38,8 @@ Every key is optional. Paths are relative to the file that names them. Command-l
     exchanges_max_bytes = 4194304            # cap on one trial's kept bodies (bodies past it are cut, saying so)
     [policy]                                 # a ToolPolicy
     deny_commands = ["rm -rf", "curl | sh"]
+    pass_env = ["GOPATH", "NODE_OPTIONS"]    # environment variables the reference agent's run_command keeps
+                                             # besides its allow-list (PATH, HOME, LANG, ...), also in the sandbox
     [agent_options]                          # for a ready-made or command agent
     permission_mode = "acceptEdits"          # the agent's own vocabulary; also allow/deny rules, instructions
     args = ["--verbose"]                     # (a file), path (the program), env, timeout_s, output
@@ -53,19 +55,27 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, ValidationError, field_validator
+from pydantic import (BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, ValidationError,
+                      ValidationInfo, field_validator)
 
 from ._files import read_text
 from ._toml import TomlError
 from ._toml import loads as toml_loads
 
-__all__ = ["Config", "ConfigError", "load_config", "DEFAULT_SUITE", "CONFIG_FILE", "ModelSpec", "parse_model_spec"]
+__all__ = ["Config", "ConfigError", "load_config", "DEFAULT_SUITE", "CONFIG_FILE", "ModelSpec", "parse_model_spec",
+           "PRESET_NAMES", "COMMAND_PREFIX", "COMMAND_OPTIONS", "PRESET_OPTIONS", "preset_suggestion"]
 
 CONFIG_FILE = "trialrun.toml"
 DEFAULT_SUITE = "state/eval/tests.json"
 MODEL_KINDS = ("scripted", "replay", "record", "openai", "anthropic", "openai-compatible")
 APIS = ("openai-chat", "openai-responses", "anthropic", "gemini")
 SANDBOXES = ("none", "bwrap", "auto")
+#: The ready-made agents by their trialrun.toml names (`trialrun.agents.PRESETS` has their factories).
+PRESET_NAMES = ("pi", "codex", "claude-code", "opencode")
+COMMAND_PREFIX = "command:"
+#: The [agent_options] a command agent takes, and those every ready-made agent takes (each in its own vocabulary).
+COMMAND_OPTIONS = ("env", "timeout_s", "output")
+PRESET_OPTIONS = (*COMMAND_OPTIONS, "path", "permission_mode", "allow", "deny", "args", "instructions")
 
 
 class ConfigError(ValueError):
@@ -105,6 +115,86 @@ def parse_model_spec(text: str) -> ModelSpec:
     if kind in ("openai", "anthropic"):
         return ModelSpec(kind=kind, target=rest, model_name=rest)
     return ModelSpec(kind=kind, target=rest)
+
+
+def preset_suggestion(name: str) -> str | None:
+    """The ready-made agent a mistyped name most likely means (`claude`, `claude_code`, `Pi`, `open-code`), or None."""
+    wanted = name.strip().lower().replace("_", "-").replace(" ", "-")
+    if wanted in PRESET_NAMES:
+        return wanted
+    squashed = {preset.replace("-", ""): preset for preset in PRESET_NAMES}
+    if wanted.replace("-", "") in squashed:
+        return squashed[wanted.replace("-", "")]
+    starts = [preset for preset in PRESET_NAMES if preset.startswith(wanted) or wanted.startswith(preset)]
+    if len(wanted) >= 2 and len(starts) == 1:
+        return starts[0]
+    close = difflib.get_close_matches(wanted, PRESET_NAMES, n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
+def _check_agent(value: str) -> str:
+    """`agent`: a ready-made agent's name, `module:function` or `command: PROGRAM ARGS`; a name that is none of
+    these (a typo of a ready-made agent's, most likely) says which one was meant."""
+    if "\x00" in value:
+        raise ValueError(f"{_shown(value)} holds a NUL character, which no program or module name can")
+    if value in PRESET_NAMES or value.startswith(COMMAND_PREFIX) or ":" in value:
+        if value.startswith(COMMAND_PREFIX) and not value[len(COMMAND_PREFIX):].strip():
+            raise ValueError(f"{value!r} names no program; write the command after it, e.g. 'command: my-agent {{prompt}}'")
+        return value
+    suggestion = preset_suggestion(value)
+    hint = (f"; did you mean {suggestion!r}?" if suggestion else
+            f"; the ready-made agents are {', '.join(map(repr, PRESET_NAMES))}")
+    raise ValueError(f"{_shown(value)} is not a ready-made agent, a 'module:attribute' (e.g. 'my_agent:run') or a "
+                     f"'command: PROGRAM ARGS'{hint}")
+
+
+def _shown(value: str, width: int = 120) -> str:
+    text = repr(value)
+    return text if len(text) <= width else f"{text[:width]}... ({len(text) - width:,} more characters)"
+
+
+def _env_name_problem(name: object) -> str | None:
+    if not isinstance(name, str) or not name:
+        return "an environment variable needs a name"
+    if "=" in name or "\x00" in name:
+        return f"the name {_shown(name)} holds {'=' if '=' in name else 'a NUL character'}, which no variable name can"
+    return None
+
+
+def _text_problem(value: object, what: str) -> str | None:
+    if not isinstance(value, str):
+        return f"{what} must be text (a quoted string), got {_toml_value(value)}"
+    if "\x00" in value:
+        return f"{what} holds a NUL character, which no program argument or variable can"
+    return None
+
+
+def _agent_option_problems(options: dict[str, Any]) -> list[str]:
+    """Each [agent_options] value typed strictly, as the agent is started with it (a `timeout_s = true` would be a
+    1 s limit, an `allow = "ls"` the rules "l" and "s"), so a mistake is named before anything runs."""
+    problems: list[str] = []
+    for key, value in options.items():
+        if key == "env":
+            if not isinstance(value, dict):
+                problems.append(f"env must be a table of text values, e.g. env = {{NAME = \"value\"}}, got "
+                                f"{_toml_value(value)}")
+                continue
+            for name, item in value.items():
+                problem = _env_name_problem(name) or _text_problem(item, f"env.{name}")
+                if problem:
+                    problems.append(problem if problem.startswith("env.") else f"env: {problem}")
+        elif key == "timeout_s":
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
+                problems.append(f"timeout_s must be a positive number of seconds, got {_toml_value(value)}")
+        elif key in ("allow", "deny", "args"):
+            if not isinstance(value, list):
+                problems.append(f"{key} must be a list of text, e.g. {key} = [\"...\"], got {_toml_value(value)}")
+            else:
+                problems.extend(p for n, item in enumerate(value, 1) if (p := _text_problem(item, f"{key}[{n}]")))
+        elif key in ("output", "path", "instructions", "permission_mode"):  # their values: the agent checks them
+            if problem := _text_problem(value, key):
+                problems.append(problem)
+    return problems
 
 
 def _one_of(value: str, choices: Collection[str], quoted: bool = False) -> str:
@@ -147,8 +237,42 @@ class Config(BaseModel):
     rate_limit: dict[str, Any] | None = None
     exchanges: StrictBool = True
     exchanges_max_bytes: StrictInt = 4 * 2**20
+    pass_env: list[StrictStr] = Field(default_factory=list)
     source: Path | None = Field(default=None, exclude=True, description="the file this came from")
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
+
+    @field_validator("agent")
+    @classmethod
+    def _agent(cls, value: str | None) -> str | None:
+        return None if value is None else _check_agent(value)
+
+    @field_validator("agent_options")
+    @classmethod
+    def _agent_options(cls, value: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        """A process agent's options: every key known to that kind of agent, every value of the type it takes."""
+        agent = info.data.get("agent") or ""
+        if not value or not (agent in PRESET_NAMES or agent.startswith(COMMAND_PREFIX)):
+            return value  # the reference or a custom agent receives none of them (a warning says so)
+        allowed = COMMAND_OPTIONS if agent.startswith(COMMAND_PREFIX) else PRESET_OPTIONS
+        unknown = sorted(map(str, set(value) - set(allowed)))
+        problems = []
+        if unknown:
+            close = [f"{match[0]!r} for {key!r}" for key in unknown
+                     if (match := difflib.get_close_matches(key, allowed, n=1))]
+            problems.append(f"unknown key(s) {', '.join(unknown)} for agent {agent!r} (known: {', '.join(allowed)})"
+                            + (f"; did you mean {', '.join(close)}?" if close else ""))
+        problems += _agent_option_problems({key: item for key, item in value.items() if key in allowed})
+        if problems:
+            raise ValueError("; ".join(problems))
+        return value
+
+    @field_validator("pass_env")
+    @classmethod
+    def _pass_env(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if problem := _env_name_problem(name):
+                raise ValueError(problem)
+        return value
 
     @field_validator("executor")
     @classmethod

@@ -28,7 +28,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ._files import LineAppender, hold_lock, locked
+from ._files import locked
+from ._line_log import LineAppender
 from ._scrub import scrub_text, secrets_version
 from .results import SCHEMA_VERSION, CaseResult, RunReport, TrialResult
 
@@ -67,7 +68,7 @@ class Journal(LineAppender):
         self._stop = threading.Event()
         self._syncer: threading.Thread | None = None
         try:
-            hold_lock(fd)
+            self._hold_lock()
         except OSError:  # pragma: no cover - a file system without locks
             pass
 
@@ -87,7 +88,7 @@ class Journal(LineAppender):
         trial's JSON as written (scrubbed: never a key in an artefact), for the result file to reuse
         (`store.report_text`)."""
         elapsed = round(time.monotonic() - self._started, 3)
-        version = secrets_version()  # before the scrub (see LineAppender._close_fd)
+        version = secrets_version()  # before the scrub (see _line_log: a secret registered meanwhile is looked for)
         text = scrub_text(result.model_dump_json())
         head = scrub_text('{"event":"trial","case":' + json.dumps(case, ensure_ascii=False) + f',"elapsed_s":{elapsed},'
                           '"result":')
@@ -107,7 +108,7 @@ class Journal(LineAppender):
         self._close_fd(rescrub=rescrub)
 
     def remove(self) -> None:
-        self._versions = set()  # going: nothing to scrub again
+        self._going = True  # nothing to scrub again
         self.close(None)
         try:
             self.path.unlink()

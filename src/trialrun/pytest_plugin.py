@@ -648,7 +648,7 @@ def _summary_table(tr: Any, report: RunReport) -> None:
         rows = [case for case in graded if not case.passed]
         hidden = len(graded) - len(rows)
     session = f"session ({len(graded)} case{'s' if len(graded) != 1 else ''})"
-    names = {id(case): clean(case.name, lines=False) for case in rows}
+    names = {id(case): _shown(case.name, lines=False) for case in rows}  # an id may hold a token's value
     name_width = min(max([len(name) for name in names.values()] + [len(session), 10]), 60)
     counts = {case.trial_count for case in graded}
     k = f"k={counts.pop()}" if len(counts) == 1 else "k per case"

@@ -201,7 +201,7 @@ WRONG_VALUES = [
     ('prices = {m = {input = "1", output = 2}}', "prices.m.input: expected a number, got '1' (text)"),
     ("bogus = 1", "unknown key 'bogus'"),
     # These five did not name the file before.
-    ('agent = "no_colon"', "agent 'no_colon' must be 'module:attribute'"),
+    ('agent = "no_colon"', "agent: 'no_colon' is not a ready-made agent, a 'module:attribute'"),
     ('agent = "no_such_module:run"', "agent 'no_such_module:run': cannot import no_such_module"),
     ('agent = "os:no_such_name"', "agent 'os:no_such_name': os has no attribute 'no_such_name'"),
     ('agent = "os:getcwd"', "agent 'os:getcwd' has the signature ()"),

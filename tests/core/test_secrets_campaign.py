@@ -12,11 +12,14 @@ the artefacts hold none.
 
 from __future__ import annotations
 
+import base64
 import html
 import io
 import json
+import re
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import openai
@@ -53,9 +56,40 @@ SECRETS: dict[str, tuple[str, str]] = {
     # Known only because the run's environment holds them (no shape says they are secret):
     "env-api-key": ("q7Zp2mX9campaignEnvOnlyValue", "{}"),
     "env-password": ('c0rrect "horse" <battery> staple', "{}"),
+    # Issue 22: an AWS secret key beside its key id (on the next line, after a tab, after `=`), one whose name says
+    # so in JSON that writes `/` as `\\/`, an AWS session token; cookies, an X-Auth-Token header and a `?key=`
+    # value written in a body; the run's own credentials encoded on the way (base64 at each of the three
+    # alignments inside a longer base64 text, URL-encoded with lower-case hex).
+    "aws-beside-id-line": ("Cmp4ignAwsBesideIdLine0123456789/abcdefG", "AKIACMP4IGN1EXAMPLE8\n{}"),
+    "aws-beside-id-tab": ("Cmp4ignAwsBesideIdTab+0123456789abcdefGH", "AKIACMP4IGN2EXAMPLE9\t{}"),
+    "aws-beside-id-equals": ("Cmp4ignAwsBesideIdEq0123456789+abcdefGHI", "key_id=AKIACMP4IGN3EXAMPLE0 key={}"),
+    "aws-secret-slash-escaped": ("wJalrXUtnFEMI/K7MDENG/Cmp4ignEXAMPLEKEYs",
+                                 '{{"AccessKeyId": "ASIACMP4IGN4EXAMPLE1", "SecretAccessKey": "{}"}}'),
+    "aws-session-token": ("IQoJb3JpZ2luX2VjECmp4ignSessionToken0123456789abcdefGHIJKLMN+/xyz",
+                          "aws_session_token = {}"),
+    "cookie": ("Cmp4ignSessionCookieValue0123", "Cookie: theme=dark; sid={}; lang=en"),
+    "set-cookie": ("Cmp4ignSetCookieValue4567abc", "Set-Cookie: session={}; Path=/; HttpOnly"),
+    "x-auth-token": ("Cmp4ignXAuthTokenValue89abcd", "X-Auth-Token: {}"),
+    "query-key": ("Cmp4ignQueryKeyValue0123wxyz", "GET https://api.example.com/v1/items?page=2&key={}&sort=asc"),
+    "env-token-encoded": ("deploy-9f8e7d6c5b4a3210/xyz", "{}"),  # planted only encoded (ENCODED below)
 }
-ENV = {"CAMPAIGN_SERVICE_API_KEY": SECRETS["env-api-key"][0], "CAMPAIGN_DB_PASSWORD": SECRETS["env-password"][0]}
-PLANTED = "\n".join(context.format(secret) for secret, context in SECRETS.values())
+ENV = {"CAMPAIGN_SERVICE_API_KEY": SECRETS["env-api-key"][0], "CAMPAIGN_DB_PASSWORD": SECRETS["env-password"][0],
+       "CAMPAIGN_DEPLOY_TOKEN": SECRETS["env-token-encoded"][0]}
+_ENCODED_TOKEN = SECRETS["env-token-encoded"][0].encode()
+#: The deploy token as an agent may pass it on: inside a longer text that is then base64-encoded, with the token
+#: at each of the three byte alignments (standard and URL-safe alphabets), alone, and URL-encoded with lower-case
+#: hex (`%2f`: what some encoders write).
+ENCODED = [
+    base64.b64encode(b"TOKEN=" + _ENCODED_TOKEN + b"\n").decode(),
+    base64.b64encode(b"token: " + _ENCODED_TOKEN + b" (deploy)").decode(),
+    base64.urlsafe_b64encode(b"the token: " + _ENCODED_TOKEN + b"!").decode(),
+    base64.b64encode(_ENCODED_TOKEN).decode(),
+    quote(SECRETS["env-token-encoded"][0], safe=""),
+    re.sub("%[0-9A-F]{2}", lambda m: m.group().lower(), quote(SECRETS["env-token-encoded"][0], safe="")),
+]
+SLASH_ESCAPED = {"aws-secret-slash-escaped"}  # planted as a JSON writer that escapes `/` writes it
+PLANTED = "\n".join([*(context.format(secret.replace("/", "\\/") if name in SLASH_ESCAPED else secret)
+                        for name, (secret, context) in SECRETS.items() if name != "env-token-encoded"), *ENCODED])
 SPLIT_KEY = SECRETS["openai-project"][0]
 
 ECHO_TOOL = {"type": "function", "function": {"name": "echo", "description": "Echo text",
@@ -111,13 +145,33 @@ def leaks(text: str) -> dict[str, int]:
     for name, (secret, _) in SECRETS.items():
         once = json.dumps(secret)[1:-1]
         variants = {secret, once, json.dumps(once)[1:-1], html.escape(secret), html.escape(once), repr(secret)[1:-1],
-                    once.replace("<", "\\u003c")}  # the HTML page's data: '<' written as \u003c
-        count = sum(text.count(v) for v in variants)
+                    once.replace("<", "\\u003c"),  # the HTML page's data: '<' written as \u003c
+                    secret.replace("/", "\\/"), json.dumps(secret.replace("/", "\\/"))[1:-1]}
+        count = sum(text.count(v) for v in variants if len(v) >= 6)
         if count:
             found[name] = count
     if pieces := text.lower().count("cmp4ign"):
         found["pieces (Cmp4ign)"] = pieces
+    for form in encoded_forms(_ENCODED_TOKEN):
+        if count := text.count(form):
+            found[f"encoded {form}"] = count
     return found
+
+
+def encoded_forms(value: bytes) -> set[str]:
+    """The token's base64 as it shows inside any longer base64 text, at each of the three byte alignments and in
+    both alphabets: the characters that are the same whatever bytes surround it (found by encoding it between two
+    different fillers and keeping what agrees), and its URL encodings (upper- and lower-case hex)."""
+    forms = set()
+    for encode in (base64.b64encode, base64.urlsafe_b64encode):
+        for align in range(3):
+            one = encode(b"\x00" * align + value + b"\x00\x00").decode()
+            other = encode(b"\xff" * align + value + b"\xff\xff").decode()
+            same = "".join(a if a == b else "\n" for a, b in zip(one, other))
+            forms |= {part for part in same.split("\n") if len(part) >= 12}
+    text = value.decode()
+    quoted = quote(text, safe="")
+    return forms | {quoted, re.sub("%[0-9A-F]{2}", lambda m: m.group().lower(), quoted)}
 
 
 @pytest.fixture
@@ -172,13 +226,17 @@ def test_no_planted_secret_reaches_any_artefact(campaign: dict[str, Any], monkey
     assert all(len(case.trials) == 2 and not case.passed for case in report.cases), "the campaign must have run"
     # The report in memory holds every secret (the observed case is not scrubbed): so the search below can fail.
     raw = leaks(report.model_dump_json())
-    assert set(SECRETS) <= set(raw), f"not planted: {set(SECRETS) - set(raw)}"
+    assert set(SECRETS) - {"env-token-encoded"} <= set(raw), f"not planted: {set(SECRETS) - set(raw)}"
+    assert {f"encoded {form}" for form in encoded_forms(_ENCODED_TOKEN)} <= set(raw), "the encoded forms not planted"
     outputs = [trial.output for case in report.cases for trial in case.trials]
     assert all(SPLIT_KEY in output for output in outputs), "the agent saw the live answer, split key reassembled"
 
     found = artefacts(campaign, monkeypatch)
     leaked = {name: hits for name, text in found.items() if (hits := leaks(text))}
-    assert leaked == {}, f"secrets in artefacts: {leaked}"
+    checks = len(SECRETS) * len(found)
+    failed = sum(1 for name in SECRETS for hits in leaked.values()
+                 if any(key == name or (name == "env-token-encoded" and key.startswith("encoded ")) for key in hits))
+    assert leaked == {}, f"{failed} of {checks} checks (secret x artefact) failed: {leaked}"
     for name, text in found.items():  # each artefact did carry the planted text, scrubbed (a comparison's
         if name != "Markdown compare":  # Markdown shows no trial text: only rates and the config diff)
             assert "REDACTED" in text, name

@@ -286,15 +286,16 @@ class Finished:
 
 def run_shell(
     command: str, cwd: Path, timeout_s: float | None, max_output: int, sandbox: Any = None,
-    env: dict[str, str] | None = None,
+    env: dict[str, str] | None = None, pass_env: tuple[str, ...] = (),
 ) -> Finished:
     """Run `command` through /bin/sh in `cwd`, in a session of its own that never outlives its caller, with `env`
     (default: `command_env()`); in a bubblewrap sandbox when `sandbox` is an active
-    `trialrun.agents.sandbox.Sandbox` (its own environment allow-list then)."""
+    `trialrun.agents.sandbox.Sandbox` (its own environment allow-list then, plus the `pass_env` names)."""
     mark = f"{_RUN_MARK}/{next(_counter)}"
     if sandbox is not None and sandbox.active:
         argv: Any = sandbox.command(command, cwd)
-        environment = {**sandbox.environment(None), "HOME": "/tmp"}
+        passed = {name: os.environ[name] for name in pass_env if name in os.environ}
+        environment = {**sandbox.environment(None), **passed, "HOME": "/tmp"}
     else:
         argv = command
         environment = dict(command_env() if env is None else env)

@@ -408,7 +408,8 @@ def shell_tools(
     What is NOT confined: run_command. It runs through the shell with `root` as its working folder, and the command
     can read and write anything the user running trialrun can (`cat /etc/passwd`, `cd ..`): a sandbox for commands is
     not part of these tools. What it does guarantee: the command starts with an environment cut to an
-    allow-list (`COMMAND_ENV`: PATH, HOME, LANG, TERM, ..., `LC_*`, plus the names in `pass_env`), never the
+    allow-list (`COMMAND_ENV`: PATH, HOME, LANG, TERM, ..., `LC_*`, plus the names in `pass_env`, in the sandbox
+    too; trialrun.toml's `pass_env`), never the
     parent's API keys; its result has the exit code and the output, capped at `max_output` characters (read as it
     arrives: memory stays bounded whatever a command prints); and it has a timeout (None: none), after which its
     whole session is killed: its process group, its session, and children that left with `setsid` (see
@@ -431,7 +432,7 @@ def shell_tools(
     def run_command(command: str) -> str:
         """Run a shell command in the workspace and return its exit code and output."""
         finished = run_shell(command, base, limit_s, max_output, None if sandbox == "none" else sandbox,
-                             env=command_env(pass_env))
+                             env=command_env(pass_env), pass_env=tuple(pass_env))
         if finished.stopped == "timeout":
             raise ToolError(
                 f"command timed out after {limit_s:g}s; it was stopped"

@@ -26,7 +26,12 @@ PRESETS: dict[str, Callable[..., Preset]] = {"pi": pi, "codex": codex, "claude-c
 
 
 def preset(name: str, **options: Any) -> Preset:
-    """A ready-made agent by its trialrun.toml name ("pi", "codex", "claude-code", "opencode")."""
+    """A ready-made agent by its trialrun.toml name ("pi", "codex", "claude-code", "opencode"); a mistyped name
+    (`claude`, `claude_code`, `Pi`) says which one it most likely means."""
     if name not in PRESETS:
-        raise ValueError(f"no ready-made agent {name!r}; known: {', '.join(PRESETS)}")
+        from ..config import preset_suggestion
+
+        suggestion = preset_suggestion(name)
+        raise ValueError(f"no ready-made agent {name!r}" + (f"; did you mean {suggestion!r}?" if suggestion else "")
+                         + f" (known: {', '.join(PRESETS)})")
     return PRESETS[name](**options)

@@ -1,4 +1,7 @@
-"""Progress of a run: a rich bar on a terminal, plain lines in a CI log; rich is imported only for the bar."""
+"""Progress of a run: a rich bar on a terminal, plain lines in a CI log; rich is imported only for the bar.
+
+A test's id is shown as data: scrubbed of secrets (an id may hold a token's value) and escaped, for the bar as
+rich markup (`read [/etc/hosts]` is an id, not a closing tag)."""
 
 from __future__ import annotations
 
@@ -7,7 +10,8 @@ import time
 from types import TracebackType
 from typing import Any
 
-from .._display import clean
+from .._display import clean, markup
+from .._scrub import scrub_text
 
 __all__ = ["RunProgress", "PLAIN_INTERVAL"]
 
@@ -75,9 +79,9 @@ class RunProgress:
         if 0 < self.done < self.total:
             parts.append(f"ETA {elapsed / self.done * (self.total - self.done):.0f}s")
         if finished:
-            parts.append(f"{clean(finished, lines=False)} done")
+            parts.append(f"{clean(scrub_text(finished), lines=False)} done")
         elif self.current:
-            parts.append(f"last: {clean(self.current, lines=False)}")
+            parts.append(f"last: {clean(scrub_text(self.current), lines=False)}")
         return " · ".join(parts)
 
     def _quiet(self) -> bool:
@@ -95,7 +99,8 @@ class RunProgress:
             self.failed += 0 if passed else 1
             self.current = case or self.current
             if self._progress is not None:
-                self._progress.update(self._task, advance=1, tally=self._tally(), current=self.current)
+                self._progress.update(self._task, advance=1, tally=self._tally(),
+                                      current=markup(scrub_text(self.current), lines=False))
             if self._plain and case is not None:
                 count = self._finished_trials[case] = self._finished_trials.get(case, 0) + 1
                 if count == self._trials.get(case) and not self._quiet():
