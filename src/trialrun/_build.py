@@ -362,7 +362,7 @@ def _check_agent_signature(agent: Any, target: str, where: object = "configurati
 PRESET_NAMES = ("pi", "codex", "claude-code", "opencode")
 _COMMAND_PREFIX = "command:"
 _COMMAND_OPTIONS = ("env", "timeout_s", "output")
-_PRESET_OPTIONS = (*_COMMAND_OPTIONS, "path", "permission_mode", "allow", "deny", "args", "instructions")
+_PRESET_OPTIONS = (*_COMMAND_OPTIONS, "path", "permission_mode", "allow", "deny", "args", "instructions", "side_requests")
 
 
 def is_process_agent(config: Config) -> bool:

@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from fnmatch import fnmatchcase
 from typing import Any
 
-from ..trajectory import Run, ToolCall, Trajectory, observed_nothing
+from ..trajectory import Run, ToolCall, ToolResult, Trajectory, observed_nothing
 from ._base import Grader, Verdict, clip, count_arg, text_arg
 
 __all__ = [
@@ -443,28 +443,47 @@ def max_tool_calls(n: int) -> Grader:
     return _looking(label, grade)
 
 
-def no_tool_errors() -> Grader:
-    """No tool result was an error."""
-    label = "no_tool_errors()"
+def no_tool_errors(is_error: Callable[[ToolCall | None, ToolResult], bool] | None = None) -> Grader:
+    """No tool result was an error.
+
+    Where a result's error flag says nothing (OpenAI Chat Completions and Responses carry none, and no preset read
+    the agent's own result format: `Trajectory.error_flags_unknown`), this fails closed, saying so, unless
+    `is_error(call, result)` says how to read such a result (`lambda call, r: r.content.startswith("Error")`).
+    """
+    label = "no_tool_errors()" if is_error is None else "no_tool_errors(is_error=...)"
 
     def grade(run: Run, ctx: object) -> Verdict:
         trajectory = run.trajectory
         calls = {c.id: c for c in trajectory.all_tool_calls if c.id}
         results = trajectory.all_tool_results
-        errors = [r for r in results if r.is_error]
-        if not errors:
-            if not results:
-                if _invisible(trajectory):
-                    return Verdict(True, label, f"no tool result was seen: {_INVISIBLE}")
-                return Verdict(True, label, f"no tool result to examine: the agent made "
-                                            f"{_count(len(trajectory.all_tool_calls), 'tool call')}"
-                                            f"{_unanswered_note(_unanswered_calls(trajectory))}")
-            return Verdict(True, label, f"none of {_count(len(results), 'tool result')}{_in_conversations(trajectory)} "
-                                        "was an error")
-        shown = "; ".join(
-            f"{calls[r.call_id].name if r.call_id in calls else r.call_id}: {clip(r.content, 80)}" for r in errors[:3]
-        )
-        return Verdict(False, label, f"{len(errors)} tool result(s) were errors: {shown}")
+        unknown = trajectory.error_flags_unknown
+        unread = [r for r in results if r.call_id is not None and r.call_id in unknown]
+        if is_error is not None:
+            errors = [r for r in results if (is_error(calls.get(r.call_id), r) if r in unread else r.is_error)]
+            unread = []
+        else:
+            errors = [r for r in results if r.is_error]
+        if errors:
+            shown = "; ".join(
+                f"{calls[r.call_id].name if r.call_id in calls else r.call_id}: {clip(r.content, 80)}" for r in errors[:3]
+            )
+            return Verdict(False, label, f"{len(errors)} tool result(s) were errors: {shown}")
+        if unread:
+            why = "; ".join(dict.fromkeys(unknown[r.call_id] for r in unread if r.call_id is not None))
+            tools = ", ".join(dict.fromkeys(calls[r.call_id].name if r.call_id in calls else str(r.call_id)
+                                            for r in unread))
+            return Verdict(False, label, f"cannot tell whether {_count(len(unread), 'tool result')} ({tools}) "
+                                         f"{'was an error' if len(unread) == 1 else 'were errors'}: {why}; pass "
+                                         "is_error=... to say how to read them")
+        if not results:
+            if _invisible(trajectory):
+                return Verdict(True, label, f"no tool result was seen: {_INVISIBLE}")
+            return Verdict(True, label, f"no tool result to examine: the agent made "
+                                        f"{_count(len(trajectory.all_tool_calls), 'tool call')}"
+                                        f"{_unanswered_note(_unanswered_calls(trajectory))}")
+        read = "" if is_error is None else f" ({_count(len([r for r in results if r.call_id in unknown]), 'result')} read by is_error)"
+        return Verdict(True, label, f"none of {_count(len(results), 'tool result')}{_in_conversations(trajectory)} "
+                                    f"was an error{read}")
 
     return _looking(label, grade)
 
