@@ -454,24 +454,21 @@ def no_tool_errors(is_error: Callable[[ToolCall | None, ToolResult], bool] | Non
 
     def grade(run: Run, ctx: object) -> Verdict:
         trajectory = run.trajectory
-        calls = {c.id: c for c in trajectory.all_tool_calls if c.id}
-        results = trajectory.all_tool_results
+        pairs = _results_with_calls(trajectory)
+        results = [result for result, _ in pairs]
         unknown = trajectory.error_flags_unknown
-        unread = [r for r in results if r.call_id is not None and r.call_id in unknown]
+        unread = [(r, c) for r, c in pairs if r.call_id is not None and r.call_id in unknown]
         if is_error is not None:
-            errors = [r for r in results if (is_error(calls.get(r.call_id), r) if r in unread else r.is_error)]
+            errors = [(r, c) for r, c in pairs if (is_error(c, r) if r.call_id in unknown else r.is_error)]
             unread = []
         else:
-            errors = [r for r in results if r.is_error]
+            errors = [(r, c) for r, c in pairs if r.is_error]
         if errors:
-            shown = "; ".join(
-                f"{calls[r.call_id].name if r.call_id in calls else r.call_id}: {clip(r.content, 80)}" for r in errors[:3]
-            )
+            shown = "; ".join(f"{c.name if c else r.call_id}: {clip(r.content, 80)}" for r, c in errors[:3])
             return Verdict(False, label, f"{len(errors)} tool result(s) were errors: {shown}")
         if unread:
-            why = "; ".join(dict.fromkeys(unknown[r.call_id] for r in unread if r.call_id is not None))
-            tools = ", ".join(dict.fromkeys(calls[r.call_id].name if r.call_id in calls else str(r.call_id)
-                                            for r in unread))
+            why = "; ".join(dict.fromkeys(unknown[r.call_id] for r, _ in unread if r.call_id is not None))
+            tools = ", ".join(dict.fromkeys(c.name if c else str(r.call_id) for r, c in unread))
             return Verdict(False, label, f"cannot tell whether {_count(len(unread), 'tool result')} ({tools}) "
                                          f"{'was an error' if len(unread) == 1 else 'were errors'}: {why}; pass "
                                          "is_error=... to say how to read them")
@@ -486,6 +483,19 @@ def no_tool_errors(is_error: Callable[[ToolCall | None, ToolResult], bool] | Non
                                     f"was an error{read}")
 
     return _looking(label, grade)
+
+
+def _results_with_calls(trajectory: Trajectory) -> list[tuple[ToolResult, ToolCall | None]]:
+    """Every tool result of every conversation with the call it answers: by call id, or in order within its turn
+    for an API without call ids (Gemini)."""
+    pairs: list[tuple[ToolResult, ToolCall | None]] = []
+    for turn in trajectory.all_turns:
+        by_id = {call.id: call for call in turn.tool_calls if call.id is not None}
+        loose = [call for call in turn.tool_calls if call.id is None]
+        for result in turn.tool_results:
+            call = by_id.get(result.call_id) if result.call_id is not None else (loose.pop(0) if loose else None)
+            pairs.append((result, call))
+    return pairs
 
 
 def no_denials() -> Grader:

@@ -101,6 +101,8 @@ def subagent(prompt: str, *, description: str = "Delegated task", agent_type: st
     """
     if not isinstance(prompt, str) or not prompt.strip():
         raise TypeError(f"subagent(): the prompt must be a non-empty string, got {prompt!r}")
+    if not isinstance(description, str):
+        raise TypeError(f"subagent(): description must be text, got {description!r}")
     if agent_type is not None and (not isinstance(agent_type, str) or not agent_type):
         raise TypeError(f"subagent(): agent_type must be a non-empty string, got {agent_type!r}")
     return Step(tool_calls=[ToolCall(SUBAGENT_TOOL, {"prompt": prompt, "description": description,
@@ -118,7 +120,7 @@ class When:
 
     def matches(self, request: ModelRequest) -> bool:
         system = request.system or ""
-        user = next((m.text for m in request.messages if m.role == "user"), "")
+        user = "\n".join(_opening_user_texts(request))
         return ((self.text is None or self.text in system or self.text in user)
                 and (self.system is None or self.system in system)
                 and (self.user is None or self.user in user)
@@ -131,11 +133,24 @@ class When:
         return f"when({', '.join(parts)})"
 
 
+def _opening_user_texts(request: ModelRequest) -> list[str]:
+    """The user messages a conversation opens with, before the model's first answer: its first user text, which
+    some agents split (Codex sends an <environment_context> message, then the task)."""
+    texts = []
+    for message in request.messages:
+        if message.role == "assistant" or message.tool_results:
+            break
+        if message.role == "user":
+            texts.append(message.text)
+    return texts
+
+
 def when(text: str | None = None, *, system: str | None = None, user: str | None = None,
          tools: Sequence[str] = ()) -> When:
     """A matcher for a conversation other than the main loop (a sub-agent), used as a key of
     `ScriptedModel(..., subagents={when(...): [steps]})`: its first request's system prompt or first user text
-    contains `text`; its system prompt contains `system`; its first user text contains `user`; it offers every
+    (the user messages it opens with) contains `text`; its system prompt contains `system`; its first user text
+    contains `user`; it offers every
     tool in `tools`. A plain string key means `when(text)`."""
     if all(v is None for v in (text, system, user)) and not tools:
         raise ValueError("when(): give text, system, user or tools; a matcher that matches every conversation "
