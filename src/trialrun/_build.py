@@ -119,7 +119,7 @@ def _subagent_step(value: Any, where: str) -> Step:
         raise ConfigError(f"{where}: subagent: unknown key(s) {', '.join(map(str, unknown))} (known: prompt, "
                           "description, agent_type)")
     try:
-        return subagent(spec.get("prompt"), description=spec.get("description", "Delegated task"),
+        return subagent(spec.get("prompt", ""), description=spec.get("description", "Delegated task"),
                         agent_type=spec.get("agent_type"))
     except TypeError as exc:
         raise ConfigError(f"{where}: {exc}") from None

@@ -40,7 +40,8 @@ Every key is optional. Paths are relative to the file that names them. Command-l
     deny_commands = ["rm -rf", "curl | sh"]
     [agent_options]                          # for a ready-made or command agent
     permission_mode = "acceptEdits"          # the agent's own vocabulary; also allow/deny rules, instructions
-    args = ["--verbose"]                     # (a file), path (the program), env, timeout_s, output
+    args = ["--verbose"]                     # (a file), path (the program), env, timeout_s, output,
+    side_requests = true                     # keep Claude Code's / opencode's title requests on (default off)
     [prices."my-model"]                      # extra prices, USD per million tokens (win over any source)
     input = 1.0
     output = 2.0

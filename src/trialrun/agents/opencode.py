@@ -90,8 +90,8 @@ def _events(stdout: str) -> tuple[dict[str, _State], list[str]] | None:
             texts.append(part["text"])
         state = part.get("state")
         if event.get("type") == "tool_use" and isinstance(state, dict) and isinstance(part.get("callID"), str):
-            metadata = state.get("metadata") if isinstance(state.get("metadata"), dict) else {}
-            code = metadata.get("exit")
+            metadata = state.get("metadata")
+            code = metadata.get("exit") if isinstance(metadata, dict) else None
             states[part["callID"]] = _State(str(state.get("status")), str(state.get("error") or ""),
                                             code if isinstance(code, int) and not isinstance(code, bool) else None)
     return (states, texts) if seen else None
