@@ -228,7 +228,7 @@ class ProcessAgent:
 
     def unread(self, call: ToolCall) -> str:
         """Why the agent's result of `call` could not be read as failed or not (ends `no_tool_errors`'s reason)."""
-        return f"nothing read {self.label}'s result format (a ProcessAgent knows none; a preset knows its agent's)"
+        return "no preset read this agent's results (a plain ProcessAgent knows no agent's result format)"
 
     def error_in(self, call: ToolCall, result: ToolResult) -> bool | None:
         """Whether `result` (over a wire without an error flag) is a failure in the agent's own result format:
