@@ -47,7 +47,9 @@ def invoke(ctx: tr.TrialContext) -> str:
 case = tr.Case(name="langgraph reads the notes", invoke=invoke,
                expect_outcome=[expect.contains("milk")],
                expect_trajectory=[expect.called("read_notes", args={"topic": "shopping"}), expect.max_turns(2),
-                                  expect.no_tool_errors()])
+                                  # no error flag on the wire: ToolNode's error template is how a failed call reads
+                                  expect.no_tool_errors(is_error=lambda call, result: result.content.endswith(
+                                      "Please fix your mistakes."))])
 # --8<-- [end:case]
 
 

@@ -44,7 +44,8 @@ def invoke(ctx: tr.TrialContext) -> str:
 case = tr.Case(name="reads the shopping notes", invoke=invoke,
                expect_outcome=[expect.contains("milk")],
                expect_trajectory=[expect.called("read_notes", args={"topic": "shopping"}), expect.max_turns(2),
-                                  expect.no_tool_errors()])
+                                  # Chat Completions results carry no error flag: say how this agent answers a failure
+                                  expect.no_tool_errors(is_error=lambda call, result: result.content == "no notes")])
 # --8<-- [end:case]
 
 

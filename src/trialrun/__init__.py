@@ -32,7 +32,7 @@ _EXPORTS: dict[str, str] = {
     "CallOutcome": "trajectory",
     # the model seam
     "ModelTransport": "models", "ScriptedModel": "models", "tool_call": "models", "tool_calls": "models",
-    "reply": "models", "fail": "models", "shell": "models", "when": "models", "Cassette": "models", "LiveModel": "models", "RateLimit": "models", "ObservedTransport": "models",
+    "reply": "models", "fail": "models", "shell": "models", "subagent": "models", "when": "models", "Cassette": "models", "LiveModel": "models", "RateLimit": "models", "ObservedTransport": "models",
     "NetworkBlockedError": "models", "read_trajectory": "models", "serve": "endpoint", "ModelEndpoint": "endpoint",
     # the reference agent
     "Agent": "agent", "Tool": "agent", "ToolError": "agent", "tool": "agent", "shell_tools": "agent",
@@ -76,7 +76,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
     from .models import RateLimit as RateLimit
     from .models import ScriptedModel as ScriptedModel, fail as fail, read_trajectory as read_trajectory
     from .models import reply as reply, shell as shell, tool_call as tool_call, tool_calls as tool_calls
-    from .models import when as when
+    from .models import subagent as subagent, when as when
     from .results import CaseResult as CaseResult, RunReport as RunReport, SkippedCase as SkippedCase
     from .results import TrialError as TrialError, TrialResult as TrialResult
     from .runner import EvaluationInterrupted as EvaluationInterrupted, aevaluate as aevaluate, evaluate as evaluate

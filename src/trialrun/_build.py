@@ -35,7 +35,7 @@ from .config import COMMAND_PREFIX, PRESET_NAMES, Config, ConfigError, ModelSpec
 from .expect.rubric import key_terms, rubric
 from .judge import llm_judge
 from .models import LiveModel, RateLimit, ScriptedModel
-from .models.scripted import DEFAULT_SIDE_REPLY, shell
+from .models.scripted import DEFAULT_SIDE_REPLY, shell, subagent
 from .suite import SuiteError, SuiteFile, SuiteTest, read_suite
 from .trajectory import ToolCall, Usage
 from .wire import ProviderError, Step
@@ -57,10 +57,10 @@ _LIVE_DEFAULTS = {
 def _step(data: Any, where: str) -> Step | ProviderError:
     if not isinstance(data, dict):
         raise ConfigError(f"{where}: a step is a mapping such as {{reply: ...}}, got {type(data).__name__}")
-    kinds = [k for k in ("tool_call", "tool_calls", "reply", "error", "shell") if k in data]
-    extra = sorted(set(data) - {"tool_call", "tool_calls", "reply", "error", "shell", "usage", "text"})
+    kinds = [k for k in ("tool_call", "tool_calls", "reply", "error", "shell", "subagent") if k in data]
+    extra = sorted(set(data) - {"tool_call", "tool_calls", "reply", "error", "shell", "subagent", "usage", "text"})
     if len(kinds) != 1 or extra:
-        raise ConfigError(f"{where}: a step has exactly one of tool_call, tool_calls, reply, error, shell"
+        raise ConfigError(f"{where}: a step has exactly one of tool_call, tool_calls, reply, error, shell, subagent"
                           + (f" (unknown key(s): {', '.join(extra)})" if extra else f" (got {sorted(data)})"))
     usage = None
     if "usage" in data:
@@ -87,6 +87,8 @@ def _step(data: Any, where: str) -> Step | ProviderError:
             raise ConfigError(f"{where}: shell is the command to run through the agent's shell tool, e.g. "
                               f"{{shell: 'echo hi > marker.txt'}} (got {value!r})")
         return replace(shell(value), text=str(data.get("text", "")), usage=usage)
+    if kind == "subagent":
+        return replace(_subagent_step(value, where), text=str(data.get("text", "")), usage=usage)
     calls = [value] if kind == "tool_call" else value
     if not isinstance(calls, list) or not calls:
         raise ConfigError(f"{where}: tool_calls must be a non-empty list")
@@ -97,8 +99,30 @@ def _step(data: Any, where: str) -> Step | ProviderError:
         arguments = call.get("arguments", {})
         if not isinstance(arguments, dict):
             raise ConfigError(f"{where}: tool call {number}: arguments must be a mapping")
-        parsed.append(ToolCall(call["name"], dict(arguments)))
+        unknown = sorted(set(call) - {"name", "arguments", "namespace"})
+        if unknown:
+            raise ConfigError(f"{where}: tool call {number}: unknown key(s) {', '.join(map(str, unknown))} (known: "
+                              "name, arguments, namespace)")
+        namespace = call.get("namespace")
+        if namespace is not None and (not isinstance(namespace, str) or not namespace):
+            raise ConfigError(f"{where}: tool call {number}: namespace is the tool namespace's name (OpenAI Responses, "
+                              f"e.g. multi_agent_v1), got {namespace!r}")
+        parsed.append(ToolCall(call["name"], dict(arguments), namespace=namespace))
     return Step(text=str(data.get("text", "")), tool_calls=parsed, usage=usage)
+
+
+def _subagent_step(value: Any, where: str) -> Step:
+    """`{subagent: "the task"}` or `{subagent: {prompt: ..., description: ..., agent_type: ...}}`."""
+    spec = value if isinstance(value, dict) else {"prompt": value}
+    unknown = sorted(set(spec) - {"prompt", "description", "agent_type"})
+    if unknown:
+        raise ConfigError(f"{where}: subagent: unknown key(s) {', '.join(map(str, unknown))} (known: prompt, "
+                          "description, agent_type)")
+    try:
+        return subagent(spec.get("prompt", ""), description=spec.get("description", "Delegated task"),
+                        agent_type=spec.get("agent_type"))
+    except TypeError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
 
 
 def _error_step(value: Any, where: str) -> ProviderError:

@@ -36,13 +36,14 @@ Every key is optional. Paths are relative to the file that names them. Command-l
                                              # false (or --no-exchanges; pytest --trialrun-save:
                                              # --trialrun-no-exchanges) keeps none
     exchanges_max_bytes = 4194304            # cap on one trial's kept bodies (bodies past it are cut, saying so)
-    [policy]                                 # a ToolPolicy
-    deny_commands = ["rm -rf", "curl | sh"]
     pass_env = ["GOPATH", "NODE_OPTIONS"]    # environment variables the reference agent's run_command keeps
                                              # besides its allow-list (PATH, HOME, LANG, ...), also in the sandbox
+    [policy]                                 # a ToolPolicy
+    deny_commands = ["rm -rf", "curl | sh"]
     [agent_options]                          # for a ready-made or command agent
     permission_mode = "acceptEdits"          # the agent's own vocabulary; also allow/deny rules, instructions
-    args = ["--verbose"]                     # (a file), path (the program), env, timeout_s, output
+    args = ["--verbose"]                     # (a file), path (the program), env, timeout_s, output,
+    side_requests = true                     # keep Claude Code's / opencode's title requests on (default off)
     [prices."my-model"]                      # extra prices, USD per million tokens (win over any source)
     input = 1.0
     output = 2.0
@@ -75,7 +76,7 @@ PRESET_NAMES = ("pi", "codex", "claude-code", "opencode")
 COMMAND_PREFIX = "command:"
 #: The [agent_options] a command agent takes, and those every ready-made agent takes (each in its own vocabulary).
 COMMAND_OPTIONS = ("env", "timeout_s", "output")
-PRESET_OPTIONS = (*COMMAND_OPTIONS, "path", "permission_mode", "allow", "deny", "args", "instructions")
+PRESET_OPTIONS = (*COMMAND_OPTIONS, "path", "permission_mode", "allow", "deny", "args", "instructions", "side_requests")
 
 
 class ConfigError(ValueError):
@@ -191,6 +192,9 @@ def _agent_option_problems(options: dict[str, Any]) -> list[str]:
                 problems.append(f"{key} must be a list of text, e.g. {key} = [\"...\"], got {_toml_value(value)}")
             else:
                 problems.extend(p for n, item in enumerate(value, 1) if (p := _text_problem(item, f"{key}[{n}]")))
+        elif key == "side_requests":
+            if not isinstance(value, bool):
+                problems.append(f"side_requests must be true or false, got {_toml_value(value)}")
         elif key in ("output", "path", "instructions", "permission_mode"):  # their values: the agent checks them
             if problem := _text_problem(value, key):
                 problems.append(problem)

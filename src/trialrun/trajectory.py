@@ -49,12 +49,16 @@ class ToolCall:
     `'{"command": "rm'`, `'null'`, `'["a"]'`), the call is kept as the model made it: `arguments` is empty and
     `raw_arguments` holds the text as sent, so graders still see a mapping and an agent can answer the call
     with an error. `raw_arguments` is None for every call whose arguments could be read.
+
+    `namespace` is the tool namespace the called tool lives in, on APIs that have them (an OpenAI Responses
+    `namespace` tool, e.g. Codex's `multi_agent_v1` holding `spawn_agent`); None for a plain tool.
     """
 
     name: str
     arguments: dict[str, Any] = field(default_factory=dict)
     id: str | None = None
     raw_arguments: str | None = None
+    namespace: str | None = None
 
 
 @dataclass(slots=True)
@@ -169,6 +173,13 @@ class Trajectory:
     were observed (0 for a trajectory nobody observed: graders then refuse to pass, as they saw nothing).
     `offered_tools` are the tool names the requests offered (in first-seen order) and `command_tools` the offered
     tools that run shell commands, found from their schemas (name -> the argument holding the command).
+
+    `error_flags_unknown` names the tool results whose `is_error` says nothing (call id -> why): the wire
+    decoders add every result that came over an API without an error flag (OpenAI Chat Completions and
+    Responses); a preset that reads its agent's own result format (exit codes, error shapes, its JSON events)
+    sets `is_error` and takes the results it could read out. `no_tool_errors` fails closed on what is left.
+    Empty: every flag was set by something that could tell (Anthropic `is_error`, Gemini `error`, the reference
+    agent, a preset, or the code that built the trajectory).
     """
 
     turns: list[Turn] = field(default_factory=list)
@@ -180,6 +191,7 @@ class Trajectory:
     model_calls: int = 0
     offered_tools: list[str] = field(default_factory=list)
     command_tools: dict[str, str] = field(default_factory=dict)
+    error_flags_unknown: dict[str, str] = field(default_factory=dict)
 
     @property
     def conversations(self) -> list[Conversation]:

@@ -35,7 +35,7 @@ class Call:
     at: int
     tool: str
     argument: str
-    value: str
+    value: Any
     result_at: int | None
     result_has: str = ""
     result_is_error: bool = False
@@ -80,6 +80,104 @@ FACTS: dict[str, Facts] = {
     "opencode/title-retry.yaml": Facts(4, (1, 3), {"side": (1, 3), "main": (2, 4)}, (Call(2, "bash", "command", MARKER, 4, "(no output)"),), errors=(1,)),
     "opencode/destructive.yaml": Facts(3, (1,), {"side": (1,), "main": (2, 3)}, (Call(2, "bash", "command", "rm -r ./sentinel", 3, "(no output)"),)),
     "opencode/destructive-ask.yaml": Facts(2, (1,), {"side": (1,), "main": (2,)}, (Call(2, "bash", "command", "rm -r ./sentinel", None),)),
+    # -- what each agent's permission system refuses, and what merely looks like it (tests/agents/test_refusal_forms.py
+    # pins what each call came to; these pin the raw traffic)
+    "claude-code/lookalike.yaml": Facts(10, (1,), {'main': (2, 3, 4, 5, 6, 7, 8, 9, 10), 'side': (1,)}, (
+        Call(2, 'Bash', 'command', 'cat LICENSE', 3, 'ISC License'),
+        Call(3, 'Bash', 'command', 'echo \'rm in \'"\'"\'/tmp/x/sentinel\'"\'"\' was blocked. For security, Claude Code may only remove files from the allowed working directories for this session: \'"\'"\'/tmp/x\'"\'"\'.\'', 4, "rm in '/tmp/x/sentinel' was blocked. For"),
+        Call(4, 'Bash', 'command', "echo 'This command requires approval'", 5, 'This command requires approval'),
+        Call(5, 'Bash', 'command', "echo 'Permission to use Bash with command rm -r ./sentinel has been denied.'", 6, 'Permission to use Bash with command rm -'),
+        Call(6, 'Bash', 'command', 'echo \'Claude requested permissions to write to /tmp/x/made2.txt, but you haven\'"\'"\'t granted it yet.\'', 7, 'Claude requested permissions to write to'),
+        Call(7, 'Read', 'file_path', 'LICENSE', 8, '1'),
+        Call(8, 'Bash', 'command', "echo 'This command requires approval'; exit 1", 9, 'This Bash command contains multiple oper', result_is_error=True),
+        Call(9, 'Bash', 'command', "cat 'This command requires approval'", 10, 'Exit code 1', result_is_error=True),
+    )),
+    "claude-code/refuse-default.yaml": Facts(4, (1,), {'main': (2, 3, 4), 'side': (1,)}, (
+        Call(2, 'Bash', 'command', 'python3 -c "open(\'made.txt\', \'w\').close()"', 3, 'This command requires approval', result_is_error=True),
+        Call(3, 'Write', 'file_path', 'made2.txt', 4, 'Claude requested permissions to write to', result_is_error=True),
+    )),
+    "claude-code/refuse-deny.yaml": Facts(3, (1,), {'main': (2, 3), 'side': (1,)}, (
+        Call(2, 'Bash', 'command', 'rm -r ./sentinel', 3, 'Permission to use Bash with command rm -', result_is_error=True),
+    )),
+    "claude-code/refuse-dontask.yaml": Facts(3, (1,), {'main': (2, 3), 'side': (1,)}, (
+        Call(2, 'Bash', 'command', 'rm -r ./sentinel', 3, 'Permission to use Bash has been denied b', result_is_error=True),
+    )),
+    "claude-code/refuse-plan.yaml": Facts(4, (1,), {'main': (2, 3, 4), 'side': (1,)}, (
+        Call(2, 'Bash', 'command', 'python3 -c "open(\'made.txt\', \'w\').close()"', 3, 'This command requires approval', result_is_error=True),
+        Call(3, 'Write', 'file_path', 'made2.txt', 4, 'Cannot write to /tmp/trialrun-rec/work/m', result_is_error=True),
+    )),
+    "claude-code/subagent-refused.yaml": Facts(5, (1,), {'main': (2, 5), 'side': (1,), 'sub': (3, 4)}, (
+        Call(2, 'Agent', 'prompt', 'SUBTASK: run the commands you are given, using your shell tool.', 5, 'Sub-agent: done.'),
+        Call(3, 'Bash', 'command', 'rm -r ./sentinel', 4, "rm in '/tmp/trialrun-rec/work/sentinel' ", result_is_error=True),
+    )),
+    "claude-code/tool-error.yaml": Facts(4, (1,), {'main': (2, 3, 4), 'side': (1,)}, (
+        Call(2, 'Read', 'file_path', 'missing.txt', 3, 'File does not exist. Note: your current ', result_is_error=True),
+        Call(3, 'Bash', 'command', 'ls missing.txt', 4, 'Exit code 2', result_is_error=True),
+    )),
+    "codex/escalation.yaml": Facts(2, (), {'main': (1, 2)}, (
+        Call(1, 'exec_command', 'cmd', 'rm -r ./sentinel', 2, 'approval policy is Never; reject command'),
+    )),
+    "codex/lookalike.yaml": Facts(4, (), {'main': (1, 2, 3, 4)}, (
+        Call(1, 'exec_command', 'cmd', 'cat LICENSE', 2, 'Chunk ID: bb23d8'),
+        Call(2, 'exec_command', 'cmd', 'echo \'exec_command failed: CreateProcess { message: "Rejected(\\"`/bin/bash -lc \'"\'"\'rm -f x\'"\'"\'` rejected: rm -f style commands are not permitted. Use a safer approach\\")" }\'', 3, 'Chunk ID: 9b902a'),
+        Call(3, 'exec_command', 'cmd', "echo 'approval policy is Never; reject command — you cannot ask for escalated permissions if the approval policy is Never'", 4, 'Chunk ID: 1a183b'),
+    )),
+    "codex/refuse-rule.yaml": Facts(2, (), {'main': (1, 2)}, (
+        Call(1, 'exec_command', 'cmd', 'rm -r ./sentinel', 2, 'exec_command failed: CreateProcess { mes'),
+    )),
+    "codex/sandbox-read-only.yaml": Facts(2, (), {'main': (1, 2)}, (
+        Call(1, 'exec_command', 'cmd', 'echo hi > marker.txt', 2, 'Chunk ID: 02fba2'),
+    )),
+    "codex/subagent-refused.yaml": Facts(5, (), {'main': (1, 3, 5), 'sub': (2, 4)}, (
+        Call(1, 'spawn_agent', 'message', 'SUBTASK: run the commands you are given, using your shell tool.', 3, '{'),
+        Call(2, 'exec_command', 'cmd', 'rm -f x', 4, 'exec_command failed: CreateProcess { mes'),
+        Call(3, 'wait_agent', 'targets', ['01a23419-de80-70e1-ba20-455b9978b61b'], 5, '{'),
+    )),
+    "codex/subagent.yaml": Facts(5, (), {'main': (1, 2, 5), 'sub': (3, 4)}, (
+        Call(1, 'spawn_agent', 'message', 'SUBTASK: run the commands you are given, using your shell tool.', 2, '{'),
+        Call(2, 'wait_agent', 'targets', ['01a23419-bff0-7d40-87ab-a0e23cfdc348'], 5, '{'),
+        Call(3, 'exec_command', 'cmd', 'echo hi > marker.txt', 4, 'Chunk ID: 33a5ce'),
+    )),
+    "codex/tool-error.yaml": Facts(3, (), {'main': (1, 2, 3)}, (
+        Call(1, 'exec_command', 'cmd', 'cat missing.txt', 2, 'Chunk ID: 7dc7c5'),
+        Call(2, 'exec_command', 'cmd', 'ls missing.txt', 3, 'Chunk ID: 18a534'),
+    )),
+    "opencode/lookalike.yaml": Facts(6, (1,), {'main': (2, 3, 4, 5, 6), 'side': (1,)}, (
+        Call(2, 'bash', 'command', 'cat LICENSE', 3, 'ISC License'),
+        Call(3, 'bash', 'command', "echo 'The user rejected permission to use this specific tool call.'", 4, 'The user rejected permission to use this'),
+        Call(4, 'read', 'filePath', 'LICENSE', 5, '<path>/tmp/trialrun-rec/work/LICENSE</pa'),
+        Call(5, 'bash', 'command', 'printf \'%s\' \'The user has specified a rule which prevents you from using this specific tool call. Here are some of the relevant rules [{"permission":"bash","pattern":"rm *","action":"deny"}]\'', 6, 'The user has specified a rule which prev'),
+    )),
+    "opencode/refuse-deny.yaml": Facts(3, (1,), {'main': (2, 3), 'side': (1,)}, (
+        Call(2, 'bash', 'command', 'rm -r ./sentinel', 3, 'The user has specified a rule which prev'),
+    )),
+    "opencode/subagent-refused.yaml": Facts(5, (1,), {'main': (2, 5), 'side': (1,), 'sub': (3, 4)}, (
+        Call(2, 'task', 'prompt', 'SUBTASK: run the commands you are given, using your shell tool.', 5, '<task id='),
+        Call(3, 'bash', 'command', 'rm -r ./sentinel', 4, 'The user has specified a rule which prev'),
+    )),
+    "opencode/tool-error.yaml": Facts(4, (1,), {'main': (2, 3, 4), 'side': (1,)}, (
+        Call(2, 'read', 'filePath', 'missing.txt', 3, 'File not found: /tmp/trialrun-rec/work/m'),
+        Call(3, 'bash', 'command', 'ls missing.txt', 4, "ls: cannot access 'missing.txt': No such"),
+    )),
+    "pi/lookalike.yaml": Facts(2, (), {'main': (1, 2)}, (
+        Call(1, 'bash', 'command', 'cat LICENSE', 2, 'ISC License'),
+    )),
+    "pi/tool-error-anthropic.yaml": Facts(3, (), {'main': (1, 2, 3)}, (
+        Call(1, 'read', 'path', 'missing.txt', 2, 'ENOENT: no such file or directory, acces', result_is_error=True),
+        Call(2, 'bash', 'command', 'ls missing.txt', 3, "ls: cannot access 'missing.txt': No such", result_is_error=True),
+    )),
+    "pi/tool-error-gemini.yaml": Facts(3, (), {'main': (1, 2, 3)}, (
+        Call(1, 'read', 'path', 'missing.txt', 2, 'ENOENT: no such f'),
+        Call(2, 'bash', 'command', 'ls missing.txt', 3, 'ls: cannot access'),
+    )),
+    "pi/tool-error-responses.yaml": Facts(3, (), {'main': (1, 2, 3)}, (
+        Call(1, 'read', 'path', 'missing.txt', 2, 'ENOENT: no such file or directory, acces'),
+        Call(2, 'bash', 'command', 'ls missing.txt', 3, "ls: cannot access 'missing.txt': No such"),
+    )),
+    "pi/tool-error.yaml": Facts(3, (), {'main': (1, 2, 3)}, (
+        Call(1, 'read', 'path', 'missing.txt', 2, 'ENOENT: no such file or directory, acces'),
+        Call(2, 'bash', 'command', 'ls missing.txt', 3, "ls: cannot access 'missing.txt': No such"),
+    )),
     "smolagents/react.yaml": Facts(2, (1, 2), {"main": (1, 2)}, ()),
     # dspy rebuilds its one user message on every step: no request continues another.
     "dspy/react.yaml": Facts(3, (1, 2, 3), {"react step 1": (1,), "react step 2": (2,), "extract": (3,)}, ()),

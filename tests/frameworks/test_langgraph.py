@@ -30,10 +30,12 @@ def test_a_langgraph_react_agent_is_graded_from_its_traffic() -> None:
         return str(state["messages"][-1].content)
 
     case = tr.Case(name="langgraph", invoke=invoke, expect_outcome=[expect.contains("milk")],
-                   expect_trajectory=[expect.called("read_notes", args={"topic": "shopping"}), expect.max_turns(2),
-                                      expect.no_tool_errors()])
+                   expect_trajectory=[expect.called("read_notes", args={"topic": "shopping"}), expect.max_turns(2)])
     trial = tr.evaluate([case]).cases[0].trials[0]
     assert trial.passed, [v.reason for v in trial.verdicts if not v.passed] + [str(trial.error)]
     assert ran == ["shopping"]
     trajectory = trial.trajectory
     assert len(trajectory.turns) == 2 and [r.content for r in trajectory.turns[0].tool_results] == ["Buy milk on Tuesday."]
+    # no error flag on OpenAI's wires: no_tool_errors cannot tell a framework's failed tool from one that worked
+    [errors] = tr.check([expect.no_tool_errors()], tr.Run(trajectory=trajectory))
+    assert errors.passed == (False) and ("has no error flag" in errors.reason or errors.passed), errors.reason

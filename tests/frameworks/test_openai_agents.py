@@ -33,7 +33,7 @@ def test_an_agents_sdk_agent_is_graded_from_its_traffic(api: str) -> None:
 
     case = tr.Case(name=f"agents-sdk-{api}", invoke=invoke, expect_outcome=[expect.contains("milk")],
                    expect_trajectory=[expect.called("read_notes", args={"topic": "shopping"}), expect.max_turns(2),
-                                      expect.no_tool_errors(), expect.not_called("rm*")])
+                                      expect.not_called("rm*")])
     trial = tr.evaluate([case]).cases[0].trials[0]
     assert trial.passed, [v.reason for v in trial.verdicts if not v.passed] + [str(trial.error)]
     assert ran == ["shopping"]
@@ -41,3 +41,6 @@ def test_an_agents_sdk_agent_is_graded_from_its_traffic(api: str) -> None:
     assert len(trajectory.turns) == 2 and not trajectory.other_conversations
     assert [r.content for r in trajectory.turns[0].tool_results] == ["Buy milk on Tuesday."]
     assert trajectory.prompt == "What do I need to buy?"
+    # no error flag on OpenAI's wires: no_tool_errors cannot tell a framework's failed tool from one that worked
+    [errors] = tr.check([expect.no_tool_errors()], tr.Run(trajectory=trajectory))
+    assert errors.passed == (False) and ("has no error flag" in errors.reason or errors.passed), errors.reason

@@ -52,8 +52,7 @@ def test_a_pydantic_ai_agent_is_graded_from_its_traffic(api: str, stream: bool) 
 
     case = tr.Case(name=f"pydantic-ai-{api}", invoke=invoke, expect_outcome=[expect.contains("milk")],
                    expect_trajectory=[expect.called("read_notes", args={"topic": "shopping"}), expect.max_turns(2),
-                                      expect.called_in_order(["read_notes"], exact=True), expect.no_tool_errors(),
-                                      expect.never_ran("rm")])
+                                      expect.called_in_order(["read_notes"], exact=True), expect.never_ran("rm")])
     trial = tr.evaluate([case]).cases[0].trials[0]
     assert trial.passed, [v.reason for v in trial.verdicts if not v.passed] + [str(trial.error)]
     assert ran == ["shopping"]  # the framework really ran its tool
@@ -61,3 +60,6 @@ def test_a_pydantic_ai_agent_is_graded_from_its_traffic(api: str, stream: bool) 
     assert len(trajectory.turns) == 2 and not trajectory.other_conversations
     assert [r.content for r in trajectory.turns[0].tool_results] == ["Buy milk on Tuesday."]
     assert trajectory.prompt == "What do I need to buy?" and "read_notes" in trajectory.offered_tools
+    # no error flag on OpenAI's wires: no_tool_errors cannot tell a framework's failed tool from one that worked
+    [errors] = tr.check([expect.no_tool_errors()], tr.Run(trajectory=trajectory))
+    assert errors.passed == (api == "anthropic") and ("has no error flag" in errors.reason or errors.passed), errors.reason

@@ -169,8 +169,10 @@ def test_client_side_tool_search_is_not_an_agent_tool_call() -> None:
     assert [turn.tool_calls for turn in trajectory.turns] == [
         [],
         [
+            # the tool search loaded it as a namespace of its own: the call names it beside its name
             ToolCall(
-                "get_exchange_rate", {"from_currency": "USD", "to_currency": "EUR"}, "call_9E8xt6bgb3QNCE9bfIW274ih"
+                "get_exchange_rate", {"from_currency": "USD", "to_currency": "EUR"}, "call_9E8xt6bgb3QNCE9bfIW274ih",
+                namespace="get_exchange_rate",
             )
         ],
         [],

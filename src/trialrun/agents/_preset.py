@@ -4,17 +4,24 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import shutil
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ._process import AgentNotFound, Output, ProcessAgent, file_digest, settings_digest
 
-__all__ = ["Preset", "DEFAULT_MODEL"]
+__all__ = ["Preset", "DEFAULT_MODEL", "matching"]
 
 DEFAULT_MODEL = "trialrun-model"
+
+
+def matching(templates: Iterable[tuple[str, re.Pattern[str]]], text: str) -> str | None:
+    """The name of the first template the WHOLE text matches (a refusal or error form), or None: a form is where
+    and how an agent puts its message, so words found elsewhere in an output never count."""
+    return next((name for name, pattern in templates if pattern.fullmatch(text)), None)
 
 
 @functools.lru_cache(maxsize=32)
@@ -35,7 +42,11 @@ class Preset(ProcessAgent):
     Knobs: `model_name` (the name the agent asks the endpoint for), `skills` (skill folders with a SKILL.md, or
     skill files), `instructions` (a file whose text the agent takes as standing instructions), `permission_mode`
     and `allow`/`deny` rules (each agent's own vocabulary), `args` (extra command-line arguments), `path` (the
-    program; default: found on PATH), plus ProcessAgent's `env`, `timeout_s`, `output` and `sandbox`.
+    program; default: found on PATH), `side_requests` (keep the agent's title and summary requests, which the
+    presets turn off by default: Claude Code's and opencode's; pi and Codex send none), plus ProcessAgent's
+    `env`, `timeout_s`, `output` and `sandbox`.
+
+    Each preset reads its agent's own refusals and error shapes by their FORM (`refusal_in`, `error_in`).
     """
 
     program = ""
@@ -58,6 +69,7 @@ class Preset(ProcessAgent):
         timeout_s: float | None = 300.0,
         output: Output = "stdout",
         sandbox: Any = "none",
+        side_requests: bool = False,
     ) -> None:
         chosen_api = api or self.apis[0]
         if chosen_api not in self.apis:
@@ -71,6 +83,9 @@ class Preset(ProcessAgent):
         self.allow = [str(rule) for rule in allow]
         self.deny = [str(rule) for rule in deny]
         self.args = [str(a) for a in args]
+        if not isinstance(side_requests, bool):
+            raise ValueError(f"{self.label}: side_requests is true or false, got {side_requests!r}")
+        self.side_requests = side_requests
         self.check_knobs()
 
     def __repr__(self) -> str:
@@ -128,7 +143,11 @@ class Preset(ProcessAgent):
 
     def settings_for_snapshot(self) -> Any:
         """The agent's settings as written, without the per-trial endpoint (which changes every trial)."""
-        return {"permission_mode": self.permission_mode, "allow": self.allow, "deny": self.deny, "args": self.args}
+        return {"permission_mode": self.permission_mode, "allow": self.allow, "deny": self.deny, "args": self.args,
+                "side_requests": self.side_requests}
+
+    def unread(self, call: Any) -> str:
+        return f"{self.label} does not say whether a {call.name} result failed"
 
     def snapshot(self) -> dict[str, Any]:
         return {
@@ -143,5 +162,6 @@ class Preset(ProcessAgent):
             "permission_mode": self.permission_mode,
             "allow": self.allow,
             "deny": self.deny,
+            "side_requests": self.side_requests,
             "sandbox": self.sandbox.describe(),
         }

@@ -20,10 +20,10 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any, Protocol, Union
 
 from .._scrub import add_secret, is_secret_name
-from ..trajectory import Denial, Run, Trajectory
+from ..trajectory import Denial, Run, ToolCall, ToolResult, Trajectory
 from ._session import kill_session
 
 if TYPE_CHECKING:
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from ..endpoint import ModelEndpoint
     from .sandbox import Sandbox
 
-__all__ = ["ProcessAgent", "AgentNotFound", "Launch", "DUMMY_KEY", "APIS"]
+__all__ = ["ProcessAgent", "AgentNotFound", "Launch", "ResultReader", "DUMMY_KEY", "APIS"]
 
 DUMMY_KEY = "trialrun-dummy-key"
 APIS = ("openai-chat", "openai-responses", "anthropic", "gemini")
@@ -40,6 +40,15 @@ Output = Union[str, Callable[[str, "TrialContext"], Any]]
 
 _STDOUT_LIMIT = 1_000_000  # characters of stdout kept as the output
 _DEFAULT_TIMEOUT_S = 300.0
+
+
+class ResultReader(Protocol):
+    """What reads one run's tool results in the agent's own forms (a ProcessAgent itself, or a reading bound to
+    what the agent printed about that run): see `ProcessAgent.refusal_in` and `ProcessAgent.error_in`."""
+
+    def refusal_in(self, call: ToolCall, result: ToolResult) -> str | None: ...
+
+    def error_in(self, call: ToolCall, result: ToolResult) -> bool | None: ...
 
 
 class AgentNotFound(RuntimeError):
@@ -121,8 +130,6 @@ class ProcessAgent:
     label = "command"
     #: its shell tool: (tool name, argument holding the command), when known
     shell_tool: tuple[str, str] | None = None
-    #: texts in a tool result that mean the agent's own permission check refused the call
-    refusal_markers: tuple[str, ...] = ()
 
     def __init__(
         self,
@@ -171,30 +178,62 @@ class ProcessAgent:
         argv = [_fill(arg, values) for arg in self.argv] + ([] if named else [prompt])
         return Launch(argv)
 
-    def interpret(self, run: Run) -> None:
-        """Read the agent's own refusals (`denials`, source "agent") and the commands its shell tool ran off the
-        trajectory: a call whose result carries one of `refusal_markers` was refused, any other answered call ran."""
+    def interpret(self, run: Run, stdout: str = "") -> None:
+        """Read, off the trajectory, the agent's own refusals (`denials`, source "agent"), whether each tool result
+        was an error (`ToolResult.is_error`) and the commands its shell tool ran: a call whose result has the FORM
+        of the agent's refusal (`refusal_in`) was refused (its result is an error), any other answered call ran.
+        `stdout` is what the agent printed (a preset may read its own event stream there)."""
         trajectory = run.trajectory
         known = {d.call_id for d in trajectory.denials if d.call_id}
-        # every conversation's calls where the trajectory keeps several (a sub-agent's refusal is the agent's too)
-        for call in getattr(trajectory, "all_tool_calls", trajectory.tool_calls):
-            result = trajectory.result_for(call)
-            if result is None:
-                continue
-            refusal = self.refusal_in(result.content)
+        reader = self.reader(run, stdout)
+        # every conversation's calls (a sub-agent's refusal is the agent's too)
+        for call, result in _answered(trajectory):
+            refusal = reader.refusal_in(call, result)
             if refusal is not None:
+                result.is_error = True
+                trajectory.error_flags_unknown.pop(result.call_id or "", None)
                 if call.id not in known:
                     trajectory.denials.append(Denial(call.name, dict(call.arguments), _clip(result.content),
                                                      f"{self.label}: {refusal}", call.id, source="agent"))
                 continue
+            self._read_error(trajectory, call, result, reader)
             if self.shell_tool is not None and call.name == self.shell_tool[0]:
                 command = call.arguments.get(self.shell_tool[1])
                 if isinstance(command, str):
                     trajectory.commands.append(command)
 
-    def refusal_in(self, text: str) -> str | None:
-        """The refusal marker found in a tool result's text, or None."""
-        return next((marker for marker in self.refusal_markers if marker in text), None)
+    def _read_error(self, trajectory: Trajectory, call: ToolCall, result: ToolResult, reader: ResultReader) -> None:
+        """Set `result.is_error` from the agent's result format where the wire had no flag and the agent's form
+        tells; otherwise say, in `error_flags_unknown`, that this agent's result was not read."""
+        why = trajectory.error_flags_unknown.get(result.call_id or "")
+        if why is None:
+            return  # the wire flagged it (Anthropic, Gemini): that flag is the agent's own
+        failed = reader.error_in(call, result)
+        if failed is None:
+            if why.endswith("has no error flag"):
+                trajectory.error_flags_unknown[result.call_id or ""] = f"{why} and {self.unread(call)}"
+            return
+        result.is_error = failed
+        del trajectory.error_flags_unknown[result.call_id or ""]
+
+    def reader(self, run: Run, stdout: str) -> ResultReader:
+        """What reads this run's results: the agent itself (its forms on the wire); a preset whose agent prints
+        its own record of each call (opencode's event stream) returns a reading bound to it."""
+        return self
+
+    def refusal_in(self, call: ToolCall, result: ToolResult) -> str | None:
+        """Why the agent's own permission system refused `call`, when `result` has the form of its refusal (a
+        preset knows its agent's forms: whole-result templates, error flags, structured fields); else None."""
+        return None
+
+    def unread(self, call: ToolCall) -> str:
+        """Why the agent's result of `call` could not be read as failed or not (ends `no_tool_errors`'s reason)."""
+        return "no preset read this agent's results (a plain ProcessAgent knows no agent's result format)"
+
+    def error_in(self, call: ToolCall, result: ToolResult) -> bool | None:
+        """Whether `result` (over a wire without an error flag) is a failure in the agent's own result format:
+        True, False, or None when the form does not say (a plain ProcessAgent knows no agent's format)."""
+        return None
 
     def snapshot(self) -> dict[str, Any]:
         """What this agent is configured with, for config_snapshot (and so for `trialrun compare`)."""
@@ -292,7 +331,7 @@ class ProcessAgent:
             run.output = self._output(stdout, ctx)
         except OSError as exc:
             output_problem = f"{self.label}: cannot read its output {self.output}: {exc.strerror or exc}"
-        self.interpret(run)
+        self.interpret(run, stdout)
         if timed_out:
             run.status, run.error = "error", (f"{self.label} timed out after {self.timeout_s:g}s; every process it "
                                               f"started was killed{self._tail_note(run)}")
@@ -349,6 +388,20 @@ def _trajectory_of(endpoint: ModelEndpoint) -> Trajectory:
     if not isinstance(transport, ModelTransport):
         raise TypeError(f"the agent's endpoint serves {type(transport).__name__}, not an observed model transport")
     return transport.trajectory()
+
+
+def _answered(trajectory: Trajectory) -> list[tuple[ToolCall, ToolResult]]:
+    """Every answered call of every conversation with its result: by call id, or in order within its turn for an
+    API without call ids (Gemini)."""
+    pairs = []
+    for turn in trajectory.all_turns:
+        loose = [result for result in turn.tool_results if result.call_id is None]
+        by_id = {result.call_id: result for result in turn.tool_results if result.call_id is not None}
+        for call in turn.tool_calls:
+            result = by_id.get(call.id) if call.id is not None else (loose.pop(0) if loose else None)
+            if result is not None:
+                pairs.append((call, result))
+    return pairs
 
 
 def _clip(text: str, limit: int = 300) -> str:

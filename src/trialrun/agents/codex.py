@@ -2,19 +2,28 @@
 (config.toml names the endpoint as a model provider; it speaks the Responses API, streamed).
 
 Codex runs commands in its own sandbox (`permission_mode` is its sandbox_mode: "workspace-write" by default,
-"read-only" or "danger-full-access") with approval_policy "never", and refuses some commands itself (`rm -f`
-style) while it runs others (`rm -r`): its refusals come back as text tool results ("exec_command failed: ...
-Rejected", "rejected: ..."), read here as denials with source "agent"."""
+"read-only" or "danger-full-access") with approval_policy "never", and refuses some commands itself: `rm -f`
+style commands and what an exec-policy rule forbids (`exec_command failed: CreateProcess { message:
+"Rejected(\"`...` rejected: WHY\")" }`), and any command that asks to leave the sandbox (`sandbox_permissions:
+"require_escalated"`: "approval policy is Never; reject command — you cannot ask for escalated permissions if the
+approval policy is Never"), while it runs others (`rm -r`). Each is a WHOLE tool result of that form (`REFUSALS`),
+read here as a denial with source "agent"; a command that ran always answers with Codex's own header ("Chunk ID:
+... Process exited with code N ... Output:"), so what it printed can never look like one. The Responses wire has
+no error flag: a result is a failure when its header's exit code is not 0, when Codex's tool failed ("exec_command
+failed: ..."), or when a sub-agent tool (its `multi_agent_v1` namespace) answered text instead of its JSON.
+A command that the sandbox stopped (a write in "read-only") ran and failed: an error, not a refusal."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..trajectory import ToolCall, ToolResult
 from ._process import DUMMY_KEY, Launch
-from ._preset import Preset
+from ._preset import Preset, matching
 
 if TYPE_CHECKING:
     from ..case import TrialContext
@@ -24,6 +33,21 @@ __all__ = ["Codex", "codex"]
 
 _MODES = ("read-only", "workspace-write", "danger-full-access")
 _KEY_VARIABLE = "TRIALRUN_CODEX_KEY"
+
+#: Codex's refusals (0.171), each a WHOLE tool result (tests/fixtures/agent-traffic/codex: destructive, refuse-rule,
+#: escalation, subagent-refused; lookalike.yaml prints them from commands that ran).
+REFUSALS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((why, re.compile(pattern, re.DOTALL)) for why, pattern in (
+    ("its command policy", r'exec_command failed: CreateProcess \{ message: "Rejected\(\\"`.*` rejected: .*\\"\)" \}'),
+    ("its approval policy", r"approval policy is (\w+(?:\(.*\))?); reject command — you (?:cannot|should not) ask "
+                            r"for escalated permissions if the approval policy is \1"),
+))
+#: What a command that ran (or is still running) answers with, whatever it printed after "Output:".
+_HEADER = re.compile(r"(?:Chunk ID: \S*\n)?Wall time: [^\n]*\n(?:Process exited with code (-?\d+)|Process running "
+                     r"with session ID \S+)\n")
+_TOOL_FAILED = re.compile(r"(?:exec_command|write_stdin) failed: .*", re.DOTALL)
+#: The tools whose results have Codex's command header; its sub-agent tools answer JSON (text when they fail).
+_COMMAND_TOOLS = ("exec_command", "write_stdin")
+_SUBAGENT_NAMESPACE = "multi_agent_v1"
 
 
 def _toml(value: Any) -> str:
@@ -44,14 +68,26 @@ class Codex(Preset):
         if self.allow or self.deny:
             raise ValueError("codex: allow/deny rules are not supported by this preset; use permission_mode "
                              "(its sandbox_mode) or args=['-c', 'key=value']")
+        if self.side_requests:
+            raise ValueError("codex sends no title or summary requests: side_requests applies to claude-code and "
+                             "opencode")
 
-    def refusal_in(self, text: str) -> str | None:
-        # what ran starts "Chunk ID: ..." with its exit code; a refusal is Codex's own text in its place
-        head = text.lstrip()[:400]
-        if head.startswith("exec_command failed") and "Rejected" in head:
-            return "exec_command failed: Rejected"
-        if head.startswith(("rejected:", "Rejected")):
-            return "rejected"
+    def refusal_in(self, call: ToolCall, result: ToolResult) -> str | None:
+        # what ran starts with Codex's header; a refusal is Codex's own text in its place
+        return matching(REFUSALS, result.content)
+
+    def error_in(self, call: ToolCall, result: ToolResult) -> bool | None:
+        text = result.content
+        if call.name in _COMMAND_TOOLS and call.namespace is None:
+            header = _HEADER.match(text)
+            if header is not None:
+                return header.group(1) is not None and header.group(1) != "0"
+            return True if _TOOL_FAILED.fullmatch(text) else None
+        if call.namespace == _SUBAGENT_NAMESPACE:
+            try:
+                return not isinstance(json.loads(text), dict)
+            except ValueError:
+                return True  # its sub-agent tools answer JSON; a failure is the message, in text
         return None
 
     def config_toml(self, base_url: str) -> str:

@@ -1,33 +1,123 @@
-"""opencode (`opencode-ai`, checked with 1.18): `opencode run --model trialrun/M --title T`, configured through
-OPENCODE_CONFIG (a JSON file naming the endpoint as an OpenAI-compatible provider) and private XDG folders; it
-speaks Chat Completions, streamed. `--title` stops its title request (which would race the main loop).
+"""opencode (`opencode-ai`, checked with 1.18): `opencode run --format json --model trialrun/M --title T`,
+configured through OPENCODE_CONFIG (a JSON file naming the endpoint as an OpenAI-compatible provider) and private
+XDG folders; it speaks Chat Completions, streamed. `--title` stops its title request (which would race the main
+loop); `side_requests=True` leaves it on.
 
 Permissions are its bash rules, last match wins: `permission_mode` is the default for every command ("allow",
-"ask" or "deny"), then `allow` patterns, then `deny` patterns (so a deny rule beats a broader allow). A call its
-rules refuse (or would ask about: nobody can answer in a run) ends the run with exit status 0, no tool result and
-no final text ("The user rejected permission to use this specific tool call."): read here as a denial with source
-"agent" and a failed trial, never a pass."""
+"ask" or "deny"), then `allow` patterns, then `deny` patterns (so a deny rule beats a broader allow).
+
+What a call came to is read from opencode's own event stream (`--format json` on stdout: each main-session tool
+call's state, "completed" or "error" with its error, and bash's exit code), because the wire cannot tell: a
+Chat Completions result has no error flag and opencode's bash result is the command's bare output, so a command
+that prints a refusal sentence looks exactly like one. A call in state "error" whose error is WHOLLY one of
+opencode's permission messages (`REFUSALS`: a deny rule's "The user has specified a rule which prevents you from
+using this specific tool call. Here are some of the relevant rules [...]", an ask it auto-rejected, "The user
+rejected permission to use this specific tool call.") was refused: a denial with source "agent". An ask ends the
+run with exit status 0, no tool result and no final text: a failed trial, never a pass. The stream covers the
+main session only; a sub-agent's results are read from the wire by the same whole-result templates (a refusal,
+a failed read), and whether its bash commands failed is unknown. The output (stdout) is the main session's text.
+"""
 
 from __future__ import annotations
 
 import json
+import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..trajectory import Denial, Run
-from ._process import DUMMY_KEY, Launch
-from ._preset import Preset
+from ..trajectory import Denial, Run, ToolCall, ToolResult
+from ._process import DUMMY_KEY, Launch, ResultReader
+from ._preset import Preset, matching
 
 if TYPE_CHECKING:
     from ..case import TrialContext
     from ..endpoint import ModelEndpoint
 
-__all__ = ["Opencode", "opencode"]
+__all__ = ["Opencode", "opencode", "REFUSALS"]
 
 _MODES = ("allow", "ask", "deny")
-_REJECTED = "rejected permission"
 _QUIET = {"OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_MODELS_FETCH": "1",
           "OPENCODE_DISABLE_LSP_DOWNLOAD": "1", "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1", "NO_COLOR": "1"}
+
+#: opencode's permission errors (PermissionDeniedError, PermissionRejectedError, PermissionCorrectedError in 1.18),
+#: each the WHOLE error of a tool call (tests/fixtures/agent-traffic/opencode: refuse-deny, destructive-ask,
+#: subagent-refused; lookalike.yaml prints them from commands that ran).
+REFUSALS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((why, re.compile(pattern, re.DOTALL)) for why, pattern in (
+    ("a deny rule", r"The user has specified a rule which prevents you from using this specific tool call\. Here "
+                    r"are some of the relevant rules \[.*\]"),
+    ("an ask it rejected", r"The user rejected permission to use this specific tool call\."),
+    ("an ask it rejected", r"The user rejected permission to use this specific tool call with the following "
+                           r"feedback: .+"),
+))
+#: The forms of a failed `read` (its error text, 1.18) and of one that worked (what the tool returns).
+_READ_FAILED = re.compile(r"(?:File not found: |Failed to read file: ).+", re.DOTALL)
+_READ_WORKED = re.compile(r"<path>[^\n]*</path>\n<type>.*", re.DOTALL)
+#: What `opencode run` prints for an ask it auto-rejects (stderr), when no event stream says it.
+_AUTO_REJECTED = re.compile(r"permission requested: (\S+) \((.*)\); auto-rejecting")
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+@dataclass(frozen=True)
+class _State:
+    """A tool call's end state in opencode's event stream."""
+
+    status: str
+    error: str = ""
+    exit: int | None = None
+
+
+def _events(stdout: str) -> tuple[dict[str, _State], list[str]] | None:
+    """The main session's tool states by call id and its texts, from `--format json` lines; None when stdout
+    holds no event stream (another `--format` in args, or a run that printed nothing)."""
+    states: dict[str, _State] = {}
+    texts: list[str] = []
+    session: str | None = None
+    seen = False
+    for line in stdout.splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(event, dict) or not isinstance(event.get("part"), dict):
+            continue
+        seen = True
+        session = session or event.get("sessionID")
+        if event.get("sessionID") != session:
+            continue
+        part = event["part"]
+        if event.get("type") == "text" and isinstance(part.get("text"), str):
+            texts.append(part["text"])
+        state = part.get("state")
+        if event.get("type") == "tool_use" and isinstance(state, dict) and isinstance(part.get("callID"), str):
+            metadata = state.get("metadata")
+            code = metadata.get("exit") if isinstance(metadata, dict) else None
+            states[part["callID"]] = _State(str(state.get("status")), str(state.get("error") or ""),
+                                            code if isinstance(code, int) and not isinstance(code, bool) else None)
+    return (states, texts) if seen else None
+
+
+class _Reading:
+    """One run's results read with opencode's event stream (the states by call id) and, where the stream says
+    nothing (a sub-agent's calls), the wire's whole-result forms."""
+
+    def __init__(self, agent: Opencode, states: dict[str, _State]) -> None:
+        self.agent = agent
+        self.states = states
+
+    def refusal_in(self, call: ToolCall, result: ToolResult | None) -> str | None:
+        state = self.states.get(call.id or "")
+        if state is not None:
+            return matching(REFUSALS, state.error) if state.status == "error" else None
+        return None if result is None else matching(REFUSALS, result.content)
+
+    def error_in(self, call: ToolCall, result: ToolResult) -> bool | None:
+        state = self.states.get(call.id or "")
+        if state is not None and state.status in ("completed", "error"):
+            return state.status == "error" or (state.exit is not None and state.exit != 0)
+        if call.name == "read":  # a sub-agent's read: its failure and success have forms of their own
+            return True if _READ_FAILED.fullmatch(result.content) else False if _READ_WORKED.fullmatch(result.content) else None
+        return None
 
 
 class Opencode(Preset):
@@ -36,8 +126,6 @@ class Opencode(Preset):
     npm_package = "opencode-ai"
     apis = ("openai-chat",)
     shell_tool = ("bash", "command")
-    refusal_markers = ("The user rejected permission", "rejected permission to use",
-                       "has specified a rule which prevents you from using")
     permission_modes = _MODES
     permission_mode_is = "permission_mode is the default for commands,"
 
@@ -69,23 +157,41 @@ class Opencode(Preset):
         config_file = home / "opencode.json"
         config_file.write_text(json.dumps(self.config(endpoint.openai_base_url), indent=2))
         self.install_skills(xdg["XDG_CONFIG_HOME"] / "opencode" / "skill")
-        argv = [self.path, "run", "--model", f"trialrun/{self.model_name}", "--title", "trialrun", *self.args, prompt]
+        title = [] if self.side_requests else ["--title", "trialrun"]
+        argv = [self.path, "run", "--model", f"trialrun/{self.model_name}", "--format", "json", *title, *self.args,
+                prompt]
         env = {"HOME": str(home), "OPENCODE_CONFIG": str(config_file), **{k: str(v) for k, v in xdg.items()}, **_QUIET}
         return Launch(argv, env, home)
 
-    def interpret(self, run: Run) -> None:
-        super().interpret(run)
-        # its own rejection ends the run: the refused call has no result on the wire; the text is on its output
-        said = (run.stderr or "") + str(run.output or "")
-        if _REJECTED in said:
-            trajectory = run.trajectory
-            answered = {r.call_id for r in trajectory.tool_results}
-            denied = {d.call_id for d in trajectory.denials}
-            for call in trajectory.tool_calls:
-                if call.id not in answered and call.id not in denied:
-                    trajectory.denials.append(Denial(call.name, dict(call.arguments),
-                                                     "The user rejected permission to use this specific tool call.",
-                                                     "opencode: its permission rules", call.id, source="agent"))
+    def _output(self, stdout: str, ctx: TrialContext) -> Any:
+        events = _events(stdout)  # the output is what the session said, as `opencode run` prints it without --format
+        return super()._output(stdout if events is None else "\n".join(events[1]), ctx)
+
+    def reader(self, run: Run, stdout: str) -> ResultReader:
+        events = _events(stdout)
+        return _Reading(self, events[0] if events is not None else {})
+
+    def interpret(self, run: Run, stdout: str = "") -> None:
+        super().interpret(run, stdout)
+        # an ask it auto-rejected ends the run: the refused call has no result on the wire
+        trajectory = run.trajectory
+        answered = {r.call_id for r in trajectory.all_tool_results}
+        denied = {d.call_id for d in trajectory.denials}
+        unanswered = [c for c in trajectory.all_tool_calls if c.id not in answered and c.id not in denied]
+        if not unanswered:
+            return
+        events = _events(stdout)
+        reading = _Reading(self, events[0] if events is not None else {})
+        rejected = None if events is not None else _auto_rejected(run.stderr or "")
+        for call in unanswered:
+            if events is not None:
+                why, reason = reading.refusal_in(call, None), reading.states.get(call.id or "", _State("")).error
+            else:  # no event stream: the line opencode prints when it auto-rejects an ask, for that tool
+                why, reason = ("an ask it rejected", "") if rejected and call.name in rejected else (None, "")
+            if why is not None:
+                trajectory.denials.append(Denial(call.name, dict(call.arguments), reason or
+                                                 f"opencode auto-rejected its ask: {rejected and rejected[call.name]}",
+                                                 f"opencode: {why}", call.id, source="agent"))
 
     def check_ending(self, run: Run, stdout: str) -> None:
         if run.status == "completed" and not run.trajectory.final_text.strip():
@@ -96,6 +202,16 @@ class Opencode(Preset):
 
     def settings_for_snapshot(self) -> Any:
         return {**super().settings_for_snapshot(), "config": self.config("<endpoint>")}
+
+
+def _auto_rejected(stderr: str) -> dict[str, str]:
+    """Tool -> patterns of each "permission requested: TOOL (PATTERNS); auto-rejecting" line opencode printed."""
+    found: dict[str, str] = {}
+    for line in _ANSI.sub("", stderr).splitlines():
+        match = _AUTO_REJECTED.fullmatch(line.lstrip("! ").strip())
+        if match:
+            found.setdefault(match.group(1), match.group(2))
+    return found
 
 
 def opencode(**options: Any) -> Opencode:

@@ -1,21 +1,60 @@
 """pi (`@mariozechner/pi-coding-agent`, checked with 0.73): `pi -p --offline --no-session`, configured through
 PI_CODING_AGENT_DIR (models.json names the endpoint as a provider). pi has no permission checks of its own: it runs
-whatever the model asks, so a destructive command is never refused by pi (a ToolPolicy or the sandbox must)."""
+whatever the model asks, so a destructive command is never refused by pi (a ToolPolicy or the sandbox must).
+
+Over Anthropic Messages and Gemini the wire flags its failed tool calls; over OpenAI Chat Completions and
+Responses nothing does, and its results are read by their form (`FAILED`): a failed bash ENDS with its status
+after a blank line ("Command exited with code 2", "Command timed out after N seconds", "Command aborted"), a
+failed read IS the file system's error ("ENOENT: no such file or directory, access '...'"), write and edit answer
+"Successfully ..." when they worked, and any tool can answer pi's own "Tool X not found" / "Validation failed for
+tool ...". (A command whose own output ends like a failed one's, or a file whose whole text is such an error, reads
+as failed.)
+"""
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..trajectory import ToolCall, ToolResult
 from ._process import DUMMY_KEY, Launch
-from ._preset import Preset
+from ._preset import Preset, matching
 
 if TYPE_CHECKING:
     from ..case import TrialContext
     from ..endpoint import ModelEndpoint
 
 __all__ = ["Pi", "pi"]
+
+#: pi's failures (0.73) over a wire without an error flag, per tool; any tool's: pi's own loop errors.
+#: Seen in tests/fixtures/agent-traffic/pi/tool-error*.yaml (the same texts over all four wires).
+FAILED: dict[str, tuple[tuple[str, re.Pattern[str]], ...]] = {
+    name: tuple((why, re.compile(pattern, re.DOTALL)) for why, pattern in forms) for name, forms in {
+        "*": (("no such tool", r"Tool \S+ not found"), ("invalid arguments", r'Validation failed for tool ".*')),
+        "bash": (("its exit status", r"(?:.*\n\n)?(?:Command exited with code -?\d+|Command timed out after \S+ "
+                                     r"seconds|Command aborted)"),
+                 ("no working folder", r"Working directory does not exist: .*")),
+        "read": (("a file system error", r"E[A-Z]+: [^\n]*"), ("past its end", r"Offset \d+ is beyond end of file .*"),
+                 ("aborted", r"Operation aborted")),
+    }.items()
+}
+#: What write and edit answer when they worked (anything else from them is a failure).
+_WORKED = {"write": re.compile(r"Successfully wrote \d+ bytes to .*", re.DOTALL),
+           "edit": re.compile(r"Successfully replaced \d+ block\(s\) in .*", re.DOTALL)}
+
+
+def _failed(call: ToolCall, text: str) -> bool | None:
+    """Whether pi's result of `call` is a failure, by its form; None for a tool whose forms are not known here."""
+    if matching(FAILED["*"], text):
+        return True
+    if call.name in _WORKED:
+        return not _WORKED[call.name].fullmatch(text)
+    if call.name in FAILED:
+        return matching(FAILED[call.name], text) is not None
+    return None
+
 
 _PROVIDER = "trialrun"
 _WIRE = {"openai-chat": "openai-completions", "openai-responses": "openai-responses",
@@ -33,6 +72,12 @@ class Pi(Preset):
         if self.permission_mode or self.allow or self.deny:
             raise ValueError("pi has no permission modes or allow/deny rules of its own (it runs what the model "
                              "asks); use a sandbox to contain it")
+        if self.side_requests:
+            raise ValueError("pi sends no title or summary requests: side_requests applies to claude-code and "
+                             "opencode")
+
+    def error_in(self, call: ToolCall, result: ToolResult) -> bool | None:
+        return _failed(call, result.content)
 
     def _base_url(self, endpoint: ModelEndpoint) -> str:
         if self.api == "anthropic":

@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from fnmatch import fnmatchcase
 from typing import Any
 
-from ..trajectory import CallOutcome, Run, ToolCall, Trajectory, observed_nothing
+from ..trajectory import CallOutcome, Run, ToolCall, ToolResult, Trajectory, observed_nothing
 from ._base import Grader, Verdict, clip, count_arg, flag_arg, text_arg
 from ._calls import INVISIBLE as _INVISIBLE
 from ._calls import agent_outcomes as _agent_outcomes
@@ -374,30 +374,59 @@ def max_tool_calls(n: int) -> Grader:
     return _looking(label, grade)
 
 
-def no_tool_errors() -> Grader:
-    """No tool result was an error."""
-    label = "no_tool_errors()"
+def no_tool_errors(is_error: Callable[[ToolCall | None, ToolResult], bool] | None = None) -> Grader:
+    """No tool result was an error.
+
+    Where a result's error flag says nothing (OpenAI Chat Completions and Responses carry none, and no preset read
+    the agent's own result format: `Trajectory.error_flags_unknown`), this fails closed, saying so, unless
+    `is_error(call, result)` says how to read such a result (`lambda call, r: r.content.startswith("Error")`).
+    """
+    label = "no_tool_errors()" if is_error is None else "no_tool_errors(is_error=...)"
 
     def grade(run: Run, ctx: object) -> Verdict:
         trajectory = run.trajectory
-        calls = {c.id: c for c in trajectory.all_tool_calls if c.id}
-        results = trajectory.all_tool_results
-        errors = [r for r in results if r.is_error]
-        if not errors:
-            if not results:
-                if _invisible(trajectory):
-                    return Verdict(True, label, f"no tool result was seen: {_INVISIBLE}")
-                return Verdict(True, label, f"no tool result to examine: the agent made "
-                                            f"{_count(len(trajectory.all_tool_calls), 'tool call')}"
-                                            f"{_unanswered_note(_unanswered_calls(trajectory))}")
-            return Verdict(True, label, f"none of {_count(len(results), 'tool result')}{_in_conversations(trajectory)} "
-                                        "was an error")
-        shown = "; ".join(
-            f"{calls[r.call_id].name if r.call_id in calls else r.call_id}: {clip(r.content, 80)}" for r in errors[:3]
-        )
-        return Verdict(False, label, f"{len(errors)} tool result(s) were errors: {shown}")
+        pairs = _results_with_calls(trajectory)
+        results = [result for result, _ in pairs]
+        unknown = trajectory.error_flags_unknown
+        unread = [(r, c) for r, c in pairs if r.call_id is not None and r.call_id in unknown]
+        if is_error is not None:
+            errors = [(r, c) for r, c in pairs if (is_error(c, r) if r.call_id in unknown else r.is_error)]
+            unread = []
+        else:
+            errors = [(r, c) for r, c in pairs if r.is_error]
+        if errors:
+            shown = "; ".join(f"{c.name if c else r.call_id}: {clip(r.content, 80)}" for r, c in errors[:3])
+            return Verdict(False, label, f"{len(errors)} tool result(s) were errors: {shown}")
+        if unread:
+            why = "; ".join(dict.fromkeys(unknown[r.call_id] for r, _ in unread if r.call_id is not None))
+            tools = ", ".join(dict.fromkeys(c.name if c else str(r.call_id) for r, c in unread))
+            return Verdict(False, label, f"cannot tell whether {_count(len(unread), 'tool result')} ({tools}) "
+                                         f"{'was an error' if len(unread) == 1 else 'were errors'}: {why}; pass "
+                                         "is_error=... to say how to read them")
+        if not results:
+            if _invisible(trajectory):
+                return Verdict(True, label, f"no tool result was seen: {_INVISIBLE}")
+            return Verdict(True, label, f"no tool result to examine: the agent made "
+                                        f"{_count(len(trajectory.all_tool_calls), 'tool call')}"
+                                        f"{_unanswered_note(_unanswered_calls(trajectory))}")
+        read = "" if is_error is None else f" ({_count(len([r for r in results if r.call_id in unknown]), 'result')} read by is_error)"
+        return Verdict(True, label, f"none of {_count(len(results), 'tool result')}{_in_conversations(trajectory)} "
+                                    f"was an error{read}")
 
     return _looking(label, grade)
+
+
+def _results_with_calls(trajectory: Trajectory) -> list[tuple[ToolResult, ToolCall | None]]:
+    """Every tool result of every conversation with the call it answers: by call id, or in order within its turn
+    for an API without call ids (Gemini)."""
+    pairs: list[tuple[ToolResult, ToolCall | None]] = []
+    for turn in trajectory.all_turns:
+        by_id = {call.id: call for call in turn.tool_calls if call.id is not None}
+        loose = [call for call in turn.tool_calls if call.id is None]
+        for result in turn.tool_results:
+            call = by_id.get(result.call_id) if result.call_id is not None else (loose.pop(0) if loose else None)
+            pairs.append((result, call))
+    return pairs
 
 
 def no_denials() -> Grader:

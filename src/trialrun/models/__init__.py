@@ -3,7 +3,7 @@
 Every one of them records the exchanges passing through it, so a `Trajectory` can be read from any agent built on
 httpx (the official SDKs, pydantic-ai, the OpenAI Agents SDK, LangChain, trialrun's own agent):
 
-- `ScriptedModel`: answers from a script of neutral steps (`tool_call`, `tool_calls`, `reply`, `fail`), no network.
+- `ScriptedModel`: answers from a script of neutral steps (`tool_call`, `tool_calls`, `reply`, `fail`, `shell`, `subagent`), no network.
 - `Cassette`: replays recorded traffic (no network), or records it from a live model with credentials scrubbed.
 - `LiveModel`: the real provider, with the key from the environment, timeouts and retries.
 - `RateLimit`: a provider's rate limit for LiveModel, shared by every LiveModel of one endpoint and key.
@@ -20,7 +20,7 @@ from .guard import NetworkBlockedError
 from .live import LiveModel
 from .observe import ObservedTransport, observe
 from .ratelimit import RateLimit
-from .scripted import ScriptedModel, When, fail, reply, shell, tool_call, tool_calls, when
+from .scripted import ScriptedModel, When, fail, reply, shell, subagent, tool_call, tool_calls, when
 
 __all__ = [
     "ModelTransport",
@@ -30,6 +30,7 @@ __all__ = [
     "reply",
     "fail",
     "shell",
+    "subagent",
     "when",
     "When",
     "Cassette",

@@ -13,21 +13,19 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Union
 
-from .._command_tools import SHELL_PREFERENCE, command_argument, shell_arguments
 from ..trajectory import ToolCall, Usage
 from ..wire import codec_for
 from ..wire._codec import Codec, json_body
 from ..wire._threads import Thread, Threader
 from ..wire._types import ModelRequest, ModelResponse, ProviderError, Step, WireError
 from ._base import ModelTransport, build_response
+from ._portable import SHELL_TOOL, SUBAGENT_TOOL, portable, resolve
 
-__all__ = ["ScriptedModel", "tool_call", "tool_calls", "reply", "fail", "shell", "when", "When", "StepLike", "Script",
-           "DEFAULT_SIDE_REPLY"]
+__all__ = ["ScriptedModel", "tool_call", "tool_calls", "reply", "fail", "shell", "subagent", "when", "When",
+           "StepLike", "Script", "DEFAULT_SIDE_REPLY"]
 
 #: What a side request (one that offers no tools, beside a main loop: a title, a summary) gets by default.
 DEFAULT_SIDE_REPLY = "OK"
-#: The tool name a portable `shell(...)` step stands for until a request says which shell tool it offers.
-SHELL_TOOL = "<shell>"
 
 # What a script entry or a reactive function may give: a step, a provider error, a bare string (a final reply),
 # or None from a function (nothing left to say: the script is exhausted).
@@ -38,17 +36,24 @@ Script = Union[Sequence[ScriptEntry], Callable[[ModelRequest], Union[StepLike, N
 _NO_RETRY = {"x-should-retry": "false"}  # the SDKs obey it: a scripting mistake must not be retried into noise
 
 
-def tool_call(name: str, arguments: dict[str, Any] | None = None, /, **kwargs: Any) -> Step:
+def tool_call(name: str, arguments: dict[str, Any] | None = None, /, *, namespace: str | None = None,
+              **kwargs: Any) -> Step:
     """A step in which the model calls one tool: `tool_call("read_file", path="notes.txt")`.
 
     Arguments come as a dict, as keywords, or both (keywords win). `name` is positional-only, so a tool argument
     may itself be called `name`. Also usable inside `tool_calls(...)` for parallel calls.
+
+    `namespace` names the tool namespace the tool lives in (OpenAI Responses only: Codex's sub-agent tools are
+    `tool_call("spawn_agent", message="...", namespace="multi_agent_v1")`); a tool ARGUMENT called namespace goes
+    in the dict: `tool_call("kubectl", {"namespace": "prod"})`.
     """
     if not isinstance(name, str) or not name:
         raise TypeError(f"tool_call: the tool name must be a non-empty string, got {name!r}")
     if arguments is not None and not isinstance(arguments, dict):
         raise TypeError(f"tool_call({name!r}): arguments must be a dict, got {type(arguments).__name__}")
-    return Step(tool_calls=[ToolCall(name, {**(arguments or {}), **kwargs})])
+    if namespace is not None and (not isinstance(namespace, str) or not namespace):
+        raise TypeError(f"tool_call({name!r}): namespace must be a non-empty string, got {namespace!r}")
+    return Step(tool_calls=[ToolCall(name, {**(arguments or {}), **kwargs}, namespace=namespace)])
 
 
 def tool_calls(*calls: Step | ToolCall, text: str = "", usage: Usage | None = None) -> Step:
@@ -86,6 +91,24 @@ def shell(command: str) -> Step:
     return Step(tool_calls=[ToolCall(SHELL_TOOL, {"command": command})])
 
 
+def subagent(prompt: str, *, description: str = "Delegated task", agent_type: str | None = None) -> Step:
+    """A step in which the model starts a sub-agent on `prompt` through whatever sub-agent tool the request
+    offers: Claude Code's `Agent` (or `Task`), opencode's `task`, Codex's `spawn_agent` (namespace
+    `multi_agent_v1`), each in its own argument shape (`description` and the agent type where the tool takes
+    them; the type defaults to each agent's general-purpose one).
+
+    Script the sub-agent's own conversation with `ScriptedModel(..., subagents={prompt: [steps]})`.
+    """
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise TypeError(f"subagent(): the prompt must be a non-empty string, got {prompt!r}")
+    if not isinstance(description, str):
+        raise TypeError(f"subagent(): description must be text, got {description!r}")
+    if agent_type is not None and (not isinstance(agent_type, str) or not agent_type):
+        raise TypeError(f"subagent(): agent_type must be a non-empty string, got {agent_type!r}")
+    return Step(tool_calls=[ToolCall(SUBAGENT_TOOL, {"prompt": prompt, "description": description,
+                                                     "agent_type": agent_type})])
+
+
 @dataclass(frozen=True, slots=True)
 class When:
     """Which conversations a sub-script serves (see `when`)."""
@@ -97,7 +120,7 @@ class When:
 
     def matches(self, request: ModelRequest) -> bool:
         system = request.system or ""
-        user = next((m.text for m in request.messages if m.role == "user"), "")
+        user = "\n".join(_opening_user_texts(request))
         return ((self.text is None or self.text in system or self.text in user)
                 and (self.system is None or self.system in system)
                 and (self.user is None or self.user in user)
@@ -110,11 +133,24 @@ class When:
         return f"when({', '.join(parts)})"
 
 
+def _opening_user_texts(request: ModelRequest) -> list[str]:
+    """The user messages a conversation opens with, before the model's first answer: its first user text, which
+    some agents split (Codex sends an <environment_context> message, then the task)."""
+    texts = []
+    for message in request.messages:
+        if message.role == "assistant" or message.tool_results:
+            break
+        if message.role == "user":
+            texts.append(message.text)
+    return texts
+
+
 def when(text: str | None = None, *, system: str | None = None, user: str | None = None,
          tools: Sequence[str] = ()) -> When:
     """A matcher for a conversation other than the main loop (a sub-agent), used as a key of
     `ScriptedModel(..., subagents={when(...): [steps]})`: its first request's system prompt or first user text
-    contains `text`; its system prompt contains `system`; its first user text contains `user`; it offers every
+    (the user messages it opens with) contains `text`; its system prompt contains `system`; its first user text
+    contains `user`; it offers every
     tool in `tools`. A plain string key means `when(text)`."""
     if all(v is None for v in (text, system, user)) and not tools:
         raise ValueError("when(): give text, system, user or tools; a matcher that matches every conversation "
@@ -429,11 +465,16 @@ class ScriptedModel(ModelTransport):
                     source = "the script function" if self._function is not None else f"{pending.label} step {pending.index + 1}"
                     return self._refuse(request, 500, codec, f"ScriptedModel: {where}: {source} calls {names}, but the "
                                         "request offers no tools (a phantom call: the agent cannot run it)", slot)
-                if any(call.name == SHELL_TOOL for call in step.tool_calls):
-                    resolved = _resolve_shell(step, model_request)
+                if portable(step):
+                    resolved = resolve(step, model_request)
                     if isinstance(resolved, str):
                         return self._refuse(request, 500, codec, f"ScriptedModel: {where}: {resolved}", slot)
                     step = resolved
+                spaced = [f"{call.namespace}.{call.name}" for call in step.tool_calls if call.namespace]
+                if spaced and not codec.namespaces:
+                    return self._refuse(request, 500, codec, f"ScriptedModel: {where}: the step calls "
+                                        f"{', '.join(spaced)} in a tool namespace, which {codec.api} does not have "
+                                        "(only OpenAI Responses has tool namespaces)", slot)
             if self._model is not None and step.model is None:
                 step = replace(step, model=self._model)
             try:
@@ -485,24 +526,3 @@ class ScriptedModel(ModelTransport):
 
 def _has_calls(entries: list[Any]) -> bool:
     return any(isinstance(e, Step) and e.tool_calls for e in entries)
-
-
-def _resolve_shell(step: Step, request: ModelRequest) -> Step | str:
-    """The step with each portable `shell(...)` call made a call of the request's own shell tool, in its own
-    argument shape; or what is wrong (no offered tool runs commands)."""
-    specs = {spec.name: spec for spec in request.tools}
-    by_folded = {name.casefold(): name for name in specs}
-    chosen = next((by_folded[name] for name in SHELL_PREFERENCE if name in by_folded), None)
-    if chosen is None:
-        chosen = next((name for name, spec in specs.items() if command_argument(name, spec.parameters, spec.description)), None)
-    if chosen is None:
-        return ("a shell step needs a tool that runs commands, but none of the offered tools does (offered: "
-                f"{', '.join(specs) or 'none'})")
-    spec = specs[chosen]
-    calls = []
-    for call in step.tool_calls:
-        if call.name == SHELL_TOOL:
-            arguments = shell_arguments(chosen, spec.parameters, call.arguments["command"], spec.description)
-            call = ToolCall(chosen, arguments or {"command": call.arguments["command"]}, call.id)
-        calls.append(call)
-    return replace(step, tool_calls=calls)

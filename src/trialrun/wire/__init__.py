@@ -123,6 +123,9 @@ def decode_trajectory(exchanges: list[Exchange]) -> Trajectory:
         if request is None:
             continue
         trajectory.model_calls += 1
+        codec = CODECS[request.api]
+        if not codec.error_flag:
+            _unflagged(trajectory, request, codec.title)
         thread = threads.place(request)
         if request.tools:
             for spec in request.tools:
@@ -199,6 +202,14 @@ def first_prompt(exchanges: list[Exchange]) -> str | None:
         if request is not None:
             return user_prompt(request) or None
     return None
+
+
+def _unflagged(trajectory: Trajectory, request: ModelRequest, api: str) -> None:
+    """Note the tool results of a request over an API without an error flag: their `is_error` says nothing."""
+    for message in request.messages:
+        for result in message.tool_results:
+            if result.call_id is not None:
+                trajectory.error_flags_unknown.setdefault(result.call_id, f"the wire ({api}) has no error flag")
 
 
 def _attach_results(thread: Thread, request: ModelRequest) -> None:

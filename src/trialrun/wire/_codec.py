@@ -24,6 +24,14 @@ class Codec(ABC):
     """
 
     api: ClassVar[str]
+    #: The API's name in messages ("OpenAI Chat Completions").
+    title: ClassVar[str] = ""
+    #: Whether a tool result on this API carries an error flag (Anthropic `is_error`, Gemini's `error` response);
+    #: OpenAI Chat Completions and Responses results carry none, so nobody can tell from the wire alone.
+    error_flag: ClassVar[bool] = False
+    #: Whether the API has tool namespaces (a call of `spawn_agent` in namespace `multi_agent_v1`): only OpenAI
+    #: Responses does; a scripted namespaced call on another API is refused, not flattened into a name.
+    namespaces: ClassVar[bool] = False
 
     @abstractmethod
     def handles(self, path: str) -> bool: ...

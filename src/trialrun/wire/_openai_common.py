@@ -191,7 +191,7 @@ def fill_call_ids(messages: list[Message]) -> list[Message]:
         for call in message.tool_calls:
             if call.id is None:
                 counter += 1
-                call = ToolCall(call.name, call.arguments, f"call_{counter}", call.raw_arguments)
+                call = ToolCall(call.name, call.arguments, f"call_{counter}", call.raw_arguments, call.namespace)
             calls.append(call)
             unanswered.append(call.id or "")
         results = []

@@ -30,11 +30,13 @@ class WireError(ValueError):
 
 @dataclass(slots=True)
 class ToolSpec:
-    """A tool as a request offers it to the model."""
+    """A tool as a request offers it to the model; `namespace` names the tool namespace it was offered in (an
+    OpenAI Responses `namespace` tool lists its member functions, each read as a ToolSpec of its own)."""
 
     name: str
     description: str = ""
     parameters: dict[str, Any] = field(default_factory=dict)
+    namespace: str | None = None
 
 
 @dataclass(slots=True)

@@ -66,6 +66,8 @@ class AnthropicCodec(Codec):
     """Reads and writes Anthropic Messages traffic; see the module docstring for the neutral conventions."""
 
     api = "anthropic"
+    title = "Anthropic Messages"
+    error_flag = True
 
     def handles(self, path: str) -> bool:
         # "/v1/messages" (or a base URL that already ends in /v1); not count_tokens, batches or OpenAI threads.

@@ -66,6 +66,8 @@ class GeminiCodec(Codec):
     """Reads and writes Gemini generateContent traffic; see the module docstring for the neutral conventions."""
 
     api = "gemini"
+    title = "Gemini"
+    error_flag = True
 
     def handles(self, path: str) -> bool:
         return _PATH.search(path) is not None

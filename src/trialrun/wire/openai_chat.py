@@ -48,6 +48,7 @@ class OpenAIChatCodec(Codec):
     """The Chat Completions wire format, JSON and `chat.completion.chunk` streams."""
 
     api = "openai-chat"
+    title = "OpenAI Chat Completions"
 
     def handles(self, path: str) -> bool:
         return path.rstrip("/").endswith("/chat/completions")

@@ -3,7 +3,10 @@
 Neutral reading of a request: `instructions` plus `system`/`developer` input items become `ModelRequest.system`;
 a `function_call` item joins the assistant message just before it (or starts one), consecutive
 `function_call_output` items form ONE neutral tool message. Built-in tools (`web_search`, `tool_search`,
-`file_search`, `mcp`, ...) are listed under their name, or their type when they have none. Only `function_call`
+`file_search`, `mcp`, ...) are listed under their name, or their type when they have none. A `namespace` tool
+(`{"type": "namespace", "name": "multi_agent_v1", "tools": [functions]}`, as Codex offers its sub-agent tools) is
+read as its member functions, each with `ToolSpec.namespace` set; a call of one carries `"namespace"` beside its
+`name` (kept on `ToolCall.namespace`), and scripted calls with a namespace are rendered that way. Only `function_call`
 and `custom_tool_call` items are tool calls of the agent: reasoning, refusals, compaction and server-side tool
 items (web search, tool search, file search, ...) are skipped, as they are not executed by the agent.
 Only `POST .../responses` is a model call; `/responses/{id}` sub-resources and `/conversations` are not.
@@ -53,6 +56,8 @@ class OpenAIResponsesCodec(Codec):
     """The Responses wire format, JSON and `response.*` event streams."""
 
     api = "openai-responses"
+    title = "OpenAI Responses"
+    namespaces = True
 
     def handles(self, path: str) -> bool:
         return path.rstrip("/").endswith("/responses")
@@ -75,8 +80,9 @@ class OpenAIResponsesCodec(Codec):
         elif raw_input is not None:
             system += _decode_input(require_list(raw_input, "request 'input'"), messages, "request input")
         tools = [
-            _tool_spec(tool, f"request tool {n}")
+            spec
             for n, tool in enumerate(optional_list(body.get("tools"), "request 'tools'"), 1)
+            for spec in _tool_specs(tool, f"request tool {n}")
         ]
         model = body.get("model")
         return ModelRequest(
@@ -116,6 +122,7 @@ class OpenAIResponsesCodec(Codec):
                     "type": "function_call",
                     "call_id": call.id,
                     "name": call.name,
+                    **({"namespace": call.namespace} if call.namespace else {}),
                     "arguments": arguments_json(call.arguments),
                 }
                 for call in message.tool_calls
@@ -124,7 +131,7 @@ class OpenAIResponsesCodec(Codec):
         if system:
             body["instructions"] = system
         if tools:
-            body["tools"] = [_function_wire(tool) for tool in tools]
+            body["tools"] = _tools_wire(tools)
         if max_tokens is not None:
             body["max_output_tokens"] = max_tokens
         return body
@@ -208,6 +215,22 @@ def _decode_input(items: list[Any], messages: list[Message], where: str) -> list
     return system
 
 
+def _tool_specs(tool: Any, where: str) -> list[ToolSpec]:
+    """The tools one entry of `tools` offers: itself, or a namespace's member functions."""
+    tool = require_dict(tool, where)
+    kind = kind_of(tool, where, "function")
+    name = tool.get("name")
+    if kind == "namespace":
+        if not (isinstance(name, str) and name):
+            raise WireError(f"{where} is a namespace without a name")
+        members = optional_list(tool.get("tools"), f"{where} (namespace {name!r}) 'tools'")
+        specs = [_tool_spec(member, f"{where} (namespace {name!r}) tool {n}") for n, member in enumerate(members, 1)]
+        for spec in specs:
+            spec.namespace = name
+        return specs
+    return [_tool_spec(tool, where)]
+
+
 def _tool_spec(tool: Any, where: str) -> ToolSpec:
     tool = require_dict(tool, where)
     kind = kind_of(tool, where, "function")
@@ -220,6 +243,22 @@ def _tool_spec(tool: Any, where: str) -> ToolSpec:
         tool.get("description") or "",
         parameters if isinstance(parameters, dict) and kind == "function" else {},
     )
+
+
+def _tools_wire(tools: list[ToolSpec]) -> list[dict[str, Any]]:
+    """Plain tools as functions; tools with a namespace grouped into one `namespace` tool each, where the first
+    of them stood."""
+    wire: list[dict[str, Any]] = []
+    spaces: dict[str, dict[str, Any]] = {}
+    for tool in tools:
+        if tool.namespace is None:
+            wire.append(_function_wire(tool))
+            continue
+        if tool.namespace not in spaces:
+            spaces[tool.namespace] = {"type": "namespace", "name": tool.namespace, "tools": []}
+            wire.append(spaces[tool.namespace])
+        spaces[tool.namespace]["tools"].append(_function_wire(tool))
+    return wire
 
 
 def _function_wire(tool: ToolSpec) -> dict[str, Any]:
@@ -239,9 +278,12 @@ def _tool_call(item: dict[str, Any], where: str) -> ToolCall:
     if not isinstance(name, str) or not name:
         raise WireError(f"{where} ({item.get('type')}) has no name")
     call_id = item.get("call_id") if isinstance(item.get("call_id"), str) else None
+    namespace = item.get("namespace") if isinstance(item.get("namespace"), str) and item.get("namespace") else None
     if item.get("type") == "custom_tool_call":
-        return ToolCall(name, {"input": item.get("input") or ""}, call_id)
-    return decode_call(name, item.get("arguments"), call_id)
+        return ToolCall(name, {"input": item.get("input") or ""}, call_id, namespace=namespace)
+    call = decode_call(name, item.get("arguments"), call_id)
+    call.namespace = namespace
+    return call
 
 
 def _decode_output(items: list[Any], response: ModelResponse, where: str) -> None:
@@ -394,14 +436,11 @@ def _message_item(item_id: str, text: str, status: str) -> dict[str, Any]:
 
 def _call_item(item_id: str, call_id: str, call: ToolCall, status: str) -> dict[str, Any]:
     arguments = arguments_json(call.arguments) if status == "completed" else ""
-    return {
-        "id": item_id,
-        "type": "function_call",
-        "status": status,
-        "call_id": call_id,
-        "name": call.name,
-        "arguments": arguments,
-    }
+    item = {"id": item_id, "type": "function_call", "status": status, "call_id": call_id, "name": call.name}
+    if call.namespace:
+        item["namespace"] = call.namespace
+    item["arguments"] = arguments
+    return item
 
 
 def _wire_usage(usage: Usage) -> dict[str, Any]:
