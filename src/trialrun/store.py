@@ -22,7 +22,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ._files import TOO_DEEP, read_text, remove_stale_temps, unencodable_text, write_atomic, write_new
-from ._safe_read import regular
+from ._safe_read import UnreadableFile, opened, regular
 from ._scrub import scrub_text, secrets_version
 from .journal import SUFFIX as JOURNAL_SUFFIX
 from .journal import Journal, JournalError, is_live, read_journal
@@ -170,6 +170,15 @@ def _run_id(path: Path) -> object:
     except (ResultFileError, ValueError, RecursionError):
         return None
     return data.get("run_id") if isinstance(data, dict) else None
+
+
+def _unusable(path: Path) -> str:
+    """Why `path` (not a regular file) is not read as a result file, in the safe reader's words."""
+    try:
+        with opened(path, "result file", limit=RESULT_MAX_BYTES):
+            return "not used"  # pragma: no cover - it became a regular file meanwhile
+    except UnreadableFile as exc:
+        return exc.reason
 
 
 def _key(path: Path) -> tuple[str, int]:
@@ -326,6 +335,8 @@ class ResultsStore:
                 chosen = target
         elif link.is_file():
             chosen = link
+        if chosen is None and os.path.lexists(link):  # a FIFO, a device, a folder, a dangling link: never read
+            self.skipped[link] = _unusable(link)
         files = self.files()
         if chosen is None:
             usable = self.recent(1)

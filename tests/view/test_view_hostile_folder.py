@@ -1,6 +1,7 @@
 """`trialrun view` over a results folder someone put hostile files in: a FIFO named like a journal, a result file
 or a sidecar, and the same names linked to /dev/zero. The real `trialrun view` runs in a process of its own (an
-address-space limit of 1.5 GiB, so /dev/zero read whole fails there): every page answers within a second, says
+address-space limit of 1.5 GiB, so /dev/zero read whole fails there): every page answers within a second (plus
+what an ordinary page takes on the machine at that moment: the test machine is shared), says
 which file could not be read and why, and another page is served while it is asked for (before: the FIFO hung the
 page and every other page with it, /dev/zero took the viewer to MemoryError)."""
 
@@ -89,6 +90,8 @@ def test_a_page_beside_a_fifo_or_dev_zero_answers_within_a_second_and_names_the_
         with view_process(results) as (base, process):
             for url, wanted in _pages(results, kind):
                 answers: dict[str, tuple[float, httpx.Response | Exception]] = {}
+                _ask(base, other_url, answers, "alone")  # what a page takes on this (shared, maybe busy) machine
+                bound = 1.0 + answers.pop("alone")[0]
                 hostile = threading.Thread(target=_ask, args=(base, url, answers, "hostile"))
                 hostile.start()
                 time.sleep(0.2)  # the hostile page is being made: another page must be served meanwhile
@@ -98,7 +101,7 @@ def test_a_page_beside_a_fifo_or_dev_zero_answers_within_a_second_and_names_the_
                 for name in ("hostile", "other"):
                     elapsed, response = answers[name]
                     assert isinstance(response, httpx.Response), f"{name} page ({url}): {response!r}"
-                    assert elapsed < 1.0, f"{name} page ({url}) took {elapsed:.2f} s"
+                    assert elapsed < bound, f"{name} page ({url}) took {elapsed:.2f} s (bound {bound:.2f} s)"
                     assert response.status_code < 500, (url, response.text[:2000])
                 assert answers["other"][1].status_code == 200  # type: ignore[union-attr]
                 text = answers["hostile"][1].text  # type: ignore[union-attr]
