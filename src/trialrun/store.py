@@ -137,6 +137,8 @@ def load_report(path: str | os.PathLike[str]) -> RunReport:
         if is_skill_result(data):
             return from_skill_result(data, path, lambda reason: _bad(path, reason))
         raise _bad(path, "not a trialrun result file (no schema_version)")
+    if not isinstance(version, str):
+        raise _bad(path, f'schema_version must be text, such as "{SCHEMA_VERSION}" (got {json.dumps(version)})')
     if _major(version) > _major(SCHEMA_VERSION):
         raise _bad(path, f"written by a newer trialrun (schema {version}; this one reads {SCHEMA_VERSION}); upgrade trialrun")
     try:
