@@ -253,8 +253,8 @@ def _report(start: JournalStart, by_case: dict[str, list[TrialResult]], status: 
     results: list[CaseResult] = []
     unfinished: list[str] = []
     for plan in start.cases:
-        common = {"tags": list(plan.tags), "mode": plan.mode, "description": plan.description,
-                  "metadata": dict(plan.metadata), "title": plan.title}
+        common: dict[str, Any] = {"tags": list(plan.tags), "mode": plan.mode, "description": plan.description,
+                                  "metadata": dict(plan.metadata), "title": plan.title}
         if plan.skip_reason is not None:
             results.append(CaseResult(name=plan.name, skipped=True, skip_reason=plan.skip_reason, **common))
             continue
