@@ -126,16 +126,20 @@ class History:
         return list(names)
 
 
-_cache: dict[tuple[str, int, int], RunReport] = {}
+#: path -> ((device, inode, size, mtime), its report): one entry a file, replaced when the file changes.
+_cache: dict[str, tuple[tuple[int, int, int, int], RunReport]] = {}
 
 
 def _load(path: Path) -> RunReport:
-    """A result file, loaded once per (path, size, mtime): a viewer re-reads the folder on every page."""
+    """A result file, loaded once per version (device, inode, size, mtime): a viewer re-reads the folder on every
+    page (from several threads at once: at worst a file is loaded twice)."""
     stat = path.stat()
-    key = (str(path), stat.st_size, stat.st_mtime_ns)
-    report = _cache.get(key)
-    if report is None:
-        report = _cache[key] = load_report(path)
+    key = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
+    cached = _cache.get(str(path))
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    report = load_report(path)
+    _cache[str(path)] = (key, report)
     return report
 
 

@@ -158,9 +158,10 @@ def create_app(directory: str | os.PathLike[str]) -> Any:
         return html(pages.test_page(h, name))
 
     def two(request: Request, h: History) -> tuple[Any, Any] | Response:
-        a, b = h.run(request.query_params.get("a", "")), h.run(request.query_params.get("b", ""))
+        stems = request.query_params.get("a", ""), request.query_params.get("b", "")
+        a, b = h.run(stems[0]), h.run(stems[1])
         if a is None or b is None:
-            return not_found("pick two runs of this folder (a= and b=)")
+            return missing_run(h, stems[0] if a is None else stems[1], "pick two runs of this folder (a= and b=)")
         return a, b
 
     def compare_page(request: Request) -> Response:

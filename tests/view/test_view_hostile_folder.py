@@ -12,6 +12,7 @@ import shutil
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -112,3 +113,42 @@ def test_a_page_beside_a_fifo_or_dev_zero_answers_within_a_second_and_names_the_
         for path in results.iterdir():  # a viewer blocked on a FIFO (before the fix) can then be stopped
             if path.is_fifo():
                 release_fifo(path)
+
+
+def test_a_slow_file_never_holds_up_the_other_pages(runs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The viewer reads files in threads, never on its event loop: while one page waits 1.5 s on a journal (a slow
+    disk, a network file system; here the journal reader made slow), the other pages are served at once (before:
+    every page waited for it)."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "render"))
+    from _history_runs import served
+
+    from trialrun import view
+
+    results = tmp_path / "eval"
+    shutil.copytree(runs, results, symlinks=True)
+    slow_journal = results / f"{FIFO_JOURNAL}.jsonl"
+    slow_journal.write_text("")  # a journal; reading it (for its live page) is what is slow
+    real = view.read_journal
+
+    def slow(path: Path) -> Any:
+        if path == slow_journal:
+            time.sleep(1.5)
+        return real(path)
+
+    monkeypatch.setattr(view, "read_journal", slow)
+    with served(results) as base:
+        answers: dict[str, tuple[float, httpx.Response | Exception]] = {}
+        waiting = threading.Thread(target=_ask, args=(base, f"/live/{FIFO_JOURNAL}", answers, "slow"))
+        waiting.start()
+        time.sleep(0.2)
+        for name, url in (("runs", "/"), ("run", f"/run/{stems(results)[0]}"), ("api", "/api/live/none")):
+            _ask(base, url, answers, name)
+        waiting.join(10)
+        for name in ("runs", "run", "api"):
+            elapsed, response = answers[name]
+            assert isinstance(response, httpx.Response) and response.status_code == 200, (name, response)
+            assert elapsed < 1.0, f"{name} took {elapsed:.2f} s while another page read a slow file"
+        elapsed, response = answers["slow"]
+        assert isinstance(response, httpx.Response) and elapsed >= 1.5  # it did wait for its file
