@@ -197,3 +197,27 @@ def test_a_journal_field_of_the_wrong_type_is_a_named_note_from_every_command(
     result = cli("recover")
     assert result.exit_code == 2 and f"error: not recovered: {named}" in result.output, result.output
     assert journal.exists()  # kept, for a person to look at
+
+
+LATEST_FIELDS = [(("cases",), 5, "cases: Input should be a valid list"),
+                 (("run_id",), 5, "run_id: Input should be a valid string"),
+                 (("started_at",), "yesterday", "started_at: Input should be a valid datetime"),
+                 (("schema_version",), 1, "schema_version must be text"),
+                 (("cases", 0, "trials", 0, "passed"), [True], "trials.0.passed: Input should be a valid boolean")]
+
+
+@pytest.mark.parametrize("path, value, note", LATEST_FIELDS, ids=[".".join(map(str, f[0])) for f in LATEST_FIELDS])
+def test_a_copied_latest_json_with_a_field_of_the_wrong_type_is_named(project: Path, cli: Any, path: tuple[Any, ...],
+                                                                      value: Any, note: str) -> None:
+    """latest.json where the file system has no symlinks is a copy of the newest result file: read as one."""
+    assert cli("run", "all").exit_code in (0, 1)
+    latest = project / RESULTS / "latest.json"
+    data = json.loads(latest.read_text())
+    latest.unlink()
+    target = data
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    latest.write_text(json.dumps(data))
+    result = cli("report")
+    assert result.exit_code == 2 and f"{latest}: " in result.output and note in result.output, result.output
