@@ -157,10 +157,21 @@ def test_every_response_has_the_security_headers(results: Path, client: Any) -> 
         _check_headers(client.get(url), url)
 
 
-def test_a_foreign_host_and_a_wrong_method_get_the_headers_too(client: Any) -> None:
+def test_a_foreign_host_a_wrong_method_and_a_crash_get_the_headers_too(client: Any,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from trialrun.render import history
+
     for response in (client.get("/", headers={"host": "evil.example"}), client.post("/")):
         assert response.status_code in (400, 405)
         _check_headers(response, "/")
+
+    def broken(*args: Any, **kwargs: Any) -> str:
+        raise RuntimeError("a page that breaks")
+
+    monkeypatch.setattr(history, "runs_page", broken)
+    crashed = client.get("/")
+    assert crashed.status_code == 500 and "a page that breaks" not in crashed.text
+    _check_headers(crashed, "/")
 
 
 def test_in_chromium_no_url_part_injects_markup_navigates_or_runs_script(results: Path, context: Any) -> None:
