@@ -448,9 +448,11 @@ def _find_trial(path: Path, case: str, trial: int, result: TrialExchanges) -> bo
             if not _started(line, path, result):
                 return False
             continue
-        if line.too_long:
-            continue  # whose line it is cannot be known without holding it; if it is the trial's, it is "not found"
-        if not line.data:
+        if line.too_long and line.matched:
+            result.problem = (f"{where}: the exchanges of trial {trial} of {case!r} take more than "
+                              f"{_safe_read.size_text(LINE_MAX_BYTES)}; they are not shown")
+            return False
+        if not line.matched or not line.data:
             continue
         if not line.whole:
             result.problem = (f"{where}: the exchanges of trial {trial} of {case!r} were cut short (the run was "

@@ -188,6 +188,8 @@ def read_journal(path: Path) -> LiveRun | None:
         live.problems.append(f"{path.name}: {exc.reason}")
         return live
     live.problems = [f"{path.name} {note}" for note in read.problems]
+    if read.more_problems:
+        live.problems.append(f"{path.name}: {read.more_problems} more line(s) like these")
     if read.start is not None:
         live.run_id = read.start.run_id
         live.started_at = read.start.started_at.isoformat()

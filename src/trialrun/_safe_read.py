@@ -154,13 +154,15 @@ def read_text(path: str | os.PathLike[str], what: str, *, limit: int = MAX_BYTES
 @dataclass(frozen=True)
 class Line:
     """One line of a file read by `lines`: its number (from 1), its bytes without the newline, `whole` (False for
-    a last line with no newline after it: one being written, or cut short by a kill) and `too_long` (longer than
-    the line limit: `data` is empty, the line was skipped without being held)."""
+    a last line with no newline after it: one being written, or cut short by a kill), `too_long` (longer than
+    the line limit: `data` is empty, the line was skipped without being held) and `matched`."""
 
     number: int
     data: bytes
     whole: bool = True
     too_long: bool = False
+    #: The line starts with the `wanted` bytes (always True without them): said of a line too long to give too.
+    matched: bool = True
 
 
 def lines(path: str | os.PathLike[str], what: str, *, limit: int = MAX_BYTES, line_limit: int = MAX_BYTES,
@@ -190,9 +192,10 @@ def lines(path: str | os.PathLike[str], what: str, *, limit: int = MAX_BYTES, li
                     break
             if read > limit:  # it grew while being read
                 raise UnreadableFile(path, f"{what} too large (more than {size_text(limit)}, the limit)")
+            matched = wanted is None or head.startswith(wanted)
             if size - ended > line_limit:
-                yield Line(number, b"", ended, too_long=True)
-            elif wanted is None or number == 1 or head.startswith(wanted):
-                yield Line(number, head[:-1] if ended else head, ended)
+                yield Line(number, b"", ended, too_long=True, matched=matched)
+            elif matched or number == 1:
+                yield Line(number, head[:-1] if ended else head, ended, matched=matched)
             else:
-                yield Line(number, b"", ended)
+                yield Line(number, b"", ended, matched=False)

@@ -140,6 +140,8 @@ def is_live(path: Path) -> bool:
 #: A journal holds what a result file holds (every trial), so it may be as large; a line is one trial.
 MAX_BYTES = 2**30
 LINE_MAX_BYTES = 256 * 2**20
+#: Line problems kept as notes; more are counted.
+MAX_PROBLEMS = 20
 
 
 @dataclass
@@ -156,6 +158,14 @@ class JournalLines:
     problems: list[str] = field(default_factory=list)
     #: True when the first line is not a start line (not a trialrun journal at all), or one of a newer version
     foreign: bool = False
+    #: Problems past the first MAX_PROBLEMS, counted, not kept (a file of a million bad lines is one note's worth)
+    more_problems: int = 0
+
+    def note(self, text: str) -> None:
+        if len(self.problems) < MAX_PROBLEMS:
+            self.problems.append(text)
+        else:
+            self.more_problems += 1
 
 
 def read_lines(path: Path) -> JournalLines:
@@ -166,7 +176,7 @@ def read_lines(path: Path) -> JournalLines:
     for line in _safe_read.lines(path, "journal", limit=MAX_BYTES, line_limit=LINE_MAX_BYTES):
         where = f"line {line.number}"
         if line.too_long:
-            read.problems.append(f"{where}: longer than {_safe_read.size_text(LINE_MAX_BYTES)}; not read")
+            read.note(f"{where}: longer than {_safe_read.size_text(LINE_MAX_BYTES)}; not read")
             continue
         if not line.data.strip():
             continue
@@ -174,10 +184,10 @@ def read_lines(path: Path) -> JournalLines:
             record = json.loads(line.data)
         except (ValueError, RecursionError):
             if line.whole:  # a last line without its newline is being written, or was cut short by a kill
-                read.problems.append(f"{where}: not valid JSON")
+                read.note(f"{where}: not valid JSON")
             continue
         if not isinstance(record, dict):
-            read.problems.append(f"{where}: not a JSON object")
+            read.note(f"{where}: not a JSON object")
             continue
         if first:
             first = False
@@ -188,13 +198,13 @@ def read_lines(path: Path) -> JournalLines:
         if kind == "trial":
             trial = validated(JournalTrial, record)
             if isinstance(trial, str):
-                read.problems.append(f"{where}: {trial}")
+                read.note(f"{where}: {trial}")
             else:
                 read.trials.append((line.number, trial, record["result"]))
         elif kind == "end":
             end = validated(JournalEnd, record)
             if isinstance(end, str):
-                read.problems.append(f"{where}: {end}")
+                read.note(f"{where}: {end}")
             else:
                 read.end = end
     return read
@@ -205,16 +215,16 @@ def _start(read: JournalLines, record: dict[str, Any], where: str) -> bool:
     newer one)."""
     if record.get("event") != "start":
         read.foreign = True
-        read.problems.append(f"{where}: not a start line; this is not a trialrun journal")
+        read.note(f"{where}: not a start line; this is not a trialrun journal")
         return False
     version = record.get("journal_version")
     if isinstance(version, int) and not isinstance(version, bool) and version > JOURNAL_VERSION:
         read.foreign = True
-        read.problems.append(f"{where}: written by a newer trialrun (journal version {version}); upgrade trialrun")
+        read.note(f"{where}: written by a newer trialrun (journal version {version}); upgrade trialrun")
         return False
     start = validated(JournalStart, record)
     if isinstance(start, str):
-        read.problems.append(f"{where}: {start}")
+        read.note(f"{where}: {start}")
     else:
         read.start = start
     return True
@@ -231,8 +241,8 @@ def read_journal(path: Path) -> RunReport:
     if read.start is None and not read.problems:
         raise JournalError(f"{path}: the journal is empty (the run was killed before it started)")  # or cut short
     if read.problems:
-        raise JournalError(f"{path}: {read.problems[0]}"
-                           + (f" (and {len(read.problems) - 1} more line(s))" if len(read.problems) > 1 else ""))
+        more = len(read.problems) - 1 + read.more_problems
+        raise JournalError(f"{path}: {read.problems[0]}" + (f" (and {more} more line(s))" if more else ""))
     assert read.start is not None
     by_case: dict[str, list[TrialResult]] = {}
     elapsed = 0.0

@@ -112,3 +112,31 @@ def test_lines_are_bounded_and_the_last_cut_short_one_is_marked(tmp_path: Path) 
 
 def test_a_journal_lock_check_on_a_fifo_is_false_and_never_blocks(fifo: Path) -> None:
     assert _within(5, lambda: locked(fifo)) is False
+
+
+def test_a_sidecar_line_over_the_limit_is_said_to_be_too_long(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    from trialrun import _exchange_log
+
+    monkeypatch.setattr(_exchange_log, "LINE_MAX_BYTES", 1000)
+    path = tmp_path / "results_4.exchanges.ndjson"
+    big = {"event": "trial", "case": "c", "trial": 1, "exchanges": [{"n": 1, "request": {"body_text": "x" * 5000}}]}
+    path.write_text(json.dumps({"event": "start", "exchanges_version": 1}) + "\n"
+                    + json.dumps(big, separators=(",", ":")) + "\n")
+    found = _exchange_log.read_trial_exchanges(path, "c", 1)
+    assert found.problem == (f"{path.name} line 2: the exchanges of trial 1 of 'c' take more than 1,000 bytes; "
+                             "they are not shown")
+    assert _exchange_log.read_trial_exchanges(path, "c", 2).problem.startswith(f"{path.name} has no exchanges")
+
+
+def test_a_journal_of_many_bad_lines_is_a_few_notes_and_a_count(tmp_path: Path) -> None:
+    from trialrun._history import read_journal
+
+    path = tmp_path / "results_5.jsonl"
+    start = '{"event": "start", "journal_version": 1, "started_at": "2026-01-01T00:00:00+00:00", "cases": []}\n'
+    path.write_text(start + '{"event": "trial", "case": 5, "result": {"passed": true}}\n' * 1000)
+    live = read_journal(path)
+    assert live is not None and len(live.problems) == 21
+    assert live.problems[0] == f"{path.name} line 2: case must be text"
+    assert live.problems[-1] == f"{path.name}: 981 more line(s) like these"
