@@ -64,7 +64,7 @@ def size_text(count: int) -> str:
 
 def _not_regular(path: str | os.PathLike[str], mode: int, what: str) -> UnreadableFile:
     if stat.S_ISDIR(mode):
-        return UnreadableFile(path, f"is a folder, not a file ({what}s are files)")
+        return UnreadableFile(path, "is a folder, not a file")
     return UnreadableFile(path, f"is {kind_of_file(mode)}, not a regular file (only regular files are read as {what}s)")
 
 

@@ -1,7 +1,7 @@
 """`trialrun view`: a local web app over a results folder (Starlette + uvicorn, the `trialrun[view]` extra).
 
-It binds 127.0.0.1 only and reads the folder on every request (result files are cached by size and mtime), so a
-run saved meanwhile, or one in progress (its journal), shows up without a restart. Pages:
+It binds 127.0.0.1 only and reads the folder on every request (a result file is loaded again only when it
+changed), so a run saved meanwhile, or one in progress (its journal), shows up without a restart. Pages:
 
     /                       the runs, newest first, with the suite trend, the compare picker, runs in progress
     /run/<stem>             one run (the HTML report)
