@@ -40,8 +40,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import _safe_read
+from ._file_models import SidecarExchange, SidecarStart, SidecarTrial, validated
 from ._files import hold_lock
 from ._line_log import LineAppender
+from ._safe_read import UnreadableFile
 from ._scrub import credential_values, scrub_body, scrub_headers, scrub_text, scrub_url, secrets_version
 
 __all__ = ["SUFFIX", "EXCHANGES_VERSION", "DEFAULT_MAX_TRIAL_BYTES", "BODY_MAX_BYTES", "BODY_MIN_BYTES",
@@ -57,6 +60,11 @@ DEFAULT_MAX_TRIAL_BYTES = 4 * 2**20
 BODY_MAX_BYTES = 256 * 2**10
 #: What a body keeps once its trial's cap is reached (enough to see what the request was).
 BODY_MIN_BYTES = 1024
+
+#: What a sidecar read may hold: a line is one trial's exchanges (its bodies capped by `max_trial_bytes`, 4 MiB by
+#: default, then escaped once more as JSON); the file is read a line at a time, so its own size only bounds the scan.
+MAX_BYTES = 64 * 2**30
+LINE_MAX_BYTES = 256 * 2**20
 
 _BODY_FIELDS = ("body", "stream", "body_text", "body_base64")
 _STRING_KEEPS = (4096, 1024, 256, 64)  # the lengths long JSON strings are cut to, tried in turn
@@ -355,16 +363,14 @@ def merge_parts(parts: Sequence[Path], dest: Path, names: dict[str, str], *, run
                      "max_trial_bytes": max_trial_bytes, "kept": True}
             out.write((scrub_text(_dumps(start)) + "\n").encode("utf-8"))
             for part in parts:
-                try:
-                    handle = open(part, "rb")  # noqa: SIM115 - closed by the with below
-                except OSError:
-                    continue  # a worker that never wrote one, or a part removed meanwhile: nothing of it to keep
-                with handle:
-                    for line in handle:
-                        renamed = _renamed(line, names)
+                try:  # the safe reader's lines: a part is in the results folder, where anything may be put
+                    for line in _safe_read.lines(part, "exchanges part", limit=MAX_BYTES, line_limit=LINE_MAX_BYTES):
+                        renamed = _renamed(line.data + b"\n", names) if line.whole and line.data else None
                         if renamed is not None:
                             out.write(renamed)
                             written += 1
+                except UnreadableFile:
+                    continue  # a worker that never wrote one, or a part removed meanwhile: nothing (more) of it
             out.flush()
             os.fsync(out.fileno())
         os.replace(tmp, dest)
@@ -401,6 +407,10 @@ class TrialExchanges:
     exchanges: list[dict[str, Any]] = field(default_factory=list)
     problem: str | None = None
     found: bool = False
+    #: Exchanges of the trial's line left out, each with why ("... line 3: exchanges.1.request.status must be a
+    #: whole number; that exchange is not shown")
+    notes: list[str] = field(default_factory=list)
+    started: bool = False  # the start line was read
 
     def by_number(self) -> dict[int, dict[str, Any]]:
         return {int(e["n"]): e for e in self.exchanges if isinstance(e, dict) and isinstance(e.get("n"), int)}
@@ -413,58 +423,90 @@ _NOT_KEPT = ("this run kept no raw exchanges: {name} is not there. Runs keep the
 
 
 def read_trial_exchanges(path: Path, case: str, trial: int) -> TrialExchanges:
-    """The exchanges of trial `trial` of `case` from a sidecar. Never raises: a missing file, a start line that says
-    none were kept, no line for the trial, a line cut short (a killed run) or one that is not JSON all come back as
-    `problem`, saying which and why."""
+    """The exchanges of trial `trial` of `case` from a sidecar, read by the safe reader a line at a time (holding
+    only the trial's own line) and typed by `_file_models`. Never raises: a missing file, one that is not a regular
+    file (a FIFO, /dev/zero), a start line that says none were kept, no line for the trial, a line cut short (a
+    killed run), one that is not JSON or holds fields of the wrong type all come back as `problem`, saying which
+    and why; an exchange of the wrong shape is left out with a note in `notes` naming its line and field."""
     result = TrialExchanges(path)
-    prefix = _line_prefix(case, trial)
     try:
-        handle = open(path, "rb")  # noqa: SIM115 - closed below; read line by line (a sidecar may be large)
-    except FileNotFoundError:
-        result.problem = _NOT_KEPT.format(name=path.name)
+        found = _find_trial(path, case, trial, result)
+    except UnreadableFile as exc:
+        result.problem = _NOT_KEPT.format(name=path.name) if exc.missing else f"{path.name}: {exc.reason}"
         return result
-    except OSError as exc:
-        result.problem = f"{path.name}: cannot be read ({exc.strerror or exc})"
-        return result
-    with handle:
-        first = handle.readline()
-        try:
-            start = json.loads(first)
-        except ValueError:
-            start = None
-        if not isinstance(start, dict) or start.get("event") != "start":
-            result.problem = (f"{path.name} is not a trialrun exchanges file (its first line is not a start line)"
-                              if first.strip() else f"{path.name} is empty (the run was killed as it started)")
-            return result
-        if int(start.get("exchanges_version") or 0) > EXCHANGES_VERSION:
-            result.problem = f"{path.name} was written by a newer trialrun; upgrade trialrun to read it"
-            return result
-        if start.get("kept") is False:
-            result.problem = f"this run kept no raw exchanges: {start.get('why') or 'they were not recorded'}"
-            return result
-        number = 1
-        for line in handle:
-            number += 1
-            if not line.startswith(prefix):
-                continue
-            if not line.endswith(b"\n"):
-                result.problem = (f"{path.name} line {number}: the exchanges of trial {trial} of {case!r} were cut "
-                                  "short (the run was killed while writing them); nothing of them can be shown")
-                return result
-            try:
-                record = json.loads(line)
-            except (ValueError, RecursionError):
-                result.problem = f"{path.name} line {number}: not valid JSON (the file is corrupt)"
-                return result
-            exchanges = record.get("exchanges") if isinstance(record, dict) else None
-            if not isinstance(exchanges, list):
-                result.problem = f"{path.name} line {number}: no list of exchanges"
-                return result
-            result.exchanges = [e for e in exchanges if isinstance(e, dict)]
-            result.found = True
-            if not result.exchanges:
-                result.problem = "the trial sent no request through an observed model transport"
-            return result
-    result.problem = (f"{path.name} has no exchanges for trial {trial} of {case!r}: the run stopped before the trial "
-                      "finished, or the file was cut short")
+    if not found and result.problem is None and not result.started:
+        result.problem = f"{path.name} is empty (the run was killed as it started)"
+    elif not found and result.problem is None:
+        result.problem = (f"{path.name} has no exchanges for trial {trial} of {case!r}: the run stopped before the "
+                          "trial finished, or the file was cut short")
     return result
+
+
+def _find_trial(path: Path, case: str, trial: int, result: TrialExchanges) -> bool:
+    """Fill `result` from the sidecar's line for the trial; False when there is none (or a problem stops the read)."""
+    prefix = _line_prefix(case, trial)
+    for line in _safe_read.lines(path, "exchanges file", limit=MAX_BYTES, line_limit=LINE_MAX_BYTES, wanted=prefix):
+        where = f"{path.name} line {line.number}"
+        if line.number == 1:
+            if not _started(line, path, result):
+                return False
+            continue
+        if line.too_long and line.matched:
+            result.problem = (f"{where}: the exchanges of trial {trial} of {case!r} take more than "
+                              f"{_safe_read.size_text(LINE_MAX_BYTES)}; they are not shown")
+            return False
+        if not line.matched or not line.data:
+            continue
+        if not line.whole:
+            result.problem = (f"{where}: the exchanges of trial {trial} of {case!r} were cut short (the run was "
+                              "killed while writing them); nothing of them can be shown")
+            return False
+        try:
+            record = json.loads(line.data)
+        except (ValueError, RecursionError):
+            result.problem = f"{where}: not valid JSON (the file is corrupt)"
+            return False
+        typed = validated(SidecarTrial, record)
+        if isinstance(typed, str):
+            result.problem = f"{where}: {typed}"
+            return False
+        for index, exchange in enumerate(typed.exchanges):
+            checked = validated(SidecarExchange, exchange, prefix=f"exchanges.{index}")
+            if isinstance(checked, str):
+                result.notes.append(f"{where}: {checked}; that exchange is not shown")
+            else:
+                result.exchanges.append(exchange)
+        result.found = True
+        if not typed.exchanges:
+            result.problem = "the trial sent no request through an observed model transport"
+        return True
+    return False
+
+
+def _started(line: _safe_read.Line, path: Path, result: TrialExchanges) -> bool:
+    """Check the sidecar's start line; False (with `result.problem` said) when nothing after it can be shown."""
+    where = f"{path.name} line 1"
+    if line.too_long or not line.data.strip():
+        result.problem = (f"{where}: longer than {_safe_read.size_text(LINE_MAX_BYTES)}; not a trialrun exchanges "
+                          "file" if line.too_long else f"{path.name} is empty (the run was killed as it started)")
+        return False
+    try:
+        start = json.loads(line.data)
+    except (ValueError, RecursionError):
+        start = None
+    if not isinstance(start, dict) or start.get("event") != "start":
+        result.problem = f"{path.name} is not a trialrun exchanges file (its first line is not a start line)"
+        return False
+    version = start.get("exchanges_version")
+    if isinstance(version, int) and not isinstance(version, bool) and version > EXCHANGES_VERSION:
+        result.problem = f"{path.name} was written by a newer trialrun; upgrade trialrun to read it"
+        return False
+    typed = validated(SidecarStart, start)
+    if isinstance(typed, str):
+        result.problem = f"{where}: {typed}"
+        return False
+    if not typed.kept:
+        result.problem = f"this run kept no raw exchanges: {typed.why or 'they were not recorded'}"
+        return False
+    result.started = True
+    return True

@@ -14,12 +14,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from . import _safe_read
+
 __all__ = ["read_text", "MAX_BYTES", "gc_paused", "write_atomic", "write_new", "write_user_file", "remove_stale_temps",
            "unencodable_text", "TOO_DEEP", "hold_lock", "write_all"]
 
-#: The largest file trialrun reads by default (suites, configurations, cassettes, scripted model files, price
-#: files): 100,000 tests are about 20 MiB; a file far larger is a mistake (or an attack), not something to parse.
-MAX_BYTES = 64 * 2**20
+#: The largest file trialrun reads by default (the one reader's, `_safe_read`).
+MAX_BYTES = _safe_read.MAX_BYTES
 
 try:  # POSIX: a temp file being written is locked, so a cleaner can tell it from one a killed process left
     import fcntl
@@ -40,50 +41,13 @@ def read_text(path: Path, what: str, error: type[Exception], *, missing: str | N
               limit: int | None = None) -> str:
     """A file's text, or `error` with a message naming the file: "<path>: <what> not found" (or `missing`).
 
-    Only a regular file is read (a FIFO would block forever, /dev/zero never end), and at most `limit` bytes
-    (MAX_BYTES by default): the file is opened without blocking, then checked, so nothing can swap in between.
+    Read by the one safe reader (`_safe_read`): only a regular file (a FIFO would block forever, /dev/zero never
+    end), looked at before it is opened and again once open, and at most `limit` bytes (MAX_BYTES by default).
     """
-    limit = MAX_BYTES if limit is None else limit
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
-    except FileNotFoundError:
-        raise error(f"{path}: {missing or what + ' not found'}") from None
-    except IsADirectoryError:
-        raise error(f"{path}: is a folder, not a {what}") from None
-    except OSError as exc:
-        raise error(f"{path}: cannot read {what} ({exc.strerror or exc})") from None
-    try:
-        info = os.fstat(fd)
-        if stat.S_ISDIR(info.st_mode):
-            raise error(f"{path}: is a folder, not a {what}")
-        if not stat.S_ISREG(info.st_mode):
-            raise error(f"{path}: is {_kind_of_file(info.st_mode)}, not a regular file; a {what} must be a file")
-        if info.st_size > limit:
-            raise error(f"{path}: {what} too large ({_size(info.st_size)}; the limit is {_size(limit)})")
-        with os.fdopen(fd, "rb", closefd=False) as handle:
-            data = handle.read(limit + 1)
-    except OSError as exc:
-        raise error(f"{path}: cannot read {what} ({exc.strerror or exc})") from None
-    finally:
-        os.close(fd)
-    if len(data) > limit:  # it grew while being read
-        raise error(f"{path}: {what} too large (more than {_size(limit)}, the limit)")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise error(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-
-
-def _kind_of_file(mode: int) -> str:
-    for test, name in ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
-                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
-        if test(mode):
-            return name
-    return "a special file"
-
-
-def _size(count: int) -> str:
-    return f"{count / 2**20:.1f} MiB" if count >= 2**20 else f"{count:,} bytes"
+        return _safe_read.read_text(path, what, limit=MAX_BYTES if limit is None else limit, missing=missing)
+    except _safe_read.UnreadableFile as exc:
+        raise error(str(exc)) from None
 
 
 @contextmanager
@@ -247,9 +211,9 @@ def locked(path: str | os.PathLike[str], *, nofollow: bool = False) -> bool:
     being written). False without flock (Windows) or when the file cannot be opened."""
     if fcntl is None:  # pragma: no cover - Windows
         return False
-    try:
-        fd = os.open(path, os.O_RDONLY | (getattr(os, "O_NOFOLLOW", 0) if nofollow else 0))
-    except OSError:
+    try:  # a regular file only, opened without blocking (a FIFO named like a journal must not hang its reader)
+        fd = _safe_read.open_regular(path, "file", limit=None, nofollow=nofollow)
+    except _safe_read.UnreadableFile:
         return False
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)

@@ -9,14 +9,15 @@ journal's format touches only it.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ._safe_read import UnreadableFile
 from .compare import Comparison, ConfigChange, compare, format_value
+from .journal import read_lines
 from .results import RunReport
 from .store import ResultFileError, ResultsStore, load_report
 
@@ -87,6 +88,8 @@ class LiveRun:
     status: str | None = None  # "completed" / "interrupted" once the end line is written
     cases: dict[str, dict[str, int]] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    #: Why the journal itself cannot be read (not a regular file, too large), None when it was read
+    unreadable: str | None = None
 
     @property
     def passed(self) -> int:
@@ -123,16 +126,20 @@ class History:
         return list(names)
 
 
-_cache: dict[tuple[str, int, int], RunReport] = {}
+#: path -> ((device, inode, size, mtime), its report): one entry a file, replaced when the file changes.
+_cache: dict[str, tuple[tuple[int, int, int, int], RunReport]] = {}
 
 
 def _load(path: Path) -> RunReport:
-    """A result file, loaded once per (path, size, mtime): a viewer re-reads the folder on every page."""
+    """A result file, loaded once per version (device, inode, size, mtime): a viewer re-reads the folder on every
+    page (from several threads at once: at worst a file is loaded twice)."""
     stat = path.stat()
-    key = (str(path), stat.st_size, stat.st_mtime_ns)
-    report = _cache.get(key)
-    if report is None:
-        report = _cache[key] = load_report(path)
+    key = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
+    cached = _cache.get(str(path))
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    report = load_report(path)
+    _cache[str(path)] = (key, report)
     return report
 
 
@@ -166,50 +173,41 @@ def load_history(directory: str | os.PathLike[str]) -> History:
 
 
 def read_journal(path: Path) -> LiveRun | None:
-    """The progress of a run from its journal (docs/journal.md): a start line, a line per finished trial, an end
-    line. A missing journal is None (the run finished and removed it); a last line cut short is skipped (the run
-    is writing it); other lines that are not JSON are listed in `problems`."""
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        return LiveRun(path.name.removesuffix(JOURNAL_SUFFIX), path, problems=[f"{path}: {exc.strerror or exc}"])
+    """The progress of a run from its journal (docs/journal.md), read by the journal's own line reader
+    (`journal.read_lines`): a start line, a line per finished trial, an end line. A missing journal is None (the
+    run finished and removed it); a last line cut short is skipped (the run is writing it); a file that cannot be
+    read (a FIFO, a device) and lines that are not what the format says are listed in `problems`, by line and
+    field ("results_X.jsonl line 1: cases must be a list"), and the rest is still counted."""
     live = LiveRun(path.name.removesuffix(JOURNAL_SUFFIX), path)
-    lines = text.split("\n")
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            event = json.loads(line)
-        except ValueError:
-            if number < len(lines) - 1 or text.endswith("\n"):
-                live.problems.append(f"{path.name} line {number}: not JSON")
-            continue
-        if not isinstance(event, dict):
-            continue
-        kind = event.get("event")
-        if kind == "start":
-            live.run_id = event.get("run_id")
-            live.started_at = event.get("started_at")
-            for case in event.get("cases") or []:
-                if isinstance(case, dict) and not case.get("skip_reason"):
-                    trials = int(case.get("trials") or 1)
-                    live.cases[str(case.get("name"))] = {"trials": trials, "done": 0, "failed": 0}
-                    live.total += trials
-        elif kind == "trial":
-            name = str(event.get("case"))
-            result = event.get("result")
-            passed = isinstance(result, dict) and bool(result.get("passed"))
-            live.done += 1
-            live.failed += 0 if passed else 1
-            live.current = name
-            live.elapsed_s = float(event.get("elapsed_s") or live.elapsed_s)
-            counts = live.cases.setdefault(name, {"trials": 0, "done": 0, "failed": 0})
-            counts["done"] += 1
-            counts["failed"] += 0 if passed else 1
-        elif kind == "end":
-            live.status = str(event.get("status") or "completed")
+    try:
+        read = read_lines(path)
+    except UnreadableFile as exc:
+        if exc.missing:
+            return None
+        live.unreadable = exc.reason
+        live.problems.append(f"{path.name}: {exc.reason}")
+        return live
+    live.problems = [f"{path.name} {note}" for note in read.problems]
+    if read.more_problems:
+        live.problems.append(f"{path.name}: {read.more_problems} more line(s) like these")
+    if read.start is not None:
+        live.run_id = read.start.run_id
+        live.started_at = read.start.started_at.isoformat()
+        for case in read.start.cases:
+            if case.skip_reason is None:
+                live.cases[case.name] = {"trials": case.trials, "done": 0, "failed": 0}
+                live.total += case.trials
+    for _, trial, _ in read.trials:
+        passed = trial.result.passed
+        live.done += 1
+        live.failed += 0 if passed else 1
+        live.current = trial.case
+        live.elapsed_s = max(live.elapsed_s, trial.elapsed_s)
+        counts = live.cases.setdefault(trial.case, {"trials": 0, "done": 0, "failed": 0})
+        counts["done"] += 1
+        counts["failed"] += 0 if passed else 1
+    if read.end is not None:
+        live.status = read.end.status
     return live
 
 

@@ -779,23 +779,31 @@ def compare(runs: tuple[str, ...], results_dir: str | None, suite: str | None, c
 def recover(results_dir: str | None, suite: str | None, config_path: str | None) -> None:
     """Save the runs that were killed (SIGKILL, power loss) as result files with "status": "interrupted", from
     their journals (results_<stamp>.jsonl with no results_<stamp>.json)."""
-    from .store import LatestNotUpdated, load_report
+    from .journal import SUFFIX as JOURNAL_SUFFIX
+    from .store import LatestNotUpdated, ResultFileError, load_report
 
     store = _store(results_dir, config_path, suite)
-    journals = store.unfinished()
+    journals = [path for path in store.files() if path.suffix == JOURNAL_SUFFIX]  # FIFOs too: said, never opened
     if not journals:
         _say(f"nothing to recover in {store.directory}", err=False)
         return
+    failed = 0
     for journal in journals:
         try:
             saved = store.recover(journal)
         except LatestNotUpdated as exc:
             saved = exc.saved
             _say(f"warning: {exc}")
+        except ResultFileError as exc:  # one journal that cannot be read: say so, recover the others
+            failed += 1
+            _say(f"error: not recovered: {exc}")
+            continue
         report = load_report(saved)
         trials = sum(len(c.trials) for c in report.cases)
         _say(f"recovered {saved}: {trials} finished trial(s) of {len(report.cases)} test(s), "
              f"{len(report.unfinished_cases)} test(s) not started; status {report.status}", err=False)
+    if failed:
+        sys.exit(EXIT_USAGE)
 
 
 # -- grade --------------------------------------------------------------------------------------------------

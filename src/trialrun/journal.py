@@ -22,18 +22,22 @@ import os
 import socket
 import threading
 import time
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from . import _safe_read
+from ._file_models import JournalEnd, JournalStart, JournalTrial, problem, validated
 from ._files import locked
 from ._line_log import LineAppender
 from ._scrub import scrub_text, secrets_version
 from .results import SCHEMA_VERSION, CaseResult, RunReport, TrialResult
 
-__all__ = ["Journal", "JournalError", "JOURNAL_VERSION", "read_journal", "is_live", "case_plan"]
+__all__ = ["Journal", "JournalError", "JournalLines", "JOURNAL_VERSION", "read_journal", "read_lines", "is_live",
+           "case_plan"]
 
 JOURNAL_VERSION = 1
 #: A journal's name is its result file's, with this suffix instead of ".json".
@@ -129,71 +133,151 @@ class Journal(LineAppender):
 
 
 def is_live(path: Path) -> bool:
-    """Whether a process is still writing this journal (it holds the file's lock)."""
+    """Whether a process is still writing this journal (it holds the file's lock; a FIFO or a device named like a
+    journal is never opened, so it is not live)."""
     return locked(path)
+
+
+#: A journal holds what a result file holds (every trial), so it may be as large; a line is one trial.
+MAX_BYTES = 2**30
+LINE_MAX_BYTES = 256 * 2**20
+#: Line problems kept as notes; more are counted.
+MAX_PROBLEMS = 20
+
+
+@dataclass
+class JournalLines:
+    """A journal read line by line into its typed lines (`_file_models`): the start line, each trial line (with
+    its line number and its `result` as the file holds it), the end line, and `problems`, a note per line that is
+    not what docs/journal.md says ("line 1: cases must be a list"). A last line cut short (the run is writing it,
+    or was killed while it did) is no problem: it is left out."""
+
+    path: Path
+    start: JournalStart | None = None
+    trials: list[tuple[int, JournalTrial, dict[str, Any]]] = field(default_factory=list)
+    end: JournalEnd | None = None
+    problems: list[str] = field(default_factory=list)
+    #: True when the first line is not a start line (not a trialrun journal at all), or one of a newer version
+    foreign: bool = False
+    #: Problems past the first MAX_PROBLEMS, counted, not kept (a file of a million bad lines is one note's worth)
+    more_problems: int = 0
+
+    def note(self, text: str) -> None:
+        if len(self.problems) < MAX_PROBLEMS:
+            self.problems.append(text)
+        else:
+            self.more_problems += 1
+
+
+def read_lines(path: Path) -> JournalLines:
+    """The journal at `path`, typed line by line. UnreadableFile (`_safe_read`) when the file itself cannot be
+    read: missing, not a regular file (a FIFO, /dev/zero), too large."""
+    read = JournalLines(path)
+    first = True
+    for line in _safe_read.lines(path, "journal", limit=MAX_BYTES, line_limit=LINE_MAX_BYTES):
+        where = f"line {line.number}"
+        if line.too_long:
+            read.note(f"{where}: longer than {_safe_read.size_text(LINE_MAX_BYTES)}; not read")
+            continue
+        if not line.data.strip():
+            continue
+        try:
+            record = json.loads(line.data)
+        except (ValueError, RecursionError):
+            if line.whole:  # a last line without its newline is being written, or was cut short by a kill
+                read.note(f"{where}: not valid JSON")
+            continue
+        if not isinstance(record, dict):
+            read.note(f"{where}: not a JSON object")
+            continue
+        if first:
+            first = False
+            if not _start(read, record, where):
+                return read
+            continue
+        kind = record.get("event")
+        if kind == "trial":
+            trial = validated(JournalTrial, record)
+            if isinstance(trial, str):
+                read.note(f"{where}: {trial}")
+            else:
+                read.trials.append((line.number, trial, record["result"]))
+        elif kind == "end":
+            end = validated(JournalEnd, record)
+            if isinstance(end, str):
+                read.note(f"{where}: {end}")
+            else:
+                read.end = end
+    return read
+
+
+def _start(read: JournalLines, record: dict[str, Any], where: str) -> bool:
+    """Read the start line into `read`; False when the rest of the file is not worth reading (not a journal, or a
+    newer one)."""
+    if record.get("event") != "start":
+        read.foreign = True
+        read.note(f"{where}: not a start line; this is not a trialrun journal")
+        return False
+    version = record.get("journal_version")
+    if isinstance(version, int) and not isinstance(version, bool) and version > JOURNAL_VERSION:
+        read.foreign = True
+        read.note(f"{where}: written by a newer trialrun (journal version {version}); upgrade trialrun")
+        return False
+    start = validated(JournalStart, record)
+    if isinstance(start, str):
+        read.note(f"{where}: {start}")
+    else:
+        read.start = start
+    return True
 
 
 def read_journal(path: Path) -> RunReport:
     """The run a journal records, as a report: "interrupted" unless its end line says otherwise. A last line cut
-    short (the process was killed while writing it) is left out; anything else unreadable names the line."""
+    short (the process was killed while writing it) is left out; anything else unreadable is a JournalError naming
+    the file, the line and the field."""
     try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise JournalError(f"{path}: cannot read the journal ({exc.strerror or exc})") from None
-    lines = raw.split(b"\n")
-    complete, tail = lines[:-1], lines[-1]  # the tail is empty after a whole last line
-    if not complete and not tail.strip():
-        raise JournalError(f"{path}: the journal is empty (the run was killed before it started)")
-    records: list[dict[str, Any]] = []
-    for number, line in enumerate(complete + ([tail] if tail.strip() else []), 1):
-        try:
-            record = json.loads(line)
-        except (ValueError, RecursionError):
-            if number == len(complete) + 1:  # a cut-short last line: the trial being written when the run died
-                break
-            raise JournalError(f"{path}: line {number} is not valid JSON") from None
-        if not isinstance(record, dict):
-            raise JournalError(f"{path}: line {number} is not a JSON object")
-        records.append(record)
-    start = records[0] if records else {}
-    if start.get("event") != "start":
-        raise JournalError(f"{path}: not a trialrun journal (line 1 is not a start line)")
-    if int(start.get("journal_version", 0)) > JOURNAL_VERSION:
-        raise JournalError(f"{path}: written by a newer trialrun (journal version {start['journal_version']}); upgrade trialrun")
+        read = read_lines(path)
+    except _safe_read.UnreadableFile as exc:
+        raise JournalError(f"{path}: {exc.reason}") from None
+    if read.start is None and not read.problems:
+        raise JournalError(f"{path}: the journal is empty (the run was killed before it started)")  # or cut short
+    if read.problems:
+        more = len(read.problems) - 1 + read.more_problems
+        raise JournalError(f"{path}: {read.problems[0]}" + (f" (and {more} more line(s))" if more else ""))
+    assert read.start is not None
     by_case: dict[str, list[TrialResult]] = {}
-    status, elapsed = "interrupted", 0.0
-    for number, record in enumerate(records[1:], 2):
-        if record.get("event") == "trial":
-            elapsed = max(elapsed, float(record.get("elapsed_s") or 0.0))
-            try:
-                by_case.setdefault(str(record["case"]), []).append(TrialResult.model_validate(record["result"]))
-            except (KeyError, ValidationError) as exc:
-                raise JournalError(f"{path}: line {number}: not a trial result ({exc.__class__.__name__})") from None
-        elif record.get("event") == "end":
-            status = str(record.get("status") or "interrupted")
-    return _report(start, by_case, status, elapsed)
+    elapsed = 0.0
+    for number, trial, result in read.trials:
+        elapsed = max(elapsed, trial.elapsed_s)
+        try:
+            by_case.setdefault(trial.case, []).append(TrialResult.model_validate(result))
+        except ValidationError as exc:
+            raise JournalError(f"{path}: line {number}: {problem(exc, prefix='result')}") from None
+    status = read.end.status if read.end is not None else "interrupted"
+    try:
+        return _report(read.start, by_case, status, elapsed)
+    except ValidationError as exc:  # the lines were each right, but do not make a run together
+        raise JournalError(f"{path}: line 1: {problem(exc)}") from None
 
 
-def _report(start: dict[str, Any], by_case: dict[str, list[TrialResult]], status: str, elapsed: float) -> RunReport:
+def _report(start: JournalStart, by_case: dict[str, list[TrialResult]], status: str, elapsed: float) -> RunReport:
     results: list[CaseResult] = []
     unfinished: list[str] = []
-    for plan in start.get("cases", []):
-        common = {"tags": list(plan.get("tags") or []), "mode": plan.get("mode", "deterministic"),
-                  "description": plan.get("description"), "metadata": plan.get("metadata") or {}, "title": plan.get("title")}
-        name = plan["name"]
-        if "skip_reason" in plan:
-            results.append(CaseResult(name=name, skipped=True, skip_reason=plan["skip_reason"], **common))
+    for plan in start.cases:
+        common: dict[str, Any] = {"tags": list(plan.tags), "mode": plan.mode, "description": plan.description,
+                                  "metadata": dict(plan.metadata), "title": plan.title}
+        if plan.skip_reason is not None:
+            results.append(CaseResult(name=plan.name, skipped=True, skip_reason=plan.skip_reason, **common))
             continue
-        trials = sorted(by_case.get(name, []), key=lambda t: t.trial)
+        trials = sorted(by_case.get(plan.name, []), key=lambda t: t.trial)
         if not trials:
-            unfinished.append(name)
+            unfinished.append(plan.name)
             continue
-        results.append(CaseResult.from_trials(name, trials, unfinished_trials=max(0, int(plan.get("trials", 1)) - len(trials)),
+        results.append(CaseResult.from_trials(plan.name, trials, unfinished_trials=max(0, plan.trials - len(trials)),
                                               **common))
     if status == "completed" and unfinished:
         status = "interrupted"
     return RunReport.build(
-        results, trial_count=int(start.get("trial_count", 1)), started_at=datetime.fromisoformat(start["started_at"]),
-        duration_s=elapsed, status=status, unfinished=unfinished,
-        run_id=start.get("run_id"), config_snapshot=start.get("config_snapshot") or {},
+        results, trial_count=start.trial_count, started_at=start.started_at, duration_s=elapsed, status=status,
+        unfinished=unfinished, run_id=start.run_id, config_snapshot=dict(start.config_snapshot),
     )

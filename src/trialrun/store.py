@@ -22,6 +22,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ._files import TOO_DEEP, read_text, remove_stale_temps, unencodable_text, write_atomic, write_new
+from ._safe_read import UnreadableFile, opened, regular
 from ._scrub import scrub_text, secrets_version
 from .journal import SUFFIX as JOURNAL_SUFFIX
 from .journal import Journal, JournalError, is_live, read_journal
@@ -136,6 +137,8 @@ def load_report(path: str | os.PathLike[str]) -> RunReport:
         if is_skill_result(data):
             return from_skill_result(data, path, lambda reason: _bad(path, reason))
         raise _bad(path, "not a trialrun result file (no schema_version)")
+    if not isinstance(version, str):
+        raise _bad(path, f'schema_version must be text, such as "{SCHEMA_VERSION}" (got {json.dumps(version)})')
     if _major(version) > _major(SCHEMA_VERSION):
         raise _bad(path, f"written by a newer trialrun (schema {version}; this one reads {SCHEMA_VERSION}); upgrade trialrun")
     try:
@@ -159,6 +162,25 @@ def _where(data: dict[str, Any], loc: tuple[int | str, ...]) -> str:
     rest = ".".join(str(part) for part in loc[2:])
     kind = "case" if loc[0] == "cases" else "test"
     return f"{kind} {label!r} ({loc[0]}.{loc[1]})" + (f", {rest}" if rest else "")
+
+
+def _run_id(path: Path) -> object:
+    """The run id a result file (or a copied latest.json) says it holds, read by the safe reader; None when it
+    cannot be read or says none."""
+    try:
+        data = json.loads(read_text(path, "result file", ResultFileError, limit=RESULT_MAX_BYTES))
+    except (ResultFileError, ValueError, RecursionError):
+        return None
+    return data.get("run_id") if isinstance(data, dict) else None
+
+
+def _unusable(path: Path) -> str:
+    """Why `path` (not a regular file) is not read as a result file, in the safe reader's words."""
+    try:
+        with opened(path, "result file", limit=RESULT_MAX_BYTES):
+            return "not used"  # pragma: no cover - it became a regular file meanwhile
+    except UnreadableFile as exc:
+        return exc.reason
 
 
 def _key(path: Path) -> tuple[str, int]:
@@ -209,8 +231,9 @@ class ResultsStore:
         return name.removesuffix("l") not in names and not is_live(self.directory / name)
 
     def unfinished(self) -> list[Path]:
-        """Journals of runs that did not finish (killed), oldest first: `recover` saves them as result files."""
-        return [path for path in self.files() if path.suffix == JOURNAL_SUFFIX]
+        """Journals of runs that did not finish (killed), oldest first: `recover` saves them as result files. Only
+        regular files: a FIFO or a device named like a journal is no run (`files` lists it, and loading it says why)."""
+        return [path for path in self.files() if path.suffix == JOURNAL_SUFFIX and regular(path)]
 
     def reserve(self, started_at: datetime) -> tuple[str, Journal]:
         """A run's name (`results_<stamp>[_n]`, of `started_at` in UTC), taken by creating its journal exclusively
@@ -287,13 +310,8 @@ class ResultsStore:
         text = report_text(report)
         write_atomic(path, text)
         latest = self.directory / LATEST
-        if latest.is_file() and not latest.is_symlink():
-            try:
-                same = json.loads(latest.read_text(encoding="utf-8")).get("run_id") == report.run_id
-            except (ValueError, OSError):
-                same = False
-            if same:
-                write_atomic(latest, text)
+        if report.run_id is not None and not latest.is_symlink() and _run_id(latest) == report.run_id:
+            write_atomic(latest, text)
 
     def _point_latest(self, path: Path) -> None:
         """latest.json becomes a symlink to the new file (renamed into place, so atomic), or a copy where the file
@@ -319,6 +337,8 @@ class ResultsStore:
                 chosen = target
         elif link.is_file():
             chosen = link
+        if chosen is None and os.path.lexists(link):  # a FIFO, a device, a folder, a dangling link: never read
+            self.skipped[link] = _unusable(link)
         files = self.files()
         if chosen is None:
             usable = self.recent(1)
@@ -357,11 +377,7 @@ class ResultsStore:
             if path.stem in wanted:
                 return path
         for path in reversed(files):  # a run id given by the caller (evaluate(run_id=...)) is in the file only
-            try:
-                data = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                continue
-            if isinstance(data, dict) and data.get("run_id") == ref:
+            if _run_id(path) == ref:
                 return path
         recent = ", ".join(p.stem for p in files[-5:]) or "none yet"
         raise ResultFileError(

@@ -1,7 +1,7 @@
 """`trialrun view`: a local web app over a results folder (Starlette + uvicorn, the `trialrun[view]` extra).
 
-It binds 127.0.0.1 only and reads the folder on every request (result files are cached by size and mtime), so a
-run saved meanwhile, or one in progress (its journal), shows up without a restart. Pages:
+It binds 127.0.0.1 only and reads the folder on every request (a result file is loaded again only when it
+changed), so a run saved meanwhile, or one in progress (its journal), shows up without a restart. Pages:
 
     /                       the runs, newest first, with the suite trend, the compare picker, runs in progress
     /run/<stem>             one run (the HTML report)
@@ -17,24 +17,74 @@ Starlette and uvicorn are imported only here, and this module only when `trialru
 
 from __future__ import annotations
 
+import json
 import os
+from html import escape
 from pathlib import Path
 from urllib.parse import quote
 from typing import Any
 
 from ._history import History, load_history, read_journal
 
-__all__ = ["create_app", "serve", "MISSING_EXTRA"]
+__all__ = ["create_app", "serve", "MISSING_EXTRA", "SECURITY_HEADERS"]
 
 MISSING_EXTRA = "trialrun view needs the 'view' extra: pip install 'trialrun[view]' (Starlette and uvicorn)"
 
+#: Sent with every response, whatever its status (a 404, the 400 of a foreign host name, a 500 included): no page
+#: of the viewer tells another site which page it was left from, none is read as anything but its declared type,
+#: and none may be framed by another page. Each HTML page also carries its own Content-Security-Policy (only its
+#: inline script and style run, nothing is fetched elsewhere); responses that are not HTML get one that allows
+#: nothing at all.
+SECURITY_HEADERS = {
+    "referrer-policy": "no-referrer",
+    "x-content-type-options": "nosniff",
+    "x-frame-options": "DENY",
+    "cache-control": "no-store",
+}
+_HTML_CSP = "frame-ancestors 'none'"
+_OTHER_CSP = "default-src 'none'; frame-ancestors 'none'; sandbox"
+
+
+def _secured(app: Any) -> Any:
+    """`app` with SECURITY_HEADERS (and a Content-Security-Policy header) on every HTTP response: the outermost
+    layer, so errors Starlette answers itself get them too."""
+    names = {*SECURITY_HEADERS, "content-security-policy"}
+
+    async def secured(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await app(scope, receive, send)
+            return
+
+        async def sending(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                headers = [(k, v) for k, v in message.get("headers", []) if k.decode("latin-1").lower() not in names]
+                html = any(k.lower() == b"content-type" and v.startswith(b"text/html") for k, v in headers)
+                headers += [(k.encode(), v.encode()) for k, v in SECURITY_HEADERS.items()]
+                headers.append((b"content-security-policy", (_HTML_CSP if html else _OTHER_CSP).encode()))
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await app(scope, receive, sending)
+
+    return secured
+
+
+def _json_text(data: Any) -> str:
+    """JSON with `<`, `>` and `&` written as escapes: no response of the viewer holds markup it did not make."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
 
 def create_app(directory: str | os.PathLike[str]) -> Any:
-    """The ASGI app serving `directory`'s history (raises ImportError naming the extra when Starlette is absent)."""
+    """The ASGI app serving `directory`'s history (raises ImportError naming the extra when Starlette is absent).
+
+    Every handler is a plain function, which Starlette runs in its thread pool: a slow file never holds up the
+    event loop, so other pages are served meanwhile (and files are read by the safe reader, which never opens a
+    FIFO or a device). Everything a page echoes from the request (a path, a query value) is escaped."""
     try:
         from starlette.applications import Starlette
         from starlette.requests import Request
-        from starlette.responses import HTMLResponse, JSONResponse, Response
+        from starlette.responses import HTMLResponse, Response
         from starlette.routing import Route
     except ImportError as exc:
         raise ImportError(MISSING_EXTRA) from exc
@@ -49,29 +99,43 @@ def create_app(directory: str | os.PathLike[str]) -> Any:
         return load_history(root)
 
     def html(text: str, status: int = 200) -> Response:
-        return HTMLResponse(text, status_code=status, headers={"Cache-Control": "no-store"})
+        return HTMLResponse(text, status_code=status)
+
+    def json_response(data: Any) -> Response:
+        return Response(_json_text(data), media_type="application/json")
 
     def not_found(what: str) -> Response:
-        return html(pages._page("trialrun · not found", pages._head("trialrun", "Not found", what), served=True), 404)
+        """A 404 saying what was not found: `what` is text (from the request, too), escaped here."""
+        return html(pages._page("trialrun · not found", pages._head("trialrun", "Not found", escape(what)), served=True),
+                    404)
 
-    async def index(request: Request) -> Response:
+    def missing_run(h: History, stem: str, otherwise: str = "") -> Response:
+        """No run `stem`: why, when a file of that name is there but could not be read (the other runs stay
+        browsable from the runs page, which lists it too)."""
+        why = next((f"{p.name} could not be read: {reason}" for p, reason in h.skipped.items()
+                    if p.name.split(".")[0] == stem), None)
+        return not_found(why or otherwise or f"no run {stem} in {root}")
+
+    def index(request: Request) -> Response:
         return html(pages.runs_page(history()))
 
-    async def run(request: Request) -> Response:
-        entry = history().run(request.path_params["stem"])
+    def run(request: Request) -> Response:
+        h = history()
+        entry = h.run(request.path_params["stem"])
         if entry is None:
-            return not_found(f"no run {request.path_params['stem']} in {root}")
+            return missing_run(h, request.path_params["stem"])
         link = f"/trial/{quote(entry.stem, safe='')}?test={{test}}&trial={{trial}}"
         return html(report_html(entry.report, trial_link=link))
 
-    async def trial(request: Request) -> Response:
+    def trial(request: Request) -> Response:
         from ._exchange_log import read_trial_exchanges, sidecar_path
         from .render.exchanges import trial_page
 
         stem = request.path_params["stem"]
-        entry = history().run(stem)
+        h = history()
+        entry = h.run(stem)
         if entry is None:
-            return not_found(f"no run {stem} in {root}")
+            return missing_run(h, stem)
         name = request.query_params.get("test", "")
         case = next((c for c in entry.report.cases if c.name == name), None)
         if case is None:
@@ -86,7 +150,7 @@ def create_app(directory: str | os.PathLike[str]) -> Any:
         log = read_trial_exchanges(sidecar_path(entry.path), name, number)
         return html(trial_page(entry, name, chosen, log))
 
-    async def test(request: Request) -> Response:
+    def test(request: Request) -> Response:
         name = request.path_params["name"]
         h = history()
         if name not in h.test_names():
@@ -94,12 +158,13 @@ def create_app(directory: str | os.PathLike[str]) -> Any:
         return html(pages.test_page(h, name))
 
     def two(request: Request, h: History) -> tuple[Any, Any] | Response:
-        a, b = h.run(request.query_params.get("a", "")), h.run(request.query_params.get("b", ""))
+        stems = request.query_params.get("a", ""), request.query_params.get("b", "")
+        a, b = h.run(stems[0]), h.run(stems[1])
         if a is None or b is None:
-            return not_found("pick two runs of this folder (a= and b=)")
+            return missing_run(h, stems[0] if a is None else stems[1], "pick two runs of this folder (a= and b=)")
         return a, b
 
-    async def compare_page(request: Request) -> Response:
+    def compare_page(request: Request) -> Response:
         h = history()
         pair = two(request, h)
         if isinstance(pair, Response):
@@ -107,7 +172,7 @@ def create_app(directory: str | os.PathLike[str]) -> Any:
         a, b = pair
         return html(comparison_html(comparing.compare(a.report, b.report), a.report, b.report))
 
-    async def diff(request: Request) -> Response:
+    def diff(request: Request) -> Response:
         h = history()
         pair = two(request, h)
         if isinstance(pair, Response):
@@ -121,35 +186,37 @@ def create_app(directory: str | os.PathLike[str]) -> Any:
     def journal(stem: str) -> Path:
         return root / f"{Path(stem).name}.jsonl"
 
-    async def live(request: Request) -> Response:
+    def live(request: Request) -> Response:
         stem = request.path_params["stem"]
         progress = read_journal(journal(stem))
+        if progress is not None and progress.unreadable is not None:
+            return not_found(f"{progress.path.name} could not be read: {progress.unreadable}")
         if progress is None:
-            if history().run(stem) is not None:
-                return Response(status_code=303, headers={"Location": f"/run/{stem}"})
-            return not_found(f"no run in progress named {stem}")
+            h = history()
+            if h.run(stem) is not None:
+                return Response(status_code=303, headers={"Location": f"/run/{quote(stem, safe='')}"})
+            return missing_run(h, stem, f"no run in progress named {stem}")
         return html(pages.live_page(progress))
 
-    async def live_api(request: Request) -> Response:
+    def live_api(request: Request) -> Response:
         stem = request.path_params["stem"]
+        if (root / f"{Path(stem).name}.json").exists():
+            return json_response({"finished": f"/run/{quote(stem, safe='')}"})
         progress = read_journal(journal(stem))
-        headers = {"Cache-Control": "no-store"}
-        if progress is None or (root / f"{Path(stem).name}.json").exists():
-            if (root / f"{Path(stem).name}.json").exists():
-                return JSONResponse({"finished": f"/run/{stem}"}, headers=headers)
-            return JSONResponse({"gone": True}, headers=headers)
-        return JSONResponse(progress.as_json(), headers=headers)
+        if progress is None or progress.unreadable is not None:
+            return json_response({"gone": True, **({"problems": progress.problems} if progress else {})})
+        return json_response(progress.as_json())
 
     from starlette.middleware import Middleware
     from starlette.middleware.trustedhost import TrustedHostMiddleware
 
     # Only this machine's names: a page elsewhere cannot read the results through a DNS-rebound host name.
     hosts = Middleware(TrustedHostMiddleware, allowed_hosts=["127.0.0.1", "localhost"])
-    return Starlette(middleware=[hosts], routes=[
+    return _secured(Starlette(middleware=[hosts], routes=[
         Route("/", index), Route("/run/{stem}", run), Route("/test/{name:path}", test),
         Route("/compare", compare_page), Route("/diff", diff), Route("/live/{stem}", live),
         Route("/api/live/{stem}", live_api), Route("/trial/{stem}", trial),
-    ])
+    ]))
 
 
 def serve(directory: str | os.PathLike[str], *, port: int = 8765, open_browser: bool = False) -> None:

@@ -152,7 +152,7 @@ def test_a_journal_cut_short_in_its_last_line_loses_only_that_line(slow_project:
     assert data["status"] == "interrupted" and _trials(data) == FINISHED - 1
     journal.write_bytes(b'{"event": "start"\n' + text)
     bad = cli("report")
-    assert bad.exit_code == 2 and f"{journal.name}: line 1 is not valid JSON" in bad.output
+    assert bad.exit_code == 2 and f"{journal.name}: line 1: not valid JSON" in bad.output
 
 
 def test_a_live_run_is_not_read_as_a_dead_one(slow_project: Path, cli) -> None:

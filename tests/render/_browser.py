@@ -119,12 +119,15 @@ def open_report(context: Any, html_file: Path, *, fragment: str = "", wait_ready
                     ready="html[data-ready='1']" if wait_ready else None, same_origin=False)
 
 
-def open_url(context: Any, url: str, *, ready: str | None = None, same_origin: bool = True) -> Page:
+def open_url(context: Any, url: str, *, ready: str | None = None, same_origin: bool = True,
+             watch: Any = None) -> Page:
     """Open `url` (a file or a page `trialrun view` serves) and wait for the `ready` selector when given; records
     console errors, page errors, dialogs and requests (beyond the page itself, or, with `same_origin`, to any other
-    origin than the page's)."""
+    origin than the page's). `watch(page)` is called before the page is opened (to listen to its navigations)."""
     page = context.new_page()
     opened = Page(page)
+    if watch is not None:
+        watch(page)
     page.on("console", lambda msg: opened.console_errors.append(f"console {msg.type}: {msg.text}")
             if msg.type in ("error", "warning") else None)
     page.on("pageerror", lambda exc: opened.page_errors.append(f"page error: {exc}"))

@@ -5,6 +5,7 @@ trial page shows it, escaped, or says what is missing and why (no sidecar, a lin
 from __future__ import annotations
 
 import json
+from html import escape
 import re
 from html import unescape
 import shutil
@@ -111,18 +112,24 @@ def test_a_trial_that_is_not_there_is_a_404_that_says_so(sdk_run: SdkRun, params
 
 
 def test_a_hostile_sidecar_is_shown_as_text_and_never_breaks_the_page(sdk_run: SdkRun, tmp_path: Path) -> None:
-    """A sidecar is a file anyone could have edited: HTML and script in every field are escaped, fields of the wrong
-    type are a note, and the page still renders (200)."""
+    """A sidecar is a file anyone could have edited: HTML and script in every field are escaped, an exchange with
+    fields of the wrong type is left out with a note naming its line and field, and the page still renders (200)."""
     folder = tmp_path / "eval"
     shutil.copytree(sdk_run.results, folder)
     evil = "</pre></details><script>alert(1)</script><img src=x onerror=alert(2)>"
     exchanges = [
         {"n": 1, "request": {"method": evil, "url": "javascript:alert(3)//" + evil, "headers": {evil: evil},
-                             "body_text": evil}, "response": {"status": evil, "headers": {"x": evil}, "body": {evil: [evil]}},
+                             "body_text": evil}, "response": {"status": 200, "headers": {"x": evil}, "body": {evil: [evil]}},
          "cut": {"request": evil}},
         {"n": 2, "request": ["not", "a", "mapping"], "response": {"status": 200, "stream": "data: " + evil + "\n\n"}},
         {"n": 3, "request": {"method": "POST", "url": "https://api.openai.com/v1/chat/completions"},
-         "response": {"status": 200, "headers": None, "body_base64": 12}},
+         "response": {"status": evil, "body_base64": "AAEC"}},
+        {"n": 4, "request": {"method": "POST", "url": "https://api.openai.com/v1/chat/completions"},
+         "response": {"status": 200, "stream": "data: " + evil + "\n\n"}},
+        {"n": 5, "request": {"method": "POST", "url": "https://api.openai.com/v1/chat/completions"},
+         "response": {"status": 200, "headers": None, "body_base64": "AAEC"}},
+        {"n": 6, "request": {"method": "POST", "url": "https://api.openai.com/v1/chat/completions"},
+         "response": {"status": 200, "body_base64": "AAEC"}},
     ]
     lines = [{"event": "start", "exchanges_version": 1, "kept": True},
              {"event": "trial", "case": TEST, "trial": 1, "exchanges": exchanges}]
@@ -132,8 +139,13 @@ def test_a_hostile_sidecar_is_shown_as_text_and_never_breaks_the_page(sdk_run: S
     html = response.text
     assert "<script" not in html and "<img" not in html  # the page itself has no script: any would be injected
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
-    assert html.count('<details class="raw-exchange"') == 3  # each turn's exchange, shown as the file has it
+    assert html.count('<details class="raw-exchange"') == 3  # exchanges 1, 4 and 6, shown as the file has them
     assert "Raw server-sent events (1)" in html and "bytes that are not text" in html
+    name = sdk_run.sidecar.name
+    for note in (f"{name} line 2: exchanges.1.request must be a mapping (a JSON object); that exchange is not shown",
+                 f"{name} line 2: exchanges.2.response.status must be a whole number; that exchange is not shown",
+                 f"{name} line 2: exchanges.4.response.headers must be a mapping (a JSON object); that exchange is not shown"):
+        assert escape(note) in html, note
 
 
 TRAFFIC = Path(__file__).resolve().parents[1] / "fixtures" / "provider-traffic"

@@ -77,7 +77,7 @@ def test_a_bad_line_inside_a_journal_is_a_problem_named_by_line(tmp_path: Path) 
     append_trial(journal, "a", 1, passed=True, elapsed_s=0.1)
     end_journal(journal)
     live = read_journal(journal)
-    assert live is not None and live.problems == [f"{journal.name} line 2: not JSON"]
+    assert live is not None and live.problems == [f"{journal.name} line 2: not valid JSON"]
     assert (live.done, live.status) == (1, "completed")
 
 

@@ -129,9 +129,9 @@ def notes_under_table(report: RunReport) -> list[list[tuple[str, str]]]:
         lines.append([("skipped", "yellow"), (f" {clean(scrub_text(skipped.name), lines=False)}: "
                                               f"{clean(scrub_text(skipped.reason))}", "")])
     for case in (c for c in report.cases if c.partial):
-        lines.append([("partly run ", "yellow"), (clean(case.name, lines=False), ""),
-                      (f": {len(case.trials)} of {len(case.trials) + case.unfinished_trials} trials finished "
-                       "(interrupted; scored on those)", "")])
+        from .text import partly_run
+
+        lines.append([("partly run ", "yellow"), (clean(case.name, lines=False), ""), (f": {partly_run(case)}", "")])
     for name in report.unfinished_cases:
         lines.append([("not finished", "yellow"), (f" {clean(name, lines=False)} (interrupted)", "")])
     return lines

@@ -178,6 +178,9 @@ def trial_page(entry: RunEntry, name: str, trial: TrialResult, log: TrialExchang
     note = ""
     if log.problem:
         note = f'<p class="alert warn" id="exchanges-note">Raw exchanges: {escape(log.problem)}</p>'
+    if log.notes:  # exchanges of the wrong shape, left out: each named by line and field
+        note += ('<div class="alert warn" id="exchanges-left-out"><p>Exchanges the file holds in a form that cannot be '
+                 "shown:</p><ul>" + "".join(f"<li>{escape(n)}</li>" for n in log.notes) + "</ul></div>")
     conversations = "".join(_conversation(c, i, records, log) for i, c in enumerate(trajectory.conversations))
     linked = {turn.exchange for turn in trajectory.all_turns if turn.exchange is not None}
     others = [records[n] for n in sorted(records) if n not in linked]

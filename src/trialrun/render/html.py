@@ -30,7 +30,7 @@ from ..expect._base import Verdict
 from .._scrub import scrub_text
 from ..results import CaseResult, RunReport, TrialError, TrialResult, jsonable
 from ..trajectory import Denial, ToolCall, ToolResult, Trajectory, Turn, Usage
-from .text import conversation_title
+from .text import conversation_title, partly_run
 
 __all__ = ["report_html", "comparison_html", "report_payload", "comparison_payload", "MAX_TEXT", "PAYLOAD_VERSION"]
 
@@ -181,6 +181,7 @@ class _Packer:
             "skip_reason": case.skip_reason,
             "n": n,
             "c": c,
+            "partly_run": partly_run(case),  # trials an interruption stopped: how many of them finished
             "pass_at_1": _num(case.pass_at_1),
             "pass_pow_k": _num(case.pass_pow_k),
             "ci": None if interval is None else [_num(interval[0], 3), _num(interval[1], 3)],
@@ -462,6 +463,9 @@ def _run_summary(report: RunReport, title: str) -> str:
     if report.unfinished_cases:
         names = ", ".join(f"<code>{escape(n)}</code>" for n in report.unfinished_cases)
         notes += f'<p class="alert warn">The run was interrupted; unfinished cases: {names}.</p>'
+    partial = [f"<code>{escape(c.name)}</code>: {escape(str(partly_run(c)))}" for c in report.cases if c.partial]
+    if partial:
+        notes += f'<p class="alert warn" id="partly-run">Partly run: {"; ".join(partial)}.</p>'
     if report.skipped_cases:
         items = "".join(f"<li><code>{escape(s.name)}</code>: {escape(s.reason)}</li>" for s in report.skipped_cases)
         notes += (f'<details class="panel"><summary>Skipped cases ({len(report.skipped_cases)})</summary>'

@@ -20,6 +20,11 @@ One testcase per case; its outcome element follows one rule, so a viewer's count
 - `<error type="Interrupted">` for a case an interrupted run did not finish (the report names it, has no result).
 - `<skipped>` for a case that was not run (a live canary without `--include-live-canary`), with its reason.
 
+A case an interruption stopped part-way (`unfinished_trials`, *partly run*) keeps its outcome on the trials that
+finished, and says so: the property `trialrun.case.<case>.unfinished_trials`, a first line in its `<system-out>`
+("partly run: 1 of 3 trials finished (interrupted; scored on those)"), and, when it failed, the same words first
+in the failure's message and text. (A passing testcase has no element for a message in the schema.)
+
 Every attribute and text goes through `_clean` (`text.printable`): characters XML 1.0 cannot carry (NUL and other
 control characters, lone surrogates) are replaced, and ANSI colour codes are stripped whole so a CI page shows the
 words, not `[31m`. (A string the agent returned is quoted as Python shows it, as in the pytest output, so its control
@@ -37,7 +42,7 @@ from pathlib import PurePosixPath
 from ..expect import Verdict
 from ..results import CaseResult, RunReport
 from .._scrub import scrub_text
-from .text import case_failure_text, first_cause, first_reason, one_line, printable
+from .text import case_failure_text, first_cause, first_reason, one_line, partly_run, printable
 
 __all__ = ["junit_xml", "dotted_path"]
 
@@ -69,6 +74,8 @@ def _turns(value: float) -> str:
 def _case_statistics(case: CaseResult) -> list[tuple[str, float | int]]:
     """The per-case numbers CI shows as properties, in a fixed order; absent numbers are left out."""
     stats: list[tuple[str, float | int]] = [("trials", case.trial_count), ("passed_trials", case.passed_trials)]
+    if case.partial:  # trials an interruption stopped: the case is scored on the others
+        stats.append(("unfinished_trials", case.unfinished_trials))
     for key, value in (("pass_at_1", case.pass_at_1), ("pass_pow_k", case.pass_pow_k), ("score", case.score),
                        ("cost_usd", case.cost_usd), ("turns", case.turns)):
         if value is not None:
@@ -80,6 +87,8 @@ def _statistics_text(case: CaseResult) -> str:
     """The same statistics as lines a person reads in a CI page's "standard output" pane."""
     k = case.trial_count
     lines = [f"{case.name}: {case.passed_trials}/{k} trial{'s' if k != 1 else ''} passed"]
+    if case.partial:
+        lines.insert(0, f"{case.name}: partly run: {partly_run(case)}")
     if case.pass_at_1 is not None:
         lines.append(f"pass@1: {case.pass_at_1:.2f}")
     if case.pass_pow_k is not None:
@@ -136,8 +145,9 @@ def _outcome(testcase: ET.Element, case: CaseResult) -> str | None:
     if case.passed:
         return None
     cause = first_cause(case)
-    attributes = {"message": one_line(first_reason(case), _MESSAGE_CHARS)}
-    text = case_failure_text(case) + "\n"
+    partial = f"partly run, {partly_run(case)}: " if case.partial else ""
+    attributes = {"message": one_line(partial + first_reason(case), _MESSAGE_CHARS)}
+    text = partial.removesuffix(": ") + ("\n" if partial else "") + case_failure_text(case) + "\n"
     if isinstance(cause, Verdict):
         _element(testcase, "failure", {**attributes, "type": f"trialrun.{cause.kind or 'outcome'}"}, text)
         return "failure"

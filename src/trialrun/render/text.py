@@ -30,7 +30,7 @@ from ..trajectory import Conversation, Denial, ToolCall, Trajectory, Turn
 
 __all__ = [
     "trial_text", "case_failure_text", "error_text", "failing_trials", "first_cause", "first_reason", "why_failed",
-    "trajectory_summary", "output_summary", "printable", "one_line",
+    "trajectory_summary", "output_summary", "printable", "one_line", "partly_run",
 ]
 
 _INDENT = "  "
@@ -411,6 +411,15 @@ def trial_text(trial: TrialResult, *, width: int = 100, max_lines: int = 40) -> 
         lines.append(f"{_INDENT}trajectory: empty (no model traffic was observed through the trial's transports)")
     lines.extend(tail)
     return "\n".join(lines)
+
+
+def partly_run(case: CaseResult) -> str | None:
+    """How much of a partly run case ran ("1 of 3 trials finished (interrupted; scored on those)"), the words every
+    view marks it with; None for a case whose trials all finished."""
+    if not case.partial:
+        return None
+    return (f"{len(case.trials)} of {len(case.trials) + case.unfinished_trials} trials finished "
+            "(interrupted; scored on those)")
 
 
 def _case_header(case: CaseResult) -> str:

@@ -63,6 +63,9 @@
     failed: { icon: "✗", label: "FAIL", cls: "fail" },
     skipped: { icon: "–", label: "SKIP", cls: "skip" }
   };
+  function partlyBadge(c) {  // a case an interruption stopped part-way: scored on the trials that finished
+    return c.partly_run ? [" ", h("span", { "class": "badge partial", title: "Partly run: " + c.partly_run }, "◐ PARTLY RUN")] : null;
+  }
   function statusBadge(status) {
     var s = STATUS[status] || STATUS.skipped;
     return h("span", { "class": "badge " + s.cls }, s.icon + " " + s.label);
@@ -325,6 +328,7 @@
     if (c.title) parts.push(h("p", { "class": "case-title" }, c.title));
     if (c.description) parts.push(h("p", { "class": "description" }, c.description));
     if (c.status === "skipped") parts.push(h("p", { "class": "alert warn" }, "Skipped: " + (c.skip_reason || "skipped")));
+    if (c.partly_run) parts.push(h("p", { "class": "alert warn partly-run" }, "Partly run: " + c.partly_run + "."));
     if (meta.prompt !== undefined && !(c.trials || []).length) {  // with trials, each timeline starts with it
       parts.push(h("div", { "class": "prompt-box" }, h("p", { "class": "step-head" }, "Prompt"),
         longText(typeof meta.prompt === "string" ? meta.prompt : json(meta.prompt), "text")));
@@ -547,7 +551,7 @@
       detail: caseDetail,
       sortKey: "status",
       columns: [
-        { key: "status", label: "Status", sort: function (c) { return STATUS_RANK[c.status]; }, cell: function (c) { return statusBadge(c.status); } },
+        { key: "status", label: "Status", sort: function (c) { return STATUS_RANK[c.status]; }, cell: function (c) { return [statusBadge(c.status), partlyBadge(c)]; } },
         { key: "name", label: "Case", sort: function (c) { return c.name.toLowerCase(); } },
         { key: "tags", label: "Tags", cell: function (c) { return tagList(c.tags); } },
         { key: "trials", label: "Trials passed", num: true, sort: function (c) { return c.n ? c.c / c.n : null; },
