@@ -363,9 +363,14 @@ class TrialContext:
         self._workdir: Path | None = None
         self._transports: list[Any] = []
         self._clients: list[Any] = []
+        self._killed: list[str] | None = None  # processes of agents it ran, killed when they ended (TrialResult.killed)
 
     def __repr__(self) -> str:
         return f"TrialContext(case={self.case.name!r}, trial={self.trial})"
+
+    def _note_killed(self, killed: list[str]) -> None:
+        """A process agent's run in this trial ended; `killed` is what of it was killed then (maybe nothing)."""
+        self._killed = [*(self._killed or ()), *killed]
 
     @property
     def workdir(self) -> Path:

@@ -239,7 +239,9 @@ class Run:
     """What one invoke produced: the output the caller got back and the trajectory that led there.
 
     `status` and `error` are set by agents that know how their loop ended (the reference agent does). A process
-    agent also records its `exit_code`, the tail of its `stderr` and its `duration_s`.
+    agent also records its `exit_code`, the tail of its `stderr`, its `duration_s`, and `killed`: every process
+    of it that was still alive when it ended (or timed out) and was killed, as "pid N: argv" (empty: nothing was
+    left; None: not an agent trialrun ran in a process).
     """
 
     output: Any = None
@@ -251,6 +253,7 @@ class Run:
     exit_code: int | None = None
     stderr: str | None = None
     duration_s: float | None = None
+    killed: list[str] | None = None
 
     def __post_init__(self) -> None:
         if self.usage is None:

@@ -231,7 +231,7 @@ def test_interpreter_exit_kills_commands_still_running(workspace: Path, sleeper:
         "from pathlib import Path\n"
         f"while not Path({str(sleeper.pidfile)!r}).exists(): time.sleep(0.01)\n"
         "from trialrun.agent import _commands\n"
-        "while not _commands._GROUPS: time.sleep(0.01)  # the thread registers the group just after starting it\n"
+        "while not _commands._KEEPERS: time.sleep(0.01)  # the thread registers the group just after starting it\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
     sleeper.assert_gone()
@@ -241,7 +241,7 @@ def test_finished_commands_leave_nothing_registered(workspace: Path) -> None:
     run_command = _run_command(workspace)
     for _ in range(3):
         assert run_command.run_sync({"command": "true"}) == "exit code: 0\n"
-    assert not any(root == workspace.resolve() for root in _commands._GROUPS.values())
+    assert not any(root == workspace.resolve() for root in _commands._KEEPERS.values())
 
 
 # -- output: read as it arrives, head and tail kept -------------------------------------------------------------
