@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["Usage", "ToolCall", "ToolResult", "Turn", "Denial", "Conversation", "Trajectory", "Run", "RunStatus", "observed_nothing"]
+__all__ = ["Usage", "ToolCall", "ToolResult", "Turn", "Denial", "Conversation", "Trajectory", "Run", "RunStatus", "observed_nothing",
+           "killed_text"]
 
 
 @dataclass(slots=True)
@@ -228,6 +229,15 @@ def observed_nothing(trajectory: Trajectory) -> bool:
     not pass on that (it would be a verdict without looking)."""
     return not (trajectory.model_calls or trajectory.turns or trajectory.other_conversations
                 or trajectory.commands or trajectory.denials)
+
+
+def killed_text(killed: list[str] | None, shown: int = 5) -> str | None:
+    """The one wording of what was killed when an agent ended (`Run.killed`, `TrialResult.killed`), for messages and
+    reports; None when nothing was."""
+    if not killed:
+        return None
+    more = f"; and {len(killed) - shown} more" if len(killed) > shown else ""
+    return f"{len(killed)} process{'es' if len(killed) > 1 else ''} killed: " + "; ".join(killed[:shown]) + more
 
 
 #: How an agent's loop ended (`Run.status`): the reference agent sets one of these.

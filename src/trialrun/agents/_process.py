@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
 from .._scrub import add_secret, is_secret_name
-from ..trajectory import Denial, Run, Trajectory
+from ..trajectory import Denial, Run, Trajectory, killed_text
 from ._containment import AsyncKeeper, keeper_argv, keeper_inside, kill_session
 
 if TYPE_CHECKING:
@@ -308,7 +308,7 @@ class ProcessAgent:
         self.interpret(run)
         if timed_out:
             run.status, run.error = "error", (f"{self.label} timed out after {self.timeout_s:g}s; it and every "
-                                              f"process it started were killed ({_count(killed)})"
+                                              f"process it started were killed ({killed_text(killed) or 'none left'})"
                                               f"{self._tail_note(run)}")
         elif exit_code != 0:
             run.status, run.error = "error", (f"{self.label} exited with status {exit_code} after "
@@ -404,11 +404,6 @@ async def _contain(keeper: AsyncKeeper | None, process: asyncio.subprocess.Proce
         except asyncio.CancelledError:
             if task.done():
                 raise
-
-
-def _count(killed: Sequence[str]) -> str:
-    return "nothing else was running" if not killed else f"{len(killed)} process{'es' if len(killed) > 1 else ''}: " + \
-        "; ".join(killed[:5]) + (f"; and {len(killed) - 5} more" if len(killed) > 5 else "")
 
 
 def _fill(arg: str, values: Mapping[str, str]) -> str:
