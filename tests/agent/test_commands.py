@@ -322,3 +322,50 @@ def test_the_end_of_a_trial_stops_what_its_commands_left_running(sleeper: Sleepe
     case = tr.Case(name="leaves a server running", invoke=invoke, expect_outcome=[tr.expect.contains("exit code: 0")])
     assert tr.evaluate([case]).passed_case_count == 1
     sleeper.assert_gone()
+
+
+# -- children that get away: a new session with an emptied environment, a double fork ignoring SIGTERM ----------
+ESCAPING = ("ln -sf {sleep} ./{marker}; env -i setsid ./{marker} 301 </dev/null >/dev/null 2>&1 & "
+            "( trap '' TERM; ./{marker} 302 </dev/null >/dev/null 2>&1 & ); echo $$ > started")
+
+
+def _marked(marker: str) -> list[int]:
+    """Live processes running ./MARKER (from /proc; not the shells whose command line names it)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                argv0 = Path("/proc", entry, "cmdline").read_bytes().split(b"\0")[0]
+                if argv0 == f"./{marker}".encode() and not _gone(int(entry)):
+                    found.append(int(entry))
+            except OSError:
+                pass
+    return found
+
+
+def _none_left(marker: str, within: float = 5.0) -> bool:
+    deadline = time.monotonic() + within
+    while _marked(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    alive = _marked(marker)
+    for pid in alive:
+        os.kill(pid, signal.SIGKILL)
+    return not alive
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="the truth is read from /proc (Linux)")
+@pytest.mark.parametrize("ending", ["timeout", "finished"])
+def test_a_child_that_left_the_session_and_cleared_its_environment_dies_with_its_command(workspace: Path,
+                                                                                          ending: str) -> None:
+    marker = f"trc{os.getpid()}x{time.monotonic_ns()}"
+    command = ESCAPING.format(sleep=shutil.which("sleep"), marker=marker)
+    run_command = _run_command(workspace, timeout_s=2)
+    if ending == "timeout":
+        with pytest.raises(tr.ToolError, match="timed out"):
+            run_command.run_sync({"command": command + "; sleep 300"})
+    else:
+        assert run_command.run_sync({"command": command}) == "exit code: 0\n"
+        assert len(_marked(marker)) == 2  # both outlive their command (a server for the next one) ...
+        assert stop_commands(workspace) == 1  # ... until the trial ends
+    assert (workspace / "started").exists()
+    assert _none_left(marker)
