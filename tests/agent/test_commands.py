@@ -175,18 +175,19 @@ def test_ctrl_c_kills_the_command(workspace: Path, sleeper: Sleeper) -> None:
     sleeper.assert_gone()
 
 
-def test_ctrl_c_before_popen_returns_still_kills_the_command(workspace: Path, sleeper: Sleeper,
-                                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    """The interrupt lands after the shell started but before `Popen` returned (a loaded machine is slow to hand
-    the parent its result): there is no process object yet, and the command is found by its mark."""
-    real = subprocess.Popen
+def test_ctrl_c_before_the_start_returns_still_kills_the_command(workspace: Path, sleeper: Sleeper,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The interrupt lands after the keeper started the shell but before trialrun heard back (a loaded machine is
+    slow to hand the caller its result): there is no handle on the command yet, and the keeper, whose socket is
+    closed on the way out, kills it."""
+    real = _commands.SyncKeeper.launch
 
-    def interrupted(*args, **kwargs):
-        real(*args, **kwargs)
+    def interrupted(self, *args, **kwargs):
+        real(self, *args, **kwargs)
         sleeper.pid()  # the shell runs, and its child
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(_commands.subprocess, "Popen", interrupted)
+    monkeypatch.setattr(_commands.SyncKeeper, "launch", interrupted)
     with pytest.raises(KeyboardInterrupt):
         _run_command(workspace, timeout_s=120).run_sync({"command": sleeper.command})
     sleeper.assert_gone()

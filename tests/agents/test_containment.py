@@ -171,7 +171,8 @@ def test_the_keeper_reports_its_way_and_what_it_killed_line_by_line() -> None:
     from trialrun.agents import _containment
 
     reports = _containment.Reports()
-    for chunk in (b"way 42 subreap", b"er\nexit 0 1\nk 43 sleep", b" 9\ndone 0\n"):
+    for chunk in (b"way 42 41 subreap", b"er\nexit 0 1\nk 43 sleep", b" 9\ndone 0\n"):
         reports.feed(chunk)
-    assert (reports.leader, reports.way, reports.status, reports.held, reports.done) == (42, "subreaper", 0, True, True)
+    assert (reports.leader, reports.keeper, reports.way, reports.status, reports.held, reports.done) == \
+        (42, 41, "subreaper", 0, True, True)
     assert reports.note() == ["pid 43: sleep 9"]

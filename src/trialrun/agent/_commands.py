@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..agents._containment import SyncKeeper, keeper_argv, kill_session
+from ..agents._containment import SyncKeeper, kill_session
 
 __all__ = ["CallScope", "CURRENT_CALL", "Finished", "run_shell", "stop_commands", "cut_note", "command_env", "COMMAND_ENV"]
 
@@ -94,41 +94,56 @@ _KEEPERS: dict[_Kept, Path] = {}
 
 
 class _Kept:
-    """One command under its keeper, seen from here (or, where no keeper can run, its session)."""
+    """One command under its keeper, seen from here (or, where no keeper can run, in its own session)."""
 
-    __slots__ = ("process", "keeper", "lock", "running")
+    __slots__ = ("keeper", "process", "pipes", "lock", "running")
 
-    def __init__(self, process: subprocess.Popen[bytes], keeper: SyncKeeper | None) -> None:
-        self.process = process
+    def __init__(self, keeper: SyncKeeper | None, process: subprocess.Popen[bytes] | None,
+                 pipes: tuple[int, int]) -> None:
         self.keeper = keeper
+        self.process = process  # only without a keeper
+        self.pipes = pipes  # its stdout and stderr (read ends)
         self.running = True  # its output is being read (by the thread that holds `lock`)
-        self.lock = threading.RLock()  # held by the thread reading the command's output while it runs
+        self.lock = threading.RLock()
 
     def stop(self) -> None:
         """Kill the command and everything it started (from any thread; the keeper does the work)."""
         if self.keeper is not None:
             self.keeper.stop()
-        else:
+        elif self.process is not None:
             _kill_group(self.process.pid)
             kill_session(self.process.pid)
 
     def finish(self) -> list[str]:
-        """Stop it, wait for the keeper's report and the keeper's exit; what was killed."""
+        """Stop it and wait for the keeper's report: what was killed."""
         with self.lock:
             self.stop()
-            killed = self.keeper.finish() if self.keeper is not None else []
+            if self.keeper is not None:
+                killed = self.keeper.finish()
+                if not self.keeper.reports.done and self.keeper.reports.keeper:  # it did not answer: its session
+                    killed += kill_session(self.keeper.reports.keeper)
+                return killed
+            assert self.process is not None
             try:
                 self.process.wait(10)
-            except subprocess.TimeoutExpired:  # a keeper that does not answer: its own session, at least
+            except subprocess.TimeoutExpired:
                 kill_session(self.process.pid)
                 self.process.wait()
-            return killed
+            return []
 
     def over(self) -> bool:
-        """Nothing of it is left (its keeper ended, or without one its group is empty)."""
+        """The command ended and nothing it started is left (its keeper ended; without one, its group is empty)."""
         if self.keeper is not None:
             return self.keeper.over()
+        assert self.process is not None
         return not _group_alive(self.process.pid)
+
+    def ended(self) -> bool:
+        """Nothing of it is alive any more (asked without waiting)."""
+        if self.keeper is not None:
+            return self.keeper.ended()
+        assert self.process is not None
+        return self.process.poll() is not None and not _group_alive(self.process.pid)
 
 
 def _kill_group(pgid: int) -> None:
@@ -167,7 +182,7 @@ atexit.register(stop_commands)
 def _register(kept: _Kept, root: Path) -> None:
     with _LOCK:
         # Keepers of commands that finished (`server &`) are kept until what they hold has ended: prune them here.
-        for old in [k for k in _KEEPERS if k is not kept and not k.running and k.process.poll() is not None]:
+        for old in [k for k in _KEEPERS if k is not kept and not k.running and k.ended()]:
             del _KEEPERS[old]
             if old.keeper is not None:
                 old.keeper.close()
@@ -279,21 +294,24 @@ def run_shell(
         wrapped = ["/bin/sh", "-c", command]
         environment = dict(command_env() if env is None else env)
     # the keeper around the sandbox, if any: in bwrap what the shell left dies with it (its PID namespace)
-    kept_argv = keeper_argv(wrapped, linger=True)
-    keeper = SyncKeeper() if kept_argv is not None else None
-    argv = wrapped if kept_argv is None else kept_argv
+    keeper: SyncKeeper | None = SyncKeeper()
     kept: _Kept | None = None
     scope = CURRENT_CALL.get()
     key = object()
-    try:  # from here on, whatever happens (Ctrl-C included, even before Popen returns) kills the command: closing
-        #   our end of the keeper's socket is its order to kill everything
-        process = subprocess.Popen(
-            argv, cwd=cwd, stdin=subprocess.DEVNULL if keeper is None else keeper.theirs.fileno(),
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, env=environment,
-        )
-        kept = _Kept(process, keeper)
-        if keeper is not None:
+    try:  # from here on, whatever happens (Ctrl-C included, even before the keeper says it started) kills the
+        #   command: closing our end of the keeper's socket is its order to kill everything
+        assert keeper is not None
+        pipes = keeper.launch(wrapped, env=environment, cwd=cwd)
+        if pipes is not None:
+            kept = _Kept(keeper, None, pipes)
             keeper.started()
+        else:  # no Python to run a keeper: a session of its own, killed by a /proc scan (setsid escapes it)
+            keeper.close()
+            keeper = None
+            process = subprocess.Popen(wrapped, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                       stderr=subprocess.PIPE, start_new_session=True, env=environment)
+            assert process.stdout is not None and process.stderr is not None
+            kept = _Kept(None, process, (process.stdout.fileno(), process.stderr.fileno()))
         _register(kept, cwd)
         if scope is not None and not scope.hold(key, kept.stop):
             kept.stop()  # the call was abandoned while the command started
@@ -304,21 +322,25 @@ def run_shell(
             finally:
                 kept.running = False
         killed = tuple(kept.finish()) if stopped is not None else ()
-        status = keeper.reports.status if keeper is not None else process.returncode
+        status = keeper.reports.status if keeper is not None else kept.process.returncode if kept.process else None
         return Finished(status if status is not None else -9, _render(out, err, max_output), stopped, killed)
     except BaseException:  # KeyboardInterrupt, or anything else that means nobody reads the result
         if kept is not None:
             kept.stop()
         elif keeper is not None:
-            keeper.close()  # the keeper may have started (Ctrl-C inside Popen): our end closed, it kills all
+            keeper.close()  # the keeper may have started: our end closed, it kills everything
         raise
     finally:
         if scope is not None:
             scope.release(key)
         if kept is not None:
-            for pipe in (kept.process.stdout, kept.process.stderr):
-                if pipe is not None:
-                    pipe.close()
+            if kept.process is not None:
+                for pipe in (kept.process.stdout, kept.process.stderr):
+                    if pipe is not None:
+                        pipe.close()
+            else:
+                for fd in kept.pipes:
+                    os.close(fd)
             _forget_if_over(kept)
 
 
@@ -335,12 +357,14 @@ def _pump(kept: _Kept, out: _Capped, err: _Capped, cwd: Path, deadline: float | 
         stopped, grace = reason, time.monotonic() + _DRAIN_S
 
     def shell_exited() -> bool:
-        return keeper.reports.exited if keeper is not None else process.poll() is not None
+        if keeper is not None:
+            return keeper.reports.exited
+        assert process is not None
+        return process.poll() is not None
 
     with selectors.DefaultSelector() as selector:
-        for pipe, sink in ((process.stdout, out), (process.stderr, err)):
-            assert pipe is not None
-            selector.register(pipe.fileno(), selectors.EVENT_READ, sink)
+        for fd, sink in zip(kept.pipes, (out, err)):
+            selector.register(fd, selectors.EVENT_READ, sink)
         if keeper is not None:
             selector.register(keeper.ours, selectors.EVENT_READ, keeper)
         pipes = 2
@@ -355,7 +379,7 @@ def _pump(kept: _Kept, out: _Capped, err: _Capped, cwd: Path, deadline: float | 
                         stop("workspace removed")
             elif grace is not None and now >= grace:
                 break  # something still holds the pipes: stop reading
-            if keeper is None and not pipes:  # no keeper to say the shell exited (`exec >&-; sleep 99`)
+            if process is not None and not pipes:  # no keeper to say the shell exited (`exec >&-; sleep 99`)
                 try:
                     process.wait(_POLL_S if deadline is None else max(0.0, min(_POLL_S, deadline - now)))
                 except subprocess.TimeoutExpired:

@@ -27,141 +27,202 @@ falls back to the agent's process group and says so (`way LEADER process group`)
 
 from __future__ import annotations
 
+import array
 import asyncio
 import os
 import socket
+import subprocess
 import sys
+import threading
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 __all__ = ["KEEPER", "keeper_argv", "keeper_inside", "Reports", "AsyncKeeper", "SyncKeeper", "kill_session",
            "session_members"]
 
-#: The keeper, run as `python -I -S -c KEEPER MODE -- ARGV...`. MODE "agent": when the agent exits, kill what it
-#: left. MODE "command": when the command exits, report it and keep what it left (a `server &` for the next
-#: command) until told to stop or until it ends by itself. Standard library built-ins only: it starts in ~10 ms.
+#: The keeper. `python -I -S -c KEEPER MODE -- ARGV...` keeps one command (its stdin: the control socket). MODE
+#: "agent": when the agent exits, kill what it left. MODE "command": when the command exits, report it and keep what
+#: it left (a `server &` for the next command) until told to stop or until that ends by itself.
+#: `python -I -S -c KEEPER serve` is the keeper server: each request on its stdin (a length, then mode, folder,
+#: argv and environment, with the control socket and the output pipes attached) is kept by a fork of it, which
+#: costs about a millisecond where a new interpreter costs ten or more. Built-in modules only.
 KEEPER = r"""
 import os, select, sys, time, _signal
-mode, argv, me = sys.argv[1], sys.argv[3:], os.getpid()
-def say(line):
-    try:
-        os.write(0, line.encode("utf-8", "replace") + b"\n")
-    except OSError:
-        pass
-way = "process group"
-try:
+try:  # prctl(PR_SET_CHILD_SUBREAPER), found once (the server's forks inherit it)
     import _ctypes
-    prctl = _ctypes.dlsym(_ctypes.dlopen(None), "prctl")
-    if _ctypes.call_function(prctl, (36, 1, 0, 0, 0)) == 0:
-        way = "subreaper"
+    PRCTL, call = _ctypes.dlsym(_ctypes.dlopen(None), "prctl"), _ctypes.call_function
 except Exception:
-    pass
-wake, woken = os.pipe()
-os.set_blocking(wake, False)
-os.set_blocking(woken, False)
-_signal.set_wakeup_fd(woken)
-stop = []
-_signal.signal(17, lambda *a: None)
-for number in (1, 2, 15):
-    _signal.signal(number, lambda *a: stop.append(1))
-try:
-    with open("/proc/self/environ", "rb") as f:  # as given: not with the LC_CTYPE Python's start may have added
-        env = dict(v.split(b"=", 1) for v in f.read().split(b"\0") if b"=" in v)
-except OSError:
-    env = os.environ
-try:
-    leader = os.posix_spawnp(argv[0], argv, env, file_actions=[(os.POSIX_SPAWN_OPEN, 0, "/dev/null", os.O_RDONLY, 0)],
-                             setsigdef=(1, 2, 13, 15, 17, 25), **({} if way == "subreaper" else {"setpgroup": 0}))
-except OSError as exc:
-    say(f"fail {exc.errno} {exc.strerror}")
-    os._exit(127)
-say(f"way {leader} {way}")
-blank = os.open("/dev/null", os.O_RDWR)  # the agent's output pipes: not held open here while it lingers
-os.dup2(blank, 1)
-os.dup2(blank, 2)
-status = None
-def reap():
-    global status
-    ended = None
-    while True:
+    PRCTL = call = None
+def keep(mode, argv, env, ctl, out=None):
+    me = os.getpid()
+    def say(line):
         try:
-            pid, st = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            pid = -1
-        if pid == leader:
-            status = ended = -os.WTERMSIG(st) if os.WIFSIGNALED(st) else os.WEXITSTATUS(st)
-        elif pid <= 0:
-            if ended is not None:  # and whether it left anything running
-                say(f"exit {ended} {int(pid == 0)}")
-            return pid == 0
-def drain():
-    try:
-        os.read(wake, 4096)
-    except OSError:
-        pass
-try:
-    while True:
-        children = reap()
-        if stop or (status is not None and (mode == "agent" or not children)):
-            break
-        for ready in select.select([0, wake], [], [])[0]:
-            if ready == wake:
-                drain()
-                continue
-            try:
-                data = os.read(0, 4096)
-            except OSError:
-                data = b""
-            if not data:
-                stop.append(0)
-except Exception as exc:  # never leave the agent's processes without their keeper: kill them below
-    say(f"crash {exc!r}")
-def below():
-    parents, alive = {}, []
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                with open("/proc/" + name + "/stat", "rb") as f:
-                    fields = f.read().rpartition(b")")[2].split()
-            except OSError:
-                continue
-            parents[int(name)] = int(fields[1])
-            if fields[0] != b"Z":
-                alive.append(int(name))
-    found = []
-    for pid in alive:
-        up, hops = parents.get(pid), 0
-        while up is not None and hops < 1000:
-            if up == me:
-                found.append(pid)
-                break
-            up, hops = parents.get(up), hops + 1
-    return found
-def argv_of(pid):
-    try:
-        with open("/proc/" + str(pid) + "/cmdline", "rb") as f:
-            text = f.read(600).replace(b"\0", b" ")
-    except OSError:
-        text = b""
-    return " ".join(text.decode("utf-8", "replace").split())[:300] or "?"
-deadline, seen = time.monotonic() + 5, set()
-while reap():
-    targets = below() if way == "subreaper" and os.path.isdir("/proc/self") else [-leader]
-    for pid in targets:
-        if pid > 0 and pid not in seen:
-            seen.add(pid)
-            say(f"k {pid} {argv_of(pid)}")
-        try:
-            os.kill(pid, 9)
+            os.write(ctl, line.encode("utf-8", "replace") + b"\n")
         except OSError:
             pass
-    if time.monotonic() > deadline:
-        say("stuck " + " ".join(map(str, targets)))
-        break
-    select.select([wake], [], [], 0.05)
-    drain()
-say(f"done {status}")
-os._exit(0 if status is None else status if status >= 0 else 128 - status)
+    way = "subreaper" if PRCTL is not None and call(PRCTL, (36, 1, 0, 0, 0)) == 0 else "process group"
+    wake, woken = os.pipe()
+    os.set_blocking(wake, False)
+    os.set_blocking(woken, False)
+    _signal.set_wakeup_fd(woken)
+    stop = []
+    _signal.signal(17, lambda *a: None)
+    for number in (1, 2, 15):
+        _signal.signal(number, lambda *a: stop.append(1))
+    actions = [(os.POSIX_SPAWN_OPEN, 0, "/dev/null", os.O_RDONLY, 0)]
+    if out is not None:
+        actions += [(os.POSIX_SPAWN_DUP2, out[0], 1), (os.POSIX_SPAWN_DUP2, out[1], 2)]
+    if b"PATH" in env:  # posix_spawnp looks the program up on this process's PATH
+        os.environ["PATH"] = os.fsdecode(env[b"PATH"])
+    try:
+        leader = os.posix_spawnp(argv[0], argv, env, file_actions=actions, setsigdef=(1, 2, 13, 15, 17, 25),
+                                 **({} if way == "subreaper" else {"setpgroup": 0}))
+    except OSError as exc:
+        say(f"fail {exc.errno} {exc.strerror}")
+        os._exit(127)
+    say(f"way {leader} {me} {way}")
+    blank = os.open("/dev/null", os.O_RDWR)  # the command's output pipes: never held open here
+    for fd in (1, 2, *(out or ())):
+        os.dup2(blank, fd)
+    status = None
+    def reap():
+        nonlocal status
+        ended = None
+        while True:
+            try:
+                pid, st = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                pid = -1
+            if pid == leader:
+                status = ended = -os.WTERMSIG(st) if os.WIFSIGNALED(st) else os.WEXITSTATUS(st)
+            elif pid <= 0:
+                if ended is not None:  # and whether it left anything running
+                    say(f"exit {ended} {int(pid == 0)}")
+                return pid == 0
+    def drain():
+        try:
+            os.read(wake, 4096)
+        except OSError:
+            pass
+    try:
+        while True:
+            children = reap()
+            if stop or (status is not None and (mode == "agent" or not children)):
+                break
+            for ready in select.select([ctl, wake], [], [])[0]:
+                if ready == wake:
+                    drain()
+                    continue
+                try:
+                    data = os.read(ctl, 4096)
+                except OSError:
+                    data = b""
+                if not data:
+                    stop.append(0)
+    except Exception as exc:  # never leave the command's processes without their keeper: kill them below
+        say(f"crash {exc!r}")
+    def below():
+        parents, alive = {}, []
+        for name in os.listdir("/proc"):
+            if name.isdigit():
+                try:
+                    with open("/proc/" + name + "/stat", "rb") as f:
+                        fields = f.read().rpartition(b")")[2].split()
+                except OSError:
+                    continue
+                parents[int(name)] = int(fields[1])
+                if fields[0] != b"Z":
+                    alive.append(int(name))
+        found = []
+        for pid in alive:
+            up, hops = parents.get(pid), 0
+            while up is not None and hops < 1000:
+                if up == me:
+                    found.append(pid)
+                    break
+                up, hops = parents.get(up), hops + 1
+        return found
+    def argv_of(pid):
+        try:
+            with open("/proc/" + str(pid) + "/cmdline", "rb") as f:
+                text = f.read(600).replace(b"\0", b" ")
+        except OSError:
+            text = b""
+        return " ".join(text.decode("utf-8", "replace").split())[:300] or "?"
+    deadline, seen = time.monotonic() + 5, set()
+    while reap():
+        targets = below() if way == "subreaper" and os.path.isdir("/proc/self") else [-leader]
+        for pid in targets:
+            if pid > 0 and pid not in seen:
+                seen.add(pid)
+                say(f"k {pid} {argv_of(pid)}")
+            try:
+                os.kill(pid, 9)
+            except OSError:
+                pass
+        if time.monotonic() > deadline:
+            say("stuck " + " ".join(map(str, targets)))
+            break
+        select.select([wake], [], [], 0.05)
+        drain()
+    say(f"done {status}")
+    os._exit(0 if status is None else status if status >= 0 else 128 - status)
+def serve():
+    import _socket
+    server = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM, 0, 0)
+    def reap(*_):  # the keepers it forked (reaped here, not by the kernel: their CPU time counts as its children's)
+        try:
+            while os.waitpid(-1, os.WNOHANG)[0]:
+                pass
+        except ChildProcessError:
+            pass
+    _signal.signal(17, reap)
+    while True:
+        try:
+            head, fds, _, _ = server.recvmsg(8, _socket.CMSG_SPACE(12), _socket.MSG_CMSG_CLOEXEC)
+        except InterruptedError:
+            continue
+        while head and len(head) < 8:
+            head += server.recv(8 - len(head))
+        if len(head) < 8:
+            os._exit(0)  # trialrun is gone
+        passed = [n for level, kind, data in fds for n in memoryview(data).cast("i")]
+        size, body = int(head), b""
+        while len(body) < size:
+            more = server.recv(size - len(body))
+            if not more:
+                os._exit(0)
+            body += more
+        if len(passed) != 3:
+            for fd in passed:
+                os.close(fd)
+            continue
+        fields = body.split(b"\0")
+        mode, cwd, count = fields[0].decode(), fields[1], int(fields[2])
+        argv = fields[3:3 + count]
+        env = dict(item.split(b"=", 1) for item in fields[3 + count:] if b"=" in item)
+        if os.fork() == 0:
+            try:
+                os.dup2(passed[0], 0)
+                os.setsid()
+                os.chdir(cwd)
+                keep(mode, argv, env, 0, (passed[1], passed[2]))
+            except BaseException as exc:
+                try:
+                    os.write(0, f"fail 0 {exc!r}\n".encode())
+                finally:
+                    os._exit(127)
+        for fd in passed:
+            os.close(fd)
+if sys.argv[1] == "serve":
+    serve()
+else:
+    try:
+        with open("/proc/self/environ", "rb") as f:  # as given: not with the LC_CTYPE Python's start may have added
+            given = dict(v.split(b"=", 1) for v in f.read().split(b"\0") if b"=" in v)
+    except OSError:
+        given = os.environb
+    keep(sys.argv[1], sys.argv[3:], given, 0)
 """
 
 
@@ -175,27 +236,102 @@ def keeper_inside(wrapped: list[str], command: list[str], kept: list[str]) -> li
     return prefix + wrapped
 
 
-def keeper_argv(argv: Sequence[str], *, linger: bool = False) -> list[str] | None:
-    """`argv` run under a keeper (see the module's docstring), or None where no Python can run one (an embedded
-    interpreter without a usable `sys.executable`): the caller then falls back to a session kill, and says so.
-    `linger`: what a finished command left running is kept until `stop` (the reference agent's run_command)."""
+def _python() -> str | None:
+    """The interpreter that runs keepers (this one, its path resolved: a sandbox may hide a `..` on the way), or
+    None where there is none to run (an embedded interpreter), said once."""
     python = sys.executable
     if not python or not os.access(python, os.X_OK):
         _warn_once("trialrun: no Python executable to run a keeper (sys.executable is "
                    f"{python!r}): an agent's processes are killed by session, and one that leaves its session "
                    "with setsid may outlive its trial")
         return None
-    return [os.path.realpath(python), "-I", "-S", "-c", KEEPER, "command" if linger else "agent", "--", *argv]
+    return os.path.realpath(python)
+
+
+def keeper_argv(argv: Sequence[str], *, linger: bool = False) -> list[str] | None:
+    """`argv` run under a keeper of its own (see the module's docstring), or None where no Python can run one: the
+    caller then falls back to a session kill. `linger`: what a finished command left running is kept until `stop`
+    (the reference agent's run_command). A new interpreter: for the sandbox, where the keeper runs inside."""
+    python = _python()
+    if python is None:
+        return None
+    return [python, "-I", "-S", "-c", KEEPER, "command" if linger else "agent", "--", *argv]
+
+
+class _Server:
+    """This process's keeper server (started on first use, and again after it died or this process forked)."""
+
+    lock = threading.Lock()
+    current: _Server | None = None
+
+    def __init__(self, python: str) -> None:
+        self.owner = os.getpid()
+        self.sock, theirs = socket.socketpair()
+        try:
+            self.process = subprocess.Popen([python, "-I", "-S", "-c", KEEPER, "serve"], stdin=theirs,
+                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={},
+                                            start_new_session=True)
+        finally:
+            theirs.close()
+
+    @classmethod
+    def send(cls, fds: list[int], body: bytes) -> bool:
+        """Hand a request to the server; False when no server can run here."""
+        with cls.lock:
+            for _ in range(2):  # a server that died meanwhile: once more with a new one
+                server = cls.current
+                if server is None or server.owner != os.getpid() or server.process.poll() is not None:
+                    python = _python()
+                    if python is None:
+                        return False
+                    try:
+                        server = cls.current = cls(python)
+                    except OSError:
+                        return False
+                try:
+                    server.sock.sendmsg([b"%08d" % len(body)], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
+                                                                 array.array("i", fds))])
+                    server.sock.sendall(body)
+                    return True
+                except OSError:
+                    server.sock.close()
+                    cls.current = None
+            return False
+
+
+def _request(mode: str, argv: Sequence[str], env: Mapping[str, str], cwd: os.PathLike[str] | str) -> bytes:
+    return b"\0".join([mode.encode(), os.fsencode(cwd), str(len(argv)).encode(), *map(os.fsencode, argv),
+                       *(os.fsencode(f"{name}={value}") for name, value in env.items())])
+
+
+def _launch(theirs: socket.socket, argv: Sequence[str], env: Mapping[str, str], cwd: os.PathLike[str] | str,
+            linger: bool) -> tuple[int, int] | None:
+    """`argv` started by a fork of the keeper server, its control socket `theirs`, its stdout and stderr on two new
+    pipes: their read ends, or None when no server can run here."""
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    try:
+        sent = _Server.send([theirs.fileno(), out_w, err_w], _request("command" if linger else "agent", argv, env, cwd))
+    finally:
+        os.close(out_w)
+        os.close(err_w)
+    if not sent:
+        os.close(out_r)
+        os.close(err_r)
+        return None
+    return out_r, err_r
 
 
 class Reports:
     """What a keeper said, parsed line by line as it arrives."""
 
-    __slots__ = ("_buffer", "leader", "way", "failure", "status", "held", "killed", "stuck", "done", "_on_exit")
+    __slots__ = ("_buffer", "leader", "keeper", "way", "failure", "status", "held", "killed", "stuck", "done",
+                 "_on_exit")
 
     def __init__(self, on_exit: Callable[[], None] | None = None) -> None:
         self._buffer = b""
-        self.leader: int | None = None
+        self.leader: int | None = None  # the command's pid
+        self.keeper: int | None = None  # the keeper's pid (its session's id too)
         self.way: str | None = None
         self.failure: OSError | None = None
         self.status: int | None = None  # the agent's own exit status (negative: the signal that killed it)
@@ -227,8 +363,8 @@ class Reports:
                 self.status, self.held = int(status), held == "1"
                 self._exit()
             elif kind == "way":
-                leader, _, self.way = rest.partition(" ")
-                self.leader = int(leader)
+                leader, keeper, self.way = rest.split(" ", 2)
+                self.leader, self.keeper = int(leader), int(keeper)
             elif kind == "fail":
                 errno, _, message = rest.partition(" ")
                 self.failure = OSError(int(errno), message)
@@ -259,14 +395,23 @@ class AsyncKeeper:
     def __init__(self) -> None:
         self.ours, self.theirs = socket.socketpair()
         self.ours.setblocking(False)
-        self._exit = asyncio.get_running_loop().create_future()
-        self.reports = Reports(lambda: self._exit.done() or self._exit.set_result(None))
+        self._exit: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.reports = Reports(self._exited)
         self._reading: asyncio.Task[None] | None = None
+
+    def launch(self, argv: Sequence[str], *, env: Mapping[str, str], cwd: os.PathLike[str] | str) -> tuple[int, int] | None:
+        """Start `argv` under a fork of the keeper server (about a millisecond): its stdout and stderr pipes' read
+        ends, or None when no server can run here. Then call `started`."""
+        return _launch(self.theirs, argv, env, cwd, linger=False)
 
     def started(self) -> None:
         """The keeper is running (it holds its end now)."""
         self.theirs.close()
         self._reading = asyncio.ensure_future(self._read())
+
+    def _exited(self) -> None:
+        if not self._exit.done():
+            self._exit.set_result(None)
 
     async def _read(self) -> None:
         loop = asyncio.get_running_loop()
@@ -318,6 +463,10 @@ class SyncKeeper:
         self.ours, self.theirs = socket.socketpair()
         self.reports = Reports()
 
+    def launch(self, argv: Sequence[str], *, env: Mapping[str, str], cwd: os.PathLike[str] | str) -> tuple[int, int] | None:
+        """Start `argv` under a fork of the keeper server, keeping what it leaves running (`AsyncKeeper.launch`)."""
+        return _launch(self.theirs, argv, env, cwd, linger=True)
+
     def started(self) -> None:
         self.theirs.close()
 
@@ -352,6 +501,15 @@ class SyncKeeper:
                 break
         self.close()
         return self.reports.note()
+
+    def ended(self) -> bool:
+        """The keeper has ended (what it said so far is read, without waiting)."""
+        import select
+
+        while not self.reports.done and self.ours.fileno() >= 0 and select.select([self.ours], [], [], 0)[0]:
+            if not self.read():
+                break
+        return self.reports.done
 
     def over(self) -> bool:
         """The command exited and nothing it started is left (waits for the keeper's last words then)."""

@@ -255,9 +255,19 @@ class ProcessAgent:
 
         err = _Tail(self.stderr_tail)
         keeper = AsyncKeeper() if kept is not None else None
+        process: asyncio.subprocess.Process | None = None
+        exited: asyncio.Future[None] | None = None
+        pipes = None
+        if keeper is not None and not self.sandbox.active:  # the usual way: a fork of the keeper server
+            pipes = keeper.launch(launch.argv, env=env, cwd=workdir)
         try:
-            process, exited = await _spawn(argv, cwd=workdir, env=env,
-                                           stdin=keeper.theirs.fileno() if keeper is not None else None)
+            if pipes is not None:
+                streams = [await _pipe(fd) for fd in pipes]
+            else:  # in the sandbox (a keeper of its own inside it), or without a keeper at all
+                process, exited = await _spawn(argv, cwd=workdir, env=env,
+                                               stdin=keeper.theirs.fileno() if keeper is not None else None)
+                assert process.stdout is not None and process.stderr is not None
+                streams = [process.stdout, process.stderr]
         except BaseException as exc:
             if keeper is not None:
                 keeper.close()
@@ -268,12 +278,12 @@ class ProcessAgent:
             raise
         if keeper is not None:
             keeper.started()
-        assert process.stdout is not None and process.stderr is not None
-        reading = asyncio.ensure_future(asyncio.gather(_read(process.stdout, keep), _read(process.stderr, err.feed)))
+        reading = asyncio.ensure_future(asyncio.gather(_read(streams[0], keep), _read(streams[1], err.feed)))
         try:
             if keeper is not None:
                 timed_out = not await keeper.exited(self.timeout_s)
             else:
+                assert exited is not None
                 timed_out = not await _within(exited, self.timeout_s)
         except BaseException:  # cancelled (a case timeout, Ctrl-C): nobody reads any more; kill, note, go on
             reading.cancel()
@@ -290,9 +300,11 @@ class ProcessAgent:
             await asyncio.wait_for(asyncio.shield(reading), 5)
         except asyncio.TimeoutError:
             reading.cancel()
-        await _within(exited, 5)  # the direct child (the keeper, or bwrap around it) is reaped by now or soon
+        if exited is not None:
+            await _within(exited, 5)  # the direct child (the keeper, or bwrap around it) is reaped by now or soon
         status = keeper.reports.status if keeper is not None else None
-        exit_code = status if status is not None else process.returncode if process.returncode is not None else -9
+        returncode = process.returncode if process is not None else None
+        exit_code = status if status is not None else returncode if returncode is not None else -9
         duration = time.monotonic() - started
         stdout = "".join(out)
         if kept_chars[0] > _STDOUT_LIMIT:
@@ -366,6 +378,14 @@ async def _spawn(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str],
     return asyncio.subprocess.Process(transport, protocol[0], loop), protocol[0].exited
 
 
+async def _pipe(fd: int) -> asyncio.StreamReader:
+    """A stream reading the pipe `fd` from the event loop (it closes at the end of the pipe)."""
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=1 << 16, loop=loop)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader, loop=loop), os.fdopen(fd, "rb", 0))
+    return reader
+
+
 async def _within(future: asyncio.Future[None], timeout_s: float | None) -> bool:
     """Wait for `future` (not cancelling it); False on the timeout."""
     try:
@@ -375,7 +395,7 @@ async def _within(future: asyncio.Future[None], timeout_s: float | None) -> bool
     return True
 
 
-async def _contain(keeper: AsyncKeeper | None, process: asyncio.subprocess.Process,
+async def _contain(keeper: AsyncKeeper | None, process: asyncio.subprocess.Process | None,
                    cleanup: Callable[[], None] | None) -> list[str]:
     """Kill whatever of the agent is still alive and say what that was. The keeper does the killing in its own
     process (instant here); without one, or when it does not answer, the agent's session is killed by a /proc scan
@@ -391,8 +411,11 @@ async def _contain(keeper: AsyncKeeper | None, process: asyncio.subprocess.Proce
                     return killed
                 killed = keeper.reports.note()
                 keeper.close()
+            session = process.pid if process is not None else keeper.reports.keeper if keeper is not None else None
+            if session is None:
+                return killed
             loop = asyncio.get_running_loop()
-            return killed + await loop.run_in_executor(None, kill_session, process.pid)
+            return killed + await loop.run_in_executor(None, kill_session, session)
         finally:
             if cleanup is not None:
                 cleanup()
