@@ -268,7 +268,7 @@ class _Server:
         self.owner = os.getpid()
         self.sock, theirs = socket.socketpair()
         try:
-            self.process = subprocess.Popen([python, "-I", "-S", "-c", KEEPER, "serve"], stdin=theirs,
+            self.process = subprocess.Popen([python, "-I", "-S", "-c", KEEPER, "serve"], stdin=theirs.fileno(),
                                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={},
                                             start_new_session=True)
         finally:
