@@ -10,7 +10,8 @@ environment, then either exits (a normal end) or is stopped after 0.5 s (a timeo
 when run as root) and prints whether it works there.
 
 Mechanisms: `session` (what trialrun did before: a session of its own, then a /proc scan killing that session),
-`keeper` (trialrun's choice: a child subreaper, `trialrun.agents._containment`), `unshare` (a PID namespace:
+`keeper` (trialrun's choice: a child subreaper, `trialrun.agents._containment`, forked by the keeper server),
+`keeper1` (the same keeper as a new interpreter of its own, as in the bwrap sandbox), `unshare` (a PID namespace:
 `unshare --pid --fork --kill-child`, with `--user --map-current-user` when not root), `cgroup` (a cgroup v2 of its
 own, then `cgroup.kill`), `bwrap` (bubblewrap's PID namespace only).
 """
@@ -81,7 +82,9 @@ class Session(Mechanism):
 
 
 class Keeper(Mechanism):
-    name = "keeper"
+    """A keeper of its own: a new interpreter a trial (what trialrun runs inside the bwrap sandbox)."""
+
+    name = "keeper1"
 
     def start(self, argv: list[str]) -> None:
         self.keeper = SyncKeeper()
@@ -100,6 +103,32 @@ class Keeper(Mechanism):
                     break
         self.keeper.finish()
         self.proc.wait()
+
+
+class Served(Mechanism):
+    """trialrun's choice: a keeper forked by the keeper server (started once, before the rounds)."""
+
+    name = "keeper"
+
+    def start(self, argv: list[str]) -> None:
+        self.keeper = SyncKeeper()
+        pipes = self.keeper.launch(argv, env=dict(os.environ), cwd=os.getcwd())
+        assert pipes is not None
+        self.pipes = pipes
+        self.keeper.started()
+
+    def end(self, kill: bool) -> None:
+        if not kill:
+            import select
+
+            while not self.keeper.reports.exited:
+                select.select([self.keeper.ours], [], [])
+                if not self.keeper.read():
+                    break
+        self.keeper.finish()
+        for fd in self.pipes:
+            os.close(fd)
+        self.proc = subprocess.CompletedProcess([], 0 if self.keeper.reports.status == 0 else 1)
 
 
 class Unshare(Mechanism):
@@ -157,7 +186,7 @@ class Bwrap(Mechanism):
             self.proc.stderr.close()
 
 
-MECHANISMS: list[Callable[[], Mechanism]] = [Session, Keeper, Unshare, Cgroup, Bwrap]
+MECHANISMS: list[Callable[[], Mechanism]] = [Session, Served, Keeper, Unshare, Cgroup, Bwrap]
 
 
 def _plain() -> None:
@@ -165,9 +194,19 @@ def _plain() -> None:
 
 
 def _cpu() -> float:
-    """CPU seconds used so far by this process and its reaped children (the mechanism's helpers included)."""
+    """CPU seconds used so far by this process, its reaped children and the keeper server (with the keepers it
+    forked and reaped: they are not our children)."""
     me, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return me.ru_utime + me.ru_stime + children.ru_utime + children.ru_stime
+    total = me.ru_utime + me.ru_stime + children.ru_utime + children.ru_stime
+    from trialrun.agents._containment import _Server
+
+    if _Server.current is not None:
+        try:
+            fields = Path(f"/proc/{_Server.current.process.pid}/stat").read_text().rpartition(")")[2].split()
+            total += sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+        except OSError:
+            pass
+    return total
 
 
 def cost(rounds: int) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
