@@ -176,3 +176,27 @@ def test_the_keeper_reports_its_way_and_what_it_killed_line_by_line() -> None:
     assert (reports.leader, reports.keeper, reports.way, reports.status, reports.held, reports.done) == \
         (42, 41, "subreaper", 0, True, True)
     assert reports.note() == ["pid 43: sleep 9"]
+
+
+def test_a_forked_process_gets_a_keeper_server_of_its_own(tmp_path: Path, marker: str) -> None:
+    """multiprocessing's fork start method, or any os.fork: the child never shares its parent's server."""
+    import multiprocessing
+
+    from trialrun.agents._containment import _Server
+
+    assert _trial(tr.ProcessAgent([sys.executable, "-c", "print('started')"])).passed
+    parent = _Server.current
+    assert parent is not None
+    context = multiprocessing.get_context("fork")
+    with context.Pool(1) as pool:
+        passed, server = pool.apply(_trial_in_child, (str(tmp_path), marker))
+    assert passed and server not in (None, parent.process.pid)
+    assert still_alive(marker) == []
+
+
+def _trial_in_child(folder: str, marker: str) -> tuple[bool, int | None]:
+    from trialrun.agents._containment import _Server
+
+    trial = _trial(_agent(Path(folder), marker, end=True))
+    return trial.passed and not _listed(trial.killed, marker, ESCAPED), \
+        _Server.current.process.pid if _Server.current else None

@@ -63,6 +63,11 @@ def marked(marker: str) -> list[str]:
     return found
 
 
+def started(marker: str) -> int:
+    """How many of the command's own processes (`./MARKER N`) run."""
+    return sum(1 for line in marked(marker) if line.split(": ", 1)[1].startswith(f"./{marker} "))
+
+
 def still_alive(marker: str, within: float = 3.0) -> list[str]:
     """The marked processes alive after `within` seconds (a kill takes a moment to land)."""
     deadline = time.monotonic() + within
@@ -158,15 +163,14 @@ def test_no_process_of_a_real_agent_outlives_its_trial_and_the_trial_says_what_w
 
 
 # -- Ctrl-C of a real `trialrun run` -----------------------------------------------------------------------------
-def _project(root: Path, label: str, path: str, marker: str) -> Path:
-    project = root / label
+def _project(root: Path, label: str, path: str, marker: str, sandbox: str) -> Path:
+    project = root / f"{label}-{sandbox}"
     (project / "state" / "eval").mkdir(parents=True)
     (project / "workspace").mkdir()
     (project / "workspace" / "escape.sh").write_text(escapes(blocking=True))
-    ready = project / "ready"
     agent = tr.agents.preset(label, path=path, **OPTIONS.get(label, {}))
     tool, argument = agent.shell_tool or ("bash", "command")
-    arguments: dict[str, str] = {argument: f"sh escape.sh {marker} {ready}"}
+    arguments: dict[str, str] = {argument: f"sh escape.sh {marker}"}
     if label in ("claude-code", "opencode"):
         arguments["description"] = "start the helpers"
     suite = [{"id": "hang", "prompt": "start the helpers", "expected_tools": [tool], "max_turns": 3,
@@ -176,7 +180,7 @@ def _project(root: Path, label: str, path: str, marker: str) -> Path:
                                                               {"reply": "done"}]}))
     options = "".join(f"{name} = {json.dumps(value)}\n" for name, value in OPTIONS.get(label, {}).items())
     (project / "trialrun.toml").write_text(f'agent = "{label}"\nmodel = "scripted:model.yaml"\nworkspace = "workspace"\n'
-                                           f"[agent_options]\npath = {json.dumps(path)}\n{options}")
+                                           f'sandbox = "{sandbox}"\n[agent_options]\npath = {json.dumps(path)}\n{options}')
     return project
 
 
@@ -185,34 +189,38 @@ def _default_signals() -> None:
         signal.signal(signum, signal.SIG_DFL)
 
 
+#: Each agent through a real `trialrun run`, and pi in the sandbox too
+RUNS = [(label, "none") for label in AGENTS] + [("pi", "bwrap")]
+
+
 def test_ctrl_c_of_a_real_trialrun_run_leaves_no_process_of_the_agent(tmp_path: Path,
                                                                        agent_path: Callable[[str], str]) -> None:
-    markers = {label: f"trc{uuid.uuid4().hex[:12]}" for label in AGENTS}
+    markers = {run: f"trc{uuid.uuid4().hex[:12]}" for run in RUNS}
     env = {k: v for k, v in os.environ.items() if k != "GITHUB_STEP_SUMMARY"}
-    runs: dict[str, subprocess.Popen[str]] = {}
+    runs: dict[tuple[str, str], subprocess.Popen[str]] = {}
     try:
-        for label in AGENTS:
-            project = _project(tmp_path, label, agent_path(label), markers[label])
-            runs[label] = subprocess.Popen([sys.executable, "-m", "trialrun", "run", "all"], cwd=project, text=True,
-                                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                                           preexec_fn=_default_signals)
-        deadline = time.monotonic() + 2 * LIMIT_S  # three CLI runs starting at once: slower than one evaluate
-        waiting = set(AGENTS)
+        for run in RUNS:
+            project = _project(tmp_path, run[0], agent_path(run[0]), markers[run], run[1])
+            runs[run] = subprocess.Popen([sys.executable, "-m", "trialrun", "run", "all"], cwd=project, text=True,
+                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                                         preexec_fn=_default_signals)
+        deadline = time.monotonic() + 2 * LIMIT_S  # several CLI runs starting at once: slower than one evaluate
+        waiting = set(RUNS)
         while waiting and time.monotonic() < deadline:
-            for label in list(waiting):
-                if (tmp_path / label / "ready").exists() and len(marked(markers[label])) >= 5:
-                    runs[label].send_signal(signal.SIGINT)  # Ctrl-C, as a terminal sends it
-                    waiting.discard(label)
-                elif runs[label].poll() is not None:
-                    raise AssertionError((label, runs[label].communicate()))
+            for run in list(waiting):
+                if started(markers[run]) >= 5:  # the command started all it starts (the 5th: itself)
+                    runs[run].send_signal(signal.SIGINT)  # Ctrl-C, as a terminal sends it
+                    waiting.discard(run)
+                elif runs[run].poll() is not None:
+                    raise AssertionError((run, runs[run].communicate()))
             time.sleep(0.1)
         assert not waiting, f"these agents never ran the command within {2 * LIMIT_S:g}s: {sorted(waiting)}"
-        for label, proc in runs.items():
+        for run, proc in runs.items():
             out, err = proc.communicate(timeout=60)
-            assert proc.returncode == 130, (label, out, err)
-            assert still_alive(markers[label]) == [], (label, err)
+            assert proc.returncode == 130, (run, out, err)
+            assert still_alive(markers[run]) == [], (run, err)
     finally:
-        for label, proc in runs.items():
+        for proc in runs.values():
             if proc.poll() is None:
                 proc.kill()
                 proc.communicate()

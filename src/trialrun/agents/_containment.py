@@ -123,6 +123,17 @@ class _Server:
             return False
 
 
+def _forget_server() -> None:
+    """In a child this process forked: the parent's server and lock are not its own (a lock another thread held
+    would stay held for ever)."""
+    _Server.lock = threading.Lock()
+    _Server.current = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_server)
+
+
 def _request(mode: str, argv: Sequence[str], env: Mapping[str, str], cwd: os.PathLike[str] | str) -> bytes:
     return b"\0".join([mode.encode(), os.fsencode(cwd), str(len(argv)).encode(), *map(os.fsencode, argv),
                        *(os.fsencode(f"{name}={value}") for name, value in env.items())])
