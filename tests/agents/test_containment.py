@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 import trialrun as tr
+from trialrun.render.html import report_html, report_payload
 from trialrun.render.junit import junit_xml
 from trialrun.render.markdown import report_markdown
 from trialrun.render.text import trial_text
@@ -154,6 +155,10 @@ def test_the_note_is_shown_where_trial_errors_are_shown(tmp_path: Path, marker: 
         "p", ctx, model=tr.ScriptedModel([tr.reply("x")])), expect_outcome=[tr.expect.contains("started")])])
     assert "When the agent ended: 5 processes killed" in report_markdown(report)
     assert "trial 1: when the agent ended: 5 processes killed" in junit_xml(report)
+    payload = report_payload(report)
+    [trial_data] = payload["runs"][0]["cases"][0]["trials"]
+    assert sum(f"{marker} 100" in payload["S"][i] for i in trial_data["kl"]) == 5  # the HTML report's list
+    assert "Processes killed when the agent ended" in report_html(report)
     assert still_alive(marker) == []
 
 
