@@ -258,11 +258,13 @@ class ProcessAgent:
         process: asyncio.subprocess.Process | None = None
         exited: asyncio.Future[None] | None = None
         pipes = None
+        streams: list[asyncio.StreamReader] = []
         if keeper is not None and not self.sandbox.active:  # the usual way: a fork of the keeper server
             pipes = keeper.launch(launch.argv, env=env, cwd=workdir)
         try:
             if pipes is not None:
-                streams = [await _pipe(fd) for fd in pipes]
+                streams.append(await _pipe(pipes[0]))
+                streams.append(await _pipe(pipes[1]))
             else:  # in the sandbox (a keeper of its own inside it), or without a keeper at all
                 process, exited = await _spawn(argv, cwd=workdir, env=env,
                                                stdin=keeper.theirs.fileno() if keeper is not None else None)
@@ -270,7 +272,11 @@ class ProcessAgent:
                 streams = [process.stdout, process.stderr]
         except BaseException as exc:
             if keeper is not None:
-                keeper.close()
+                keeper.close()  # a keeper that started kills everything when its socket closes
+            if pipes is not None and not streams:
+                os.close(pipes[0])
+            if pipes is not None and len(streams) < 2:
+                os.close(pipes[1])
             if cleanup is not None:
                 cleanup()
             if isinstance(exc, (FileNotFoundError, PermissionError)):
