@@ -205,3 +205,22 @@ def _trial_in_child(folder: str, marker: str) -> tuple[bool, int | None]:
     trial = _trial(_agent(Path(folder), marker, end=True))
     return trial.passed and not _listed(trial.killed, marker, ESCAPED), \
         _Server.current.process.pid if _Server.current else None
+
+
+@pytest.mark.parametrize("sandbox", ["none", "bwrap"])
+def test_the_agent_inherits_stdin_from_dev_null_its_two_pipes_and_nothing_of_its_keeper(sandbox: str) -> None:
+    code = textwrap.dedent("""
+        import os
+        for fd in sorted(os.listdir("/proc/self/fd"), key=int):
+            try:
+                print(f"{fd}={os.readlink('/proc/self/fd/' + fd)}")
+            except FileNotFoundError:  # the listing's own descriptor, closed by now
+                pass
+        print("started")
+    """)
+    trial = _trial(tr.ProcessAgent([sys.executable, "-I", "-S", "-c", code], sandbox=sandbox))
+    assert trial.passed, trial.error
+    fds = dict(line.split("=", 1) for line in trial.output.splitlines() if "=" in line)
+    assert fds.pop("0") == "/dev/null"
+    assert fds.pop("1").startswith("pipe:") and fds.pop("2").startswith("pipe:")
+    assert fds == {}  # not the keeper's socket, nor a pipe's other end

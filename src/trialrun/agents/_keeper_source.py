@@ -142,7 +142,7 @@ def serve():
     _signal.signal(17, reap)
     while True:
         try:
-            head, fds, _, _ = server.recvmsg(8, _socket.CMSG_SPACE(12), _socket.MSG_CMSG_CLOEXEC)
+            head, fds, _, _ = server.recvmsg(8, _socket.CMSG_SPACE(12), getattr(_socket, "MSG_CMSG_CLOEXEC", 0))
         except InterruptedError:
             continue
         while head and len(head) < 8:
@@ -150,6 +150,8 @@ def serve():
         if len(head) < 8:
             os._exit(0)  # trialrun is gone
         passed = [n for level, kind, data in fds for n in memoryview(data).cast("i")]
+        for fd in passed:  # never inherited by the command (MSG_CMSG_CLOEXEC is Linux's only)
+            os.set_inheritable(fd, False)
         size, body = int(head), b""
         while len(body) < size:
             more = server.recv(size - len(body))
