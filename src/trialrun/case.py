@@ -367,9 +367,14 @@ class TrialContext:
         self._workspace: Workspace | None = None
         #: Set by the runner when a grader of the case reads the workspace (see `workspace`).
         self._wants_workspace = False
+        self._killed: list[str] | None = None  # processes of agents it ran, killed when they ended (TrialResult.killed)
 
     def __repr__(self) -> str:
         return f"TrialContext(case={self.case.name!r}, trial={self.trial})"
+
+    def _note_killed(self, killed: list[str]) -> None:
+        """A process agent's run in this trial ended; `killed` is what of it was killed then (maybe nothing)."""
+        self._killed = [*(self._killed or ()), *killed]
 
     @property
     def workdir(self) -> Path:

@@ -97,6 +97,9 @@ class TrialResult(BaseModel):
     status: str | None = Field(default=None, description="how the agent's loop ended, when the agent says (e.g. max_turns)")
     output: Any = None
     trajectory: Trajectory = Field(default_factory=Trajectory)
+    killed: list[str] | None = Field(default=None, description="the agent's processes killed when the trial ended "
+                                     "(\"pid N: argv\"): what it left running, or everything on a timeout; None "
+                                     "when no agent process ran")
 
     @property
     def failed_verdicts(self) -> list[Verdict]:
@@ -106,7 +109,7 @@ class TrialResult(BaseModel):
         """The trial as a `Run` (what graders take): a status trialrun does not know (a newer version's) is left
         out, and the trial's error is its message."""
         return Run(self.output, self.trajectory, self.usage, self.cost_usd, _RUN_STATUSES.get(self.status or ""),
-                   self.error.message if self.error is not None else None)
+                   self.error.message if self.error is not None else None, killed=self.killed)
 
 
 @functools.cache

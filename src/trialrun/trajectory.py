@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 __all__ = ["Usage", "ToolCall", "ToolResult", "Turn", "Denial", "Conversation", "Trajectory", "Run", "RunStatus",
-           "Outcome", "CallOutcome", "observed_nothing"]
+           "Outcome", "CallOutcome", "observed_nothing", "killed_text"]
 
 
 @dataclass(slots=True)
@@ -323,6 +323,15 @@ def observed_nothing(trajectory: Trajectory) -> bool:
                 or trajectory.commands or trajectory.denials)
 
 
+def killed_text(killed: list[str] | None, shown: int = 5) -> str | None:
+    """The one wording of what was killed when an agent ended (`Run.killed`, `TrialResult.killed`), for messages and
+    reports; None when nothing was."""
+    if not killed:
+        return None
+    more = f"; and {len(killed) - shown} more" if len(killed) > shown else ""
+    return f"{len(killed)} process{'es' if len(killed) > 1 else ''} killed: " + "; ".join(killed[:shown]) + more
+
+
 #: How an agent's loop ended (`Run.status`): the reference agent sets one of these.
 RunStatus = Literal["completed", "max_turns", "cost_limit", "stopped_by_policy", "error"]
 
@@ -332,7 +341,9 @@ class Run:
     """What one invoke produced: the output the caller got back and the trajectory that led there.
 
     `status` and `error` are set by agents that know how their loop ended (the reference agent does). A process
-    agent also records its `exit_code`, the tail of its `stderr` and its `duration_s`.
+    agent also records its `exit_code`, the tail of its `stderr`, its `duration_s`, and `killed`: every process
+    of it that was still alive when it ended (or timed out) and was killed, as "pid N: argv" (empty: nothing was
+    left; None: not an agent trialrun ran in a process).
     """
 
     output: Any = None
@@ -344,6 +355,7 @@ class Run:
     exit_code: int | None = None
     stderr: str | None = None
     duration_s: float | None = None
+    killed: list[str] | None = None
 
     def __post_init__(self) -> None:
         if self.usage is None:

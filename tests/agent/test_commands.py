@@ -175,18 +175,19 @@ def test_ctrl_c_kills_the_command(workspace: Path, sleeper: Sleeper) -> None:
     sleeper.assert_gone()
 
 
-def test_ctrl_c_before_popen_returns_still_kills_the_command(workspace: Path, sleeper: Sleeper,
-                                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    """The interrupt lands after the shell started but before `Popen` returned (a loaded machine is slow to hand
-    the parent its result): there is no process object yet, and the command is found by its mark."""
-    real = subprocess.Popen
+def test_ctrl_c_before_the_start_returns_still_kills_the_command(workspace: Path, sleeper: Sleeper,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The interrupt lands after the keeper started the shell but before trialrun heard back (a loaded machine is
+    slow to hand the caller its result): there is no handle on the command yet, and the keeper, whose socket is
+    closed on the way out, kills it."""
+    real = _commands.SyncKeeper.launch
 
-    def interrupted(*args, **kwargs):
-        real(*args, **kwargs)
+    def interrupted(self, *args, **kwargs):
+        real(self, *args, **kwargs)
         sleeper.pid()  # the shell runs, and its child
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(_commands.subprocess, "Popen", interrupted)
+    monkeypatch.setattr(_commands.SyncKeeper, "launch", interrupted)
     with pytest.raises(KeyboardInterrupt):
         _run_command(workspace, timeout_s=120).run_sync({"command": sleeper.command})
     sleeper.assert_gone()
@@ -231,7 +232,7 @@ def test_interpreter_exit_kills_commands_still_running(workspace: Path, sleeper:
         "from pathlib import Path\n"
         f"while not Path({str(sleeper.pidfile)!r}).exists(): time.sleep(0.01)\n"
         "from trialrun.agent import _commands\n"
-        "while not _commands._GROUPS: time.sleep(0.01)  # the thread registers the group just after starting it\n"
+        "while not _commands._KEEPERS: time.sleep(0.01)  # the thread registers the group just after starting it\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
     sleeper.assert_gone()
@@ -241,7 +242,7 @@ def test_finished_commands_leave_nothing_registered(workspace: Path) -> None:
     run_command = _run_command(workspace)
     for _ in range(3):
         assert run_command.run_sync({"command": "true"}) == "exit code: 0\n"
-    assert not any(root == workspace.resolve() for root in _commands._GROUPS.values())
+    assert not any(root == workspace.resolve() for root in _commands._KEEPERS.values())
 
 
 # -- output: read as it arrives, head and tail kept -------------------------------------------------------------
@@ -322,3 +323,50 @@ def test_the_end_of_a_trial_stops_what_its_commands_left_running(sleeper: Sleepe
     case = tr.Case(name="leaves a server running", invoke=invoke, expect_outcome=[tr.expect.contains("exit code: 0")])
     assert tr.evaluate([case]).passed_case_count == 1
     sleeper.assert_gone()
+
+
+# -- children that get away: a new session with an emptied environment, a double fork ignoring SIGTERM ----------
+ESCAPING = ("ln -sf {sleep} ./{marker}; env -i setsid ./{marker} 301 </dev/null >/dev/null 2>&1 & "
+            "( trap '' TERM; ./{marker} 302 </dev/null >/dev/null 2>&1 & ); echo $$ > started")
+
+
+def _marked(marker: str) -> list[int]:
+    """Live processes running ./MARKER (from /proc; not the shells whose command line names it)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                argv0 = Path("/proc", entry, "cmdline").read_bytes().split(b"\0")[0]
+                if argv0 == f"./{marker}".encode() and not _gone(int(entry)):
+                    found.append(int(entry))
+            except OSError:
+                pass
+    return found
+
+
+def _none_left(marker: str, within: float = 5.0) -> bool:
+    deadline = time.monotonic() + within
+    while _marked(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    alive = _marked(marker)
+    for pid in alive:
+        os.kill(pid, signal.SIGKILL)
+    return not alive
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="the truth is read from /proc (Linux)")
+@pytest.mark.parametrize("ending", ["timeout", "finished"])
+def test_a_child_that_left_the_session_and_cleared_its_environment_dies_with_its_command(workspace: Path,
+                                                                                          ending: str) -> None:
+    marker = f"trc{os.getpid()}x{time.monotonic_ns()}"
+    command = ESCAPING.format(sleep=shutil.which("sleep"), marker=marker)
+    run_command = _run_command(workspace, timeout_s=2)
+    if ending == "timeout":
+        with pytest.raises(tr.ToolError, match="timed out"):
+            run_command.run_sync({"command": command + "; sleep 300"})
+    else:
+        assert run_command.run_sync({"command": command}) == "exit code: 0\n"
+        assert len(_marked(marker)) == 2  # both outlive their command (a server for the next one) ...
+        assert stop_commands(workspace) == 1  # ... until the trial ends
+    assert (workspace / "started").exists()
+    assert _none_left(marker)

@@ -1,10 +1,11 @@
 """Shell commands the agent's tools start: their output read with bounded memory, and no command left behind.
 
-A command runs in a session of its own (`start_new_session=True`) with an environment cut to an allow-list
-(`command_env`: never the parent's credentials), marked with a `TRIALRUN_COMMAND` variable its children inherit.
-Killing a command kills its process group, every process of its session (children that moved to another group), and
-every process that carries its mark (children that left with `setsid`, found by a /proc scan on Linux).
-Every live command is registered here, so that it dies whenever nobody waits for it any more:
+A command runs under a keeper (`trialrun.agents._containment`: a child subreaper that started it and to which
+every process it starts stays attached, whatever session it moves to or environment it clears), with an
+environment cut to an allow-list (`command_env`: never the parent's credentials). Killing a command tells its keeper
+to kill everything below it, and it says what it killed. When the command's shell exits, what it left running
+(`server &`) is kept for later commands, under the same keeper, until the trial ends. Every live command is
+registered here, so that it dies whenever nobody waits for it any more:
 
 - its own timeout (`shell_tools(timeout_s=...)`);
 - the tool call giving up on it: `Tool.run`/`Tool.run_sync` open a `CallScope` per call and abandon it on their
@@ -22,7 +23,6 @@ from __future__ import annotations
 import atexit
 import codecs
 import os
-import secrets
 import selectors
 import signal
 import subprocess
@@ -34,17 +34,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..agents._containment import SyncKeeper, kill_session
+
 __all__ = ["CallScope", "CURRENT_CALL", "Finished", "run_shell", "stop_commands", "cut_note", "command_env", "COMMAND_ENV"]
 
 #: What a command inherits from trialrun's own environment (and `LC_*`), plus the names a user passes: enough to find
 #: programs and speak the user's language, never an API key or token of the process running the evaluation.
 COMMAND_ENV = ("PATH", "HOME", "LANG", "LANGUAGE", "TERM", "TZ", "TMPDIR", "USER", "LOGNAME", "SHELL", "COLORTERM",
                "NO_COLOR", "COLUMNS", "LINES")
-_MARK = "TRIALRUN_COMMAND"
-_RUN_MARK = f"{os.getpid()}-{secrets.token_hex(4)}"  # this process's commands: <run mark>/<number>
-_counter = iter(range(1, 1 << 62))
-
-
 def command_env(pass_env: tuple[str, ...] | list[str] = ()) -> dict[str, str]:
     """The environment a command starts with: the `COMMAND_ENV` allow-list, `LC_*`, and the `pass_env` names."""
     keep = set(COMMAND_ENV) | set(pass_env)
@@ -89,21 +86,64 @@ class CallScope:
 #: The tool call running in this context (set by `Tool.run`/`Tool.run_sync`, copied into their worker threads).
 CURRENT_CALL: ContextVar[CallScope | None] = ContextVar("trialrun_tool_call", default=None)
 
-# -- the registry of live process groups ---------------------------------------------------------------------
+# -- the registry of live keepers ------------------------------------------------------------------------------
 _LOCK = threading.Lock()
-_GROUPS: dict[int, Path] = {}  # process group id -> the workspace its command runs in
-_MARKS: dict[str, tuple[Path, int]] = {}  # a command's mark -> (its workspace, its start tick); kept until
-#                                           stop_commands: a `setsid x &` child lives on after its command
+#: every keeper still alive -> the workspace its command ran in; kept after the command ends while what it left
+#: running lives (a `server &` for the next command), until `stop_commands`
+_KEEPERS: dict[_Kept, Path] = {}
 
 
-def _start_tick(pid: int) -> int:
-    """When a process started, in clock ticks since boot (/proc/PID/stat field 22); 0 where unknown. A command's
-    children start after it, so a scan for them skips older processes without reading their environment."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            return int(handle.read().rsplit(b")", 1)[1].split()[19])
-    except (OSError, IndexError, ValueError):
-        return 0
+class _Kept:
+    """One command under its keeper, seen from here (or, where no keeper can run, in its own session)."""
+
+    __slots__ = ("keeper", "process", "pipes", "lock", "running")
+
+    def __init__(self, keeper: SyncKeeper | None, process: subprocess.Popen[bytes] | None,
+                 pipes: tuple[int, int]) -> None:
+        self.keeper = keeper
+        self.process = process  # only without a keeper
+        self.pipes = pipes  # its stdout and stderr (read ends)
+        self.running = True  # its output is being read (by the thread that holds `lock`)
+        self.lock = threading.RLock()
+
+    def stop(self) -> None:
+        """Kill the command and everything it started (from any thread; the keeper does the work)."""
+        if self.keeper is not None:
+            self.keeper.stop()
+        elif self.process is not None:
+            _kill_group(self.process.pid)
+            kill_session(self.process.pid)
+
+    def finish(self) -> list[str]:
+        """Stop it and wait for the keeper's report: what was killed."""
+        with self.lock:
+            self.stop()
+            if self.keeper is not None:
+                killed = self.keeper.finish()
+                if not self.keeper.reports.done and self.keeper.reports.keeper:  # it did not answer: its session
+                    killed += kill_session(self.keeper.reports.keeper)
+                return killed
+            assert self.process is not None
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                kill_session(self.process.pid)
+                self.process.wait()
+            return []
+
+    def over(self) -> bool:
+        """The command ended and nothing it started is left (its keeper ended; without one, its group is empty)."""
+        if self.keeper is not None:
+            return self.keeper.over()
+        assert self.process is not None
+        return not _group_alive(self.process.pid)
+
+    def ended(self) -> bool:
+        """Nothing of it is alive any more (asked without waiting)."""
+        if self.keeper is not None:
+            return self.keeper.ended()
+        assert self.process is not None
+        return self.process.poll() is not None and not _group_alive(self.process.pid)
 
 
 def _kill_group(pgid: int) -> None:
@@ -111,50 +151,6 @@ def _kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):  # already gone
         pass
-
-
-def _kill_marked(sids: set[int], marks: set[str] | None, prefix: str | None = None, since: int = 0) -> int:
-    """Kill every process (but this one) whose session is in `sids`, or whose `TRIALRUN_COMMAND` mark is in `marks`
-    or starts with `prefix`: a /proc scan (Linux), repeated while it finds any (a child may fork as it dies).
-    Processes that started before tick `since` are not looked at."""
-    if not os.path.isdir("/proc/self"):
-        return 0
-    me, killed = os.getpid(), 0
-    wanted = {f"{_MARK}={mark}".encode() for mark in marks or ()}
-    start = f"{_MARK}={prefix}".encode() if prefix else None
-    for _ in range(10):
-        found = 0
-        for entry in os.scandir("/proc"):
-            if not entry.name.isdigit() or int(entry.name) == me:
-                continue
-            pid = int(entry.name)
-            try:
-                with open(f"/proc/{pid}/stat", "rb") as handle:
-                    fields = handle.read().rsplit(b")", 1)[1].split()
-                if fields[0] == b"Z" or int(fields[19]) < since:  # a zombie (dead), or older than the commands
-                    continue
-                hit = int(fields[3]) in sids
-                if not hit and (wanted or start):
-                    with open(f"/proc/{pid}/environ", "rb") as handle:
-                        variables = handle.read().split(b"\0")
-                    hit = any(v in wanted or (start is not None and v.startswith(start)) for v in variables)
-                if hit:
-                    os.kill(pid, signal.SIGKILL)
-                    found += 1
-            except (OSError, IndexError, ValueError):  # gone, not ours, or unreadable
-                continue
-        killed += found
-        if not found:
-            break
-    return killed
-
-
-def _kill_command(pgid: int, mark: str, leader_unreaped: bool, since: int) -> None:
-    """Kill a command's group, its session and the children that left it (`setsid`), by its mark. The session is
-    matched by id only while its leader (the command's shell) is not reaped yet: until then the id cannot have been
-    given to an unrelated process."""
-    _kill_group(pgid)
-    _kill_marked({pgid} if leader_unreaped else set(), {mark}, since=since)
 
 
 def _group_alive(pgid: int) -> bool:
@@ -167,39 +163,38 @@ def _group_alive(pgid: int) -> bool:
 
 def stop_commands(root: str | os.PathLike[str] | None = None) -> int:
     """Kill every command (and its background children) still alive that shell tools started, under `root` only
-    when given; returns how many process groups were signalled. Runs at interpreter exit for all of them."""
+    when given; returns how many commands were stopped. Runs at interpreter exit for all of them."""
     base = None if root is None else Path(root).resolve()
     with _LOCK:
-        chosen = [pgid for pgid, where in _GROUPS.items() if base is None or where == base or base in where.parents]
-        for pgid in chosen:
-            del _GROUPS[pgid]
-        marks = {mark for mark, (where, _) in _MARKS.items() if base is None or where == base or base in where.parents}
-        since = min((_MARKS[mark][1] for mark in marks), default=0)
-        for mark in marks:
-            del _MARKS[mark]
-    for pgid in chosen:
-        _kill_group(pgid)
-    if marks:  # by mark only: a finished command's session id may belong to another process by now
-        _kill_marked(set(), marks, _RUN_MARK + "/" if base is None else None, since=0 if base is None else since)
+        chosen = [kept for kept, where in _KEEPERS.items() if base is None or where == base or base in where.parents]
+        for kept in chosen:
+            del _KEEPERS[kept]
+    for kept in chosen:  # all told first (a running command's reader then sees it end), then each waited for
+        kept.stop()
+    for kept in chosen:
+        kept.finish()
     return len(chosen)
 
 
 atexit.register(stop_commands)
 
 
-def _register(pgid: int, root: Path) -> None:
+def _register(kept: _Kept, root: Path) -> None:
     with _LOCK:
-        # Groups left behind by commands that finished (`server &`) are kept until they are empty: prune them here.
-        for old in [p for p in _GROUPS if p != pgid and not _group_alive(p)]:
-            del _GROUPS[old]
-        _GROUPS[pgid] = root
+        # Keepers of commands that finished (`server &`) are kept until what they hold has ended: prune them here.
+        for old in [k for k in _KEEPERS if k is not kept and not k.running and k.ended()]:
+            del _KEEPERS[old]
+            if old.keeper is not None:
+                old.keeper.close()
+        _KEEPERS[kept] = root
 
 
-def _forget_if_empty(pgid: int) -> None:
-    """After the command's shell has exited: forget its group unless background children live on in it."""
-    if not _group_alive(pgid):
+def _forget_if_over(kept: _Kept) -> None:
+    """After the command's shell has exited: forget it unless background children live on under its keeper."""
+    if kept.over():
         with _LOCK:
-            _GROUPS.pop(pgid, None)
+            _KEEPERS.pop(kept, None)
+        kept.finish()
 
 
 # -- output kept within bounds ---------------------------------------------------------------------------------
@@ -276,92 +271,105 @@ def _render(out: _Capped, err: _Capped, limit: int) -> str:
 # -- running one command -----------------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class Finished:
-    """How a command ended: its exit code (negative: killed by that signal), its capped output, and why it was
-    stopped (None when it ended by itself)."""
+    """How a command ended: its exit code (negative: killed by that signal), its capped output, why it was
+    stopped (None when it ended by itself), and what was killed when it was ("pid N: argv")."""
 
     returncode: int
     output: str
     stopped: str | None = None  # "timeout" | "workspace removed"
+    killed: tuple[str, ...] = ()
 
 
 def run_shell(
     command: str, cwd: Path, timeout_s: float | None, max_output: int, sandbox: Any = None,
     env: dict[str, str] | None = None, pass_env: tuple[str, ...] = (),
 ) -> Finished:
-    """Run `command` through /bin/sh in `cwd`, in a session of its own that never outlives its caller, with `env`
-    (default: `command_env()`); in a bubblewrap sandbox when `sandbox` is an active
+    """Run `command` through /bin/sh in `cwd`, under a keeper that never lets it or anything it starts outlive its
+    caller, with `env` (default: `command_env()`); in a bubblewrap sandbox when `sandbox` is an active
     `trialrun.agents.sandbox.Sandbox` (its own environment allow-list then, plus the `pass_env` names)."""
-    mark = f"{_RUN_MARK}/{next(_counter)}"
     if sandbox is not None and sandbox.active:
-        argv: Any = sandbox.command(command, cwd)
+        wrapped: list[str] = sandbox.command(command, cwd)
         passed = {name: os.environ[name] for name in pass_env if name in os.environ}
         environment = {**sandbox.environment(None), **passed, "HOME": "/tmp"}
     else:
-        argv = command
+        wrapped = ["/bin/sh", "-c", command]
         environment = dict(command_env() if env is None else env)
-    environment[_MARK] = mark
-    process: subprocess.Popen[bytes] | None = None
-    since = [0]  # the command's start tick, once read (0: look at every process)
-
-    def kill() -> None:
-        if process is None:  # Ctrl-C inside Popen, after the shell started: it is found by its mark
-            _kill_marked(set(), {mark})
-        else:
-            _kill_command(process.pid, mark, process.returncode is None, since[0])
-
+    # the keeper around the sandbox, if any: in bwrap what the shell left dies with it (its PID namespace)
+    keeper: SyncKeeper | None = SyncKeeper()
+    kept: _Kept | None = None
     scope = CURRENT_CALL.get()
     key = object()
-    try:  # from here on, whatever happens (Ctrl-C included, even before Popen returns) kills the command
-        process = subprocess.Popen(
-            argv, shell=isinstance(argv, str), cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, start_new_session=True, env=environment,
-        )
-        pgid = process.pid
-        since[0] = _start_tick(pgid)  # before anything it starts
-        with _LOCK:
-            _MARKS[mark] = (cwd, since[0])
-        _register(pgid, cwd)
-        if scope is not None and not scope.hold(key, kill):
-            kill()  # the call was abandoned while the command started
+    try:  # from here on, whatever happens (Ctrl-C included, even before the keeper says it started) kills the
+        #   command: closing our end of the keeper's socket is its order to kill everything
+        assert keeper is not None
+        pipes = keeper.launch(wrapped, env=environment, cwd=cwd)
+        if pipes is not None:
+            kept = _Kept(keeper, None, pipes)
+            keeper.started()
+        else:  # no Python to run a keeper: a session of its own, killed by a /proc scan (setsid escapes it)
+            keeper.close()
+            keeper = None
+            process = subprocess.Popen(wrapped, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                       stderr=subprocess.PIPE, start_new_session=True, env=environment)
+            assert process.stdout is not None and process.stderr is not None
+            kept = _Kept(None, process, (process.stdout.fileno(), process.stderr.fileno()))
+        _register(kept, cwd)
+        if scope is not None and not scope.hold(key, kept.stop):
+            kept.stop()  # the call was abandoned while the command started
         out, err = _Capped(max_output), _Capped(max_output)
-        stopped = _pump(process, kill, out, err, cwd, None if timeout_s is None else time.monotonic() + timeout_s)
-        return Finished(process.returncode, _render(out, err, max_output), stopped)
-    except BaseException as exc:  # KeyboardInterrupt, or anything else that means nobody reads the result
-        if process is not None or not isinstance(exc, OSError):  # Popen's OSError: the shell never started
-            kill()
+        with kept.lock:
+            try:
+                stopped = _pump(kept, out, err, cwd, None if timeout_s is None else time.monotonic() + timeout_s)
+            finally:
+                kept.running = False
+        killed = tuple(kept.finish()) if stopped is not None else ()
+        status = keeper.reports.status if keeper is not None else kept.process.returncode if kept.process else None
+        return Finished(status if status is not None else -9, _render(out, err, max_output), stopped, killed)
+    except BaseException:  # KeyboardInterrupt, or anything else that means nobody reads the result
+        if kept is not None:
+            kept.stop()
+        elif keeper is not None:
+            keeper.close()  # the keeper may have started: our end closed, it kills everything
         raise
     finally:
         if scope is not None:
             scope.release(key)
-        if process is not None:
-            for pipe in (process.stdout, process.stderr):
-                if pipe is not None:
-                    pipe.close()
-            if process.poll() is None:
-                kill()
-                process.wait()
-            _forget_if_empty(process.pid)
+        if kept is not None:
+            if kept.process is not None:
+                for pipe in (kept.process.stdout, kept.process.stderr):
+                    if pipe is not None:
+                        pipe.close()
+            else:
+                for fd in kept.pipes:
+                    os.close(fd)
+            _forget_if_over(kept)
 
 
-def _pump(
-    process: subprocess.Popen[bytes], kill: Callable[[], None], out: _Capped, err: _Capped, cwd: Path,
-    deadline: float | None,
-) -> str | None:
+def _pump(kept: _Kept, out: _Capped, err: _Capped, cwd: Path, deadline: float | None) -> str | None:
     """Read both pipes until they close and the shell exits, or until a reason to stop it; returns that reason."""
+    process, keeper = kept.process, kept.keeper
     stopped: str | None = None
     grace: float | None = None  # after a kill: stop reading at this time even if a pipe stays open
     next_check = time.monotonic() + _POLL_S
 
     def stop(reason: str) -> None:
         nonlocal stopped, grace
-        kill()
+        kept.stop()
         stopped, grace = reason, time.monotonic() + _DRAIN_S
 
+    def shell_exited() -> bool:
+        if keeper is not None:
+            return keeper.reports.exited
+        assert process is not None
+        return process.poll() is not None
+
     with selectors.DefaultSelector() as selector:
-        for pipe, sink in ((process.stdout, out), (process.stderr, err)):
-            assert pipe is not None
-            selector.register(pipe.fileno(), selectors.EVENT_READ, sink)
-        while selector.get_map():
+        for fd, sink in zip(kept.pipes, (out, err)):
+            selector.register(fd, selectors.EVENT_READ, sink)
+        if keeper is not None:
+            selector.register(keeper.ours, selectors.EVENT_READ, keeper)
+        pipes = 2
+        while pipes or not shell_exited():
             now = time.monotonic()
             if stopped is None:
                 if deadline is not None and now >= deadline:
@@ -371,10 +379,21 @@ def _pump(
                     if not cwd.is_dir():
                         stop("workspace removed")
             elif grace is not None and now >= grace:
-                break  # a process that left the group still holds the pipes: stop reading
+                break  # something still holds the pipes: stop reading
+            if process is not None and not pipes:  # no keeper to say the shell exited (`exec >&-; sleep 99`)
+                try:
+                    process.wait(_POLL_S if deadline is None else max(0.0, min(_POLL_S, deadline - now)))
+                except subprocess.TimeoutExpired:
+                    pass
+                continue
             limit = grace if stopped is not None else deadline
             wait = _POLL_S if limit is None else max(0.0, min(_POLL_S, limit - time.monotonic()))
             for ready, _ in selector.select(wait):
+                if ready.data is keeper:
+                    assert keeper is not None
+                    if not keeper.read():
+                        selector.unregister(keeper.ours)
+                    continue
                 sink = ready.data
                 data = os.read(ready.fd, _CHUNK)
                 if data:
@@ -382,15 +401,5 @@ def _pump(
                 else:
                     selector.unregister(ready.fd)
                     sink.feed(b"", final=True)
-    while stopped is None:  # the pipes closed; the shell itself may still run (`exec >&-; sleep 99`)
-        wait = _POLL_S if deadline is None else min(_POLL_S, deadline - time.monotonic())
-        try:
-            process.wait(max(0.0, wait))
-            break
-        except subprocess.TimeoutExpired:
-            if deadline is not None and time.monotonic() >= deadline:
-                stop("timeout")
-            elif not cwd.is_dir():
-                stop("workspace removed")
-    process.wait()
+                    pipes -= 1
     return stopped

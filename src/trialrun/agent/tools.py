@@ -412,8 +412,9 @@ def shell_tools(
     too; trialrun.toml's `pass_env`), never the
     parent's API keys; its result has the exit code and the output, capped at `max_output` characters (read as it
     arrives: memory stays bounded whatever a command prints); and it has a timeout (None: none), after which its
-    whole session is killed: its process group, its session, and children that left with `setsid` (see
-    `_commands`). Background children of a command that finished are killed when the trial ends.
+    everything it started is killed, even children that left its session with `setsid`, forked twice or cleared
+    their environment: each command runs under a keeper, a child subreaper (see `_commands`). Background children
+    of a command that finished are killed when the trial ends.
     `sandbox` ("none", "bwrap", "auto") runs each command under bubblewrap: only `root` writable, no network, no
     secrets in its environment, nothing it starts outliving it (see `trialrun.agents.sandbox`): the way to confine
     run_command.

@@ -1,9 +1,10 @@
 """ProcessAgent: an agent in another process (a CLI coding agent), run once per trial against the case's model.
 
 Per trial: the case's model transport is served on loopback (`ctx.serve`), the agent gets the base URLs and a
-dummy key in its environment, runs in the trial's workdir with stdin closed, in a session of its own (so a
-timeout, a cancel or Ctrl-C kills everything it started), and its trajectory is read off the wire like any
-other agent's. The presets (`trialrun.agents.pi`, ...) are subclasses that also write the agent's own
+dummy key in its environment, runs in the trial's workdir with stdin closed, under a keeper (a child subreaper:
+`_containment`), so that a timeout, a cancel, Ctrl-C or its own exit kills everything it started, even what left
+its session, and the run says what was killed (`Run.killed`); its trajectory is read off the wire like any other
+agent's. The presets (`trialrun.agents.pi`, ...) are subclasses that also write the agent's own
 configuration and read its own permission refusals.
 """
 
@@ -23,8 +24,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, Union
 
 from .._scrub import add_secret, is_secret_name
-from ..trajectory import Denial, Run, ToolCall, ToolResult, Trajectory
-from ._session import kill_session
+from ..trajectory import Denial, Run, ToolCall, ToolResult, Trajectory, killed_text
+from ._containment import AsyncKeeper, keeper_argv, keeper_inside, kill_session
 
 if TYPE_CHECKING:
     from ..case import TrialContext
@@ -274,58 +275,88 @@ class ProcessAgent:
     async def _execute(self, launch: Launch, env: dict[str, str], ctx: TrialContext, endpoint: ModelEndpoint,
                        home: Path) -> Run:
         workdir = ctx.workdir
-        argv = launch.argv
+        kept = keeper_argv(launch.argv)
+        argv = launch.argv if kept is None else kept
         cleanup: Callable[[], None] | None = None
         if self.sandbox.active:
-            argv, env, cleanup = self.sandbox.wrap(argv, env, workdir=workdir, home=home, endpoint=endpoint)
+            argv, env, cleanup = self.sandbox.wrap(launch.argv, env, workdir=workdir, home=home, endpoint=endpoint)
+            if kept is not None:
+                argv = keeper_inside(argv, launch.argv, kept)
         started = time.monotonic()
         out: list[str] = []
-        kept = [0]
+        kept_chars = [0]
 
         def keep(text: str) -> None:
-            room = _STDOUT_LIMIT - kept[0]
+            room = _STDOUT_LIMIT - kept_chars[0]
             if room > 0:
                 out.append(text[:room])
-            kept[0] += len(text)
+            kept_chars[0] += len(text)
 
         err = _Tail(self.stderr_tail)
+        keeper = AsyncKeeper() if kept is not None else None
+        process: asyncio.subprocess.Process | None = None
+        exited: asyncio.Future[None] | None = None
+        pipes = None
+        streams: list[asyncio.StreamReader] = []
+        if keeper is not None and not self.sandbox.active:  # the usual way: a fork of the keeper server
+            pipes = keeper.launch(launch.argv, env=env, cwd=workdir)
         try:
-            process = await asyncio.create_subprocess_exec(
-                *argv, cwd=workdir, env=env, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE, start_new_session=True)
+            if pipes is not None:
+                streams.append(await _pipe(pipes[0]))
+                streams.append(await _pipe(pipes[1]))
+            else:  # in the sandbox (a keeper of its own inside it), or without a keeper at all
+                process, exited = await _spawn(argv, cwd=workdir, env=env,
+                                               stdin=keeper.theirs.fileno() if keeper is not None else None)
+                assert process.stdout is not None and process.stderr is not None
+                streams = [process.stdout, process.stderr]
         except BaseException as exc:
+            if keeper is not None:
+                keeper.close()  # a keeper that started kills everything when its socket closes
+            if pipes is not None and not streams:
+                os.close(pipes[0])
+            if pipes is not None and len(streams) < 2:
+                os.close(pipes[1])
             if cleanup is not None:
                 cleanup()
             if isinstance(exc, (FileNotFoundError, PermissionError)):
                 raise AgentNotFound(f"{self.label}: cannot run {argv[0]!r}: {exc.strerror or exc}") from None
             raise
-        timed_out = False
-        assert process.stdout is not None and process.stderr is not None
-        reading = asyncio.ensure_future(asyncio.gather(_read(process.stdout, keep), _read(process.stderr, err.feed)))
+        if keeper is not None:
+            keeper.started()
+        reading = asyncio.ensure_future(asyncio.gather(_read(streams[0], keep), _read(streams[1], err.feed)))
         try:
-            timed_out = not await _exited(process, self.timeout_s)
-        except BaseException:  # cancelled (a case timeout, Ctrl-C): nobody reads any more
+            if keeper is not None:
+                timed_out = not await keeper.exited(self.timeout_s)
+            else:
+                assert exited is not None
+                timed_out = not await _within(exited, self.timeout_s)
+        except BaseException:  # cancelled (a case timeout, Ctrl-C): nobody reads any more; kill, note, go on
             reading.cancel()
+            ctx._note_killed(await _contain(keeper, process, cleanup))
             raise
-        finally:
-            # always: what the agent left running (`server &`), and everything on a timeout, cancel or Ctrl-C
-            kill_session(process.pid)
-            if cleanup is not None:
-                cleanup()
-        try:  # the pipes close once every process holding them is dead (one that left the session may not)
+        # always: what the agent left running (`nohup server &`), and everything on a timeout
+        killed = await _contain(keeper, process, cleanup)
+        ctx._note_killed(killed)
+        if keeper is not None and keeper.reports.failure is not None:
+            reading.cancel()
+            failure = keeper.reports.failure
+            raise AgentNotFound(f"{self.label}: cannot run {launch.argv[0]!r}: {failure.strerror or failure}")
+        try:  # the pipes close once every process holding them is dead
             await asyncio.wait_for(asyncio.shield(reading), 5)
         except asyncio.TimeoutError:
             reading.cancel()
-        if process.returncode is None:  # killed: its status arrives a moment later
-            await _exited(process, 5)
-        exit_code = process.returncode if process.returncode is not None else -9
+        if exited is not None:
+            await _within(exited, 5)  # the direct child (the keeper, or bwrap around it) is reaped by now or soon
+        status = keeper.reports.status if keeper is not None else None
+        returncode = process.returncode if process is not None else None
+        exit_code = status if status is not None else returncode if returncode is not None else -9
         duration = time.monotonic() - started
         stdout = "".join(out)
-        if kept[0] > _STDOUT_LIMIT:
-            stdout += f"\n[... {kept[0] - _STDOUT_LIMIT} characters of stdout cut ...]"
+        if kept_chars[0] > _STDOUT_LIMIT:
+            stdout += f"\n[... {kept_chars[0] - _STDOUT_LIMIT} characters of stdout cut ...]"
         trajectory = _trajectory_of(endpoint)
         run = Run(output=None, trajectory=trajectory, exit_code=exit_code, stderr=err.render(),
-                  duration_s=round(duration, 3))
+                  duration_s=round(duration, 3), killed=killed)
         output_problem = None
         try:
             run.output = self._output(stdout, ctx)
@@ -333,8 +364,9 @@ class ProcessAgent:
             output_problem = f"{self.label}: cannot read its output {self.output}: {exc.strerror or exc}"
         self.interpret(run, stdout)
         if timed_out:
-            run.status, run.error = "error", (f"{self.label} timed out after {self.timeout_s:g}s; every process it "
-                                              f"started was killed{self._tail_note(run)}")
+            run.status, run.error = "error", (f"{self.label} timed out after {self.timeout_s:g}s; it and every "
+                                              f"process it started were killed ({killed_text(killed) or 'none left'})"
+                                              f"{self._tail_note(run)}")
         elif exit_code != 0:
             run.status, run.error = "error", (f"{self.label} exited with status {exit_code} after "
                                               f"{duration:.1f}s{self._tail_note(run)}")
@@ -360,17 +392,86 @@ class ProcessAgent:
         return stdout.rstrip("\n")
 
 
-async def _exited(process: asyncio.subprocess.Process, timeout_s: float | None) -> bool:
-    """Wait for the process itself to exit; False on the timeout. (`process.wait()` also waits for its pipes to
-    close, which a background child holding them open would put off for as long as it runs.)"""
-    deadline = None if timeout_s is None else time.monotonic() + timeout_s
-    delay = 0.005
-    while process.returncode is None:
-        if deadline is not None and time.monotonic() >= deadline:
-            return False
-        await asyncio.sleep(delay)
-        delay = min(delay * 2, 0.05)
+class _Protocol(asyncio.subprocess.SubprocessStreamProtocol):
+    """asyncio's protocol for a process with pipes, which also says the moment the process itself exits (from the
+    child watcher: `Process.wait()` also waits for the pipes, which a background child may hold open)."""
+
+    def __init__(self, limit: int, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(limit=limit, loop=loop)
+        self.exited: asyncio.Future[None] = loop.create_future()
+
+    def process_exited(self) -> None:
+        super().process_exited()
+        if not self.exited.done():
+            self.exited.set_result(None)
+
+
+async def _spawn(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str],
+                 stdin: int | None) -> tuple[asyncio.subprocess.Process, asyncio.Future[None]]:
+    """Start `argv` in a session of its own with stdout and stderr piped (stdin: the keeper's socket, or
+    /dev/null); returns the process and a future done when it exits."""
+    loop = asyncio.get_running_loop()
+    protocol: list[_Protocol] = []
+
+    def factory() -> _Protocol:
+        protocol.append(_Protocol(1 << 16, loop))
+        return protocol[0]
+
+    transport, _ = await loop.subprocess_exec(
+        factory, *argv, cwd=cwd, env=env, stdin=asyncio.subprocess.DEVNULL if stdin is None else stdin,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True)
+    return asyncio.subprocess.Process(transport, protocol[0], loop), protocol[0].exited
+
+
+async def _pipe(fd: int) -> asyncio.StreamReader:
+    """A stream reading the pipe `fd` from the event loop (it closes at the end of the pipe)."""
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=1 << 16, loop=loop)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader, loop=loop), os.fdopen(fd, "rb", 0))
+    return reader
+
+
+async def _within(future: asyncio.Future[None], timeout_s: float | None) -> bool:
+    """Wait for `future` (not cancelling it); False on the timeout."""
+    try:
+        await asyncio.wait_for(asyncio.shield(future), timeout_s)
+    except asyncio.TimeoutError:
+        return False
     return True
+
+
+async def _contain(keeper: AsyncKeeper | None, process: asyncio.subprocess.Process | None,
+                   cleanup: Callable[[], None] | None) -> list[str]:
+    """Kill whatever of the agent is still alive and say what that was. The keeper does the killing in its own
+    process (instant here); without one, or when it does not answer, the agent's session is killed by a /proc scan
+    on a worker thread, never on the event loop. Runs to its end even when cancelled again meanwhile."""
+    async def contain() -> list[str]:
+        killed: list[str] = []
+        try:
+            if keeper is not None:
+                keeper.stop()
+                if await keeper.finished():
+                    killed = keeper.reports.note()
+                    keeper.close()
+                    return killed
+                killed = keeper.reports.note()
+                keeper.close()
+            session = process.pid if process is not None else keeper.reports.keeper if keeper is not None else None
+            if session is None:
+                return killed
+            loop = asyncio.get_running_loop()
+            return killed + await loop.run_in_executor(None, kill_session, session)
+        finally:
+            if cleanup is not None:
+                cleanup()
+
+    task = asyncio.ensure_future(contain())
+    while True:
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if task.done():
+                raise
 
 
 def _fill(arg: str, values: Mapping[str, str]) -> str:

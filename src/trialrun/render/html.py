@@ -127,7 +127,8 @@ class _Packer:
         result               {r: content S, e: 1 when an error};  usage: [input, output, cached]
         denial               [tool S, arguments (raw JSON), reason S, rule S or null]
       trial                  {k: number, p: 1 passed / 0 failed, o/t/c: outcome/trajectory/cost passed (1/0),
-                              v: [verdict], e: error, te: teardown error, d: seconds, $: cost, u: usage,
+                              v: [verdict], e: error, te: teardown error, kl: [S] processes killed when the
+                              agent ended, d: seconds, $: cost, u: usage,
                               sc: score, st: status S, os: output S (string output) or oj: output (raw JSON),
                               tj: index into T}
         verdict              [passed 1/0, grader S, reason S, kind S or null, score or null, details or null]
@@ -208,6 +209,7 @@ class _Packer:
             "v": [self.verdict(v) for v in trial.verdicts],
             "e": self.error(trial.error),
             "te": self.error(trial.teardown_error),
+            "kl": [self.s(k) for k in trial.killed] if trial.killed else None,
             "d": _num(trial.duration_s, 3),
             "$": _cost(trial.cost_usd),
             "u": _usage(trial.usage),

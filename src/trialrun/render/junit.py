@@ -41,6 +41,7 @@ from pathlib import PurePosixPath
 
 from ..expect import Verdict
 from ..results import CaseResult, RunReport
+from ..trajectory import killed_text
 from .._scrub import scrub_text
 from .text import case_failure_text, first_cause, first_reason, one_line, partly_run, printable
 
@@ -181,7 +182,9 @@ def _classname(case: CaseResult, suite_name: str) -> str:
 
 
 def _teardown_text(case: CaseResult) -> str | None:
+    """Teardown errors, and what was killed when each trial's agent ended (system-err: no failure of its own)."""
     lines = [f"trial {t.trial} {t.teardown_error}" for t in case.trials if t.teardown_error is not None]
+    lines += [f"trial {t.trial}: when the agent ended: {text}" for t in case.trials if (text := killed_text(t.killed))]
     return "\n".join(lines) + "\n" if lines else None
 
 

@@ -22,6 +22,7 @@ from typing import Any
 from ..compare import CaseDelta, Comparison, chance_text, delta_lines, dropped, format_value, movement, note_lines, regression_reason, shown
 from ..results import CaseResult, RunReport, TrialResult
 from .._scrub import scrub_text
+from ..trajectory import killed_text
 from .text import failing_trials, first_reason, one_line, output_summary, printable, trajectory_summary
 
 __all__ = ["report_markdown", "comparison_markdown", "append_step_summary"]
@@ -174,6 +175,8 @@ def _trial_block(trial: TrialResult) -> list[str]:
         if error is not None:
             lines.append(f"- 💥 **{label}** in {_md(error.phase, 40)}: {_code(error.type, limit=80)}: "
                          f"{_md(error.message, 1000)}")
+    if killed := killed_text(trial.killed):
+        lines.append(f"- When the agent ended: {_md(killed, 1000)}")
     lines.append(f"- Trajectory: {_md(trajectory_summary(trial.trajectory), 400)}")
     lines.append(f"- Output: {_md(output_summary(trial.output), 300)}")
     return lines

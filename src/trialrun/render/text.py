@@ -26,7 +26,7 @@ from typing import Any
 from .._scrub import scrub_json, scrub_text
 from ..expect import Verdict
 from ..results import CaseResult, TrialError, TrialResult
-from ..trajectory import Conversation, Denial, ToolCall, Trajectory, Turn
+from ..trajectory import Conversation, Denial, ToolCall, Trajectory, Turn, killed_text
 
 __all__ = [
     "trial_text", "case_failure_text", "error_text", "failing_trials", "first_cause", "first_reason", "why_failed",
@@ -393,6 +393,8 @@ def trial_text(trial: TrialResult, *, width: int = 100, max_lines: int = 40) -> 
         lines.extend(_INDENT + line for line in error_text(trial.error, width=width - len(_INDENT)))
     if trial.teardown_error is not None:
         lines.extend(_INDENT + line for line in error_text(trial.teardown_error, width=width - len(_INDENT), label="teardown error"))
+    if killed := killed_text(trial.killed):  # what the agent left running (or everything, on a timeout)
+        lines.extend(_wrap(f"when the agent ended: {killed}", width, _INDENT, _REASON_LINES))
     trajectory = trial.trajectory
     body = _trajectory_lines(trajectory, width - 2 * len(_INDENT))
     tail = [_INDENT + line for line in _output_lines(trial.output, width - len(_INDENT))] if (trial.output is not None or trajectory.turns) else []

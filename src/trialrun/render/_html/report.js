@@ -260,6 +260,8 @@
       "Raw requests and responses of each turn →")) : null;
     return h("div", { "class": "trial-body" },
       errorBlock(trial.e, "Error"), errorBlock(trial.te, "Teardown error"),
+      trial.kl ? [h("h5", null, "Processes killed when the agent ended"), h("ul", { "class": "commands" },
+        trial.kl.map(function (k) { return h("li", null, h("code", null, str(k))); }))] : null,
       h("h5", null, "Verdicts"), verdictTable(trial.v),
       h("h5", null, "Trajectory"), raw, timeline(trial, kase),
       unlinked.length ? [h("h5", null, "Policy denials"), unlinked.map(denialBlock)] : null,
