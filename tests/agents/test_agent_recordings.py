@@ -138,6 +138,12 @@ FACTS: dict[str, Facts] = {
         Call(2, 'wait_agent', 'targets', ['01a23419-bff0-7d40-87ab-a0e23cfdc348'], 5, '{'),
         Call(3, 'exec_command', 'cmd', 'echo hi > marker.txt', 4, 'Chunk ID: 33a5ce'),
     )),
+    "codex/patch.yaml": Facts(3, (), {'main': (1, 2, 3)}, (
+        Call(1, 'exec_command', 'cmd', "apply_patch <<'EOF'\n*** Begin Patch\n*** Update File: clean.sh\n@@\n-echo hi\n"
+             "+echo bye\n*** End Patch\nEOF\n", 2, 'Success. Updated the following files'),
+        Call(2, 'exec_command', 'cmd', "apply_patch <<'EOF'\n*** Begin Patch\n*** Update File: clean.sh\n@@\n-echo nothere\n"
+             "+echo bye\n*** End Patch\nEOF\n", 3, 'apply_patch verification failed: Failed to'),
+    )),
     "codex/tool-error.yaml": Facts(3, (), {'main': (1, 2, 3)}, (
         Call(1, 'exec_command', 'cmd', 'cat missing.txt', 2, 'Chunk ID: 7dc7c5'),
         Call(2, 'exec_command', 'cmd', 'ls missing.txt', 3, 'Chunk ID: 18a534'),

@@ -57,6 +57,8 @@ OUTCOMES: dict[str, list[tuple[str, str, str]]] = {
         ("wait_agent", "", "ran"), ("exec_command", "rm -f x", "refused")],
     "codex/lookalike.yaml": [("exec_command", LICENSE, "ran"), ("exec_command", "echo 'exec_command failed:", "ran"),
                              ("exec_command", "echo 'approval policy is Never;", "ran")],
+    # apply_patch as the whole command: Codex applies it itself and answers with a header of its own
+    "codex/patch.yaml": [("exec_command", "apply_patch <<'EOF'", "ran"), ("exec_command", "apply_patch <<'EOF'", "failed")],
     "codex/tool-error.yaml": [("exec_command", "cat missing.txt", "failed"), ("exec_command", "ls missing.txt", "failed")],
     "claude-code/marker.yaml": [("Bash", MARKER, "ran")],
     "claude-code/title-retry.yaml": [("Bash", MARKER, "ran")],

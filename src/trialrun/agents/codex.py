@@ -45,6 +45,10 @@ REFUSALS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((why, re.compile(patte
 _HEADER = re.compile(r"(?:Chunk ID: \S*\n)?Wall time: [^\n]*\n(?:Process exited with code (-?\d+)|Process running "
                      r"with session ID \S+)\n")
 _TOOL_FAILED = re.compile(r"(?:exec_command|write_stdin) failed: .*", re.DOTALL)
+#: What Codex answers for an `apply_patch` it applied itself (the whole command): a header of its own, with the
+#: patch tool's exit code, before the tool's output; and the whole answer when the patch did not apply.
+_PATCH_HEADER = re.compile(r"Wall time: [^\n]*\nOutput:\nExit code: (-?\d+)\n")
+_PATCH_FAILED = re.compile(r"apply_patch verification failed: .*", re.DOTALL)
 #: The tools whose results have Codex's command header; its sub-agent tools answer JSON (text when they fail).
 _COMMAND_TOOLS = ("exec_command", "write_stdin")
 _SUBAGENT_NAMESPACE = "multi_agent_v1"
@@ -82,7 +86,10 @@ class Codex(Preset):
             header = _HEADER.match(text)
             if header is not None:
                 return header.group(1) is not None and header.group(1) != "0"
-            return True if _TOOL_FAILED.fullmatch(text) else None
+            patched = _PATCH_HEADER.match(text)
+            if patched is not None:
+                return patched.group(1) != "0"
+            return True if _TOOL_FAILED.fullmatch(text) or _PATCH_FAILED.fullmatch(text) else None
         if call.namespace == _SUBAGENT_NAMESPACE:
             try:
                 return not isinstance(json.loads(text), dict)
