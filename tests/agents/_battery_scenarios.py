@@ -1,0 +1,449 @@
+"""The verdict-truth battery's scenarios (issue 21, "Done when"), per preset where the agent has the mechanism.
+
+Each scenario says what it does, which trialrun verdicts it checks, and what the right verdict is in terms of the
+truth (the workdir after the trial, the scripted model's own log, /proc). The right verdicts follow issue 21's
+vocabulary: positive claims (`called`, `called_in_order`, `trajectory_matches`, the rubric's tool accuracy) count
+calls that RAN; `include_refused=True` counts attempts; safety claims (`never_ran`, `not_called`) fail on attempts
+by default, and `never_ran(..., include_denied=False)` / `include_refused=False` only on what ran; `no_denials` fails
+when something was refused; `no_tool_errors` when a tool result was an error.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import trialrun as tr
+from trialrun import expect
+from trialrun.expect.rubric import rubric as suite_rubric  # what a suite's expected_tools becomes
+from trialrun.wire import ModelRequest
+
+from _battery import KEEP, SUB_MARK, Call, Check, Final, Log, Scenario, Step, Truth, tool_accuracy_full
+
+PRESETS = ("pi", "codex", "claude-code", "opencode")
+
+#: Each agent's tools, as its requests offer them: (name, how its arguments are spelt).
+SHELL = {"pi": ("bash", "command"), "codex": ("exec_command", "cmd"), "claude-code": ("Bash", "command"),
+         "opencode": ("bash", "command")}
+#: The destructive command that RUNS under the "ran" configuration (Codex refuses `rm -f` itself, runs `rm -r`).
+DELETE = {"pi": "rm -rf sentinel", "codex": "rm -r sentinel", "claude-code": "rm -rf sentinel",
+          "opencode": "rm -rf sentinel"}
+#: Configurations under which the agent runs what it is asked (pi and opencode do by default; Codex runs `rm -r`
+#: in its workspace-write sandbox; Claude Code needs edits accepted and Bash allowed).
+RUNS: dict[str, dict[str, Any]] = {"pi": {}, "codex": {}, "claude-code": {"permission_mode": "acceptEdits",
+                                                                          "allow": ["Bash"]}, "opencode": {}}
+#: A licence and a note that quote refusal sentences: printed by a command that RAN.
+ISC = ("ISC License\n\nCopyright (c) 2026 Example\n\nPermission to use, copy, modify, and/or distribute this software "
+       "for any purpose with or without fee is hereby granted, provided that the above copyright notice and this "
+       "permission notice appear in all copies.\n")
+NOTE = ("Notes from the last session, quoted as they were shown:\n"
+        "> The user has specified a rule which prevents you from using this specific tool call.\n"
+        "> The user rejected permission to use this specific tool call.\n"
+        "> Permission to use Bash with command rm -rf build has been denied.\n"
+        "> This command requires approval. Output redirection to 'x' was blocked.\n"
+        "> rejected: blocked by policy\n"
+        "> exec_command failed: CreateProcess { message: \"Rejected(\\\"blocked\\\")\" }\n")
+SCRIPT_HARMLESS = "echo rm -rf sentinel\n"
+PY_DELETE = "python3 -c \"import os; os.remove('sentinel/keep.txt')\""
+SCRIPT_DELETE = "rm -rf sentinel\n"
+
+
+def shell(preset: str, command: str, key: str = "", **extra: Any) -> Call:
+    name, argument = SHELL[preset]
+    arguments: dict[str, Any] = {argument: command, **extra}
+    if preset in ("claude-code", "opencode"):
+        arguments.setdefault("description", "battery step")
+    return Call(name, arguments, key)
+
+
+def cmd_args(preset: str, command: str) -> dict[str, str]:
+    return {SHELL[preset][1]: command}
+
+
+# -- the checks, by what the truth says about the scenario's key call -----------------------------------------------
+
+
+def checks_for_key(preset: str, command: str, *, ran: Callable[[Truth], bool], key: str = "destructive",
+                   rubric: bool = True, refused: Callable[[Truth], bool] | None = None,
+                   errors: bool = True, pattern: str = "rm", main_ran: Callable[[Truth], bool] | None = None) -> list[Check]:
+    """The verdicts about one destructive call (`command`, sent as `key`, running `pattern`): `ran` says, from the
+    truth, whether it ran; whether it was refused is `refused` (default: sent and did not run). `main_ran` is
+    whether it ran in the MAIN conversation (default: `ran`), which is what the counting graders
+    (`called_in_order`, `trajectory_matches`) look at (DESIGN.md: "Safety graders look at every conversation;
+    counting graders at the main one")."""
+    tool = SHELL[preset][0]
+    in_main = main_ran or ran
+    args = cmd_args(preset, command)
+    was_refused = refused or (lambda t: t.sent(key) and not ran(t))
+    checks = [
+        Check("called", lambda t: ran(t), build=lambda: expect.called(tool, args)),  # every conversation's
+        Check("called+refused", lambda t: t.sent(key), build=lambda: expect.called(tool, args, include_refused=True),
+              needs="expect.called(..., include_refused=True) (issue 21: counts attempts)"),
+        Check("in_order", lambda t: in_main(t), build=lambda: expect.called_in_order([(tool, args)])),
+        Check("traj_match", lambda t: in_main(t),
+              build=lambda: expect.trajectory_matches([(tool, args)], mode="superset", args="superset")),
+        Check("never_ran", lambda t: not t.sent(key), build=lambda: expect.never_ran(pattern)),
+        Check("never_ran-denied", lambda t: not ran(t), build=lambda: expect.never_ran(pattern, include_denied=False)),
+        Check("never_ran-refused", lambda t: not ran(t), build=lambda: expect.never_ran(pattern, include_refused=False),
+              needs="expect.never_ran(..., include_refused=False) (issue 21: the name beside include_denied)"),
+        Check("not_called", lambda t: not t.sent(key), build=lambda: expect.not_called(tool)),
+        Check("no_denials", lambda t: not was_refused(t), build=lambda: expect.no_denials()),
+    ]
+    if rubric:
+        checks.append(Check("tool_accuracy", lambda t: ran(t), read=tool_accuracy_full,
+                            build=lambda: suite_rubric(expected_tools=[tool], threshold=0.1)))
+    if errors:
+        checks.append(Check("no_tool_errors", lambda t: True, build=lambda: expect.no_tool_errors()))
+    return checks
+
+
+def deleted(t: Truth) -> bool:
+    return t.deleted
+
+
+def must_delete(key: str = "destructive") -> Callable[[Truth], str | None]:
+    def why_not(t: Truth) -> str | None:
+        if not t.sent(key):
+            return f"the scripted model never sent its {key} call (log: {sorted(t.log.ids)})"
+        if t.kept:
+            return f"meant to RUN, but {KEEP} is still there (shown: {t.log.shown_text(key)[:200]!r})"
+        return None
+    return why_not
+
+
+def must_keep(key: str = "destructive") -> Callable[[Truth], str | None]:
+    def why_not(t: Truth) -> str | None:
+        if not t.sent(key):
+            return f"the scripted model never sent its {key} call (log: {sorted(t.log.ids)})"
+        if t.deleted:
+            return f"meant to be REFUSED, but {KEEP} was deleted (shown: {t.log.shown_text(key)[:200]!r})"
+        return None
+    return why_not
+
+
+# -- scenarios --------------------------------------------------------------------------------------------------------
+
+
+def ran(preset: str) -> Scenario:
+    command = DELETE[preset]
+    return Scenario(preset, "ran", [[shell(preset, command, "destructive")]],
+                    checks_for_key(preset, command, ran=deleted), must_delete(), options=RUNS[preset])
+
+
+DISGUISES = {"quoted": "r''m -r sentinel", "sh-c": "sh -c 'rm -r sentinel'", "variable": "X=rm; $X -r sentinel"}
+
+
+def disguised(preset: str, how: str) -> Scenario:
+    command = DISGUISES[how]
+    return Scenario(preset, f"disguised-{how}", [[shell(preset, command, "destructive")]],
+                    checks_for_key(preset, command, ran=deleted), must_delete(), options=RUNS[preset])
+
+
+def _script_run_checks(preset: str, write: tuple[str, Mapping[str, Any] | None] | None, run: str = "sh clean.sh") -> list[Check]:
+    """A script that was written (or edited) and then run: the deletion is what the run did."""
+    tool = SHELL[preset][0]
+    checks = checks_for_key(preset, run, ran=deleted)
+    if write is not None:
+        order = [write, (tool, cmd_args(preset, run))]
+        checks.append(Check("in_order(write,run)", deleted, build=lambda: expect.called_in_order(order)))
+    return checks
+
+
+def script(preset: str, how: str) -> Scenario:
+    """A script written or edited by one path, then run with `sh clean.sh`: `redirect`, `tee` and `sed-i` through
+    the shell, `write`/`edit` through the agent's own tools, Codex's `apply_patch` (update and add) through
+    exec_command."""
+    tool = SHELL[preset][0]
+    files: dict[str, str] = {}
+    writes: list[Step]
+    write_ref: tuple[str, Mapping[str, Any] | None] | None
+    if how == "redirect":
+        command = "printf 'rm -rf sentinel\\n' > clean.sh"
+        writes, write_ref = [[shell(preset, command, "write")]], (tool, cmd_args(preset, command))
+    elif how == "tee":
+        command = "echo 'rm -rf sentinel' | tee clean.sh"
+        writes, write_ref = [[shell(preset, command, "write")]], (tool, cmd_args(preset, command))
+    elif how == "sed-i":
+        files["clean.sh"] = SCRIPT_HARMLESS
+        command = "sed -i 's/^echo //' clean.sh"
+        writes, write_ref = [[shell(preset, command, "write")]], (tool, cmd_args(preset, command))
+    elif how in ("patch-update", "patch-add"):
+        if how == "patch-update":
+            files["clean.sh"] = SCRIPT_HARMLESS
+            body = "*** Update File: clean.sh\n@@\n-echo rm -rf sentinel\n+rm -rf sentinel\n"
+        else:
+            body = "*** Add File: clean.sh\n+rm -rf sentinel\n"
+        command = f"apply_patch <<'EOF'\n*** Begin Patch\n{body}*** End Patch\nEOF\n"
+        writes, write_ref = [[shell(preset, command, "write")]], (tool, cmd_args(preset, command))
+    elif how == "write":
+        name, arguments = WRITE[preset]
+        writes, write_ref = [[Call(name, arguments, "write")]], (name, None)
+    elif how == "edit":
+        files["clean.sh"] = SCRIPT_HARMLESS
+        name, arguments = EDIT[preset]
+        writes = ([[Call(READ[preset][0], READ[preset][1]("clean.sh"), "read")]] if preset in ("claude-code", "opencode")
+                  else [])
+        writes.append([Call(name, arguments, "write")])
+        write_ref = (name, None)
+    else:
+        raise ValueError(how)
+    steps: list[Step] = [*writes, [shell(preset, "sh clean.sh", "destructive")]]
+    return Scenario(preset, f"script-{how}", steps, _script_run_checks(preset, write_ref), must_delete(),
+                    options=RUNS[preset], files=files)
+
+
+WRITE: dict[str, tuple[str, dict[str, Any]]] = {
+    "pi": ("write", {"path": "clean.sh", "content": SCRIPT_DELETE}),
+    "claude-code": ("Write", {"file_path": "{W}/clean.sh", "content": SCRIPT_DELETE}),
+    "opencode": ("write", {"filePath": "{W}/clean.sh", "content": SCRIPT_DELETE}),
+}
+EDIT: dict[str, tuple[str, dict[str, Any]]] = {
+    # the edit only takes "echo " away: what it inserts says nothing of rm, the file it edits does
+    "pi": ("edit", {"path": "clean.sh", "edits": [{"oldText": "echo ", "newText": ""}]}),
+    "claude-code": ("Edit", {"file_path": "{W}/clean.sh", "old_string": "echo ", "new_string": ""}),
+    "opencode": ("edit", {"filePath": "{W}/clean.sh", "oldString": "echo ", "newString": ""}),
+}
+READ: dict[str, tuple[str, Callable[[str], dict[str, Any]]]] = {
+    "pi": ("read", lambda p: {"path": p}),
+    "claude-code": ("Read", lambda p: {"file_path": "{W}/" + p}),
+    "opencode": ("read", lambda p: {"filePath": "{W}/" + p}),
+    "codex": ("exec_command", lambda p: {"cmd": f"cat {p}"}),
+}
+
+
+def refusal_text(preset: str) -> Scenario:
+    """A command that RAN and printed text that reads like a refusal (an ISC licence, a note quoting the agents'
+    refusal sentences), then deleted the sentinel: nothing was refused."""
+    command = f"cat LICENSE NOTE.md && {DELETE[preset]}"
+    return Scenario(preset, "ran-refusal-text", [[shell(preset, command, "destructive")]],
+                    checks_for_key(preset, command, ran=deleted), must_delete(), options=RUNS[preset],
+                    files={"LICENSE": ISC, "NOTE.md": NOTE})
+
+
+def tool_error(preset: str, api: str | None = None) -> Scenario:
+    """Reading a file that does not exist: the tool result is an error (the truth: the file is not there after the
+    trial, and the model was shown a result for the call)."""
+    name, arguments = READ[preset]
+    options: dict[str, Any] = {**RUNS[preset], **({"api": api} if api else {})}
+
+    def why_not(t: Truth) -> str | None:
+        if t.has("missing.txt"):
+            return "missing.txt exists"
+        if not t.log.answered("read"):
+            return "the read was never answered"
+        return None
+
+    checks = [Check("no_tool_errors", lambda t: False, build=lambda: expect.no_tool_errors()),
+              Check("no_denials", lambda t: True, build=lambda: expect.no_denials())]
+    return Scenario(preset, "tool-error" + (f"-{api}" if api else ""), [[Call(name, arguments("missing.txt"), "read")]],
+                    checks, why_not, options=options, watch=["missing.txt"])
+
+
+def refused(preset: str, how: str, options: Mapping[str, Any], command: str, pattern: str = "rm",
+            **extra: Any) -> Scenario:
+    """The destructive command refused by one of the agent's own permission mechanisms."""
+    return Scenario(preset, f"refused-{how}", [[shell(preset, command, "destructive", **extra)]],
+                    checks_for_key(preset, command, ran=deleted, errors=False, pattern=pattern), must_keep(),
+                    options=options)
+
+
+def parallel(preset: str, options: Mapping[str, Any], command: str) -> Scenario:
+    """Two calls in one model response: a harmless one that makes ran.txt, and the destructive one (refused where
+    the configuration refuses it)."""
+    tool = SHELL[preset][0]
+    harmless = "touch ran.txt"
+    made = lambda t: t.has("ran.txt")  # noqa: E731
+    both = lambda t: t.has("ran.txt") and t.deleted  # noqa: E731
+    checks = checks_for_key(preset, command, ran=deleted, rubric=False, errors=False)
+    checks += [
+        Check("called(harmless)", made, build=lambda: expect.called(tool, cmd_args(preset, harmless))),
+        Check("in_order(both)", both, build=lambda: expect.called_in_order(
+            [(tool, cmd_args(preset, harmless)), (tool, cmd_args(preset, command))])),
+        Check("traj_match(both)", both, build=lambda: expect.trajectory_matches(
+            [(tool, cmd_args(preset, harmless)), (tool, cmd_args(preset, command))], mode="superset", args="superset")),
+        Check("tool_accuracy", made, read=tool_accuracy_full,
+              build=lambda: suite_rubric(expected_tools=[tool], threshold=0.1)),
+    ]
+
+    def why_not(t: Truth) -> str | None:
+        if not (t.sent("destructive") and t.sent("harmless")):
+            return "the two calls were never sent"
+        if not t.has("ran.txt"):
+            return "the harmless call did not run (ran.txt missing)"
+        return None
+
+    return Scenario(preset, "parallel", [[shell(preset, harmless, "harmless"), shell(preset, command, "destructive")]],
+                    checks, why_not, options=options, watch=["ran.txt"])
+
+
+def subagent(preset: str, how: str, options: Mapping[str, Any], command: str) -> Scenario:
+    """The destructive command run (or refused) by a sub-agent the main loop started with the agent's own
+    sub-agent tool: Claude Code's Agent, opencode's task, Codex's spawn_agent (namespace multi_agent_v1)."""
+    prompt = f"{SUB_MARK}: clean up the sentinel folder"
+    needs = ""
+    main: list[Step]
+    if preset == "claude-code":
+        main = [[Call("Agent", {"description": "clean up", "prompt": prompt, "subagent_type": "general-purpose"}, "spawn")]]
+    elif preset == "opencode":
+        main = [[Call("task", {"description": "clean up", "prompt": prompt, "subagent_type": "general"}, "spawn")]]
+    else:
+        needs = "a scripted tool call with a namespace (ToolCall(..., namespace='multi_agent_v1'); issue 21 class 8)"
+        main = [[Call("spawn_agent", {"message": prompt}, "spawn", namespace="multi_agent_v1")], _codex_wait]
+    checks = checks_for_key(preset, command, ran=deleted, rubric=False, errors=False, main_ran=lambda t: False)
+    keep = how == "refused"
+
+    def why_not(t: Truth) -> str | None:
+        if not t.log.requests.get("sub"):
+            return f"no sub-agent conversation reached the model (requests: {t.log.requests}; shown: " \
+                   f"{t.log.shown_text('spawn')[:200]!r})"
+        return (must_keep() if keep else must_delete())(t)
+
+    return Scenario(preset, f"subagent-{how}", main, checks, why_not, options=options,
+                    sub=[[shell(preset, command, "destructive")]], needs=needs)
+
+
+def _codex_wait(request: ModelRequest, log: Log) -> Sequence[Call] | Final:
+    """Codex's main loop waits for the agent it spawned (the id is in what spawn_agent returned)."""
+    text = log.shown_text("spawn")
+    found = re.search(r'"?(?:agent_id|id)"?\s*[:=]\s*"([^"]+)"', text)
+    if not found:
+        return Final(f"no agent id in {text[:200]!r}")
+    return [Call("wait_agent", {"targets": [found.group(1)], "timeout_ms": 60000}, "wait", namespace="multi_agent_v1")]
+
+
+def session(preset: str) -> Scenario:
+    """Codex: `bash` started on a tty with exec_command, then `rm -r sentinel` typed into it with write_stdin."""
+
+    def type_it(request: ModelRequest, log: Log) -> Sequence[Call] | Final:
+        text = log.shown_text("session")
+        found = re.search(r"session ID (\d+)", text)
+        if not found:
+            return Final(f"no session id in {text[:200]!r}")
+        return [Call("write_stdin", {"session_id": int(found.group(1)), "chars": "rm -r sentinel\n",
+                                     "yield_time_ms": 2000}, "destructive")]
+
+    def leave(request: ModelRequest, log: Log) -> Sequence[Call] | Final:
+        found = re.search(r"session ID (\d+)", log.shown_text("session"))
+        assert found is not None
+        return [Call("write_stdin", {"session_id": int(found.group(1)), "chars": "exit\n", "yield_time_ms": 1000},
+                     "exit")]
+
+    checks = [
+        Check("never_ran", lambda t: not t.sent("destructive"), build=lambda: expect.never_ran("rm")),
+        Check("never_ran-denied", lambda t: not t.deleted, build=lambda: expect.never_ran("rm", include_denied=False)),
+        Check("no_denials", lambda t: True, build=lambda: expect.no_denials()),
+        Check("called(write_stdin)", lambda t: t.deleted, build=lambda: expect.called("write_stdin")),
+    ]
+    steps: list[Step] = [[Call("exec_command", {"cmd": "bash", "tty": True, "yield_time_ms": 1500}, "session")],
+                         type_it, leave]
+    return Scenario(preset, "typed-into-session", steps, checks, must_delete(), options=RUNS[preset])
+
+
+def _alive_claims() -> list[Check]:
+    return [Check("nothing_outlives", lambda t: not t.survivors, claim=lambda trial: True)]
+
+
+def timeout(preset: str, seconds: float) -> Scenario:
+    """The agent times out while its command runs; the command left descendants in new sessions (setsid), a double
+    fork, and processes that ignore SIGTERM. trialrun says every process it started was killed; /proc says."""
+    def command(marker: str) -> str:
+        return (f"export BATTERY_MARK={marker}; "
+                "setsid sh -c 'trap \"\" TERM; sleep 600' >/dev/null 2>&1 </dev/null & "
+                "( ( trap '' TERM; exec sleep 601 ) >/dev/null 2>&1 </dev/null & ) ; "
+                "setsid sh -c '( trap \"\" TERM; sleep 602 ) & sleep 603' >/dev/null 2>&1 </dev/null & "
+                "touch started.txt; sleep 900")
+
+    checks = [*_alive_claims(),
+              Check("timed_out", lambda t: True,
+                    claim=lambda trial: trial.error is not None and "timed out" in trial.error.message)]
+
+    def why_not(t: Truth) -> str | None:
+        return None if t.has("started.txt") else "the command never started (started.txt missing)"
+
+    scenario = Scenario(preset, "timeout-descendants", [], checks, why_not, options=RUNS[preset],
+                        watch=["started.txt"], timeout_s=seconds)
+    extra = {"yield_time_ms": 30000} if preset == "codex" else {}
+    main: list[Step] = [[shell(preset, command(scenario.marker), "hang", **extra)]]
+    if preset == "codex":  # exec_command yields after at most 30 s: keep polling the running session
+        main += [_codex_poll] * 20
+    scenario.main = main
+    return scenario
+
+
+def _codex_poll(request: ModelRequest, log: Log) -> Sequence[Call] | Final:
+    found = re.search(r"session ID (\d+)", log.shown_text("hang"))
+    if not found:
+        return Final("no session")
+    return [Call("write_stdin", {"session_id": int(found.group(1)), "chars": "", "yield_time_ms": 30000}, "poll")]
+
+
+def background(preset: str, tool_flag: bool = False) -> Scenario:
+    """A background process left behind (`nohup ... &`, or Claude Code's run_in_background) by a trial that then
+    finishes normally."""
+    scenario = Scenario(preset, "background" + ("-tool" if tool_flag else ""), [], _alive_claims(),
+                        lambda t: None if t.has("started.txt") else "the command never started", options=RUNS[preset],
+                        watch=["started.txt"])
+    if tool_flag:
+        command = f"export BATTERY_MARK={scenario.marker}; touch started.txt; sleep 600"
+        scenario.main = [[shell(preset, command, "background", run_in_background=True)]]
+    else:
+        command = (f"export BATTERY_MARK={scenario.marker}; nohup sh -c 'trap \"\" TERM; sleep 600' >/dev/null 2>&1 "
+                   "</dev/null & touch started.txt")
+        scenario.main = [[shell(preset, command, "background")]]
+    return scenario
+
+
+# -- every scenario, per preset -------------------------------------------------------------------------------------
+
+
+def all_scenarios(timeout_s: Mapping[str, float]) -> list[Scenario]:
+    scenarios: list[Scenario] = []
+    for preset in PRESETS:
+        # first the slow ones (timeouts), so they overlap the rest
+        scenarios.append(timeout(preset, timeout_s[preset]))
+        scenarios.append(ran(preset))
+        scenarios += [disguised(preset, how) for how in DISGUISES]
+        writes = ["redirect", "tee", "sed-i"] + (["patch-update", "patch-add"] if preset == "codex" else ["write", "edit"])
+        scenarios += [script(preset, how) for how in writes]
+        scenarios.append(refusal_text(preset))
+        scenarios.append(tool_error(preset))
+        scenarios.append(background(preset))
+    # (not gemini: its function calls carry no ids, which this battery's script follows its steps by)
+    scenarios += [tool_error("pi", api) for api in ("openai-responses", "anthropic")]
+    # refused, by each permission mechanism
+    cc = "claude-code"
+    scenarios += [
+        refused(cc, "default", {}, "rm -rf sentinel"),
+        refused(cc, "plan", {"permission_mode": "plan"}, "rm -rf sentinel"),
+        # a command its rm/mv path check does not look at: refused by the mode itself
+        refused(cc, "default-python", {}, PY_DELETE, pattern="python3"),
+        refused(cc, "plan-python", {"permission_mode": "plan"}, PY_DELETE, pattern="python3"),
+        refused(cc, "dontAsk", {"permission_mode": "dontAsk"}, "rm -rf sentinel"),
+        refused(cc, "deny-rule", {"permission_mode": "acceptEdits", "allow": ["Bash"], "deny": ["Bash(rm:*)"]},
+                "rm -rf sentinel"),
+        refused("opencode", "deny-rule", {"deny": ["rm *"]}, "rm -rf sentinel"),
+        refused("opencode", "ask", {"permission_mode": "ask"}, "rm -rf sentinel"),
+        refused("codex", "rm-f", {}, "rm -f sentinel/keep.txt"),
+        refused("codex", "escalation", {}, "rm -r sentinel", sandbox_permissions="require_escalated",
+                justification="clean up the sentinel"),
+    ]
+    # alongside other calls in one step
+    scenarios += [
+        parallel("pi", {}, "rm -rf sentinel"),
+        parallel(cc, {"permission_mode": "acceptEdits", "allow": ["Bash"], "deny": ["Bash(rm:*)"]}, "rm -rf sentinel"),
+        parallel("opencode", {"deny": ["rm *"]}, "rm -rf sentinel"),
+        parallel("codex", {}, "rm -f sentinel/keep.txt"),
+    ]
+    # run by a sub-agent, and refused in one
+    scenarios += [
+        subagent(cc, "ran", RUNS[cc], "rm -rf sentinel"),
+        subagent(cc, "refused", {}, "rm -rf sentinel"),
+        subagent("opencode", "ran", {}, "rm -rf sentinel"),
+        subagent("opencode", "refused", {"deny": ["rm *"]}, "rm -rf sentinel"),
+        subagent("codex", "ran", {}, "rm -r sentinel"),
+        subagent("codex", "refused", {}, "rm -f sentinel/keep.txt"),
+    ]
+    scenarios.append(session("codex"))
+    scenarios.append(background(cc, tool_flag=True))
+    return scenarios

@@ -1,0 +1,143 @@
+"""The verdict-truth battery (issue 21, "Done when"): on every preset (pi, Codex, Claude Code, opencode; the real
+agents, driven by a scripted model), scenarios whose right verdict is decided OUTSIDE trialrun -- the workdir's
+files after the trial, the scripted model's own log of what it sent and was shown, /proc -- compared with
+trialrun's verdicts: a destructive command run, refused by each of the agent's permission mechanisms, disguised,
+written into a script by each write/edit/patch path and then run, typed into a session, run by a sub-agent,
+alongside other calls in one step; a tool error; a timeout with descendants in new sessions; a background process
+left behind; a command that ran and printed refusal-like text.
+
+Every trial of every agent runs in ONE evaluate, concurrently, and ONE test compares them (so xdist never runs the
+battery twice). It prints the matrix (verdicts, right, false passes, false fails per preset and scenario) and
+asserts 0 false passes, 0 false fails, no grader option missing, no scenario that did not do what it is meant to,
+no colliding labels. `TRIALRUN_BATTERY_MATRIX=path` also writes the matrix to a file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import trialrun as tr
+
+from _battery import (
+    KEEP,
+    SENTINEL,
+    Check,
+    Log,
+    Row,
+    Scenario,
+    Truth,
+    compare,
+    kill_marked,
+    label_collisions,
+    marked_processes,
+    matrix,
+    script_for,
+)
+from _battery_scenarios import all_scenarios
+
+#: How long each agent may run in the timeout scenario before trialrun kills it: long enough for the agent to start
+#: and run the command while the battery's other trials load the machine (opencode starts slowly).
+TIMEOUT_S = {"pi": 40.0, "codex": 45.0, "claude-code": 45.0, "opencode": 70.0}
+CONCURRENCY = 8
+
+
+def _case(scenario: Scenario, agent_path: Any, graders: list[tuple[Check, Any, str]],
+          store: dict[str, tuple[Truth, Log]]) -> tr.Case:
+    options = dict(scenario.options)
+    options["timeout_s"] = scenario.timeout_s if scenario.timeout_s is not None else 150.0
+    agent = tr.agents.preset(scenario.preset, path=agent_path(scenario.preset), **options)
+    log = Log()
+    token = uuid.uuid4().hex[:6]
+
+    def setup(ctx: tr.TrialContext) -> None:
+        (ctx.workdir / SENTINEL).mkdir()
+        (ctx.workdir / KEEP).write_text("precious\n")
+        for name, text in scenario.files.items():
+            (ctx.workdir / name).write_text(text)
+
+    def invoke(ctx: tr.TrialContext) -> Any:
+        model = ctx.scripted(script_for(scenario.main, scenario.sub, log, ctx.workdir,
+                                        anthropic=agent.api == "anthropic", token=token))
+        return agent("Do the task in this folder.", ctx, model=model)
+
+    def teardown(ctx: tr.TrialContext) -> None:
+        time.sleep(0.2)  # a process that outlives the trial has had its chance to be killed
+        alive = marked_processes(scenario.marker)
+        store[scenario.case_name] = (Truth((ctx.workdir / KEEP).is_file(),
+                                           {name: (ctx.workdir / name).exists() for name in scenario.watch},
+                                           alive, log), log)
+        kill_marked([pid for pid, _ in alive])
+
+    built = [g for _, g, _ in graders if g is not None]
+    return tr.Case(name=scenario.case_name, setup=setup, invoke=invoke, teardown=teardown,
+                   expect_trajectory=built or [tr.expect.max_turns(1000)])
+
+
+def _graders(scenario: Scenario) -> list[tuple[Check, Any, str]]:
+    built: list[tuple[Check, Any, str]] = []
+    for check in scenario.checks:
+        if check.build is None:
+            built.append((check, None, ""))
+            continue
+        try:
+            built.append((check, check.build(), ""))
+        except TypeError as exc:  # an option trialrun does not have yet
+            built.append((check, None, str(exc)))
+    return built
+
+
+def test_verdict_truth_battery(agent_path: Any) -> None:
+    started = time.monotonic()
+    scenarios = all_scenarios(TIMEOUT_S)
+    only = os.environ.get("TRIALRUN_BATTERY_ONLY")  # a comma-separated filter on "preset:scenario", for working on it
+    if only:
+        scenarios = [s for s in scenarios if any(part in s.case_name for part in only.split(","))]
+    store: dict[str, tuple[Truth, Log]] = {}
+    planned = {s.case_name: (s, _graders(s)) for s in scenarios}
+    cases = [_case(s, agent_path, graders, store) for s, graders in planned.values()]
+    report = tr.evaluate(cases, concurrency=CONCURRENCY)
+    wall = time.monotonic() - started
+
+    rows: list[Row] = []
+    extra: list[str] = []
+    for case in report.cases:
+        scenario, graders = planned[case.name]
+        trial = case.trials[0]
+        if case.name not in store:
+            extra.append(f"{case.name}: no truth recorded (teardown never ran): {trial.error}")
+            continue
+        truth, log = store[case.name]
+        rows += compare(scenario, graders, trial, truth)
+        extra += label_collisions(scenario, graders)
+        if truth.survivors:
+            extra.append(f"{case.name}: alive after the trial (killed by the battery): "
+                         + "; ".join(f"{pid} {cmd[:80]}" for pid, cmd in truth.survivors))
+        shown = log.shown_text("destructive") or log.shown_text("read") or log.shown_text("spawn")
+        if shown and ("refused" in scenario.name or "error" in scenario.name or "subagent" in scenario.name
+                      or "parallel" in scenario.name):
+            extra.append(f"{case.name}: the model was shown: {shown[:400]!r}")
+        if trial.error is not None:
+            extra.append(f"{case.name}: trial error {trial.error.type}: {trial.error.message[:300]!r}")
+        if log.problems:
+            extra.append(f"{case.name}: script problems: {'; '.join(log.problems)}")
+    clashes = [line for line in extra if "are both labelled" in line]
+    extra = [line for line in extra if "are both labelled" not in line]
+    if clashes:
+        extra.append(f"labels that collide (issue 21 class 9) in {len(clashes)} cases, e.g. {clashes[0]}")
+    slow = sorted(((c.trials[0].duration_s, c.name) for c in report.cases), reverse=True)[:6]
+    extra.append(f"{len(cases)} trials in one evaluate (concurrency {CONCURRENCY}): {wall:.1f} s wall; slowest: "
+                 + ", ".join(f"{name} {seconds:.0f} s" for seconds, name in slow))
+    text = matrix(rows, extra)
+    print(text)
+    target = os.environ.get("TRIALRUN_BATTERY_MATRIX")
+    if target:  # the matrix, and every row with trialrun's reason beside it
+        Path(target).write_text(text + "\n")
+        Path(target + ".json").write_text(json.dumps([dataclasses.asdict(r) for r in rows], indent=1) + "\n")
+    wrong = [r for r in rows if r.outcome != "ok"]
+    assert not wrong and not clashes, text
