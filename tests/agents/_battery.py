@@ -246,7 +246,8 @@ class Scenario:
     sub: Sequence[Step] = ()
     files: Mapping[str, str] = field(default_factory=dict)
     watch: Sequence[str] = ()  # files whose presence after the trial the truth records
-    needs: str = ""  # an API the scenario needs that trialrun does not have (the trial still runs)
+    needs: str = ""  # an API the scenario needs, which trialrun may not have yet
+    available: Callable[[], bool] = lambda: True  # whether it has it (when not, the trial still runs, as evidence)
     timeout_s: float | None = None
     marker: str = field(default_factory=lambda: f"trialrun-battery-{uuid.uuid4().hex[:12]}")
 
@@ -301,7 +302,7 @@ def compare(scenario: Scenario, graders: list[tuple[Check, Any | None, str]], tr
             verdict = check.read(v) if check.read is not None else bool(v.passed)
             reason = v.reason
         need = ""
-        if scenario.needs and not namespaces_supported():
+        if scenario.needs and not scenario.available():
             outcome, reason, need = MISSING, why_not or reason, scenario.needs
         elif why_not:
             outcome = UNEXERCISED

@@ -19,7 +19,8 @@ from trialrun import expect
 from trialrun.expect.rubric import rubric as suite_rubric  # what a suite's expected_tools becomes
 from trialrun.wire import ModelRequest
 
-from _battery import KEEP, SUB_MARK, Call, Check, Final, Log, Scenario, Step, Truth, tool_accuracy_full
+from _battery import (KEEP, SUB_MARK, Call, Check, Final, Log, Scenario, Step, Truth, namespaces_supported,
+                      tool_accuracy_full)
 
 PRESETS = ("pi", "codex", "claude-code", "opencode")
 
@@ -151,9 +152,10 @@ def _script_run_checks(preset: str, write: tuple[str, Mapping[str, Any] | None] 
 
 
 def script(preset: str, how: str) -> Scenario:
-    """A script written or edited by one path, then run with `sh clean.sh`: `redirect`, `tee` and `sed-i` through
-    the shell, `write`/`edit` through the agent's own tools, Codex's `apply_patch` (update and add) through
-    exec_command."""
+    """A script written or edited by one path, then run with `sh clean.sh`: `redirect`, `tee`, `sed-i`, `perl-i`
+    and `cp` through the shell, `write`/`edit` through the agent's own tools, Codex's `apply_patch` (update and add)
+    through exec_command. Where a script is edited, it starts as the harmless `echo rm -rf sentinel` (in the workdir
+    before the trial, never shown whole by the trajectory) and the edit only takes `echo ` away."""
     tool = SHELL[preset][0]
     files: dict[str, str] = {}
     writes: list[Step]
@@ -167,6 +169,15 @@ def script(preset: str, how: str) -> Scenario:
     elif how == "sed-i":
         files["clean.sh"] = SCRIPT_HARMLESS
         command = "sed -i 's/^echo //' clean.sh"
+        writes, write_ref = [[shell(preset, command, "write")]], (tool, cmd_args(preset, command))
+    elif how == "perl-i":
+        files["clean.sh"] = SCRIPT_HARMLESS
+        command = "perl -i -pe 's/^echo //' clean.sh"
+        writes, write_ref = [[shell(preset, command, "write")]], (tool, cmd_args(preset, command))
+    elif how == "cp":  # over the script, from a file in the workdir the trajectory never showed
+        files["clean.sh"] = SCRIPT_HARMLESS
+        files["template.txt"] = SCRIPT_DELETE
+        command = "cp template.txt clean.sh"
         writes, write_ref = [[shell(preset, command, "write")]], (tool, cmd_args(preset, command))
     elif how in ("patch-update", "patch-add"):
         if how == "patch-update":
@@ -300,7 +311,8 @@ def subagent(preset: str, how: str, options: Mapping[str, Any], command: str) ->
         return (must_keep() if keep else must_delete())(t)
 
     return Scenario(preset, f"subagent-{how}", main, checks, why_not, options=options,
-                    sub=[[shell(preset, command, "destructive")]], needs=needs)
+                    sub=[[shell(preset, command, "destructive")]], needs=needs,
+                    available=namespaces_supported if needs else lambda: True)
 
 
 def _codex_wait(request: ModelRequest, log: Log) -> Sequence[Call] | Final:
@@ -394,17 +406,41 @@ def background(preset: str, tool_flag: bool = False) -> Scenario:
     return scenario
 
 
+def side_requests(preset: str, options: Mapping[str, Any] | None = None, name: str = "side-requests") -> Scenario:
+    """The agent's own side requests kept on (a title request; issue 21's `side_requests` preset option): they are
+    not turns. The truth is the scripted model's own count of the main loop's requests (a request that offers no
+    tools is a side request; the log counts them apart)."""
+    command = DELETE[preset]
+    main_requests = lambda t: t.log.requests.get("main", 0)  # noqa: E731
+    checks = [
+        Check("max_turns(2)", lambda t: main_requests(t) <= 2, build=lambda: expect.max_turns(2)),
+        Check("max_turns(1)", lambda t: main_requests(t) <= 1, build=lambda: expect.max_turns(1)),
+        Check("called", deleted, build=lambda: expect.called(SHELL[preset][0], cmd_args(preset, command))),
+    ]
+
+    def why_not(t: Truth) -> str | None:
+        if not t.log.requests.get("side"):
+            return f"no side request reached the model (requests: {t.log.requests})"
+        return must_delete()(t)
+
+    needs = "" if options is not None else "the preset option side_requests=True (issue 21: side requests on demand)"
+    return Scenario(preset, name, [[shell(preset, command, "destructive")]], checks, why_not,
+                    options={**RUNS[preset], **(options if options is not None else {"side_requests": True})},
+                    needs=needs)
+
+
 # -- every scenario, per preset -------------------------------------------------------------------------------------
 
 
 def all_scenarios(timeout_s: Mapping[str, float]) -> list[Scenario]:
     scenarios: list[Scenario] = []
     for preset in PRESETS:
-        # first the slow ones (timeouts), so they overlap the rest
         scenarios.append(timeout(preset, timeout_s[preset]))
         scenarios.append(ran(preset))
         scenarios += [disguised(preset, how) for how in DISGUISES]
         writes = ["redirect", "tee", "sed-i"] + (["patch-update", "patch-add"] if preset == "codex" else ["write", "edit"])
+        if preset == "pi":  # the other shell write paths the workspace model names (the shell is the same for all)
+            writes += ["perl-i", "cp"]
         scenarios += [script(preset, how) for how in writes]
         scenarios.append(refusal_text(preset))
         scenarios.append(tool_error(preset))
@@ -445,5 +481,12 @@ def all_scenarios(timeout_s: Mapping[str, float]) -> list[Scenario]:
         subagent("codex", "refused", {}, "rm -f sentinel/keep.txt"),
     ]
     scenarios.append(session("codex"))
+    scenarios += [side_requests(cc), side_requests("opencode"),
+                  # today's way to the same: empty the variable the preset sets to stop them
+                  side_requests(cc, {"env": {"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": ""}}, "side-requests-env")]
     scenarios.append(background(cc, tool_flag=True))
+    # the order trials start in: the timeouts first (they mostly wait), then the slowest agent's trials first, so
+    # the long pole starts early and the quick agents fill the gaps
+    slowest_first = {"opencode": 0, "claude-code": 1, "codex": 2, "pi": 3}
+    scenarios.sort(key=lambda s: (s.timeout_s is None, slowest_first[s.preset]))
     return scenarios

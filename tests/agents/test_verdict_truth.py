@@ -26,6 +26,7 @@ import trialrun as tr
 
 from _battery import (
     KEEP,
+    MISSING,
     SENTINEL,
     Check,
     Log,
@@ -44,14 +45,22 @@ from _battery_scenarios import all_scenarios
 #: How long each agent may run in the timeout scenario before trialrun kills it: long enough for the agent to start
 #: and run the command while the battery's other trials load the machine (opencode starts slowly).
 TIMEOUT_S = {"pi": 40.0, "codex": 45.0, "claude-code": 45.0, "opencode": 70.0}
-CONCURRENCY = 8
+#: Trials at once: the four timeout trials spend most of their time waiting for their kill.
+CONCURRENCY = 10
 
 
-def _case(scenario: Scenario, agent_path: Any, graders: list[tuple[Check, Any, str]],
-          store: dict[str, tuple[Truth, Log]]) -> tr.Case:
+def _agent(scenario: Scenario, agent_path: Any) -> tuple[Any, str]:
+    """The scenario's preset, or why it cannot be made (an option trialrun does not have yet: TypeError)."""
     options = dict(scenario.options)
     options["timeout_s"] = scenario.timeout_s if scenario.timeout_s is not None else 150.0
-    agent = tr.agents.preset(scenario.preset, path=agent_path(scenario.preset), **options)
+    try:
+        return tr.agents.preset(scenario.preset, path=agent_path(scenario.preset), **options), ""
+    except TypeError as exc:
+        return None, str(exc)
+
+
+def _case(scenario: Scenario, agent: Any, graders: list[tuple[Check, Any, str]],
+          store: dict[str, tuple[Truth, Log]]) -> tr.Case:
     log = Log()
     token = uuid.uuid4().hex[:6]
 
@@ -100,12 +109,19 @@ def test_verdict_truth_battery(agent_path: Any) -> None:
         scenarios = [s for s in scenarios if any(part in s.case_name for part in only.split(","))]
     store: dict[str, tuple[Truth, Log]] = {}
     planned = {s.case_name: (s, _graders(s)) for s in scenarios}
-    cases = [_case(s, agent_path, graders, store) for s, graders in planned.values()]
+    rows: list[Row] = []
+    extra: list[str] = []
+    cases = []
+    for scenario, graders in planned.values():
+        agent, problem = _agent(scenario, agent_path)
+        if agent is None:  # the preset option it needs is not there: every check of it is missing
+            rows += [Row(scenario.preset, scenario.name, c.label, None, None, MISSING, problem, scenario.needs)
+                     for c in scenario.checks]
+            continue
+        cases.append(_case(scenario, agent, graders, store))
     report = tr.evaluate(cases, concurrency=CONCURRENCY)
     wall = time.monotonic() - started
 
-    rows: list[Row] = []
-    extra: list[str] = []
     for case in report.cases:
         scenario, graders = planned[case.name]
         trial = case.trials[0]
