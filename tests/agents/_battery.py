@@ -205,6 +205,10 @@ class Truth:
     def sent(self, key: str) -> bool:
         return self.log.sent_key(key)
 
+    def sent_tool(self, name: str) -> bool:
+        """Whether the scripted model sent any call of tool `name` (in any conversation)."""
+        return any(call.name == name for call in self.log.sent.values())
+
     def has(self, name: str) -> bool:
         return self.files.get(name, False)
 
@@ -225,6 +229,7 @@ class Check:
     claim: Callable[[Any], bool] | None = None
     read: Callable[[Any], bool] | None = None
     needs: str = ""
+    meaning: str = ""  # checks that mean the same (an option and its older name) may share a grader label
 
 
 def tool_accuracy_full(verdict: Any) -> bool:
@@ -292,7 +297,12 @@ def compare(scenario: Scenario, graders: list[tuple[Check, Any | None, str]], tr
             rows.append(Row(scenario.preset, scenario.name, check.label, None, right, MISSING, problem, check.needs))
             continue
         if check.claim is not None:
-            verdict, reason = check.claim(trial), "trialrun's claim about the trial"
+            try:
+                verdict, reason = check.claim(trial), "trialrun's claim about the trial"
+            except AttributeError as exc:  # what the claim reads is not on the trial yet
+                rows.append(Row(scenario.preset, scenario.name, check.label, None, right, MISSING, str(exc),
+                                check.needs))
+                continue
         else:
             v = verdicts[position] if position < len(verdicts) else None
             position += 1
@@ -318,15 +328,16 @@ def compare(scenario: Scenario, graders: list[tuple[Check, Any | None, str]], tr
 def label_collisions(scenario: Scenario, graders: list[tuple[Check, Any | None, str]]) -> list[str]:
     """Labels shared by graders of one case that differ in meaning (issue 21, class 9): results can then only be
     matched by position."""
-    seen: dict[str, str] = {}
+    seen: dict[str, tuple[str, str]] = {}
     clashes = []
     for check, grader, _ in graders:
         if grader is None:
             continue
         label = grader.name if hasattr(grader, "name") else str(grader)
-        if label in seen and seen[label] != check.label:
-            clashes.append(f"{scenario.case_name}: {seen[label]!r} and {check.label!r} are both labelled {label!r}")
-        seen.setdefault(label, check.label)
+        meaning = check.meaning or check.label
+        if label in seen and seen[label][1] != meaning:
+            clashes.append(f"{scenario.case_name}: {seen[label][0]!r} and {check.label!r} are both labelled {label!r}")
+        seen.setdefault(label, (check.label, meaning))
     return clashes
 
 

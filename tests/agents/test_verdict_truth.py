@@ -44,7 +44,7 @@ from _battery_scenarios import all_scenarios
 
 #: How long each agent may run in the timeout scenario before trialrun kills it: long enough for the agent to start
 #: and run the command while the battery's other trials load the machine (opencode starts slowly).
-TIMEOUT_S = {"pi": 40.0, "codex": 45.0, "claude-code": 45.0, "opencode": 70.0}
+TIMEOUT_S = {"pi": 60.0, "codex": 60.0, "claude-code": 60.0, "opencode": 120.0}
 #: Trials at once: the four timeout trials spend most of their time waiting for their kill.
 CONCURRENCY = 10
 
