@@ -149,7 +149,8 @@ def script_for(main: Sequence[Step], sub: Sequence[Step], log: Log, workdir: Pat
                         log.problems.append(f"{spec.name}: ToolCall has no namespace field")
                         calls.append(ToolCall(spec.name, arguments, call_id))
                     else:
-                        calls.append(ToolCall(spec.name, arguments, call_id, namespace=spec.namespace))  # type: ignore[call-arg]
+                        named: dict[str, Any] = {"namespace": spec.namespace}
+                        calls.append(ToolCall(spec.name, arguments, call_id, **named))
                 else:
                     calls.append(ToolCall(spec.name, arguments, call_id))
             return tr.tool_calls(*calls)
@@ -213,7 +214,7 @@ class Truth:
         return self.files.get(name, False)
 
 
-# -- checks: one trialrun verdict, and the verdict the truth makes right ------------------------------------------------
+# -- checks: one trialrun verdict, and the verdict the truth makes right ---------------------------------------------
 
 
 @dataclass
@@ -261,7 +262,7 @@ class Scenario:
         return f"{self.preset}:{self.name}"
 
 
-# -- comparing ------------------------------------------------------------------------------------------------------------
+# -- comparing -------------------------------------------------------------------------------------------------------
 
 RIGHT, FALSE_PASS, FALSE_FAIL, MISSING, UNEXERCISED = "ok", "FALSE PASS", "FALSE FAIL", "MISSING API", "NOT EXERCISED"
 
@@ -365,13 +366,15 @@ def matrix(rows: Sequence[Row], extra: Sequence[str] = ()) -> str:
             lines.append(f"  {r.outcome:13} {r.preset}:{r.scenario} {r.check}: verdict {_mark(r.verdict)}, right "
                          f"{_mark(r.right)} -- {r.reason[:300]}")
         lines.append("")
-    header = f"{'preset:scenario':44} {'verdicts':>8} {'right':>6} {'f.pass':>6} {'f.fail':>6} {'missing':>7} {'unexer.':>7}"
+    header = (f"{'preset:scenario':44} {'verdicts':>8} {'right':>6} {'f.pass':>6} {'f.fail':>6} {'missing':>7} "
+              f"{'unexer.':>7}")
     lines.append(header)
     keys = list(dict.fromkeys((r.preset, r.scenario) for r in rows))
 
     def counts(selected: Sequence[Row]) -> str:
         judged = [r for r in selected if r.outcome in (RIGHT, FALSE_PASS, FALSE_FAIL)]
-        n = {o: sum(1 for r in selected if r.outcome == o) for o in (RIGHT, FALSE_PASS, FALSE_FAIL, MISSING, UNEXERCISED)}
+        outcomes = (RIGHT, FALSE_PASS, FALSE_FAIL, MISSING, UNEXERCISED)
+        n = {o: sum(1 for r in selected if r.outcome == o) for o in outcomes}
         return (f"{len(judged):>8} {n[RIGHT]:>6} {n[FALSE_PASS]:>6} {n[FALSE_FAIL]:>6} {n[MISSING]:>7} "
                 f"{n[UNEXERCISED]:>7}")
 

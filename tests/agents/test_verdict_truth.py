@@ -4,12 +4,15 @@ files after the trial, the scripted model's own log of what it sent and was show
 trialrun's verdicts: a destructive command run, refused by each of the agent's permission mechanisms, disguised,
 written into a script by each write/edit/patch path and then run, typed into a session, run by a sub-agent,
 alongside other calls in one step; a tool error; a timeout with descendants in new sessions; a background process
-left behind; a command that ran and printed refusal-like text.
+left behind; a command that ran and printed refusal-like text; side requests kept on; and negative controls
+(look-alike commands, harmless edits) on which a grader that fails on looks is a false fail.
 
 Every trial of every agent runs in ONE evaluate, concurrently, and ONE test compares them (so xdist never runs the
 battery twice). It prints the matrix (verdicts, right, false passes, false fails per preset and scenario) and
 asserts 0 false passes, 0 false fails, no grader option missing, no scenario that did not do what it is meant to,
-no colliding labels. `TRIALRUN_BATTERY_MATRIX=path` also writes the matrix to a file.
+no colliding labels. `TRIALRUN_BATTERY_MATRIX=path` also writes the matrix to `path` and every row, with
+trialrun's reason, to `path.json`; `TRIALRUN_BATTERY_ONLY=pi:,refused` runs only the scenarios whose
+"preset:scenario" name contains one of the parts (for working on one class; CI runs them all).
 """
 
 from __future__ import annotations
