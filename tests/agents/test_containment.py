@@ -111,6 +111,36 @@ def test_what_a_finished_agent_left_running_is_killed_and_listed(tmp_path: Path,
     assert time.monotonic() - started < 15
 
 
+#: An agent whose children die with it (PR_SET_PDEATHSIG, as bwrap's --die-with-parent and Codex's own sandbox do):
+#: each `./MARKER N` is a python that asks the kernel for SIGKILL when its parent dies, under a parent that is itself
+#: one of those; killed in pid order, the children would be gone before their turn to be named.
+DIES_WITH_PARENT = textwrap.dedent("""\
+    import ctypes, os, sys, time
+    marker, depth = sys.argv[1], int(sys.argv[2])
+    python = sys.argv[3] if len(sys.argv) > 3 else sys.executable  # (not found from an argv[0] of ./MARKER)
+    if depth < 0:  # the agent names itself ./MARKER too
+        os.execv(python, [f"./{marker}", __file__, marker, "0", python])
+    if depth:
+        ctypes.CDLL(None).prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL
+    if depth < 3:
+        if os.fork() == 0:
+            os.execv(python, [f"./{marker}", __file__, marker, str(depth + 1), python])
+    if depth == 0:
+        print("started", flush=True)
+    time.sleep(600)
+""")
+
+
+def test_what_dies_with_its_parent_is_named_too(tmp_path: Path, marker: str) -> None:
+    script = tmp_path / "tree.py"
+    script.write_text(DIES_WITH_PARENT)
+    agent = tr.ProcessAgent([sys.executable, str(script), marker, "-1", sys.executable, "{prompt}"], timeout_s=3)
+    trial = _trial(agent)
+    assert still_alive(marker) == []
+    named = [k for k in trial.killed or [] if f"./{marker}" in k]
+    assert len(named) == 4, trial.killed  # the agent and its three generations, each by its argv
+
+
 def test_a_case_timeout_kills_everything_and_the_trial_lists_it(tmp_path: Path, marker: str) -> None:
     trial = _trial(_agent(tmp_path, marker, timeout_s=None), timeout_s=2)
     assert still_alive(marker) == []

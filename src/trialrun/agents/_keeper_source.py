@@ -115,10 +115,13 @@ def keep(mode, argv, env, ctl, out=None):
     deadline, seen = time.monotonic() + 5, set()
     while reap():
         targets = below() if way == "subreaper" and os.path.isdir("/proc/self") else [-leader]
+        # every one named before any is killed: a process that dies with its parent (bwrap --die-with-parent,
+        # PR_SET_PDEATHSIG) would be gone, unnamed, by the time its turn came
         for pid in targets:
             if pid > 0 and pid not in seen:
                 seen.add(pid)
                 say(f"k {pid} {argv_of(pid)}")
+        for pid in targets:
             try:
                 os.kill(pid, 9)
             except OSError:
