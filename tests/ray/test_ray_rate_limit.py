@@ -138,7 +138,9 @@ def test_without_the_shared_actor_two_workers_go_over_the_limit(ray_cluster: str
                          executor=tr.RayExecutor(resources_per_trial={"num_cpus": 1}))
     assert report.passed_case_count == 2
     assert len({pid for _, pid in provider.arrivals}) == 2
-    assert _busiest_second(provider.arrivals) > RPM // 60 + 2 * SLACK  # each worker at ten a second: about 20
+    # each worker at ten a second: about 20 where they overlap (fewer on a loaded machine, where they start apart);
+    # the bound the shared limiter is held to (above) is broken
+    assert _busiest_second(provider.arrivals) > RPM // 60 + SLACK, sorted(t for t, _ in provider.arrivals)
 
 
 def test_the_limiter_actor_leases_slots_and_honours_a_pause(ray_cluster: str) -> None:
