@@ -10,6 +10,7 @@ configuration and read its own permission refusals.
 from __future__ import annotations
 
 import asyncio
+import errno
 import hashlib
 import json
 import os
@@ -157,7 +158,7 @@ class ProcessAgent:
         self.model_name = model_name
         self.timeout_s = None if timeout_s is None else float(timeout_s)
         self.output = output
-        self.sandbox = resolve_sandbox(sandbox)
+        self.sandbox = resolve_sandbox(sandbox).for_command(self.argv)  # what it mounts: from the configuration
         self.stderr_tail = stderr_tail
 
     def __repr__(self) -> str:
@@ -317,7 +318,14 @@ class ProcessAgent:
         if callable(self.output):
             return self.output(stdout, ctx)
         if self.output.startswith("file:"):
-            return (ctx.workdir / self.output[5:]).read_text(encoding="utf-8", errors="replace")
+            # read here, outside any sandbox, from a folder the agent controlled: with the shell tools'
+            # confinement (a link out of the workdir, a FIFO, a device, a huge file are the agent's doing)
+            from ..agent.tools import ToolError, read_beneath
+
+            try:
+                return read_beneath(ctx.workdir, self.output[5:], _STDOUT_LIMIT)
+            except ToolError as exc:
+                raise OSError(errno.EPERM, str(exc)) from None
         return stdout.rstrip("\n")
 
 
