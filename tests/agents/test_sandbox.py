@@ -203,13 +203,18 @@ def test_the_sandbox_is_in_config_snapshot_and_a_bad_value_is_a_config_error(tmp
 # -- the relay: the endpoint reached inside the sandbox's own network namespace ------------------------------
 
 @pytest.fixture(params=["namespace", "relay"])
-def handoff(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+def handoff(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """Both ways the endpoint gets into the sandbox: a listening socket made in its network namespace by
     trialrun's namespace helper (the usual way), and the fallback where a forwarder inside makes it and hands
-    it out (where the helper cannot enter the namespace: a setuid bubblewrap)."""
+    it out (where the helper cannot enter the namespace: a setuid bubblewrap). The test checks that its way was
+    the one taken (a silent fallback would pass every test of the first)."""
     if request.param == "relay":
         monkeypatch.setattr(_handoff, "helper_problem", "forced by the test")
-    return str(request.param)
+    monkeypatch.setattr(_handoff, "used", type(_handoff.used)())
+    yield str(request.param)
+    other = "relay" if request.param == "namespace" else "namespace"
+    if _handoff.used:  # (a test in a subprocess counts there)
+        assert _handoff.used[str(request.param)] and not _handoff.used[other], (_handoff.used, _handoff.last_fallback)
 
 
 def test_the_model_is_reached_both_ways(handoff: str, other_port: int) -> None:
@@ -250,7 +255,8 @@ DOTDOT = textwrap.dedent("""
     ctx = tr.TrialContext(tr.Case(name="dotdot", invoke=lambda ctx: None, expect_outcome=[tr.expect.not_contains("x")]), 1)
     run = agent.run("p", ctx, model=tr.ScriptedModel([tr.reply("reached")]))
     ctx.close()
-    print(json.dumps({"executable": sys.executable, "status": run.status, "output": run.output, "error": run.error}))
+    print(json.dumps({"executable": sys.executable, "status": run.status, "output": run.output, "error": run.error,
+                      "ways": dict(_handoff.used)}))
 """)
 
 
@@ -267,6 +273,7 @@ def test_python_started_through_a_path_with_dotdot(handoff: str, tmp_path: Path)
     assert ".." in seen["executable"]
     # before: every trial failed: the inner forwarder was started as /tmp/.../a/b/../../.../python
     assert (seen["status"], seen["output"]) == ("completed", "reached"), seen
+    assert seen["ways"] == {handoff: 1}, seen
 
 
 # -- what is mounted: a fixed list, never what a prompt or an argument names ---------------------------------

@@ -33,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,9 @@ _ANSWER_S = 30.0   # how long the helper or the forwarder inside may take to han
 
 #: Why the namespace helper cannot be used in this process (None: it can); set on the first lasting failure.
 helper_problem: str | None = None
+#: How many handoffs went each way ("namespace", "relay"), and why the last fallback happened.
+used: Counter[str] = Counter()
+last_fallback: str | None = None
 
 # Inside the sandbox, before the agent: wait for trialrun's answer, then exec the agent (or the forwarder).
 _WAIT = f"""read -r answer < {SOCKET_DIR}/go
@@ -124,7 +128,8 @@ while True:
         answer = socket.socket(fileno=reply)
         try:
             host, port = data.decode().rsplit(" ", 1)
-            socket.send_fds(answer, [b"ok"], [listener(netns, host, int(port)).fileno()])
+            made = listener(netns, host, int(port))
+            socket.send_fds(answer, [b"ok"], [made.fileno()])
         except BaseException as exc:
             try:
                 answer.sendall(f"{type(exc).__name__}: {exc}".encode())
@@ -238,7 +243,7 @@ class Handoff:
         return ["--bind", str(self.folder), SOCKET_DIR, "--lock-file", f"{SOCKET_DIR}/lock"]
 
     def _answer(self) -> None:
-        global helper_problem
+        global helper_problem, last_fallback
         try:
             fd = os.open(self.go, os.O_WRONLY | os.O_CLOEXEC)  # returns once the shell in the sandbox waits on it
         except OSError:
@@ -250,11 +255,14 @@ class Handoff:
                     return
                 try:
                     answer = self._through_namespace()
+                    used["namespace"] += 1
                 except Exception as exc:  # noqa: BLE001 - every failure falls back to the forwarder inside
+                    last_fallback = f"{type(exc).__name__}: {exc}"
                     if _lasting(exc):
                         helper_problem = str(exc)
                     try:
                         answer = self._through_forwarder()
+                        used["relay"] += 1
                     except OSError as inner:
                         answer = f"the model endpoint could not be set up: {inner}"
                 try:
