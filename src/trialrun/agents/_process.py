@@ -230,8 +230,8 @@ class ProcessAgent:
             env.update(launch.env)
             env.update(self.env)
             return await self._execute(launch, env, ctx, endpoint, home)
-        finally:
-            shutil.rmtree(home, ignore_errors=True)
+        finally:  # off the event loop: an agent's caches in its HOME can be many files (codex: 60-70)
+            await asyncio.get_running_loop().run_in_executor(None, _remove_tree, home)
 
     async def _execute(self, launch: Launch, env: dict[str, str], ctx: TrialContext, endpoint: ModelEndpoint,
                        home: Path) -> Run:
@@ -340,6 +340,10 @@ async def _exited(process: asyncio.subprocess.Process, timeout_s: float | None) 
         await asyncio.sleep(delay)
         delay = min(delay * 2, 0.05)
     return True
+
+
+def _remove_tree(folder: Path) -> None:
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def _fill(arg: str, values: Mapping[str, str]) -> str:

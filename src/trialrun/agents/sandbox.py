@@ -116,7 +116,7 @@ class Bwrap(Sandbox):
         return env
 
     def arguments(self, workdir: Path, home: Path | None, visible: Sequence[Path]) -> list[str]:
-        """bwrap's options (everything before `--` and the command)."""
+        """bwrap's options (everything before `--` and the command); `visible`: resolved paths to mount back."""
         workdir = workdir.resolve()
         home = home.resolve() if home is not None else None
         args = [self.program, "--die-with-parent", "--new-session", "--unshare-all", "--ro-bind", "/", "/",
@@ -126,7 +126,7 @@ class Bwrap(Sandbox):
             args += ["--tmpfs", str(place)]
         if Path("/var") in hidden:
             args += ["--dir", "/var/tmp", "--symlink", "../run", "/var/run"]
-        shown = [path for path in _dedupe(visible) if path.exists() and any(_under(path, h) for h in hidden)]
+        shown = _outermost([path for path in visible if any(_within(path, h) for h in hidden) and path.exists()])
         for path in shown:
             args += ["--ro-bind", str(path), str(path)]
         if home is not None:
@@ -153,32 +153,43 @@ class Bwrap(Sandbox):
 
     def command(self, command: str, workdir: Path) -> list[str]:
         """A shell command line run in the sandbox (the reference agent's run_command): no network at all."""
-        return [*self.arguments(workdir, None, [*_python_roots(), *self.expose]), "--", "/bin/sh", "-c", command]
+        return [*self.arguments(workdir, None, _dedupe([*_python_roots(), *self.expose])), "--", "/bin/sh", "-c", command]
 
 
 def _homes() -> list[Path]:
     """The user's home folders to hide: $HOME and the account's home from the password database."""
+    return list(_homes_for(os.environ.get("HOME")))
+
+
+@functools.lru_cache(maxsize=8)
+def _homes_for(home: str | None) -> tuple[Path, ...]:
     found = []
-    for value in (os.environ.get("HOME"), _passwd_home()):
+    for value in (home, _passwd_home()):
         if value and value != "/" and Path(value).is_dir():
             found.append(Path(value).resolve())
-    return _dedupe(found)
+    return tuple(_dedupe(found))
 
 
 def _hidden_places() -> list[Path]:
     """Where the sandbox puts a fresh, empty folder: FRESH (those that exist) and the homes not under them."""
     places = _fresh_places()
-    return places + [home for home in _homes() if not any(_under(home, place) for place in places)]
+    return places + [home for home in _homes() if not any(_within(home, place) for place in places)]
+
+
+def _within(path: Path, folder: Path) -> bool:
+    """`path` is `folder` or beneath it (both resolved already: no file system call)."""
+    return _starts(str(path), str(folder))
+
+
+def _outermost(paths: Sequence[Path]) -> list[Path]:
+    """Resolved paths without those beneath another of them (mounting the folder mounts what is in it)."""
+    unique = list(dict.fromkeys(paths))
+    return [p for p in unique if not any(q != p and _within(p, q) for q in unique)]
 
 
 @functools.lru_cache(maxsize=1)
 def _fresh_places() -> list[Path]:
-    found: list[Path] = []
-    for name in FRESH:
-        path = Path(name)
-        if path.is_dir() and not path.is_symlink():
-            found.append(path)
-    return found
+    return _dedupe([Path(name) for name in FRESH if Path(name).is_dir()])  # a symlinked /home: its real folder
 
 
 def _passwd_home() -> str | None:
@@ -188,14 +199,6 @@ def _passwd_home() -> str | None:
         return pwd.getpwuid(os.getuid()).pw_dir
     except (ImportError, KeyError):
         return None
-
-
-def _under(path: Path, folder: Path) -> bool:
-    try:
-        path.resolve().relative_to(folder)
-        return True
-    except ValueError:
-        return False
 
 
 def _dedupe(paths: Sequence[Path]) -> list[Path]:
