@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -424,3 +425,47 @@ def test_an_output_file_that_is_a_fifo_a_device_or_huge(sandbox: str, what: str)
         return
     assert seen["status"] == "error" and "out.txt" in seen["error"], seen
     assert ("not a regular file" if what == "fifo" else "outside the workspace") in seen["error"], seen
+
+
+UNPRIVILEGED = textwrap.dedent("""
+    import importlib.util, json, os, socket, subprocess, sys, threading
+    spec = importlib.util.spec_from_file_location("handoff", sys.argv[1])
+    handoffs = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(handoffs)
+
+    class Endpoint:  # what the handoff needs of one: add_listener; this one answers one connection
+        def add_listener(self, listener):
+            def serve():
+                connection, _ = listener.accept()
+                connection.sendall(b"from the endpoint")
+                connection.close()
+            threading.Thread(target=serve, daemon=True).start()
+
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
+    handoff = handoffs.Handoff(Endpoint(), "127.0.0.1", port)
+    agent = [sys.executable, "-c", "import socket; print(socket.create_connection(('127.0.0.1', %d)).recv(99).decode())" % port]
+    argv = ["bwrap", "--die-with-parent", "--unshare-all", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+            "--tmpfs", "/tmp", *handoff.bwrap_options(), "--", *handoffs.inner_command(f"127.0.0.1:{port}", agent)]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    handoff.close()
+    print(json.dumps({"uid": os.getuid(), "out": done.stdout.strip(), "err": done.stderr[-500:],
+                      "ways": dict(handoffs.used), "fallback": handoffs.last_fallback}))
+""")
+
+
+def test_the_namespace_handoff_works_for_an_unprivileged_user() -> None:
+    """As root (here) the helper could enter any namespace; as a plain user it must first enter the user namespace
+    that owns the sandbox's network namespace. CI runs every test above unprivileged; this runs that path here too,
+    as `nobody`, with the system's Python (the handoff module is standard library only)."""
+    system_python = shutil.which("python3", path="/usr/bin:/bin")
+    if os.getuid() != 0 or shutil.which("setpriv") is None or system_python is None:
+        pytest.skip("needs root (to become nobody), setpriv and a system python3; unprivileged runs test this above")
+    module = str(Path(_handoff.__file__).resolve())
+    done = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", system_python, "-I", "-c",
+                           UNPRIVILEGED, module], capture_output=True, text=True, timeout=120, cwd="/")
+    assert done.returncode == 0, done.stderr[-2000:]
+    seen = json.loads(done.stdout.splitlines()[-1])
+    assert (seen["uid"], seen["out"], seen["ways"]) == (65534, "from the endpoint", {"namespace": 1}), seen
