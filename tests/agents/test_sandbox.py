@@ -11,6 +11,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import textwrap
 import threading
 import time
@@ -235,13 +236,26 @@ def test_concurrent_sandboxed_trials_each_reach_their_own_model(handoff: str) ->
     assert [c.passed for c in report.cases] == [True] * 4, [t.error for c in report.cases for t in c.trials]
 
 
-def test_a_program_that_cannot_start_fails_the_trial_at_once_and_leaves_no_thread(handoff: str) -> None:
+def _handoff_folders() -> set[Path]:
+    return set(Path(tempfile.gettempdir()).glob("trialrun-endpoint-*"))
+
+
+@pytest.mark.parametrize("program", ["/nonexistent/agent-program", "bwrap-fails"])
+def test_a_program_that_cannot_start_fails_the_trial_at_once_and_leaves_nothing(handoff: str, program: str,
+                                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    if program == "bwrap-fails":  # bubblewrap itself stops before the shell that waits for the endpoint starts
+        monkeypatch.setattr(sandboxes.Bwrap, "arguments", lambda self, *a: [self.program, "--bind", "/nonexistent-x", "/x"])
+    before = _handoff_folders()
     started = time.perf_counter()
-    run = _run(["/nonexistent/agent-program"], "bwrap")
+    run = _run([program], "bwrap")
     assert run.status == "error" and run.exit_code != 0
     assert time.perf_counter() - started < 30
-    time.sleep(0.2)
-    assert not [t.name for t in threading.enumerate() if t.name.startswith("trialrun-sandbox")]
+    for _ in range(50):  # the handoff thread lets go of the trial's folder (FIFOs, lock, socket) at its end
+        if not _handoff_folders() - before:
+            break
+        time.sleep(0.02)
+    assert not _handoff_folders() - before
+    assert len([t for t in threading.enumerate() if t.name.startswith("trialrun-sandbox")]) <= 1  # one, for all
 
 
 DOTDOT = textwrap.dedent("""

@@ -5,14 +5,16 @@ endpoint's. Instead of relaying bytes, trialrun makes a listening socket at that
 network namespace and hands it to the endpoint, whose thread accepts on it like on its own port: the agent's
 connections go straight to the endpoint. Per trial:
 
-1. bwrap runs `/bin/sh` first, which takes a lock file (`--lock-file`) and waits on a FIFO before it execs the agent.
-2. A thread here opens the FIFO (that returns once the shell is waiting), reads the sandbox's pid from the lock
-   (`F_GETLK` names the holder, in our pid namespace), and opens its network namespace (`/proc/PID/ns/net`; the
-   lock is checked again after the open, so a reused pid cannot slip in).
+1. bwrap runs `/bin/sh` first, which takes a lock file (`--lock-file`), says it is ready through one FIFO and
+   waits for an answer on another before it execs the agent.
+2. trialrun's handoff thread (one per process, waiting on every trial's FIFOs at once: nothing per trial blocks
+   or starts a thread) reads the sandbox's pid from the lock (`F_GETLK` names the holder, in our pid namespace)
+   and opens its network namespace (`/proc/PID/ns/net`; the lock is checked again after the open, so a reused
+   pid cannot slip in).
 3. The namespace helper, a small single-threaded process started once per run, forks; the child enters the
    namespace's owning user namespace and the network namespace (`setns`, which a multithreaded process such as
-   trialrun may not do for a user namespace) and makes the listening socket, then passes it back (SCM_RIGHTS).
-4. The endpoint serves that socket; the thread writes `ok` to the FIFO and the shell execs the agent.
+   trialrun may not do for a user namespace), makes the listening socket and passes it back (SCM_RIGHTS).
+4. The endpoint serves that socket; `ok` goes down the FIFO and the shell execs the agent.
 
 Where the helper cannot enter the namespace (a setuid bubblewrap, a seccomp filter), the thread answers `relay`
 instead: the shell execs a few lines of Python inside the sandbox that make the socket there and hand it out
@@ -23,9 +25,11 @@ the reason on stderr.
 
 from __future__ import annotations
 
+import atexit
 import errno
 import fcntl
 import os
+import selectors
 import shutil
 import socket
 import struct
@@ -34,6 +38,7 @@ import sys
 import tempfile
 import threading
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +46,6 @@ __all__ = ["Handoff", "SOCKET_DIR", "inner_command"]
 
 SOCKET_DIR = "/tmp/.trialrun-endpoint"  # inside the sandbox (in its private /tmp)
 _FLOCK = "hhqqi"   # struct flock: l_type, l_whence, l_start, l_len, l_pid (native layout)
-_ANSWER_S = 30.0   # how long the helper or the forwarder inside may take to hand the socket over
 
 #: Why the namespace helper cannot be used in this process (None: it can); set on the first lasting failure.
 helper_problem: str | None = None
@@ -50,7 +54,8 @@ used: Counter[str] = Counter()
 last_fallback: str | None = None
 
 # Inside the sandbox, before the agent: wait for trialrun's answer, then exec the agent (or the forwarder).
-_WAIT = f"""read -r answer < {SOCKET_DIR}/go
+_WAIT = f"""printf x > {SOCKET_DIR}/ready
+read -r answer < {SOCKET_DIR}/go
 py=$1 code=$2 address=$3
 shift 3
 case $answer in
@@ -160,6 +165,7 @@ class _Helper:
         self._lock = threading.Lock()
         self._process: subprocess.Popen[bytes] | None = None
         self._control: socket.socket | None = None
+        self._at_exit = False
 
     def _channel(self) -> socket.socket:
         with self._lock:
@@ -174,21 +180,45 @@ class _Helper:
                         start_new_session=True)
                 finally:
                     theirs.close()
+                if not self._at_exit:
+                    atexit.register(self.close)
+                    self._at_exit = True
                 self._control = ours
             return self._control
 
-    def listener(self, netns: int, host: str, port: int) -> socket.socket:
-        """A socket listening on host:port in network namespace `netns`, made by the helper."""
+    def close(self) -> None:
+        """At exit: the helper reads end-of-file and ends."""
+        with self._lock:
+            if self._control is not None:
+                self._control.close()
+                self._control = None
+            if self._process is not None:
+                try:
+                    self._process.wait(timeout=2)
+                except subprocess.TimeoutExpired:
+                    self._process.kill()
+
+    def ask(self, netns: int, host: str, port: int) -> socket.socket:
+        """Ask for a socket listening on host:port in network namespace `netns`; the answer comes on the socket
+        returned (readable when it is there: `answer`)."""
         mine, theirs = socket.socketpair()
         try:
-            try:
-                socket.send_fds(self._channel(), [f"{host} {port}".encode()], [netns, theirs.fileno()])
-            finally:
-                theirs.close()
-            mine.settimeout(_ANSWER_S)
-            data, fds, _, _ = socket.recv_fds(mine, 1024, 1, socket.MSG_CMSG_CLOEXEC)
-        finally:
+            socket.send_fds(self._channel(), [f"{host} {port}".encode()], [netns, theirs.fileno()])
+        except BaseException:
             mine.close()
+            raise
+        finally:
+            theirs.close()
+        mine.setblocking(False)
+        return mine
+
+    @staticmethod
+    def answer(reply: socket.socket) -> socket.socket:
+        """The listening socket the helper sent on `reply` (closed here), or OSError saying why not."""
+        try:
+            data, fds, _, _ = socket.recv_fds(reply, 1024, 1, socket.MSG_CMSG_CLOEXEC)
+        finally:
+            reply.close()
         if data == b"ok" and len(fds) == 1:
             return socket.socket(fileno=fds[0])
         for fd in fds:
@@ -219,100 +249,178 @@ def _lasting(exc: BaseException) -> bool:
     return isinstance(exc, PermissionError) or any(s in text for s in ("Errno 1]", "Errno 13]", "Errno 38]"))
 
 
+class _Worker:
+    """The one thread that answers every sandbox's shell: a selector over the trials' FIFOs and sockets, and a
+    queue of what the event loop asks (a new trial, a trial that ended). Nothing here waits on one trial."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._jobs: list[tuple[str, Handoff]] = []
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_r.setblocking(False)
+        self._selector = selectors.DefaultSelector()
+        self._selector.register(self._wake_r, selectors.EVENT_READ)
+        threading.Thread(target=self._run, name="trialrun-sandbox-handoff", daemon=True).start()
+
+    def ask(self, what: str, handoff: Handoff) -> None:
+        with self._lock:
+            self._jobs.append((what, handoff))
+        self._wake_w.send(b"x")
+
+    def watch(self, item: Any, handoff: Handoff, step: Callable[[], None]) -> None:
+        """(in the thread) Call `step` when `item` is readable."""
+        self._selector.register(item, selectors.EVENT_READ, (handoff, step))
+        handoff.watched.append(item)
+
+    def forget(self, handoff: Handoff) -> None:
+        """(in the thread) Stop watching what `handoff` had watched."""
+        for item in handoff.watched:
+            try:
+                self._selector.unregister(item)
+            except (KeyError, ValueError):
+                pass
+        handoff.watched.clear()
+
+    def _run(self) -> None:
+        while True:
+            for key, _ in self._selector.select():
+                if key.fileobj is self._wake_r:
+                    try:
+                        self._wake_r.recv(4096)
+                    except BlockingIOError:
+                        pass
+                    with self._lock:
+                        jobs, self._jobs = self._jobs, []
+                    for what, handoff in jobs:
+                        self._guarded(handoff, handoff.begin if what == "begin" else handoff.end)
+                    continue
+                handoff, step = key.data
+                self._guarded(handoff, step)
+
+    def _guarded(self, handoff: Handoff, step: Callable[[], None]) -> None:
+        try:
+            step()
+        except Exception as exc:  # noqa: BLE001 - a trial's handoff failing never stops the others'
+            handoff.fail(f"{type(exc).__name__}: {exc}")
+
+
+_worker: _Worker | None = None
+_worker_lock = threading.Lock()
+
+
+def _the_worker() -> _Worker:
+    global _worker
+    with _worker_lock:
+        if _worker is None:
+            _worker = _Worker()
+        return _worker
+
+
 class Handoff:
-    """One trial's handoff: a private folder bound into the sandbox (the FIFO, the lock file, the fallback's Unix
-    socket) and the thread that answers the shell waiting in the sandbox."""
+    """One trial's handoff: a private folder bound into the sandbox (the two FIFOs, the lock file, the fallback's
+    Unix socket), answered by the handoff thread. Made and closed on the event loop without waiting on anything."""
 
     def __init__(self, endpoint: Any, host: str, port: int) -> None:
         self.endpoint = endpoint
         self.host, self.port = host, port
         self.folder = Path(tempfile.mkdtemp(prefix="trialrun-endpoint-"))
-        self.go = str(self.folder / "go")
+        os.mkfifo(self.folder / "ready", 0o600)
+        os.mkfifo(self.folder / "go", 0o600)
         self.lock_file = str(self.folder / "lock")
-        os.mkfifo(self.go, 0o600)
-        Path(self.lock_file).touch(0o600)
-        self._lock = threading.Lock()
-        self._closed = False
-        self._done = False
-        self._unblock: int | None = None
+        os.close(os.open(self.lock_file, os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC, 0o600))
+        # both FIFOs open both ways here: the shell's opens never wait, and closing `go` unanswered is an EOF to it
+        self._ready = os.open(self.folder / "ready", os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
+        self._go = os.open(self.folder / "go", os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
+        self.watched: list[Any] = []
         self._server: socket.socket | None = None
+        self._reply: socket.socket | None = None
+        self._client: socket.socket | None = None
+        self._finished = False
+        self.way: str | None = None
         self.error: str | None = None
-        threading.Thread(target=self._answer, name="trialrun-sandbox-handoff", daemon=True).start()
+        self._worker = _the_worker()
+        self._worker.ask("begin", self)
 
     def bwrap_options(self) -> list[str]:
         return ["--bind", str(self.folder), SOCKET_DIR, "--lock-file", f"{SOCKET_DIR}/lock"]
 
-    def _answer(self) -> None:
-        global helper_problem, last_fallback
-        try:
-            fd = os.open(self.go, os.O_WRONLY | os.O_CLOEXEC)  # returns once the shell in the sandbox waits on it
-        except OSError:
-            self._finish()
+    def close(self) -> None:
+        """The trial's command has ended (or never started): let go of everything. Never blocks."""
+        self._worker.ask("end", self)
+
+    # -- in the handoff thread ----------------------------------------------------------------------------------
+    def begin(self) -> None:
+        if not self._finished:
+            self._worker.watch(self._ready, self, self._shell_ready)
+
+    def _shell_ready(self) -> None:
+        os.read(self._ready, 64)
+        self._worker.forget(self)
+        if helper_problem is not None:
+            self._fall_back(RuntimeError(f"the namespace helper is not usable here: {helper_problem}"))
             return
         try:
-            with os.fdopen(fd, "wb", buffering=0) as go:
-                if self._closed:
-                    return
-                try:
-                    answer = self._through_namespace()
-                    used["namespace"] += 1
-                except Exception as exc:  # noqa: BLE001 - every failure falls back to the forwarder inside
-                    last_fallback = f"{type(exc).__name__}: {exc}"
-                    if _lasting(exc):
-                        helper_problem = str(exc)
-                    try:
-                        answer = self._through_forwarder()
-                        used["relay"] += 1
-                    except OSError as inner:
-                        answer = f"the model endpoint could not be set up: {inner}"
-                try:
-                    go.write(answer.encode("utf-8", "replace").replace(b"\n", b" ") + b"\n")
-                except OSError:  # the sandbox has gone meanwhile
-                    return
-            if answer == "relay":
-                self._receive()
-        except Exception as exc:  # noqa: BLE001 - the shell then reads end-of-file and says so
-            self.error = f"{type(exc).__name__}: {exc}"
-        finally:
-            self._finish()
+            pid = _lock_holder(self.lock_file)
+            netns = os.open(f"/proc/{pid}/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                if _lock_holder(self.lock_file) != pid:
+                    raise OSError(errno.ESRCH, "the sandbox ended while its network namespace was opened")
+                reply = _helper.ask(netns, self.host, self.port)
+            finally:
+                os.close(netns)
+        except Exception as exc:  # noqa: BLE001 - every failure falls back to the forwarder inside
+            self._fall_back(exc)
+            return
+        self._reply = reply
+        self._worker.watch(reply, self, self._helper_answered)
 
-    def _through_namespace(self) -> str:
-        if helper_problem is not None:
-            raise RuntimeError(f"the namespace helper is not usable here: {helper_problem}")
-        pid = _lock_holder(self.lock_file)
-        netns = os.open(f"/proc/{pid}/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+    def _helper_answered(self) -> None:
+        self._worker.forget(self)
+        reply, self._reply = self._reply, None
+        assert reply is not None
         try:
-            if _lock_holder(self.lock_file) != pid:
-                raise OSError(errno.ESRCH, "the sandbox ended while its network namespace was opened")
-            listener = _helper.listener(netns, self.host, self.port)
-        finally:
-            os.close(netns)
+            listener = _helper.answer(reply)
+        except Exception as exc:  # noqa: BLE001
+            self._fall_back(exc)
+            return
         self.endpoint.add_listener(listener)
-        return "ok"
+        used["namespace"] += 1
+        self.way = "namespace"
+        self._answer("ok")
 
-    def _through_forwarder(self) -> str:
+    def _fall_back(self, exc: BaseException) -> None:
+        global helper_problem, last_fallback
+        last_fallback = f"{type(exc).__name__}: {exc}"
+        if _lasting(exc):
+            helper_problem = str(exc)
         server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         server.bind(str(self.folder / "handoff.sock"))
         server.listen(1)
-        with self._lock:
-            self._server = server
-            closed = self._closed
-        if closed:
-            server.close()
-            raise OSError(errno.ECANCELED, "the trial ended")
-        return "relay"
+        server.setblocking(False)
+        self._server = server
+        self._worker.watch(server, self, self._forwarder_connected)
+        used["relay"] += 1
+        self.way = "relay"
+        self._answer("relay")
 
-    def _receive(self) -> None:
-        server = self._server
-        assert server is not None
-        server.settimeout(_ANSWER_S)
+    def _forwarder_connected(self) -> None:
+        assert self._server is not None
         try:
-            client, _ = server.accept()
-        except OSError:
+            client, _ = self._server.accept()
+        except BlockingIOError:
             return
-        with client:
-            client.settimeout(_ANSWER_S)
-            _, fds, _, _ = socket.recv_fds(client, 16, 1, socket.MSG_CMSG_CLOEXEC)
+        self._worker.forget(self)
+        client.setblocking(False)
+        self._client = client
+        self._worker.watch(client, self, self._forwarder_sent)
+
+    def _forwarder_sent(self) -> None:
+        assert self._client is not None
+        try:
+            _, fds, _, _ = socket.recv_fds(self._client, 16, 1, socket.MSG_CMSG_CLOEXEC)
+        except BlockingIOError:
+            return
+        self._worker.forget(self)
         for fd in fds:
             listener = socket.socket(fileno=fd)
             if listener.family == socket.AF_INET and listener.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN):
@@ -320,31 +428,27 @@ class Handoff:
             else:
                 listener.close()
 
-    def _finish(self) -> None:
-        with self._lock:
-            self._done = True
-            if self._unblock is not None:
-                os.close(self._unblock)
-                self._unblock = None
-            server, self._server = self._server, None
-        if server is not None:
-            server.close()
-        shutil.rmtree(self.folder, ignore_errors=True)  # here, off the event loop
+    def _answer(self, text: str) -> None:
+        try:
+            os.write(self._go, text.encode("utf-8", "replace").replace(b"\n", b" ") + b"\n")
+        except OSError:  # the sandbox has gone meanwhile
+            pass
 
-    def close(self) -> None:
-        """The trial's command has ended: a thread still waiting for the shell (bwrap failed before it started)
-        or for the forwarder is let go. Never blocks."""
-        with self._lock:
-            self._closed = True
-            if self._done:
-                return
-            try:  # a reader of the FIFO, held until the thread is done, lets its open return (now or later)
-                self._unblock = os.open(self.go, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-            except OSError:
-                pass
-            server = self._server
-        if server is not None:
-            try:
-                server.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+    def fail(self, reason: str) -> None:
+        self._worker.forget(self)
+        self.error = reason
+        self._answer(f"the model endpoint could not be set up: {reason}")
+
+    def end(self) -> None:
+        """Everything let go, once the trial's command has ended (until then the FIFOs stay open, or the shell
+        could open `go` after the answer was written and wait for a writer forever)."""
+        if self._finished:
+            return
+        self._finished = True
+        self._worker.forget(self)
+        for fd in (self._ready, self._go):  # a shell still waiting reads end-of-file and says so
+            os.close(fd)
+        for item in (self._server, self._reply, self._client):
+            if item is not None:
+                item.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
