@@ -301,7 +301,10 @@ class _Worker:
         try:
             step()
         except Exception as exc:  # noqa: BLE001 - a trial's handoff failing never stops the others'
-            handoff.fail(f"{type(exc).__name__}: {exc}")
+            try:
+                handoff.fail(f"{type(exc).__name__}: {exc}")
+            except Exception:  # noqa: BLE001 - its shell then reads end-of-file when the trial ends
+                pass
 
 
 _worker: _Worker | None = None
