@@ -25,8 +25,9 @@ agent run bare, the sandbox's own cost, trials filling the cores, and the guards
    memory retained per trial (`bench/overhead.py`).
 
 `--exit-notice watcher` measures with the agent's exit noticed by asyncio's child watcher instead of
-`_process._exited`'s growing sleeps (what issue 23's other half changes): the figures that depend on it are the
-trial ones (table, sandbox-over-none trials, concurrency); the subprocess-level sandbox figures do not.
+`_process._exited`'s growing sleeps (what issue 23's other half changes), `both` adds those columns to the table,
+interleaved with the rest: the figures that depend on it are the trial ones (table, sandbox-over-none trials,
+concurrency); the subprocess-level sandbox figures do not.
 """
 
 from __future__ import annotations
@@ -172,7 +173,7 @@ def stopping(repeat: int) -> None:
           f"median {statistics.median(stalls) * 1e3:.2f} ms (max {max(stalls) * 1e3:.1f})")
 
 
-def table(programs: dict[str, str], repeat: int) -> None:
+def table(programs: dict[str, str], repeat: int, watcher_too: bool) -> None:
     ways: dict[str, Callable[[], float]] = {}
     for name, path in programs.items():
         plain = tr.agents.preset(name, path=path, **OPTIONS.get(name, {}))
@@ -180,6 +181,9 @@ def table(programs: dict[str, str], repeat: int) -> None:
         ways[f"{name}|bare"] = lambda a=plain: bare(a)
         ways[f"{name}|preset"] = lambda a=plain: through_preset(a)
         ways[f"{name}|bwrap"] = lambda a=boxed: through_preset(a)
+        if watcher_too:
+            ways[f"{name}|preset*"] = lambda a=plain: watched(lambda: through_preset(a))
+            ways[f"{name}|bwrap*"] = lambda a=boxed: watched(lambda: through_preset(a))
     for run in ways.values():  # warm-up: file caches, each program's first start
         run()
     times: dict[str, list[float]] = {key: [] for key in ways}
@@ -188,12 +192,16 @@ def table(programs: dict[str, str], repeat: int) -> None:
         random.shuffle(order)
         for key in order:
             times[key].append(ways[key]())
-    print(f"\n1. Each preset against the same agent run bare, {repeat} shuffled repetitions, medians (wall):")
-    print(f"  {'agent':<12} {'bare':>8} {'preset':>8} {'preset/bare':<22} {'+ bwrap':>8} {'bwrap/bare':<22}")
+    columns = ["preset", "bwrap", *(["preset*", "bwrap*"] if watcher_too else [])]
+    print(f"\n1. Each preset against the same agent run bare, {repeat} shuffled repetitions, medians (wall; the ratio "
+          "is the median of the ratios within a repetition, with their range)"
+          + ("; * = the agent's exit noticed by the child watcher" if watcher_too else "") + ":")
+    print(f"  {'agent':<12} {'bare':>7}  " + "  ".join(f"{c:>8} {'/bare':<17}" for c in columns))
     for name in programs:
-        b, p, w = times[f"{name}|bare"], times[f"{name}|preset"], times[f"{name}|bwrap"]
-        print(f"  {name:<12} {statistics.median(b):7.2f}s {statistics.median(p):7.2f}s {_median_ratio(p, b):<22} "
-              f"{statistics.median(w):7.2f}s {_median_ratio(w, b):<22}")
+        b = times[f"{name}|bare"]
+        cells = [f"{statistics.median(times[f'{name}|{c}']):7.2f}s {_median_ratio(times[f'{name}|{c}'], b):<17}"
+                 for c in columns]
+        print(f"  {name:<12} {statistics.median(b):6.2f}s  " + "  ".join(cells))
 
 
 @contextlib.contextmanager
@@ -209,7 +217,7 @@ def allow_listed_environment() -> Iterator[None]:
         os.environ.update(saved)
 
 
-def sandbox_cost(repeat: int) -> None:
+def sandbox_cost(repeat: int, watcher_too: bool) -> None:
     from trialrun.agents import sandbox as sandboxes
 
     box = sandboxes.Bwrap()
@@ -248,6 +256,9 @@ def sandbox_cost(repeat: int) -> None:
                 "trial none": lambda: trial("none"), "trial bwrap": lambda: trial("bwrap"),
                 "command alone": lambda: process(False, False), "bwrap alone": lambda: process(True, False),
                 "bwrap + handoff": lambda: process(True, True)}
+            if watcher_too:
+                ways["trial none*"] = lambda: watched(lambda: trial("none"))
+                ways["trial bwrap*"] = lambda: watched(lambda: trial("bwrap"))
             for run in ways.values():
                 run()
             times: dict[str, list[float]] = {key: [] for key in ways}
@@ -262,6 +273,10 @@ def sandbox_cost(repeat: int) -> None:
             differences = [a - b for a, b in zip(times["trial bwrap"], times["trial none"])]
             print(f"  {' '.join(command):<10} trial: none {m['trial none']:6.1f} ms, bwrap {m['trial bwrap']:6.1f} ms, "
                   f"bwrap - none {statistics.median(differences) * 1e3:+6.1f} ms (median of pairs)")
+            if watcher_too:
+                noticed = [a - b for a, b in zip(times["trial bwrap*"], times["trial none*"])]
+                print(f"  {'':<10} trial, exit noticed by the child watcher: none {m['trial none*']:6.1f} ms, bwrap "
+                      f"{m['trial bwrap*']:6.1f} ms, bwrap - none {statistics.median(noticed) * 1e3:+6.1f} ms")
             print(f"  {'':<10} process: alone {m['command alone']:6.1f} ms, bwrap alone {m['bwrap alone']:6.1f} ms "
                   f"({m['bwrap alone'] - m['command alone']:+.1f}), with the endpoint's handoff "
                   f"{m['bwrap + handoff']:6.1f} ms ({m['bwrap + handoff'] - m['command alone']:+.1f}; the handoff "
@@ -314,6 +329,16 @@ def guards(repeat: int) -> None:
     overhead.retained(overhead.sync_cases(1000), 10)
 
 
+def watched(run: Callable[[], float]) -> float:
+    """`run` with the agent's exit noticed by the child watcher (`_Watched.exited`), then as it was."""
+    saved = _process._exited
+    _process._exited = _Watched.exited  # type: ignore[assignment]
+    try:
+        return run()
+    finally:
+        _process._exited = saved  # type: ignore[assignment]
+
+
 class _Watched:
     """`--exit-notice watcher`: the agent's exit noticed by the child watcher, not by growing sleeps."""
 
@@ -348,7 +373,8 @@ def main() -> None:
     parser.add_argument("--parallel", type=int, default=8, help="trials of the concurrency comparison (0: skip)")
     parser.add_argument("--sections", default="stop,table,sandbox,parallel,guards",
                         help="which to run, of stop, table, sandbox, parallel, guards")
-    parser.add_argument("--exit-notice", choices=("poll", "watcher"), default="poll")
+    parser.add_argument("--exit-notice", choices=("poll", "watcher", "both"), default="poll",
+                        help="both: the table also runs each preset with the exit noticed by the child watcher")
     args = parser.parse_args()
     os.environ["PATH"] = agents_path() + os.pathsep + os.environ.get("PATH", "")
     if args.exit_notice == "watcher":
@@ -360,11 +386,11 @@ def main() -> None:
     if "stop" in sections:
         stopping(args.repeat)
     if programs and "table" in sections:
-        table(programs, args.repeat)
+        table(programs, args.repeat, args.exit_notice == "both")
     if "sandbox" in sections:
-        sandbox_cost(args.repeat)
+        sandbox_cost(args.repeat, args.exit_notice == "both")
     if programs and args.parallel and "parallel" in sections:
-        parallel(programs, args.parallel, max(2, args.repeat // 3))
+        parallel(programs, args.parallel, max(2, args.repeat // 2))
     if "guards" in sections:
         guards(max(3, args.repeat // 2))
     print(f"\nload average at the end {os.getloadavg()[0]:.1f}")

@@ -8,8 +8,9 @@ trajectory. Streamed responses are streamed (chunked transfer encoding).
     with tr.serve(tr.ScriptedModel([...])) as endpoint:
         subprocess.run(["node", "agent.js"], env={**os.environ, "OPENAI_BASE_URL": endpoint.openai_base_url})
 
-The server's thread waits on its listening sockets and a wake-up socket together, so `stop()` ends it at once
-(no polling interval to wait out), and `astop()` does the same without blocking an event loop. A request body
+One thread accepts for every endpoint of the process, waiting on their listening sockets and a wake-up socket
+together: `start()` and `stop()` only queue a job for it, so a stop takes effect at once (no polling interval to
+wait out), and `astop()` does the same without blocking an event loop. A request body
 over `max_body` bytes (Content-Length or chunked) is refused with 413 before it is read: memory stays bounded
 whatever an agent sends, and the refusal is a note on the trajectory.
 """
@@ -185,6 +186,79 @@ class _Server(ThreadingHTTPServer):
         super().handle_error(request, client_address)
 
 
+class _Acceptor:
+    """The one thread that accepts for every endpoint of the process: a selector over their listening sockets and
+    a queue of what endpoints ask (start serving a socket, stop). Starting or stopping an endpoint only queues a
+    job: no thread is started or joined per endpoint, and an event loop never waits on one."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._jobs: list[tuple[str, ModelEndpoint, socket.socket | None]] = []
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_r.setblocking(False)
+        self._selector = selectors.DefaultSelector()
+        self._selector.register(self._wake_r, selectors.EVENT_READ)
+        self._serving: dict[ModelEndpoint, list[socket.socket]] = {}
+        self.thread = threading.Thread(target=self._run, name="trialrun-endpoint", daemon=True)
+        self.thread.start()
+
+    def ask(self, what: str, endpoint: ModelEndpoint, listener: socket.socket | None = None) -> None:
+        with self._lock:
+            self._jobs.append((what, endpoint, listener))
+        self._wake_w.send(b"x")
+
+    def _run(self) -> None:
+        while True:
+            for key, _ in self._selector.select():
+                if key.fileobj is self._wake_r:
+                    self._jobs_now()
+                    continue
+                endpoint = key.data
+                listener = key.fileobj
+                assert isinstance(listener, socket.socket)
+                try:
+                    connection, address = listener.accept()
+                except (BlockingIOError, InterruptedError):
+                    continue
+                except OSError:  # a handed-in socket that broke: stop watching it
+                    self._selector.unregister(listener)
+                    continue
+                connection.setblocking(True)
+                endpoint._server.process_request(connection, address)  # a thread per connection (daemon)
+
+    def _jobs_now(self) -> None:
+        try:
+            self._wake_r.recv(4096)
+        except BlockingIOError:
+            pass
+        with self._lock:
+            jobs, self._jobs = self._jobs, []
+        for what, endpoint, listener in jobs:
+            if what == "serve" and listener is not None:
+                if endpoint._stopping:
+                    listener.close()
+                    continue
+                listener.setblocking(False)
+                self._selector.register(listener, selectors.EVENT_READ, endpoint)
+                self._serving.setdefault(endpoint, []).append(listener)
+            elif what == "stop":
+                for served in self._serving.pop(endpoint, []):
+                    self._selector.unregister(served)
+                endpoint._close()
+
+
+_acceptor: _Acceptor | None = None
+_acceptor_lock = threading.Lock()
+
+
+def _the_acceptor() -> _Acceptor:
+    global _acceptor
+    with _acceptor_lock:
+        if _acceptor is None:
+            _acceptor = _Acceptor()
+        return _acceptor
+
+
 class ModelEndpoint:
     """A model transport served over HTTP on 127.0.0.1 (a free port by default), in a background thread.
 
@@ -198,14 +272,12 @@ class ModelEndpoint:
             raise ValueError(f"ModelEndpoint: max_body must be a number of bytes (0 or more), got {max_body!r}")
         self.transport = transport
         self._server = _Server((host, port), transport, max_body)
-        self._wake_r, self._wake_w = socket.socketpair()
         self._lock = threading.Lock()
-        self._added: list[socket.socket] = []      # listening sockets handed in, not yet watched
-        self._listeners: list[socket.socket] = []  # handed-in sockets being served (closed on stop)
+        self._listeners: list[socket.socket] = []  # every socket it serves on (closed on stop)
+        self._started = False
         self._stopping = False
-        self._closed = False
+        self._closed = threading.Event()
         self._on_close: list[Callable[[], None]] = []
-        self._thread: threading.Thread | None = None
 
     @property
     def url(self) -> str:
@@ -233,9 +305,11 @@ class ModelEndpoint:
 
     def start(self) -> ModelEndpoint:
         with self._lock:
-            if self._thread is None and not self._stopping:
-                self._thread = threading.Thread(target=self._serve, name="trialrun-endpoint", daemon=True)
-                self._thread.start()
+            if self._started or self._stopping:
+                return self
+            self._started = True
+            self._listeners.append(self._server.socket)
+        _the_acceptor().ask("serve", self, self._server.socket)
         return self
 
     def add_listener(self, listener: socket.socket) -> None:
@@ -245,79 +319,45 @@ class ModelEndpoint:
             if self._stopping:
                 listener.close()
                 return
-            self._added.append(listener)
-        self._wake()
-
-    def _wake(self) -> None:
-        try:
-            self._wake_w.send(b"x")
-        except OSError:  # closed: the server has stopped already
-            pass
-
-    def _serve(self) -> None:
-        """Accept on every listening socket until woken to stop; each connection gets a thread of its own."""
-        server = self._server
-        try:
-            with selectors.DefaultSelector() as selector:
-                selector.register(self._wake_r, selectors.EVENT_READ)
-                server.socket.setblocking(False)
-                selector.register(server.socket, selectors.EVENT_READ)
-                while True:
-                    for key, _ in selector.select():
-                        if key.fileobj is self._wake_r:
-                            self._wake_r.recv(4096)
-                            with self._lock:
-                                if self._stopping:
-                                    return
-                                added, self._added = self._added, []
-                                self._listeners.extend(added)
-                            for listener in added:
-                                listener.setblocking(False)
-                                selector.register(listener, selectors.EVENT_READ)
-                            continue
-                        serving = key.fileobj
-                        assert isinstance(serving, socket.socket)
-                        try:
-                            connection, address = serving.accept()
-                        except (BlockingIOError, InterruptedError):
-                            continue
-                        except OSError:  # a handed-in socket that broke: stop watching it
-                            selector.unregister(serving)
-                            continue
-                        connection.setblocking(True)
-                        server.process_request(connection, address)  # a thread per connection (daemon)
-        finally:
-            self._close()
+            self._listeners.append(listener)
+        _the_acceptor().ask("serve", self, listener)
 
     def _close(self) -> None:
+        """(in the accepting thread, once it no longer watches them) Close every socket, then say so."""
         with self._lock:
-            self._stopping = True
-            if self._closed:
-                return
-            self._closed = True
-            listeners = self._listeners + self._added
-            self._listeners, self._added = [], []
+            listeners, self._listeners = self._listeners, []
             callbacks, self._on_close = self._on_close, []
         self._server.server_close()
-        for item in (*listeners, self._wake_r, self._wake_w):
-            item.close()
+        for listener in listeners:
+            listener.close()
+        self._closed.set()
         for callback in callbacks:
             callback()
 
-    def stop(self) -> None:
-        """Stop serving and close the port, at once (the server's thread is woken, not polled)."""
+    def _stop(self, callback: Callable[[], None] | None = None) -> bool:
+        """Ask for the stop; False when there is nothing to wait for (never started, or closed already)."""
         with self._lock:
+            first = not self._stopping
             self._stopping = True
-            thread = self._thread
-        if thread is None:
-            self._close()
-            return
-        self._wake()
-        if thread is not threading.current_thread():
-            thread.join(timeout=5)
+            started = self._started
+            if callback is not None and started and not self._closed.is_set():
+                self._on_close.append(callback)
+        if not started:
+            if first:
+                self._close()
+            return False
+        if first:
+            _the_acceptor().ask("stop", self)
+        return not self._closed.is_set()
+
+    def stop(self) -> None:
+        """Stop serving and close the port, at once (the accepting thread is woken, not polled)."""
+        acceptor = _acceptor
+        if self._stop() and (acceptor is None or threading.current_thread() is not acceptor.thread):
+            self._closed.wait(timeout=5)
 
     async def astop(self) -> None:
-        """`stop()` for a coroutine: the thread is woken and the loop awaits its closing, never blocked on it."""
+        """`stop()` for a coroutine: the loop awaits the port's closing, never blocked on it."""
         import asyncio
 
         loop = asyncio.get_running_loop()
@@ -333,16 +373,8 @@ class ModelEndpoint:
             except RuntimeError:  # the loop has closed meanwhile: nobody waits
                 pass
 
-        with self._lock:
-            self._stopping = True
-            waiting = self._thread is not None and not self._closed
-            if waiting:
-                self._on_close.append(from_thread)
-        if not waiting:
-            self._close()
-            return
-        self._wake()
-        await closed
+        if self._stop(from_thread) and not self._closed.is_set():
+            await closed
 
     def __enter__(self) -> ModelEndpoint:
         return self.start()
