@@ -133,8 +133,10 @@ def bare(agent: tr.agents.Preset) -> float:
 
 
 def _median_ratio(tops: list[float], bottoms: list[float]) -> str:
+    """The median of the ratios within repetitions (their range), and the ratio of the best times: on a shared,
+    noisy machine the best of each is the run the others' load disturbed least."""
     ratios = [a / b for a, b in zip(tops, bottoms)]
-    return f"{statistics.median(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f})"
+    return f"{statistics.median(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f}; best {min(tops) / min(bottoms):.2f}x)"
 
 
 def stopping(repeat: int) -> None:
@@ -196,10 +198,10 @@ def table(programs: dict[str, str], repeat: int, watcher_too: bool) -> None:
     print(f"\n1. Each preset against the same agent run bare, {repeat} shuffled repetitions, medians (wall; the ratio "
           "is the median of the ratios within a repetition, with their range)"
           + ("; * = the agent's exit noticed by the child watcher" if watcher_too else "") + ":")
-    print(f"  {'agent':<12} {'bare':>7}  " + "  ".join(f"{c:>8} {'/bare':<17}" for c in columns))
+    print(f"  {'agent':<12} {'bare':>7}  " + "  ".join(f"{c:>8} {'/bare':<28}" for c in columns))
     for name in programs:
         b = times[f"{name}|bare"]
-        cells = [f"{statistics.median(times[f'{name}|{c}']):7.2f}s {_median_ratio(times[f'{name}|{c}'], b):<17}"
+        cells = [f"{statistics.median(times[f'{name}|{c}']):7.2f}s {_median_ratio(times[f'{name}|{c}'], b):<28}"
                  for c in columns]
         print(f"  {name:<12} {statistics.median(b):6.2f}s  " + "  ".join(cells))
 
@@ -222,7 +224,7 @@ def sandbox_cost(repeat: int, watcher_too: bool) -> None:
 
     box = sandboxes.Bwrap()
     print(f"\n2. The sandbox over none, the same environment both sides (the allow-list), {repeat * 3} shuffled "
-          "repetitions, medians (wall):")
+          "repetitions, medians and best times (wall):")
     with allow_listed_environment():
         env = dict(os.environ)
         for command in (["true"], ["node", "-e", "0"]):
@@ -269,18 +271,16 @@ def sandbox_cost(repeat: int, watcher_too: bool) -> None:
                     times[key].append(ways[key]())
             endpoint.stop()
             shutil.rmtree(work, ignore_errors=True)
-            m = {key: statistics.median(values) * 1e3 for key, values in times.items()}
-            differences = [a - b for a, b in zip(times["trial bwrap"], times["trial none"])]
-            print(f"  {' '.join(command):<10} trial: none {m['trial none']:6.1f} ms, bwrap {m['trial bwrap']:6.1f} ms, "
-                  f"bwrap - none {statistics.median(differences) * 1e3:+6.1f} ms (median of pairs)")
-            if watcher_too:
-                noticed = [a - b for a, b in zip(times["trial bwrap*"], times["trial none*"])]
-                print(f"  {'':<10} trial, exit noticed by the child watcher: none {m['trial none*']:6.1f} ms, bwrap "
-                      f"{m['trial bwrap*']:6.1f} ms, bwrap - none {statistics.median(noticed) * 1e3:+6.1f} ms")
-            print(f"  {'':<10} process: alone {m['command alone']:6.1f} ms, bwrap alone {m['bwrap alone']:6.1f} ms "
-                  f"({m['bwrap alone'] - m['command alone']:+.1f}), with the endpoint's handoff "
-                  f"{m['bwrap + handoff']:6.1f} ms ({m['bwrap + handoff'] - m['command alone']:+.1f}; the handoff "
-                  f"{m['bwrap + handoff'] - m['bwrap alone']:+.1f})")
+            for label, pick in (("median", statistics.median), ("best", min)):
+                m = {key: pick(values) * 1e3 for key, values in times.items()}
+                print(f"  {' '.join(command) if label == 'median' else '':<10} {label:<6} trial: none "
+                      f"{m['trial none']:6.1f} ms, bwrap {m['trial bwrap']:6.1f} ms ({m['trial bwrap'] - m['trial none']:+.1f})"
+                      + (f"; exit noticed by the child watcher: none {m['trial none*']:6.1f} ms, bwrap "
+                         f"{m['trial bwrap*']:6.1f} ms ({m['trial bwrap*'] - m['trial none*']:+.1f})" if watcher_too else ""))
+                print(f"  {'':<10} {'':<6} process: alone {m['command alone']:6.1f} ms, bwrap alone "
+                      f"{m['bwrap alone']:6.1f} ms ({m['bwrap alone'] - m['command alone']:+.1f}), with the endpoint's "
+                      f"handoff {m['bwrap + handoff']:6.1f} ms ({m['bwrap + handoff'] - m['command alone']:+.1f}; the "
+                      f"handoff {m['bwrap + handoff'] - m['bwrap alone']:+.1f})")
 
 
 def parallel(programs: dict[str, str], trials: int, repeat: int) -> None:

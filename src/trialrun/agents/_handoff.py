@@ -8,8 +8,9 @@ connections go straight to the endpoint. Per trial:
 1. bwrap runs `/bin/sh` first, which takes a lock file (`--lock-file`), says it is ready through one FIFO and
    waits for an answer on another before it execs the agent.
 2. trialrun's handoff thread (one per process, waiting on every trial's FIFOs at once: nothing per trial blocks
-   or starts a thread) reads the sandbox's pid from the lock (`F_GETLK` names the holder, in our pid namespace)
-   and opens its network namespace (`/proc/PID/ns/net`; the lock is checked again after the open, so a reused
+   or starts a thread) reads the sandbox's pid from the lock (`F_GETLK` names the holder, in our pid namespace;
+   bwrap's first process takes it just after forking the shell, so in that moment's race it looks again a
+   millisecond later) and opens its network namespace (`/proc/PID/ns/net`; the lock is checked again after the open, so a reused
    pid cannot slip in).
 3. The namespace helper, a small single-threaded process started once per run, forks; the child enters the
    namespace's owning user namespace and the network namespace (`setns`, which a multithreaded process such as
@@ -37,6 +38,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -49,6 +51,7 @@ _FLOCK = "hhqqi"   # struct flock: l_type, l_whence, l_start, l_len, l_pid (nati
 
 #: Why the namespace helper cannot be used in this process (None: it can); set on the first lasting failure.
 helper_problem: str | None = None
+_LOCK_TRIES, _LOCK_RETRY_S = 200, 0.001  # at most about 0.2 s for bwrap's first process to take its lock
 #: How many handoffs went each way ("namespace", "relay"), and why the last fallback happened.
 used: Counter[str] = Counter()
 last_fallback: str | None = None
@@ -239,7 +242,7 @@ def _lock_holder(path: str) -> int:
         os.close(fd)
     kind, _, _, _, pid = struct.unpack_from(_FLOCK, answer)
     if kind == fcntl.F_UNLCK or pid <= 0:
-        raise OSError(errno.ESRCH, "the sandbox holds no lock on its lock file")
+        raise ProcessLookupError(errno.ESRCH, "the sandbox holds no lock on its lock file")
     return int(pid)
 
 
@@ -260,6 +263,7 @@ class _Worker:
         self._wake_r.setblocking(False)
         self._selector = selectors.DefaultSelector()
         self._selector.register(self._wake_r, selectors.EVENT_READ)
+        self._timers: list[tuple[float, Handoff, Callable[[], None]]] = []
         threading.Thread(target=self._run, name="trialrun-sandbox-handoff", daemon=True).start()
 
     def ask(self, what: str, handoff: Handoff) -> None:
@@ -281,9 +285,24 @@ class _Worker:
                 pass
         handoff.watched.clear()
 
+    def later(self, delay_s: float, handoff: Handoff, step: Callable[[], None]) -> None:
+        """(in the thread) Call `step` after `delay_s`."""
+        self._timers.append((time.monotonic() + delay_s, handoff, step))
+
     def _run(self) -> None:
         while True:
-            for key, _ in self._selector.select():
+            timeout = None
+            if self._timers:
+                timeout = max(0.0, min(when for when, _, _ in self._timers) - time.monotonic())
+            ready = self._selector.select(timeout)
+            if self._timers:
+                now = time.monotonic()
+                due = [timer for timer in self._timers if timer[0] <= now]
+                self._timers = [timer for timer in self._timers if timer[0] > now]
+                for _, handoff, step in due:
+                    if not handoff.finished:
+                        self._guarded(handoff, step)
+            for key, _ in ready:
                 if key.fileobj is self._wake_r:
                     try:
                         self._wake_r.recv(4096)
@@ -338,7 +357,8 @@ class Handoff:
         self._server: socket.socket | None = None
         self._reply: socket.socket | None = None
         self._client: socket.socket | None = None
-        self._finished = False
+        self.finished = False
+        self._tries = 0
         self.way: str | None = None
         self.error: str | None = None
         self._worker = _the_worker()
@@ -353,7 +373,7 @@ class Handoff:
 
     # -- in the handoff thread ----------------------------------------------------------------------------------
     def begin(self) -> None:
-        if not self._finished:
+        if not self.finished:
             self._worker.watch(self._ready, self, self._shell_ready)
 
     def _shell_ready(self) -> None:
@@ -362,8 +382,20 @@ class Handoff:
         if helper_problem is not None:
             self._fall_back(RuntimeError(f"the namespace helper is not usable here: {helper_problem}"))
             return
+        self._enter()
+
+    def _enter(self) -> None:
         try:
-            pid = _lock_holder(self.lock_file)
+            try:
+                pid = _lock_holder(self.lock_file)
+            except ProcessLookupError:
+                # bwrap's first process takes the lock just after it forks the shell, so the shell can be ready a
+                # moment before the lock is held: look again shortly (rare; a few times at most)
+                self._tries += 1
+                if self._tries <= _LOCK_TRIES:
+                    self._worker.later(_LOCK_RETRY_S, self, self._enter)
+                    return
+                raise
             netns = os.open(f"/proc/{pid}/ns/net", os.O_RDONLY | os.O_CLOEXEC)
             try:
                 if _lock_holder(self.lock_file) != pid:
@@ -445,9 +477,9 @@ class Handoff:
     def end(self) -> None:
         """Everything let go, once the trial's command has ended (until then the FIFOs stay open, or the shell
         could open `go` after the answer was written and wait for a writer forever)."""
-        if self._finished:
+        if self.finished:
             return
-        self._finished = True
+        self.finished = True
         self._worker.forget(self)
         for fd in (self._ready, self._go):  # a shell still waiting reads end-of-file and says so
             os.close(fd)

@@ -230,8 +230,8 @@ class ProcessAgent:
             env.update(launch.env)
             env.update(self.env)
             return await self._execute(launch, env, ctx, endpoint, home)
-        finally:  # off the event loop: an agent's caches in its HOME can be many files (codex: 60-70)
-            await asyncio.get_running_loop().run_in_executor(None, _remove_tree, home)
+        finally:  # off the event loop and the trial's time: an agent's caches in its HOME can be many files
+            asyncio.get_running_loop().run_in_executor(None, _remove_tree, home)  # (codex: 60-70, 5-15 ms)
 
     async def _execute(self, launch: Launch, env: dict[str, str], ctx: TrialContext, endpoint: ModelEndpoint,
                        home: Path) -> Run:
