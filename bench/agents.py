@@ -18,8 +18,10 @@ agent run bare, the sandbox's own cost, trials filling the cores, and the guards
 2. The sandbox over none for `true` and `node -e 0`, with the SAME environment on both sides (the sandbox's
    allow-list, so a variable that slows node down is absent from both): a ProcessAgent trial each way, and, under
    it, the bare command against bwrap alone (the same mounts, no endpoint) and the full wrapped command line
-   (with the endpoint's handoff), so the sandbox's part is shown apart from the trial's.
-3. Eight trials of one preset at concurrency 2 against concurrency 1 (interleaved).
+   (with the endpoint's handoff), so the sandbox's part is shown apart from the trial's. Sections 0 and 2 also run
+   on an older tree (PYTHONPATH at its src: `--sections stop,sandbox`), for the figures before.
+3. Eight trials of one preset at concurrency 2 against concurrency 1, beside the same agent run bare eight times,
+   two at a time against one at a time (how far the agent itself scales here), shuffled repetitions.
 4. The guards, from the other benchmarks' own functions: W1 (async and sync without a tool time limit) against
    its floor (`bench/agent.py`), W2 at 50 against its ideal, `import trialrun` and `--help` (`bench/startup.py`),
    memory retained per trial (`bench/overhead.py`).
@@ -231,7 +233,7 @@ def sandbox_cost(repeat: int, watcher_too: bool) -> None:
             agents = {way: tr.ProcessAgent(command, sandbox=way, timeout_s=60) for way in ("none", "bwrap")}
             work = Path(tempfile.mkdtemp(prefix="trialrun-bench-sandbox-"))
             endpoint = tr.serve(tr.ScriptedModel([tr.reply("x")])).start()
-            box_for = box.for_command(command)
+            box_for = box.for_command(command) if hasattr(box, "for_command") else box  # (an older tree: --against)
 
             def trial(way: str) -> float:
                 case = tr.Case(name="c", invoke=lambda ctx: agents[way]("p", ctx, model=ctx.scripted([tr.reply("x")])),
@@ -283,18 +285,39 @@ def sandbox_cost(repeat: int, watcher_too: bool) -> None:
                       f"handoff {m['bwrap + handoff'] - m['bwrap alone']:+.1f})")
 
 
-def parallel(programs: dict[str, str], trials: int, repeat: int) -> None:
+def parallel(programs: dict[str, str], trials: int, repeat: int, watcher_too: bool) -> None:
+    """`trials` trials of one preset at concurrency 2 against 1, beside the same agent run bare that many times
+    two at a time against one at a time (how far the agent itself scales on this machine: the yardstick)."""
+    from concurrent.futures import ThreadPoolExecutor
+
     name = next((n for n in ("codex", "claude-code", "pi", "opencode") if n in programs), None)
     if name is None:
         return
     agent = tr.agents.preset(name, path=programs[name], **OPTIONS.get(name, {}))
-    ones, twos = [], []
-    for round_ in range(repeat):
-        for concurrency in ((1, 2) if round_ % 2 == 0 else (2, 1)):
-            (ones if concurrency == 1 else twos).append(through_preset(agent, trials, concurrency))
-    print(f"\n3. {trials} trials of {name}, concurrency 2 against 1, {repeat} interleaved pairs: "
-          f"{statistics.median(ones):.2f} s at 1, {statistics.median(twos):.2f} s at 2: "
-          f"{_median_ratio(twos, ones)}")
+
+    def bare_runs(concurrency: int) -> float:
+        started = time.perf_counter()
+        with ThreadPoolExecutor(concurrency) as pool:
+            list(pool.map(lambda _: bare(agent), range(trials)))
+        return time.perf_counter() - started
+
+    ways: dict[str, Callable[[], float]] = {
+        "preset 1": lambda: through_preset(agent, trials, 1), "preset 2": lambda: through_preset(agent, trials, 2),
+        "bare 1": lambda: bare_runs(1), "bare 2": lambda: bare_runs(2)}
+    if watcher_too:
+        ways["preset* 1"] = lambda: watched(lambda: through_preset(agent, trials, 1))
+        ways["preset* 2"] = lambda: watched(lambda: through_preset(agent, trials, 2))
+    times: dict[str, list[float]] = {key: [] for key in ways}
+    for _ in range(repeat):
+        order = list(ways)
+        random.shuffle(order)
+        for key in order:
+            times[key].append(ways[key]())
+    print(f"\n3. {trials} trials of {name}, concurrency 2 against 1, {repeat} shuffled repetitions (wall):")
+    for label in ("preset", "bare", *(["preset*"] if watcher_too else [])):
+        one, two = times[f"{label} 1"], times[f"{label} 2"]
+        print(f"  {label:<8} {statistics.median(one):6.2f} s at 1, {statistics.median(two):6.2f} s at 2: "
+              f"{_median_ratio(two, one)}")
 
 
 def guards(repeat: int) -> None:
@@ -390,7 +413,7 @@ def main() -> None:
     if "sandbox" in sections:
         sandbox_cost(args.repeat, args.exit_notice == "both")
     if programs and args.parallel and "parallel" in sections:
-        parallel(programs, args.parallel, max(2, args.repeat // 2))
+        parallel(programs, args.parallel, max(2, args.repeat // 2), args.exit_notice == "both")
     if "guards" in sections:
         guards(max(3, args.repeat // 2))
     print(f"\nload average at the end {os.getloadavg()[0]:.1f}")

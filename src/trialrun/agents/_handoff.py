@@ -252,6 +252,13 @@ def _lasting(exc: BaseException) -> bool:
     return isinstance(exc, PermissionError) or any(s in text for s in ("Errno 1]", "Errno 13]", "Errno 38]"))
 
 
+def _unlink(path: Path) -> None:
+    try:
+        path.unlink()
+    except OSError:
+        pass
+
+
 class _Worker:
     """The one thread that answers every sandbox's shell: a selector over the trials' FIFOs and sockets, and a
     queue of what the event loop asks (a new trial, a trial that ended). Nothing here waits on one trial."""
@@ -406,6 +413,8 @@ class Handoff:
         except Exception as exc:  # noqa: BLE001 - every failure falls back to the forwarder inside
             self._fall_back(exc)
             return
+        for used_up in ("ready", "lock"):  # what the agent, once it runs, will find of the handoff: only `go`
+            _unlink(self.folder / used_up)
         self._reply = reply
         self._worker.watch(reply, self, self._helper_answered)
 
@@ -445,6 +454,9 @@ class Handoff:
         except BlockingIOError:
             return
         self._worker.forget(self)
+        self._server.close()  # one forwarder only: nothing the agent starts later can hand a socket in
+        self._server = None
+        _unlink(self.folder / "handoff.sock")
         client.setblocking(False)
         self._client = client
         self._worker.watch(client, self, self._forwarder_sent)
