@@ -231,7 +231,10 @@ class ProcessAgent:
             env.update(self.env)
             return await self._execute(launch, env, ctx, endpoint, home)
         finally:  # off the event loop and the trial's time: an agent's caches in its HOME can be many files
-            asyncio.get_running_loop().run_in_executor(None, _remove_tree, home)  # (codex: 60-70, 5-15 ms)
+            try:  # (codex: 60-70, 5-15 ms)
+                asyncio.get_running_loop().run_in_executor(None, _remove_tree, home)
+            except RuntimeError:  # the loop's executor is shutting down: here, then
+                _remove_tree(home)
 
     async def _execute(self, launch: Launch, env: dict[str, str], ctx: TrialContext, endpoint: ModelEndpoint,
                        home: Path) -> Run:
