@@ -465,12 +465,13 @@ class TrialContext:
         self._clients.append(client)
         return client
 
-    def serve(self, transport: Any) -> ModelEndpoint:
+    def serve(self, transport: Any, *, max_body: int | None = None) -> ModelEndpoint:
         """Serve a model transport on a loopback port (for an agent in another process); observed, and stopped
-        after the trial. Point the agent at `endpoint.openai_base_url` or `endpoint.anthropic_base_url`."""
-        from .endpoint import serve
+        after the trial. Point the agent at `endpoint.openai_base_url` or `endpoint.anthropic_base_url`.
+        `max_body`: the largest request body read (bytes; default `trialrun.endpoint.DEFAULT_MAX_BODY`)."""
+        from .endpoint import DEFAULT_MAX_BODY, serve
 
-        endpoint = serve(self.observe(transport)).start()
+        endpoint = serve(self.observe(transport), max_body=DEFAULT_MAX_BODY if max_body is None else max_body).start()
         self._clients.append(endpoint)  # stopped with the clients
         return endpoint
 
@@ -535,6 +536,8 @@ class TrialContext:
             try:
                 if hasattr(client, "aclose"):
                     await client.aclose()
+                elif hasattr(client, "astop"):  # an endpoint: its thread is woken, the loop never waits on it
+                    await client.astop()
                 elif hasattr(client, "stop"):
                     client.stop()
                 else:

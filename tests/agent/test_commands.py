@@ -366,6 +366,9 @@ def test_a_child_that_left_the_session_and_cleared_its_environment_dies_with_its
             run_command.run_sync({"command": command + "; sleep 300"})
     else:
         assert run_command.run_sync({"command": command}) == "exit code: 0\n"
+        deadline = time.monotonic() + 5  # (started in the background: they may still be on their way to exec)
+        while len(_marked(marker)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.02)
         assert len(_marked(marker)) == 2  # both outlive their command (a server for the next one) ...
         assert stop_commands(workspace) == 1  # ... until the trial ends
     assert (workspace / "started").exists()

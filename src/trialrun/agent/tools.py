@@ -388,6 +388,20 @@ def _read_capped(fd: int, limit: int) -> str:
     return head + cut_note(size - head_n - tail_n, size, "bytes", "the file is") + tail
 
 
+def read_beneath(root: Path, path: str, limit: int) -> str:
+    """read_file's rule, for every reader of a file an agent made (a process agent's `output = "file:..."` too):
+    `path` resolved beneath `root` (no symlink leading out), a regular file only (never a FIFO or a device),
+    not hard-linked, at most about `limit` bytes read. ToolError says which rule it broke."""
+    with _beneath(root, path) as (parent, name):
+        fd = _open_file(parent, name, path, "read", os.O_RDONLY)
+    if fd is None:
+        raise ToolError(f"no such file: {path}")
+    try:
+        return _read_capped(fd, limit)
+    finally:
+        os.close(fd)
+
+
 def shell_tools(
     root: str | os.PathLike[str], *, timeout_s: float | None = 30.0, max_output: int = 10_000, writable: bool = True,
     sandbox: Any = "none",
@@ -445,14 +459,7 @@ def shell_tools(
 
     def read_file(path: str) -> str:
         """Read a text file in the workspace."""
-        with _beneath(base, path) as (parent, name):
-            fd = _open_file(parent, name, path, "read", os.O_RDONLY)
-        if fd is None:
-            raise ToolError(f"no such file: {path}")
-        try:
-            return _read_capped(fd, max_output)
-        finally:
-            os.close(fd)
+        return read_beneath(base, path, max_output)
 
     def write_file(path: str, content: str) -> str:
         """Write a text file in the workspace (creating folders as needed)."""

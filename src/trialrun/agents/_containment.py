@@ -46,18 +46,8 @@ from collections.abc import Callable, Mapping, Sequence
 
 from ._keeper_source import KEEPER
 
-__all__ = ["KEEPER", "keeper_argv", "keeper_inside", "Reports", "AsyncKeeper", "SyncKeeper", "kill_session",
+__all__ = ["KEEPER", "keeper_argv", "Reports", "AsyncKeeper", "SyncKeeper", "kill_session",
            "session_members"]
-
-
-def keeper_inside(wrapped: list[str], command: list[str], kept: list[str]) -> list[str]:
-    """The keeper of `kept` (= keeper_argv(command)) placed right before `command` at the end of a sandbox's argv
-    `wrapped`, so it runs inside, next to the command, and can say what it killed there; around the whole sandbox
-    when its argv does not end with the command (the sandbox's PID namespace then kills what is inside, unlisted)."""
-    prefix = kept[:len(kept) - len(command)]
-    if command and wrapped[len(wrapped) - len(command):] == command:
-        return wrapped[:len(wrapped) - len(command)] + prefix + command
-    return prefix + wrapped
 
 
 def _python() -> str | None:

@@ -1,31 +1,41 @@
 """A bubblewrap sandbox for what agents run: a process agent, and the reference agent's run_command.
 
-Inside: the system read-only (`--ro-bind / /`), the trial's workdir writable, a private /tmp and HOME, the user's
-home hidden (a tmpfs over it; only the agent's own install folder, Python's, and files the command names are
-mounted back, read-only, there and in /tmp),
-an environment allow-list (no API keys, no tokens), a PID namespace that dies with the trial
-(`--unshare-pid --die-with-parent`: a process that called setsid dies too), and no network at all
-(`--unshare-net`: only a loopback of its own).
+Inside: the system read-only (`--ro-bind / /`), the trial's workdir writable, a private HOME, an environment
+allow-list (no API keys, no tokens), a PID namespace that dies with the trial (`--unshare-pid
+--die-with-parent`: a process that called setsid dies too), and no network at all (`--unshare-net`: only a
+loopback of its own). Every place where the host's users and services write files is fresh and empty inside:
+`/tmp`, `/var` (with an empty `/var/tmp` and `/var/run` pointing at the new `/run`), `/run` (so `/run/user`
+too), `/dev` (so `/dev/shm`), `/home`, `/mnt`, `/media`, `/srv` and the user's home. So no host Unix socket
+there (a database's, an ssh or gpg agent's, the session bus) is reachable, and any other socket the host has
+bound (listed in /proc/net/unix, wherever it lives) is covered by /dev/null. Abstract sockets belong to the
+network namespace, which is the sandbox's own.
 
-The model endpoint is the one way out, and it is not a port: outside, a forwarder listens on a Unix socket
-bound into the sandbox; inside, a small Python forwarder listens on the endpoint's own loopback address and port
-(in the sandbox's network namespace) and relays each connection to that socket. So the agent's configuration
+What is mounted back (read-only) where those places hide it is a fixed list, decided when the agent is made, never
+from a trial's prompt or arguments (`Bwrap.mounts()`):
+- the agent's program: its folder, the folder it resolves to, and the node_modules folder it is in;
+- files the agent's configured command line names by absolute path (`command: python agent.py`'s script, made
+  absolute next to trialrun.toml), but nothing a `{prompt}`, `{workdir}` or `{model}` fill or a preset's
+  per-trial arguments name;
+- Python's own install (the forwarder's, where the endpoint needs it);
+- the paths given as `Bwrap(expose=[...])`.
+
+The model endpoint is the one way out, and it is not a port: a listening socket is made at the endpoint's address
+inside the sandbox's network namespace and served by the endpoint itself (`_handoff`), so the agent's configuration
 keeps pointing at http://127.0.0.1:PORT, the same URL as without a sandbox, while every other port on the real
-loopback (a database, another service) and every outside host stays unreachable. A network namespace with a Unix
-socket was chosen over a shared network namespace with firewall rules because it needs no root, no iptables and no
-second network device, and cannot leak by a misconfigured rule: there is simply no route out.
+loopback (a database, another service) and every outside host stays unreachable. A network namespace was chosen
+over a shared one with firewall rules because it needs no root, no iptables and no second network device, and
+cannot leak by a misconfigured rule: there is simply no route out.
 """
 
 from __future__ import annotations
 
+import copy
 import functools
 import os
 import shutil
-import socket
+import stat
 import subprocess
 import sys
-import tempfile
-import threading
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -34,12 +44,13 @@ from urllib.parse import urlsplit
 
 from ..config import SANDBOXES
 
-__all__ = ["Sandbox", "Bwrap", "resolve_sandbox", "SANDBOXES", "bwrap_problem", "ENV_ALLOW"]
+__all__ = ["Sandbox", "Bwrap", "resolve_sandbox", "SANDBOXES", "bwrap_problem", "ENV_ALLOW", "FRESH"]
 
 #: The variables a sandboxed agent keeps from the caller's environment (the agent's own are added on top).
 ENV_ALLOW = ("PATH", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "TERM", "TZ", "NO_COLOR", "USER",
              "LOGNAME", "SHELL")
-_SOCKET_DIR = "/tmp/.trialrun-endpoint"  # inside the sandbox (its private /tmp)
+#: The places that are fresh and empty inside (those that exist here), besides /dev and the user's home.
+FRESH = ("/tmp", "/var", "/run", "/home", "/mnt", "/media", "/srv")
 
 
 class Sandbox:
@@ -54,12 +65,18 @@ class Sandbox:
     def describe(self) -> str:
         return self.name if self.note is None else f"{self.name} ({self.note})"
 
+    def for_command(self, argv: Sequence[str]) -> Sandbox:
+        """This sandbox for an agent whose configured command line is `argv` (what it mounts is decided here)."""
+        return self
+
     def environment(self, home: Path | None) -> dict[str, str]:
         return dict(os.environ)
 
     def wrap(self, argv: list[str], env: dict[str, str], *, workdir: Path, home: Path | None,
-             endpoint: Any) -> tuple[list[str], dict[str, str], Callable[[], None] | None]:
-        return argv, env, None
+             endpoint: Any, keeper: Sequence[str] = ()) -> tuple[list[str], dict[str, str], Callable[[], None] | None]:
+        """`argv` as the sandbox runs it; `keeper`: the words that run a command under its keeper, put right before
+        the agent's own command line, so the keeper runs next to it (inside the sandbox)."""
+        return [*keeper, *argv], env, None
 
 
 class Bwrap(Sandbox):
@@ -70,8 +87,28 @@ class Bwrap(Sandbox):
 
     def __init__(self, note: str | None = None, *, program: str = "bwrap", expose: Sequence[str | os.PathLike[str]] = ()) -> None:
         super().__init__(note)
-        self.program = shutil.which(program) or program
-        self.expose = [Path(p) for p in expose]
+        self.program = os.path.realpath(shutil.which(program) or program)
+        self.expose = [Path(p).resolve() for p in expose]
+        self._program: str | None = None     # the agent's program, from its configuration
+        self._files: list[Path] = []          # files its configured command line names
+        self._resolved: dict[str, str] = {}   # those arguments as written -> resolved
+        self._mounts: list[Path] | None = None
+
+    def for_command(self, argv: Sequence[str]) -> Bwrap:
+        made = copy.copy(self)
+        made._program = argv[0] if argv and "{" not in argv[0] else None
+        named = [arg for arg in argv[1:] if "{" not in arg and os.path.isabs(arg) and os.path.isfile(arg)]
+        made._files = [Path(arg).resolve() for arg in named]
+        made._resolved = {arg: _physical(arg) for arg in named}
+        made._mounts = None
+        return made
+
+    def mounts(self) -> list[Path]:
+        """The fixed list of what is mounted back read-only where the sandbox hides it (see the module text)."""
+        if self._mounts is None:
+            program = _install_roots(self._program) if self._program else []
+            self._mounts = _dedupe([*program, *self._files, *_python_roots(), *self.expose])
+        return list(self._mounts)
 
     def environment(self, home: Path | None) -> dict[str, str]:
         env = {key: os.environ[key] for key in ENV_ALLOW if key in os.environ}
@@ -81,54 +118,80 @@ class Bwrap(Sandbox):
         return env
 
     def arguments(self, workdir: Path, home: Path | None, visible: Sequence[Path]) -> list[str]:
-        """bwrap's options (everything before `--` and the command)."""
+        """bwrap's options (everything before `--` and the command); `visible`: resolved paths to mount back."""
+        workdir = workdir.resolve()
+        home = home.resolve() if home is not None else None
         args = [self.program, "--die-with-parent", "--new-session", "--unshare-all", "--ro-bind", "/", "/",
-                "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
-        for home_dir in _homes():
-            args += ["--tmpfs", str(home_dir)]
-        hidden = [*_homes(), Path("/tmp").resolve()]
-        for path in _dedupe([*visible, *self.expose]):
-            if path.exists() and any(_under(path, h) for h in hidden):
-                args += ["--ro-bind", str(path), str(path)]
+                "--dev", "/dev", "--proc", "/proc"]
+        hidden = _hidden_places()
+        for place in hidden:
+            args += ["--tmpfs", str(place)]
+        if Path("/var") in hidden:
+            args += ["--dir", "/var/tmp", "--symlink", "../run", "/var/run"]
+        shown = _outermost([path for path in visible if any(_within(path, h) for h in hidden) and path.exists()])
+        for path in shown:
+            args += ["--ro-bind", str(path), str(path)]
         if home is not None:
             args += ["--bind", str(home), str(home)]
         args += ["--bind", str(workdir), str(workdir), "--chdir", str(workdir)]
+        for socket_path in _host_sockets(hidden, [*shown, *([home] if home else []), workdir]):
+            args += ["--ro-bind", "/dev/null", socket_path]
         return args
 
     def wrap(self, argv: list[str], env: dict[str, str], *, workdir: Path, home: Path | None,
-             endpoint: Any) -> tuple[list[str], dict[str, str], Callable[[], None] | None]:
-        # mounted back read-only where the home or /tmp hides them: the program's install folder, Python (the inner
-        # forwarder's), and files the command names by absolute path (a script)
-        named = [Path(arg) for arg in argv[1:] if arg.startswith("/") and Path(arg).is_file()]
-        visible = [*_install_roots(argv[0]), Path(sys.base_prefix), Path(sys.prefix), *_install_roots(sys.executable),
-                   *named]
-        args = self.arguments(workdir, home, visible)
+             endpoint: Any, keeper: Sequence[str] = ()) -> tuple[list[str], dict[str, str], Callable[[], None] | None]:
+        mounts = self.mounts() if self._program or self._files else _dedupe([*_install_roots(argv[0]), *self.mounts()])
+        args = self.arguments(workdir, home, mounts)
+        # the paths it is given, resolved: `/tmp/x/../y/bin/python` walks through a /tmp that is not there inside
+        argv = [*keeper, _physical(argv[0]), *(self._resolved.get(a, a) for a in argv[1:])]
         if endpoint is None:
             return [*args, "--", *argv], env, None
-        folder = Path(tempfile.mkdtemp(prefix="trialrun-endpoint-"))
-        relay = _UnixRelay(folder / "model.sock", urlsplit(endpoint.url))
-        host, port = relay.target
-        inner = [sys.executable, "-I", "-c", _INNER_FORWARDER, host, str(port), f"{_SOCKET_DIR}/model.sock", "--", *argv]
-        args += ["--bind", str(folder), _SOCKET_DIR]
+        from ._handoff import Handoff, inner_command
 
-        def cleanup() -> None:
-            relay.close()
-            shutil.rmtree(folder, ignore_errors=True)
-
-        return [*args, "--", *inner], env, cleanup
+        url = urlsplit(endpoint.url)
+        host, port = url.hostname or "127.0.0.1", url.port or 80
+        handoff = Handoff(endpoint, host, port)
+        return [*args, *handoff.bwrap_options(), "--", *inner_command(f"{host}:{port}", argv)], env, handoff.close
 
     def command(self, command: str, workdir: Path) -> list[str]:
         """A shell command line run in the sandbox (the reference agent's run_command): no network at all."""
-        return [*self.arguments(workdir, None, [Path(sys.base_prefix), Path(sys.prefix)]), "--", "/bin/sh", "-c", command]
+        return [*self.arguments(workdir, None, _dedupe([*_python_roots(), *self.expose])), "--", "/bin/sh", "-c", command]
 
 
 def _homes() -> list[Path]:
     """The user's home folders to hide: $HOME and the account's home from the password database."""
+    return list(_homes_for(os.environ.get("HOME")))
+
+
+@functools.lru_cache(maxsize=8)
+def _homes_for(home: str | None) -> tuple[Path, ...]:
     found = []
-    for value in (os.environ.get("HOME"), _passwd_home()):
+    for value in (home, _passwd_home()):
         if value and value != "/" and Path(value).is_dir():
             found.append(Path(value).resolve())
-    return _dedupe(found)
+    return tuple(_dedupe(found))
+
+
+def _hidden_places() -> list[Path]:
+    """Where the sandbox puts a fresh, empty folder: FRESH (those that exist) and the homes not under them."""
+    places = _fresh_places()
+    return places + [home for home in _homes() if not any(_within(home, place) for place in places)]
+
+
+def _within(path: Path, folder: Path) -> bool:
+    """`path` is `folder` or beneath it (both resolved already: no file system call)."""
+    return _starts(str(path), str(folder))
+
+
+def _outermost(paths: Sequence[Path]) -> list[Path]:
+    """Resolved paths without those beneath another of them (mounting the folder mounts what is in it)."""
+    unique = list(dict.fromkeys(paths))
+    return [p for p in unique if not any(q != p and _within(p, q) for q in unique)]
+
+
+@functools.lru_cache(maxsize=1)
+def _fresh_places() -> list[Path]:
+    return _dedupe([Path(name) for name in FRESH if Path(name).is_dir()])  # a symlinked /home: its real folder
 
 
 def _passwd_home() -> str | None:
@@ -140,14 +203,6 @@ def _passwd_home() -> str | None:
         return None
 
 
-def _under(path: Path, folder: Path) -> bool:
-    try:
-        path.resolve().relative_to(folder)
-        return True
-    except ValueError:
-        return False
-
-
 def _dedupe(paths: Sequence[Path]) -> list[Path]:
     return list(dict.fromkeys(p.resolve() for p in paths))
 
@@ -157,118 +212,61 @@ def _install_roots(program: str) -> list[Path]:
     path = Path(shutil.which(program) or program)
     if not path.exists():
         return []
-    roots = [path.parent, path.resolve().parent]
-    for parent in path.resolve().parents:
+    real = path.resolve()
+    roots = [Path(os.path.abspath(path)).parent, real.parent]
+    for parent in real.parents:
         if parent.name == "node_modules":
             roots.append(parent)
             break
     return roots
 
 
-class _UnixRelay:
-    """Outside the sandbox: a Unix socket whose every connection is relayed to the endpoint's TCP port."""
-
-    def __init__(self, path: Path, url: Any) -> None:
-        self.target = (url.hostname or "127.0.0.1", url.port or 80)
-        self.server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.server.bind(str(path))
-        self.server.listen(64)
-        self._closed = False
-        threading.Thread(target=self._accept, name="trialrun-sandbox-relay", daemon=True).start()
-
-    def _accept(self) -> None:
-        while not self._closed:
-            try:
-                client, _ = self.server.accept()
-            except OSError:
-                return
-            try:
-                upstream = socket.create_connection(self.target, timeout=10)
-                upstream.settimeout(None)
-            except OSError:
-                client.close()
-                continue
-            _pump_both(client, upstream)
-
-    def close(self) -> None:
-        self._closed = True
-        try:
-            self.server.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-        self.server.close()
+@functools.lru_cache(maxsize=1)
+def _python_roots() -> tuple[Path, ...]:
+    """Python's install, resolved (the forwarder runs it inside; `sys.executable` may hold `..`)."""
+    return tuple(_dedupe([Path(sys.base_prefix), Path(sys.prefix), *_install_roots(os.path.realpath(sys.executable)),
+                          *_install_roots(sys.executable)]))
 
 
-def _pump_both(a: socket.socket, b: socket.socket) -> None:
-    """Relay bytes both ways; when either side ends, both are shut down, and the last pump closes them."""
-    left = [2]
-    lock = threading.Lock()
-
-    def pump(source: socket.socket, sink: socket.socket) -> None:
-        try:
-            while data := source.recv(1 << 16):
-                sink.sendall(data)
-        except OSError:
-            pass
-        finally:
-            for s in (sink, source):
-                try:
-                    s.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
-            with lock:
-                left[0] -= 1
-                last = left[0] == 0
-            if last:
-                a.close()
-                b.close()
-
-    for source, sink in ((a, b), (b, a)):
-        threading.Thread(target=pump, args=(source, sink), daemon=True).start()
-
-
-# Inside the sandbox: listen on the endpoint's address (in the sandbox's own loopback), relay each connection to
-# the Unix socket, run the agent, and exit with its status. Standard library only; run with `python -I -c`.
-_INNER_FORWARDER = r"""
-import socket, subprocess, sys, threading
-host, port, path, argv = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[5:]
-server = socket.socket()
-server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-server.bind((host, port))
-server.listen(64)
-def pump(a, b):
+def _host_sockets(hidden: Sequence[Path], shown: Sequence[Path]) -> list[str]:
+    """The host's bound Unix sockets (/proc/net/unix) that would still be reachable inside: not under a fresh
+    place, or under something mounted back. Each is covered by /dev/null."""
     try:
-        while True:
-            data = a.recv(65536)
-            if not data:
-                break
-            b.sendall(data)
+        with open("/proc/net/unix", encoding="utf-8", errors="surrogateescape") as table:
+            lines = table.read().splitlines()[1:]
     except OSError:
-        pass
-    for s in (a, b):
-        try:
-            s.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-def accept():
-    while True:
-        client, _ = server.accept()
-        upstream = socket.socket(socket.AF_UNIX)
-        try:
-            upstream.connect(path)
-        except OSError:
-            client.close()
+        return []
+    folders: dict[str, str] = {}
+    found: list[str] = []
+    for line in lines:
+        fields = line.split(None, 7)
+        if len(fields) < 8 or not fields[7].startswith("/"):
+            continue  # unnamed or abstract (the sandbox has its own network namespace, so its own abstract names)
+        folder, _, name = fields[7].rpartition("/")
+        if folder not in folders:
+            folders[folder] = os.path.realpath(folder or "/")
+        real = os.path.join(folders[folder], name)
+        if any(_starts(real, str(h)) for h in (*hidden, "/dev", "/proc")) and not any(_starts(real, str(s)) for s in shown):
             continue
-        for a, b in ((client, upstream), (upstream, client)):
-            threading.Thread(target=pump, args=(a, b), daemon=True).start()
-threading.Thread(target=accept, daemon=True).start()
-try:
-    code = subprocess.call(argv)
-except FileNotFoundError as exc:
-    sys.stderr.write(f"trialrun sandbox: cannot run {argv[0]!r}: {exc.strerror}\n")
-    code = 127
-sys.exit(code if code >= 0 else 128 - code)
-"""
+        try:
+            if stat.S_ISSOCK(os.lstat(real).st_mode) and real not in found:
+                found.append(real)
+        except OSError:
+            continue  # removed since it was bound
+    return found
+
+
+def _physical(path: str) -> str:
+    """`path` with its folders resolved (`..` taken as the kernel takes it, after symlinks) and its last part kept
+    as it is (a venv's `bin/python` is a symlink that must stay the venv's)."""
+    if not os.path.isabs(path):
+        return path  # relative: the agent's own workdir is where it is looked up, the same inside
+    folder, _, name = path.rpartition("/")
+    return os.path.join(os.path.realpath(folder or "/"), name)
+
+
+def _starts(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
 @functools.lru_cache(maxsize=4)

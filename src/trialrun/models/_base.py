@@ -190,6 +190,7 @@ class ModelTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
         self._lock = threading.Lock()
         self._slots: list[Exchange | None] = []
         self._problems: list[str] = []
+        self._notes: list[str] = []
         self._credentials: set[tuple[str, str]] = set()
 
     # -- public ---------------------------------------------------------------------------------------------------
@@ -211,8 +212,17 @@ class ModelTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
         return frozenset(credential_values(list(self._credentials)))
 
     def trajectory(self) -> Trajectory:
-        """The trajectory read from the exchanges recorded so far."""
-        return decode_trajectory(self.exchanges)
+        """The trajectory read from the exchanges recorded so far (and the notes no exchange shows)."""
+        trajectory = decode_trajectory(self.exchanges)
+        if self._notes:
+            with self._lock:
+                trajectory.notes.extend(self._notes)
+        return trajectory
+
+    def note(self, message: str) -> None:
+        """Something the trajectory must say that no recorded exchange shows (the endpoint refused a request)."""
+        with self._lock:
+            self._notes.append(message)
 
     # -- httpx entry points ---------------------------------------------------------------------------------------
 
