@@ -2,7 +2,7 @@
 agent run bare, the sandbox's own cost, trials filling the cores, and the guards of the other benchmarks.
 
     python bench/agents.py [--repeat 8] [--agents pi,codex,claude-code,opencode] [--parallel 8]
-                           [--sections stop,table,sandbox,parallel,guards] [--exit-notice poll|watcher]
+                           [--sections stop,table,sandbox,parallel,guards]
 
 0. Closing a trial's endpoint: `ctx.aclose()`'s time and the event loop's longest stall meanwhile (run it with
    PYTHONPATH at an older tree's src for the figure before).
@@ -26,10 +26,7 @@ agent run bare, the sandbox's own cost, trials filling the cores, and the guards
    its floor (`bench/agent.py`), W2 at 50 against its ideal, `import trialrun` and `--help` (`bench/startup.py`),
    memory retained per trial (`bench/overhead.py`).
 
-`--exit-notice watcher` measures with the agent's exit noticed by asyncio's child watcher instead of
-`_process._exited`'s growing sleeps (what issue 23's other half changes), `both` adds those columns to the table,
-interleaved with the rest: the figures that depend on it are the trial ones (table, sandbox-over-none trials,
-concurrency); the subprocess-level sandbox figures do not.
+The agent's exit is noticed as trialrun ships it (its keeper says so on its socket: `agents/_containment.py`).
 """
 
 from __future__ import annotations
@@ -177,7 +174,7 @@ def stopping(repeat: int) -> None:
           f"median {statistics.median(stalls) * 1e3:.2f} ms (max {max(stalls) * 1e3:.1f})")
 
 
-def table(programs: dict[str, str], repeat: int, watcher_too: bool) -> None:
+def table(programs: dict[str, str], repeat: int) -> None:
     ways: dict[str, Callable[[], float]] = {}
     for name, path in programs.items():
         plain = tr.agents.preset(name, path=path, **OPTIONS.get(name, {}))
@@ -185,9 +182,6 @@ def table(programs: dict[str, str], repeat: int, watcher_too: bool) -> None:
         ways[f"{name}|bare"] = lambda a=plain: bare(a)
         ways[f"{name}|preset"] = lambda a=plain: through_preset(a)
         ways[f"{name}|bwrap"] = lambda a=boxed: through_preset(a)
-        if watcher_too:
-            ways[f"{name}|preset*"] = lambda a=plain: watched(lambda: through_preset(a))
-            ways[f"{name}|bwrap*"] = lambda a=boxed: watched(lambda: through_preset(a))
     for run in ways.values():  # warm-up: file caches, each program's first start
         run()
     times: dict[str, list[float]] = {key: [] for key in ways}
@@ -196,10 +190,9 @@ def table(programs: dict[str, str], repeat: int, watcher_too: bool) -> None:
         random.shuffle(order)
         for key in order:
             times[key].append(ways[key]())
-    columns = ["preset", "bwrap", *(["preset*", "bwrap*"] if watcher_too else [])]
+    columns = ["preset", "bwrap"]
     print(f"\n1. Each preset against the same agent run bare, {repeat} shuffled repetitions, medians (wall; the ratio "
-          "is the median of the ratios within a repetition, with their range)"
-          + ("; * = the agent's exit noticed by the child watcher" if watcher_too else "") + ":")
+          "is the median of the ratios within a repetition, with their range):")
     print(f"  {'agent':<12} {'bare':>7}  " + "  ".join(f"{c:>8} {'/bare':<28}" for c in columns))
     for name in programs:
         b = times[f"{name}|bare"]
@@ -221,7 +214,7 @@ def allow_listed_environment() -> Iterator[None]:
         os.environ.update(saved)
 
 
-def sandbox_cost(repeat: int, watcher_too: bool) -> None:
+def sandbox_cost(repeat: int) -> None:
     from trialrun.agents import sandbox as sandboxes
 
     box = sandboxes.Bwrap()
@@ -260,9 +253,6 @@ def sandbox_cost(repeat: int, watcher_too: bool) -> None:
                 "trial none": lambda: trial("none"), "trial bwrap": lambda: trial("bwrap"),
                 "command alone": lambda: process(False, False), "bwrap alone": lambda: process(True, False),
                 "bwrap + handoff": lambda: process(True, True)}
-            if watcher_too:
-                ways["trial none*"] = lambda: watched(lambda: trial("none"))
-                ways["trial bwrap*"] = lambda: watched(lambda: trial("bwrap"))
             for run in ways.values():
                 run()
             times: dict[str, list[float]] = {key: [] for key in ways}
@@ -276,16 +266,14 @@ def sandbox_cost(repeat: int, watcher_too: bool) -> None:
             for label, pick in (("median", statistics.median), ("best", min)):
                 m = {key: pick(values) * 1e3 for key, values in times.items()}
                 print(f"  {' '.join(command) if label == 'median' else '':<10} {label:<6} trial: none "
-                      f"{m['trial none']:6.1f} ms, bwrap {m['trial bwrap']:6.1f} ms ({m['trial bwrap'] - m['trial none']:+.1f})"
-                      + (f"; exit noticed by the child watcher: none {m['trial none*']:6.1f} ms, bwrap "
-                         f"{m['trial bwrap*']:6.1f} ms ({m['trial bwrap*'] - m['trial none*']:+.1f})" if watcher_too else ""))
+                      f"{m['trial none']:6.1f} ms, bwrap {m['trial bwrap']:6.1f} ms ({m['trial bwrap'] - m['trial none']:+.1f})")
                 print(f"  {'':<10} {'':<6} process: alone {m['command alone']:6.1f} ms, bwrap alone "
                       f"{m['bwrap alone']:6.1f} ms ({m['bwrap alone'] - m['command alone']:+.1f}), with the endpoint's "
                       f"handoff {m['bwrap + handoff']:6.1f} ms ({m['bwrap + handoff'] - m['command alone']:+.1f}; the "
                       f"handoff {m['bwrap + handoff'] - m['bwrap alone']:+.1f})")
 
 
-def parallel(programs: dict[str, str], trials: int, repeat: int, watcher_too: bool) -> None:
+def parallel(programs: dict[str, str], trials: int, repeat: int) -> None:
     """`trials` trials of one preset at concurrency 2 against 1, beside the same agent run bare that many times
     two at a time against one at a time (how far the agent itself scales on this machine: the yardstick)."""
     from concurrent.futures import ThreadPoolExecutor
@@ -304,9 +292,6 @@ def parallel(programs: dict[str, str], trials: int, repeat: int, watcher_too: bo
     ways: dict[str, Callable[[], float]] = {
         "preset 1": lambda: through_preset(agent, trials, 1), "preset 2": lambda: through_preset(agent, trials, 2),
         "bare 1": lambda: bare_runs(1), "bare 2": lambda: bare_runs(2)}
-    if watcher_too:
-        ways["preset* 1"] = lambda: watched(lambda: through_preset(agent, trials, 1))
-        ways["preset* 2"] = lambda: watched(lambda: through_preset(agent, trials, 2))
     times: dict[str, list[float]] = {key: [] for key in ways}
     for _ in range(repeat):
         order = list(ways)
@@ -314,7 +299,7 @@ def parallel(programs: dict[str, str], trials: int, repeat: int, watcher_too: bo
         for key in order:
             times[key].append(ways[key]())
     print(f"\n3. {trials} trials of {name}, concurrency 2 against 1, {repeat} shuffled repetitions (wall):")
-    for label in ("preset", "bare", *(["preset*"] if watcher_too else [])):
+    for label in ("preset", "bare"):
         one, two = times[f"{label} 1"], times[f"{label} 2"]
         print(f"  {label:<8} {statistics.median(one):6.2f} s at 1, {statistics.median(two):6.2f} s at 2: "
               f"{_median_ratio(two, one)}")
@@ -352,43 +337,6 @@ def guards(repeat: int) -> None:
     overhead.retained(overhead.sync_cases(1000), 10)
 
 
-def watched(run: Callable[[], float]) -> float:
-    """`run` with the agent's exit noticed by the child watcher (`_Watched.exited`), then as it was."""
-    saved = _process._exited
-    _process._exited = _Watched.exited  # type: ignore[assignment]
-    try:
-        return run()
-    finally:
-        _process._exited = saved  # type: ignore[assignment]
-
-
-class _Watched:
-    """`--exit-notice watcher`: the agent's exit noticed by the child watcher, not by growing sleeps."""
-
-    @staticmethod
-    async def exited(process: asyncio.subprocess.Process, timeout_s: float | None) -> bool:
-        if process.returncode is not None:
-            return True
-        loop = asyncio.get_running_loop()
-        noticed: asyncio.Future[None] = loop.create_future()
-        protocol = process._transport._protocol  # type: ignore[attr-defined]
-        original = protocol.process_exited
-
-        def hooked() -> None:
-            original()
-            if not noticed.done():
-                noticed.set_result(None)
-
-        protocol.process_exited = hooked
-        if process.returncode is not None:
-            return True
-        try:
-            await asyncio.wait_for(asyncio.shield(noticed), timeout_s)
-        except asyncio.TimeoutError:
-            return False
-        return True
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=8)
@@ -396,24 +344,20 @@ def main() -> None:
     parser.add_argument("--parallel", type=int, default=8, help="trials of the concurrency comparison (0: skip)")
     parser.add_argument("--sections", default="stop,table,sandbox,parallel,guards",
                         help="which to run, of stop, table, sandbox, parallel, guards")
-    parser.add_argument("--exit-notice", choices=("poll", "watcher", "both"), default="poll",
-                        help="both: the table also runs each preset with the exit noticed by the child watcher")
     args = parser.parse_args()
     os.environ["PATH"] = agents_path() + os.pathsep + os.environ.get("PATH", "")
-    if args.exit_notice == "watcher":
-        _process._exited = _Watched.exited  # type: ignore[assignment]
     programs = installed([name.strip() for name in args.agents.split(",") if name.strip()])
-    print(f"presets installed: {', '.join(programs) or 'none'}; exit noticed by: {args.exit_notice}; "
+    print(f"presets installed: {', '.join(programs) or 'none'}; "
           f"load average {os.getloadavg()[0]:.1f}")
     sections = {name.strip() for name in args.sections.split(",")}
     if "stop" in sections:
         stopping(args.repeat)
     if programs and "table" in sections:
-        table(programs, args.repeat, args.exit_notice == "both")
+        table(programs, args.repeat)
     if "sandbox" in sections:
-        sandbox_cost(args.repeat, args.exit_notice == "both")
+        sandbox_cost(args.repeat)
     if programs and args.parallel and "parallel" in sections:
-        parallel(programs, args.parallel, max(2, args.repeat // 2), args.exit_notice == "both")
+        parallel(programs, args.parallel, max(2, args.repeat // 2))
     if "guards" in sections:
         guards(max(3, args.repeat // 2))
     print(f"\nload average at the end {os.getloadavg()[0]:.1f}")

@@ -115,11 +115,12 @@ def test_trials_on_two_workers_share_one_limit_and_the_actor_goes_at_the_end(ray
     assert len(arrivals) == 4 * REQUESTS
     assert len({pid for _, pid in arrivals}) == 2  # two worker processes called the provider
     # The server's clock: at most ten in any second, give or take scheduling (a request sent on time may reach the
-    # server a little late, next to one that is not: the slack of SLACK), and the 24 requests spread over at least
-    # 2.3 s as 600 a minute must.
+    # server a little late, next to one that is not: the slack of SLACK), and the 24 requests spread over the 2.3 s
+    # that 600 a minute takes, less the same slack of SLACK intervals (the first may arrive late: seen in CI, the
+    # first two 8 ms apart and a spread of 2.198 s). Without the limit the 24 arrive within a few tenths of a second.
     assert _busiest_second(arrivals) <= RPM // 60 + SLACK, sorted(t for t, _ in arrivals)
     times = sorted(t for t, _ in arrivals)
-    assert times[-1] - times[0] >= (len(times) - 1) * 60 / RPM - 0.1
+    assert times[-1] - times[0] >= (len(times) - 1 - SLACK) * 60 / RPM, times
     # The run's limiter actor is gone once the run is over.
     [token] = {name for c in report.cases for t in c.trials for name in str(t.output).split(" ", 1)[1].split(",")}
     for _ in range(50):

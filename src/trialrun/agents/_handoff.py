@@ -56,13 +56,25 @@ _LOCK_TRIES, _LOCK_RETRY_S = 200, 0.001  # at most about 0.2 s for bwrap's first
 used: Counter[str] = Counter()
 last_fallback: str | None = None
 
-# Inside the sandbox, before the agent: wait for trialrun's answer, then exec the agent (or the forwarder).
+# Inside the sandbox, before the agent: wait for trialrun's answer, then run the agent (or exec the forwarder).
+# When the agent ends by itself, what it left running dies with the sandbox's PID namespace, out of the keeper's
+# sight (it is gone before the keeper looks): so the shell writes those processes down first (`left`), as the
+# keeper would have named them.
 _WAIT = f"""printf x > {SOCKET_DIR}/ready
 read -r answer < {SOCKET_DIR}/go
 py=$1 code=$2 address=$3
 shift 3
 case $answer in
-ok) exec "$@" ;;
+ok) "$@"
+    status=$?
+    for p in /proc/[0-9]*; do
+      n=${{p#/proc/}}
+      [ "$n" = 1 ] || [ "$n" = $$ ] && continue
+      a=$(tr '\\0' ' ' < "$p/cmdline" 2>/dev/null) || continue
+      [ -n "$a" ] && printf 'pid %s: %s\\n' "$n" "${{a% }}"
+    done > {SOCKET_DIR}/left.new 2>/dev/null
+    mv -f {SOCKET_DIR}/left.new {SOCKET_DIR}/left 2>/dev/null
+    exit $status ;;
 relay) exec "$py" -I -S -c "$code" "$address" "$@" ;;
 esac
 printf 'trialrun sandbox: %s\\n' "${{answer:-the model endpoint could not be set up}}" >&2
@@ -388,6 +400,20 @@ class Handoff:
 
     def bwrap_options(self) -> list[str]:
         return ["--bind", str(self.folder), SOCKET_DIR, "--lock-file", f"{SOCKET_DIR}/lock"]
+
+    def left(self) -> list[str] | None:
+        """What the agent left running when it ended by itself, as the shell inside wrote it down ("pid N: argv",
+        pids of the sandbox's namespace) before the namespace ended them; None when the shell wrote nothing (it was
+        killed: a timeout). The folder is the sandbox's to write, so the file is read as a hostile one: a regular
+        file only, bounded, never waited on."""
+        from .._safe_read import UnreadableFile, read_bytes
+
+        try:
+            data = read_bytes(self.folder / "left", "the sandbox's list of what its command left", limit=1 << 16)
+        except UnreadableFile:
+            return None
+        lines = data.decode("utf-8", "replace").splitlines()
+        return [line[:310] for line in lines if line.startswith("pid ")][:200]
 
     def close(self) -> None:
         """The trial's command has ended (or never started): let go of everything. Never blocks."""

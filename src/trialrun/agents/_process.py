@@ -279,13 +279,12 @@ class ProcessAgent:
     async def _execute(self, launch: Launch, env: dict[str, str], ctx: TrialContext, endpoint: ModelEndpoint,
                        home: Path) -> Run:
         workdir = ctx.workdir
-        kept = keeper_argv(launch.argv)
-        argv = launch.argv if kept is None else kept
+        command = launch.argv
         cleanup: Callable[[], None] | None = None
-        if self.sandbox.active:  # the keeper inside, next to the agent, so it can say what it killed there
-            prefix = () if kept is None else kept[:len(kept) - len(launch.argv)]
-            argv, env, cleanup = self.sandbox.wrap(launch.argv, env, workdir=workdir, home=home, endpoint=endpoint,
-                                                   keeper=prefix)
+        if self.sandbox.active:  # the keeper around bwrap: it sees (in /proc) and kills what is inside too
+            command, env, cleanup = self.sandbox.wrap(command, env, workdir=workdir, home=home, endpoint=endpoint)
+        kept = keeper_argv(command)
+        argv = command if kept is None else kept
         started = time.monotonic()
         out: list[str] = []
         kept_chars = [0]
@@ -302,13 +301,13 @@ class ProcessAgent:
         exited: asyncio.Future[None] | None = None
         pipes = None
         streams: list[asyncio.StreamReader] = []
-        if keeper is not None and not self.sandbox.active:  # the usual way: a fork of the keeper server
-            pipes = keeper.launch(launch.argv, env=env, cwd=workdir)
+        if keeper is not None:  # the usual way: a fork of the keeper server
+            pipes = keeper.launch(command, env=env, cwd=workdir)
         try:
             if pipes is not None:
                 streams.append(await _pipe(pipes[0]))
                 streams.append(await _pipe(pipes[1]))
-            else:  # in the sandbox (a keeper of its own inside it), or without a keeper at all
+            else:  # no keeper server here: a keeper interpreter of its own, or no keeper at all
                 process, exited = await _spawn(argv, cwd=workdir, env=env,
                                                stdin=keeper.theirs.fileno() if keeper is not None else None)
                 assert process.stdout is not None and process.stderr is not None
@@ -340,6 +339,9 @@ class ProcessAgent:
             raise
         # always: what the agent left running (`nohup server &`), and everything on a timeout
         killed = await _contain(keeper, process, cleanup)
+        left = getattr(cleanup, "left", None)  # a sandbox's command that ended by itself (`Ending`)
+        if left is not None:  # its PID namespace ended what it held, named by the shell inside: the keeper outside
+            killed = left     # saw only those same processes dying, under other pids (nothing leaves the namespace)
         ctx._note_killed(killed)
         if keeper is not None and keeper.reports.failure is not None:
             reading.cancel()

@@ -151,11 +151,26 @@ class Bwrap(Sandbox):
         url = urlsplit(endpoint.url)
         host, port = url.hostname or "127.0.0.1", url.port or 80
         handoff = Handoff(endpoint, host, port)
-        return [*args, *handoff.bwrap_options(), "--", *inner_command(f"{host}:{port}", argv)], env, handoff.close
+        return [*args, *handoff.bwrap_options(), "--", *inner_command(f"{host}:{port}", argv)], env, Ending(handoff)
 
     def command(self, command: str, workdir: Path) -> list[str]:
         """A shell command line run in the sandbox (the reference agent's run_command): no network at all."""
         return [*self.arguments(workdir, None, _dedupe([*_python_roots(), *self.expose])), "--", "/bin/sh", "-c", command]
+
+
+class Ending:
+    """What `Bwrap.wrap` gives back to call once the trial's command has ended: it lets go of the endpoint's handoff,
+    and keeps in `left` what the sandbox's own PID namespace ended with the command (the processes the agent left
+    running when it ended by itself, named by the shell inside), for the trial's note of what was killed; None when
+    the shell inside did not get to name them (the command was killed)."""
+
+    def __init__(self, handoff: Any) -> None:
+        self.handoff = handoff
+        self.left: list[str] | None = None
+
+    def __call__(self) -> None:
+        self.left = self.handoff.left()
+        self.handoff.close()
 
 
 def _homes() -> list[Path]:
