@@ -100,10 +100,20 @@ def test_a_timeout_kills_what_left_the_session_forked_twice_or_ignores_sigterm(t
     assert _listed(trial.killed, marker, (*ESCAPED, "1004")) == []  # 1004: the agent itself (it exec'd sleep)
 
 
-@pytest.mark.parametrize("sandbox", ["none", "bwrap"])
-def test_what_a_finished_agent_left_running_is_killed_and_listed(tmp_path: Path, marker: str, sandbox: str) -> None:
+@pytest.mark.parametrize("sandbox", ["none", "bwrap", "bwrap-relay"])
+def test_what_a_finished_agent_left_running_is_killed_and_listed(tmp_path: Path, marker: str, sandbox: str,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """In bwrap the sandbox's PID namespace ends what was left, and the shell inside names it: on the usual way in
+    and on the fallback's (a forwarder inside that execs the agent)."""
+    if sandbox == "bwrap-relay":
+        from trialrun.agents import _handoff
+
+        monkeypatch.setattr(_handoff, "helper_problem", "forced by the test")
+        monkeypatch.setattr(_handoff, "used", type(_handoff.used)())
     started = time.monotonic()
-    trial = _trial(_agent(tmp_path, marker, end=True, sandbox=sandbox))
+    trial = _trial(_agent(tmp_path, marker, end=True, sandbox=sandbox.partition("-")[0]))
+    if sandbox == "bwrap-relay":
+        assert _handoff.used == {"relay": 1}, (_handoff.used, _handoff.last_fallback)
     assert still_alive(marker) == []
     assert trial.passed, (trial.error, trial.verdicts)
     assert _listed(trial.killed, marker, ESCAPED) == []

@@ -56,29 +56,29 @@ _LOCK_TRIES, _LOCK_RETRY_S = 200, 0.001  # at most about 0.2 s for bwrap's first
 used: Counter[str] = Counter()
 last_fallback: str | None = None
 
-# Inside the sandbox, before the agent: wait for trialrun's answer, then run the agent (or exec the forwarder).
-# When the agent ends by itself, what it left running dies with the sandbox's PID namespace, out of the keeper's
-# sight (it is gone before the keeper looks): so the shell writes those processes down first (`left`), as the
-# keeper would have named them.
+# Inside the sandbox, before the agent: wait for trialrun's answer, then run the agent (through the forwarder, on
+# the fallback). When the agent ends by itself, what it left running dies with the sandbox's PID namespace, under the
+# keeper's eyes but with pids that are no longer anything's: so the shell writes those processes down first (`left`,
+# pids of the namespace), as the keeper would have named them. A forwarder that could not start the agent exits 127.
 _WAIT = f"""printf x > {SOCKET_DIR}/ready
 read -r answer < {SOCKET_DIR}/go
 py=$1 code=$2 address=$3
 shift 3
 case $answer in
-ok) "$@"
-    status=$?
-    for p in /proc/[0-9]*; do
-      n=${{p#/proc/}}
-      [ "$n" = 1 ] || [ "$n" = $$ ] && continue
-      a=$(tr '\\0' ' ' < "$p/cmdline" 2>/dev/null) || continue
-      [ -n "$a" ] && printf 'pid %s: %s\\n' "$n" "${{a% }}"
-    done > {SOCKET_DIR}/left.new 2>/dev/null
-    mv -f {SOCKET_DIR}/left.new {SOCKET_DIR}/left 2>/dev/null
-    exit $status ;;
-relay) exec "$py" -I -S -c "$code" "$address" "$@" ;;
+ok) "$@" ;;
+relay) "$py" -I -S -c "$code" "$address" "$@" ;;
+*) printf 'trialrun sandbox: %s\\n' "${{answer:-the model endpoint could not be set up}}" >&2
+   exit 125 ;;
 esac
-printf 'trialrun sandbox: %s\\n' "${{answer:-the model endpoint could not be set up}}" >&2
-exit 125
+status=$?
+for p in /proc/[0-9]*; do
+  n=${{p#/proc/}}
+  [ "$n" = 1 ] || [ "$n" = $$ ] && continue
+  a=$(tr '\\0' ' ' < "$p/cmdline" 2>/dev/null) || continue
+  [ -n "$a" ] && printf 'pid %s: %s\\n' "$n" "${{a% }}"
+done > {SOCKET_DIR}/left.new 2>/dev/null
+mv -f {SOCKET_DIR}/left.new {SOCKET_DIR}/left 2>/dev/null
+exit $status
 """
 
 # The fallback, inside the sandbox (standard library, `python -I -S`): make the listening socket in the sandbox's
