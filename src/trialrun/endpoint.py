@@ -30,6 +30,8 @@ from typing import Any
 
 import httpx
 
+from ._per_process import PerProcess
+
 __all__ = ["ModelEndpoint", "serve", "DEFAULT_MAX_BODY"]
 
 #: The largest request body the endpoint reads (32 MiB: a coding agent's largest requests are a few MiB).
@@ -248,28 +250,7 @@ class _Acceptor:
                 endpoint._close()
 
 
-_acceptor: _Acceptor | None = None
-_acceptor_lock = threading.Lock()
-
-
-def _the_acceptor() -> _Acceptor:
-    global _acceptor
-    with _acceptor_lock:
-        if _acceptor is None:
-            _acceptor = _Acceptor()
-        return _acceptor
-
-
-def _forget_acceptor() -> None:
-    """In a child this process forked: the parent's accepting thread did not come along (a fork copies only the
-    thread that forked), so the child makes its own on first use; its lock is new too (another thread may have
-    held the parent's)."""
-    global _acceptor, _acceptor_lock
-    _acceptor, _acceptor_lock = None, threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_acceptor)
+_ACCEPTOR: PerProcess[_Acceptor] = PerProcess(_Acceptor)  # one accepting thread for every endpoint
 
 
 class ModelEndpoint:
@@ -322,7 +303,7 @@ class ModelEndpoint:
                 return self
             self._started = True
             self._listeners.append(self._server.socket)
-        _the_acceptor().ask("serve", self, self._server.socket)
+        _ACCEPTOR.get().ask("serve", self, self._server.socket)
         return self
 
     def add_listener(self, listener: socket.socket) -> None:
@@ -333,7 +314,7 @@ class ModelEndpoint:
                 listener.close()
                 return
             self._listeners.append(listener)
-        _the_acceptor().ask("serve", self, listener)
+        _ACCEPTOR.get().ask("serve", self, listener)
 
     def _close(self) -> None:
         """(in the accepting thread, once it no longer watches them) Close every socket, then say so."""
@@ -360,12 +341,12 @@ class ModelEndpoint:
                 self._close()
             return False
         if first:
-            _the_acceptor().ask("stop", self)
+            _ACCEPTOR.get().ask("stop", self)
         return not self._closed.is_set()
 
     def stop(self) -> None:
         """Stop serving and close the port, at once (the accepting thread is woken, not polled)."""
-        acceptor = _acceptor
+        acceptor = _ACCEPTOR.current
         if self._stop() and (acceptor is None or threading.current_thread() is not acceptor.thread):
             self._closed.wait(timeout=5)
 

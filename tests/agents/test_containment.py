@@ -17,6 +17,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from _procs import holding
 
 import trialrun as tr
 from trialrun.render.html import report_html, report_payload
@@ -44,18 +45,7 @@ ESCAPED = ("1001", "1002", "1003", "1005")
 
 def marked(marker: str) -> list[str]:
     """The live processes started as `./MARKER ...` (not the test's own, whose argv names the marker too)."""
-    marker = f"./{marker}"
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                argv = Path("/proc", entry, "cmdline").read_bytes()
-                state = Path("/proc", entry, "stat").read_text().rpartition(")")[2].split()[0]
-            except OSError:
-                continue
-            if marker.encode() in argv and state != "Z":
-                found.append(f"{entry}: " + argv.replace(b"\0", b" ").decode(errors="replace"))
-    return found
+    return holding(f"./{marker}")
 
 
 def still_alive(marker: str, within: float = 3.0) -> list[str]:

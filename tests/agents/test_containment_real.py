@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _procs import holding
 
 import trialrun as tr
 from trialrun.wire import ModelRequest
@@ -49,18 +50,7 @@ STARTED = {"timeout": 5, "cancel": 5, "finished": 4}  # marker processes alive w
 
 def marked(marker: str) -> list[str]:
     """Every live process whose argv holds `marker` ("pid: argv"), read from /proc."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            argv = Path("/proc", entry, "cmdline").read_bytes()
-            state = Path("/proc", entry, "stat").read_text().rpartition(")")[2].split()[0]
-        except OSError:
-            continue
-        if marker.encode() in argv and state != "Z":
-            found.append(f"{entry}: " + argv.replace(b"\0", b" ").decode(errors="replace"))
-    return found
+    return holding(marker)
 
 
 def started(marker: str) -> int:

@@ -44,6 +44,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .._per_process import PerProcess
+
 __all__ = ["Handoff", "SOCKET_DIR", "inner_command"]
 
 SOCKET_DIR = "/tmp/.trialrun-endpoint"  # inside the sandbox (in its private /tmp)
@@ -348,23 +350,13 @@ class _Worker:
                 pass
 
 
-_worker: _Worker | None = None
-_worker_lock = threading.Lock()
-
-
-def _the_worker() -> _Worker:
-    global _worker
-    with _worker_lock:
-        if _worker is None:
-            _worker = _Worker()
-        return _worker
+_WORKER: PerProcess[_Worker] = PerProcess(_Worker)  # the handoff thread, one for every trial
 
 
 def _forget_in_child() -> None:
-    """In a child this process forked: the handoff thread did not come along and the namespace helper is the
-    parent's (its control socket shared), so the child starts its own of both on first use."""
-    global _worker, _worker_lock, _helper
-    _worker, _worker_lock = None, threading.Lock()
+    """In a child this process forked: the namespace helper is the parent's (its control socket shared), so the
+    child starts its own on first use (the handoff thread is forgotten by `_WORKER`)."""
+    global _helper
     _helper = _Helper()
 
 
@@ -395,7 +387,7 @@ class Handoff:
         self._tries = 0
         self.way: str | None = None
         self.error: str | None = None
-        self._worker = _the_worker()
+        self._worker = _WORKER.get()
         self._worker.ask("begin", self)
 
     def bwrap_options(self) -> list[str]:
