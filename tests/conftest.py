@@ -40,3 +40,11 @@ def _no_network() -> object:
     guard.block_globally(True)
     yield
     guard.block_globally(False)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test that drives a real CLI coding agent (it takes `agent_path`) is marked `real_agent`: `.ci/run` runs
+    them on its first interpreter only (the agents are node programs; the extra interpreters run the rest)."""
+    for item in items:
+        if "agent_path" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.real_agent)

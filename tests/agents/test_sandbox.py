@@ -442,9 +442,16 @@ def test_an_output_file_that_is_a_fifo_a_device_or_huge(sandbox: str, what: str)
 
 
 UNPRIVILEGED = textwrap.dedent("""
-    import importlib.util, json, os, socket, subprocess, sys, threading
-    spec = importlib.util.spec_from_file_location("handoff", sys.argv[1])
+    import importlib.util, json, os, socket, subprocess, sys, threading, types
+    # trialrun's package without its __init__ (which needs pydantic, httpx): the handoff and the one module it
+    # imports (_per_process) are standard library only
+    agents = os.path.dirname(sys.argv[1])
+    for name, folder in (("trialrun", os.path.dirname(agents)), ("trialrun.agents", agents)):
+        sys.modules[name] = types.ModuleType(name)
+        sys.modules[name].__path__ = [folder]
+    spec = importlib.util.spec_from_file_location("trialrun.agents._handoff", sys.argv[1])
     handoffs = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = handoffs
     spec.loader.exec_module(handoffs)
 
     class Endpoint:  # what the handoff needs of one: add_listener; this one answers one connection

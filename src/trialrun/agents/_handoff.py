@@ -15,12 +15,13 @@ connections go straight to the endpoint. Per trial:
 3. The namespace helper, a small single-threaded process started once per run, forks; the child enters the
    namespace's owning user namespace and the network namespace (`setns`, which a multithreaded process such as
    trialrun may not do for a user namespace), makes the listening socket and passes it back (SCM_RIGHTS).
-4. The endpoint serves that socket; `ok` goes down the FIFO and the shell execs the agent.
+4. The endpoint serves that socket; `ok` goes down the FIFO and the shell runs the agent, then names what the
+   agent left running (the namespace ends it when the shell exits).
 
 Where the helper cannot enter the namespace (a setuid bubblewrap, a seccomp filter), the thread answers `relay`
 instead: the shell execs a few lines of Python inside the sandbox that make the socket there and hand it out
 through a Unix socket bound into the sandbox, then exec the agent. Either way no process stays between the agent
-and the endpoint. An answer that is neither (or none: trialrun went away) ends the trial's command with 125 and
+and the endpoint. Standard library only, as is the one module it imports (`_per_process`). An answer that is neither (or none: trialrun went away) ends the trial's command with 125 and
 the reason on stderr.
 """
 
