@@ -178,7 +178,8 @@ class CaseResult(BaseModel):
     sub_scores: dict[str, float] | None = Field(
         default=None, description="mean of the trials' sub-scores (the rubric's), over the same trials as `score`: a trial "
                           "that errored before it was graded counts 0 in each")
-    tools_used: list[str] = Field(default_factory=list, description="distinct tools any trial used, first use first")
+    tools_used: list[str] = Field(default_factory=list, description="distinct tools any trial used (a refused call is "
+                                  "not a use), first use first")
     turns: float | None = Field(default=None, description="mean number of model turns per trial")
     cost_usd: float | None = None
     trials: list[TrialResult] = Field(default_factory=list)
@@ -249,8 +250,7 @@ class CaseResult(BaseModel):
             if t.cost_usd is not None:
                 costs.append(t.cost_usd)
             turns += len(t.trajectory.turns)
-            for call in t.trajectory.all_tool_calls:
-                tools[call.name] = None
+            tools.update(dict.fromkeys(t.trajectory.tools_used))  # not the refused calls: tried is not used
         suite = is_suite_case(metadata)
         if scores or (trials and suite):
             # Every trial of a scored case counts: one that errored before it could be graded scores 0. A suite

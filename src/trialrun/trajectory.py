@@ -228,8 +228,9 @@ class Trajectory:
 
     @property
     def tools_used(self) -> list[str]:
-        """Distinct tool names in first-use order, across every conversation (a sub-agent's tools are the agent's)."""
-        return list(dict.fromkeys(call.name for call in self.all_tool_calls))
+        """Distinct tool names in first-use order, across every conversation (a sub-agent's tools are the agent's),
+        of the calls that were not refused: a tool the agent only tried, and was refused, was not used."""
+        return list(dict.fromkeys(o.call.name for o in self.outcomes() if o.outcome != "refused"))
 
     @property
     def usage(self) -> Usage | None:

@@ -316,3 +316,17 @@ def test_suite_files_take_include_refused_on_every_grader_that_has_it() -> None:
     assert "include_refused must be true or false" in wrong[1]
     assert "unknown key(s) 'include_refuse'" in wrong[2]
     assert "'tool' is required" in wrong[3]
+
+
+def test_a_tool_only_refused_is_not_among_the_tools_used_of_the_trial_or_the_case() -> None:
+    # "tools used: Bash" beside a tool accuracy of 0 read as if the command ran: a refused call is not a use
+    refused_only = Trajectory(turns=[Turn(tool_calls=[RM]), Turn(text="could not")],
+                              denials=[Denial("run_command", dict(RM.arguments), call_id="c1")])
+    both = Trajectory(turns=[Turn(tool_calls=[RM, READ])], denials=[Denial("run_command", dict(RM.arguments), call_id="c1")])
+    assert refused_only.tools_used == [] and both.tools_used == [READ.name]
+    ran = Trajectory(turns=[Turn(tool_calls=[RM])])
+    assert ran.tools_used == ["run_command"]
+    case = tr.CaseResult.from_trials("c", tags=[], mode="fixed", trials=[
+        tr.TrialResult(trial=1, passed=False, trajectory=refused_only),
+                                           tr.TrialResult(trial=2, passed=True, trajectory=both)])
+    assert case.tools_used == [READ.name]
