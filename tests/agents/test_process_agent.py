@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
+import re
 import sys
 import textwrap
 import time
@@ -265,3 +265,18 @@ def test_an_agent_that_exits_0_without_calling_the_model_passes_no_trajectory_gr
     assert all("no model traffic was observed" in v.reason for v in trial.verdicts if v.kind == "trajectory")
     # the explicit way to say "it must not call the model" passes on the same run
     assert _trial(agent, "make a marker", model, expect_trajectory=[tr.expect.no_model_calls()]).passed
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"timeout_s": True}, "timeout_s must be a positive number of seconds, got True"),
+    ({"env": {"A=B": "x"}}, "env: 'A=B' is not a variable name"),
+    ({"env": {"": "x"}}, "env: '' is not a variable name"),
+    ({"env": {"X": 1}}, "env X: must be text, got int 1"),
+    ({"env": {"X": "a\0b"}}, "env X: holds a NUL byte"),
+    ({"argv": ["agent", "a\0b"]}, "argv holds a NUL byte"),
+])
+def test_what_no_program_could_be_given_is_refused_when_the_agent_is_made(options: dict, message: str) -> None:
+    # (before: each ran the suite and failed every trial, or, for True, was a timeout of 1 s)
+    argv = options.pop("argv", ["agent"])
+    with pytest.raises(ValueError, match=re.escape(message)):
+        tr.ProcessAgent(argv, **options)

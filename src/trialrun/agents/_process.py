@@ -152,13 +152,24 @@ class ProcessAgent:
             raise ValueError("ProcessAgent: argv is empty; give the command to run, e.g. ['pi', '-p', '{prompt}']")
         if api not in APIS:
             raise ValueError(f"ProcessAgent: api must be one of {', '.join(APIS)}, got {api!r}")
-        if timeout_s is not None and not (isinstance(timeout_s, (int, float)) and 0 < timeout_s < float("inf")):
+        bad_arg = next((a for a in self.argv if "\0" in a), None)
+        if bad_arg is not None:
+            raise ValueError(f"ProcessAgent: argv holds a NUL byte (no program can receive it): {bad_arg!r}")
+        if timeout_s is not None and (isinstance(timeout_s, bool) or not (
+                isinstance(timeout_s, (int, float)) and 0 < timeout_s < float("inf"))):
             raise ValueError(f"ProcessAgent: timeout_s must be a positive number of seconds, got {timeout_s!r}")
         if isinstance(output, str) and output != "stdout" and not (output.startswith("file:") and output[5:]):
             raise ValueError(f"ProcessAgent: output must be 'stdout', 'file:PATH' or a function, got {output!r}")
         if not isinstance(output, str) and not callable(output):
             raise ValueError(f"ProcessAgent: output must be 'stdout', 'file:PATH' or a function, got {output!r}")
         self.env = dict(env or {})
+        for name, value in self.env.items():
+            if not isinstance(name, str) or not name or "=" in name or "\0" in name:
+                raise ValueError(f"ProcessAgent: env: {name!r} is not a variable name (text, without '=' or NUL)")
+            if not isinstance(value, str):
+                raise ValueError(f"ProcessAgent: env {name}: must be text, got {type(value).__name__} {value!r}")
+            if "\0" in value:
+                raise ValueError(f"ProcessAgent: env {name}: holds a NUL byte (no program can receive it)")
         for name, value in self.env.items():  # a credential given to the agent (trialrun.toml's env): scrubbed
             if is_secret_name(name):            # wherever the agent prints it, as the run's own environment is
                 add_secret(value, source=f"{type(self).__name__} env {name}")
