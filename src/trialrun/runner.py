@@ -13,6 +13,7 @@ import contextvars
 import functools
 import inspect
 import signal
+import sys
 import threading
 import time
 import traceback
@@ -319,13 +320,21 @@ class _Runner:
                     problem = _error("teardown", exc)
             if problem is None and blocked:
                 problem = TrialError(type="NetworkBlockedError", message=blocked[0], phase="teardown")
-        self._remove_workdir(ctx)
+        await self._remove_workdir(ctx)
         await ctx.aclose()
         return problem
 
-    def _remove_workdir(self, ctx: TrialContext) -> None:
+    async def _remove_workdir(self, ctx: TrialContext) -> None:
+        """Queue the workdir's removal (off the event loop). What the shell tools' commands left running there
+        (`server &`) is killed first, on a worker thread, so the trial's note says what it was (TrialResult.killed)."""
         workdir = ctx._release_workdir()
-        if workdir is not None:
+        if workdir is None:
+            return
+        try:
+            commands = sys.modules.get("trialrun.agent._commands")
+            if commands is not None and commands.left_under(workdir):
+                ctx._note_killed(await asyncio.get_running_loop().run_in_executor(None, commands.stop_listing, workdir))
+        finally:
             self.removals.append(self.remover.run(remove_workdir, workdir))
 
     async def finish(self) -> None:
@@ -385,7 +394,7 @@ class _Runner:
             if waiting is not None:
                 self.limits.WAITS.reset(waiting)
             if case.teardown is None and not ctx._clients:  # nothing to tear down: no coroutine for it either
-                self._remove_workdir(ctx)
+                await self._remove_workdir(ctx)
                 teardown_error, cancelled = None, None
             else:
                 teardown_error, cancelled = await self._teardown(case, ctx)

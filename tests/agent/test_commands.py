@@ -321,8 +321,19 @@ def test_the_end_of_a_trial_stops_what_its_commands_left_running(sleeper: Sleepe
         return run_command.run_sync({"command": f"sleep 30 >/dev/null 2>&1 & echo $! > {sleeper.pidfile}"})
 
     case = tr.Case(name="leaves a server running", invoke=invoke, expect_outcome=[tr.expect.contains("exit code: 0")])
-    assert tr.evaluate([case]).passed_case_count == 1
+    report = tr.evaluate([case])
+    assert report.passed_case_count == 1
     sleeper.assert_gone()
+    pid = int(sleeper.pidfile.read_text())  # what the command itself said it left
+    assert report.cases[0].trials[0].killed == [f"pid {pid}: sleep 30"]  # and the trial says it was killed
+
+
+def test_a_trial_whose_commands_left_nothing_notes_no_kill() -> None:
+    def invoke(ctx: tr.TrialContext) -> str:
+        return _run_command(ctx.workdir).run_sync({"command": "echo hi"})
+
+    case = tr.Case(name="leaves nothing", invoke=invoke, expect_outcome=[tr.expect.contains("hi")])
+    assert tr.evaluate([case]).cases[0].trials[0].killed is None
 
 
 # -- children that get away: a new session with an emptied environment, a double fork ignoring SIGTERM ----------

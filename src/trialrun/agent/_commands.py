@@ -164,6 +164,22 @@ def _group_alive(pgid: int) -> bool:
 def stop_commands(root: str | os.PathLike[str] | None = None) -> int:
     """Kill every command (and its background children) still alive that shell tools started, under `root` only
     when given; returns how many commands were stopped. Runs at interpreter exit for all of them."""
+    return len(_stop(root))
+
+
+def left_under(root: str | os.PathLike[str]) -> bool:
+    """Whether a command that shell tools started under `root` may still hold processes (asked without waiting)."""
+    base = Path(root).resolve()
+    with _LOCK:
+        return any(where == base or base in where.parents for where in _KEEPERS.values())
+
+
+def stop_listing(root: str | os.PathLike[str]) -> list[str]:
+    """`stop_commands(root)`, saying what was killed ("pid N: argv"): a trial's note of what its commands left."""
+    return [line for killed in _stop(root) for line in killed]
+
+
+def _stop(root: str | os.PathLike[str] | None) -> list[list[str]]:
     base = None if root is None else Path(root).resolve()
     with _LOCK:
         chosen = [kept for kept, where in _KEEPERS.items() if base is None or where == base or base in where.parents]
@@ -171,9 +187,7 @@ def stop_commands(root: str | os.PathLike[str] | None = None) -> int:
             del _KEEPERS[kept]
     for kept in chosen:  # all told first (a running command's reader then sees it end), then each waited for
         kept.stop()
-    for kept in chosen:
-        kept.finish()
-    return len(chosen)
+    return [kept.finish() for kept in chosen]
 
 
 atexit.register(stop_commands)
