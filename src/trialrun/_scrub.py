@@ -41,7 +41,7 @@ from typing import Any
 import weakref
 from urllib.parse import quote, quote_plus
 
-from ._scrub_forms import base64_forms, is_base64_char, url_forms
+from ._scrub_forms import base64_forms, hex_forms, is_base64_char, url_forms
 from ._scrub_shapes import ALL_HINTS as _ALL_HINTS
 from ._scrub_shapes import ANY_HINT as _ANY_HINT
 from ._scrub_shapes import SECRET_QUERY as _SECRET_QUERY
@@ -267,7 +267,7 @@ def _variants(value: str) -> set[str]:
     found = {value, json_text, ascii_text, twice, json.dumps(twice, ensure_ascii=False)[1:-1], json.dumps(ascii_text)[1:-1],
              repr(value)[1:-1], json_text.replace("<", "\\u003c"), html_safe, json_text.replace("/", "\\/"),
              html.escape(value), html.escape(value, quote=False), html.escape(json_text), html.escape(twice),
-             *url_forms(value)}
+             *url_forms(value), *hex_forms(value)}
     encoded = base64_forms(value)
     found |= encoded | {form.replace("/", "\\/") for form in encoded if "/" in form}
     with _FORMS_LOCK:

@@ -1,4 +1,4 @@
-"""The encoded forms of a known credential the scrubber (`_scrub`) also removes: base64 and URL encodings.
+"""The encoded forms of a known credential the scrubber (`_scrub`) also removes: base64, URL and hex encodings.
 
 A credential passed on by an agent is often encoded on the way: a Basic header, a `data:` URL, a config file or an
 environment dump piped through `base64`, a query string. Base64 is the subtle one: a value inside a longer text
@@ -14,7 +14,7 @@ import base64
 import re
 from urllib.parse import quote, quote_plus
 
-__all__ = ["base64_forms", "url_forms", "MIN_CORE", "is_base64_char"]
+__all__ = ["base64_forms", "url_forms", "hex_forms", "MIN_CORE", "is_base64_char"]
 
 #: The shortest aligned base64 run looked for (shorter runs could occur by chance in unrelated base64).
 MIN_CORE = 8
@@ -52,6 +52,18 @@ _PERCENT = re.compile("%[0-9A-F]{2}")
 
 def url_forms(value: str) -> set[str]:
     """The value URL-encoded as `quote` and `quote_plus` write it (`/` kept or not), also with lower-case hex
-    (`%2f`, what some encoders write)."""
-    forms = {quote(value, safe=""), quote(value), quote_plus(value)}
-    return forms | {_PERCENT.sub(lambda m: m.group().lower(), form) for form in forms}
+    (`%2f`, what some encoders write), and encoded twice (a URL carried in another URL's query)."""
+    once = {quote(value, safe=""), quote(value), quote_plus(value)}
+    once |= {_lower(form) for form in once}
+    twice = {quote(form, safe="") for form in once}  # `%2f` -> `%252f`: the inner hex keeps its case
+    return once | twice | {_lower(form) for form in twice}
+
+
+def _lower(form: str) -> str:
+    return _PERCENT.sub(lambda m: m.group().lower(), form)
+
+
+def hex_forms(value: str) -> set[str]:
+    """The value's bytes in hex, lower and upper case (`xxd -p`, `od`, a debug dump of a header)."""
+    text = value.encode("utf-8").hex()
+    return {text, text.upper()}

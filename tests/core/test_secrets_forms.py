@@ -124,6 +124,17 @@ def test_an_environment_value_is_scrubbed_url_encoded_with_lower_case_hex(monkey
         assert REDACTED in scrubbed
 
 
+def test_a_registered_value_is_scrubbed_in_hex_and_url_encoded_twice(monkeypatch: pytest.MonkeyPatch) -> None:
+    value = "deploy/" + secrets.token_hex(6) + "&y=2"
+    monkeypatch.setenv("DEPLOY_SERVICE_TOKEN", value)
+    twice = quote(quote(value, safe=""), safe="")  # worked out here: %252F for "/"
+    assert "%252F" in twice
+    for form in (value.encode().hex(), value.encode().hex().upper(), twice, twice.lower()):
+        scrubbed = scrub_text(f"GET /redirect?next={form} HTTP/1.1")
+        assert form not in scrubbed and scrubbed == "GET /redirect?next=REDACTED HTTP/1.1", scrubbed
+    assert scrub_text("sha 0123456789abcdef0123456789abcdef") == "sha 0123456789abcdef0123456789abcdef"
+
+
 @pytest.mark.parametrize("text, kept", [
     ("postgres://app:s3cretpw@db:5432/x", "postgres://app:REDACTED@db:5432/x"),
     ("openai-compatible:http://eval:pa55-word@gateway/v1#llama", "openai-compatible:http://eval:REDACTED@gateway/v1#llama"),
