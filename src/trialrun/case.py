@@ -278,7 +278,7 @@ class Case:
         self.title = title
         self.description = description
         self.metadata: dict[str, Any] = dict(metadata or {})
-        self.graders: tuple[Grader, ...] = tuple(graders)
+        self.graders: tuple[Grader, ...] = _distinct_labels(graders)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], *, index: int | None = None, source: str | None = None) -> Case:
@@ -575,6 +575,17 @@ class TrialContext:
         a big tree cannot stall the other trials."""
         workdir, self._workdir = self._workdir, None
         return workdir
+
+
+def _distinct_labels(graders: list[Grader]) -> tuple[Grader, ...]:
+    """The case's graders, a label that repeats numbered from its second use (`satisfies('<lambda>') #2`): each
+    verdict of a trial, and each row of a comparison, must say which grader it is."""
+    seen: dict[str, int] = {}
+    distinct = []
+    for grader in graders:
+        seen[grader.label] = count = seen.get(grader.label, 0) + 1
+        distinct.append(grader if count == 1 else grader.renamed(f"{grader.label} #{count}"))
+    return tuple(distinct)
 
 
 def remove_workdir(workdir: Path) -> None:

@@ -8,6 +8,7 @@ from itertools import combinations
 
 import pytest
 
+import trialrun as tr
 from trialrun import expect
 from trialrun.expect.rubric import rubric
 
@@ -97,3 +98,15 @@ def test_defaults_stay_out_of_the_label() -> None:
     assert rubric(expected_tools=["a"], max_turns=2).label == "rubric(expected_tools=['a'], max_turns=2, threshold=0.7)"
     assert expect.matches("a", flags=re.IGNORECASE).label == "matches('a', flags=re.IGNORECASE)"
     assert expect.matches(re.compile("a", re.IGNORECASE)).label == "matches('a', flags=re.IGNORECASE)"
+
+
+def test_two_graders_named_alike_give_verdicts_a_reader_can_tell_apart() -> None:
+    # two lambdas were both "satisfies('<lambda>')": a failed one could not be told from the passing one
+    case = tr.Case(name="c", invoke=lambda ctx: "hello",
+                   expect_outcome=[expect.satisfies(lambda o: "h" in o), expect.satisfies(lambda o: "z" in o),
+                                   expect.contains("he"), expect.contains("he")])
+    verdicts = tr.evaluate([case]).cases[0].trials[0].verdicts
+    assert [(v.grader, v.passed) for v in verdicts] == [
+        ("satisfies('<lambda>')", True), ("satisfies('<lambda>') #2", False),
+        ("contains('he')", True), ("contains('he') #2", True)]
+    assert [g.label for g in case.graders] == [v.grader for v in verdicts]

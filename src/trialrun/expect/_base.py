@@ -80,12 +80,20 @@ def short_label(label: str, limit: int = 80) -> str:
 class Grader:
     """A named grading function of (run, ctx). Calling it always returns a Verdict."""
 
-    __slots__ = ("label", "fn", "kind")
+    __slots__ = ("label", "fn", "kind", "built_as")
 
     def __init__(self, label: str, fn: GradeFn, kind: str = "outcome") -> None:
         self.label = label
         self.fn = fn
         self.kind = kind
+        self.built_as = label  # the label its function writes into its verdicts (`renamed` tells them apart)
+
+    def renamed(self, label: str) -> Grader:
+        """The same grader under another label (two of a case's graders named alike: `satisfies('<lambda>')`
+        twice); its verdicts carry the new label, so results and comparisons can tell the two apart."""
+        other = Grader(label, self.fn, self.kind)
+        other.built_as = self.built_as
+        return other
 
     def __call__(self, run: Run | Trajectory, ctx: Context | None = None) -> Verdict:
         """Grade a Run, or a Trajectory alone (taken as a run with that trajectory and no output)."""
@@ -144,6 +152,8 @@ def as_grader(obj: Any, kind: str) -> Grader:
 def _finish(grader: Grader, result: Any) -> Verdict:
     verdict = _coerce(result, grader.label)
     verdict.kind = verdict.kind or grader.kind
+    if grader.label != grader.built_as and verdict.grader == grader.built_as:
+        verdict.grader = grader.label
     return verdict
 
 
