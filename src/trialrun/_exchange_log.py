@@ -49,7 +49,7 @@ from ._scrub import credential_values, scrub_body, scrub_headers, scrub_text, sc
 
 __all__ = ["SUFFIX", "EXCHANGES_VERSION", "DEFAULT_MAX_TRIAL_BYTES", "BODY_MAX_BYTES", "BODY_MIN_BYTES",
            "ExchangeLog", "TrialLine", "TrialExchanges", "sidecar_path", "trial_record", "trial_line",
-           "read_trial_exchanges", "merge_parts"]
+           "read_trial_exchanges", "merge_parts", "copy_sidecar"]
 
 #: A sidecar's name is its result file's stem with this suffix.
 SUFFIX = ".exchanges.ndjson"
@@ -395,6 +395,33 @@ def _renamed(line: bytes, names: dict[str, str]) -> bytes | None:
         return None
     head = scrub_text(_line_prefix(names[key], int(number.group(1))).decode("utf-8"))
     return head.encode("utf-8") + text[number.end():].encode("utf-8", "surrogatepass")
+
+
+def copy_sidecar(source: Path, dest: Path, *, run_id: str | None) -> None:
+    """A copy of a sidecar for another result file of the same trials (`trialrun regrade`'s), its start line naming
+    `run_id`: streamed, to a temp file renamed into place, so `dest` is whole or absent."""
+    import shutil
+
+    tmp = dest.with_name(f".{dest.name}.{secrets.token_hex(6)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+    try:
+        with os.fdopen(fd, "wb") as out, open(source, "rb") as src:
+            first = src.readline(LINE_MAX_BYTES)
+            try:
+                start = json.loads(first)
+            except ValueError:
+                start = None
+            if isinstance(start, dict) and start.get("event") == "start":
+                start["run_id"] = run_id
+                first = (scrub_text(_dumps(start)) + "\n").encode("utf-8")
+            out.write(first)
+            shutil.copyfileobj(src, out, 2**20)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, dest)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 # -- reading ------------------------------------------------------------------------------------------------
