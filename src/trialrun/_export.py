@@ -142,7 +142,7 @@ def _turn_spans(trace: str, root: str, placed: tuple[int, Conversation], number:
     parts += [{"type": "tool_call", "id": call.id, "name": call.name, "arguments": call.arguments}
               for call in turn.tool_calls]
     spans = [{
-        "traceId": trace, "spanId": chat, "parentSpanId": root, "name": f"chat {model or turn.model or ''}".strip(),
+        "traceId": trace, "spanId": chat, "parentSpanId": root, "name": f"chat {model}" if model else "chat",
         "kind": _CLIENT, **timing,
         "attributes": _attributes({
             "gen_ai.operation.name": "chat", "gen_ai.provider.name": provider, "gen_ai.request.model": model,
