@@ -173,3 +173,10 @@ def test_verbose_after_the_command_as_before_it(project: Path, cli) -> None:
         assert ("DEBUG trialrun.models:" in result.stderr) == ("--debug" in args)
         assert logging.getLogger("trialrun").handlers == []  # removed when the command is done
     assert load_report(max(_result_files(project))).config_snapshot["executor"] == "local"
+
+
+def test_the_executor_is_recorded_without_credentials() -> None:
+    from trialrun._build import executor_name
+
+    assert [executor_name(e) for e in (None, "", "local", "ray", "ray://head:10001", "ray://me:pw@head:10001")] == \
+           ["local", "local", "local", "ray", "ray://head:10001", "ray://head:10001"]
