@@ -19,7 +19,7 @@ def regrade_command(run_ref: str | None, suite: str | None, config_path: str | N
     from ._exchange_log import copy_sidecar, sidecar_path
     from ._regrade import regrade_report
     from .config import load_config
-    from .store import ResultsStore, load_report, report_text
+    from .store import LATEST, ResultsStore, load_report, report_text
     from .suite import read_suite
 
     config = load_config(Path.cwd(), path=config_path).with_overrides(suite=Path(suite).resolve() if suite else None)
@@ -32,6 +32,8 @@ def regrade_command(run_ref: str | None, suite: str | None, config_path: str | N
             say(f"warning: skipped {skipped}: {reason}")
     path = path.resolve() if path.is_symlink() else path  # latest.json: the run it links
     original = load_report(path)
+    if path.name == LATEST and original.run_id:  # a copy (no symlinks here): the result file it copies, whose
+        path = ResultsStore(path.parent).resolve(original.run_id)  # exchanges are beside it
     suite_file = read_suite(config.suite_path())
     done = regrade_report(path, original, suite_file, config)
     saved = ResultsStore(path.parent).save(done.report)
@@ -44,7 +46,7 @@ def regrade_command(run_ref: str | None, suite: str | None, config_path: str | N
 
 
 def _summary(done: Regrade, source: Path, saved: Path, suite: Path, say: Callable[..., None]) -> None:
-    from .render.terminal import summary_parts
+    from .render._plain import summary_parts
 
     report = done.report
     say(f"regraded {report.regraded_from} ({source.name}) with {suite}; no agent ran: "

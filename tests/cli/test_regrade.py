@@ -180,3 +180,14 @@ def test_the_executor_is_recorded_without_credentials() -> None:
 
     assert [executor_name(e) for e in (None, "", "local", "ray", "ray://head:10001", "ray://me:pw@head:10001")] == \
            ["local", "local", "local", "ray", "ray://head:10001", "ray://head:10001"]
+
+
+def test_a_copied_latest_json_regrades_the_run_it_copies(project: Path, cli) -> None:
+    assert cli("run", "read-file").exit_code == 0
+    (original,) = _result_files(project)
+    latest = project / RESULTS / "latest.json"
+    latest.unlink()
+    latest.write_text(original.read_text())  # where the file system has no symlinks, latest.json is a copy
+    done = cli("regrade", str(latest))
+    assert done.exit_code == 0 and f"({original.name})" in done.output, done.output
+    assert load_report(max(_result_files(project))).regraded_from == load_report(original).run_id
