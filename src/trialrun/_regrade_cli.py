@@ -35,6 +35,11 @@ def regrade_command(run_ref: str | None, suite: str | None, config_path: str | N
     if path.name == LATEST and original.run_id:  # a copy (no symlinks here): the result file it copies, whose
         path = ResultsStore(path.parent).resolve(original.run_id)  # exchanges are beside it
     suite_file = read_suite(config.suite_path())
+    import logging
+
+    logging.getLogger("trialrun.regrade").info("config file: %s; run: %s; suite: %s; rubric: %s; judge: %s",
+                                               config.source or "none (defaults)", path, suite_file.path,
+                                               config.rubric, config.judge or "heuristic")
     done = regrade_report(path, original, suite_file, config)
     saved = ResultsStore(path.parent).save(done.report)
     copy_sidecar(sidecar_path(path), sidecar_path(saved), run_id=done.report.run_id)

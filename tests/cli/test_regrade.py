@@ -191,3 +191,43 @@ def test_a_copied_latest_json_regrades_the_run_it_copies(project: Path, cli) -> 
     done = cli("regrade", str(latest))
     assert done.exit_code == 0 and f"({original.name})" in done.output, done.output
     assert load_report(max(_result_files(project))).regraded_from == load_report(original).run_id
+
+
+SDK_AGENT = '''
+import openai
+
+def run(prompt, ctx):
+    """A plain SDK agent in this process: the official openai client over the trial's observed transport."""
+    client = openai.OpenAI(api_key="sk-test", http_client=ctx.http_client(ctx.model))
+    tools = [{"type": "function", "function": {"name": "read_file", "parameters": {"type": "object",
+              "properties": {"path": {"type": "string"}}, "required": ["path"]}}}]
+    messages = [{"role": "user", "content": prompt}]
+    while True:
+        message = client.chat.completions.create(model="gpt-4.1-mini", messages=messages, tools=tools).choices[0].message
+        if not message.tool_calls:
+            return message.content
+        messages.append(message.model_dump(exclude_none=True))
+        for call in message.tool_calls:
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": "Meeting with Sam on Tuesday"})
+'''
+
+
+def test_an_in_process_sdk_agent_regrades_from_its_traffic(project: Path, cli) -> None:
+    (project / "sdk_agent.py").write_text(SDK_AGENT)
+    assert cli("run", "read-file", "list-dir", "--agent", "sdk_agent:run", "-k", "2").exit_code in (0, 1)
+    (original,) = _result_files(project)
+    tests = _suite(project)
+    for test in tests:
+        test["expect"] = [{"called": {"tool": "read_file", "args": {"path": "notes.txt"}}}, {"contains": "Sam"}]
+    _write_suite(project, tests)
+    done = cli("regrade")
+    assert "4 trial(s) regraded" in done.output, done.output
+    verdicts = _verdicts(max(_result_files(project)))
+    script = yaml.safe_load((project / "model_v1.yaml").read_text())
+    for (case, _), graded in verdicts.items():
+        asked = [s["tool_call"]["arguments"] for s in script[case] if "tool_call" in s]
+        assert graded["called('read_file', args={'path': 'notes.txt'})"][0] == ({"path": "notes.txt"} in asked)
+        assert graded["contains('Sam')"][0] == ("Sam" in script[case][-1]["reply"])
+        assert {k: v for k, v in graded.items() if k.startswith("rubric")} == \
+               {k: v for k, v in _verdicts(original)[(case, _)].items() if k.startswith("rubric")}
+    assert {case for (case, _), graded in verdicts.items() if all(p for p, _ in graded.values())} == {"read-file"}
