@@ -174,3 +174,63 @@ def test_claude_codes_own_refusals_survive_a_regrade(tmp_path: Path, monkeypatch
     regraded = load_report(_results(tmp_path)[-1])
     assert [d.source for d in regraded.case("marker").trials[0].trajectory.denials] == ["agent"]
     assert _chat_spans(tmp_path, "latest")[("marker", 1)] == _answered(original, "marker", 1) >= 2
+
+
+REPLAYER = '''
+from pathlib import Path
+
+from trialrun._cassette_io import load_exchanges
+
+CASSETTE = Path({cassette!r})
+
+
+def run(prompt, ctx):
+    """A real agent's recorded traffic sent again, request by request, through the trial's observed transport (a
+    cassette replaying the recorded answers): the run sees that agent's exchanges as if it ran here."""
+    with ctx.http_client(ctx.cassette(CASSETTE, "replay")) as client:
+        for exchange in load_exchanges(CASSETTE):
+            client.request(exchange.method, exchange.url, content=exchange.request_body,
+                           headers={{"content-type": "application/json"}})
+    return "replayed"
+'''
+
+
+@pytest.mark.parametrize("recording", ["claude-code/subagent.yaml", "codex/subagent.yaml"])
+def test_a_recorded_agent_with_a_sub_agent_regrades_and_exports_every_conversation(
+        recording: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from test_agent_recordings import FACTS, TRAFFIC
+
+    facts = FACTS[recording]
+    (tmp_path / "state" / "eval").mkdir(parents=True)
+    (tmp_path / "state" / "eval" / "tests.json").write_text(json.dumps([
+        {"id": "sub", "prompt": "Make the marker through a sub-agent", "expected_tools": [], "max_turns": 3,
+         "success_criteria": "Says it is done", "expect": [{"max_tool_calls": 10}]}]))
+    (tmp_path / "model.yaml").write_text("sub:\n  - reply: unused\n")
+    (tmp_path / "replayer.py").write_text(REPLAYER.format(cassette=str(TRAFFIC / recording)))
+    (tmp_path / "trialrun.toml").write_text('agent = "replayer:run"\nmodel = "scripted:model.yaml"\n')
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    ran = _cli("run", "all")
+    (original,) = _results(tmp_path)
+    trial = load_report(original).case("sub").trials[0]
+    assert trial.error is None, ran.output
+    roles = Counter(c.role for c in trial.trajectory.conversations for _ in c.turns)
+    assert roles == {role: len(numbers) for role, numbers in facts.conversations.items()}  # the recording's truth
+    # a suite that now forbids the shell calls the sub-agent made: the regrade must see them (in its conversation)
+    shell = next(call.tool for call in facts.calls if call.at in facts.conversations.get("sub", ()))
+    (tmp_path / "state" / "eval" / "tests.json").write_text(json.dumps([
+        {"id": "sub", "prompt": "Make the marker through a sub-agent", "expected_tools": [], "max_turns": 3,
+         "success_criteria": "Says it is done", "expect": [{"max_tool_calls": 10}, {"not_called": shell}]}]))
+    done = _cli("regrade")
+    assert f"not_called('{shell}') new, fails" in done.output, done.output
+    regraded = load_report(_results(tmp_path)[-1]).case("sub").trials[0]
+    assert Counter(c.role for c in regraded.trajectory.conversations for _ in c.turns) == roles
+    # export: a chat span per answered exchange, in its conversation; ATIF: one trajectory per conversation
+    otel = json.loads(_cli("export", "latest", "--format", "otel").stdout)["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    chat_roles = Counter(next(a["value"]["stringValue"] for a in s["attributes"] if a["key"] == "trialrun.conversation")
+                         for s in otel if s["name"].startswith("chat"))
+    assert chat_roles == roles and sum(roles.values()) == facts.exchanges - len(facts.errors)
+    atif = [json.loads(line) for line in _cli("export", "latest", "--format", "atif").stdout.splitlines()]
+    assert len(atif) == len(roles)
+    assert sorted(sum(1 for s in d["steps"] if s["source"] == "agent") for d in atif) == sorted(roles.values())
+    assert atif[0]["extra"]["trialrun"]["other_conversations"] == [d["session_id"] for d in atif[1:]]
