@@ -21,7 +21,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ._exchange_log import TrialExchanges, read_trial_exchanges, sidecar_path
+from ._exchange_log import SidecarIndex, TrialExchanges, sidecar_path
 from .expect._base import Grader, Verdict, grade
 from .results import CaseResult, RunReport, TrialError, TrialResult
 from .trajectory import Trajectory
@@ -79,6 +79,7 @@ def regrade_report(path: Path, original: RunReport, suite: Any, config: Any) -> 
                            "on, the default, to regrade it later); nothing was regraded or written")
     tests = {test.id: test for test in suite.tests}
     judge = judge_setup(config)
+    index = SidecarIndex.scan(sidecar)  # one pass over the file, then a seek per trial
     result = Regrade(original)
     cases = []
     for case in original.cases:
@@ -90,7 +91,7 @@ def regrade_report(path: Path, original: RunReport, suite: Any, config: Any) -> 
                 result.kept += len(case.trials)
             cases.append(case)
             continue
-        cases.append(_regrade_case(case, test, suite, config, judge, sidecar, original.run_id, result))
+        cases.append(_regrade_case(case, test, suite, config, judge, index, original.run_id, result))
     snapshot = _snapshot(original, suite, config)
     result.report = RunReport.build(
         cases, trial_count=original.trial_count, started_at=datetime.now(timezone.utc),
@@ -115,7 +116,7 @@ def _snapshot(original: RunReport, suite: Any, config: Any) -> dict[str, Any]:
     return snapshot
 
 
-def _regrade_case(case: CaseResult, test: Any, suite: Any, config: Any, judge: Any, sidecar: Path,
+def _regrade_case(case: CaseResult, test: Any, suite: Any, config: Any, judge: Any, sidecar: SidecarIndex,
                   run_id: str | None, result: Regrade) -> CaseResult:
     from ._build import test_graders, test_metadata
 
@@ -126,7 +127,7 @@ def _regrade_case(case: CaseResult, test: Any, suite: Any, config: Any, judge: A
                                   unfinished_trials=case.unfinished_trials)
 
 
-def _regrade_trial(case: str, trial: TrialResult, graders: list[Grader], sidecar: Path, run_id: str | None,
+def _regrade_trial(case: str, trial: TrialResult, graders: list[Grader], sidecar: SidecarIndex, run_id: str | None,
                    result: Regrade) -> TrialResult:
     """One trial graded again, or kept as it was (with a line saying why)."""
     where = f"{case} trial {trial.trial}"
@@ -159,26 +160,26 @@ def _regrade_trial(case: str, trial: TrialResult, graders: list[Grader], sidecar
     return regraded
 
 
-def _trajectory(case: str, trial: TrialResult, sidecar: Path) -> tuple[Trajectory | None, str | None]:
+def _trajectory(case: str, trial: TrialResult, sidecar: SidecarIndex) -> tuple[Trajectory | None, str | None]:
     """The trial's trajectory read again off its stored exchanges, with the agent's own record added; or None and
     why it cannot be (the second value is also a note when a trajectory comes back)."""
     from ._cassette_io import exchange_from_dict
     from .wire import decode_trajectory
 
-    kept: TrialExchanges = read_trial_exchanges(sidecar, case, trial.trial)
+    kept: TrialExchanges = sidecar.read(case, trial.trial)
     if kept.problem is not None and (not kept.found or not kept.exchanges):
         return None, f"no stored exchanges: {kept.problem}"
     if kept.notes:
         return None, f"its stored exchanges are incomplete: {'; '.join(kept.notes)}"
     if any("cut" in record for record in kept.exchanges):
-        return trial.trajectory, (f"its exchanges were cut when stored ({sidecar.name}: bodies over the cap): "
+        return trial.trajectory, (f"its exchanges were cut when stored ({sidecar.path.name}: bodies over the cap): "
                                   "graded on the trajectory the result file kept, read whole during the run")
     exchanges = []
     for record in kept.exchanges:
         try:
             exchanges.append(exchange_from_dict(record))
         except (ValueError, TypeError, KeyError) as exc:
-            return None, f"{sidecar.name}: exchange {record.get('n')} of {case!r} trial {trial.trial}: {exc}"
+            return None, f"{sidecar.path.name}: exchange {record.get('n')} of {case!r} trial {trial.trial}: {exc}"
     decoded = decode_trajectory(exchanges)
     note = _shape_note(decoded, trial.trajectory)
     _agent_facts(decoded, trial.trajectory)

@@ -231,3 +231,27 @@ def test_an_in_process_sdk_agent_regrades_from_its_traffic(project: Path, cli) -
         assert {k: v for k, v in graded.items() if k.startswith("rubric")} == \
                {k: v for k, v in _verdicts(original)[(case, _)].items() if k.startswith("rubric")}
     assert {case for (case, _), graded in verdicts.items() if all(p for p, _ in graded.values())} == {"read-file"}
+
+
+def test_the_sidecar_index_reads_each_trial_as_the_viewer_reads_it(project: Path, cli) -> None:
+    """The regrade reads the sidecar once (`SidecarIndex`), where the viewer searches it per trial: same answers,
+    for whole lines, a corrupt one, one cut short by a kill, a trial that is not there, and no file at all."""
+    from trialrun._exchange_log import SidecarIndex, read_trial_exchanges
+
+    assert cli("run", "all", "-k", "2").exit_code == 1
+    (original,) = _result_files(project)
+    sidecar = sidecar_path(original)
+    lines = sidecar.read_text().splitlines()
+    lines[3] = lines[3][:-30] + "}"
+    sidecar.write_text("\n".join(lines[:-1]) + "\n" + lines[-1][:-20])  # the last line cut short, no newline
+    keys = [(c.name, t.trial) for c in load_report(original).cases for t in c.trials] + [("gone", 1)]
+
+    def seen(found) -> tuple:
+        return found.problem, found.exchanges, found.notes, found.found
+
+    index = SidecarIndex.scan(sidecar)
+    answers = {key: seen(index.read(*key)) for key in keys}
+    assert answers == {key: seen(read_trial_exchanges(sidecar, *key)) for key in keys}
+    assert sum(1 for problem, *_ in answers.values() if problem) == 3  # corrupt, cut short, not there
+    missing = sidecar.with_name("results_20000101_000000.exchanges.ndjson")
+    assert seen(SidecarIndex.scan(missing).read("read-file", 1)) == seen(read_trial_exchanges(missing, "read-file", 1))
