@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from pathlib import Path
 from typing import Any
 
 from .results import RunReport, TrialResult
@@ -34,13 +35,14 @@ _INTERNAL, _CLIENT = 1, 3  # opentelemetry.proto.trace.v1.Span.SpanKind
 _STATUS_ERROR = 2  # opentelemetry.proto.trace.v1.Status.StatusCode
 
 
-def export_text(report: RunReport, fmt: str) -> tuple[str, int]:
-    """The run in `fmt` ("otel" or "atif") as text, scrubbed as every file trialrun writes; and the trials in it."""
+def export_text(report: RunReport, fmt: str, sidecar: Path | None = None) -> tuple[str, int]:
+    """The run in `fmt` ("otel" or "atif") as text, scrubbed as every file trialrun writes; and the trials in it.
+    `sidecar`: the run's stored exchanges, where the spans read each turn's API and requested model."""
     from ._scrub import scrub_text
 
     trials = sum(len(case.trials) for case in report.cases)
     if fmt == "otel":
-        text = json.dumps(otel_traces(report), ensure_ascii=False, indent=1) + "\n"
+        text = json.dumps(otel_traces(report, sidecar), ensure_ascii=False, separators=(",", ":")) + "\n"
     elif fmt == "atif":
         text = "".join(json.dumps(t, ensure_ascii=False) + "\n" for t in atif_trajectories(report))
     else:
@@ -87,25 +89,51 @@ def _id(*parts: object, size: int) -> str:
     return hashlib.sha256("\x1f".join(map(str, parts)).encode()).hexdigest()[: size * 2]
 
 
-def otel_traces(report: RunReport) -> dict[str, Any]:
+def _requests(index: Any, case: str, trial: int) -> dict[int, tuple[str, str | None]]:
+    """Each stored exchange of a trial that is a model request: its wire API and the model it asked for (the
+    result file keeps neither per turn), by exchange number; empty when the exchanges are not there."""
+    from ._cassette_io import exchange_from_dict
+    from .wire import WireError, codec_for
+
+    found: dict[int, tuple[str, str | None]] = {}
+    if index is None:
+        return found
+    for record in index.read(case, trial).exchanges:
+        try:
+            exchange = exchange_from_dict(record)
+            codec = codec_for(exchange.path)
+            body = json.loads(exchange.request_body) if codec is not None and exchange.request_body else None
+            if codec is not None and isinstance(body, dict):
+                request = codec.decode_request(body, exchange.path)
+                found[int(record["n"])] = (request.api, request.model)
+        except (ValueError, TypeError, KeyError, WireError):
+            continue  # a body cut when stored, or not a model request: the run's configuration says instead
+    return found
+
+
+def otel_traces(report: RunReport, sidecar: Path | None = None) -> dict[str, Any]:
     """The run as an OTLP JSON ExportTraceServiceRequest: one trace per trial."""
+    from ._exchange_log import SidecarIndex
     from ._version import __version__
 
+    index = SidecarIndex.scan(sidecar) if sidecar is not None and sidecar.is_file() else None
     spans: list[dict[str, Any]] = []
     for case in report.cases:
         for trial in case.trials:
-            spans.extend(_trial_spans(report, case.name, trial))
+            spans.extend(_trial_spans(report, case.name, trial, _requests(index, case.name, trial.trial)))
     resource = _attributes({"service.name": "trialrun", "trialrun.run_id": report.run_id,
                             "trialrun.regraded_from": report.regraded_from})
     return {"resourceSpans": [{"resource": {"attributes": resource},
                                "scopeSpans": [{"scope": {"name": "trialrun", "version": __version__}, "spans": spans}]}]}
 
 
-def _trial_spans(report: RunReport, case: str, trial: TrialResult) -> list[dict[str, Any]]:
+def _trial_spans(report: RunReport, case: str, trial: TrialResult,
+                 requests: dict[int, tuple[str, str | None]]) -> list[dict[str, Any]]:
     snapshot = report.config_snapshot
     agent = str(snapshot.get("agent") or "agent")
-    provider = PROVIDERS.get(str(snapshot.get("api")), "unknown")
-    model = snapshot.get("model_name")
+    first = requests.get(trial.trajectory.turns[0].exchange or 0) if trial.trajectory.turns else None
+    api, model = first or (snapshot.get("api"), snapshot.get("model_name"))
+    provider = PROVIDERS.get(str(api), "unknown")
     start = int(report.started_at.timestamp() * 1e9)
     timing = {"startTimeUnixNano": str(start), "endTimeUnixNano": str(start + int(trial.duration_s * 1e9))}
     trace = _id(report.run_id, case, trial.trial, size=16)
@@ -127,7 +155,9 @@ def _trial_spans(report: RunReport, case: str, trial: TrialResult) -> list[dict[
     }]
     for place, conversation in enumerate(trial.trajectory.conversations):
         for number, turn in enumerate(conversation.turns, start=1):
-            spans.extend(_turn_spans(trace, root, (place, conversation), number, turn, provider, model, timing))
+            api, asked = requests.get(turn.exchange or 0, (None, None))
+            spans.extend(_turn_spans(trace, root, (place, conversation), number, turn,
+                                     PROVIDERS.get(str(api), provider), asked or model, timing))
     return spans
 
 

@@ -900,12 +900,14 @@ def regrade(run_ref: str | None, suite: str | None, config_path: str | None, res
 def export(run_ref: str, fmt: str, output: str | None, results_dir: str | None, config_path: str | None) -> None:
     """Write RUN's trajectories for other tools: OpenTelemetry GenAI spans as OTLP JSON (--format otel), or one
     ATIF trajectory per trial (--format atif)."""
+    from ._exchange_log import sidecar_path
     from ._export import export_text
     from .store import load_report
 
     _check_output_file(output, "--output")
     path = Path(run_ref) if Path(run_ref).is_file() else _store(results_dir, config_path).resolve(run_ref)
-    text, count = export_text(load_report(path), fmt)
+    path = path.resolve() if path.is_symlink() else path  # latest.json: the run it links (its exchanges beside it)
+    text, count = export_text(load_report(path), fmt, sidecar_path(path))
     if output:
         from ._files import write_user_file
 

@@ -12,8 +12,10 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
+import jsonschema
 import pytest
 import yaml
+from _export_schemas import ATIF_V1_4, OTLP_TRACES, atif_problems, genai_problems
 from click.testing import CliRunner, Result
 
 from trialrun._exchange_log import read_trial_exchanges, sidecar_path
@@ -226,11 +228,20 @@ def test_a_recorded_agent_with_a_sub_agent_regrades_and_exports_every_conversati
     regraded = load_report(_results(tmp_path)[-1]).case("sub").trials[0]
     assert Counter(c.role for c in regraded.trajectory.conversations for _ in c.turns) == roles
     # export: a chat span per answered exchange, in its conversation; ATIF: one trajectory per conversation
-    otel = json.loads(_cli("export", "latest", "--format", "otel").stdout)["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    exported = json.loads(_cli("export", "latest", "--format", "otel").stdout)
+    jsonschema.validate(exported, OTLP_TRACES)
+    otel = exported["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    assert [p for span in otel for p in genai_problems(span)] == []
+    providers = {next(a["value"]["stringValue"] for a in s["attributes"] if a["key"] == "gen_ai.provider.name")
+                 for s in otel if s["name"].startswith("chat")}  # read off each turn's stored request
+    assert providers == {"claude-code/subagent.yaml": {"anthropic"}, "codex/subagent.yaml": {"openai"}}[recording]
     chat_roles = Counter(next(a["value"]["stringValue"] for a in s["attributes"] if a["key"] == "trialrun.conversation")
                          for s in otel if s["name"].startswith("chat"))
     assert chat_roles == roles and sum(roles.values()) == facts.exchanges - len(facts.errors)
     atif = [json.loads(line) for line in _cli("export", "latest", "--format", "atif").stdout.splitlines()]
     assert len(atif) == len(roles)
+    for document in atif:
+        jsonschema.validate(document, ATIF_V1_4)
+        assert atif_problems(document) == []
     assert sorted(sum(1 for s in d["steps"] if s["source"] == "agent") for d in atif) == sorted(roles.values())
     assert atif[0]["extra"]["trialrun"]["other_conversations"] == [d["session_id"] for d in atif[1:]]
