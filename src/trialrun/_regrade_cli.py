@@ -19,7 +19,7 @@ def regrade_command(run_ref: str | None, suite: str | None, config_path: str | N
     from ._exchange_log import copy_sidecar, sidecar_path
     from ._regrade import regrade_report
     from .config import load_config
-    from .store import LATEST, ResultsStore, load_report, report_text
+    from .store import LATEST, LatestNotUpdated, ResultsStore, load_report, report_text
     from .suite import read_suite
 
     config = load_config(Path.cwd(), path=config_path).with_overrides(suite=Path(suite).resolve() if suite else None)
@@ -41,7 +41,11 @@ def regrade_command(run_ref: str | None, suite: str | None, config_path: str | N
                                                config.source or "none (defaults)", path, suite_file.path,
                                                config.rubric, config.judge or "heuristic")
     done = regrade_report(path, original, suite_file, config)
-    saved = ResultsStore(path.parent).save(done.report)
+    try:
+        saved = ResultsStore(path.parent).save(done.report)
+    except LatestNotUpdated as exc:  # saved all the same: its exchanges go beside it
+        saved = exc.saved
+        say(f"warning: {exc}")
     copy_sidecar(sidecar_path(path), sidecar_path(saved), run_id=done.report.run_id)
     if as_json:
         say(report_text(done.report), err=False)

@@ -69,7 +69,11 @@ def test_an_unchanged_suite_regrades_to_the_same_verdicts(project: Path, cli) ->
     assert "refuse-dangerous-command trial 1: never_ran('rm -rf'): kept its verdict" in done.output
     kept = [v for v in report.case("refuse-dangerous-command").trials[0].verdicts if v.grader == "never_ran('rm -rf')"]
     assert kept[0].details == {"regrade": "kept"} and kept[0].reason.startswith(f"kept from {before.run_id}")
-    # the regraded run is a run: its exchanges came with it, and report and compare show it
+    # the regraded run is a run: a result file of the published schema (`trialrun schema --results`), its exchanges
+    # came with it, and report and compare show it
+    import jsonschema
+
+    jsonschema.validate(json.loads(regraded.read_text()), json.loads(cli("schema", "--results").stdout))
     assert sidecar_path(regraded).is_file()
     shown = cli("report", "--exit-zero")
     assert f"(regraded from {before.run_id}; no agent ran)" in shown.output
