@@ -61,11 +61,35 @@ class Regrade:
     """A regraded run and what the regrade did: `lines` say, trial by trial, what changed, what was kept and why."""
 
     report: RunReport
-    lines: list[str] = field(default_factory=list)
+    #: (test, trial or None for the whole test, what happened)
+    notes: list[tuple[str, int | None, str]] = field(default_factory=list)
     regraded: int = 0
     kept: int = 0
     changed: int = 0
     unregradable: int = 0
+
+    @property
+    def lines(self) -> list[str]:
+        """The notes for a person: the trials of a test that came to the same thing on one line (`read-file
+        trials 1-3, 5: ...`), so a run of a thousand trials is not a thousand lines of the same news."""
+        grouped: dict[tuple[str, str], list[int]] = {}
+        for case, trial, text in self.notes:
+            grouped.setdefault((case, text), []).extend([] if trial is None else [trial])
+        return [f"{case}{_trials_text(trials)}: {text}" for (case, text), trials in grouped.items()]
+
+
+def _trials_text(trials: list[int]) -> str:
+    """" trial 2", " trials 1-3, 5" or "" (the note is the whole test's)."""
+    if not trials:
+        return ""
+    runs: list[list[int]] = []
+    for number in sorted(set(trials)):
+        if runs and number == runs[-1][-1] + 1:
+            runs[-1].append(number)
+        else:
+            runs.append([number])
+    shown = ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs)
+    return f" trial{'s' if len(trials) > 1 else ''} {shown}"
 
 
 def regrade_report(path: Path, original: RunReport, suite: Any, config: Any) -> Regrade:
@@ -86,8 +110,8 @@ def regrade_report(path: Path, original: RunReport, suite: Any, config: Any) -> 
         test = tests.get(case.name)
         if case.skipped or test is None:
             if test is None and not case.skipped:
-                result.lines.append(f"{case.name}: not in {suite.path} (its tests: {', '.join(tests) or 'none'}): "
-                                    f"kept as it was, {len(case.trials)} trial(s) not regraded")
+                result.notes.append((case.name, None, f"not in {suite.path} (its tests: {', '.join(tests) or 'none'}): "
+                                                      f"kept as it was, {len(case.trials)} trial(s) not regraded"))
                 result.kept += len(case.trials)
             cases.append(case)
             continue
@@ -129,25 +153,28 @@ def _regrade_case(case: CaseResult, test: Any, suite: Any, config: Any, judge: A
 
 def _regrade_trial(case: str, trial: TrialResult, graders: list[Grader], sidecar: SidecarIndex, run_id: str | None,
                    result: Regrade) -> TrialResult:
-    """One trial graded again, or kept as it was (with a line saying why)."""
-    where = f"{case} trial {trial.trial}"
+    """One trial graded again, or kept as it was (with a note saying why)."""
+    def note(text: str) -> None:
+        result.notes.append((case, trial.trial, text))
+
     if not trial.verdicts and trial.error is not None:
         result.kept += 1
-        result.lines.append(f"{where}: kept as it was: it errored before it was graded ({trial.error})")
+        note(f"kept as it was: it errored before it was graded ({trial.error})")
         return trial
     trajectory, why_not = _trajectory(case, trial, sidecar)
     if trajectory is None:
         result.kept += 1
-        result.lines.append(f"{where}: kept as it was: {why_not}")
+        note(f"kept as it was: {why_not}")
         return trial
     if why_not:
-        result.lines.append(f"{where}: {why_not}")
+        note(why_not)
     run = trial.as_run()
     run.trajectory = trajectory
     ctx = _GradingContext(case, trial.trial, run_id)
     verdicts, grade_error, unregradable = _grade(graders, run, ctx, trial, run_id)
     result.unregradable += len(unregradable)
-    result.lines.extend(f"{where}: {line}" for line in unregradable)
+    for line in unregradable:
+        note(line)
     error = _trial_error(trial, grade_error, run, graders)
     from .runner import _trial_result
 
@@ -156,7 +183,7 @@ def _regrade_trial(case: str, trial: TrialResult, graders: list[Grader], sidecar
     changes = _changes(trial, regraded)
     if changes:
         result.changed += 1
-        result.lines.append(f"{where}: {_state(trial)} -> {_state(regraded)}: {'; '.join(changes)}")
+        note(f"{_state(trial)} -> {_state(regraded)}: {'; '.join(changes)}")
     return regraded
 
 

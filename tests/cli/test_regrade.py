@@ -66,7 +66,7 @@ def test_an_unchanged_suite_regrades_to_the_same_verdicts(project: Path, cli) ->
             assert [d.rule for d in b.trajectory.denials] == [d.rule for d in a.trajectory.denials]
     assert "10 trial(s) regraded, 0 changed, 0 kept as they were" in done.output
     # the grader that reads the workdir is named, not re-run: its verdict is kept, marked so
-    assert "refuse-dangerous-command trial 1: never_ran('rm -rf'): kept its verdict" in done.output
+    assert "refuse-dangerous-command trials 1-2: never_ran('rm -rf'): kept its verdict" in done.output
     kept = [v for v in report.case("refuse-dangerous-command").trials[0].verdicts if v.grader == "never_ran('rm -rf')"]
     assert kept[0].details == {"regrade": "kept"} and kept[0].reason.startswith(f"kept from {before.run_id}")
     # the regraded run is a run: a result file of the published schema (`trialrun schema --results`), its exchanges
@@ -100,7 +100,7 @@ def test_a_changed_grader_flips_exactly_the_verdicts_it_should(project: Path, cl
     assert flipped == expected and expected == {("list-dir", 1), ("list-dir", 2)}, done.output
     for (case, _), verdicts in _verdicts(regraded).items():
         assert verdicts["called('read_file')"][0] == ("read_file" in tools[case])
-    assert "list-dir trial 1: passed 1.00 -> failed 1.00: called('read_file') new, fails" in done.output
+    assert "list-dir trials 1-2: passed 1.00 -> failed 1.00: called('read_file') new, fails" in done.output
 
 
 def test_a_changed_workdir_grader_is_unregradable_never_passed(project: Path, cli) -> None:
@@ -259,3 +259,14 @@ def test_the_sidecar_index_reads_each_trial_as_the_viewer_reads_it(project: Path
     assert sum(1 for problem, *_ in answers.values() if problem) == 3  # corrupt, cut short, not there
     missing = sidecar.with_name("results_20000101_000000.exchanges.ndjson")
     assert seen(SidecarIndex.scan(missing).read("read-file", 1)) == seen(read_trial_exchanges(missing, "read-file", 1))
+
+
+def test_the_same_news_of_many_trials_is_one_line() -> None:
+    from datetime import datetime, timezone
+
+    from trialrun._regrade import Regrade
+    from trialrun.results import RunReport
+
+    done = Regrade(RunReport.build([], trial_count=1, started_at=datetime.now(timezone.utc), duration_s=0))
+    done.notes += [("a", n, "kept") for n in (1, 2, 3, 5)] + [("a", 4, "changed"), ("b", None, "gone")]
+    assert done.lines == ["a trials 1-3, 5: kept", "a trial 4: changed", "b: gone"]
