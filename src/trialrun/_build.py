@@ -15,6 +15,7 @@ import inspect
 import json
 import os
 import platform
+import re
 import shlex
 import shutil
 import subprocess
@@ -32,6 +33,7 @@ from .agent import Agent, PriceTable, ToolPolicy, prices, shell_tools
 from .agent.tools import Tool
 from .case import Case, TrialContext
 from .config import COMMAND_PREFIX, PRESET_NAMES, Config, ConfigError, ModelSpec, load_config, parse_model_spec
+from .expect._base import Grader
 from .expect.rubric import key_terms, rubric
 from .judge import llm_judge
 from .models import LiveModel, RateLimit, ScriptedModel
@@ -569,8 +571,7 @@ def _build_cases(
     if spec.kind == "replay":
         _check_cassettes(config.resolve(spec.target),
                          [t.id for t in tests if include_live_canary or t.mode != "live_canary"])
-    judge_parsed = parse_model_spec(config.judge) if config.judge else None
-    judge_scripts = load_script_file(config.resolve(judge_parsed.target)) if judge_parsed and judge_parsed.kind == "scripted" else None
+    judge_parsed, judge_scripts = judge_setup(config)
 
     def setup(ctx: TrialContext) -> None:
         if workspace is not None:
@@ -600,19 +601,6 @@ def _build_cases(
 
     cases = []
     for test in tests:
-        judge = None
-        if judge_parsed is not None:
-            judge = llm_judge(
-                functools.partial(_judge_transport, judge_parsed, test.id, config, judge_scripts),
-                api=_judge_api(judge_parsed),
-                model_name=judge_parsed.model_name or "gpt-4.1-mini",
-                prompt=test.prompt,
-            )
-        graders = [
-            rubric(expected_tools=test.expected_tools, max_turns=test.max_turns, success_criteria=test.success_criteria,
-                   threshold=config.pass_threshold, judge=judge, formula=config.rubric),
-            *suite.graders.get(test.id, []),
-        ]
         cases.append(
             Case(
                 name=test.id,
@@ -621,11 +609,10 @@ def _build_cases(
                 setup=setup if workspace is not None else None,
                 tags=test.tags,
                 mode="live_canary" if test.mode == "live_canary" else "deterministic",
-                expect_outcome=graders,
+                expect_outcome=test_graders(test, suite, config, judge_parsed, judge_scripts),
                 max_cost_usd=test.max_cost_usd,
                 trials=test.trials,
-                metadata={"prompt": test.prompt, "expected_tools": test.expected_tools, "max_turns": test.max_turns,
-                          "success_criteria": test.success_criteria, "line": suite.lines.get(test.id)},
+                metadata=test_metadata(test, suite),
                 _source=str(suite.path),
             )
         )
@@ -634,6 +621,38 @@ def _build_cases(
         for case in cases:
             case.mode = "live_canary"
     return cases
+
+
+def judge_setup(config: Config) -> tuple[ModelSpec | None, dict[str, FileScript] | None]:
+    """The configured judge's model spec and, for a scripted judge, its scripts (None, None without a judge)."""
+    judge_parsed = parse_model_spec(config.judge) if config.judge else None
+    judge_scripts = load_script_file(config.resolve(judge_parsed.target)) if judge_parsed and judge_parsed.kind == "scripted" else None
+    return judge_parsed, judge_scripts
+
+
+def test_graders(test: SuiteTest, suite: SuiteFile, config: Config, judge_parsed: ModelSpec | None,
+                 judge_scripts: dict[str, FileScript] | None) -> list[Grader]:
+    """A suite test's graders: the rubric (with the judge, when one is configured), then its `expect` graders. The
+    one place they are made, for a run and for `trialrun regrade` alike."""
+    judge = None
+    if judge_parsed is not None:
+        judge = llm_judge(
+            functools.partial(_judge_transport, judge_parsed, test.id, config, judge_scripts),
+            api=_judge_api(judge_parsed),
+            model_name=judge_parsed.model_name or "gpt-4.1-mini",
+            prompt=test.prompt,
+        )
+    return [
+        rubric(expected_tools=test.expected_tools, max_turns=test.max_turns, success_criteria=test.success_criteria,
+               threshold=config.pass_threshold, judge=judge, formula=config.rubric),
+        *suite.graders.get(test.id, []),
+    ]
+
+
+def test_metadata(test: SuiteTest, suite: SuiteFile) -> dict[str, Any]:
+    """What a suite test's case carries as metadata (`results.is_suite_case` tells a suite case by it)."""
+    return {"prompt": test.prompt, "expected_tools": test.expected_tools, "max_turns": test.max_turns,
+            "success_criteria": test.success_criteria, "line": suite.lines.get(test.id)}
 
 
 def load_suite(path: str | Path, config: Config | None = None) -> list[Case]:
@@ -737,6 +756,7 @@ def config_snapshot(config: Config, suite: SuiteFile, labels: dict[str, str] | N
         "rubric": config.rubric,
         "turn_limit": config.turn_limit,
         "trials": config.trials,
+        "executor": executor_name(config.executor),
         "prices": _prices_snapshot(config),
         "suite": {"path": _relative(suite.path), "sha256": hashlib.sha256(suite_bytes).hexdigest()},
         "trialrun_version": _version.__version__,
@@ -755,6 +775,13 @@ def config_snapshot(config: Config, suite: SuiteFile, labels: dict[str, str] | N
     if labels:
         snapshot["labels"] = dict(labels)
     return snapshot
+
+
+def executor_name(executor: str | None) -> str:
+    """Where the trials ran, as `config_snapshot.executor` records it: "local", "ray" or "ray://HOST:PORT" (never
+    a user or password a URL may carry)."""
+    text = (executor or "").strip() or "local"
+    return re.sub(r"//[^/@]*@", "//", text)
 
 
 def _rate_limit_snapshot(config: Config) -> dict[str, Any] | None:

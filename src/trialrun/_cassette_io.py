@@ -36,7 +36,7 @@ from ._yaml import YamlError, load_yaml
 from .wire._encoding import without_encoding
 from .wire._types import Exchange, WireError
 
-__all__ = ["CassetteFileError", "load_exchanges", "save_exchanges", "exchange_to_dict"]
+__all__ = ["CassetteFileError", "load_exchanges", "save_exchanges", "exchange_to_dict", "exchange_from_dict"]
 
 FORMAT_VERSION = 1
 
@@ -114,6 +114,14 @@ def exchange_to_dict(exchange: Exchange) -> dict[str, Any]:
     response: dict[str, Any] = {"status": exchange.status, "headers": exchange.response_headers}
     response.update(_body_field(exchange.response_body, streamed=exchange.streamed))
     return {"request": request, "response": response}
+
+
+def exchange_from_dict(entry: dict[str, Any]) -> Exchange:
+    """One exchange in trialrun's layout (a cassette's, a sidecar's) as bytes again, its bodies' encodings undone:
+    ValueError naming the field for one of the wrong shape."""
+    if not isinstance(entry, dict) or "request" not in entry:
+        raise _ShapeError("the exchange has no 'request'")
+    return _decoded(_from_own(entry))
 
 
 def _body_field(body: bytes, streamed: bool) -> dict[str, Any]:

@@ -49,7 +49,7 @@ from ._scrub import credential_values, scrub_body, scrub_headers, scrub_text, sc
 
 __all__ = ["SUFFIX", "EXCHANGES_VERSION", "DEFAULT_MAX_TRIAL_BYTES", "BODY_MAX_BYTES", "BODY_MIN_BYTES",
            "ExchangeLog", "TrialLine", "TrialExchanges", "sidecar_path", "trial_record", "trial_line",
-           "read_trial_exchanges", "merge_parts"]
+           "read_trial_exchanges", "merge_parts", "copy_sidecar", "SidecarIndex"]
 
 #: A sidecar's name is its result file's stem with this suffix.
 SUFFIX = ".exchanges.ndjson"
@@ -397,6 +397,33 @@ def _renamed(line: bytes, names: dict[str, str]) -> bytes | None:
     return head.encode("utf-8") + text[number.end():].encode("utf-8", "surrogatepass")
 
 
+def copy_sidecar(source: Path, dest: Path, *, run_id: str | None) -> None:
+    """A copy of a sidecar for another result file of the same trials (`trialrun regrade`'s), its start line naming
+    `run_id`: streamed, to a temp file renamed into place, so `dest` is whole or absent."""
+    import shutil
+
+    tmp = dest.with_name(f".{dest.name}.{secrets.token_hex(6)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+    try:
+        with os.fdopen(fd, "wb") as out, open(source, "rb") as src:
+            first = src.readline(LINE_MAX_BYTES)
+            try:
+                start = json.loads(first)
+            except ValueError:
+                start = None
+            if isinstance(start, dict) and start.get("event") == "start":
+                start["run_id"] = run_id
+                first = (scrub_text(_dumps(start)) + "\n").encode("utf-8")
+            out.write(first)
+            shutil.copyfileobj(src, out, 2**20)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, dest)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
 # -- reading ------------------------------------------------------------------------------------------------
 @dataclass
 class TrialExchanges:
@@ -457,30 +484,122 @@ def _find_trial(path: Path, case: str, trial: int, result: TrialExchanges) -> bo
             return False
         if not line.matched or not line.data:
             continue
-        if not line.whole:
-            result.problem = (f"{where}: the exchanges of trial {trial} of {case!r} were cut short (the run was "
-                              "killed while writing them); nothing of them can be shown")
-            return False
-        try:
-            record = json.loads(line.data)
-        except (ValueError, RecursionError):
-            result.problem = f"{where}: not valid JSON (the file is corrupt)"
-            return False
-        typed = validated(SidecarTrial, record)
-        if isinstance(typed, str):
-            result.problem = f"{where}: {typed}"
-            return False
-        for index, exchange in enumerate(typed.exchanges):
-            checked = validated(SidecarExchange, exchange, prefix=f"exchanges.{index}")
-            if isinstance(checked, str):
-                result.notes.append(f"{where}: {checked}; that exchange is not shown")
-            else:
-                result.exchanges.append(exchange)
-        result.found = True
-        if not typed.exchanges:
-            result.problem = "the trial sent no request through an observed model transport"
-        return True
+        return _take_line(line, path, case, trial, result)
     return False
+
+
+def _take_line(line: _safe_read.Line, path: Path, case: str, trial: int, result: TrialExchanges) -> bool:
+    """Fill `result` from the trial's own line (whole, not too long); False with `result.problem` said when it
+    cannot be read."""
+    where = f"{path.name} line {line.number}"
+    if not line.whole:
+        result.problem = (f"{where}: the exchanges of trial {trial} of {case!r} were cut short (the run was "
+                          "killed while writing them); nothing of them can be shown")
+        return False
+    try:
+        record = json.loads(line.data)
+    except (ValueError, RecursionError):
+        result.problem = f"{where}: not valid JSON (the file is corrupt)"
+        return False
+    typed = validated(SidecarTrial, record)
+    if isinstance(typed, str):
+        result.problem = f"{where}: {typed}"
+        return False
+    for index, exchange in enumerate(typed.exchanges):
+        checked = validated(SidecarExchange, exchange, prefix=f"exchanges.{index}")
+        if isinstance(checked, str):
+            result.notes.append(f"{where}: {checked}; that exchange is not shown")
+        else:
+            result.exchanges.append(exchange)
+    result.found = True
+    if not typed.exchanges:
+        result.problem = "the trial sent no request through an observed model transport"
+    return True
+
+
+class SidecarIndex:
+    """A sidecar read once, for a reader of many of its trials (`trialrun regrade`): `scan` notes where each
+    trial's line starts (holding one line at a time), then `read` seeks to a trial's line and reads it alone, as
+    `read_trial_exchanges` would have found it (the first line of a trial; every problem said the same way), instead
+    of searching the whole file again for every trial."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.start = TrialExchanges(path)  # the start line's problem, if any
+        self.where: dict[tuple[str, int], tuple[int, int]] = {}  # (case, trial) -> (offset, line number)
+
+    @classmethod
+    def scan(cls, path: Path) -> SidecarIndex:
+        index = cls(path)
+        try:
+            with _safe_read.opened(path, "exchanges file", limit=MAX_BYTES) as handle:
+                index._scan(handle)
+        except UnreadableFile as exc:
+            index.start.problem = _NOT_KEPT.format(name=path.name) if exc.missing else f"{path.name}: {exc.reason}"
+        return index
+
+    def _scan(self, handle: Any) -> None:
+        first = handle.readline(LINE_MAX_BYTES + 1)
+        line = _safe_read.Line(1, first.rstrip(b"\n"), first.endswith(b"\n"), too_long=len(first) > LINE_MAX_BYTES)
+        if not first or not _started(line, self.path, self.start):
+            if not first:
+                self.start.problem = f"{self.path.name} is empty (the run was killed as it started)"
+            return
+        number, offset = 1, len(first)
+        while head := handle.readline(_HEAD_BYTES):
+            number += 1
+            start, ended = offset, head.endswith(b"\n")
+            offset += len(head)
+            while not ended and (more := handle.readline(2**20)):  # the rest of a long line, not held
+                offset += len(more)
+                ended = more.endswith(b"\n")
+            key = _trial_key(head)
+            if key is not None:
+                self.where.setdefault(key, (start, number))
+
+    def read(self, case: str, trial: int) -> TrialExchanges:
+        """The exchanges of trial `trial` of `case`, as `read_trial_exchanges` gives them."""
+        result = TrialExchanges(self.path, started=self.start.problem is None)
+        if self.start.problem is not None:
+            result.problem = self.start.problem
+            return result
+        place = self.where.get((case, trial))
+        if place is None:
+            result.problem = (f"{self.path.name} has no exchanges for trial {trial} of {case!r}: the run stopped "
+                              "before the trial finished, or the file was cut short")
+            return result
+        offset, number = place
+        try:
+            with _safe_read.opened(self.path, "exchanges file", limit=MAX_BYTES) as handle:
+                handle.seek(offset)
+                data = handle.readline(LINE_MAX_BYTES + 1)
+        except UnreadableFile as exc:
+            result.problem = f"{self.path.name}: {exc.reason}"
+            return result
+        if len(data.rstrip(b"\n")) > LINE_MAX_BYTES:
+            result.problem = (f"{self.path.name} line {number}: the exchanges of trial {trial} of {case!r} take more "
+                              f"than {_safe_read.size_text(LINE_MAX_BYTES)}; they are not shown")
+            return result
+        line = _safe_read.Line(number, data[:-1] if data.endswith(b"\n") else data, data.endswith(b"\n"))
+        _take_line(line, self.path, case, trial, result)
+        return result
+
+
+#: What the scan reads of a line to know whose it is (the case's name comes first; a longer one is read on).
+_HEAD_BYTES = 64 * 2**10
+
+
+def _trial_key(head: bytes) -> tuple[str, int] | None:
+    """(case, trial) of a trial line, from its first bytes; None for any other line."""
+    if not head.startswith(_TRIAL_HEAD):
+        return None
+    try:
+        text = head.decode("utf-8", "ignore")
+        key, end = json.JSONDecoder().raw_decode(text, len(_TRIAL_HEAD))
+    except ValueError:
+        return None
+    number = _TRIAL_NUMBER.match(text, end)
+    return (key, int(number.group(1))) if isinstance(key, str) and number is not None else None
 
 
 def _started(line: _safe_read.Line, path: Path, result: TrialExchanges) -> bool:

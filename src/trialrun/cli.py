@@ -57,13 +57,15 @@ def _print_styled(console: Any, text: str, style: str) -> None:
 
 def _user_errors() -> tuple[type[BaseException], ...]:
     from ._cassette_io import CassetteFileError
+    from ._regrade import RegradeError
     from .case import CaseError
     from .config import ConfigError
     from .executor import ExecutorError
     from .store import ResultFileError
     from .suite import SuiteError
 
-    return (ConfigError, SuiteError, CaseError, ResultFileError, CassetteFileError, ExecutorError, _PathProblem)
+    return (ConfigError, SuiteError, CaseError, ResultFileError, CassetteFileError, ExecutorError, RegradeError,
+            _PathProblem)
 
 
 def _import_httpx_without_its_cli() -> None:
@@ -253,6 +255,13 @@ def _setup_logging(verbose: bool, debug: bool) -> None:
 
     from ._scrub import scrub_text
 
+    root = click.get_current_context().find_root()
+    if _LOGGING in root.meta:  # -v before the command and --debug after it: one handler, the more verbose level
+        if debug:
+            logging.getLogger("trialrun").setLevel(logging.DEBUG)
+        return
+    root.meta[_LOGGING] = True
+
     class Scrubbed(logging.Formatter):
         """A record as the terminal shows it: scrubbed (`_scrub`), like every other line trialrun prints."""
 
@@ -270,10 +279,34 @@ def _setup_logging(verbose: bool, debug: bool) -> None:
         logger.removeHandler(handler)
         logger.setLevel(level)
 
-    click.get_current_context().call_on_close(restore)
+    root.call_on_close(restore)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+_LOGGING = "trialrun.logging"
+
+
+def _logging_option(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    """-v / --debug given after a command (`trialrun run all -v`): the same as before it."""
+    if value:
+        _setup_logging(param.name == "verbose", param.name == "debug")
+
+
+class _Group(click.Group):
+    """The `trialrun` group: every command also takes -v/--verbose and --debug after its name."""
+
+    def add_command(self, cmd: click.Command, name: str | None = None) -> None:
+        names = {opt for param in cmd.params for opt in getattr(param, "opts", [])}
+        if "--verbose" not in names:
+            cmd.params.append(click.Option(["-v", "--verbose"], is_flag=True, expose_value=False, is_eager=True,
+                                           callback=_logging_option, help="Log what was configured (to stderr)."))
+        if "--debug" not in names:
+            cmd.params.append(click.Option(["--debug"], is_flag=True, expose_value=False, is_eager=True,
+                                           callback=_logging_option,
+                                           help="Also log each model request's path and status (never a secret)."))
+        super().add_command(cmd, name)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="trialrun")
 @click.option("-v", "--verbose", is_flag=True, help="Log what was configured (to stderr).")
 @click.option("--debug", is_flag=True, help="Also log each model request's path and status (never a secret).")
@@ -287,6 +320,8 @@ def main(verbose: bool = False, debug: bool = False) -> None:
     trialrun compare                 compare the last two runs (before/after a config change)
     trialrun view                    browse every run in a local web app (trialrun[view])
     trialrun grade RUN TEST 0.25     set a test's output_quality by hand
+    trialrun regrade [RUN]           grade a run again with the current suite (no agent runs)
+    trialrun export RUN --format F   a run's trajectories as OpenTelemetry spans (otel) or ATIF (atif)
     trialrun schema                  the suite's JSON Schema
     """
     _setup_logging(verbose, debug)
@@ -835,6 +870,51 @@ def grade(run_ref: str, test_id: str, quality: str, results_dir: str | None, con
         f"{'passed' if after.passed else 'failed'}; run {updated.passed_case_count}/{len(updated.graded_cases)} passed ({path})",
         err=False,
     )
+
+
+# -- regrade and export -------------------------------------------------------------------------------------
+@main.command()
+@click.argument("run_ref", required=False, metavar="[RUN]")
+@click.option("--suite", type=click.Path(dir_okay=False), help="Suite file to grade with (default: the configured one).")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Configuration file (rubric, judge, threshold).")
+@click.option("--results-dir", type=click.Path(file_okay=False), help="Where result files are (default: the suite's folder).")
+@click.option("--json", "as_json", is_flag=True, help="Print the regraded run as JSON.")
+@_fail_cleanly
+def regrade(run_ref: str | None, suite: str | None, config_path: str | None, results_dir: str | None,
+            as_json: bool) -> None:
+    """Grade RUN (default: the latest) again with the current suite's graders and rubric, from the exchanges it
+    kept, without running any agent; save it as a new run marked `regraded_from`. Exit code as `run`'s."""
+    from ._regrade_cli import regrade_command
+
+    sys.exit(regrade_command(run_ref, suite, config_path, results_dir, as_json, say=_say))
+
+
+@main.command()
+@click.argument("run_ref", metavar="RUN")
+@click.option("--format", "fmt", type=click.Choice(["otel", "atif"]), required=True,
+              help="otel: OpenTelemetry GenAI spans (OTLP JSON); atif: Harbor's Agent Trajectory Interchange Format.")
+@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write to a file instead of stdout.")
+@click.option("--results-dir", type=click.Path(file_okay=False), help="Where result files are (default: the suite's folder).")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Configuration file.")
+@_fail_cleanly
+def export(run_ref: str, fmt: str, output: str | None, results_dir: str | None, config_path: str | None) -> None:
+    """Write RUN's trajectories for other tools: OpenTelemetry GenAI spans as OTLP JSON (--format otel), or one
+    ATIF trajectory per trial (--format atif)."""
+    from ._exchange_log import sidecar_path
+    from ._export import export_text
+    from .store import load_report
+
+    _check_output_file(output, "--output")
+    path = Path(run_ref) if Path(run_ref).is_file() else _store(results_dir, config_path).resolve(run_ref)
+    path = path.resolve() if path.is_symlink() else path  # latest.json: the run it links (its exchanges beside it)
+    text, count = export_text(load_report(path), fmt, sidecar_path(path))
+    if output:
+        from ._files import write_user_file
+
+        write_user_file(Path(output), text)
+        _say(f"wrote {output}: {count} trial(s) of {path} as {fmt}")
+    else:
+        click.echo(text, nl=False)
 
 
 # -- init ---------------------------------------------------------------------------------------------------

@@ -336,6 +336,8 @@ class RunReport(BaseModel):
                                                   "shows, compare's included); None when no case is scored")
     cost_usd: float | None = None
     config_snapshot: dict[str, Any] = Field(default_factory=dict)
+    regraded_from: str | None = Field(default=None, description="the run whose stored exchanges this run regraded "
+                                      "(`trialrun regrade`): no agent ran for it")
     cases: list[CaseResult] = Field(default_factory=list)
 
     @computed_field  # type: ignore[prop-decorator]
@@ -381,6 +383,7 @@ class RunReport(BaseModel):
         unfinished: list[str] | None = None,
         run_id: str | None = None,
         config_snapshot: dict[str, Any] | None = None,
+        regraded_from: str | None = None,
     ) -> RunReport:
         graded = [c for c in cases if not c.skipped]
         costs = [c.cost_usd for c in graded if c.cost_usd is not None]
@@ -401,6 +404,7 @@ class RunReport(BaseModel):
             score=metrics.mean(c.score for c in graded if c.score is not None),
             cost_usd=sum(costs) if costs else None,
             config_snapshot=config_snapshot or {},
+            regraded_from=regraded_from,
             cases=cases,
         )
 
@@ -463,4 +467,5 @@ def regrade_output_quality(report: RunReport, name: str, quality: float) -> RunR
     return RunReport.build(
         cases, trial_count=data.trial_count, started_at=data.started_at, duration_s=data.duration_s, status=data.status,
         unfinished=data.unfinished_cases, run_id=data.run_id, config_snapshot=data.config_snapshot,
+        regraded_from=data.regraded_from,
     )

@@ -385,7 +385,7 @@ class _Runner:
                 if run.cost_usd is None:
                     run.cost_usd = self._observed_cost(run)
                 verdicts, grade_error = await self._grade(case.graders, run, ctx)
-                error = error or grade_error or _run_error(run, case)
+                error = error or grade_error or _run_error(run, case.graders)
             elif ctx._transports:  # invoke raised or timed out: keep what the agent did and spent, ungraded
                 run = Run(output=None, trajectory=ctx.trajectory())
                 run.cost_usd = self._observed_cost(run)
@@ -503,14 +503,19 @@ def _sync_setup_invoke(setup: Callable[[TrialContext], Any] | None, invoke: Call
         raise _PhaseFailure("invoke", exc) from exc
 
 
-def _run_error(run: Run, case: Case) -> TrialError | None:
+def _run_error(run: Run, graders: Sequence[Grader]) -> TrialError | None:
     """An agent run that ended in error (a provider's 4xx/5xx, an unreadable response) fails the trial with that
     error, unless the case grades the run's ending itself (`expect.ended("error")` tests error handling)."""
-    if run.status != "error" or any(getattr(g.fn, "grades_status", False) for g in case.graders):
+    if run.status != "error" or grades_status(graders):
         return None
     if run.exit_code is not None:  # a process agent: it exited non-zero, timed out, or ended without doing the task
         return TrialError(type="AgentError", message=run.error or "the agent's run ended in error", phase="invoke")
     return TrialError(type="ModelError", message=run.error or "the agent's run ended in error", phase="model")
+
+
+def grades_status(graders: Sequence[Grader]) -> bool:
+    """Whether a grader grades how the run ended (`expect.ended`): then an agent's error is its verdict's to judge."""
+    return any(getattr(g.fn, "grades_status", False) for g in graders)
 
 
 def _as_run(value: Any, ctx: TrialContext) -> Run:

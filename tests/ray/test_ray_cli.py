@@ -48,6 +48,8 @@ def _sidecar(folder: Path) -> Path:
 def test_the_suite_on_ray_reports_what_it_reports_locally(ray_cluster: str, project: Path, read_sidecar) -> None:
     local_code, local = _run("--results-dir", "local")
     ray_code, remote = _run("--results-dir", "ray", "--executor", f"ray:{ray_cluster}")
+    # where the trials ran is recorded (and is all that differs)
+    assert (local["config_snapshot"].pop("executor"), remote["config_snapshot"].pop("executor")) == ("local", f"ray:{ray_cluster}")
     assert (ray_code, _stable(remote)) == (local_code, _stable(local))
     assert len(remote["cases"]) >= 3 and any(c["passed"] for c in remote["cases"])
     assert any(t["trajectory"]["turns"] for c in remote["cases"] for t in c["trials"])  # agents ran, on workers

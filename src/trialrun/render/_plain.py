@@ -111,6 +111,8 @@ def table_layout(report: RunReport, console_width: int) -> TableLayout:
     longest_tool = max([len("tools")] + [len(clean(t, lines=False)) + 1 for c in report.graded_cases for t in c.tools_used])
     tools_width = max(longest_tool, console_width - fixed) if fixed + natural[6] > console_width else None
     title = f"trialrun {clean(report.run_id or '', lines=False)}".strip()
+    if report.regraded_from:  # `trialrun regrade`'s: the trials of another run, graded again
+        title += f" (regraded from {clean(report.regraded_from, lines=False)}; no agent ran)"
     return TableLayout(title, headers, numeric, rows, natural, tools_width, fixed + (tools_width or natural[6]))
 
 
