@@ -143,8 +143,9 @@ def _snapshot(original: RunReport, suite: Any, config: Any) -> dict[str, Any]:
 def _regrade_case(case: CaseResult, test: Any, suite: Any, config: Any, judge: Any, sidecar: SidecarIndex,
                   run_id: str | None, result: Regrade) -> CaseResult:
     from ._build import test_graders, test_metadata
+    from .case import distinct_labels
 
-    graders = test_graders(test, suite, config, *judge)
+    graders = list(distinct_labels(test_graders(test, suite, config, *judge)))  # labelled as the run's Case did
     trials = [_regrade_trial(case.name, trial, graders, sidecar, run_id, result) for trial in case.trials]
     return CaseResult.from_trials(case.name, trials, tags=test.tags, mode=case.mode, description=case.description,
                                   metadata=test_metadata(test, suite), title=test.name,

@@ -278,7 +278,7 @@ class Case:
         self.title = title
         self.description = description
         self.metadata: dict[str, Any] = dict(metadata or {})
-        self.graders: tuple[Grader, ...] = _distinct_labels(graders)
+        self.graders: tuple[Grader, ...] = distinct_labels(graders)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], *, index: int | None = None, source: str | None = None) -> Case:
@@ -577,7 +577,7 @@ class TrialContext:
         return workdir
 
 
-def _distinct_labels(graders: list[Grader]) -> tuple[Grader, ...]:
+def distinct_labels(graders: list[Grader]) -> tuple[Grader, ...]:
     """The case's graders, a label that repeats numbered from its second use (`satisfies('<lambda>') #2`): each
     verdict of a trial, and each row of a comparison, must say which grader it is."""
     seen: dict[str, int] = {}
