@@ -42,27 +42,33 @@ DATA_ELEMENT_ID = "trialrun-data"
 
 
 # -- public API ---------------------------------------------------------------------------------------------
-def report_html(report: RunReport, *, title: str | None = None, trial_link: str | None = None) -> str:
+def report_html(report: RunReport, *, title: str | None = None, trial_link: str | None = None,
+                links: dict[str, str] | None = None, nav: str = "") -> str:
     """The run page: summary, config snapshot, a sortable and filterable case table, trials and trajectories.
 
     `trial_link`: a URL with `{test}` and `{trial}` that each expanded trial links to (`trialrun view` passes its
-    trial page, which shows the raw exchanges; the static report has none)."""
+    trial page, which shows the raw exchanges; the static report has none). `links` ("hl": a test's history with
+    `{test}`, "dl": a test's diff): more links the page's script draws; `nav`: the viewer's header, put first."""
     page_title = title or f"trialrun report · {report.timestamp}"
     body = _run_summary(report, page_title)
     payload = report_payload(report)
     if trial_link:
         payload["tl"] = trial_link
-    return _page(page_title, body, payload)
+    payload.update(links or {})
+    return _page(page_title, body, payload, nav=nav)
 
 
-def comparison_html(comparison: Comparison, before: RunReport, after: RunReport, *, title: str | None = None) -> str:
+def comparison_html(comparison: Comparison, before: RunReport, after: RunReport, *, title: str | None = None,
+                    links: dict[str, str] | None = None, nav: str = "", extra: str = "") -> str:
     """The compare page: aggregate deltas, regressions, added and removed cases, per-case deltas, config diff.
 
     Both runs are embedded, so expanding a case shows its trials before and after the change side by side.
     """
     page_title = title or f"trialrun comparison · {before.timestamp} → {after.timestamp}"
-    body = _compare_summary(comparison, before, after, page_title)
-    return _page(page_title, body, comparison_payload(comparison, before, after))
+    body = _compare_summary(comparison, before, after, page_title, extra)
+    payload = comparison_payload(comparison, before, after)
+    payload.update(links or {})
+    return _page(page_title, body, payload, nav=nav)
 
 
 def report_payload(report: RunReport) -> dict[str, Any]:
@@ -356,15 +362,15 @@ def _json_for_script(payload: dict[str, Any]) -> str:
     return text.replace("<", "\\u003c").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
 
-def _page(title: str, body: str, payload: dict[str, Any]) -> str:
+def _page(title: str, body: str, payload: dict[str, Any], *, nav: str = "") -> str:
     """The whole page; what came from the run (title, summary, data) is scrubbed of secrets here, where it is
     serialised (`_scrub`); the page's own script and style are not run data."""
-    title, body, data = scrub_text(title), scrub_text(body), scrub_text(_json_for_script(payload))
+    title, body, data = scrub_text(title), scrub_text(nav + body), scrub_text(_json_for_script(payload))
     css = "\n" + _asset("report.css")
     js = "\n" + _asset("report.js")
     # No network at all: nothing may load from anywhere, only this inline script and style may run.
     csp = (f"default-src 'none'; script-src {_csp_hash(js)}; style-src {_csp_hash(css)}; img-src data:; "
-           "base-uri 'none'; form-action 'none'")
+           "base-uri 'none'; " + ("form-action 'self'" if nav else "form-action 'none'"))
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
@@ -538,7 +544,7 @@ def _name_list(names: list[str], empty: str) -> str:
     return '<ul class="names">' + "".join(f"<li><code>{escape(n)}</code></li>" for n in names) + "</ul>"
 
 
-def _compare_summary(comparison: Comparison, before: RunReport, after: RunReport, title: str) -> str:
+def _compare_summary(comparison: Comparison, before: RunReport, after: RunReport, title: str, extra: str = "") -> str:
     c = comparison
     regressed = bool(c.regressions)
     state = "failed" if regressed else "passed"
@@ -605,7 +611,7 @@ def _compare_summary(comparison: Comparison, before: RunReport, after: RunReport
 <section aria-labelledby="summary-h">
 <h2 id="summary-h" class="sr-only">Summary</h2>
 <dl class="stats">{"".join(rows)}</dl>
-{alert}
+{alert}{extra}
 <div class="two-col">
 <section class="panel" aria-labelledby="added-h"><h3 id="added-h">Added ({len(c.added)})</h3>{_name_list(c.added, "No case was added.")}</section>
 <section class="panel" aria-labelledby="removed-h"><h3 id="removed-h">Removed ({len(c.removed)})</h3>{_name_list(c.removed, "No case was removed.")}</section>
