@@ -45,6 +45,9 @@ a.exchange-link { font-weight: normal; font-size: 0.85rem; margin-left: 8px; }
 #judgement table.verdicts { width: 100%; border-collapse: collapse; font-size: 0.9rem; }
 #judgement table.verdicts th, #judgement table.verdicts td { text-align: left; padding: 4px 8px; border-bottom: 1px solid var(--border-soft); vertical-align: top; overflow-wrap: anywhere; }
 #judgement table.verdicts tr.bad { background: var(--fail-bg); }
+#judgement table.verdicts td:nth-child(1), #judgement table.verdicts td:nth-child(2), #judgement table.verdicts td:nth-child(5) { white-space: nowrap; }
+#judgement table.verdicts td:nth-child(3) { width: 32%; }
+#judgement table.verdicts td:nth-child(3) code { font-size: 0.8rem; }
 """
 
 #: A link to a turn's raw exchange opens it (a closed <details> is not opened by its fragment alone).

@@ -68,6 +68,9 @@ form.grade fieldset { border: 0; padding: 0; margin: 0; display: flex; gap: 10px
   table.tdiff th.turn { width: 3.2em; }
   form.pick label { display: flex; gap: 6px; align-items: center; max-width: 100%; }
   form.pick select { max-width: 62vw; }
+  /* the first column (sticky) wraps, so the columns beside it are in view too */
+  .runs td:first-child, #test-runs td:first-child { white-space: normal; max-width: 9.5em; min-width: 7em; }
+  .runs td.changes { min-width: 11em; }
 }
 """
 
