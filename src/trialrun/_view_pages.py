@@ -238,7 +238,7 @@ class Pages:
         try:
             grade_by_hand(ResultsStore(self.root), entry.path, form.get("test", ""), quality, by=who(),
                           comment=form.get("comment", ""), via="view")
-        except (KeyError, ValueError) as exc:
+        except (KeyError, ValueError, TypeError) as exc:  # TypeError: a hand-edited file's verdict of the wrong shape
             return self.not_found(str(exc.args[0] if exc.args else exc), 409)
         back = form.get("back", "/")
         if not back.startswith("/") or back.startswith("//") or any(not 33 <= ord(c) <= 126 or c == "\\" for c in back):

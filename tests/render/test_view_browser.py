@@ -217,6 +217,9 @@ def test_each_turn_shows_its_raw_request_and_response_collapsed_and_scrubbed(con
         second.locator("summary").first.click()
         sent = json.loads(second.locator('pre.body[data-part="request"]').inner_text())
         assert [m["content"] for m in sent["messages"] if m["role"] == "tool"] == [HOSTILE]  # shown as text, not run
+        fold = p.locator('section.conv[data-role="side"] details.conv-fold')
+        assert fold.get_attribute("open") is None  # a side conversation is folded
+        fold.locator("summary").first.click()
         side = p.locator('section.conv[data-role="side"] details.raw-exchange')
         side.locator("summary").first.click()
         assert json.loads(side.locator("pre.assembled").inner_text())["text"] == TITLE

@@ -159,6 +159,12 @@ def test_a_grade_set_in_the_page_lands_in_the_result_file_and_in_trialrun_report
     with served(folder) as url:
         page = _open(context, f"{url}/trial/{runs.flaky}?{urlencode({'test': FLAKY, 'trial': 1})}")
         p = page.page
+        # a turn's link to its raw exchange opens it (no script: the fragment reveals the details around it)
+        link = p.locator("a.exchange-link").first
+        assert p.locator("details.raw-exchange").first.get_attribute("open") is None
+        link.click()
+        p.wait_for_url("**#exchange-1")
+        assert p.locator("details.raw-exchange").first.get_attribute("open") is not None
         current = p.locator('#grade-form input[name="quality"]:checked').get_attribute("value")
         chosen = "0" if current != "0" else "0.5"
         p.check(f'#grade-form input[name="quality"][value="{chosen}"]')

@@ -25,7 +25,7 @@ def _case(entry: RunEntry, name: str) -> CaseResult | None:
 
 def _rubric_details(case: CaseResult) -> list[dict[str, Any]]:
     return [v.details for t in case.trials for v in t.verdicts
-            if v.kind == "score" and isinstance(v.details, dict) and "sub_scores" in v.details]
+            if v.kind == "score" and isinstance(v.details, dict) and isinstance(v.details.get("sub_scores"), dict)]
 
 
 def gradable(entry: RunEntry, name: str) -> bool:

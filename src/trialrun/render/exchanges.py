@@ -50,20 +50,8 @@ a.exchange-link { font-weight: normal; font-size: 0.85rem; margin-left: 8px; }
 #judgement table.verdicts td:nth-child(3) code { font-size: 0.8rem; }
 """
 
-#: A link to a turn's raw exchange opens it (a closed <details> is not opened by its fragment alone).
-_JS = r"""
-(function () {
-  "use strict";
-  function open() {
-    var id = decodeURIComponent(location.hash.slice(1));
-    var el = id ? document.getElementById(id) : null;
-    for (var node = el; node; node = node.parentElement) { if (node.tagName === "DETAILS") node.open = true; }
-    if (el) el.scrollIntoView();
-  }
-  window.addEventListener("hashchange", open);
-  open();
-})();
-"""
+#: A turn's "raw exchange N" link points INSIDE that exchange's <details> (its request part): following a fragment
+#: opens the details around its target (the HTML standard's ancestor-revealing), so the link needs no script.
 
 
 def _pretty(value: Any) -> str:
@@ -147,10 +135,10 @@ def _details(record: dict[str, Any], label: str) -> str:
         return f'<p class="alert warn cut">{escape(side)} body: {escape(str(cuts[side]))}</p>' if side in cuts else ""
 
     anchor = f' id="exchange-{number}"' if isinstance(number, int) and not isinstance(number, bool) else ""
-    return (f'<details class="raw-exchange"{anchor} data-exchange="{escape(str(number))}"><summary>{escape(label)} · exchange '
+    return (f'<details class="raw-exchange" data-exchange="{escape(str(number))}"><summary>{escape(label)} · exchange '
             f"{escape(str(number))} · <code>{escape(method)} {escape(urlsplit(url).path)}</code> → {escape(str(status))}"
             f"{' · cut' if cuts else ''}</summary>"
-            f'<div class="raw-part request"><h5>Request</h5><p><code class="request-line">{escape(method)} {escape(url)}'
+            f'<div class="raw-part request"{anchor}><h5>Request</h5><p><code class="request-line">{escape(method)} {escape(url)}'
             f"</code></p>{_headers(request.get('headers'))}{cut('request')}{_body(request, url, 'request')}</div>"
             f'<div class="raw-part response"><h5>Response</h5><p><code class="status-line">HTTP {escape(str(status))}'
             f"</code></p>{_headers(response.get('headers'))}{cut('response')}{_body(response, url, 'response')}</div>"
@@ -254,5 +242,4 @@ def trial_page(entry: RunEntry, name: str, trial: TrialResult, log: TrialExchang
             + conversations + other + "</main>")
     nav = site_nav(str(entry.path.parent), [crumb_run(entry.stem, _when(entry)), crumb_case(entry.stem, name),
                                             (f"trial {trial.trial}", None)])
-    return _page(f"trialrun · {name} · trial {trial.trial}", scrub_text(body), served=True, css=_CSS, script=_JS,
-                 nav=nav)
+    return _page(f"trialrun · {name} · trial {trial.trial}", scrub_text(body), served=True, css=_CSS, nav=nav)
