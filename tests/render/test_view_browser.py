@@ -50,7 +50,7 @@ def test_the_runs_list_shows_every_run_newest_first_with_its_config_changes(cont
     changes = rows.locator("td.changes").all_inner_texts()
     assert changes[-1] == "(first run)" and changes[-2] == "no change"
     assert changes[-3] == "model: scripted:model_v1.yaml -> scripted:model_v2.yaml"
-    assert "1 regression(s)" in rows.nth(len(RUNS) - 3).inner_text()
+    assert "1 regression" in rows.nth(len(RUNS) - 3).inner_text()
     assert rows.nth(1).locator("td").nth(1).inner_text() == "try=v2-again"
     assert "scripted:model_v3.yaml" in rows.first.inner_text()
     page.screenshot(tmp_path / "runs.png")

@@ -124,3 +124,25 @@ def test_the_cli_grade_writes_the_audit_the_form_writes_and_neither_grades_a_liv
     finally:
         os.close(fd)
     assert json.loads((folder / f"{stem}.json").read_text()) == data
+
+
+def test_a_grade_form_with_markup_in_every_field_echoes_none_and_redirects_only_home(runs: Path, tmp_path: Path) -> None:
+    import shutil
+
+    folder = tmp_path / "eval"
+    shutil.copytree(runs, folder, symlinks=True)
+    before = {p.name: p.read_bytes() for p in folder.glob("results_*.json")}
+    client = TestClient(create_app(folder, token="t0ken"), base_url="http://127.0.0.1")
+    evil = '"><img src=x onerror=alert(1)>'
+    valid = {"token": "t0ken", "run": stems(folder)[-1], "test": TEST, "quality": "0.25", "comment": "", "back": "/"}
+    for field in ("run", "test", "quality", "back", "comment"):
+        posted = client.post("/grade", data={**valid, field: evil}, follow_redirects=False)
+        assert posted.status_code < 500 and "<img" not in posted.text, field
+        location = posted.headers.get("location", "")
+        assert "<" not in location and '"' not in location and not location.startswith("//"), (field, location)
+        if field == "back":
+            assert posted.status_code == 303 and location == "/#grade"
+    for back in ("//elsewhere.invalid/", "https://elsewhere.invalid/", "/x\r\nset-cookie: a=b"):
+        posted = client.post("/grade", data={**valid, "back": back}, follow_redirects=False)
+        assert posted.headers["location"] == "/#grade", back
+    assert {p.name: p.read_bytes() for p in folder.glob("results_*.json")} != before  # the valid ones did grade

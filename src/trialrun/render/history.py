@@ -16,7 +16,7 @@ from urllib.parse import quote, urlencode
 
 from .._history import History, LiveRun, RunEntry, config_line, diff_pair, suite_trend, test_history
 from .._scrub import scrub_text
-from ._chrome import crumb_case, site_nav, when, when_text
+from ._chrome import plural, site_nav, when, when_text
 from ._diff_page import diff_href, diff_page, trial_href
 from .html import _asset, _csp_hash, _money, _rate
 
@@ -295,7 +295,7 @@ def _runs_table(history: History, *, served: bool, state: str = "") -> str:
         link = f'<a href="/run/{_q(entry.stem)}">{started}</a>' if served else started
         status = "" if r.status == "completed" else ' <span class="badge skip">interrupted</span>'
         changes = config_line(entry.config_changes, limit=100_000) if entry.previous else "(first run)"
-        regress = (f' <span class="badge fail">{len(entry.comparison.regressions)} regression(s)</span>'
+        regress = (f' <span class="badge fail">{plural(len(entry.comparison.regressions), "regression")}</span>'
                    if entry.comparison and entry.comparison.regressions else "")
         rows.append(
             f'<tr class="row run-row" data-run="{escape(entry.stem)}"><td>{link}{status}{regress}</td><td>{escape(entry.label)}</td>'

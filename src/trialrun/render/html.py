@@ -598,7 +598,7 @@ def _compare_summary(comparison: Comparison, before: RunReport, after: RunReport
 
     def run_line(label: str, report: RunReport) -> str:
         rid = f" <code>{escape(report.run_id)}</code>" if report.run_id else ""
-        return f"<li><strong>{label}</strong>{rid} · {escape(_when(report))} · {report.trial_count} trial(s) per case</li>"
+        return f"<li><strong>{label}</strong>{rid} · {escape(_when(report))} · {report.trial_count} trial{'s' if report.trial_count != 1 else ''} per case</li>"
 
     return f"""<header class="page-head" data-state="{state}">
 <div class="wrap">
