@@ -16,7 +16,7 @@ from ..expect.rubric import QUALITY_LEVELS
 from ..results import CaseResult
 from ._chrome import rate, when, when_text
 
-__all__ = ["grade_form", "hand_graded", "hand_grade_note", "gradable"]
+__all__ = ["grade_form", "hand_graded", "hand_grade_note", "gradable", "trial_quality"]
 
 
 def _case(entry: RunEntry, name: str) -> CaseResult | None:
@@ -26,6 +26,13 @@ def _case(entry: RunEntry, name: str) -> CaseResult | None:
 def _rubric_details(case: CaseResult) -> list[dict[str, Any]]:
     return [v.details for t in case.trials for v in t.verdicts
             if v.kind == "score" and isinstance(v.details, dict) and isinstance(v.details.get("sub_scores"), dict)]
+
+
+def trial_quality(trial: Any) -> Any:
+    """A trial's output_quality sub-score (None when it has no rubric score)."""
+    return next((v.details["sub_scores"].get("output_quality") for v in trial.verdicts
+                 if v.kind == "score" and isinstance(v.details, dict) and isinstance(v.details.get("sub_scores"), dict)),
+                None)
 
 
 def gradable(entry: RunEntry, name: str) -> bool:
@@ -55,8 +62,9 @@ def hand_grade_note(case: CaseResult) -> str:
     return f'<p class="alert info hand-grade" id="hand-grade">{text}.</p>'
 
 
-def grade_form(entries: Sequence[RunEntry], name: str, token: str, *, back: str) -> str:
-    """The form setting `name`'s output quality in one of `entries` (a trial page passes its run alone)."""
+def grade_form(entries: Sequence[RunEntry], name: str, token: str, *, back: str, current: Any = None) -> str:
+    """The form setting `name`'s output quality in one of `entries` (a trial page passes its run alone, and its
+    trial's output quality as `current`, the level checked at first)."""
     usable = [e for e in entries if gradable(e, name)]
     if not usable:
         return ('<section class="panel" id="grade"><h3>Grade output quality by hand</h3><p class="muted">This test has '
@@ -67,7 +75,8 @@ def grade_form(entries: Sequence[RunEntry], name: str, token: str, *, back: str)
         options = "".join(f'<option value="{escape(e.stem)}">{escape(when(e.report.started_at))} {escape(e.label)}</option>'
                           for e in usable)
         run = f'<label>Run <select name="run" id="grade-run">{options}</select></label>'
-    current = _rubric_details(_case(usable[0], name))[0]["sub_scores"].get("output_quality")  # type: ignore[arg-type]
+    if current is None:
+        current = _rubric_details(_case(usable[0], name))[0]["sub_scores"].get("output_quality")  # type: ignore[arg-type]
     levels = "".join(f'<label><input type="radio" name="quality" value="{q:g}"{" checked" if current == q else ""}'
                      f' required> {q:g}</label>' for q in QUALITY_LEVELS)
     return (f'<section class="panel" id="grade"><h3>Grade output quality by hand</h3>'

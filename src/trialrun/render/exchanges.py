@@ -45,6 +45,7 @@ a.exchange-link { font-weight: normal; font-size: 0.85rem; margin-left: 8px; }
 #judgement table.verdicts { width: 100%; border-collapse: collapse; font-size: 0.9rem; }
 #judgement table.verdicts th, #judgement table.verdicts td { text-align: left; padding: 4px 8px; border-bottom: 1px solid var(--border-soft); vertical-align: top; overflow-wrap: anywhere; }
 #judgement table.verdicts tr.bad { background: var(--fail-bg); }
+#judgement table.verdicts th { white-space: nowrap; }
 #judgement table.verdicts td:nth-child(1), #judgement table.verdicts td:nth-child(2), #judgement table.verdicts td:nth-child(5) { white-space: nowrap; }
 #judgement table.verdicts td:nth-child(3) { width: 32%; }
 #judgement table.verdicts td:nth-child(3) code { font-size: 0.8rem; }
@@ -211,7 +212,7 @@ def _links(entry: RunEntry, name: str, trial: TrialResult) -> str:
 def trial_page(entry: RunEntry, name: str, trial: TrialResult, log: TrialExchanges, *, token: str = "") -> str:
     """Trial `trial` of test `name` in a run: how it was judged (every verdict and why), the hand-grade form, its
     turns, each with its raw exchange (collapsed by default; side and sub conversations folded)."""
-    from ._grade_form import grade_form, hand_grade_note
+    from ._grade_form import grade_form, hand_grade_note, trial_quality
     from ._verdicts import judgement
 
     trajectory = trial.trajectory
@@ -235,7 +236,8 @@ def trial_page(entry: RunEntry, name: str, trial: TrialResult, log: TrialExchang
                  "reported itself.</p>" + "".join(exchange_details(r, label="Exchange") for r in others) + "</section>")
     case = next((c for c in entry.report.cases if c.name == name), None)
     graded = hand_grade_note(case) if case is not None else ""
-    form = grade_form([entry], name, token, back=f"/trial/{_q(entry.stem)}?{urlencode({'test': name, 'trial': trial.trial})}") if token else ""
+    back = f"/trial/{_q(entry.stem)}?{urlencode({'test': name, 'trial': trial.trial})}"
+    form = grade_form([entry], name, token, back=back, current=trial_quality(trial)) if token else ""
     body = (_head("trialrun · trial", f"{name} · trial {trial.trial}", meta, "passed" if trial.passed else "failed")
             + f'<main class="wrap" id="main">{_links(entry, name, trial)}{note}{graded}{judgement(trial)}{form}'
             + (f'<p class="muted">Prompt: {escape(trajectory.prompt)}</p>' if trajectory.prompt else "")
