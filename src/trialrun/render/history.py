@@ -11,8 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
-from typing import Any
-from urllib.parse import quote, urlencode
+from urllib.parse import quote
 
 from .._history import History, LiveRun, RunEntry, config_line, diff_pair, suite_trend, test_history
 from .._scrub import scrub_text
