@@ -185,6 +185,7 @@ def test_a_grade_set_in_the_page_lands_in_the_result_file_and_in_trialrun_report
         # the test's page says it was graded by hand
         history = _open(context, f"{url}/test/{FLAKY}").page
         assert history.locator(f'#test-runs tr[data-run="{runs.flaky}"] .hand-graded').count() == 1
+        assert history.locator("#grade-form select#grade-run option").count() == 2  # the test's page grades too
         # a form posted from elsewhere (no token; or another origin) is refused and changes nothing
         stray = httpx.post(f"{url}/grade", data={"run": runs.flaky, "test": FLAKY, "quality": "0.25", "back": "/"})
         assert stray.status_code == 403
@@ -204,7 +205,8 @@ def _cell(page: Any, row: Any, header: str) -> str:
     return str(row.locator("td").nth(index).inner_text()).strip()
 
 
-def test_the_runs_list_follows_a_live_run_in_its_own_columns(context: Any, runs: FlakyRuns, tmp_path: Path) -> None:
+def test_the_runs_list_follows_a_live_run_in_its_own_columns(chromium: Any, context: Any, runs: FlakyRuns,
+                                                             tmp_path: Path) -> None:
     from playwright.sync_api import expect
 
     folder = _copy(runs, tmp_path)
@@ -225,6 +227,14 @@ def test_the_runs_list_follows_a_live_run_in_its_own_columns(context: Any, runs:
         assert _cell(p, row, "Pass rate") == "1/2"
         assert "in progress: 2/3 trials · 1 failed" in _cell(p, row, "Config changes since the previous run")
         page.screenshot(tmp_path / "live-runs.png")
+        phone = _browser.new_context(chromium, width=390, height=844)  # the live row and page fit a phone too
+        try:
+            for path in ("/", f"/live/{journal.stem}"):
+                small = _browser.open_url(phone, url + path)
+                assert small.page.evaluate("document.documentElement.scrollWidth") <= 390, path
+                assert small.problems == []
+        finally:
+            phone.close()
         end_journal(journal)
         journal.unlink()
         expect(p.locator("tr.live-run")).to_have_count(0, timeout=10_000)
