@@ -1,7 +1,8 @@
 """`trialrun view`: a local web app over a results folder (Starlette + uvicorn, the `trialrun[view]` extra).
 
-It binds 127.0.0.1 (`--host` another address, then every page needs the session token) and reads the folder on every request (a result file is loaded again only when it
-changed), so a run saved meanwhile, or one in progress (its journal), shows up without a restart. Pages:
+It binds 127.0.0.1 (`--host` another address: then every page needs the session token) and reads the folder on
+every request (a result file is loaded again only when it changed), so a run saved meanwhile, or one in progress
+(its journal), shows up without a restart. Every page has the header of `render/_chrome.py`. Pages:
 
     /                       the runs, newest first, with the suite trend, the compare picker, runs in progress
     /run/<stem>             one run (the HTML report)
@@ -14,10 +15,12 @@ changed), so a run saved meanwhile, or one in progress (its journal), shows up w
                             required; written as `trialrun grade` writes it; the only write the viewer makes
     /api/runs               the folder's listing state (the runs list reloads when it changes)
     /live/<stem>            a run in progress; /api/live/<stem> its progress as JSON (polled by the page)
-    /trial/<stem>?test=&trial=  one trial's turns, each with its raw request and response (collapsed), read from
-                            the run's exchanges sidecar (results_<stamp>.exchanges.ndjson)
+    /trial/<stem>?test=&trial=  one trial: its verdicts and how its score was made, the grade form, its turns,
+                            each with its raw request and response (collapsed), read from the run's exchanges
+                            sidecar (results_<stamp>.exchanges.ndjson)
 
-Starlette and uvicorn are imported only here, and this module only when `trialrun view` runs.
+Starlette and uvicorn are imported only here and in `_view_pages` (the handlers), and these only when
+`trialrun view` runs.
 """
 
 from __future__ import annotations
