@@ -42,6 +42,7 @@ table.headers th { width: 34%; font-weight: 600; }
 .no-link { font-size: 0.85rem; }
 details.conv-fold > summary { cursor: pointer; font-size: 1.1rem; font-weight: 600; margin: 8px 0; }
 a.exchange-link { font-weight: normal; font-size: 0.85rem; margin-left: 8px; }
+@media (min-width: 761px) {
 #judgement table.verdicts { width: 100%; border-collapse: collapse; font-size: 0.9rem; }
 #judgement table.verdicts th, #judgement table.verdicts td { text-align: left; padding: 4px 8px; border-bottom: 1px solid var(--border-soft); vertical-align: top; overflow-wrap: anywhere; }
 #judgement table.verdicts tr.bad { background: var(--fail-bg); }
@@ -49,6 +50,7 @@ a.exchange-link { font-weight: normal; font-size: 0.85rem; margin-left: 8px; }
 #judgement table.verdicts td:nth-child(1), #judgement table.verdicts td:nth-child(2), #judgement table.verdicts td:nth-child(5) { white-space: nowrap; }
 #judgement table.verdicts td:nth-child(3) { width: 32%; }
 #judgement table.verdicts td:nth-child(3) code { font-size: 0.8rem; }
+}
 """
 
 #: A turn's "raw exchange N" link points INSIDE that exchange's <details> (its request part): following a fragment

@@ -64,7 +64,8 @@ form.grade fieldset { border: 0; padding: 0; margin: 0; display: flex; gap: 10px
   /* the chart is drawn 720 units wide and shrunk to the screen: its text is set larger so it reads at ~11 px */
   svg.trend .axis, svg.trend .cfg-label { font-size: 23px; }
   table.tdiff { font-size: 0.8rem; }
-  table.tdiff th.turn { width: 3.2em; }
+  table.tdiff th.turn { width: 4.6em; overflow-wrap: normal; }
+  table.tdiff .diff-kind { font-size: 0.7rem; }
   form.pick label { display: flex; gap: 6px; align-items: center; max-width: 100%; }
   form.pick select { max-width: 62vw; }
   /* the first column (sticky) wraps, so the columns beside it are in view too */
