@@ -21,10 +21,33 @@ from .journal import read_lines
 from .results import RunReport
 from .store import ResultFileError, ResultsStore, load_report
 
-__all__ = ["RunEntry", "History", "LiveRun", "TestPoint", "TrendPoint", "load_history", "read_journal",
+__all__ = ["snapshot_label", "snapshot_model", "snapshot_rubric", "RunEntry", "History", "LiveRun", "TestPoint", "TrendPoint", "load_history", "read_journal",
            "config_line", "test_history", "suite_trend"]
 
 JOURNAL_SUFFIX = ".jsonl"
+
+
+def snapshot_label(snapshot: dict[str, Any]) -> str:
+    """A run's labels (`--label k=v`) in one line, from its config snapshot (a saved run's or a journal's)."""
+    labels = snapshot.get("labels")
+    if isinstance(labels, dict) and labels:
+        return ", ".join(f"{k}={v}" for k, v in labels.items())
+    return ""
+
+
+def snapshot_model(snapshot: dict[str, Any]) -> str:
+    for key in ("model", "model_name"):
+        if isinstance(snapshot.get(key), str):
+            return str(snapshot[key])
+    agent = snapshot.get("agent")
+    if isinstance(agent, dict) and agent.get("model"):
+        return str(agent["model"])
+    return ""
+
+
+def snapshot_rubric(snapshot: dict[str, Any]) -> str:
+    value = snapshot.get("rubric", snapshot.get("judge"))
+    return "" if value is None else format_value(value)
 
 
 @dataclass
@@ -43,28 +66,16 @@ class RunEntry:
 
     @property
     def label(self) -> str:
-        labels = self.report.config_snapshot.get("labels")
-        if isinstance(labels, dict) and labels:
-            return ", ".join(f"{k}={v}" for k, v in labels.items())
-        return ""
+        return snapshot_label(self.report.config_snapshot)
 
     @property
     def model(self) -> str:
-        snapshot = self.report.config_snapshot
-        for key in ("model", "model_name"):
-            if isinstance(snapshot.get(key), str):
-                return str(snapshot[key])
-        agent = snapshot.get("agent")
-        if isinstance(agent, dict) and agent.get("model"):
-            return str(agent["model"])
-        return ""
+        return snapshot_model(self.report.config_snapshot)
 
     @property
     def rubric(self) -> str:
         """The rubric (or judge) that scored the run, when the snapshot names one."""
-        snapshot = self.report.config_snapshot
-        value = snapshot.get("rubric", snapshot.get("judge"))
-        return "" if value is None else format_value(value)
+        return snapshot_rubric(self.report.config_snapshot)
 
     @property
     def pass_rate(self) -> float | None:
@@ -88,6 +99,10 @@ class LiveRun:
     status: str | None = None  # "completed" / "interrupted" once the end line is written
     cases: dict[str, dict[str, int]] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    label: str = ""
+    model: str = ""
+    rubric: str = ""
+    trial_count: int | None = None
     #: Why the journal itself cannot be read (not a regular file, too large), None when it was read
     unreadable: str | None = None
 
@@ -105,7 +120,8 @@ class LiveRun:
     def as_json(self) -> dict[str, Any]:
         return {"eta_s": None if self.eta_s is None else round(self.eta_s, 1), "stem": self.stem, "run_id": self.run_id, "started_at": self.started_at, "total": self.total,
                 "done": self.done, "passed": self.passed, "failed": self.failed, "elapsed_s": round(self.elapsed_s, 3),
-                "current": self.current, "status": self.status, "cases": self.cases, "problems": self.problems}
+                "current": self.current, "status": self.status, "cases": self.cases, "problems": self.problems,
+                "label": self.label, "model": self.model, "rubric": self.rubric, "trial_count": self.trial_count}
 
 
 @dataclass
@@ -193,6 +209,9 @@ def read_journal(path: Path) -> LiveRun | None:
     if read.start is not None:
         live.run_id = read.start.run_id
         live.started_at = read.start.started_at.isoformat()
+        snapshot = read.start.config_snapshot if isinstance(read.start.config_snapshot, dict) else {}
+        live.label, live.model, live.rubric = snapshot_label(snapshot), snapshot_model(snapshot), snapshot_rubric(snapshot)
+        live.trial_count = read.start.trial_count
         for case in read.start.cases:
             if case.skip_reason is None:
                 live.cases[case.name] = {"trials": case.trials, "done": 0, "failed": 0}
@@ -260,3 +279,31 @@ def suite_trend(history: History) -> list[TrendPoint]:
     return [TrendPoint(e.stem, e.report.started_at, e.pass_rate, e.report.score, e.report.pass_pow_k,
                        bool(e.config_changes), len(e.comparison.regressions) if e.comparison else 0)
             for e in history.runs]
+
+
+@dataclass(frozen=True)
+class DiffPair:
+    """Two trials of one test to put side by side: (run stem, trial number) before and after."""
+
+    before: tuple[str, int]
+    after: tuple[str, int]
+
+
+def _trials(entry: RunEntry, name: str) -> list[Any]:
+    case = next((c for c in entry.report.cases if c.name == name), None)
+    return list(case.trials) if case is not None else []
+
+
+def diff_pair(name: str, before: RunEntry, after: RunEntry) -> DiffPair:
+    """The trials a diff of `name` shows by default: a failing trial of the later run (its first; else its first
+    trial) against a passing trial of the earlier run, or, when the earlier run has none but the later run passed
+    some (a flaky test), against the later run's own passing trial; else the earlier run's first trial."""
+    later, earlier = _trials(after, name), _trials(before, name)
+    failing = next((t.trial for t in later if not t.passed), later[0].trial if later else 1)
+    passing = next((t.trial for t in earlier if t.passed), None)
+    if passing is not None:
+        return DiffPair((before.stem, passing), (after.stem, failing))
+    flaky = next((t.trial for t in later if t.passed), None)
+    if flaky is not None and flaky != failing:
+        return DiffPair((after.stem, flaky), (after.stem, failing))
+    return DiffPair((before.stem, earlier[0].trial if earlier else 1), (after.stem, failing))

@@ -707,13 +707,18 @@ def _history_report(run_ref: str | None, results_dir: str | None, config_path: s
 # -- view ---------------------------------------------------------------------------------------------------
 @main.command()
 @click.argument("results_dir", required=False, type=click.Path(file_okay=False))
-@click.option("--port", type=click.IntRange(min=1, max=65535), default=8765, show_default=True, help="Port on 127.0.0.1.")
+@click.option("--port", type=click.IntRange(min=1, max=65535), default=8765, show_default=True, help="Port to listen on.")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to bind. Anything but loopback is reachable from other machines: a warning is printed and "
+                   "every page then needs the session token in the printed URL.")
 @click.option("--open", "open_browser", is_flag=True, help="Open the page in a browser once it is served.")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Configuration file.")
 @_fail_cleanly
-def view(results_dir: str | None, port: int, open_browser: bool, config_path: str | None) -> None:
+def view(results_dir: str | None, port: int, open_browser: bool, config_path: str | None,
+         host: str = "127.0.0.1") -> None:
     """Browse the runs of RESULTS_DIR (default: the suite's folder) in a local web app on 127.0.0.1: runs list,
-    trends, each test's history, two runs compared, trajectory diffs, runs in progress. Needs `trialrun[view]`."""
+    trends, each test's history, two runs compared, trajectory diffs, trials with their verdicts, runs in progress,
+    search, and output quality graded by hand. Needs `trialrun[view]`."""
     try:
         from .view import serve
     except ImportError as exc:  # pragma: no cover - view.py imports nothing optional at its top
@@ -721,10 +726,12 @@ def view(results_dir: str | None, port: int, open_browser: bool, config_path: st
     store = _store(results_dir, config_path)
     if not store.directory.is_dir():
         raise _PathProblem(f"results dir {store.directory}: no such folder (run `trialrun run` first)")
+    from .view import PortBusy
+
     try:
-        serve(store.directory, port=port, open_browser=open_browser)
-    except ImportError as exc:
-        _say(f"error: {exc}")
+        serve(store.directory, port=port, host=host, open_browser=open_browser)
+    except (ImportError, PortBusy) as exc:
+        _say(f"error: {exc.strerror if isinstance(exc, PortBusy) else exc}")
         sys.exit(EXIT_USAGE)
     except KeyboardInterrupt:
         pass
@@ -848,23 +855,21 @@ def recover(results_dir: str | None, suite: str | None, config_path: str | None)
 @click.argument("quality", type=click.Choice(["0", "0.25", "0.5"]))
 @click.option("--results-dir", type=click.Path(file_okay=False), help="Where result files are.")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Configuration file.")
+@click.option("--comment", default="", help="Why: kept with the grade (who, when and the value it replaced are kept too).")
 @_fail_cleanly
-def grade(run_ref: str, test_id: str, quality: str, results_dir: str | None, config_path: str | None) -> None:
+def grade(run_ref: str, test_id: str, quality: str, results_dir: str | None, config_path: str | None,
+          comment: str = "") -> None:
     """Set TEST_ID's output_quality (0, 0.25 or 0.5) by hand in RUN: a run id, a result file's name or stem, a path,
-    or `latest`."""
-    from .results import regrade_output_quality
-    from .store import ResultsStore, load_report
+    or `latest`. The same edit as the viewer's grade form (`trialrun._hand_grade`)."""
+    from ._hand_grade import grade_by_hand, who
 
     store = _store(results_dir, config_path)
     path = store.resolve(run_ref)
-    original = load_report(path)
     try:
-        updated = regrade_output_quality(original, test_id, float(quality))
-    except (KeyError, ValueError) as exc:
+        done = grade_by_hand(store, path, test_id, float(quality), by=who(), comment=comment, via="cli")
+    except (KeyError, ValueError) as exc:  # GradeRefused is a ValueError
         raise click.UsageError(str(exc.args[0] if exc.args else exc)) from None
-    target_store = store if path.parent == store.directory else ResultsStore(path.parent)
-    target_store.rewrite(path.resolve() if path.is_symlink() else path, updated)
-    before, after = original.case(test_id), updated.case(test_id)
+    before, after, updated = done.before, done.after, done.report
     _say(
         f"{test_id}: output_quality {quality}; score {before.score:.2f} -> {after.score:.2f}; "
         f"{'passed' if after.passed else 'failed'}; run {updated.passed_case_count}/{len(updated.graded_cases)} passed ({path})",

@@ -409,9 +409,12 @@ class RunReport(BaseModel):
         )
 
 
-def regrade_output_quality(report: RunReport, name: str, quality: float) -> RunReport:
+def regrade_output_quality(report: RunReport, name: str, quality: float,
+                            audit: dict[str, Any] | None = None) -> RunReport:
     """A copy of `report` where test `name`'s output_quality is set by hand in every trial (the eval skill's manual
-    assessment): its rubric verdicts, scores, pass/fail, the case's aggregates and the run's totals follow."""
+    assessment): its rubric verdicts, scores, pass/fail, the case's aggregates and the run's totals follow.
+    `audit` (who, when, a comment) is kept in each rubric verdict's details as `hand_grade`, with the value it
+    replaced (`previous`), so a hand grade is never a silent edit."""
     from .expect.rubric import QUALITY_LEVELS, combine, passes
 
     if quality not in QUALITY_LEVELS:
@@ -445,7 +448,10 @@ def regrade_output_quality(report: RunReport, name: str, quality: float) -> RunR
             formula = str(verdict.details.get("rubric", "skill"))  # type: ignore[union-attr]
             total = combine(subs["tool_accuracy"], subs["turn_efficiency"], quality, formula)
             threshold = float(verdict.details.get("threshold", 0.7))  # type: ignore[union-attr]
+            previous = verdict.details["sub_scores"].get("output_quality")  # type: ignore[index]
             verdict.details = {**(verdict.details or {}), "sub_scores": subs, "quality_by": "hand"}
+            if audit is not None:
+                verdict.details["hand_grade"] = {**audit, "previous": previous, "quality": quality}
             verdict.score = total
             verdict.passed = passes(total, threshold)
             verdict.reason = (

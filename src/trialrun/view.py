@@ -1,32 +1,40 @@
 """`trialrun view`: a local web app over a results folder (Starlette + uvicorn, the `trialrun[view]` extra).
 
-It binds 127.0.0.1 only and reads the folder on every request (a result file is loaded again only when it
-changed), so a run saved meanwhile, or one in progress (its journal), shows up without a restart. Pages:
+It binds 127.0.0.1 (`--host` another address: then every page needs the session token) and reads the folder on
+every request (a result file is loaded again only when it changed), so a run saved meanwhile, or one in progress
+(its journal), shows up without a restart. Every page has the header of `render/_chrome.py`. Pages:
 
     /                       the runs, newest first, with the suite trend, the compare picker, runs in progress
     /run/<stem>             one run (the HTML report)
     /test/<name>            one test across runs: score and pass@1 chart, config changes, regressions
     /compare?a=<stem>&b=    two runs compared (the compare page of `trialrun compare --html`)
-    /diff?test=&a=&b=&trial=  one test's trajectory in two runs, aligned turn by turn, first divergence marked
+    /diff?test=&a=&ta=&b=&tb=  one test's trajectory in trial ta of run a and trial tb of run b, aligned turn by
+                            turn, first divergence marked (by default a failing trial beside a passing one)
+    /search?q=              tests by id, title or tag; runs by label, model or date
+    POST /grade             the hand-grade form (output quality 0/0.25/0.5, a comment): the page's session token
+                            required; written as `trialrun grade` writes it; the only write the viewer makes
+    /api/runs               the folder's listing state (the runs list reloads when it changes)
     /live/<stem>            a run in progress; /api/live/<stem> its progress as JSON (polled by the page)
-    /trial/<stem>?test=&trial=  one trial's turns, each with its raw request and response (collapsed), read from
-                            the run's exchanges sidecar (results_<stamp>.exchanges.ndjson)
+    /trial/<stem>?test=&trial=  one trial: its verdicts and how its score was made, the grade form, its turns,
+                            each with its raw request and response (collapsed), read from the run's exchanges
+                            sidecar (results_<stamp>.exchanges.ndjson)
 
-Starlette and uvicorn are imported only here, and this module only when `trialrun view` runs.
+Starlette and uvicorn are imported only here and in `_view_pages` (the handlers), and these only when
+`trialrun view` runs.
 """
 
 from __future__ import annotations
 
-import json
+import errno
+import hmac
 import os
-from html import escape
+import secrets
+import socket
 from pathlib import Path
-from urllib.parse import quote
 from typing import Any
+from urllib.parse import parse_qs, quote, urlencode
 
-from ._history import History, load_history, read_journal
-
-__all__ = ["create_app", "serve", "MISSING_EXTRA", "SECURITY_HEADERS"]
+__all__ = ["create_app", "serve", "PortBusy", "is_loopback", "MISSING_EXTRA", "SECURITY_HEADERS"]
 
 MISSING_EXTRA = "trialrun view needs the 'view' extra: pip install 'trialrun[view]' (Starlette and uvicorn)"
 
@@ -69,171 +77,129 @@ def _secured(app: Any) -> Any:
     return secured
 
 
-def _json_text(data: Any) -> str:
-    """JSON with `<`, `>` and `&` written as escapes: no response of the viewer holds markup it did not make."""
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+def _gate(app: Any, token: str) -> Any:
+    """`app` behind the session token (a non-loopback `--host`): every request carries it, in the cookie a first
+    visit with `?token=` sets, else gets a 403 saying how to get in. The cookie is HttpOnly and SameSite=Strict."""
+    cookie = f"trialrun_token={token}".encode()
+
+    async def gated(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await app(scope, receive, send)
+            return
+        headers = dict(scope.get("headers", []))
+        cookies = [c.strip() for c in headers.get(b"cookie", b"").split(b";")]
+        if any(hmac.compare_digest(c, cookie) for c in cookies):
+            await app(scope, receive, send)
+            return
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        if hmac.compare_digest(query.get("token", [""])[0].encode(), token.encode()):
+            rest = urlencode([(k, v) for k, vs in query.items() if k != "token" for v in vs], doseq=True)
+            where = quote(scope.get("path", "/")) + (f"?{rest}" if rest else "")
+            await _answer(send, 303, b"", [(b"location", where.encode()), (b"set-cookie", cookie + b"; HttpOnly; "
+                                                                       b"SameSite=Strict; Path=/")])
+            return
+        await _answer(send, 403, b"This trialrun view needs its token: open the URL `trialrun view` printed "
+                                 b"(it ends in ?token=...).\n", [(b"content-type", b"text/plain; charset=utf-8")])
+
+    return gated
 
 
-def create_app(directory: str | os.PathLike[str]) -> Any:
+async def _answer(send: Any, status: int, body: bytes, headers: list[tuple[bytes, bytes]]) -> None:
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def _hosts(host: str) -> list[str]:
+    """The host names a request may name: this machine's, and the bound address's (a wildcard bind: any, then the
+    token is what keeps other sites out)."""
+    if host in ("0.0.0.0", "::", ""):
+        return ["*"]
+    return ["127.0.0.1", "localhost", host if ":" not in host else f"[{host}]"]
+
+
+def create_app(directory: str | os.PathLike[str], *, host: str = "127.0.0.1", token: str | None = None,
+               require_token: bool = False) -> Any:
     """The ASGI app serving `directory`'s history (raises ImportError naming the extra when Starlette is absent).
 
-    Every handler is a plain function, which Starlette runs in its thread pool: a slow file never holds up the
-    event loop, so other pages are served meanwhile (and files are read by the safe reader, which never opens a
-    FIFO or a device). Everything a page echoes from the request (a path, a query value) is escaped."""
+    `token` is the session's write token (the grade form's; made here when not given); with `require_token` (a
+    non-loopback `host`) every page needs it too. The app's token is `app.token`."""
     try:
         from starlette.applications import Starlette
-        from starlette.requests import Request
-        from starlette.responses import HTMLResponse, Response
+        from starlette.middleware import Middleware
+        from starlette.middleware.trustedhost import TrustedHostMiddleware
         from starlette.routing import Route
     except ImportError as exc:
         raise ImportError(MISSING_EXTRA) from exc
+    from ._view_pages import Pages
 
-    from . import compare as comparing
-    from .render import history as pages
-    from .render.html import comparison_html, report_html
-
-    root = Path(directory)
-
-    def history() -> History:
-        return load_history(root)
-
-    def html(text: str, status: int = 200) -> Response:
-        return HTMLResponse(text, status_code=status)
-
-    def json_response(data: Any) -> Response:
-        return Response(_json_text(data), media_type="application/json")
-
-    def not_found(what: str) -> Response:
-        """A 404 saying what was not found: `what` is text (from the request, too), escaped here."""
-        return html(pages._page("trialrun · not found", pages._head("trialrun", "Not found", escape(what)), served=True),
-                    404)
-
-    def missing_run(h: History, stem: str, otherwise: str = "") -> Response:
-        """No run `stem`: why, when a file of that name is there but could not be read (the other runs stay
-        browsable from the runs page, which lists it too)."""
-        why = next((f"{p.name} could not be read: {reason}" for p, reason in h.skipped.items()
-                    if p.name.split(".")[0] == stem), None)
-        return not_found(why or otherwise or f"no run {stem} in {root}")
-
-    def index(request: Request) -> Response:
-        return html(pages.runs_page(history()))
-
-    def run(request: Request) -> Response:
-        h = history()
-        entry = h.run(request.path_params["stem"])
-        if entry is None:
-            return missing_run(h, request.path_params["stem"])
-        link = f"/trial/{quote(entry.stem, safe='')}?test={{test}}&trial={{trial}}"
-        return html(report_html(entry.report, trial_link=link))
-
-    def trial(request: Request) -> Response:
-        from ._exchange_log import read_trial_exchanges, sidecar_path
-        from .render.exchanges import trial_page
-
-        stem = request.path_params["stem"]
-        h = history()
-        entry = h.run(stem)
-        if entry is None:
-            return missing_run(h, stem)
-        name = request.query_params.get("test", "")
-        case = next((c for c in entry.report.cases if c.name == name), None)
-        if case is None:
-            return not_found(f"no test {name!r} in run {entry.stem}")
-        try:
-            number = int(request.query_params.get("trial", "1"))
-        except ValueError:
-            number = 0
-        chosen = next((t for t in case.trials if t.trial == number), None)
-        if chosen is None:
-            return not_found(f"test {name!r} has no trial {request.query_params.get('trial', '')} in run {entry.stem}")
-        log = read_trial_exchanges(sidecar_path(entry.path), name, number)
-        return html(trial_page(entry, name, chosen, log))
-
-    def test(request: Request) -> Response:
-        name = request.path_params["name"]
-        h = history()
-        if name not in h.test_names():
-            return not_found(f"no test {name} in the runs of {root}")
-        return html(pages.test_page(h, name))
-
-    def two(request: Request, h: History) -> tuple[Any, Any] | Response:
-        stems = request.query_params.get("a", ""), request.query_params.get("b", "")
-        a, b = h.run(stems[0]), h.run(stems[1])
-        if a is None or b is None:
-            return missing_run(h, stems[0] if a is None else stems[1], "pick two runs of this folder (a= and b=)")
-        return a, b
-
-    def compare_page(request: Request) -> Response:
-        h = history()
-        pair = two(request, h)
-        if isinstance(pair, Response):
-            return pair
-        a, b = pair
-        return html(comparison_html(comparing.compare(a.report, b.report), a.report, b.report))
-
-    def diff(request: Request) -> Response:
-        h = history()
-        pair = two(request, h)
-        if isinstance(pair, Response):
-            return pair
-        try:
-            trial = int(request.query_params.get("trial", "1"))
-        except ValueError:
-            trial = 1
-        return html(pages.diff_page(request.query_params.get("test", ""), *pair, trial=trial))
-
-    def journal(stem: str) -> Path:
-        return root / f"{Path(stem).name}.jsonl"
-
-    def live(request: Request) -> Response:
-        stem = request.path_params["stem"]
-        progress = read_journal(journal(stem))
-        if progress is not None and progress.unreadable is not None:
-            return not_found(f"{progress.path.name} could not be read: {progress.unreadable}")
-        if progress is None:
-            h = history()
-            if h.run(stem) is not None:
-                return Response(status_code=303, headers={"Location": f"/run/{quote(stem, safe='')}"})
-            return missing_run(h, stem, f"no run in progress named {stem}")
-        return html(pages.live_page(progress))
-
-    def live_api(request: Request) -> Response:
-        stem = request.path_params["stem"]
-        if (root / f"{Path(stem).name}.json").exists():
-            return json_response({"finished": f"/run/{quote(stem, safe='')}"})
-        progress = read_journal(journal(stem))
-        if progress is None or progress.unreadable is not None:
-            return json_response({"gone": True, **({"problems": progress.problems} if progress else {})})
-        return json_response(progress.as_json())
-
-    from starlette.middleware import Middleware
-    from starlette.middleware.trustedhost import TrustedHostMiddleware
-
+    token = token or secrets.token_urlsafe(24)
+    pages = Pages(Path(directory), token)
     # Only this machine's names: a page elsewhere cannot read the results through a DNS-rebound host name.
-    hosts = Middleware(TrustedHostMiddleware, allowed_hosts=["127.0.0.1", "localhost"])
-    return _secured(Starlette(middleware=[hosts], routes=[
-        Route("/", index), Route("/run/{stem}", run), Route("/test/{name:path}", test),
-        Route("/compare", compare_page), Route("/diff", diff), Route("/live/{stem}", live),
-        Route("/api/live/{stem}", live_api), Route("/trial/{stem}", trial),
-    ]))
+    hosts = Middleware(TrustedHostMiddleware, allowed_hosts=_hosts(host))
+    def unknown(request: Any, exc: Any) -> Any:
+        return pages.not_found(f"no page {request.url.path} here")
+
+    app: Any = Starlette(middleware=[hosts], exception_handlers={404: unknown}, routes=[
+        Route("/", pages.index), Route("/run/{stem}", pages.run), Route("/test/{name:path}", pages.test),
+        Route("/compare", pages.compare), Route("/diff", pages.diff), Route("/live/{stem}", pages.live),
+        Route("/api/live/{stem}", pages.live_api), Route("/api/runs", pages.runs_api), Route("/trial/{stem}", pages.trial),
+        Route("/search", pages.search), Route("/grade", pages.grade, methods=["POST"]),
+    ])
+    if require_token:
+        app = _gate(app, token)
+    secured = _secured(app)
+    secured.token = token
+    return secured
 
 
-def serve(directory: str | os.PathLike[str], *, port: int = 8765, open_browser: bool = False) -> None:
-    """Serve the app on 127.0.0.1:`port` until interrupted; `--open` opens the browser once it listens."""
+class PortBusy(OSError):
+    """The port is taken (another `trialrun view`, another server): said with the port and what to do."""
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise PortBusy(exc.errno, f"port {port} on {host} is already in use (another trialrun view?); "
+                                      f"pick another with --port, e.g. --port {port + 1}") from None
+        raise
+    sock.listen(128)
+    sock.set_inheritable(True)
+    return sock
+
+
+def is_loopback(host: str) -> bool:
+    return host in ("127.0.0.1", "localhost", "::1") or host.startswith("127.")
+
+
+def serve(directory: str | os.PathLike[str], *, port: int = 8765, host: str = "127.0.0.1",
+          open_browser: bool = False) -> None:
+    """Serve the app on `host`:`port` until interrupted (raises PortBusy when the port is taken); `--open` opens
+    the browser once it listens. A non-loopback host needs the token on every page: the printed URL carries it."""
     try:
         import uvicorn
     except ImportError as exc:
         raise ImportError(MISSING_EXTRA) from exc
-    app = create_app(directory)
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
+    open_to_others = not is_loopback(host)
+    app = create_app(directory, host=host, require_token=open_to_others)
+    sock = _listen(host, port)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="off")
     server = uvicorn.Server(config)
-    url = f"http://127.0.0.1:{port}/"
+    shown = f"[{host}]" if ":" in host else host
+    url = f"http://{shown}:{port}/" + (f"?token={app.token}" if open_to_others else "")
 
     original_startup = server.startup
 
     async def startup(sockets: Any = None) -> None:
         await original_startup(sockets=sockets)
+        if open_to_others:
+            print(f"trialrun view: WARNING: serving on {host}, reachable from other machines; every page needs the "
+                  "token in this URL (anyone who has it can read the results and grade them)", flush=True)
         print(f"trialrun view: serving {directory} at {url} (Ctrl-C to stop)", flush=True)
         if open_browser:
             import webbrowser
@@ -241,4 +207,7 @@ def serve(directory: str | os.PathLike[str], *, port: int = 8765, open_browser: 
             webbrowser.open(url)
 
     server.startup = startup  # type: ignore[method-assign]
-    server.run()
+    try:
+        server.run(sockets=[sock])
+    finally:
+        sock.close()

@@ -238,7 +238,7 @@ def test_the_view_shows_a_pytest_made_runs_exchanges_under_its_turns(pytester: p
         html = response.text
         details = re.findall(r'<details class="raw-exchange" data-exchange="(\d+)"[^>]*>', html)
         assert details == [str(n) for n in range(1, count + 1)] and "<details open" not in html
-        assert 'id="exchanges-note"' not in html and f"{count} exchange(s) kept" in html
+        assert 'id="exchanges-note"' not in html and f"{count} exchange{'s' if count != 1 else ''} kept" in html
         assert key not in html
     assert "<th>authorization</th><td><code>REDACTED</code>" in html
 

@@ -50,7 +50,7 @@ def test_the_runs_list_shows_every_run_newest_first_with_its_config_changes(cont
     changes = rows.locator("td.changes").all_inner_texts()
     assert changes[-1] == "(first run)" and changes[-2] == "no change"
     assert changes[-3] == "model: scripted:model_v1.yaml -> scripted:model_v2.yaml"
-    assert "1 regression(s)" in rows.nth(len(RUNS) - 3).inner_text()
+    assert "1 regression" in rows.nth(len(RUNS) - 3).inner_text()
     assert rows.nth(1).locator("td").nth(1).inner_text() == "try=v2-again"
     assert "scripted:model_v3.yaml" in rows.first.inner_text()
     page.screenshot(tmp_path / "runs.png")
@@ -217,6 +217,9 @@ def test_each_turn_shows_its_raw_request_and_response_collapsed_and_scrubbed(con
         second.locator("summary").first.click()
         sent = json.loads(second.locator('pre.body[data-part="request"]').inner_text())
         assert [m["content"] for m in sent["messages"] if m["role"] == "tool"] == [HOSTILE]  # shown as text, not run
+        fold = p.locator('section.conv[data-role="side"] details.conv-fold')
+        assert fold.get_attribute("open") is None  # a side conversation is folded
+        fold.locator("summary").first.click()
         side = p.locator('section.conv[data-role="side"] details.raw-exchange')
         side.locator("summary").first.click()
         assert json.loads(side.locator("pre.assembled").inner_text())["text"] == TITLE

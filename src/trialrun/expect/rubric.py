@@ -230,7 +230,8 @@ def rubric(
             + (f" ({counted[2:]})" if counted and expected_tools else "")
             + _tool_note(missing, run, left)
             + _unseen_note(missing, run, left)
-            + f", turn_efficiency {efficiency:.2f} ({turns} turns, budget {max_turns if max_turns is not None else 'none'})"
+            + f", turn_efficiency {efficiency:.2f} ({turns} turn{'s' if turns != 1 else ''}, budget "
+              f"{max_turns if max_turns is not None else 'none'})"
             + f", output_quality {quality:g} ({why})"
         )
         return Verdict(passed, label, reason, score=total, details={"sub_scores": parts, "threshold": threshold,

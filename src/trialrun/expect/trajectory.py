@@ -352,7 +352,7 @@ def max_turns(n: int) -> Grader:
         beside = (f"; not counted: {_count(sum(len(c.turns) for c in others), 'response')} of "
                   f"{_count(len(others), 'side/sub conversation')}") if others else ""
         if turns <= n:
-            return Verdict(True, label, f"{turns} turns (limit {n}){beside}")
+            return Verdict(True, label, f"{turns} turn{'s' if turns != 1 else ''} (limit {n}){beside}")
         return Verdict(False, label, f"{turns} turns, limit {n}{beside}")
 
     return _looking(label, grade)

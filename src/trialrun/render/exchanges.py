@@ -13,13 +13,14 @@ from __future__ import annotations
 import json
 from html import escape
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
 
 from .._exchange_log import TrialExchanges
 from .._history import RunEntry
 from .._scrub import scrub_text
 from ..results import TrialResult
 from ..trajectory import Conversation, Turn
+from ._chrome import crumb_case, crumb_run, site_nav
 from .history import _head, _page, _q, _when
 
 __all__ = ["trial_page", "exchange_details"]
@@ -39,7 +40,21 @@ table.headers th, table.headers td { text-align: left; padding: 2px 6px; border-
 table.headers th { width: 34%; font-weight: 600; }
 .cut { font-size: 0.85rem; }
 .no-link { font-size: 0.85rem; }
+details.conv-fold > summary { cursor: pointer; font-size: 1.1rem; font-weight: 600; margin: 8px 0; }
+a.exchange-link { font-weight: normal; font-size: 0.85rem; margin-left: 8px; }
+@media (min-width: 761px) {
+#judgement table.verdicts { width: 100%; border-collapse: collapse; font-size: 0.9rem; }
+#judgement table.verdicts th, #judgement table.verdicts td { text-align: left; padding: 4px 8px; border-bottom: 1px solid var(--border-soft); vertical-align: top; overflow-wrap: anywhere; }
+#judgement table.verdicts tr.bad { background: var(--fail-bg); }
+#judgement table.verdicts th { white-space: nowrap; }
+#judgement table.verdicts td:nth-child(1), #judgement table.verdicts td:nth-child(2), #judgement table.verdicts td:nth-child(5) { white-space: nowrap; }
+#judgement table.verdicts td:nth-child(3) { width: 32%; }
+#judgement table.verdicts td:nth-child(3) code { font-size: 0.8rem; }
+}
 """
+
+#: A turn's "raw exchange N" link points INSIDE that exchange's <details> (its request part): following a fragment
+#: opens the details around its target (the HTML standard's ancestor-revealing), so the link needs no script.
 
 
 def _pretty(value: Any) -> str:
@@ -122,10 +137,11 @@ def _details(record: dict[str, Any], label: str) -> str:
     def cut(side: str) -> str:
         return f'<p class="alert warn cut">{escape(side)} body: {escape(str(cuts[side]))}</p>' if side in cuts else ""
 
+    anchor = f' id="exchange-{number}"' if isinstance(number, int) and not isinstance(number, bool) else ""
     return (f'<details class="raw-exchange" data-exchange="{escape(str(number))}"><summary>{escape(label)} · exchange '
             f"{escape(str(number))} · <code>{escape(method)} {escape(urlsplit(url).path)}</code> → {escape(str(status))}"
             f"{' · cut' if cuts else ''}</summary>"
-            f'<div class="raw-part request"><h5>Request</h5><p><code class="request-line">{escape(method)} {escape(url)}'
+            f'<div class="raw-part request"{anchor}><h5>Request</h5><p><code class="request-line">{escape(method)} {escape(url)}'
             f"</code></p>{_headers(request.get('headers'))}{cut('request')}{_body(request, url, 'request')}</div>"
             f'<div class="raw-part response"><h5>Response</h5><p><code class="status-line">HTTP {escape(str(status))}'
             f"</code></p>{_headers(response.get('headers'))}{cut('response')}{_body(response, url, 'response')}</div>"
@@ -135,7 +151,9 @@ def _details(record: dict[str, Any], label: str) -> str:
 def _turn(turn: Turn, index: int, records: dict[int, dict[str, Any]], log: TrialExchanges) -> str:
     meta = " · ".join(x for x in (turn.model or "", f"{turn.usage.input_tokens:,} in / {turn.usage.output_tokens:,} out tokens"
                                   if turn.usage else "") if x)
-    parts = [f'<p class="turn-head">Turn {index}{f" <span class=muted>· {escape(meta)}</span>" if meta else ""}</p>']
+    link = (f'<a class="exchange-link" href="#exchange-{turn.exchange}">raw exchange {turn.exchange}</a>'
+            if turn.exchange is not None and turn.exchange in records else "")
+    parts = [f'<p class="turn-head">Turn {index}{f" <span class=muted>· {escape(meta)}</span>" if meta else ""}{link}</p>']
     if turn.text.strip():
         parts.append(f'<pre class="reply">{escape(turn.text)}</pre>')
     results = {r.call_id: r for r in turn.tool_results if r.call_id}
@@ -165,16 +183,45 @@ def _conversation(conversation: Conversation, number: int, records: dict[int, di
         kind = "Side request" if conversation.role == "side" else "Sub-agent"
         title = f"{kind} {number}" + (f": {conversation.prompt[:80]}" if conversation.prompt else "")
     turns = "".join(_turn(turn, i, records, log) for i, turn in enumerate(conversation.turns, start=1))
-    return (f'<section class="conv" data-role="{escape(conversation.role)}"><h2>{escape(title)}</h2>'
-            + (f'<ol class="turns">{turns}</ol>' if turns else '<p class="muted">(no turns)</p>') + "</section>")
+    inner = f'<ol class="turns">{turns}</ol>' if turns else '<p class="muted">(no turns)</p>'
+    if conversation.role == "main":
+        return f'<section class="conv" data-role="main"><h2>{escape(title)}</h2>{inner}</section>'
+    count = len(conversation.turns)
+    return (f'<section class="conv" data-role="{escape(conversation.role)}"><details class="conv-fold"><summary>'
+            f'{escape(title)} ({count} turn{"s" if count != 1 else ""})</summary>{inner}</details></section>')
 
 
-def trial_page(entry: RunEntry, name: str, trial: TrialResult, log: TrialExchanges) -> str:
-    """Trial `trial` of test `name` in a run: its turns, each with its raw exchange (collapsed by default)."""
+def _links(entry: RunEntry, name: str, trial: TrialResult) -> str:
+    """The way back (the case in its run, the test's history) and on (the run's other trials of this test, a diff
+    against a trial of this run that came out the other way)."""
+    from ._diff_page import diff_href, trial_href
+
+    case = next((c for c in entry.report.cases if c.name == name), None)
+    trials = list(case.trials) if case is not None else []
+    others = " ".join(f'<a class="trial-page-link" data-trial="{t.trial}" href="{escape(trial_href(entry.stem, name, t.trial))}">'
+                      f'{t.trial}{" ✓" if t.passed else " ✗"}</a>' for t in trials if t.trial != trial.trial)
+    other_way = next((t for t in trials if t.passed != trial.passed), None)
+    diff = ""
+    if other_way is not None:
+        passing, failing = (other_way, trial) if other_way.passed else (trial, other_way)
+        diff = (f'<a id="diff-other-way" href="{escape(diff_href(name, entry.stem, passing.trial, entry.stem, failing.trial))}">'
+                f"Diff passing trial {passing.trial} against failing trial {failing.trial}</a>")
+    return (f'<p class="page-links"><a id="case-link" href="/run/{_q(entry.stem)}#case={_q(name)}">← {escape(name)} in the run</a>'
+            f'<a id="history-link" href="/test/{_q(name)}">History of this test</a>'
+            + (f"<span>Other trials: {others}</span>" if others else "") + diff + "</p>")
+
+
+def trial_page(entry: RunEntry, name: str, trial: TrialResult, log: TrialExchanges, *, token: str = "") -> str:
+    """Trial `trial` of test `name` in a run: how it was judged (every verdict and why), the hand-grade form, its
+    turns, each with its raw exchange (collapsed by default; side and sub conversations folded)."""
+    from ._grade_form import grade_form, hand_grade_note, trial_quality
+    from ._verdicts import judgement
+
     trajectory = trial.trajectory
     records = log.by_number()
     meta = (f"run <code>{escape(entry.stem)}</code> ({escape(_when(entry))}) · trial {trial.trial} · "
-            f"{'PASS' if trial.passed else 'FAIL'} · {len(records)} exchange(s) kept")
+            f"{'PASS' if trial.passed else 'FAIL'} · score {'n/a' if trial.score is None else f'{trial.score:.2f}'} · "
+            f"{len(records)} exchange{'s' if len(records) != 1 else ''} kept")
     note = ""
     if log.problem:
         note = f'<p class="alert warn" id="exchanges-note">Raw exchanges: {escape(log.problem)}</p>'
@@ -189,11 +236,14 @@ def trial_page(entry: RunEntry, name: str, trial: TrialResult, log: TrialExchang
         other = ('<section class="conv" id="other-exchanges"><h2>Other exchanges</h2><p class="muted">Exchanges no turn '
                  "was read from: error answers (a retried 429), requests that are not model calls, or turns the agent "
                  "reported itself.</p>" + "".join(exchange_details(r, label="Exchange") for r in others) + "</section>")
-    if trajectory.notes:
-        other += ('<section class="conv"><h2>Observer notes</h2><ul>'
-                  + "".join(f"<li>{escape(n)}</li>" for n in trajectory.notes) + "</ul></section>")
+    case = next((c for c in entry.report.cases if c.name == name), None)
+    graded = hand_grade_note(case) if case is not None else ""
+    back = f"/trial/{_q(entry.stem)}?{urlencode({'test': name, 'trial': trial.trial})}"
+    form = grade_form([entry], name, token, back=back, current=trial_quality(trial)) if token else ""
     body = (_head("trialrun · trial", f"{name} · trial {trial.trial}", meta, "passed" if trial.passed else "failed")
-            + f'<main class="wrap" id="main"><p><a href="/run/{_q(entry.stem)}">← the run</a></p>{note}'
+            + f'<main class="wrap" id="main">{_links(entry, name, trial)}{note}{graded}{judgement(trial)}{form}'
             + (f'<p class="muted">Prompt: {escape(trajectory.prompt)}</p>' if trajectory.prompt else "")
             + conversations + other + "</main>")
-    return _page(f"trialrun · {name} · trial {trial.trial}", scrub_text(body), served=True, css=_CSS)
+    nav = site_nav(str(entry.path.parent), [crumb_run(entry.stem, _when(entry)), crumb_case(entry.stem, name),
+                                            (f"trial {trial.trial}", None)])
+    return _page(f"trialrun · {name} · trial {trial.trial}", scrub_text(body), served=True, css=_CSS, nav=nav)

@@ -10,15 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import timezone
 from html import escape
-from typing import Any
-from urllib.parse import quote, urlencode
+from urllib.parse import quote
 
-from .._history import History, LiveRun, RunEntry, config_line, suite_trend, test_history
+from .._history import History, LiveRun, RunEntry, config_line, diff_pair, suite_trend, test_history
 from .._scrub import scrub_text
-from .._trajdiff import AlignedTurn, TrajectoryDiff, steps
-from ..trajectory import Trajectory, Turn
+from ._chrome import plural, site_nav, when, when_text
+from ._diff_page import diff_href, diff_page, trial_href
 from .html import _asset, _csp_hash, _money, _rate
 
 __all__ = ["runs_page", "history_html", "test_page", "diff_page", "live_page", "trend_svg", "Series"]
@@ -56,6 +54,24 @@ table.tdiff pre { white-space: pre-wrap; margin: 2px 0; font-size: 0.85em; }
 .call-line { margin: 0 0 4px; }
 .call-line.changed { outline: 2px solid var(--fail-line); border-radius: 4px; }
 progress#live-progress { width: 100%; max-width: 520px; height: 12px; }
+svg.trend a.pt-link circle { cursor: pointer; }
+svg.trend a.pt-link:focus-visible circle { stroke: var(--text); stroke-width: 3; }
+.runs details.changes-more summary { cursor: pointer; }
+form.grade { display: flex; flex-wrap: wrap; gap: 8px; align-items: center; }
+form.grade textarea { font: inherit; flex: 1 1 16em; min-width: 0; max-width: 100%; min-height: 2.4em; padding: 4px 8px; border: 1px solid var(--border); border-radius: 6px; background: var(--bg); color: var(--text); }
+form.grade fieldset { border: 0; padding: 0; margin: 0; display: flex; gap: 10px; flex-wrap: wrap; }
+@media (max-width: 760px) {
+  /* the chart is drawn 720 units wide and shrunk to the screen: its text is set larger so it reads at ~11 px */
+  svg.trend .axis, svg.trend .cfg-label { font-size: 23px; }
+  table.tdiff { font-size: 0.8rem; }
+  table.tdiff th.turn { width: 4.6em; overflow-wrap: normal; }
+  table.tdiff .diff-kind { font-size: 0.7rem; }
+  form.pick label { display: flex; gap: 6px; align-items: center; max-width: 100%; }
+  form.pick select { max-width: 62vw; }
+  /* the first column (sticky) wraps, so the columns beside it are in view too */
+  .runs td:first-child, #test-runs td:first-child { white-space: normal; max-width: 9.5em; min-width: 7em; }
+  .runs td.changes { min-width: 11em; }
+}
 """
 
 _LIVE_JS = r"""
@@ -73,6 +89,7 @@ _LIVE_JS = r"""
           if (d.finished) { set(".live-state", "finished"); if (el.getAttribute("data-reload") === "run") location.href = d.finished; else location.reload(); return; }
           if (d.gone) { set(".live-state", "stopped (no journal)"); return; }
           set(".live-done", d.done + "/" + d.total);
+          set(".live-done-n", String(d.done));
           set(".live-passed", String(d.passed));
           set(".live-failed", String(d.failed));
           set(".live-elapsed", fmt(d.elapsed_s));
@@ -104,8 +121,27 @@ _LIVE_JS = r"""
 """
 
 
+#: The runs list follows the folder: when a run starts, ends or is saved, the page reloads (the folder's listing,
+#: not its contents, is polled: /api/runs answers from file names alone).
+_RUNS_JS = r"""
+(function () {
+  "use strict";
+  var table = document.getElementById("runs");
+  if (!table) return;
+  var known = table.getAttribute("data-state");
+  function poll() {
+    fetch("/api/runs", {cache: "no-store"}).then(function (r) { return r.json(); })
+      .then(function (d) { if (d.state !== known) location.reload(); })
+      .catch(function () {})
+      .then(function () { setTimeout(poll, 1000); });
+  }
+  setTimeout(poll, 1000);
+})();
+"""
+
+
 # -- page shell -------------------------------------------------------------------------------------------
-def _page(title: str, body: str, *, served: bool, script: str = "", css: str = "") -> str:
+def _page(title: str, body: str, *, served: bool, script: str = "", css: str = "", nav: str = "") -> str:
     """The whole page; what came from the runs (title, body) is scrubbed here, where it is serialised (`_scrub`:
     the files it was read from are scrubbed already; this also covers what was learnt of secrets since)."""
     title, body = scrub_text(title), scrub_text(body)
@@ -114,7 +150,7 @@ def _page(title: str, body: str, *, served: bool, script: str = "", css: str = "
     csp = (f"default-src 'none'; style-src {_csp_hash(css)}; img-src data:; base-uri 'none'; "
            + (f"script-src {_csp_hash(script)}; " if script else "")
            + ("connect-src 'self'; form-action 'self'" if served else "form-action 'none'"))
-    nav = ('<nav class="wrap meta"><a href="/">All runs</a></nav>' if served else "")
+    nav = scrub_text(nav or site_nav("")) if served else ""
     return (
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
         f'<meta http-equiv="Content-Security-Policy" content="{escape(csp)}">\n'
@@ -129,7 +165,7 @@ def _head(eyebrow: str, title: str, meta: str = "", state: str = "") -> str:
 
 
 def _when(entry: RunEntry) -> str:
-    return entry.report.started_at.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+    return when(entry.report.started_at)
 
 
 def _q(text: str) -> str:
@@ -144,11 +180,13 @@ class Series:
 
 
 def trend_svg(labels: Sequence[str], series: Sequence[Series], *, config_changed: Sequence[bool] = (),
-              regressions: Sequence[bool] = (), title: str = "trend", chart_id: str = "") -> str:
+              regressions: Sequence[bool] = (), title: str = "trend", chart_id: str = "",
+              links: Sequence[str] = ()) -> str:
     """A line chart of values in [0, 1] over runs (x: the runs, oldest left). Every value is a `circle.pt` (with a
     `<title>` naming run and value); runs whose config changed get a dashed line marked "config"; regressions a
-    filled red point (`circle.regression`) on the first series."""
-    width, height, left, right, top, bottom = 720, 220, 40, 16, 16, 40
+    filled red point (`circle.regression`) on the first series. With `links` (an href per run), each point is a
+    link to its run."""
+    width, height, left, right, top, bottom = 720, 230, 58, 16, 16, 56
     n = len(labels)
     plot_w, plot_h = width - left - right, height - top - bottom
 
@@ -173,7 +211,7 @@ def trend_svg(labels: Sequence[str], series: Sequence[Series], *, config_changed
     step = max(1, n // 8)
     for i, label in enumerate(labels):
         if i % step == 0 or i == n - 1:
-            parts.append(f'<text class="axis" x="{x(i):.1f}" y="{height - bottom + 16}" text-anchor="middle">{i + 1}</text>')
+            parts.append(f'<text class="axis" x="{x(i):.1f}" y="{height - bottom + 24}" text-anchor="middle">{i + 1}</text>')
     parts.append(f'<text class="axis" x="{left + plot_w / 2:.1f}" y="{height - 6}" text-anchor="middle">run (oldest first)</text>')
     marks: list[str] = []  # regressions drawn last, over every line
     for s_index, s in enumerate(series):
@@ -187,6 +225,8 @@ def trend_svg(labels: Sequence[str], series: Sequence[Series], *, config_changed
             circle = (f'<circle class="pt {cls}{" regression" if bad else ""}" data-series="{escape(s.name)}" '
                       f'data-run="{escape(labels[i])}" cx="{x(i):.1f}" cy="{y(v):.1f}" r="{6 if bad else 4}">'
                       f'<title>{escape(labels[i])}: {escape(s.name)} {v:.2f}{" (regression)" if bad else ""}</title></circle>')
+            if i < len(links):
+                circle = f'<a class="pt-link" href="{escape(links[i])}">{circle}</a>'
             (marks if bad else parts).append(circle)
     parts.extend(marks)
     parts.append("</svg>")
@@ -199,7 +239,7 @@ def trend_svg(labels: Sequence[str], series: Sequence[Series], *, config_changed
     return f'<figure class="trend">{"".join(parts)}<figcaption class="legend">{legend}{extra}</figcaption></figure>'
 
 
-def suite_chart(history: History) -> str:
+def suite_chart(history: History, *, served: bool = True) -> str:
     trend = suite_trend(history)
     if not trend:
         return '<p class="muted">No runs yet.</p>'
@@ -207,51 +247,67 @@ def suite_chart(history: History) -> str:
                                                Series("score", [t.score for t in trend]),
                                                Series("pass^k", [t.pass_pow_k for t in trend])],
                      config_changed=[t.config_changed for t in trend], regressions=[t.regressions > 0 for t in trend],
-                     title="Suite trend: pass rate, score and pass^k per run", chart_id="suite-trend")
+                     title="Suite trend: pass rate, score and pass^k per run", chart_id="suite-trend",
+                     links=[f"/run/{_q(t.stem)}" for t in trend] if served else ())
 
 
-def test_chart(history: History, name: str) -> str:
+def test_chart(history: History, name: str, *, served: bool = True) -> str:
     points = test_history(history, name)
     if not points:
         return f'<p class="muted">No run graded {escape(name)}.</p>'
     return trend_svg([p.stem for p in points], [Series("score", [p.score for p in points]),
                                                 Series("pass@1", [p.pass_at_1 for p in points])],
                      config_changed=[p.config_changed for p in points], regressions=[p.regression for p in points],
-                     title=f"{name}: score and pass@1 per run", chart_id="test-trend")
+                     title=f"{name}: score and pass@1 per run", chart_id="test-trend",
+                     links=[f"/run/{_q(p.stem)}#case={_q(name)}" for p in points] if served else ())
 
 
 # -- the runs list ----------------------------------------------------------------------------------------
 def _live_row(live: LiveRun) -> str:
+    """A run in progress in the runs table's own columns: its time, label, model and rubric, the trials passed so
+    far under Pass rate, k, and its progress where the config changes go (the page's script keeps them current)."""
     state = live.status or "running"
     return (f'<tr class="row live-run" data-live="{escape(live.stem)}"><td><a href="/live/{_q(live.stem)}">'
-            f"{escape((live.started_at or '')[:19].replace('T', ' '))}</a></td>"
-            f'<td colspan="4"><span class="badge info live-state">{escape(state)}</span> '
-            f'<span class="live-done">{live.done}/{live.total}</span> trials</td>'
-            f'<td class="num live-passed">{live.passed}</td><td class="num live-failed">{live.failed}</td>'
-            f'<td colspan="2" class="live-current">{escape(live.current or "")}</td><td class="changes">in progress</td></tr>')
+            f'{escape(when_text(live.started_at))}</a> <span class="badge info live-state">{escape(state)}</span></td>'
+            f"<td>{escape(live.label)}</td><td><code>{escape(live.model)}</code></td><td>{escape(live.rubric)}</td>"
+            f'<td class="num live-rate" title="trials passed of those done so far"><span class="live-passed">{live.passed}'
+            f'</span>/<span class="live-done-n">{live.done}</span></td><td class="num">–</td><td class="num">–</td>'
+            f'<td class="num">–</td><td class="num live-k">{live.trial_count or "–"}</td>'
+            f'<td class="changes">in progress: <span class="live-done">{live.done}/{live.total}</span> trials · '
+            f'<span class="live-failed">{live.failed}</span> failed · last <code class="live-current">'
+            f'{escape(live.current or "")}</code></td></tr>')
 
 
-def _runs_table(history: History, *, served: bool) -> str:
+def _changes_cell(text: str) -> str:
+    """The config changes since the previous run: whole when short, else a line and the rest behind a toggle."""
+    if len(text) <= 120:
+        return escape(text)
+    return (f'<details class="changes-more"><summary>{escape(text[:110])}… ({len(text):,} characters)</summary>'
+            f"{escape(text)}</details>")
+
+
+def _runs_table(history: History, *, served: bool, state: str = "") -> str:
     rows = [_live_row(live) for live in history.live] if served else []
     for entry in reversed(history.runs):
         r = entry.report
         graded = len(r.graded_cases)
-        when = escape(_when(entry))
-        link = f'<a href="/run/{_q(entry.stem)}">{when}</a>' if served else when
+        started = escape(_when(entry))
+        link = f'<a href="/run/{_q(entry.stem)}">{started}</a>' if served else started
         status = "" if r.status == "completed" else ' <span class="badge skip">interrupted</span>'
-        changes = config_line(entry.config_changes) if entry.previous else "(first run)"
-        regress = (f' <span class="badge fail">{len(entry.comparison.regressions)} regression(s)</span>'
+        changes = config_line(entry.config_changes, limit=100_000) if entry.previous else "(first run)"
+        regress = (f' <span class="badge fail">{plural(len(entry.comparison.regressions), "regression")}</span>'
                    if entry.comparison and entry.comparison.regressions else "")
         rows.append(
             f'<tr class="row run-row" data-run="{escape(entry.stem)}"><td>{link}{status}{regress}</td><td>{escape(entry.label)}</td>'
             f"<td><code>{escape(entry.model)}</code></td><td>{escape(entry.rubric)}</td>"
             f'<td class="num">{r.passed_case_count}/{graded}</td><td class="num">{_rate(r.score)}</td>'
             f'<td class="num">{_rate(r.pass_pow_k)}</td><td class="num">{_money(r.cost_usd)}</td>'
-            f'<td class="num">{r.trial_count}</td><td class="changes">{escape(changes or "no change")}</td></tr>')
-    head = ("<tr><th>Time (UTC)</th><th>Label</th><th>Model</th><th>Rubric</th><th class=num>Pass rate</th>"
+            f'<td class="num">{r.trial_count}</td><td class="changes">{_changes_cell(changes or "no change")}</td></tr>')
+    head = ("<tr><th>Started</th><th>Label</th><th>Model</th><th>Rubric</th><th class=num>Pass rate</th>"
             "<th class=num>Score</th><th class=num>pass^k</th><th class=num>Cost</th><th class=num>k</th>"
             "<th>Config changes since the previous run</th></tr>")
-    return (f'<div class="table-wrap"><div class="scroll"><table class="cases runs" id="runs"><thead>{head}</thead>'
+    return (f'<div class="table-wrap"><div class="scroll"><table class="cases runs" id="runs" data-state="{escape(state)}">'
+            f'<thead>{head}</thead>'
             f'<tbody>{"".join(rows)}</tbody></table></div></div>')
 
 
@@ -284,7 +340,7 @@ def _tests_list(history: History, *, served: bool) -> str:
         items = "".join(f'<li><a href="/test/{_q(n)}">{escape(n)}</a></li>' for n in names)
         return f'<section class="panel"><h3>Tests ({len(names)})</h3><ul class="names" id="tests">{items}</ul></section>'
     blocks = "".join(f'<details class="panel test-history" data-test="{escape(n)}"><summary>{escape(n)}</summary>'
-                     f"{test_chart(history, n)}</details>" for n in names)
+                     f"{test_chart(history, n, served=False)}</details>" for n in names)
     return f'<section><h2>Each test across runs ({len(names)})</h2>{blocks}</section>'
 
 
@@ -295,19 +351,20 @@ def _skipped(history: History) -> str:
     return f'<div class="alert warn" id="skipped"><p>Result files that could not be read:</p><ul>{items}</ul></div>'
 
 
-def runs_page(history: History, *, served: bool = True) -> str:
+def runs_page(history: History, *, served: bool = True, state: str = "") -> str:
     """The runs of a results folder, newest first, with the suite's trend chart above them."""
     count = len(history.runs)
     meta = f"{escape(str(history.directory))} · {count} run{'s' if count != 1 else ''}"
     if served and history.live:
         meta += f" · {len(history.live)} in progress"
     body = (_head("trialrun · history", "Runs", meta)
-            + f'<main class="wrap" id="main"><h2>Suite trend</h2>{suite_chart(history)}{_skipped(history)}'
+            + f'<main class="wrap" id="main"><h2>Suite trend</h2>{suite_chart(history, served=served)}{_skipped(history)}'
             + (_picker(history) if served else "")
-            + f"<h2>Runs</h2>{_runs_table(history, served=served)}{_tests_list(history, served=served)}</main>"
+            + f"<h2>Runs</h2>{_runs_table(history, served=served, state=state)}{_tests_list(history, served=served)}</main>"
             + '<footer class="wrap foot">Made by trialrun.'
             + ("" if served else " Self-contained: this page loads nothing from the network.") + "</footer>")
-    return _page("trialrun · runs", body, served=served, script=_LIVE_JS if served and history.live else "")
+    return _page("trialrun · runs", body, served=served, script=_LIVE_JS + _RUNS_JS if served else "",
+                 nav=site_nav(str(history.directory)) if served else "")
 
 
 def history_html(history: History) -> str:
@@ -316,97 +373,46 @@ def history_html(history: History) -> str:
 
 
 # -- one test across runs ---------------------------------------------------------------------------------
-def test_page(history: History, name: str) -> str:
+def _trial_links(entry: RunEntry, name: str) -> str:
+    case = next((c for c in entry.report.cases if c.name == name), None)
+    return " ".join(f'<a class="trial-page-link" data-trial="{t.trial}" href="{escape(trial_href(entry.stem, name, t.trial))}">'
+                    f'{t.trial}{" ✓" if t.passed else " ✗"}</a>' for t in (case.trials if case else []))
+
+
+def test_page(history: History, name: str, *, token: str = "") -> str:
+    """Test `name` across runs: its chart (each point a link to the run), each run's result with its trials, the
+    default diff against the run before (a failing trial beside a passing one), and the hand-grade form."""
+    from ._grade_form import grade_form, hand_graded
+
     points = test_history(history, name)
     rows = []
-    previous: str | None = None
-    for i, p in enumerate(points):
-        diff = (f'<a href="/diff?{urlencode({"test": name, "a": previous, "b": p.stem})}">diff vs previous</a>'
-                if previous else "")
-        marks = ("".join([' <span class="badge info">config changed</span>' if p.config_changed else "",
-                          ' <span class="badge fail">regression</span>' if p.regression else ""]))
+    previous: RunEntry | None = None
+    for p in points:
+        entry = history.run(p.stem)
+        assert entry is not None  # test_history reads the history's own runs
+        diff = ""
+        if previous is not None:
+            pair = diff_pair(name, previous, entry)
+            diff = (f'<a class="diff-link" href="{escape(diff_href(name, *pair.before, *pair.after))}">diff trial '
+                    f"{pair.after[1]} vs {'previous run' if pair.before[0] != entry.stem else 'this run'}'s trial "
+                    f"{pair.before[1]}</a>")
+        marks = "".join([' <span class="badge info">config changed</span>' if p.config_changed else "",
+                         ' <span class="badge fail">regression</span>' if p.regression else "",
+                         ' <span class="badge skip hand-graded">graded by hand</span>' if hand_graded(entry, name) else ""])
         status = "" if p.passed is None else ("PASS" if p.passed else "FAIL")
         rows.append(f'<tr class="row{" regression" if p.regression else ""}" data-run="{escape(p.stem)}">'
-                    f'<td><a href="/run/{_q(p.stem)}">{escape(p.when.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S"))}</a>{marks}</td>'
-                    f'<td>{status}</td><td class="num">{_rate(p.score)}</td><td class="num">{_rate(p.pass_at_1)}</td><td>{diff}</td></tr>')
-        previous = p.stem
-    table = ('<div class="table-wrap"><div class="scroll"><table class="cases" id="test-runs"><thead><tr><th>Run (UTC)</th>'
-             '<th>Result</th><th class=num>Score</th><th class=num>pass@1</th><th>Trajectory</th></tr></thead>'
-             f'<tbody>{"".join(reversed(rows))}</tbody></table></div></div>')
-    body = (_head("trialrun · test history", name, f"{len(points)} run(s) graded this test")
-            + f'<main class="wrap" id="main">{test_chart(history, name)}<h2>Runs</h2>{table}</main>')
-    return _page(f"trialrun · {name}", body, served=True)
-
-
-# -- the trajectory diff ----------------------------------------------------------------------------------
-def _turn_cell(turn: Turn | None, aligned: AlignedTurn, side: str) -> str:
-    if turn is None:
-        return '<td class="muted">(no such turn: the run ended before it)</td>'
-    out = []
-    for i, step in enumerate(steps(turn)):
-        changed = aligned.call_index == i and aligned.divergence in ("tool", "arguments", "result")
-        args = step.call.raw_arguments if not step.call.arguments and step.call.raw_arguments else step.call.arguments
-        result = ("" if step.result is None else
-                  f'<pre class="{"error" if step.result.is_error else ""}">→ {escape(step.result.content[:2000])}</pre>')
-        out.append(f'<div class="call-line{" changed" if changed else ""}" data-side="{side}"><strong class="tool-name">'
-                   f"{escape(step.call.name)}</strong> <code>{escape(_short(args))}</code>{result}</div>")
-    if turn.text.strip():
-        out.append(f'<pre class="reply">{escape(turn.text[:2000])}</pre>')
-    return f"<td>{''.join(out) or '<span class=muted>(empty turn)</span>'}</td>"
-
-
-def _short(value: Any) -> str:
-    import json
-
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
-    return text if len(text) <= 600 else text[:600] + "…"
-
-
-def diff_page(name: str, before: RunEntry, after: RunEntry, *, trial: int = 1) -> str:
-    """Test `name`'s trajectory in trial `trial` of two runs, aligned turn by turn, the first divergence marked."""
-    from .._trajdiff import align
-
-    def trajectory(entry: RunEntry) -> Trajectory | None:
-        case = next((c for c in entry.report.cases if c.name == name), None)
-        if case is None:
-            return None
-        chosen = next((t for t in case.trials if t.trial == trial), None)
-        return chosen.trajectory if chosen else None
-
-    a, b = trajectory(before), trajectory(after)
-    meta = (f"trial {trial} · before <code>{escape(before.stem)}</code> ({escape(_when(before))}) → after "
-            f"<code>{escape(after.stem)}</code> ({escape(_when(after))})")
-    if a is None or b is None:
-        missing = before.stem if a is None else after.stem
-        body = (_head("trialrun · trajectory diff", name, meta)
-                + f'<main class="wrap"><p class="alert warn" id="diff-summary">Run {escape(missing)} has no trial '
-                  f"{trial} of {escape(name)}.</p></main>")
-        return _page(f"trialrun · diff {name}", body, served=True)
-    diff: TrajectoryDiff = align(a, b)
-    first = diff.first
-    rows = []
-    for t in diff.turns:
-        cls = " ".join(c for c in ("diverged" if not t.same else "", "first-divergence" if t is first else "") if c)
-        kind = f'<div class="diff-kind">{escape(t.divergence or "")}</div>' if t.divergence else ""
-        rows.append(f'<tr class="{cls}" data-turn="{t.index + 1}" data-divergence="{escape(t.divergence or "")}">'
-                    f'<th class="turn" scope="row">{t.index + 1}{kind}</th>{_turn_cell(t.before, t, "before")}'
-                    f'{_turn_cell(t.after, t, "after")}</tr>')
-    table = ('<div class="table-wrap"><table class="tdiff" id="trajectory-diff"><thead><tr><th class="turn">Turn</th>'
-             f'<th>Before ({escape(before.stem)})</th><th>After ({escape(after.stem)})</th></tr></thead>'
-             f'<tbody>{"".join(rows)}</tbody></table></div>')
-    tone = "good" if first is None else "bad"
-    body = (_head("trialrun · trajectory diff", name, meta, "passed" if first is None else "failed")
-            + f'<main class="wrap" id="main"><p class="alert {tone}" id="diff-summary">{escape(diff.describe())}</p>'
-              f"{table}"
-              '<details class="panel" id="raw-exchanges"><summary>Raw requests and responses</summary>'
-              '<p>Each turn\'s raw request and response (scrubbed) is on the trial\'s page: '
-              f'<a class="trial-link" href="{_trial_href(before, name, trial)}">before</a> · '
-              f'<a class="trial-link" href="{_trial_href(after, name, trial)}">after</a>.</p></details></main>')
-    return _page(f"trialrun · diff {name}", body, served=True)
-
-
-def _trial_href(entry: RunEntry, name: str, trial: int) -> str:
-    return escape(f"/trial/{_q(entry.stem)}?{urlencode({'test': name, 'trial': trial})}")
+                    f'<td><a href="/run/{_q(p.stem)}#case={_q(name)}">{escape(when(p.when))}</a>{marks}</td>'
+                    f'<td>{status}</td><td class="num score">{_rate(p.score)}</td><td class="num">{_rate(p.pass_at_1)}</td>'
+                    f'<td class="trials">{_trial_links(entry, name)}</td><td>{diff}</td></tr>')
+        previous = entry
+    table = ('<div class="table-wrap"><div class="scroll"><table class="cases" id="test-runs"><thead><tr><th>Run</th>'
+             '<th>Result</th><th class=num>Score</th><th class=num>pass@1</th><th>Trials</th><th>Trajectory</th></tr>'
+             f'</thead><tbody>{"".join(reversed(rows))}</tbody></table></div></div>')
+    graded = [history.run(p.stem) for p in reversed(points)]
+    form = grade_form([e for e in graded if e is not None], name, token, back=f"/test/{_q(name)}") if token else ""
+    body = (_head("trialrun · test history", name, f"{len(points)} run{'s' if len(points) != 1 else ''} graded this test")
+            + f'<main class="wrap" id="main">{test_chart(history, name)}<h2>Runs</h2>{table}{form}</main>')
+    return _page(f"trialrun · {name}", body, served=True, nav=site_nav(str(history.directory), [(name, None)]))
 
 
 # -- a run in progress ------------------------------------------------------------------------------------
@@ -416,7 +422,7 @@ def live_page(live: LiveRun) -> str:
         f'<tr data-case="{escape(name)}"><th scope="row"><code>{escape(name)}</code></th><td class="num">{c["done"]}/{c["trials"]}</td>'
         f'<td class="num">{c["failed"]}</td></tr>' for name, c in live.cases.items())
     problems = "".join(f"<li>{escape(p)}</li>" for p in live.problems)
-    body = (_head("trialrun · run in progress", live.run_id or live.stem, f"started {escape(live.started_at or '?')}")
+    body = (_head("trialrun · run in progress", live.run_id or live.stem, f"started {escape(when_text(live.started_at))}")
             + f'<main class="wrap" id="main"><section class="panel" id="live" data-live="{escape(live.stem)}" data-reload="run">'
               f'<p><span class="badge info live-state">{escape(live.status or "running")}</span> '
               f'<strong class="live-done" id="live-done">{live.done}/{live.total}</strong> trials · '
@@ -429,4 +435,5 @@ def live_page(live: LiveRun) -> str:
               f'<table class="kv"><thead><tr><th>Test</th><th class=num>Trials done</th><th class=num>Failed</th></tr></thead>'
               f'<tbody id="live-cases">{cases}</tbody></table>'
               + (f'<div class="alert warn"><ul>{problems}</ul></div>' if problems else "") + "</main>")
-    return _page(f"trialrun · live {live.stem}", body, served=True, script=_LIVE_JS)
+    return _page(f"trialrun · live {live.stem}", body, served=True, script=_LIVE_JS,
+                 nav=site_nav(str(live.path.parent), [(f"{live.stem} (in progress)", None)]))

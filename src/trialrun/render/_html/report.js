@@ -336,6 +336,14 @@
         longText(typeof meta.prompt === "string" ? meta.prompt : json(meta.prompt), "text")));
     }
     parts.push(h("div", { "class": "case-grid" }, facts, curve(c)));
+    var links = DATA.kind === "run" ? servedLinks(c.name, false) : null;
+    if (links && (c.trials || []).length && DATA.tl) {
+      links.appendChild(h("span", null, "Trial pages: ", (c.trials || []).map(function (t, i) {
+        return [i ? " · " : "", h("a", { "class": "trial-page-link", href: DATA.tl.replace("{test}", encodeURIComponent(c.name))
+          .replace("{trial}", String(t.k)) }, String(t.k) + (t.p ? " ✓" : " ✗"))];
+      })));
+    }
+    if (links) parts.push(links);
     var trials = c.trials || [];
     if (trials.length) {
       var firstFailed = trials.findIndex(function (t) { return !t.p; });
@@ -539,6 +547,15 @@
     return (tags || []).map(function (t) { return h("span", { "class": "tag" }, t); });
   }
 
+  // Served by `trialrun view`: the way on from a case to its history across runs (and, comparing, to its diff).
+  function servedLinks(name, diff) {
+    if (!DATA.hl) return null;
+    var test = encodeURIComponent(name);
+    return h("p", { "class": "page-links" },
+      diff && DATA.dl ? h("a", { "class": "diff-link", href: DATA.dl.replace("{test}", test) }, "Trajectory diff →") : null,
+      h("a", { "class": "history-link", href: DATA.hl.replace("{test}", test) }, "History of this test →"));
+  }
+
   function caseText(c) { return [c.name, c.title || "", c.description || "", (c.tags || []).join(" ")].join(" "); }
 
   function runPage(run, mount) {
@@ -614,9 +631,9 @@
       rowClass: function (d) { return "move-" + d.status + (d.regression ? " regression" : ""); },
       detail: function (d) {
         var b = beforeCases[d.name], a = afterCases[d.name];
-        return h("div", { "class": "side-by-side" },
+        return h("div", null, servedLinks(d.name, !!(a && b)), h("div", { "class": "side-by-side" },
           h("section", null, h("h4", { "class": "side" }, "Before"), b ? caseDetail(b) : h("p", { "class": "muted" }, d.unfinished_in === "before" ? "Did not finish in the earlier run (interrupted)." : "Not in the earlier run.")),
-          h("section", null, h("h4", { "class": "side" }, "After"), a ? caseDetail(a) : h("p", { "class": "muted" }, d.unfinished_in === "after" ? "Did not finish in the later run (interrupted)." : "Not in the later run.")));
+          h("section", null, h("h4", { "class": "side" }, "After"), a ? caseDetail(a) : h("p", { "class": "muted" }, d.unfinished_in === "after" ? "Did not finish in the later run (interrupted)." : "Not in the later run."))));
       },
       sortKey: "change",
       columns: [

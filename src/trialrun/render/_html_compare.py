@@ -1,0 +1,136 @@
+"""The compare page's summary, rendered in Python so it reads without JavaScript: the aggregate deltas, the
+regressions and why, added, removed and unfinished cases, and the config diff (split from render/html.py, which
+assembles the page)."""
+
+from __future__ import annotations
+
+from html import escape
+
+from ..compare import CaseDelta, Comparison, chance_text, dropped, note_lines, regression_reason, shown
+from ..results import RunReport
+from .html import _noscript, _rate, _stat, _value, _when
+
+__all__ = ["compare_summary"]
+
+
+def _delta(before: float | None, after: float | None, *, integer: bool = False) -> tuple[str, str]:
+    """Text and tone of a change: '▲ +0.05' (better), '▼ -0.10' (worse), '= unchanged'."""
+    if before is None or after is None:
+        return "", ""
+    change = after - before if integer else round(shown(after) - shown(before), 2)  # the change of the shown values
+    if abs(change) < 1e-9:
+        return "= unchanged", "same"
+    text = f"{change:+d}" if integer else f"{change:+.2f}"
+    return (f"▲ {text}", "up") if change > 0 else (f"▼ {text}", "down")
+
+
+def _sentence(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _regression_item(c: Comparison, d: CaseDelta) -> str:
+    """One regression: the score drop, or (same score) that the case passed before and fails now, and why."""
+    head = f"<li><code>{escape(d.name)}</code>: {_rate(d.before)} → {_rate(d.after)} "
+    chance = f"; {escape(chance_text(d.significance))}" if d.significance is not None else ""
+    if dropped(c, d):
+        return head + f"(<strong>{d.delta:+.2f}</strong>{chance})</li>"
+    if d.sub_score_regressions and not d.newly_failing:  # a sub-score fell behind an unchanged total
+        return head + f"(<strong>{escape(regression_reason(c, d))}</strong>)</li>"
+    why = f": {escape(d.failure_after)}" if d.failure_after else ""
+    return head + f"(<strong>passed before, fails now</strong>{why}{chance})</li>"
+
+
+def _compare_stat(label: str, before: str, after: str, delta: tuple[str, str], stat_id: str) -> str:
+    text, tone = delta
+    change = f'<span class="delta {tone}">{escape(text)}</span>' if text else ""
+    return (f'<div class="stat change" id="{stat_id}"><dt>{escape(label)}</dt><dd><span class="stat-value">'
+            f'{escape(before)} → {escape(after)}</span>{change}</dd></div>')
+
+
+def _name_list(names: list[str], empty: str) -> str:
+    if not names:
+        return f'<p class="muted">{escape(empty)}</p>'
+    return '<ul class="names">' + "".join(f"<li><code>{escape(n)}</code></li>" for n in names) + "</ul>"
+
+
+def compare_summary(comparison: Comparison, before: RunReport, after: RunReport, title: str, extra: str = "") -> str:
+    c = comparison
+    regressed = bool(c.regressions)
+    state = "failed" if regressed else "passed"
+    verdict = (f'<span class="badge fail">▼ {len(c.regressions)} REGRESSION{"S" if len(c.regressions) != 1 else ""}</span>'
+               if regressed else '<span class="badge pass">✓ NO REGRESSIONS</span>')
+    rows = [
+        _compare_stat("Avg score", _rate(c.avg_score_before), _rate(c.avg_score_after),
+                      _delta(c.avg_score_before, c.avg_score_after), "stat-avg-score"),
+        _compare_stat("Pass rate", f"{c.passed_before}/{c.total_before}", f"{c.passed_after}/{c.total_after}",
+                      _delta(c.passed_before, c.passed_after, integer=True), "stat-pass-rate"),
+        _compare_stat("pass@1", _rate(c.pass_at_1_before), _rate(c.pass_at_1_after),
+                      _delta(c.pass_at_1_before, c.pass_at_1_after), "stat-pass-at-1"),
+        _compare_stat("pass^k", _rate(c.pass_pow_k_before), _rate(c.pass_pow_k_after),
+                      _delta(c.pass_pow_k_before, c.pass_pow_k_after), "stat-pass-pow-k"),
+        _compare_stat("Trials per case", str(c.trials_before), str(c.trials_after),
+                      _delta(c.trials_before, c.trials_after, integer=True), "stat-trials"),
+        _stat("Cases added", str(len(c.added)), stat_id="stat-added"),
+        _stat("Cases removed", str(len(c.removed)), stat_id="stat-removed"),
+        _stat("Not finished", str(len(c.not_finished)), tone="fail" if c.not_finished else "",
+              note="the later run was interrupted" if c.not_finished else "", stat_id="stat-not-finished"),
+        _stat("Regressions", str(len(c.regressions)), tone="fail" if regressed else "pass", stat_id="stat-regressions",
+              note=f"drop of {c.threshold:.2f} or more, or pass to fail"),
+    ]
+    if regressed:
+        deltas = {d.name: d for d in c.cases}
+        items = "".join(_regression_item(c, deltas[n]) for n in c.regressions)
+        alert = (f'<div class="alert bad" id="regressions"><p><strong>Regression{"s" if len(c.regressions) != 1 else ""}'
+                 f"</strong> (a drop of {c.threshold:.2f} or more, or a case that passed and now fails):</p>"
+                 f"<ul>{items}</ul></div>")
+    else:
+        alert = (f'<p class="alert good" id="regressions">No case dropped by {c.threshold:.2f} or more, '
+                 "and none that passed now fails.</p>")
+    notes = note_lines(c)
+    if notes:  # an interrupted run: its missing tests did not finish, they were not removed
+        alert += ('<div class="alert warn" id="interrupted"><ul>'
+                  + "".join(f"<li>{escape(_sentence(n.removeprefix('note: ')))}</li>" for n in notes) + "</ul></div>")
+    if c.config_changes:
+        config_rows = "".join(
+            f'<tr><th scope="row"><code>{escape(ch.key)}</code></th><td class="old"><code>{_value(ch.before)}</code></td>'
+            f'<td class="new"><code>{_value(ch.after)}</code></td></tr>' for ch in c.config_changes)
+        config = (f'<table class="kv diff" id="config-diff"><caption class="sr-only">Configuration changes</caption>'
+                  f'<thead><tr><th scope="col">Key</th><th scope="col">Before</th><th scope="col">After</th></tr></thead>'
+                  f"<tbody>{config_rows}</tbody></table>")
+    else:
+        config = '<p class="muted" id="config-diff">The configuration snapshots are identical.</p>'
+
+    not_finished = ("" if not c.not_finished else
+                    '<section class="panel" aria-labelledby="unfinished-h"><h3 id="unfinished-h">Not finished '
+                    f'({len(c.not_finished)})</h3><p class="muted">The later run was interrupted before these cases '
+                    f'finished; they were not removed.</p>{_name_list(c.not_finished, "")}</section>')
+
+    def run_line(label: str, report: RunReport) -> str:
+        rid = f" <code>{escape(report.run_id)}</code>" if report.run_id else ""
+        return f"<li><strong>{label}</strong>{rid} · {escape(_when(report))} · {report.trial_count} trial{'s' if report.trial_count != 1 else ''} per case</li>"
+
+    return f"""<header class="page-head" data-state="{state}">
+<div class="wrap">
+<p class="eyebrow">trialrun · comparison</p>
+<h1>{escape(title)} {verdict}</h1>
+<ul class="meta runs">{run_line("Before", before)}{run_line("After", after)}</ul>
+</div>
+</header>
+<main class="wrap" id="main">
+<section aria-labelledby="summary-h">
+<h2 id="summary-h" class="sr-only">Summary</h2>
+<dl class="stats">{"".join(rows)}</dl>
+{alert}{extra}
+<div class="two-col">
+<section class="panel" aria-labelledby="added-h"><h3 id="added-h">Added ({len(c.added)})</h3>{_name_list(c.added, "No case was added.")}</section>
+<section class="panel" aria-labelledby="removed-h"><h3 id="removed-h">Removed ({len(c.removed)})</h3>{_name_list(c.removed, "No case was removed.")}</section>
+</div>{not_finished}
+<section class="panel" aria-labelledby="config-h"><h3 id="config-h">Configuration changes ({len(c.config_changes)})</h3>{config}</section>
+</section>
+<section aria-labelledby="cases-h" id="cases-section">
+<h2 id="cases-h">Cases</h2>
+{_noscript("per-case table")}
+<div id="app"></div>
+</section>
+</main>
+<footer class="wrap foot">Made by trialrun. Self-contained: this page loads nothing from the network.</footer>"""

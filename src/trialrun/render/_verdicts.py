@@ -1,0 +1,98 @@
+"""What a trial's page says about how the trial was judged: every verdict (outcome, trajectory, cost, score) with
+its reason, the score's sub-scores and the rubric that made the total, how output quality was graded (heuristic,
+judge, by hand: who, when, what it replaced), the error, the denials and the observer notes.
+
+The same facts the run report's trial body shows (render/_html/report.js), server-rendered: the trial page reads
+without JavaScript. Everything is escaped.
+"""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any
+
+from ..expect.rubric import RUBRICS
+from ..results import TrialResult
+from ..trajectory import Trajectory
+from ._chrome import rate, when_text
+
+__all__ = ["judgement"]
+
+_BY = {"hand": "graded by hand", "judge": "graded by a judge model", "heuristic": "graded by the heuristic"}
+
+
+def _flags(trial: TrialResult) -> str:
+    chips = []
+    for label, value in (("outcome", trial.outcome_passed), ("trajectory", trial.trajectory_passed),
+                         ("cost", trial.cost_passed), ("score", trial.score_passed)):
+        if value is not None:
+            chips.append(f'<span class="badge {"pass" if value else "fail"}" data-flag="{label}">'
+                         f'{"✓" if value else "✗"} {label}</span>')
+    return " ".join(chips)
+
+
+def _verdict_rows(trial: TrialResult) -> str:
+    rows = []
+    for v in trial.verdicts:
+        rows.append(f'<tr class="{"ok" if v.passed else "bad"}" data-kind="{escape(v.kind or "outcome")}">'
+                    f'<td><span class="badge {"pass" if v.passed else "fail"}">{"✓ pass" if v.passed else "✗ fail"}</span></td>'
+                    f'<td>{escape(v.kind or "outcome")}</td><td><code>{escape(v.grader)}</code></td>'
+                    f'<td class="reason">{escape(v.reason)}</td><td class="num">{"" if v.score is None else rate(v.score)}</td></tr>')
+    if not rows:
+        return '<p class="muted" id="verdicts">No grader judged this trial.</p>'
+    return ('<table class="verdicts" id="verdicts"><thead><tr><th>Result</th><th>Kind</th><th>Grader</th><th>Reason</th>'
+            f'<th class="num">Score</th></tr></thead><tbody>{"".join(rows)}</tbody></table>')
+
+
+def _score(details: dict[str, Any], score: float | None) -> str:
+    """The sub-scores and how the total was made of them."""
+    subs = details.get("sub_scores")
+    if not isinstance(subs, dict):
+        return ""
+    items = "".join(f'<div><dt>{escape(str(k))}</dt><dd class="sub-score" data-sub="{escape(str(k))}">'
+                    f'{rate(v) if isinstance(v, (int, float)) else escape(str(v))}</dd></div>' for k, v in subs.items())
+    rubric = str(details.get("rubric", "skill"))
+    formula = RUBRICS.get(rubric, "")
+    threshold = details.get("threshold")
+    by = _BY.get(str(details.get("quality_by", "")), "")
+    made = (f'<p class="score-made" id="score-made">Score {rate(score)} = rubric <code>{escape(rubric)}</code>'
+            + (f": <code>{escape(formula)}</code>" if formula else "")
+            + (f"; passes at {rate(threshold)}" if isinstance(threshold, (int, float)) else "")
+            + (f"; output quality {escape(by)}" if by else "") + ".</p>")
+    return f'<dl class="facts-list" id="sub-scores">{items}</dl>{made}'
+
+
+def _denials(trajectory: Trajectory) -> str:
+    if not trajectory.denials:
+        return ""
+    items = "".join(f'<li><code>{escape(d.tool)}</code> refused by {escape(d.source)}'
+                    + (f" (rule <code>{escape(d.rule)}</code>)" if d.rule else "")
+                    + (f": {escape(d.reason)}" if d.reason else "") + "</li>" for d in trajectory.denials)
+    return f'<h3>Denials ({len(trajectory.denials)})</h3><ul id="denials">{items}</ul>'
+
+
+def judgement(trial: TrialResult) -> str:
+    """The trial's verdicts section: flags, every verdict with its reason, the score's make-up, error, denials,
+    notes."""
+    parts = [f'<section class="panel" id="judgement"><h2>Verdicts</h2><p>{_flags(trial)}</p>{_verdict_rows(trial)}']
+    for v in trial.verdicts:
+        if v.kind == "score" and isinstance(v.details, dict):
+            parts.append(_score(v.details, v.score))
+            audit = v.details.get("hand_grade")
+            if isinstance(audit, dict):
+                previous = audit.get("previous")
+                parts.append(f'<p class="hand-grade">Graded by hand by {escape(str(audit.get("by", "?")))} at '
+                             f'{escape(when_text(str(audit.get("at", ""))))}'
+                             + (f" (output quality was {rate(previous)})" if isinstance(previous, (int, float)) else "")
+                             + (f": {escape(str(audit['comment']))}" if audit.get("comment") else "") + ".</p>")
+            break
+    for label, error in (("Error", trial.error), ("Teardown error", trial.teardown_error)):
+        if error is not None:
+            parts.append(f'<div class="alert bad"><p><strong>{label}</strong> <code>{escape(error.type)}</code>: '
+                         f"{escape(error.message)}</p></div>")
+    parts.append(_denials(trial.trajectory))
+    if trial.trajectory.notes:
+        parts.append('<h3>Observer notes</h3><ul id="observer-notes">'
+                     + "".join(f"<li>{escape(n)}</li>" for n in trial.trajectory.notes) + "</ul>")
+    parts.append("</section>")
+    return "".join(parts)
