@@ -330,3 +330,14 @@ def test_a_tool_only_refused_is_not_among_the_tools_used_of_the_trial_or_the_cas
         tr.TrialResult(trial=1, passed=False, trajectory=refused_only),
                                            tr.TrialResult(trial=2, passed=True, trajectory=both)])
     assert case.tools_used == [READ.name]
+
+
+def test_no_denials_cannot_pass_over_calls_the_agent_never_answered() -> None:
+    # a real agent killed by its timeout before it reported a refusal: "no tool call was denied" would be a guess
+    killed = Trajectory(turns=[Turn(tool_calls=[RM])], model_calls=1)
+    verdict = expect.no_denials()(killed)
+    assert not verdict.passed and "cannot tell: 1 tool call never got an answer" in verdict.reason
+    assert "run_command(command='rm -rf x')" in verdict.reason
+    answered = Trajectory(turns=[Turn(tool_calls=[RM], tool_results=[ToolResult("c1", "", False)]), Turn(text="ok")],
+                          model_calls=2)
+    assert expect.no_denials()(answered).passed

@@ -438,6 +438,12 @@ def no_denials() -> Grader:
         trajectory = run.trajectory
         denials = trajectory.denials
         if not denials:
+            unanswered = [o.call for o in trajectory.outcomes() if o.outcome == "unanswered"]
+            if unanswered:  # the agent ended (killed, timed out) before it said what became of these: a refusal
+                return Verdict(False, label, (  # it would have reported cannot be seen, so this cannot pass
+                    f"cannot tell: {_count(len(unanswered), 'tool call')} never got an answer (the agent ended "
+                    f"before it said what became of {'it' if len(unanswered) == 1 else 'them'}: "
+                    + "; ".join(f"{c.name}({_fmt_args(c.arguments)})" for c in unanswered[:3]) + ")"))
             return Verdict(True, label, f"no tool call was denied (examined "
                                         f"{_count(len(trajectory.all_tool_calls), 'tool call')}"
                                         f"{_in_conversations(trajectory)})")
