@@ -51,6 +51,8 @@ class Preset(ProcessAgent):
 
     program = ""
     npm_package = ""
+    #: a Python agent's PyPI package (installed with pip, in a venv of its own), instead of an npm one
+    pip_package = ""
     apis: tuple[str, ...] = ("openai-chat",)
 
     def __init__(
@@ -100,13 +102,18 @@ class Preset(ProcessAgent):
                 candidate = candidate / cls.program
             if not (candidate.is_file() and os.access(candidate, os.X_OK)):
                 raise AgentNotFound(f"{cls.label}: {str(path)!r} is not an executable {cls.program} program "
-                                    f"(install it with `npm install -g {cls.npm_package}`)")
+                                    f"(install it with `{cls.install_command()}`)")
             return os.path.abspath(candidate)
         found = shutil.which(cls.program)
         if found is None:
             raise AgentNotFound(f"{cls.label}: the program {cls.program!r} is not on PATH; install it with "
-                                f"`npm install -g {cls.npm_package}`, or give its path (path = \"...\")")
+                                f"`{cls.install_command()}`, or give its path (path = \"...\")")
         return found
+
+    @classmethod
+    def install_command(cls) -> str:
+        """How a user installs the agent (what AgentNotFound tells them)."""
+        return f"pip install {cls.pip_package}" if cls.pip_package else f"npm install -g {cls.npm_package}"
 
     def _existing(self, value: str | os.PathLike[str], what: str) -> Path:
         path = Path(value).expanduser().resolve()
