@@ -16,18 +16,19 @@ from ._preset import Preset
 from .claude_code import ClaudeCode, claude_code
 from .codex import Codex, codex
 from .gemini_cli import GeminiCli, gemini_cli
+from .kimi_cli import KimiCli, kimi_cli
 from .mini_swe_agent import MiniSweAgent, mini_swe_agent
 from .opencode import Opencode, opencode
 from .pi import Pi, pi
 from .qwen_code import QwenCode, qwen_code
 
 __all__ = ["ProcessAgent", "Preset", "AgentNotFound", "Launch", "PRESETS", "preset", "pi", "codex", "claude_code", "opencode",
-           "mini_swe_agent", "qwen_code", "gemini_cli", "Pi", "Codex", "ClaudeCode", "Opencode", "MiniSweAgent", "QwenCode", "GeminiCli"]
+           "mini_swe_agent", "qwen_code", "gemini_cli", "kimi_cli", "Pi", "Codex", "ClaudeCode", "Opencode", "MiniSweAgent", "QwenCode", "GeminiCli", "KimiCli"]
 
 
 PRESETS: dict[str, Callable[..., Preset]] = {"pi": pi, "codex": codex, "claude-code": claude_code, "opencode": opencode,
                                        "mini-swe-agent": mini_swe_agent, "qwen-code": qwen_code,
-                                       "gemini-cli": gemini_cli}
+                                       "gemini-cli": gemini_cli, "kimi-cli": kimi_cli}
 
 
 def preset(name: str, **options: Any) -> Preset:
