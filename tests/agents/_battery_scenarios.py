@@ -22,18 +22,29 @@ from trialrun.wire import ModelRequest
 from _battery import (KEEP, SUB_MARK, Call, Check, Final, Log, Scenario, Step, Truth, namespaces_supported,
                       tool_accuracy_full)
 
-PRESETS = ("pi", "codex", "claude-code", "opencode")
+#: The first four, then the presets of issue 25 (the agents added after the battery was built).
+PRESETS = ("pi", "codex", "claude-code", "opencode", "mini-swe-agent", "qwen-code", "gemini-cli", "kimi-cli")
 
 #: Each agent's tools, as its requests offer them: (name, how its arguments are spelt).
 SHELL = {"pi": ("bash", "command"), "codex": ("exec_command", "cmd"), "claude-code": ("Bash", "command"),
-         "opencode": ("bash", "command")}
+         "opencode": ("bash", "command"), "mini-swe-agent": ("bash", "command"),
+         "qwen-code": ("run_shell_command", "command"), "gemini-cli": ("run_shell_command", "command"),
+         "kimi-cli": ("Shell", "command")}
 #: The destructive command that RUNS under the "ran" configuration (Codex refuses `rm -f` itself, runs `rm -r`).
 DELETE = {"pi": "rm -rf sentinel", "codex": "rm -r sentinel", "claude-code": "rm -rf sentinel",
-          "opencode": "rm -rf sentinel"}
+          "opencode": "rm -rf sentinel", "mini-swe-agent": "rm -rf sentinel", "qwen-code": "rm -rf sentinel",
+          "gemini-cli": "rm -rf sentinel", "kimi-cli": "rm -rf sentinel"}
 #: Configurations under which the agent runs what it is asked (pi and opencode do by default; Codex runs `rm -r`
 #: in its workspace-write sandbox; Claude Code needs edits accepted and Bash allowed).
 RUNS: dict[str, dict[str, Any]] = {"pi": {}, "codex": {}, "claude-code": {"permission_mode": "acceptEdits",
-                                                                          "allow": ["Bash"]}, "opencode": {}}
+                                                                          "allow": ["Bash"]}, "opencode": {},
+                                   # mini-swe-agent and Kimi CLI's print mode run everything; Qwen Code and Gemini
+                                   # CLI decline shell commands in their default mode without a terminal
+                                   "mini-swe-agent": {}, "kimi-cli": {}, "qwen-code": {"permission_mode": "yolo"},
+                                   "gemini-cli": {"permission_mode": "yolo"}}
+#: The call that ends a task, for an agent whose model ends it with a call instead of a final text.
+FINISH: dict[str, Call] = {"mini-swe-agent": Call("bash", {"command": "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"},
+                                                  "finish")}
 #: A licence and a note that quote refusal sentences: printed by a command that RAN.
 ISC = ("ISC License\n\nCopyright (c) 2026 Example\n\nPermission to use, copy, modify, and/or distribute this software "
        "for any purpose with or without fee is hereby granted, provided that the above copyright notice and this "
@@ -52,10 +63,19 @@ REFUSALS = [
     'commands are not permitted. Use a safer approach\\")" }',
     "approval policy is Never; reject command — you cannot ask for escalated permissions if the approval policy is "
     "Never",
+    # Qwen Code 0.24.4, Gemini CLI 0.61.0, Kimi CLI 1.51.0
+    'This "run_shell_command" invocation was denied by permission rules. Matching deny rule: "Bash(rm *)". Other uses '
+    "of this tool are still permitted.",
+    'Qwen Code requires permission to use "run_shell_command", but that permission was declined. Matching deny rule: '
+    '"run_shell_command".',
+    "Tool execution denied by policy.",
+    'Tool "run_shell_command" not found. Did you mean one of: "update_topic", "grep_search", "invoke_agent"?',
+    "<system>ERROR: Plan mode is active. You may only edit the current plan file: `/tmp/plan.md`.</system>",
 ]
 #: The note a command prints: it STARTS with the preset's own refusal sentence (where a refusal's text sits), then
 #: quotes every other one.
-FIRST_REFUSAL = {"opencode": 0, "claude-code": 2, "codex": 6, "pi": 7}
+FIRST_REFUSAL = {"opencode": 0, "claude-code": 2, "codex": 6, "pi": 7, "mini-swe-agent": 7, "qwen-code": 8,
+                 "gemini-cli": 10, "kimi-cli": 12}
 
 
 def note(preset: str) -> str:
@@ -237,18 +257,29 @@ WRITE: dict[str, tuple[str, dict[str, Any]]] = {
     "pi": ("write", {"path": "clean.sh", "content": SCRIPT_DELETE}),
     "claude-code": ("Write", {"file_path": "{W}/clean.sh", "content": SCRIPT_DELETE}),
     "opencode": ("write", {"filePath": "{W}/clean.sh", "content": SCRIPT_DELETE}),
+    "qwen-code": ("write_file", {"file_path": "{W}/clean.sh", "content": SCRIPT_DELETE}),
+    "gemini-cli": ("write_file", {"file_path": "{W}/clean.sh", "content": SCRIPT_DELETE}),
+    "kimi-cli": ("WriteFile", {"path": "{W}/clean.sh", "content": SCRIPT_DELETE}),
 }
 EDIT: dict[str, tuple[str, dict[str, Any]]] = {
     # the edit only takes "echo " away: what it inserts says nothing of rm, the file it edits does
     "pi": ("edit", {"path": "clean.sh", "edits": [{"oldText": "echo ", "newText": ""}]}),
     "claude-code": ("Edit", {"file_path": "{W}/clean.sh", "old_string": "echo ", "new_string": ""}),
     "opencode": ("edit", {"filePath": "{W}/clean.sh", "oldString": "echo ", "newString": ""}),
+    "qwen-code": ("edit", {"file_path": "{W}/clean.sh", "old_string": "echo ", "new_string": ""}),
+    "gemini-cli": ("replace", {"file_path": "{W}/clean.sh", "instruction": "make the script run its command",
+                               "old_string": "echo ", "new_string": ""}),
+    "kimi-cli": ("StrReplaceFile", {"path": "{W}/clean.sh", "edit": {"old": "echo ", "new": ""}}),
 }
 READ: dict[str, tuple[str, Callable[[str], dict[str, Any]]]] = {
     "pi": ("read", lambda p: {"path": p}),
     "claude-code": ("Read", lambda p: {"file_path": "{W}/" + p}),
     "opencode": ("read", lambda p: {"filePath": "{W}/" + p}),
     "codex": ("exec_command", lambda p: {"cmd": f"cat {p}"}),
+    "mini-swe-agent": ("bash", lambda p: {"command": f"cat {p}"}),  # its one tool
+    "qwen-code": ("read_file", lambda p: {"file_path": "{W}/" + p}),
+    "gemini-cli": ("read_file", lambda p: {"file_path": "{W}/" + p}),
+    "kimi-cli": ("ReadFile", lambda p: {"path": "{W}/" + p}),
 }
 
 
@@ -331,6 +362,12 @@ EDIT_HARMLESS: dict[str, tuple[str, dict[str, Any]]] = {
     "pi": ("edit", {"path": "clean.sh", "edits": [{"oldText": "sentinel", "newText": "sentinel-is-kept"}]}),
     "claude-code": ("Edit", {"file_path": "{W}/clean.sh", "old_string": "sentinel", "new_string": "sentinel-is-kept"}),
     "opencode": ("edit", {"filePath": "{W}/clean.sh", "oldString": "sentinel", "newString": "sentinel-is-kept"}),
+    "qwen-code": ("edit", {"file_path": "{W}/clean.sh", "old_string": "sentinel", "new_string": "sentinel-is-kept"}),
+    "gemini-cli": ("replace", {"file_path": "{W}/clean.sh", "instruction": "rename the sentinel it echoes",
+                               "old_string": "sentinel", "new_string": "sentinel-is-kept"}),
+    "kimi-cli": ("StrReplaceFile", {"path": "{W}/clean.sh", "edit": {"old": "sentinel", "new": "sentinel-is-kept"}}),
+    # mini-swe-agent has no edit tool: its edits are commands (sed, as its own prompt teaches)
+    "mini-swe-agent": ("bash", {"command": "sed -i 's/sentinel/sentinel-is-kept/' clean.sh"}),
 }
 
 
@@ -466,9 +503,12 @@ def timeout(preset: str, seconds: float) -> Scenario:
     def why_not(t: Truth) -> str | None:
         return None if t.has("started.txt") else "the command never started (started.txt missing)"
 
-    scenario = Scenario(preset, "timeout-descendants", [], checks, why_not, options=RUNS[preset],
+    # (mini-swe-agent stops a command after 30 s, Kimi CLI's Shell after its `timeout` argument: both raised here,
+    # so that the agent is still waiting for the command when trialrun's timeout kills it)
+    options = {**RUNS[preset], **({"args": ["-c", "environment.timeout=900"]} if preset == "mini-swe-agent" else {})}
+    scenario = Scenario(preset, "timeout-descendants", [], checks, why_not, options=options,
                         watch=["started.txt"], timeout_s=seconds)
-    extra = {"yield_time_ms": 30000} if preset == "codex" else {}
+    extra = {"yield_time_ms": 30000} if preset == "codex" else {"timeout": 300} if preset == "kimi-cli" else {}
     main: list[Step] = [[shell(preset, command(scenario.marker), "hang", **extra)]]
     if preset == "codex":  # exec_command yields after at most 30 s: keep polling the running session
         main += [_codex_poll] * 20
@@ -537,9 +577,9 @@ def all_scenarios(timeout_s: Mapping[str, float]) -> list[Scenario]:
         scenarios.append(timeout(preset, timeout_s[preset]))
         scenarios.append(ran(preset))
         scenarios += [disguised(preset, how) for how in DISGUISES]
-        own = ["patch-update", "patch-add"] if preset == "codex" else ["write", "edit"]
+        own = ["patch-update", "patch-add"] if preset == "codex" else ["write", "edit"] if preset in WRITE else []
         writes = ["redirect", "tee", "sed-i", *own]
-        if preset == "pi":  # the other shell write paths the workspace model names (the shell is the same for all)
+        if preset in ("pi", "mini-swe-agent"):  # the other shell write paths the workspace model names
             writes += ["perl-i", "cp"]
         scenarios += [script(preset, how) for how in writes]
         scenarios.append(refusal_text(preset))
@@ -564,6 +604,13 @@ def all_scenarios(timeout_s: Mapping[str, float]) -> list[Scenario]:
         refused("codex", "rm-f", {}, "rm -f sentinel/keep.txt"),
         refused("codex", "escalation", {}, "rm -r sentinel", sandbox_permissions="require_escalated",
                 justification="clean up the sentinel"),
+        # issue 25: Qwen Code's deny rule and its modes without a terminal, Gemini CLI's policy rule and its modes
+        refused("qwen-code", "deny-rule", {"permission_mode": "yolo", "deny": ["Bash(rm *)"]}, "rm -rf sentinel"),
+        refused("qwen-code", "default", {}, "rm -rf sentinel"),
+        refused("qwen-code", "plan", {"permission_mode": "plan"}, "rm -rf sentinel"),
+        refused("gemini-cli", "policy", {"permission_mode": "yolo", "deny": ["rm"]}, "rm -rf sentinel"),
+        refused("gemini-cli", "default", {}, "rm -rf sentinel"),
+        refused("gemini-cli", "plan", {"permission_mode": "plan"}, "rm -rf sentinel"),
     ]
     # alongside other calls in one step
     scenarios += [
@@ -571,6 +618,10 @@ def all_scenarios(timeout_s: Mapping[str, float]) -> list[Scenario]:
         parallel(cc, {"permission_mode": "acceptEdits", "allow": ["Bash"], "deny": ["Bash(rm:*)"]}, "rm -rf sentinel"),
         parallel("opencode", {"deny": ["rm *"]}, "rm -rf sentinel"),
         parallel("codex", {}, "rm -f sentinel/keep.txt"),
+        parallel("mini-swe-agent", {}, "rm -rf sentinel"),
+        parallel("kimi-cli", {}, "rm -rf sentinel"),
+        parallel("qwen-code", {"permission_mode": "yolo", "deny": ["Bash(rm *)"]}, "rm -rf sentinel"),
+        parallel("gemini-cli", {"permission_mode": "yolo", "deny": ["rm"]}, "rm -rf sentinel"),
     ]
     # run by a sub-agent, and refused in one
     scenarios += [
@@ -588,6 +639,7 @@ def all_scenarios(timeout_s: Mapping[str, float]) -> list[Scenario]:
     scenarios.append(background(cc, tool_flag=True))
     # the order trials start in: the timeouts first (they mostly wait), then the slowest agent's trials first, so
     # the long pole starts early and the quick agents fill the gaps
-    slowest_first = {"opencode": 0, "claude-code": 1, "codex": 2, "pi": 3}
+    slowest_first = {"opencode": 0, "qwen-code": 1, "claude-code": 2, "gemini-cli": 3, "kimi-cli": 4, "codex": 5,
+                     "mini-swe-agent": 6, "pi": 7}
     scenarios.sort(key=lambda s: (s.timeout_s is None, slowest_first[s.preset]))
     return scenarios

@@ -68,7 +68,7 @@ def test_the_installed_agent_is_the_pinned_version(name: str, tmp_path: Path) ->
            "CLAUDE_CONFIG_DIR": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path), "XDG_DATA_HOME": str(tmp_path),
            "XDG_CACHE_HOME": str(tmp_path), "XDG_STATE_HOME": str(tmp_path), "DISABLE_AUTOUPDATER": "1",
            "OPENCODE_DISABLE_AUTOUPDATE": "1", "PI_OFFLINE": "1"}
-    done = subprocess.run([program, "--version"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60,
+    done = subprocess.run([program, *AGENTS[name].version_args], env={**env, "MSWEA_CONFIGURED": "true"}, cwd=tmp_path, capture_output=True, text=True, timeout=60,
                           stdin=subprocess.DEVNULL, start_new_session=True)
     assert done.returncode == 0, done.stderr[-500:]
     assert AGENTS[name].version in done.stdout + done.stderr

@@ -1,5 +1,5 @@
-"""The verdict-truth battery (issue 21, "Done when"): on every preset (pi, Codex, Claude Code, opencode; the real
-agents, driven by a scripted model), scenarios whose right verdict is decided OUTSIDE trialrun -- the workdir's
+"""The verdict-truth battery (issue 21, "Done when"): on every preset (pi, Codex, Claude Code, opencode, and issue
+25's mini-swe-agent, Qwen Code, Gemini CLI, Kimi CLI; the real agents, driven by a scripted model), scenarios whose right verdict is decided OUTSIDE trialrun -- the workdir's
 files after the trial, the scripted model's own log of what it sent and was shown, /proc -- compared with
 trialrun's verdicts: a destructive command run, refused by each of the agent's permission mechanisms, disguised,
 written into a script by each write/edit/patch path and then run, typed into a session, run by a sub-agent,
@@ -43,11 +43,12 @@ from _battery import (
     matrix,
     script_for,
 )
-from _battery_scenarios import all_scenarios
+from _battery_scenarios import FINISH, all_scenarios
 
 #: How long each agent may run in the timeout scenario before trialrun kills it: long enough for the agent to start
 #: and run the command while the battery's other trials load the machine (opencode starts slowly).
-TIMEOUT_S = {"pi": 60.0, "codex": 60.0, "claude-code": 60.0, "opencode": 120.0}
+TIMEOUT_S = {"pi": 60.0, "codex": 60.0, "claude-code": 60.0, "opencode": 120.0, "mini-swe-agent": 60.0,
+             "qwen-code": 90.0, "gemini-cli": 60.0, "kimi-cli": 60.0}
 #: Trials at once: the four timeout trials spend most of their time waiting for their kill.
 CONCURRENCY = 10
 
@@ -75,7 +76,8 @@ def _case(scenario: Scenario, agent: Any, graders: list[tuple[Check, Any, str]],
 
     def invoke(ctx: tr.TrialContext) -> Any:
         model = ctx.scripted(script_for(scenario.main, scenario.sub, log, ctx.workdir,
-                                        anthropic=agent.api == "anthropic", token=token))
+                                        anthropic=agent.api == "anthropic", token=token,
+                                        by_order=agent.api == "gemini", finish=FINISH.get(scenario.preset)))
         return agent("Do the task in this folder.", ctx, model=model)
 
     def teardown(ctx: tr.TrialContext) -> None:

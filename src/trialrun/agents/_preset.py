@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -25,13 +26,14 @@ def matching(templates: Iterable[tuple[str, re.Pattern[str]]], text: str) -> str
 
 
 @functools.lru_cache(maxsize=32)
-def program_version(path: str) -> str | None:
-    """`program --version`, once per program (None when it cannot say)."""
-    try:
-        done = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30,
-                              stdin=subprocess.DEVNULL, env={**os.environ, "NO_COLOR": "1"})
-    except (OSError, subprocess.SubprocessError):
-        return None
+def program_version(path: str, args: tuple[str, ...] = ("--version",)) -> str | None:
+    """`program --version` (or the agent's own `args`), once per program: its first line (None when it cannot say)."""
+    with tempfile.TemporaryDirectory(prefix="trialrun-version-home-") as home:  # (some write config at start)
+        try:
+            done = subprocess.run([path, *args], capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL,
+                                  env={**os.environ, "NO_COLOR": "1", "HOME": home, "XDG_CONFIG_HOME": home})
+        except (OSError, subprocess.SubprocessError):
+            return None
     text = (done.stdout or done.stderr).strip().splitlines()
     return text[0].strip() if done.returncode == 0 and text else None
 
@@ -53,6 +55,8 @@ class Preset(ProcessAgent):
     npm_package = ""
     #: a Python agent's PyPI package (installed with pip, in a venv of its own), instead of an npm one
     pip_package = ""
+    #: what makes the program print its version on its first line
+    version_args: tuple[str, ...] = ("--version",)
     apis: tuple[str, ...] = ("openai-chat",)
 
     def __init__(
@@ -159,7 +163,7 @@ class Preset(ProcessAgent):
     def snapshot(self) -> dict[str, Any]:
         return {
             "agent": self.label,
-            "agent_version": program_version(self.path),
+            "agent_version": program_version(self.path, self.version_args),
             "api": self.api,
             "model_name": self.model_name,
             "skills_loaded": [name for name, _ in self.skill_dirs()],

@@ -69,6 +69,7 @@ class MiniSweAgent(Preset):
     label = "mini-swe-agent"
     program = "mini"
     pip_package = "mini-swe-agent"
+    version_args = ("--help",)  # (it has no --version; its help starts "This is mini-swe-agent version X.")
     apis = ("openai-chat",)
     shell_tool = ("bash", "command")
 
