@@ -59,6 +59,8 @@ FAILED: tuple[tuple[str, re.Pattern[str]], ...] = tuple((why, re.compile(pattern
     ("not an absolute path", r"File path must be absolute.*"),
     ("edit did not apply", r"Failed to edit, .*"),
     ("no such tool", r'Tool "[\w.-]+" not found.*'),
+    # (also the answer of run_shell_command for an in-place edit, `sed -i`, of such a file: the command did not run)
+    ("not read first", r"File .+ has not been read in this session\. Use the read_file tool first .*"),
 ))
 _WORKED = {"write_file": re.compile(r"Successfully (?:created and wrote to new file|overwrote file): .*", re.DOTALL),
            "edit": re.compile(r"The file: .* has been updated\..*", re.DOTALL)}
