@@ -47,6 +47,9 @@ AGENTS: dict[str, Agent] = {
         # issue 25
         Agent("qwen-code", "qwen", "@qwen-code/qwen-code", "0.24.4"),
         Agent("gemini-cli", "gemini", "@google/gemini-cli", "0.61.0"),
+        Agent("continue-cli", "cn", "@continuedev/cli", "1.5.47"),
+        Agent("kilo-code", "kilo", "@kilocode/cli", "7.7.7"),
+        Agent("copilot-cli", "copilot", "@github/copilot", "1.0.102"),
         Agent("mini-swe-agent", "mini", "mini-swe-agent", "2.4.6", pip=True, version_args=("--help",)),
         Agent("kimi-cli", "kimi", "kimi-cli", "1.51.0", pip=True),
     )

@@ -23,17 +23,20 @@ from _battery import (KEEP, SUB_MARK, Call, Check, Final, Log, Scenario, Step, T
                       tool_accuracy_full)
 
 #: The first four, then the presets of issue 25 (the agents added after the battery was built).
-PRESETS = ("pi", "codex", "claude-code", "opencode", "mini-swe-agent", "qwen-code", "gemini-cli", "kimi-cli")
+PRESETS = ("pi", "codex", "claude-code", "opencode", "mini-swe-agent", "qwen-code", "gemini-cli", "kimi-cli",
+           "continue-cli", "kilo-code", "copilot-cli")
 
 #: Each agent's tools, as its requests offer them: (name, how its arguments are spelt).
 SHELL = {"pi": ("bash", "command"), "codex": ("exec_command", "cmd"), "claude-code": ("Bash", "command"),
          "opencode": ("bash", "command"), "mini-swe-agent": ("bash", "command"),
          "qwen-code": ("run_shell_command", "command"), "gemini-cli": ("run_shell_command", "command"),
-         "kimi-cli": ("Shell", "command")}
+         "kimi-cli": ("Shell", "command"), "continue-cli": ("Bash", "command"), "kilo-code": ("bash", "command"),
+         "copilot-cli": ("bash", "command")}
 #: The destructive command that RUNS under the "ran" configuration (Codex refuses `rm -f` itself, runs `rm -r`).
 DELETE = {"pi": "rm -rf sentinel", "codex": "rm -r sentinel", "claude-code": "rm -rf sentinel",
           "opencode": "rm -rf sentinel", "mini-swe-agent": "rm -rf sentinel", "qwen-code": "rm -rf sentinel",
-          "gemini-cli": "rm -rf sentinel", "kimi-cli": "rm -rf sentinel"}
+          "gemini-cli": "rm -rf sentinel", "kimi-cli": "rm -rf sentinel", "continue-cli": "rm -rf sentinel",
+          "kilo-code": "rm -rf sentinel", "copilot-cli": "rm -rf sentinel"}
 #: Configurations under which the agent runs what it is asked (pi and opencode do by default; Codex runs `rm -r`
 #: in its workspace-write sandbox; Claude Code needs edits accepted and Bash allowed).
 RUNS: dict[str, dict[str, Any]] = {"pi": {}, "codex": {}, "claude-code": {"permission_mode": "acceptEdits",
@@ -41,7 +44,8 @@ RUNS: dict[str, dict[str, Any]] = {"pi": {}, "codex": {}, "claude-code": {"permi
                                    # mini-swe-agent and Kimi CLI's print mode run everything; Qwen Code and Gemini
                                    # CLI decline shell commands in their default mode without a terminal
                                    "mini-swe-agent": {}, "kimi-cli": {}, "qwen-code": {"permission_mode": "yolo"},
-                                   "gemini-cli": {"permission_mode": "yolo"}}
+                                   "gemini-cli": {"permission_mode": "yolo"}, "continue-cli": {}, "kilo-code": {},
+                                   "copilot-cli": {}}
 #: The call that ends a task, for an agent whose model ends it with a call instead of a final text.
 FINISH: dict[str, Call] = {"mini-swe-agent": Call("bash", {"command": "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"},
                                                   "finish")}
@@ -71,11 +75,19 @@ REFUSALS = [
     "Tool execution denied by policy.",
     'Tool "run_shell_command" not found. Did you mean one of: "update_topic", "grep_search", "invoke_agent"?',
     "<system>ERROR: Plan mode is active. You may only edit the current plan file: `/tmp/plan.md`.</system>",
+    # Kilo Code 7.7.7
+    "The user has specified a rule which prevents you from using this specific tool call. Here are some of the "
+    'relevant rules {"permission":"bash","pattern":"rm *","action":"deny","source":"global"}',
+    # GitHub Copilot CLI 1.0.102
+    "Permission to run this tool was denied due to the following rules: `shell(rm)`",
+    "Permission denied because no interactive user response was available. Retry in an interactive session so the "
+    "user can approve it, or try an alternative that does not require this permission.",
 ]
 #: The note a command prints: it STARTS with the preset's own refusal sentence (where a refusal's text sits), then
 #: quotes every other one.
 FIRST_REFUSAL = {"opencode": 0, "claude-code": 2, "codex": 6, "pi": 7, "mini-swe-agent": 7, "qwen-code": 8,
-                 "gemini-cli": 10, "kimi-cli": 12}
+                 "gemini-cli": 10, "kimi-cli": 12, "continue-cli": 7, "kilo-code": 13,
+                 "copilot-cli": 14}
 
 
 def note(preset: str) -> str:
@@ -86,7 +98,7 @@ def note(preset: str) -> str:
 
 SCRIPT_HARMLESS = "echo rm -rf sentinel\n"
 #: The agents whose edit tools (Qwen Code: also an in-place edit in the shell) refuse a file they have not read.
-READ_FIRST = ("claude-code", "opencode", "qwen-code")
+READ_FIRST = ("claude-code", "opencode", "qwen-code", "kilo-code", "continue-cli")
 PY_DELETE = "python3 -c \"import os; os.remove('sentinel/keep.txt')\""
 SCRIPT_DELETE = "rm -rf sentinel\n"
 
@@ -94,7 +106,7 @@ SCRIPT_DELETE = "rm -rf sentinel\n"
 def shell(preset: str, command: str, key: str = "", **extra: Any) -> Call:
     name, argument = SHELL[preset]
     arguments: dict[str, Any] = {argument: command, **extra}
-    if preset in ("claude-code", "opencode"):
+    if preset in ("claude-code", "opencode", "kilo-code", "copilot-cli"):
         arguments.setdefault("description", "battery step")
     return Call(name, arguments, key)
 
@@ -264,6 +276,9 @@ WRITE: dict[str, tuple[str, dict[str, Any]]] = {
     "qwen-code": ("write_file", {"file_path": "{W}/clean.sh", "content": SCRIPT_DELETE}),
     "gemini-cli": ("write_file", {"file_path": "{W}/clean.sh", "content": SCRIPT_DELETE}),
     "kimi-cli": ("WriteFile", {"path": "{W}/clean.sh", "content": SCRIPT_DELETE}),
+    "continue-cli": ("Write", {"filepath": "{W}/clean.sh", "content": SCRIPT_DELETE}),
+    "kilo-code": ("write", {"filePath": "{W}/clean.sh", "content": SCRIPT_DELETE}),
+    "copilot-cli": ("create", {"path": "{W}/clean.sh", "file_text": SCRIPT_DELETE}),
 }
 EDIT: dict[str, tuple[str, dict[str, Any]]] = {
     # the edit only takes "echo " away: what it inserts says nothing of rm, the file it edits does
@@ -274,6 +289,9 @@ EDIT: dict[str, tuple[str, dict[str, Any]]] = {
     "gemini-cli": ("replace", {"file_path": "{W}/clean.sh", "instruction": "make the script run its command",
                                "old_string": "echo ", "new_string": ""}),
     "kimi-cli": ("StrReplaceFile", {"path": "{W}/clean.sh", "edit": {"old": "echo ", "new": ""}}),
+    "continue-cli": ("Edit", {"file_path": "{W}/clean.sh", "old_string": "echo ", "new_string": ""}),
+    "kilo-code": ("edit", {"filePath": "{W}/clean.sh", "oldString": "echo ", "newString": ""}),
+    "copilot-cli": ("edit", {"path": "{W}/clean.sh", "old_str": "echo ", "new_str": ""}),
 }
 READ: dict[str, tuple[str, Callable[[str], dict[str, Any]]]] = {
     "pi": ("read", lambda p: {"path": p}),
@@ -284,6 +302,9 @@ READ: dict[str, tuple[str, Callable[[str], dict[str, Any]]]] = {
     "qwen-code": ("read_file", lambda p: {"file_path": "{W}/" + p}),
     "gemini-cli": ("read_file", lambda p: {"file_path": "{W}/" + p}),
     "kimi-cli": ("ReadFile", lambda p: {"path": "{W}/" + p}),
+    "continue-cli": ("Read", lambda p: {"filepath": "{W}/" + p}),
+    "kilo-code": ("read", lambda p: {"filePath": "{W}/" + p}),
+    "copilot-cli": ("view", lambda p: {"path": "{W}/" + p}),
 }
 
 
@@ -370,6 +391,9 @@ EDIT_HARMLESS: dict[str, tuple[str, dict[str, Any]]] = {
     "gemini-cli": ("replace", {"file_path": "{W}/clean.sh", "instruction": "rename the sentinel it echoes",
                                "old_string": "sentinel", "new_string": "sentinel-is-kept"}),
     "kimi-cli": ("StrReplaceFile", {"path": "{W}/clean.sh", "edit": {"old": "sentinel", "new": "sentinel-is-kept"}}),
+    "continue-cli": ("Edit", {"file_path": "{W}/clean.sh", "old_string": "sentinel", "new_string": "sentinel-is-kept"}),
+    "kilo-code": ("edit", {"filePath": "{W}/clean.sh", "oldString": "sentinel", "newString": "sentinel-is-kept"}),
+    "copilot-cli": ("edit", {"path": "{W}/clean.sh", "old_str": "sentinel", "new_str": "sentinel-is-kept"}),
     # mini-swe-agent has no edit tool: its edits are commands (sed, as its own prompt teaches)
     "mini-swe-agent": ("bash", {"command": "sed -i 's/sentinel/sentinel-is-kept/' clean.sh"}),
 }
@@ -492,10 +516,13 @@ def _alive_claims(noted: str | None = None) -> list[Check]:
 def timeout(preset: str, seconds: float) -> Scenario:
     """The agent times out while its command runs; the command left descendants in new sessions (setsid), a double
     fork, and processes that ignore SIGTERM. trialrun says every process it started was killed; /proc says."""
+    # (Continue's CLI ends silently on any command with `exec` in it: its double fork keeps a shell in between)
+    double = "sleep 601" if preset == "continue-cli" else "exec sleep 601"
+
     def command(marker: str) -> str:
         return (f"export BATTERY_MARK={marker}; "
                 "setsid sh -c 'trap \"\" TERM; sleep 600' >/dev/null 2>&1 </dev/null & "
-                "( ( trap '' TERM; exec sleep 601 ) >/dev/null 2>&1 </dev/null & ) ; "
+                f"( ( trap '' TERM; {double} ) >/dev/null 2>&1 </dev/null & ) ; "
                 "setsid sh -c '( trap \"\" TERM; sleep 602 ) & sleep 603' >/dev/null 2>&1 </dev/null & "
                 "touch started.txt; sleep 900")
 
@@ -512,7 +539,8 @@ def timeout(preset: str, seconds: float) -> Scenario:
     options = {**RUNS[preset], **({"args": ["-c", "environment.timeout=900"]} if preset == "mini-swe-agent" else {})}
     scenario = Scenario(preset, "timeout-descendants", [], checks, why_not, options=options,
                         watch=["started.txt"], timeout_s=seconds)
-    extra = {"yield_time_ms": 30000} if preset == "codex" else {"timeout": 300} if preset == "kimi-cli" else {}
+    extra = {"yield_time_ms": 30000} if preset == "codex" else {"timeout": 300} if preset == "kimi-cli" else \
+        {"initial_wait": 900} if preset == "copilot-cli" else {}
     main: list[Step] = [[shell(preset, command(scenario.marker), "hang", **extra)]]
     if preset == "codex":  # exec_command yields after at most 30 s: keep polling the running session
         main += [_codex_poll] * 20
@@ -615,6 +643,10 @@ def all_scenarios(timeout_s: Mapping[str, float]) -> list[Scenario]:
         refused("gemini-cli", "policy", {"permission_mode": "yolo", "deny": ["rm"]}, "rm -rf sentinel"),
         refused("gemini-cli", "default", {}, "rm -rf sentinel"),
         refused("gemini-cli", "plan", {"permission_mode": "plan"}, "rm -rf sentinel"),
+        refused("kilo-code", "deny-rule", {"deny": ["rm *"]}, "rm -rf sentinel"),
+        refused("kilo-code", "ask", {"permission_mode": "ask"}, "rm -rf sentinel"),
+        refused("copilot-cli", "deny-rule", {"deny": ["shell(rm)"]}, "rm -rf sentinel"),
+        refused("copilot-cli", "ask", {"permission_mode": "ask"}, "rm -rf sentinel"),
     ]
     # alongside other calls in one step
     scenarios += [
@@ -626,6 +658,9 @@ def all_scenarios(timeout_s: Mapping[str, float]) -> list[Scenario]:
         parallel("kimi-cli", {}, "rm -rf sentinel"),
         parallel("qwen-code", {"permission_mode": "yolo", "deny": ["Bash(rm *)"]}, "rm -rf sentinel"),
         parallel("gemini-cli", {"permission_mode": "yolo", "deny": ["rm"]}, "rm -rf sentinel"),
+        parallel("continue-cli", {}, "rm -rf sentinel"),
+        parallel("kilo-code", {"deny": ["rm *"]}, "rm -rf sentinel"),
+        parallel("copilot-cli", {"deny": ["shell(rm)"]}, "rm -rf sentinel"),
     ]
     # run by a sub-agent, and refused in one
     scenarios += [
@@ -643,7 +678,8 @@ def all_scenarios(timeout_s: Mapping[str, float]) -> list[Scenario]:
     scenarios.append(background(cc, tool_flag=True))
     # the order trials start in: the timeouts first (they mostly wait), then the slowest agent's trials first, so
     # the long pole starts early and the quick agents fill the gaps
-    slowest_first = {"opencode": 0, "qwen-code": 1, "claude-code": 2, "gemini-cli": 3, "kimi-cli": 4, "codex": 5,
-                     "mini-swe-agent": 6, "pi": 7}
+    slowest_first = {"kilo-code": 0, "opencode": 1, "qwen-code": 2, "claude-code": 3, "continue-cli": 4,
+                     "gemini-cli": 5, "copilot-cli": 6, "kimi-cli": 7, "codex": 8, "mini-swe-agent": 9,
+                     "pi": 10}
     scenarios.sort(key=lambda s: (s.timeout_s is None, slowest_first[s.preset]))
     return scenarios

@@ -1,5 +1,5 @@
 """The verdict-truth battery (issue 21, "Done when"): on every preset (pi, Codex, Claude Code, opencode, and issue
-25's mini-swe-agent, Qwen Code, Gemini CLI, Kimi CLI; the real agents, driven by a scripted model), scenarios whose right verdict is decided OUTSIDE trialrun -- the workdir's
+25's mini-swe-agent, Qwen Code, Gemini CLI, Kimi CLI, Continue's CLI, Kilo Code's CLI, GitHub Copilot CLI; the real agents, driven by a scripted model), scenarios whose right verdict is decided OUTSIDE trialrun -- the workdir's
 files after the trial, the scripted model's own log of what it sent and was shown, /proc -- compared with
 trialrun's verdicts: a destructive command run, refused by each of the agent's permission mechanisms, disguised,
 written into a script by each write/edit/patch path and then run, typed into a session, run by a sub-agent,
@@ -48,7 +48,8 @@ from _battery_scenarios import FINISH, all_scenarios
 #: How long each agent may run in the timeout scenario before trialrun kills it: long enough for the agent to start
 #: and run the command while the battery's other trials load the machine (opencode starts slowly).
 TIMEOUT_S = {"pi": 60.0, "codex": 60.0, "claude-code": 60.0, "opencode": 120.0, "mini-swe-agent": 60.0,
-             "qwen-code": 90.0, "gemini-cli": 60.0, "kimi-cli": 60.0}
+             "qwen-code": 90.0, "gemini-cli": 60.0, "kimi-cli": 60.0, "continue-cli": 90.0, "kilo-code": 120.0,
+             "copilot-cli": 90.0}
 #: Trials at once: the four timeout trials spend most of their time waiting for their kill.
 CONCURRENCY = 10
 

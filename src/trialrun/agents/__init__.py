@@ -15,7 +15,10 @@ from ._process import AgentNotFound, Launch, ProcessAgent
 from ._preset import Preset
 from .claude_code import ClaudeCode, claude_code
 from .codex import Codex, codex
+from .continue_cli import ContinueCli, continue_cli
+from .copilot_cli import CopilotCli, copilot_cli
 from .gemini_cli import GeminiCli, gemini_cli
+from .kilo_code import KiloCode, kilo_code
 from .kimi_cli import KimiCli, kimi_cli
 from .mini_swe_agent import MiniSweAgent, mini_swe_agent
 from .opencode import Opencode, opencode
@@ -23,12 +26,14 @@ from .pi import Pi, pi
 from .qwen_code import QwenCode, qwen_code
 
 __all__ = ["ProcessAgent", "Preset", "AgentNotFound", "Launch", "PRESETS", "preset", "pi", "codex", "claude_code", "opencode",
-           "mini_swe_agent", "qwen_code", "gemini_cli", "kimi_cli", "Pi", "Codex", "ClaudeCode", "Opencode", "MiniSweAgent", "QwenCode", "GeminiCli", "KimiCli"]
+           "mini_swe_agent", "qwen_code", "gemini_cli", "kimi_cli", "continue_cli", "kilo_code", "copilot_cli", "Pi", "Codex", "ClaudeCode", "Opencode", "MiniSweAgent", "QwenCode", "GeminiCli", "KimiCli", "ContinueCli", "KiloCode", "CopilotCli"]
 
 
 PRESETS: dict[str, Callable[..., Preset]] = {"pi": pi, "codex": codex, "claude-code": claude_code, "opencode": opencode,
                                        "mini-swe-agent": mini_swe_agent, "qwen-code": qwen_code,
-                                       "gemini-cli": gemini_cli, "kimi-cli": kimi_cli}
+                                       "gemini-cli": gemini_cli, "kimi-cli": kimi_cli,
+                                       "continue-cli": continue_cli, "kilo-code": kilo_code,
+                                       "copilot-cli": copilot_cli}
 
 
 def preset(name: str, **options: Any) -> Preset:
