@@ -72,7 +72,8 @@ MODEL_KINDS = ("scripted", "replay", "record", "openai", "anthropic", "openai-co
 APIS = ("openai-chat", "openai-responses", "anthropic", "gemini")
 SANDBOXES = ("none", "bwrap", "auto")
 #: The ready-made agents by their trialrun.toml names (`trialrun.agents.PRESETS` has their factories).
-PRESET_NAMES = ("pi", "codex", "claude-code", "opencode")
+PRESET_NAMES = ("pi", "codex", "claude-code", "opencode", "mini-swe-agent", "qwen-code", "gemini-cli", "kimi-cli",
+                "continue-cli", "kilo-code", "copilot-cli")
 COMMAND_PREFIX = "command:"
 #: The [agent_options] a command agent takes, and those every ready-made agent takes (each in its own vocabulary).
 COMMAND_OPTIONS = ("env", "timeout_s", "output")

@@ -3,7 +3,8 @@
     agent = tr.agents.claude_code(permission_mode="acceptEdits", skills=["skills/careful"])
     tr.Case(name="marker", invoke=lambda ctx: agent("make marker.txt", ctx, model=tr.ScriptedModel(...)), ...)
 
-In trialrun.toml: `agent = "pi"` (or "codex", "claude-code", "opencode"), or `agent = "command: my-agent {prompt}"`.
+In trialrun.toml: `agent = "pi"` (or "codex", "claude-code", "opencode", "mini-swe-agent", "qwen-code",
+"gemini-cli", "kimi-cli", "continue-cli", "kilo-code", "copilot-cli"), or `agent = "command: my-agent {prompt}"`.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ PRESETS: dict[str, Callable[..., Preset]] = {"pi": pi, "codex": codex, "claude-c
 
 
 def preset(name: str, **options: Any) -> Preset:
-    """A ready-made agent by its trialrun.toml name ("pi", "codex", "claude-code", "opencode"); a mistyped name
+    """A ready-made agent by its trialrun.toml name (`PRESETS`: "pi", "codex", "claude-code", ...); a mistyped name
     (`claude`, `claude_code`, `Pi`) says which one it most likely means."""
     if name not in PRESETS:
         from ..config import preset_suggestion

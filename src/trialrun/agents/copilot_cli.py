@@ -39,9 +39,11 @@ __all__ = ["CopilotCli", "copilot_cli", "REFUSALS"]
 
 _MODES = ("allow-all", "ask")
 #: Copilot CLI's permission refusals (1.0.102), each a WHOLE tool result (tests/fixtures/agent-traffic/copilot-cli).
-REFUSALS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((why, re.compile(pattern, re.DOTALL)) for why, pattern in (
-    ("a deny rule", r"Permission to run this tool was denied due to the following rules: .+"),
-    ("no one to approve", r"Permission denied because no interactive user response was available\. .*"),
+REFUSALS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((why, re.compile(pattern)) for why, pattern in (
+    ("a deny rule", r"Permission to run this tool was denied due to the following rules: [^\n]+"),
+    ("no one to approve", r"Permission denied because no interactive user response was available\. Retry in an "
+                          r"interactive session so the user can approve it, or try an alternative that does not "
+                          r"require this permission\."),
 ))
 _SHELL = re.compile(r".*<shellId: \S+ completed with exit code (-?\d+)>", re.DOTALL)
 FAILED: tuple[tuple[str, re.Pattern[str]], ...] = tuple((why, re.compile(pattern, re.DOTALL)) for why, pattern in (
@@ -74,6 +76,8 @@ class CopilotCli(Preset):
                              "and opencode")
 
     def refusal_in(self, call: ToolCall, result: ToolResult) -> str | None:
+        if call.name == "bash" and _SHELL.fullmatch(result.content):
+            return None  # it ran: its record ends the result, whatever the command printed before it
         return matching(REFUSALS, result.content)
 
     def error_in(self, call: ToolCall, result: ToolResult) -> bool | None:
