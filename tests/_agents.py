@@ -11,33 +11,19 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from trialrun._pins import Pin, agents_dir, pins
+
 __all__ = ["AGENTS", "Agent", "agents_bin_dir", "find_agent", "in_ci", "installed_version", "require_agent"]
 
 
-@dataclass(frozen=True)
-class Agent:
-    """One real agent: the name tests use, its program, and the npm package (with the version checked here)."""
-
-    name: str
-    program: str
-    package: str
-    version: str
-
-
-AGENTS: dict[str, Agent] = {
-    agent.name: agent
-    for agent in (
-        Agent("pi", "pi", "@mariozechner/pi-coding-agent", "0.73.1"),
-        Agent("codex", "codex", "@openai/codex", "0.171.0"),
-        Agent("claude-code", "claude", "@anthropic-ai/claude-code", "2.1.197"),
-        Agent("opencode", "opencode", "opencode-ai", "1.18.33"),
-    )
-}
+#: One real agent: the name tests use, its program, its package and the version checked here (a `Pin`).
+Agent = Pin
+#: Every ready-made agent, from the one pinned list its contract reads (trialrun/agents/pinned.txt).
+AGENTS: dict[str, Agent] = dict(pins())
 
 
 def in_ci() -> bool:
@@ -47,8 +33,7 @@ def in_ci() -> bool:
 
 def agents_bin_dir() -> Path:
     """Where `.ci/install-agents` puts the agents' executables."""
-    base = os.environ.get("TRIALRUN_AGENTS_DIR") or str(Path.home() / ".cache" / "trialrun-agents")
-    return Path(base) / "node_modules" / ".bin"
+    return agents_dir() / "node_modules" / ".bin"
 
 
 def installed_version(name: str) -> str | None:
