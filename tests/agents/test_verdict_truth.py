@@ -1,5 +1,5 @@
 """The verdict-truth battery (issue 21, "Done when"): on every preset (pi, Codex, Claude Code, opencode; the real
-agents, driven by a scripted model), scenarios whose right verdict is decided OUTSIDE trialrun -- the workdir's
+agents, driven by a scripted model; each preset's scenarios made from its declared contract: test_battery_plan.py), scenarios whose right verdict is decided OUTSIDE trialrun -- the workdir's
 files after the trial, the scripted model's own log of what it sent and was shown, /proc -- compared with
 trialrun's verdicts: a destructive command run, refused by each of the agent's permission mechanisms, disguised,
 written into a script by each write/edit/patch path and then run, typed into a session, run by a sub-agent,
@@ -46,8 +46,8 @@ from _battery import (
 from _battery_scenarios import all_scenarios
 
 #: How long each agent may run in the timeout scenario before trialrun kills it: long enough for the agent to start
-#: and run the command while the battery's other trials load the machine (opencode starts slowly).
-TIMEOUT_S = {"pi": 60.0, "codex": 60.0, "claude-code": 60.0, "opencode": 120.0}
+#: and run the command while the battery's other trials load the machine (opencode starts slowly; others: 60 s).
+TIMEOUT_S = {"opencode": 120.0}
 #: Trials at once: the four timeout trials spend most of their time waiting for their kill.
 CONCURRENCY = 10
 

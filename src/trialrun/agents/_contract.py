@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from .._pins import Pin, pins
 
-__all__ = ["AgentContract", "Endpoint", "ShellTool", "FileTool", "Refusals", "Errors", "Permissions", "Refusing",
+__all__ = ["AgentContract", "Endpoint", "ShellTool", "Sessions", "FileTool", "Refusals", "Errors", "Permissions", "Refusing",
            "SubAgents", "SideRequests", "Knobs", "Form", "forms", "matching", "pinned", "WORKSPACE_SEMANTICS"]
 
 #: A form: (why, the pattern a WHOLE text must match). A refusal or an error is where and how an agent puts its
@@ -63,6 +63,20 @@ class Endpoint:
 
 
 @dataclass(frozen=True)
+class Sessions:
+    """A shell tool that leaves a program running (a shell on a tty, a REPL) and another tool that types into it:
+    the arguments of both, as the agent spells them (Codex: `exec_command(tty=true)`, `write_stdin`)."""
+
+    tool: str  # the tool that types into a running session
+    session: str  # its argument naming the session
+    chars: str  # its argument with the text typed
+    tty: str  # the shell tool's argument that starts a session on a tty
+    wait_ms: str  # both tools' argument saying how long to wait for output (ms)
+    max_wait_ms: int  # the longest it waits before it answers "still running" (a long command is polled)
+    running: str = r"session ID (\d+)"  # where a result names the session left running (a regex, one group)
+
+
+@dataclass(frozen=True)
 class ShellTool:
     """A tool that runs shell commands, as the agent offers it on the wire."""
 
@@ -71,8 +85,9 @@ class ShellTool:
     shape: Literal["string", "argv"] = "string"
     required: tuple[str, ...] = ()  # other arguments a call must give (Claude Code's and opencode's `description`)
     background: str | None = None  # an argument that runs the command in the background (Claude Code)
-    sessions: str | None = None  # the tool that types into a session the shell tool left running (Codex)
+    sessions: Sessions | None = None  # the session it leaves running and the tool that types into it (Codex)
     patches: bool = False  # the agent applies `apply_patch <<'EOF' ...` given as the whole command itself (Codex)
+    ends_background: bool = False  # what a command left in the background is ended with the agent (Codex's sandbox)
 
     def call(self, command: str, **extra: Any) -> dict[str, Any]:
         """The arguments that run `command` with this tool (a short description where one is required)."""

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..trajectory import ToolCall, ToolResult
-from ._contract import (AgentContract, Endpoint, Errors, Knobs, Permissions, Refusals, Refusing, ShellTool,
+from ._contract import (AgentContract, Endpoint, Errors, Knobs, Permissions, Refusals, Refusing, Sessions, ShellTool,
                         SubAgents, forms, matching, pinned)
 from ._process import DUMMY_KEY, Launch
 from ._preset import Preset
@@ -61,7 +61,9 @@ CONTRACT = AgentContract(
                                                                 ".codex/skills/"),
                       quiet={"NO_COLOR": "1"},
                       flags=("exec", "--skip-git-repo-check", "--ephemeral", "--color", "never")),
-    shell=(ShellTool("exec_command", "cmd", sessions="write_stdin", patches=True),),
+    shell=(ShellTool("exec_command", "cmd", patches=True, ends_background=True,
+                     sessions=Sessions("write_stdin", "session_id", "chars", tty="tty", wait_ms="yield_time_ms",
+                                       max_wait_ms=30000)),),
     files=(),  # it edits through `apply_patch <<'EOF'` as the whole command of exec_command (`patches`)
     # Codex's refusals (0.171), each a WHOLE tool result (tests/fixtures/agent-traffic/codex: destructive,
     # refuse-rule, escalation, subagent-refused; lookalike.yaml prints them from commands that ran). What ran
