@@ -8,13 +8,13 @@ skip would hide that they did not. Outside CI the test is skipped, saying what t
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from pathlib import Path
 
 import pytest
 
+from trialrun._agents_here import cache_program, package_version
 from trialrun._pins import Pin, agents_dir, pins
 
 __all__ = ["AGENTS", "Agent", "agents_bin_dir", "find_agent", "in_ci", "installed_version", "require_agent"]
@@ -37,18 +37,15 @@ def agents_bin_dir() -> Path:
 
 
 def installed_version(name: str) -> str | None:
-    """The version of agent `name`'s npm package in the install folder, or None when it is not there."""
-    manifest = agents_bin_dir().parent / AGENTS[name].package / "package.json"
-    try:
-        return str(json.loads(manifest.read_text())["version"])
-    except (OSError, ValueError, KeyError):
-        return None
+    """The version of agent `name`'s package in the install folder (its package.json; a PyPI agent's dist-info
+    in its venv), or None when it is not there."""
+    return package_version(AGENTS[name], str(cache_program(AGENTS[name])))
 
 
 def find_agent(name: str) -> str | None:
     """The path of agent `name`'s executable (the install cache first, then PATH), or None when it is absent."""
     agent = AGENTS[name]
-    cached = agents_bin_dir() / agent.program
+    cached = cache_program(agent)
     if cached.is_file() and os.access(cached, os.X_OK):
         return str(cached)
     return shutil.which(agent.program)
@@ -62,7 +59,7 @@ def require_agent(name: str) -> str:
     agent = AGENTS[name]
     message = (
         f"{agent.name}: program {agent.program!r} not found in {agents_bin_dir()} nor on PATH; install it with "
-        f".ci/install-agents (npm package {agent.package}@{agent.version})"
+        f".ci/install-agents ({agent.registry} package {agent.spec})"
     )
     if in_ci():
         pytest.fail(f"{message}; the real-agent tests must run in CI", pytrace=False)

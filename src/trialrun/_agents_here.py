@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ._pins import Pin, agents_dir, pins
 
-__all__ = ["Installed", "installed", "find_program", "package_version", "asked_version", "table", "ASK_TIMEOUT_S"]
+__all__ = ["Installed", "installed", "cache_program", "find_program", "package_version", "asked_version", "table", "ASK_TIMEOUT_S"]
 
 #: How long `program --version` may take (a node agent starts in about a second).
 ASK_TIMEOUT_S = 10.0
