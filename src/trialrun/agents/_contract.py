@@ -174,6 +174,7 @@ class Permissions:
     rules: str = ""  # the allow/deny rules' syntax ("" when the preset takes none)
     runs_all: Mapping[str, Any] = field(default_factory=dict)  # options under which it runs what it is asked
     refusing: tuple[Refusing, ...] = ()
+    note: str = ""  # what it refuses by itself, and what it lets through, in a line (for the README)
 
 
 @dataclass(frozen=True)

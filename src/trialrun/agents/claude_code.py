@@ -69,7 +69,7 @@ CONTRACT = AgentContract(
                                      r"rule)?\.(?: For security, Claude Code may only .+ the allowed working "
                                      r"directories for this session: .+\.)?"),  # destructive, refuse-*, subagent-refused
         ("its organization", r"Your organization requires approval for this tool"),
-    ), where="the tool result, flagged is_error", needs_error_flag=True, examples=(
+    ), where="the tool result", needs_error_flag=True, examples=(
         "Permission to use Bash with command rm -rf sentinel has been denied.",
         "Permission to use Bash has been denied because Claude Code is running in don't ask mode.",
         "This command requires approval",
@@ -80,6 +80,8 @@ CONTRACT = AgentContract(
     permissions=Permissions(
         modes=("default", "acceptEdits", "plan", "bypassPermissions", "dontAsk"), default_mode="default",
         rules='"Bash(echo:*)", "Bash(rm:*)" (its permission rules)', runs_all=_RUNS_ALL,
+        note="the default mode blocks shell redirects and `rm`; `acceptEdits` allows redirects (and `rm -rf` inside the "
+             "working folder)",
         refusing=(
             Refusing("default", {}, _RM),
             Refusing("plan", {"permission_mode": "plan"}, _RM),

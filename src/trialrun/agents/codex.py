@@ -45,6 +45,8 @@ _SUBAGENT_NAMESPACE = "multi_agent_v1"
 _PERMISSIONS = Permissions(
     modes=("read-only", "workspace-write", "danger-full-access"), default_mode="workspace-write",
     mode_is="permission_mode is its sandbox_mode,",
+    note="approval_policy \"never\"; refuses `rm -f`-style commands and what its exec-policy rules forbid, and any "
+         "command asking to leave its sandbox; runs `rm -r`",
     refusing=(
         Refusing("rm-f", {}, "rm -f sentinel/keep.txt"),  # `rm -f` style commands: its command policy
         Refusing("escalation", {}, "rm -r sentinel", extra={"sandbox_permissions": "require_escalated",
@@ -92,7 +94,7 @@ CONTRACT = AgentContract(
     subagents=SubAgents("spawn_agent", "message", namespace=_SUBAGENT_NAMESPACE, wait="wait_agent",
                         read="on the wire; its sub-agent tools answer JSON, a failure is text"),
     knobs=Knobs(instructions="AGENTS.md in CODEX_HOME", skills="CODEX_HOME/skills/<name>/SKILL.md"),
-    sandboxes_tested=("none", "bwrap"),
+    sandboxes_tested=("none",),  # bwrap: bench/agents.py only
 )
 #: Its refusal forms (the contract's), kept under their old name.
 REFUSALS = CONTRACT.refusals.forms if CONTRACT.refusals else ()

@@ -45,6 +45,7 @@ _QUIET = {"OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_MODELS_FETCH": "
 _PERMISSIONS = Permissions(
     modes=("allow", "ask", "deny"), default_mode="allow", mode_is="permission_mode is the default for commands,",
     rules='bash patterns ("rm *"): allow, then deny, last match wins',
+    note="an ask is auto-rejected (the run ends: a failed trial)",
     refusing=(Refusing("deny-rule", {"deny": ["rm *"]}, "rm -rf sentinel"),
               Refusing("ask", {"permission_mode": "ask"}, "rm -rf sentinel")))
 
@@ -89,7 +90,7 @@ CONTRACT = AgentContract(
                              "their forms, whether its bash failed is unknown"),
     side_requests=SideRequests("a title request (which races the main loop)", "--title trialrun"),
     knobs=Knobs(instructions="`instructions` in its config", skills="XDG_CONFIG_HOME/opencode/skill/<name>/SKILL.md"),
-    sandboxes_tested=("none", "bwrap"),
+    sandboxes_tested=("none",),  # bwrap: bench/agents.py only
 )
 #: Its refusal forms (the contract's), kept under their old name.
 REFUSALS = CONTRACT.refusals.forms if CONTRACT.refusals else ()
