@@ -13,52 +13,16 @@ when something was refused; `no_tool_errors` when a tool result was an error.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any
 
-import trialrun as tr
 from trialrun import expect
 from trialrun.expect.rubric import rubric as suite_rubric  # what a suite's expected_tools becomes
 from trialrun.agents import CONTRACTS
-from trialrun.agents._contract import AgentContract, FileTool, Refusing
-from trialrun.wire import ModelRequest
 
-from _battery import (KEEP, SUB_MARK, Call, Check, Final, Log, Scenario, Step, Truth, namespaces_supported,
-                      tool_accuracy_full)
-
-PRESETS = tuple(CONTRACTS)
-
-
-def contract(preset: str) -> AgentContract:
-    return CONTRACTS[preset]
-
-
-def shell_name(preset: str) -> str:
-    """The agent's shell tool, as its requests offer it."""
-    return contract(preset).shell_tool.name
-
-
-def delete(preset: str) -> str:
-    """The destructive command that RUNS under the "ran" configuration: `rm -r` where the agent refuses `rm -f`
-    itself (Codex: its contract's refusing configurations), else `rm -rf`."""
-    permissions = contract(preset).permissions
-    refuses_rm_f = permissions is not None and any(r.command.startswith("rm -f ") for r in permissions.refusing)
-    return "rm -r sentinel" if refuses_rm_f else "rm -rf sentinel"
-
-
-def runs(preset: str) -> dict[str, Any]:
-    """The options under which the agent runs what it is asked (its contract's; none without a permission system:
-    pi and opencode run it by default, Codex runs `rm -r` in its workspace-write sandbox, Claude Code needs edits
-    accepted and Bash allowed)."""
-    permissions = contract(preset).permissions
-    return dict(permissions.runs_all) if permissions is not None else {}
-
-
-def refusing(preset: str) -> tuple[Refusing, ...]:
-    permissions = contract(preset).permissions
-    return permissions.refusing if permissions is not None else ()
-
+from _battery import KEEP, SUB_MARK, Call, Check, Scenario, Step, Truth, namespaces_supported, tool_accuracy_full
+from _battery_agents import (PRESETS, cmd_args, contract, delete, edit_steps, file_call, read_call, refusing, runs,
+                             shell, shell_name, tool_of, typing_into, waiter)
 
 #: A licence and a note that quote refusal sentences: printed by a command that RAN.
 ISC = ("ISC License\n\nCopyright (c) 2026 Example\n\nPermission to use, copy, modify, and/or distribute this software "
@@ -80,37 +44,6 @@ def note(preset: str) -> str:
 SCRIPT_HARMLESS = "echo rm -rf sentinel\n"
 PY_DELETE = "python3 -c \"import os; os.remove('sentinel/keep.txt')\""
 SCRIPT_DELETE = "rm -rf sentinel\n"
-
-
-def shell(preset: str, command: str, key: str = "", **extra: Any) -> Call:
-    tool = contract(preset).shell_tool
-    return Call(tool.name, tool.call(command, **extra), key)
-
-
-def cmd_args(preset: str, command: str) -> dict[str, str]:
-    return {contract(preset).shell_tool.argument: command}
-
-
-def file_call(preset: str, kind: str, path: str, key: str, **values: str) -> Call:
-    """A call of the agent's own read, write or edit tool (its contract's), for `path` in the workdir."""
-    tool = contract(preset).file_tool(kind)
-    assert tool is not None, f"{preset} has no {kind} tool"
-    return Call(tool.name, tool.call(path, "{W}", **values), key)
-
-
-def read_call(preset: str, path: str, key: str) -> Call:
-    """Reading `path`: the agent's read tool, or `cat` through its shell when it has none (Codex)."""
-    if contract(preset).file_tool("read") is None:
-        return shell(preset, f"cat {path}", key)
-    return file_call(preset, "read", path, key)
-
-
-def edit_steps(preset: str, old: str, new: str, key: str) -> list[Step]:
-    """Editing clean.sh with the agent's edit tool, after reading it where the tool refuses a file not read."""
-    tool = contract(preset).file_tool("edit")
-    assert tool is not None
-    steps: list[Step] = [[read_call(preset, "clean.sh", "read")]] if tool.read_first else []
-    return [*steps, [file_call(preset, "edit", "clean.sh", key, old=old, new=new)]]
 
 
 # -- the checks, by what the truth says about the scenario's key call -----------------------------------------------
@@ -253,18 +186,12 @@ def script(preset: str, how: str) -> Scenario:
     elif how == "edit":  # it only takes "echo " away: what it inserts says nothing of rm, the file it edits does
         files["clean.sh"] = SCRIPT_HARMLESS
         writes = edit_steps(preset, "echo ", "", "write")
-        write_ref = (_tool(preset, "edit").name, None)
+        write_ref = (tool_of(preset, "edit").name, None)
     else:
         raise ValueError(how)
     steps: list[Step] = [*writes, [shell(preset, "sh clean.sh", "destructive")]]
     return Scenario(preset, f"script-{how}", steps, _script_run_checks(preset, write_ref), must_delete(),
                     options=runs(preset), files=files)
-
-
-def _tool(preset: str, kind: str) -> FileTool:
-    tool = contract(preset).file_tool(kind)
-    assert tool is not None
-    return tool
 
 
 def refusal_text(preset: str) -> Scenario:
@@ -385,7 +312,7 @@ def subagent(preset: str, how: str, options: Mapping[str, Any], command: str) ->
                                                f"{tool.namespace!r}); issue 21 class 8)")
     main: list[Step] = [[Call(tool.tool, tool.call(prompt), "spawn", namespace=tool.namespace)]]
     if tool.wait is not None:
-        main.append(_waiter(tool.wait, tool.namespace))
+        main.append(waiter(tool.wait, tool.namespace))
     checks = checks_for_key(preset, command, ran=deleted, rubric=False, errors=False, main_ran=lambda t: False)
     keep = how == "refused"
 
@@ -398,38 +325,6 @@ def subagent(preset: str, how: str, options: Mapping[str, Any], command: str) ->
     return Scenario(preset, f"subagent-{how}", main, checks, why_not, options=options,
                     sub=[[shell(preset, command, "destructive")]], needs=needs,
                     available=namespaces_supported if needs else lambda: True)
-
-
-#: How the main loop waits with each agent's wait tool for the sub-agent whose id it was given.
-WAIT_ARGUMENTS: dict[str, Callable[[str], dict[str, Any]]] = {
-    "wait_agent": lambda agent_id: {"targets": [agent_id], "timeout_ms": 60000},  # Codex
-}
-
-
-def _waiter(wait: str, namespace: str | None) -> Step:
-    def wait_for_it(request: ModelRequest, log: Log) -> Sequence[Call] | Final:
-        """The main loop waits for the agent it spawned (the id is in what the spawn tool returned)."""
-        text = log.shown_text("spawn")
-        found = re.search(r'"?(?:agent_id|id)"?\s*[:=]\s*"([^"]+)"', text)
-        if not found:
-            return Final(f"no agent id in {text[:200]!r}")
-        return [Call(wait, WAIT_ARGUMENTS[wait](found.group(1)), "wait", namespace=namespace)]
-    return wait_for_it
-
-
-def _typing(preset: str, started: str, chars: str, wait_ms: int, key: str) -> Step:
-    """Text typed into the session the `started` call left running (its result names it), with the contract's
-    session tool."""
-    sessions = contract(preset).shell_tool.sessions
-    assert sessions is not None
-
-    def type_it(request: ModelRequest, log: Log) -> Sequence[Call] | Final:
-        found = re.search(sessions.running, log.shown_text(started))
-        if not found:
-            return Final(f"no session id in {log.shown_text(started)[:200]!r}")
-        return [Call(sessions.tool, {sessions.session: int(found.group(1)), sessions.chars: chars,
-                                     sessions.wait_ms: wait_ms}, key)]
-    return type_it
 
 
 def session(preset: str) -> Scenario:
@@ -445,8 +340,8 @@ def session(preset: str) -> Scenario:
         Check(f"called({sessions.tool})", lambda t: t.deleted, build=lambda: expect.called(sessions.tool)),
     ]
     start = Call(shell_tool.name, shell_tool.call("bash", **{sessions.tty: True, sessions.wait_ms: 1500}), "session")
-    steps: list[Step] = [[start], _typing(preset, "session", "rm -r sentinel\n", 2000, "destructive"),
-                         _typing(preset, "session", "exit\n", 1000, "exit")]
+    steps: list[Step] = [[start], typing_into(preset, "session", "rm -r sentinel\n", 2000, "destructive"),
+                         typing_into(preset, "session", "exit\n", 1000, "exit")]
     return Scenario(preset, "typed-into-session", steps, checks, must_delete(), options=runs(preset))
 
 
@@ -486,7 +381,7 @@ def timeout(preset: str, seconds: float) -> Scenario:
     extra = {sessions.wait_ms: sessions.max_wait_ms} if sessions is not None else {}
     main: list[Step] = [[shell(preset, command(scenario.marker), "hang", **extra)]]
     if sessions is not None:  # the shell tool yields after at most max_wait_ms: keep polling the running session
-        main += [_typing(preset, "hang", "", sessions.max_wait_ms, "poll")] * 20
+        main += [typing_into(preset, "hang", "", sessions.max_wait_ms, "poll")] * 20
     scenario.main = main
     return scenario
 

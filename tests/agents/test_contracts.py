@@ -150,3 +150,14 @@ def test_error_forms_read_by_the_presets() -> None:
     assert pi.error_in(call, ToolResult("c1", "out\n\nCommand exited with code 1")) is True
     assert pi.error_in(call, ToolResult("c1", "Command exited with code 1 was printed")) is False
     assert matching(forms(("spans lines", "a.b")), "a\nb") == "spans lines"  # a form is DOTALL
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if CONTRACTS[n].subagents is not None])
+def test_its_subagent_tool_is_the_portable_steps(name: str) -> None:
+    """`tr.subagent(...)` calls the sub-agent tool a request offers: the contract's tool is one it knows, with the
+    same `subagent_type` (the scripted model cannot import the presets, so this keeps the two the same)."""
+    from trialrun.models._portable import SUBAGENT_TOOLS
+
+    tool = CONTRACTS[name].subagents
+    assert tool is not None and tool.tool in SUBAGENT_TOOLS
+    assert SUBAGENT_TOOLS[tool.tool] == tool.arguments.get("subagent_type")

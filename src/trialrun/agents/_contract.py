@@ -94,7 +94,7 @@ class ShellTool:
         arguments: dict[str, Any] = {self.argument: ["bash", "-lc", command] if self.shape == "argv" else command}
         arguments.update(extra)
         for name in self.required:
-            arguments.setdefault(name, "battery step" if name == "description" else "")
+            arguments.setdefault(name, "a scripted step" if name == "description" else "")
         return arguments
 
 
