@@ -5,6 +5,10 @@ trialrun's own analysis follows (the command-tool finder, the workspace model's 
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
 import pytest
 
 import trialrun as tr
@@ -161,3 +165,27 @@ def test_its_subagent_tool_is_the_portable_steps(name: str) -> None:
     tool = CONTRACTS[name].subagents
     assert tool is not None and tool.tool in SUBAGENT_TOOLS
     assert SUBAGENT_TOOLS[tool.tool] == tool.arguments.get("subagent_type")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_its_endpoint_facts_are_what_its_preset_writes(name: str, tmp_path: Path) -> None:
+    """What the contract says the preset sets and writes (the variables, the files in the per-trial HOME, the
+    quiet switches, the flags) is what its `prepare` does: a launch prepared here, never run."""
+    contract = CONTRACTS[name]
+    (tmp_path / "AGENTS.md").write_text("be careful\n")
+    skill = tmp_path / "careful"
+    skill.mkdir()
+    (skill / "SKILL.md").write_text("---\nname: careful\n---\n")
+    agent = tr.agents.preset(name, path=sys.executable, instructions=tmp_path / "AGENTS.md", skills=[skill])
+    endpoint = SimpleNamespace(url="http://127.0.0.1:9", openai_base_url="http://127.0.0.1:9/v1",
+                               anthropic_base_url="http://127.0.0.1:9")
+    home = tmp_path / "home"
+    home.mkdir()
+    launch = agent.prepare("the prompt", None, endpoint, home)  # type: ignore[arg-type]
+    assert set(contract.endpoint.env) <= set(launch.env), set(contract.endpoint.env) - set(launch.env)
+    assert contract.endpoint.quiet.items() <= launch.env.items()
+    for written in contract.endpoint.files:
+        assert (home / written).exists(), f"{name}: {written} is not in the trial's HOME"
+    flags = list(contract.endpoint.flags)
+    assert any(launch.argv[i:i + len(flags)] == flags for i in range(len(launch.argv))), launch.argv
+    assert launch.argv[-1] == "the prompt"

@@ -76,8 +76,11 @@ class Preset(ProcessAgent):
         return cls.contract.pin.spec
 
     @property
-    def npm_package(self) -> str:
+    def package(self) -> str:
+        """Its registry package (npm or PyPI: `contract.pin.registry`)."""
         return self.contract.pin.package
+
+    npm_package = package  # its name before PyPI agents
 
     def __init__(
         self,
