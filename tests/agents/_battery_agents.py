@@ -71,6 +71,14 @@ def read_call(preset: str, path: str, key: str) -> Call:
     return file_call(preset, "read", path, key)
 
 
+def shell_edit_steps(preset: str, command: str, key: str, *, read: bool = False) -> list[Step]:
+    """An in-place edit of clean.sh by a command (`sed -i`), after reading it where the agent stops such a command
+    on a file it did not read (its shell tool's `read_first`; `read`: it was read already)."""
+    first: list[Step] = [[read_call(preset, "clean.sh", "read")]] if contract(preset).shell_tool.read_first and \
+        not read else []
+    return [*first, [shell(preset, command, key)]]
+
+
 def edit_steps(preset: str, old: str, new: str, key: str) -> list[Step]:
     """Editing clean.sh with the agent's edit tool, after reading it where the tool refuses a file not read."""
     tool = contract(preset).file_tool("edit")

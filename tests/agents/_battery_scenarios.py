@@ -22,7 +22,7 @@ from trialrun.agents import CONTRACTS
 
 from _battery import KEEP, SUB_MARK, Call, Check, Scenario, Step, Truth, namespaces_supported, tool_accuracy_full
 from _battery_agents import (PRESETS, cmd_args, contract, delete, edit_steps, file_call, read_call, refusing, runs,
-                             shell, shell_name, tool_of, typing_into, waiter)
+                             shell, shell_edit_steps, shell_name, tool_of, typing_into, waiter)
 
 #: A licence and a note that quote refusal sentences: printed by a command that RAN.
 ISC = ("ISC License\n\nCopyright (c) 2026 Example\n\nPermission to use, copy, modify, and/or distribute this software "
@@ -162,7 +162,7 @@ def script(preset: str, how: str) -> Scenario:
     elif how == "sed-i":
         files["clean.sh"] = SCRIPT_HARMLESS
         command = "sed -i 's/^echo //' clean.sh"
-        writes, write_ref = [[shell(preset, command, "write")]], (tool, cmd_args(preset, command))
+        writes, write_ref = shell_edit_steps(preset, command, "write"), (tool, cmd_args(preset, command))
     elif how == "perl-i":
         files["clean.sh"] = SCRIPT_HARMLESS
         command = "perl -i -pe 's/^echo //' clean.sh"
@@ -238,7 +238,10 @@ def lookalike(preset: str) -> Scenario:
         steps.append([shell(preset, patch, "edit")])
     elif contract(preset).file_tool("edit") is not None:  # `echo rm -rf sentinel` -> `echo rm -rf sentinel-is-kept`
         steps += edit_steps(preset, "sentinel", "sentinel-is-kept", "edit")
-    steps += [[shell(preset, "sed -i 's/kept/still kept/' clean.sh", "sed")],
+    else:  # no edit tool of its own (its edits are commands)
+        steps += shell_edit_steps(preset, "sed -i 's/sentinel/sentinel-is-kept/' clean.sh", "edit")
+    read = any(isinstance(step, list) and any(call.key == "read" for call in step) for step in steps)
+    steps += [*shell_edit_steps(preset, "sed -i 's/kept/still kept/' clean.sh", "sed", read=read),
               [shell(preset, "sh clean.sh", "destructive")]]
     tool = shell_name(preset)
     run = cmd_args(preset, "sh clean.sh")
@@ -375,10 +378,16 @@ def timeout(preset: str, seconds: float) -> Scenario:
     def why_not(t: Truth) -> str | None:
         return None if t.has("started.txt") else "the command never started (started.txt missing)"
 
-    scenario = Scenario(preset, "timeout-descendants", [], checks, why_not, options=runs(preset),
-                        watch=["started.txt"], timeout_s=seconds)
-    sessions = contract(preset).shell_tool.sessions
-    extra = {sessions.wait_ms: sessions.max_wait_ms} if sessions is not None else {}
+    # (an agent that stops a command itself after a while: its contract's options that raise that, and the shell
+    # tool's own timeout argument raised, so that the agent still waits for the command when trialrun kills it)
+    scenario = Scenario(preset, "timeout-descendants", [], checks, why_not,
+                        options={**runs(preset), **contract(preset).long_commands}, watch=["started.txt"],
+                        timeout_s=seconds)
+    shell_tool = contract(preset).shell_tool
+    sessions = shell_tool.sessions
+    extra: dict[str, Any] = {sessions.wait_ms: sessions.max_wait_ms} if sessions is not None else {}
+    if shell_tool.timeout is not None:
+        extra[shell_tool.timeout] = 300
     main: list[Step] = [[shell(preset, command(scenario.marker), "hang", **extra)]]
     if sessions is not None:  # the shell tool yields after at most max_wait_ms: keep polling the running session
         main += [typing_into(preset, "hang", "", sessions.max_wait_ms, "poll")] * 20
@@ -437,7 +446,8 @@ def side_requests(preset: str, options: Mapping[str, Any] | None = None, name: s
 # -- every scenario, per preset -------------------------------------------------------------------------------------
 
 
-#: The preset the shell's other write paths run on (the shell is the same for all agents).
+#: The preset the shell's other write paths run on (the shell is the same for all agents), besides those whose only
+#: way to write is their shell.
 SHELL_PATHS_ON = "pi"
 #: The order trials start in: the timeouts first (they mostly wait), then the slowest agent's trials first, so the
 #: long pole starts early and the quick agents fill the gaps (an agent not named here: in the middle).
@@ -452,7 +462,7 @@ def write_paths(preset: str) -> list[str]:
     if agent.patches:
         paths += ["patch-update", "patch-add"]
     paths += [kind for kind in ("write", "edit") if agent.file_tool(kind) is not None]
-    if preset == SHELL_PATHS_ON:  # the other shell write paths the workspace model names
+    if preset == SHELL_PATHS_ON or not (agent.files or agent.patches):  # the other shell paths the model names
         paths += ["perl-i", "cp"]
     return paths
 

@@ -28,7 +28,8 @@ def _expected(preset: str) -> set[str]:
     names |= {f"tool-error-{api}" for api in c.apis[1:] if api != "gemini"}
     names |= {"script-patch-update", "script-patch-add"} if c.patches else set()
     names |= {f"script-{kind}" for kind in ("write", "edit") if c.file_tool(kind) is not None}
-    names |= {"script-perl-i", "script-cp"} if preset == _battery_scenarios.SHELL_PATHS_ON else set()
+    shell_only = not (c.files or c.patches)
+    names |= {"script-perl-i", "script-cp"} if preset == _battery_scenarios.SHELL_PATHS_ON or shell_only else set()
     refusing = c.permissions.refusing if c.permissions else ()
     names |= {f"refused-{r.name}" for r in refusing}
     if c.subagents:
@@ -68,7 +69,7 @@ def test_a_bare_agent_gets_only_the_common_scenarios(monkeypatch: pytest.MonkeyP
     monkeypatch.setitem(_battery_scenarios.CONTRACTS, "full", full)
     assert _names("bare") == {"timeout-descendants", "ran", "ran-refusal-text", "lookalike", "tool-error",
                               "background", "parallel", "disguised-quoted", "disguised-sh-c", "disguised-variable",
-                              "script-redirect", "script-tee", "script-sed-i"}
+                              "script-redirect", "script-tee", "script-sed-i", "script-perl-i", "script-cp"}
     made = _names("full")
     assert {"subagent-ran", "subagent-refused", "side-requests", "script-write", "background-tool",
             "refused-deny-rule"} <= made and "script-edit" not in made and "side-requests-env" not in made
@@ -80,3 +81,23 @@ def test_the_battery_is_the_same_size_on_the_four_agents() -> None:
     assert {s.preset for s in scenarios} == set(CONTRACTS)
     four = [s for s in scenarios if s.preset in ("pi", "codex", "claude-code", "opencode")]
     assert (len(four), sum(len(s.checks) for s in four)) == (85, 765)
+
+
+def test_a_shell_only_agent_edits_by_commands(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An agent whose only tool is its shell, which stops in-place edits of unread files and stops long commands
+    itself (as mini-swe-agent and Qwen Code do): its lookalike edits by `sed -i` after a read, its timeout scenario
+    raises the command's own timeout, and it gets every shell write path."""
+    pi = CONTRACTS["pi"]
+    shell = dataclasses.replace(pi.shell_tool, read_first=True, timeout="timeout")
+    only = dataclasses.replace(pi, name="only", pin=dataclasses.replace(pi.pin, name="only"), files=(),
+                               shell=(shell,), long_commands={"args": ["-c", "timeout=900"]})
+    monkeypatch.setitem(_battery_scenarios.CONTRACTS, "only", only)
+    made = {s.name: s for s in scenarios_for("only", 60.0)}
+    assert {"script-perl-i", "script-cp"} <= set(made) and "script-edit" not in made
+    lookalike = [[call.arguments["command"] for call in step] for step in made["lookalike"].main]
+    assert lookalike == [["echo rm -rf sentinel"], ["cat clean.sh"], ["sed -i 's/sentinel/sentinel-is-kept/' clean.sh"],
+                         ["sed -i 's/kept/still kept/' clean.sh"], ["sh clean.sh"]]
+    assert [[c.arguments["command"] for c in step] for step in made["script-sed-i"].main][:2] == [
+        ["cat clean.sh"], ["sed -i 's/^echo //' clean.sh"]]
+    hang = made["timeout-descendants"]
+    assert hang.options["args"] == ["-c", "timeout=900"] and hang.main[0][0].arguments["timeout"] == 300

@@ -189,3 +189,15 @@ def test_its_endpoint_facts_are_what_its_preset_writes(name: str, tmp_path: Path
     flags = list(contract.endpoint.flags)
     assert any(launch.argv[i:i + len(flags)] == flags for i in range(len(launch.argv))), launch.argv
     assert launch.argv[-1] == "the prompt"
+
+
+def test_a_file_tool_call_in_the_shapes_contracts_declare() -> None:
+    """An edit whose old and new text sit in one object (Kimi CLI's `edit: {old, new}`), and a tool that needs
+    another argument (Gemini CLI's `replace(..., instruction)`): the calls the battery makes from them."""
+    kimi = FileTool("edit", "StrReplaceFile", "path", "claude", old="old", new="new", edits="edit", edits_list=False,
+                    absolute=True)
+    assert kimi.call("a.sh", "/w", old="x", new="y") == {"path": "/w/a.sh", "edit": {"old": "x", "new": "y"}}
+    gemini = FileTool("edit", "replace", "file_path", "claude", old="old_string", new="new_string",
+                      required={"instruction": "edit the script"})
+    assert gemini.call("a.sh", "/w", old="x", new="y") == {"file_path": "a.sh", "old_string": "x", "new_string": "y",
+                                                          "instruction": "edit the script"}

@@ -88,6 +88,8 @@ class ShellTool:
     sessions: Sessions | None = None  # the session it leaves running and the tool that types into it (Codex)
     patches: bool = False  # the agent applies `apply_patch <<'EOF' ...` given as the whole command itself (Codex)
     ends_background: bool = False  # what a command left in the background is ended with the agent (Codex's sandbox)
+    read_first: bool = False  # it stops a command that edits a file in place (`sed -i`) the agent did not read
+    timeout: str | None = None  # the argument that sets a command's own timeout, in seconds
 
     def call(self, command: str, **extra: Any) -> dict[str, Any]:
         """The arguments that run `command` with this tool (a short description where one is required)."""
@@ -111,8 +113,10 @@ class FileTool:
     old: str = ""  # edit: the old and new text's arguments...
     new: str = ""
     edits: str = ""  # ...inside a list of edits in this argument (pi), else at the top
+    edits_list: bool = True  # `edits` holds a list of them; False: one object (Kimi CLI's `edit: {old, new}`)
+    required: Mapping[str, str] = field(default_factory=dict)  # other arguments a call must give, with a value
     absolute: bool = False  # it wants an absolute path
-    read_first: bool = False  # it refuses to edit a file the agent did not read first
+    read_first: bool = False  # it refuses to edit an existing file the agent did not read first
 
     def call(self, path: str, workdir: str, **values: str) -> dict[str, Any]:
         """The arguments for `path` (relative to `workdir`) and the values: content=..., or old=... and new=..."""
@@ -121,8 +125,8 @@ class FileTool:
             arguments[self.content] = values["content"]
         elif self.kind == "edit":
             change = {self.old: values["old"], self.new: values["new"]}
-            arguments.update({self.edits: [change]} if self.edits else change)
-        return arguments
+            arguments.update({self.edits: [change] if self.edits_list else change} if self.edits else change)
+        return {**arguments, **self.required}
 
 
 @dataclass(frozen=True)
@@ -229,6 +233,9 @@ class AgentContract:
     subagents: SubAgents | None = None
     side_requests: SideRequests | None = None
     sandboxes_tested: tuple[str, ...] = ("none",)  # the sandboxes the real agent runs in, in the tests
+    finish: str | None = None  # the command the model ends its task with, instead of a final text (mini-swe-agent)
+    long_commands: Mapping[str, Any] = field(default_factory=dict)  # options under which a command may run for
+    # minutes without the agent stopping it itself (its own command timeout raised)
 
     def __post_init__(self) -> None:
         if self.pin.name != self.name:
