@@ -29,6 +29,7 @@ class Pin:
     package: str
     version: str
     program: str
+    python: str = ""  # a PyPI agent's oldest Python ("3.12"): its venv is made with one at least that new
 
     @property
     def spec(self) -> str:
@@ -58,9 +59,14 @@ def parse(text: str, source: str = "pinned.txt") -> dict[str, Pin]:
         if not line:
             continue
         fields = line.split()
+        python = ""
+        if len(fields) == 6 and fields[5].startswith("python>="):
+            python = fields.pop()[len("python>="):]
         if len(fields) != 5:
-            raise ValueError(f"{source}:{number}: expected `name registry package version program`, got {line!r}")
-        pin = Pin(*fields)
+            raise ValueError(f"{source}:{number}: expected `name registry package version program [python>=X.Y]`, "
+                             f"got {line!r}")
+        name, registry, package, version, program = fields
+        pin = Pin(name, registry, package, version, program, python)
         if pin.registry not in REGISTRIES:
             raise ValueError(f"{source}:{number}: registry {pin.registry!r} is not one of {', '.join(REGISTRIES)}")
         if pin.name in found:

@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -136,7 +137,9 @@ def test_the_script_installs_the_list_the_contracts_read() -> None:
 
 
 @pytest.mark.parametrize(("line", "said"), [
-    ("pi npm @x/pi 1.0", "pinned.txt:2: expected `name registry package version program`, got: pi npm @x/pi 1.0"),
+    ("pi npm @x/pi 1.0", "pinned.txt:2: expected `name registry package version program [python>=X.Y]`, got: pi "
+                         "npm @x/pi 1.0"),
+    ("pi pypi pi 1.0 pi 3.12", "pinned.txt:2: expected `name registry package version program [python>=X.Y]`"),
     ("pi cargo pi 1.0 pi", "pinned.txt:2: pi: registry 'cargo' is not npm or pypi"),
 ])
 def test_a_bad_pinned_line_is_named(tmp_path: Path, line: str, said: str) -> None:
@@ -181,8 +184,15 @@ def test_a_python_agent_off_its_pin_needs_python3(tmp_path: Path) -> None:
     venv = tmp_path / "cache" / "venvs" / "mini"
     _executable(venv / "bin" / "python", "#!/bin/sh\necho 2.0.0\n")
     done = _script(tmp_path, "mini pypi mini-swe-agent 2.4.6 mini\n", _tools(tmp_path / "bin"))
-    assert done.returncode == 1 and "python3 is not on PATH; it is needed to install mini (mini-swe-agent==2.4.6)" \
+    assert done.returncode == 1 and "no Python >= 3.10 here" in done.stderr and "install mini (mini-swe-agent==2.4.6)" \
         in done.stderr
+
+
+def test_a_python_agent_needing_a_newer_python_says_so(tmp_path: Path) -> None:
+    tools = _tools(tmp_path / "bin")
+    _executable(tools / "python3", f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    done = _script(tmp_path, "kimi pypi kimi-cli 1.51.0 kimi python>=3.99\n", tools)
+    assert done.returncode == 1 and "no Python >= 3.99 here" in done.stderr and "kimi (kimi-cli==1.51.0)" in done.stderr
 
 
 def test_a_python_agent_off_its_pin_is_installed_into_its_venv(tmp_path: Path) -> None:
@@ -191,7 +201,9 @@ def test_a_python_agent_off_its_pin_is_installed_into_its_venv(tmp_path: Path) -
     venv = tmp_path / "cache" / "venvs" / "mini"
     _executable(venv / "bin" / "python", f'#!/bin/sh\n[ "$1" = -c ] && echo 2.0.0 && exit 0\necho "$@" >> '
                                          f'{tmp_path}/pip-args; echo no such version >&2; exit 1\n')
-    done = _script(tmp_path, "mini pypi mini-swe-agent 2.4.6 mini\n", _tools(tmp_path / "bin", "python3"))
+    tools = _tools(tmp_path / "bin")
+    _executable(tools / "python3", f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')  # a Python >= 3.10
+    done = _script(tmp_path, "mini pypi mini-swe-agent 2.4.6 mini\n", tools)
     assert done.returncode == 1 and f"installing mini-swe-agent==2.4.6 into {venv} failed" in done.stderr
     assert "no such version" in done.stderr
     assert (tmp_path / "pip-args").read_text().split()[-1] == "mini-swe-agent==2.4.6"

@@ -5,6 +5,7 @@ trialrun's own analysis follows (the command-tool finder, the workspace model's 
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -32,14 +33,15 @@ def test_the_presets_are_the_pinned_list_in_its_order() -> None:
 
 
 def test_a_malformed_pinned_line_names_the_file_and_line() -> None:
-    with pytest.raises(ValueError, match=r"pins.txt:2: expected `name registry package version program`"):
+    with pytest.raises(ValueError, match=re.escape("pins.txt:2: expected `name registry package version program [python>=X.Y]`")):
         _pins.parse("pi npm pkg 1.0 pi\nbroken line\n", "pins.txt")
     with pytest.raises(ValueError, match=r"pins.txt:1: registry 'cargo' is not one of npm, pypi"):
         _pins.parse("x cargo pkg 1.0 x\n", "pins.txt")
     with pytest.raises(ValueError, match=r"pins.txt:2: 'x' is pinned twice"):
         _pins.parse("x npm a 1 x\nx pypi b 2 x\n", "pins.txt")
     pin = _pins.parse("# comment\naider pypi aider-chat 0.86.1 aider\n")["aider"]
-    assert (pin.spec, pin.install_command) == ("aider-chat==0.86.1", "pipx install aider-chat==0.86.1")
+    assert (pin.spec, pin.install_command, pin.python) == ("aider-chat==0.86.1", "pipx install aider-chat==0.86.1", "")
+    assert _pins.parse("kimi pypi kimi-cli 1.51.0 kimi python>=3.12\n")["kimi"].python == "3.12"
 
 
 @pytest.mark.parametrize("name", NAMES)

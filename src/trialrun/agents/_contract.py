@@ -233,6 +233,7 @@ class AgentContract:
     subagents: SubAgents | None = None
     side_requests: SideRequests | None = None
     sandboxes_tested: tuple[str, ...] = ("none",)  # the sandboxes the real agent runs in, in the tests
+    version_args: tuple[str, ...] = ("--version",)  # what makes the program print its version first
     finish: str | None = None  # the command the model ends its task with, instead of a final text (mini-swe-agent)
     long_commands: Mapping[str, Any] = field(default_factory=dict)  # options under which a command may run for
     # minutes without the agent stopping it itself (its own command timeout raised)

@@ -11,6 +11,7 @@ import functools
 import os
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -25,13 +26,15 @@ DEFAULT_MODEL = "trialrun-model"
 
 
 @functools.lru_cache(maxsize=32)
-def program_version(path: str) -> str | None:
-    """`program --version`, once per program (None when it cannot say)."""
-    try:
-        done = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30,
-                              stdin=subprocess.DEVNULL, env={**os.environ, "NO_COLOR": "1"})
-    except (OSError, subprocess.SubprocessError):
-        return None
+def program_version(path: str, args: tuple[str, ...] = ("--version",)) -> str | None:
+    """`program --version` (or the contract's `version_args`), once per program: its first line (None when it
+    cannot say). Run with a temporary HOME: some agents write their configuration when they start."""
+    with tempfile.TemporaryDirectory(prefix="trialrun-version-home-") as home:
+        try:
+            done = subprocess.run([path, *args], capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL,
+                                  env={**os.environ, "NO_COLOR": "1", "HOME": home, "XDG_CONFIG_HOME": home})
+        except (OSError, subprocess.SubprocessError):
+            return None
     text = (done.stdout or done.stderr).strip().splitlines()
     return text[0].strip() if done.returncode == 0 and text else None
 
@@ -197,7 +200,7 @@ class Preset(ProcessAgent):
     def snapshot(self) -> dict[str, Any]:
         return {
             "agent": self.label,
-            "agent_version": program_version(self.path),
+            "agent_version": program_version(self.path, self.contract.version_args),
             "api": self.api,
             "model_name": self.model_name,
             "skills_loaded": [name for name, _ in self.skill_dirs()],
