@@ -8,6 +8,14 @@ README. Now the preset (`Preset`), `trialrun agents`, the verdict-truth battery 
 them from the contract, so adding an agent is one module (its contract and its `prepare`) plus fixtures, and a
 feature it does not have is a `None` here, not a skip somewhere else.
 
+Adding an agent: its line in `pinned.txt` (`name npm|pypi PACKAGE VERSION PROGRAM [python>=X.Y]`); its module
+with `CONTRACT = AgentContract(name=..., pin=pinned(name), ...)` and a `Preset` subclass naming it (`contract =
+CONTRACT`) whose `prepare` writes its configuration (and, where its forms need more than the contract's
+`refusals`/`errors`, its own `refusal_in`/`error_in`/`reader`); its class and factory in `agents/__init__.py`'s
+`_READY`; its recordings. Then the battery makes its scenarios from the contract (`tests/agents/_battery_agents.py`
+reads it), `trialrun agents` and `.ci/install-agents` know it from its pin, and the README's tables are written
+with it (`python -m trialrun.agents._table`). What the tests check of every contract: tests/agents/test_contracts.py.
+
 Only data and small pure helpers: nothing here runs an agent.
 """
 
