@@ -1,5 +1,5 @@
-"""The verdict-truth battery (issue 21, "Done when"): on every preset (pi, Codex, Claude Code, opencode, and issue
-25's mini-swe-agent, Qwen Code, Gemini CLI, Kimi CLI, Continue's CLI, Kilo Code's CLI, GitHub Copilot CLI; the real agents, driven by a scripted model), scenarios whose right verdict is decided OUTSIDE trialrun -- the workdir's
+"""The verdict-truth battery (issue 21, "Done when"): on every preset (pi, Codex, Claude Code, opencode; the real
+agents, driven by a scripted model; each preset's scenarios made from its declared contract: test_battery_plan.py), scenarios whose right verdict is decided OUTSIDE trialrun -- the workdir's
 files after the trial, the scripted model's own log of what it sent and was shown, /proc -- compared with
 trialrun's verdicts: a destructive command run, refused by each of the agent's permission mechanisms, disguised,
 written into a script by each write/edit/patch path and then run, typed into a session, run by a sub-agent,
@@ -31,6 +31,7 @@ from _battery import (
     KEEP,
     MISSING,
     SENTINEL,
+    Call,
     Check,
     Log,
     Row,
@@ -43,13 +44,11 @@ from _battery import (
     matrix,
     script_for,
 )
-from _battery_scenarios import FINISH, all_scenarios
+from _battery_scenarios import all_scenarios
 
 #: How long each agent may run in the timeout scenario before trialrun kills it: long enough for the agent to start
-#: and run the command while the battery's other trials load the machine (opencode starts slowly).
-TIMEOUT_S = {"pi": 60.0, "codex": 60.0, "claude-code": 60.0, "opencode": 120.0, "mini-swe-agent": 60.0,
-             "qwen-code": 90.0, "gemini-cli": 60.0, "kimi-cli": 60.0, "continue-cli": 90.0, "kilo-code": 120.0,
-             "copilot-cli": 90.0}
+#: and run the command while the battery's other trials load the machine (opencode starts slowly; others: 60 s).
+TIMEOUT_S = {"opencode": 120.0, "kilo-code": 120.0, "qwen-code": 90.0, "continue-cli": 90.0, "copilot-cli": 90.0}
 #: Trials at once: the four timeout trials spend most of their time waiting for their kill.
 CONCURRENCY = 10
 
@@ -62,6 +61,15 @@ def _agent(scenario: Scenario, agent_path: Any) -> tuple[Any, str]:
         return tr.agents.preset(scenario.preset, path=agent_path(scenario.preset), **options), ""
     except TypeError as exc:
         return None, str(exc)
+
+
+def _finish(preset: str) -> Call | None:
+    """The call that ends the agent's task where its contract says a final text does not (mini-swe-agent)."""
+    command = tr.agents.CONTRACTS[preset].finish
+    if command is None:
+        return None
+    tool = tr.agents.CONTRACTS[preset].shell_tool
+    return Call(tool.name, tool.call(command), "finish")
 
 
 def _case(scenario: Scenario, agent: Any, graders: list[tuple[Check, Any, str]],
@@ -78,7 +86,7 @@ def _case(scenario: Scenario, agent: Any, graders: list[tuple[Check, Any, str]],
     def invoke(ctx: tr.TrialContext) -> Any:
         model = ctx.scripted(script_for(scenario.main, scenario.sub, log, ctx.workdir,
                                         anthropic=agent.api == "anthropic", token=token,
-                                        by_order=agent.api == "gemini", finish=FINISH.get(scenario.preset)))
+                                        by_order=agent.api == "gemini", finish=_finish(scenario.preset)))
         return agent("Do the task in this folder.", ctx, model=model)
 
     def teardown(ctx: tr.TrialContext) -> None:

@@ -51,6 +51,8 @@ def _style(arguments: Mapping[str, Any]) -> str:
         return "opencode"
     if "oldText" in arguments or "newText" in arguments:
         return "pi"
+    if _kimi_style(arguments):
+        return "kimi"
     return "generic"
 
 

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..trajectory import Run, ToolCall, ToolResult
+from ._contract import AgentContract, Endpoint, Errors, FileTool, Knobs, ShellTool, forms, pinned
 from ._process import DUMMY_KEY, Launch
 from ._preset import Preset
 
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
     from ..case import TrialContext
     from ..endpoint import ModelEndpoint
 
-__all__ = ["ContinueCli", "continue_cli"]
+__all__ = ["ContinueCli", "continue_cli", "CONTRACT"]
 
 _FAILED = re.compile(r"Error executing tool \S+: .*", re.DOTALL)
 #: Its edit tool's own refusal of a file it has not read (not an error of the tool's run: nothing was written).
@@ -40,23 +41,38 @@ _NOT_READ = re.compile(r"You must use the Read tool to read .+ before editing it
 _QUIET = {"CONTINUE_CLI_ENABLE_TELEMETRY": "0", "CONTINUE_METRICS_ENABLED": "0", "NO_COLOR": "1"}
 
 
+CONTRACT = AgentContract(
+    name="continue-cli",
+    pin=pinned("continue-cli"),
+    summary="Continue's CLI (cn): in print mode it runs every command (its --readonly, --exclude, --ask did not stop "
+            "`rm -rf`)",
+    apis=("openai-chat",),
+    endpoint=Endpoint("a config.yaml (--config) with one `openai` model whose apiBase is the endpoint",
+                      env=("CONTINUE_GLOBAL_DIR",), files=(".continue/config.yaml",), quiet=_QUIET,
+                      flags=("-p", "--auto")),
+    shell=(ShellTool("Bash", "command", timeout="timeout"),),
+    files=(FileTool("read", "Read", "filepath", absolute=True),
+           FileTool("write", "Write", "filepath", "whole-file", content="content", absolute=True),
+           FileTool("edit", "Edit", "file_path", "claude", old="old_string", new="new_string", absolute=True,
+                    read_first=True)),
+    errors=Errors("none on the wire: a failed tool answers \"Error executing tool NAME: WHY\" "
+                  "(`continue-cli/tool-error.yaml`)",
+                  failed={"*": forms(("its tool failed", _FAILED.pattern), ("not read first", _NOT_READ.pattern))}),
+    knobs=Knobs(instructions="--rule TEXT", skills="none"),
+)
+
+
 class ContinueCli(Preset):
-    label = "continue-cli"
-    program = "cn"
-    npm_package = "@continuedev/cli"
-    apis = ("openai-chat",)
-    shell_tool = ("Bash", "command")
+    contract = CONTRACT
 
     def check_knobs(self) -> None:
         if self.permission_mode or self.allow or self.deny:
             raise ValueError("continue-cli: in print mode it runs every command it is given (its --readonly, "
-                             "--exclude and --ask did not stop `rm -rf`), so the preset has no permission knobs; "
-                             "use a sandbox to contain it")
-        if self.skills:
+                             "--exclude and --ask did not stop `rm -rf`), so the preset takes no permission modes or "
+                             "allow/deny rules; use a sandbox to contain it")
+        if getattr(self, "skills", None):
             raise ValueError("continue-cli: the preset installs no skills")
-        if self.side_requests:
-            raise ValueError("continue-cli sends no title or summary requests: side_requests applies to claude-code "
-                             "and opencode")
+        super().check_knobs()  # (its side requests: none)
 
     def error_in(self, call: ToolCall, result: ToolResult) -> bool | None:
         text = result.content
@@ -80,10 +96,10 @@ class ContinueCli(Preset):
         folder.mkdir(parents=True)
         config = folder / "config.yaml"
         config.write_text(self.config_yaml(endpoint.openai_base_url))
-        argv = [self.path, "-p", prompt, "--config", str(config), "--auto"]
+        argv = [self.path, "--config", str(config)]
         if self.instructions is not None:
             argv += ["--rule", self.instructions.read_text(encoding="utf-8")]
-        argv += self.args
+        argv += [*self.args, *CONTRACT.endpoint.flags, prompt]
         return Launch(argv, {"HOME": str(home), "CONTINUE_GLOBAL_DIR": str(folder), **_QUIET}, home)
 
     def settings_for_snapshot(self) -> Any:

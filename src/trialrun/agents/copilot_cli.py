@@ -28,14 +28,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..trajectory import ToolCall, ToolResult
+from ._contract import (AgentContract, Endpoint, Errors, FileTool, Knobs, Permissions, Refusals, Refusing, ShellTool,
+                        matching, pinned)
 from ._process import DUMMY_KEY, Launch
-from ._preset import Preset, matching
+from ._preset import Preset
 
 if TYPE_CHECKING:
     from ..case import TrialContext
     from ..endpoint import ModelEndpoint
 
-__all__ = ["CopilotCli", "copilot_cli", "REFUSALS"]
+__all__ = ["CopilotCli", "copilot_cli", "REFUSALS", "CONTRACT"]
 
 _MODES = ("allow-all", "ask")
 #: Copilot CLI's permission refusals (1.0.102), each a WHOLE tool result (tests/fixtures/agent-traffic/copilot-cli).
@@ -53,27 +55,52 @@ _WORKED = {"create": re.compile(r"Created file .+ with \d+ characters", re.DOTAL
            "edit": re.compile(r"File .+ updated with changes\.", re.DOTALL)}
 
 
+CONTRACT = AgentContract(
+    name="copilot-cli",
+    pin=pinned("copilot-cli"),
+    summary="GitHub Copilot CLI, offline with its own provider at the endpoint (no GitHub login): --allow-all-tools "
+            "or nothing allowed, and --allow-tool / --deny-tool rules",
+    apis=("openai-chat",),
+    endpoint=Endpoint("COPILOT_PROVIDER_BASE_URL (its bring-your-own-key provider) with COPILOT_OFFLINE=true",
+                      env=("COPILOT_PROVIDER_BASE_URL", "COPILOT_PROVIDER_API_KEY", "COPILOT_MODEL", "COPILOT_HOME",
+                           "XDG_CACHE_HOME"),
+                      quiet={"COPILOT_OFFLINE": "true", "COPILOT_AUTO_UPDATE": "false", "NO_COLOR": "1"},
+                      flags=("--no-auto-update",)),
+    shell=(ShellTool("bash", "command", required=("description",), timeout="initial_wait"),),
+    files=(FileTool("read", "view", "path", absolute=True),
+           FileTool("write", "create", "path", "whole-file", content="file_text", absolute=True),
+           FileTool("edit", "edit", "path", "generic", old="old_str", new="new_str", absolute=True)),
+    refusals=Refusals(REFUSALS, where="the tool result (never a bash result that ends with its shell record)",
+                      examples=("Permission to run this tool was denied due to the following rules: `shell(rm)`",
+                                "Permission denied because no interactive user response was available. Retry in an "
+                                "interactive session so the user can approve it, or try an alternative that does not "
+                                "require this permission."),
+                      recordings="refuse-deny.yaml, refuse-default.yaml"),
+    errors=Errors("none on the wire: bash's own last line `<shellId: N completed with exit code K>`; view, create, "
+                  "edit by their failure and success texts (`copilot-cli/tool-error.yaml`)",
+                  failed={"*": FAILED}, worked=_WORKED),
+    permissions=Permissions(
+        modes=_MODES, default_mode="allow-all", rules='its --allow-tool / --deny-tool rules ("shell(rm)")',
+        note="without --allow-all-tools every tool that needs approval is denied (no one to approve)",
+        refusing=(Refusing("deny-rule", {"deny": ["shell(rm)"]}, "rm -rf sentinel"),
+                  Refusing("ask", {"permission_mode": "ask"}, "rm -rf sentinel"))),
+    knobs=Knobs(instructions="none (an AGENTS.md in COPILOT_CUSTOM_INSTRUCTIONS_DIRS did not reach the model)",
+                skills="none"),
+)
+
+
 def _cache() -> str:
     """Where its launcher extracts its package: one folder per user, outside any HOME a trial can see."""
     return os.path.join(tempfile.gettempdir(), f"trialrun-copilot-cache-{os.getuid()}")
 
 
 class CopilotCli(Preset):
-    label = "copilot-cli"
-    program = "copilot"
-    npm_package = "@github/copilot"
-    apis = ("openai-chat",)
-    shell_tool = ("bash", "command")
-    permission_modes = _MODES
-    permission_mode_is = "permission_mode must be"
+    contract = CONTRACT
 
     def check_knobs(self) -> None:
         super().check_knobs()
-        if self.skills or self.instructions is not None:  # (an AGENTS.md in COPILOT_CUSTOM_INSTRUCTIONS_DIRS did
+        if getattr(self, "skills", None) or getattr(self, "instructions", None) is not None:  # (an AGENTS.md in COPILOT_CUSTOM_INSTRUCTIONS_DIRS did
             raise ValueError("copilot-cli: the preset installs no skills or instructions")  # not reach the model)
-        if self.side_requests:
-            raise ValueError("copilot-cli sends no title or summary requests: side_requests applies to claude-code "
-                             "and opencode")
 
     def refusal_in(self, call: ToolCall, result: ToolResult) -> str | None:
         if call.name == "bash" and _SHELL.fullmatch(result.content):
@@ -102,7 +129,7 @@ class CopilotCli(Preset):
     def prepare(self, prompt: str, ctx: TrialContext, endpoint: ModelEndpoint, home: Path) -> Launch:
         config = home / ".copilot"
         config.mkdir(parents=True)
-        argv = [self.path, "-p", prompt, "--no-auto-update", *self.flags(), *self.args]
+        argv = [self.path, *CONTRACT.endpoint.flags, *self.flags(), *self.args, "-p", prompt]
         env = {"HOME": str(home), "COPILOT_HOME": str(config), "COPILOT_OFFLINE": "true",
                "COPILOT_PROVIDER_BASE_URL": endpoint.openai_base_url, "COPILOT_PROVIDER_API_KEY": DUMMY_KEY,
                "COPILOT_MODEL": str(self.model_name), "COPILOT_AUTO_UPDATE": "false", "XDG_CACHE_HOME": _cache(),

@@ -26,15 +26,16 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..trajectory import ToolCall, ToolResult
+from ._contract import (AgentContract, Endpoint, Errors, FileTool, Knobs, Permissions, Refusals, Refusing, ShellTool,
+                        pinned)
 from ._process import DUMMY_KEY, Launch
-from ._preset import Preset, matching
+from ._preset import Preset
 
 if TYPE_CHECKING:
     from ..case import TrialContext
     from ..endpoint import ModelEndpoint
 
-__all__ = ["GeminiCli", "gemini_cli", "REFUSALS"]
+__all__ = ["GeminiCli", "gemini_cli", "REFUSALS", "CONTRACT"]
 
 _MODES = ("default", "auto_edit", "yolo", "plan")
 #: Its own tools (0.61.0): a call of one of these answered "not found" was removed by its approval mode.
@@ -52,26 +53,47 @@ REFUSALS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((why, re.compile(patte
 ))
 
 
+CONTRACT = AgentContract(
+    name="gemini-cli",
+    pin=pinned("gemini-cli"),
+    summary="Gemini CLI: approval modes and policy-engine rules; without a terminal it offers no tool that would ask",
+    apis=("gemini",),
+    endpoint=Endpoint("GOOGLE_GEMINI_BASE_URL (its Gemini API key auth in settings.json)",
+                      env=("GOOGLE_GEMINI_BASE_URL", "GEMINI_API_KEY"),
+                      files=(".gemini/settings.json", ".gemini/GEMINI.md", ".gemini/skills/"),  # (and, with
+                      # allow/deny rules, .gemini/policies/trialrun.toml)
+                      quiet={"GEMINI_TELEMETRY_ENABLED": "false", "NO_COLOR": "1"}, flags=("--skip-trust", "-o", "text")),
+    shell=(ShellTool("run_shell_command", "command"),),
+    files=(FileTool("read", "read_file", "file_path", absolute=True),
+           FileTool("write", "write_file", "file_path", "whole-file", content="content", absolute=True),
+           FileTool("edit", "replace", "file_path", "claude", old="old_string", new="new_string", absolute=True,
+                    required={"instruction": "make the change"})),
+    refusals=Refusals(
+        REFUSALS, where="the tool result, flagged (Gemini's functionResponse error)", needs_error_flag=True,
+        examples=("Tool execution denied by policy.",
+                  'Tool "run_shell_command" not found. Did you mean one of: "update_topic", "grep_search", '
+                  '"invoke_agent"?'),
+        recordings="refuse-policy.yaml, refuse-default.yaml"),
+    errors=Errors("Gemini's `error` (its own flag: a shell command that exits non-zero is NOT flagged, its record "
+                  "says `Exit Code: N`) (`gemini-cli/tool-error.yaml`)", flagged_apis=("gemini",)),
+    permissions=Permissions(
+        modes=_MODES, mode_is="permission_mode is its approval mode,", default_mode="default",
+        rules="command prefixes of run_shell_command, as its policy engine's rules (a deny outranks an allow)",
+        runs_all={"permission_mode": "yolo"},
+        note="default and plan mode offer no tool that would ask (a call of one: `Tool ... not found`)",
+        refusing=(Refusing("policy", {"permission_mode": "yolo", "deny": ["rm"]}, "rm -rf sentinel"),
+                  Refusing("default", {}, "rm -rf sentinel"),
+                  Refusing("plan", {"permission_mode": "plan"}, "rm -rf sentinel"))),
+    knobs=Knobs(instructions="HOME/.gemini/GEMINI.md", skills="HOME/.gemini/skills/<name>/SKILL.md"),
+)
+
+
 def _toml(value: str) -> str:
     return json.dumps(value)  # a JSON string is a TOML basic string
 
 
 class GeminiCli(Preset):
-    label = "gemini-cli"
-    program = "gemini"
-    npm_package = "@google/gemini-cli"
-    apis = ("gemini",)
-    shell_tool = ("run_shell_command", "command")
-    permission_modes = _MODES
-    permission_mode_is = "permission_mode is its approval mode,"
-
-    def check_knobs(self) -> None:
-        super().check_knobs()
-        if self.side_requests:
-            raise ValueError("gemini-cli: the preset has no side-request switch (none were seen in -p mode)")
-
-    def refusal_in(self, call: ToolCall, result: ToolResult) -> str | None:
-        return matching(REFUSALS, result.content) if result.is_error else None
+    contract = CONTRACT
 
     def settings(self) -> dict[str, Any]:
         return {"privacy": {"usageStatisticsEnabled": False}, "telemetry": {"enabled": False},
@@ -97,12 +119,12 @@ class GeminiCli(Preset):
         if self.instructions is not None:
             (config / "GEMINI.md").write_text(self.instructions.read_text(encoding="utf-8"))
         self.install_skills(config / "skills")
-        argv = [self.path, "-m", str(self.model_name), "--skip-trust", "-o", "text"]
+        argv = [self.path, "-m", str(self.model_name), *CONTRACT.endpoint.flags]
         if self.permission_mode:
             argv += ["--approval-mode", self.permission_mode]
         argv += [*self.args, "-p", prompt]
         env = {"HOME": str(home), "GOOGLE_GEMINI_BASE_URL": endpoint.url, "GEMINI_API_KEY": DUMMY_KEY,
-               "GEMINI_TELEMETRY_ENABLED": "false", "NO_COLOR": "1"}
+               **CONTRACT.endpoint.quiet}
         return Launch(argv, env, home)
 
     def settings_for_snapshot(self) -> Any:

@@ -19,8 +19,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..trajectory import Run, ToolCall, ToolResult
+from ._contract import (AgentContract, Endpoint, Errors, FileTool, Knobs, Permissions, Refusals, Refusing, ShellTool,
+                        SideRequests, matching, pinned)
 from ._process import Launch, ResultReader
-from ._preset import matching
+from .opencode import CONTRACT as OPENCODE
 from .opencode import REFUSALS as OPENCODE_REFUSALS
 from .opencode import Opencode, _events, _Reading
 
@@ -28,7 +30,7 @@ if TYPE_CHECKING:
     from ..case import TrialContext
     from ..endpoint import ModelEndpoint
 
-__all__ = ["KiloCode", "kilo_code", "REFUSALS"]
+__all__ = ["KiloCode", "kilo_code", "REFUSALS", "CONTRACT"]
 
 _QUIET = {"KILO_TELEMETRY_LEVEL": "off", "KILO_DISABLE_AUTOUPDATE": "1", "KILO_DISABLE_MODELS_FETCH": "1",
           "KILO_DISABLE_LSP_DOWNLOAD": "1", "KILO_DISABLE_DEFAULT_PLUGINS": "1", "KILO_DISABLE_SHARE": "1",
@@ -43,6 +45,38 @@ REFUSALS: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 
 
+CONTRACT = AgentContract(
+    name="kilo-code",
+    pin=pinned("kilo-code"),
+    summary="Kilo Code's CLI (an opencode fork): opencode's bash rules (allow, ask, deny), last match wins",
+    apis=("openai-chat",),
+    endpoint=Endpoint("KILO_CONFIG names the endpoint as an OpenAI-compatible provider (opencode's JSON); private "
+                      "XDG folders",
+                      env=("KILO_CONFIG", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME"),
+                      files=("opencode.json",), quiet=_QUIET, flags=("run", "--format", "json")),
+    shell=(ShellTool("bash", "command", required=("description",)),),
+    files=(FileTool("read", "read", "filePath", absolute=True),
+           FileTool("write", "write", "filePath", "whole-file", content="content", absolute=True),
+           FileTool("edit", "edit", "filePath", "opencode", old="oldString", new="newString", absolute=True,
+                    read_first=True)),
+    refusals=Refusals(REFUSALS, where="its event stream (`--format json`: a call in state \"error\")", examples=(
+        "The user has specified a rule which prevents you from using this specific tool call. Here are some of the "
+        'relevant rules {"permission":"bash","pattern":"rm *","action":"deny","source":"global"}',
+        "The user rejected permission to use this specific tool call.",
+    ), recordings="refuse-deny.yaml"),
+    errors=Errors("none on the wire: its event stream's state and bash exit code, as opencode's "
+                  "(`kilo-code/tool-error.yaml`)", failed=OPENCODE.errors.failed, worked=OPENCODE.errors.worked),
+    permissions=Permissions(
+        modes=("allow", "ask", "deny"), default_mode="allow", mode_is="permission_mode is the default for commands,",
+        rules='bash patterns ("rm *"): allow, then deny, last match wins',
+        note="an ask is auto-rejected: the run ends with exit status 1",
+        refusing=(Refusing("deny-rule", {"deny": ["rm *"]}, "rm -rf sentinel"),
+                  Refusing("ask", {"permission_mode": "ask"}, "rm -rf sentinel"))),
+    side_requests=SideRequests("a title request (which races the main loop)", "--title trialrun"),
+    knobs=Knobs(instructions="`instructions` in its config", skills="none"),
+)
+
+
 class _KiloReading(_Reading):
     def refusal_in(self, call: ToolCall, result: ToolResult | None) -> str | None:
         state = self.states.get(call.id or "")
@@ -52,13 +86,11 @@ class _KiloReading(_Reading):
 
 
 class KiloCode(Opencode):
-    label = "kilo-code"
-    program = "kilo"
-    npm_package = "@kilocode/cli"
+    contract = CONTRACT
 
     def check_knobs(self) -> None:
         super().check_knobs()
-        if self.skills:
+        if getattr(self, "skills", None):
             raise ValueError("kilo-code: the preset installs no skills")
 
     def config(self, base_url: str) -> dict[str, Any]:

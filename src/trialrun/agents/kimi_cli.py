@@ -22,14 +22,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..trajectory import ToolCall, ToolResult
+from ._contract import (AgentContract, Endpoint, Errors, FileTool, Knobs, Permissions, Refusals, ShellTool, matching,
+                        pinned)
 from ._process import DUMMY_KEY, Launch
-from ._preset import Preset, matching
+from ._preset import Preset
 
 if TYPE_CHECKING:
     from ..case import TrialContext
     from ..endpoint import ModelEndpoint
 
-__all__ = ["KimiCli", "kimi_cli", "REFUSALS"]
+__all__ = ["KimiCli", "kimi_cli", "REFUSALS", "CONTRACT"]
 
 _MODES = ("plan",)
 #: Its own first part of every result: the message, then (after a newline) what the tool printed.
@@ -41,6 +43,36 @@ REFUSALS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((why, re.compile(patte
 ))
 
 
+_QUIET = {"KIMI_DISABLE_TELEMETRY": "1", "KIMI_CLI_NO_AUTO_UPDATE": "1", "NO_COLOR": "1"}
+
+CONTRACT = AgentContract(
+    name="kimi-cli",
+    pin=pinned("kimi-cli"),
+    summary="Kimi CLI (the archived Python one): print mode approves every call; plan mode stops file writes only",
+    apis=("openai-chat",),
+    endpoint=Endpoint("a TOML config file (--config-file) names an openai_legacy provider at the endpoint",
+                      env=("KIMI_SHARE_DIR",), files=(".kimi/config.toml", ".kimi/skills/"), quiet=_QUIET,
+                      flags=("--print", "--output-format", "text", "--final-message-only")),
+    shell=(ShellTool("Shell", "command", timeout="timeout"),),
+    files=(FileTool("read", "ReadFile", "path", absolute=True),
+           FileTool("write", "WriteFile", "path", "whole-file", content="content", absolute=True),
+           FileTool("edit", "StrReplaceFile", "path", "kimi", old="old", new="new", edits="edit", edits_list=False,
+                    absolute=True)),
+    refusals=Refusals(
+        REFUSALS, where="the message of its own leading `<system>ERROR: ...</system>` part of the result",
+        examples=("Plan mode is active. You may only edit the current plan file: `/tmp/plans/plan.md`.",),
+        recordings="refuse-plan.yaml"),
+    errors=Errors("none on the wire: its own first part, `<system>ERROR: ...</system>` before the tool's output "
+                  "(`kimi-cli/tool-error.yaml`)"),
+    # (print mode approves everything: no configuration refuses a command; plan mode refuses writes, runs `rm`)
+    permissions=Permissions(modes=_MODES, mode_is="permission_mode is its plan mode (print mode approves "
+                                                   "everything else),",
+                            note="print mode approves every call; `--plan` refuses file writes but runs shell "
+                                 "commands (`rm -rf` ran)"),
+    knobs=Knobs(instructions="none (it reads the workdir's AGENTS.md)", skills="--skills-dir DIR"),
+)
+
+
 def _toml(value: str) -> str:
     import json
 
@@ -48,25 +80,16 @@ def _toml(value: str) -> str:
 
 
 class KimiCli(Preset):
-    label = "kimi-cli"
-    program = "kimi"
-    pip_package = "kimi-cli==1.51.0"
-    apis = ("openai-chat",)
-    shell_tool = ("Shell", "command")
-    permission_modes = _MODES
-    permission_mode_is = "permission_mode is its plan mode (print mode approves everything else),"
+    contract = CONTRACT
 
     def check_knobs(self) -> None:
         super().check_knobs()
         if self.allow or self.deny:
             raise ValueError("kimi-cli: print mode approves every tool call; it has no allow/deny rules (use "
                              "permission_mode='plan' to stop its file writes, or a sandbox)")
-        if self.instructions is not None:
+        if getattr(self, "instructions", None) is not None:
             raise ValueError("kimi-cli reads standing instructions from the workdir's AGENTS.md; the preset has no "
                              "instructions file of its own")
-        if self.side_requests:
-            raise ValueError("kimi-cli sends no title or summary requests: side_requests applies to claude-code and "
-                             "opencode")
 
     def _own(self, text: str) -> re.Match[str] | None:
         return _OWN.fullmatch(text)
@@ -98,15 +121,14 @@ class KimiCli(Preset):
         share.mkdir(parents=True)
         config = share / "config.toml"
         config.write_text(self.config_toml(endpoint.openai_base_url))
-        argv = [self.path, "--print", "--output-format", "text", "--final-message-only", "--config-file", str(config)]
+        argv = [self.path, *CONTRACT.endpoint.flags, "--config-file", str(config)]
         if self.skills:
             self.install_skills(share / "skills")
             argv += ["--skills-dir", str(share / "skills")]
         if self.permission_mode == "plan":
             argv.append("--plan")
         argv += [*self.args, "-p", prompt]
-        env = {"HOME": str(home), "KIMI_SHARE_DIR": str(share), "KIMI_DISABLE_TELEMETRY": "1",
-               "KIMI_CLI_NO_AUTO_UPDATE": "1", "NO_COLOR": "1"}
+        env = {"HOME": str(home), "KIMI_SHARE_DIR": str(share), **_QUIET}
         return Launch(argv, env, home)
 
     def settings_for_snapshot(self) -> Any:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..trajectory import Run, ToolCall, ToolResult
+from ._contract import AgentContract, Endpoint, Errors, Knobs, ShellTool, pinned
 from ._process import DUMMY_KEY, Launch
 from ._preset import Preset
 
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
     from ..case import TrialContext
     from ..endpoint import ModelEndpoint
 
-__all__ = ["MiniSweAgent", "mini_swe_agent", "SUBMIT"]
+__all__ = ["MiniSweAgent", "mini_swe_agent", "SUBMIT", "CONTRACT"]
 
 #: The command that ends a task (mini-swe-agent's own convention, in its mini.yaml prompt).
 SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
@@ -56,6 +57,27 @@ def _info(stdout: str) -> dict[str, Any] | None:
     return info if isinstance(info, dict) else None
 
 
+CONTRACT = AgentContract(
+    name="mini-swe-agent",
+    pin=pinned("mini-swe-agent"),
+    summary="mini-swe-agent: one bash tool, each command in a fresh subshell; runs whatever the model asks (yolo)",
+    apis=("openai-chat",),
+    endpoint=Endpoint("a YAML file merged over its mini.yaml names litellm's `openai/M` with `api_base` at the "
+                      "endpoint; its global config folder in the per-trial HOME",
+                      env=("MSWEA_GLOBAL_CONFIG_DIR",), files=(".config/mini-swe-agent/trialrun.yaml",),
+                      quiet=_QUIET, flags=("-y", "--exit-immediately", "-c", "mini.yaml")),
+    shell=(ShellTool("bash", "command"),),
+    files=(),  # its one tool is bash: it edits with sed, as its prompt teaches
+    errors=Errors(
+        "none on the wire: its observation JSON `{\"returncode\": N, \"output\": ...}` (with `exception_info` on "
+        "a timeout), failed when returncode is not 0 (`mini-swe-agent/tool-error.yaml`)"),
+    knobs=Knobs(instructions="none (its prompts are templates in its config: args=['-c', 'my.yaml'])", skills="none"),
+    version_args=("--help",),  # (it has no --version; its help starts "This is mini-swe-agent version X.")
+    finish=SUBMIT,
+    long_commands={"args": ["-c", "environment.timeout=900"]},  # it stops a command after 30 s by default
+)
+
+
 def _observation(text: str) -> dict[str, Any] | None:
     """mini-swe-agent's observation object (its template renders JSON), or None when the text is not one."""
     try:
@@ -66,18 +88,14 @@ def _observation(text: str) -> dict[str, Any] | None:
 
 
 class MiniSweAgent(Preset):
-    label = "mini-swe-agent"
-    program = "mini"
-    pip_package = "mini-swe-agent"
-    version_args = ("--help",)  # (it has no --version; its help starts "This is mini-swe-agent version X.")
-    apis = ("openai-chat",)
-    shell_tool = ("bash", "command")
+    contract = CONTRACT
 
     def check_knobs(self) -> None:
         if self.permission_mode or self.allow or self.deny:
-            raise ValueError("mini-swe-agent: its confirm mode asks on a terminal, so the preset runs it in yolo mode "
-                             "(it runs what the model asks); use a sandbox to contain it")
-        if self.skills or self.instructions is not None:
+            raise ValueError("mini-swe-agent has no permission modes or allow/deny rules that work without a "
+                             "terminal (its confirm mode asks on one), so the preset runs it in yolo mode (it runs "
+                             "what the model asks); use a sandbox to contain it")
+        if getattr(self, "skills", None) or getattr(self, "instructions", None) is not None:
             raise ValueError("mini-swe-agent has no skills or instruction files; its prompts are templates in its "
                              "config (pass args=['-c', 'my.yaml'])")
         if self.side_requests:
@@ -101,7 +119,7 @@ class MiniSweAgent(Preset):
         config_dir.mkdir(parents=True)
         config_file = config_dir / "trialrun.yaml"
         config_file.write_text(json.dumps(self.config(endpoint.openai_base_url), indent=2))  # JSON is YAML
-        argv = [self.path, "-y", "--exit-immediately", "-c", "mini.yaml", "-c", str(config_file), *self.args,
+        argv = [self.path, *CONTRACT.endpoint.flags, "-c", str(config_file), *self.args,
                 "-o", str(home / _TRAJECTORY), "-t", prompt]
         env = {"HOME": str(home), "MSWEA_GLOBAL_CONFIG_DIR": str(config_dir), **_QUIET}
         return Launch(argv, env, home)

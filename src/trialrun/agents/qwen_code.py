@@ -28,14 +28,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..trajectory import Run, ToolCall, ToolResult
+from ._contract import (AgentContract, Endpoint, Errors, FileTool, Knobs, Permissions, Refusals, Refusing, ShellTool,
+                        matching, pinned)
 from ._process import DUMMY_KEY, Launch, ResultReader
-from ._preset import Preset, matching
+from ._preset import Preset
 
 if TYPE_CHECKING:
     from ..case import TrialContext
     from ..endpoint import ModelEndpoint
 
-__all__ = ["QwenCode", "qwen_code", "REFUSALS"]
+__all__ = ["QwenCode", "qwen_code", "REFUSALS", "CONTRACT"]
 
 _MODES = ("default", "plan", "auto-edit", "auto", "yolo")
 _QUIET = {"QWEN_CODE_SUPPRESS_YOLO_WARNING": "1", "NO_COLOR": "1"}
@@ -66,6 +68,42 @@ _WORKED = {"write_file": re.compile(r"Successfully (?:created and wrote to new f
            "edit": re.compile(r"The file: .* has been updated\..*", re.DOTALL)}
 
 
+CONTRACT = AgentContract(
+    name="qwen-code",
+    pin=pinned("qwen-code"),
+    summary="Qwen Code (a Gemini CLI fork): approval modes and Claude-style permission rules; without a terminal "
+            "it declines what would ask",
+    apis=("openai-chat",),
+    endpoint=Endpoint("--auth-type openai --openai-base-url URL --openai-api-key KEY -m M",
+                      files=(".qwen/settings.json", ".qwen/skills/"), quiet=_QUIET, flags=("-o", "text")),
+    shell=(ShellTool("run_shell_command", "command", read_first=True),),
+    files=(FileTool("read", "read_file", "file_path", absolute=True),
+           FileTool("write", "write_file", "file_path", "whole-file", content="content", absolute=True),
+           FileTool("edit", "edit", "file_path", "claude", old="old_string", new="new_string", absolute=True,
+                    read_first=True)),
+    refusals=Refusals(
+        REFUSALS, where="the tool result, WITH its stderr line `Warning: Tool \"NAME\" was not run: MESSAGE` (a "
+                        "file read that holds such a sentence has none)",
+        examples=('This "run_shell_command" invocation was denied by permission rules. Matching deny rule: "Bash(rm '
+                  '*)". Other uses of this tool are still permitted.',
+                  'Qwen Code requires permission to use "run_shell_command", but that permission was declined. '
+                  'Matching deny rule: "run_shell_command".'),
+        recordings="refuse-deny.yaml, refuse-default.yaml"),
+    errors=Errors(
+        "none on the wire: its shell record's last lines (`Exit Code: N`, `Signal: S`), file tools' failure and "
+        "success texts (`qwen-code/tool-error.yaml`)",
+        failed={"*": FAILED}, worked=_WORKED),
+    permissions=Permissions(
+        modes=_MODES, mode_is="permission_mode is its approval mode,", default_mode="default",
+        rules='its `permissions` rules ("Bash(rm *)", "run_shell_command", "edit")', runs_all={"permission_mode": "yolo"},
+        note="default and plan mode decline a shell command without a terminal; a deny rule refuses in any mode",
+        refusing=(Refusing("deny-rule", {"permission_mode": "yolo", "deny": ["Bash(rm *)"]}, "rm -rf sentinel"),
+                  Refusing("default", {}, "rm -rf sentinel"),
+                  Refusing("plan", {"permission_mode": "plan"}, "rm -rf sentinel"))),
+    knobs=Knobs(instructions="--append-system-prompt TEXT", skills="HOME/.qwen/skills/<name>/SKILL.md"),
+)
+
+
 class _Reading:
     """One run's results, read with the refusal warnings Qwen Code printed on that run's stderr."""
 
@@ -86,23 +124,11 @@ class _Reading:
 
 
 class QwenCode(Preset):
-    label = "qwen-code"
-    program = "qwen"
-    npm_package = "@qwen-code/qwen-code"
-    apis = ("openai-chat",)
-    shell_tool = ("run_shell_command", "command")
-    permission_modes = _MODES
-    permission_mode_is = "permission_mode is its approval mode,"
+    contract = CONTRACT
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
         self.stderr_tail = max(self.stderr_tail, 200_000)  # its refusal warnings are read from stderr
-
-    def check_knobs(self) -> None:
-        super().check_knobs()
-        if self.side_requests:
-            raise ValueError("qwen-code sends no title or summary requests: side_requests applies to claude-code and "
-                             "opencode")
 
     def reader(self, run: Run, stdout: str) -> ResultReader:
         warnings: Counter[tuple[str, str]] = Counter()
@@ -140,7 +166,7 @@ class QwenCode(Preset):
         (config / "settings.json").write_text(json.dumps(self.settings(), indent=2))
         self.install_skills(config / "skills")
         argv = [self.path, "--auth-type", "openai", "--openai-base-url", endpoint.openai_base_url,
-                "--openai-api-key", DUMMY_KEY, "-m", str(self.model_name), "-o", "text"]
+                "--openai-api-key", DUMMY_KEY, "-m", str(self.model_name), *CONTRACT.endpoint.flags]
         if self.permission_mode:
             argv += ["--approval-mode", self.permission_mode]
         if self.instructions is not None:
