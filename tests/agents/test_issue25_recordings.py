@@ -18,8 +18,34 @@ from trialrun.wire import decode_trajectory
 TRAFFIC = Path(__file__).resolve().parents[1] / "fixtures" / "agent-traffic"
 ISSUE_25 = ("mini-swe-agent", "qwen-code", "gemini-cli", "kimi-cli", "continue-cli", "kilo-code", "copilot-cli")
 
-#: Per recording: every call of every conversation, in order, as (tool, start of its main argument, outcome).
-OUTCOMES: dict[str, list[tuple[str, str, str]]] = {}
+#: Per recording: every call of every conversation, in order, as (tool, start of its main argument, outcome), as
+#: the real agent answered it (mini-swe-agent never answers its submit command: it ends the task; Gemini CLI does
+#: not flag a command that exited 2, so that `ls` RAN by its own flag; Kimi CLI's plan mode ran the command and
+#: refused the write).
+OUTCOMES: dict[str, list[tuple[str, str, str]]] = {
+    'continue-cli/marker.yaml': [('Bash', 'echo hi > marker.txt', 'ran')],
+    'continue-cli/tool-error.yaml': [('Read', 'missing.txt', 'failed'), ('Bash', 'ls missing.txt', 'failed')],
+    'copilot-cli/marker.yaml': [('bash', 'echo hi > marker.txt', 'ran')],
+    'copilot-cli/refuse-default.yaml': [('bash', 'python3 -c "open(\'made.txt\', \'w\').close(', 'refused')],
+    'copilot-cli/refuse-deny.yaml': [('bash', 'rm -r ./sentinel', 'refused')],
+    'copilot-cli/tool-error.yaml': [('view', 'missing.txt', 'failed'), ('bash', 'ls missing.txt', 'failed')],
+    'gemini-cli/marker.yaml': [('run_shell_command', 'echo hi > marker.txt', 'ran')],
+    'gemini-cli/refuse-default.yaml': [('run_shell_command', 'rm -r ./sentinel', 'refused')],
+    'gemini-cli/refuse-policy.yaml': [('run_shell_command', 'rm -r ./sentinel', 'refused')],
+    'gemini-cli/tool-error.yaml': [('read_file', 'missing.txt', 'failed'), ('run_shell_command', 'ls missing.txt', 'ran')],
+    'kilo-code/marker.yaml': [('bash', 'echo hi > marker.txt', 'ran')],
+    'kilo-code/refuse-deny.yaml': [('bash', 'rm -r ./sentinel', 'refused')],
+    'kilo-code/tool-error.yaml': [('read', 'missing.txt', 'failed'), ('bash', 'ls missing.txt', 'failed')],
+    'kimi-cli/marker.yaml': [('Shell', 'echo hi > marker.txt', 'ran')],
+    'kimi-cli/refuse-plan.yaml': [('Shell', 'python3 -c "open(\'made.txt\', \'w\').close(', 'ran'), ('WriteFile', 'made2.txt', 'refused')],
+    'kimi-cli/tool-error.yaml': [('ReadFile', 'missing.txt', 'failed'), ('Shell', 'ls missing.txt', 'failed')],
+    'mini-swe-agent/marker.yaml': [('bash', 'echo hi > marker.txt', 'ran'), ('bash', 'echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTP', 'unanswered')],
+    'mini-swe-agent/tool-error.yaml': [('bash', 'cat missing.txt', 'failed'), ('bash', 'ls missing.txt', 'failed'), ('bash', 'echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTP', 'unanswered')],
+    'qwen-code/marker.yaml': [('run_shell_command', 'echo hi > marker.txt', 'ran')],
+    'qwen-code/refuse-default.yaml': [('run_shell_command', 'rm -r ./sentinel', 'refused')],
+    'qwen-code/refuse-deny.yaml': [('run_shell_command', 'rm -r ./sentinel', 'refused')],
+    'qwen-code/tool-error.yaml': [('read_file', 'missing.txt', 'failed'), ('run_shell_command', 'ls missing.txt', 'failed')],
+}
 
 
 def _files() -> list[str]:
