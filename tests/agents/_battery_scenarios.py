@@ -363,10 +363,13 @@ def _alive_claims(noted: str | None = None) -> list[Check]:
 def timeout(preset: str, seconds: float) -> Scenario:
     """The agent times out while its command runs; the command left descendants in new sessions (setsid), a double
     fork, and processes that ignore SIGTERM. trialrun says every process it started was killed; /proc says."""
+    # (`exec` only where the agent runs a command with it: Continue's CLI ends its run on one, its contract says)
+    double = "sleep 601" if "exec" in contract(preset).shell_tool.stops_on else "exec sleep 601"
+
     def command(marker: str) -> str:
         return (f"export BATTERY_MARK={marker}; "
                 "setsid sh -c 'trap \"\" TERM; sleep 600' >/dev/null 2>&1 </dev/null & "
-                "( ( trap '' TERM; exec sleep 601 ) >/dev/null 2>&1 </dev/null & ) ; "
+                f"( ( trap '' TERM; {double} ) >/dev/null 2>&1 </dev/null & ) ; "
                 "setsid sh -c '( trap \"\" TERM; sleep 602 ) & sleep 603' >/dev/null 2>&1 </dev/null & "
                 "touch started.txt; sleep 900")
 
@@ -386,8 +389,7 @@ def timeout(preset: str, seconds: float) -> Scenario:
     shell_tool = contract(preset).shell_tool
     sessions = shell_tool.sessions
     extra: dict[str, Any] = {sessions.wait_ms: sessions.max_wait_ms} if sessions is not None else {}
-    if shell_tool.timeout is not None:
-        extra[shell_tool.timeout] = 300
+    extra.update(shell_tool.long)
     main: list[Step] = [[shell(preset, command(scenario.marker), "hang", **extra)]]
     if sessions is not None:  # the shell tool yields after at most max_wait_ms: keep polling the running session
         main += [typing_into(preset, "hang", "", sessions.max_wait_ms, "poll")] * 20

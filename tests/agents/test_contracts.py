@@ -135,6 +135,7 @@ def test_features_it_lacks_are_refused_as_knobs(name: str) -> None:
     cls = _preset_class(name)
     agent = object.__new__(cls)
     agent.permission_mode, agent.allow, agent.deny, agent.side_requests = None, [], ["rm *"], False
+    agent.skills, agent.instructions = [], None
     if contract.permissions is None or not contract.permissions.rules:
         with pytest.raises(ValueError, match="allow/deny rules"):
             agent.check_knobs()
@@ -203,3 +204,19 @@ def test_a_file_tool_call_in_the_shapes_contracts_declare() -> None:
                       required={"instruction": "edit the script"})
     assert gemini.call("a.sh", "/w", old="x", new="y") == {"file_path": "a.sh", "old_string": "x", "new_string": "y",
                                                           "instruction": "edit the script"}
+
+
+@pytest.mark.parametrize("knob", ["skills", "instructions"])
+def test_a_knob_the_contract_has_no_place_for_is_refused(knob: str, tmp_path: Path) -> None:
+    """A contract whose `knobs` leave a knob empty (the preset cannot give the agent skills, or instructions):
+    passing it is an error naming the knob, not a silently ignored setting."""
+    import dataclasses
+
+    cls = _preset_class("pi")
+    bare = dataclasses.replace(cls.contract, knobs=dataclasses.replace(cls.contract.knobs, **{knob: ""}))
+    agent = object.__new__(cls)
+    agent.contract = bare  # type: ignore[misc]
+    agent.permission_mode, agent.allow, agent.deny, agent.side_requests = None, [], [], False
+    agent.skills, agent.instructions = ([tmp_path], None) if knob == "skills" else ([], tmp_path)
+    with pytest.raises(ValueError, match=f"pi: the preset has no way to give the agent {knob}"):
+        agent.check_knobs()
