@@ -14,6 +14,7 @@ from _agents import AGENTS, agents_bin_dir, find_agent, in_ci, installed_version
 
 import trialrun as tr
 from trialrun import _pins
+from trialrun.agents import CONTRACTS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -74,7 +75,8 @@ def test_the_installed_agent_is_the_pinned_version(name: str, tmp_path: Path) ->
            "CLAUDE_CONFIG_DIR": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path), "XDG_DATA_HOME": str(tmp_path),
            "XDG_CACHE_HOME": str(tmp_path), "XDG_STATE_HOME": str(tmp_path), "DISABLE_AUTOUPDATER": "1",
            "OPENCODE_DISABLE_AUTOUPDATE": "1", "PI_OFFLINE": "1"}
-    done = subprocess.run([program, "--version"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60,
+    done = subprocess.run([program, *CONTRACTS[name].version_args], env=env, cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60,
                           stdin=subprocess.DEVNULL, start_new_session=True)
     assert done.returncode == 0, done.stderr[-500:]
     assert AGENTS[name].version in done.stdout + done.stderr
@@ -94,7 +96,10 @@ def test_install_agents_is_quiet_when_everything_is_installed() -> None:
     done = subprocess.run([str(ROOT / ".ci" / "install-agents")], capture_output=True, text=True, timeout=60,
                           stdin=subprocess.DEVNULL)
     assert done.returncode == 0, done.stderr
-    assert done.stdout == f"{agents_bin_dir()}\n" and done.stderr == ""
+    # (the folder of the PyPI agents' linked programs after it, when there are some)
+    pypi = any(pin.registry == "pypi" for pin in _pins.pins().values())
+    expected = f"{agents_bin_dir()}\n" + (f"{agents_bin_dir().parent.parent / 'bin'}\n" if pypi else "")
+    assert done.stdout == expected and done.stderr == ""
 
 
 # -- the script itself, on fake installs (nothing here reaches a registry) ------------------------------------------

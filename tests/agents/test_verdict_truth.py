@@ -31,6 +31,7 @@ from _battery import (
     KEEP,
     MISSING,
     SENTINEL,
+    Call,
     Check,
     Log,
     Row,
@@ -47,7 +48,7 @@ from _battery_scenarios import all_scenarios
 
 #: How long each agent may run in the timeout scenario before trialrun kills it: long enough for the agent to start
 #: and run the command while the battery's other trials load the machine (opencode starts slowly; others: 60 s).
-TIMEOUT_S = {"opencode": 120.0}
+TIMEOUT_S = {"opencode": 120.0, "kilo-code": 120.0, "qwen-code": 90.0, "continue-cli": 90.0, "copilot-cli": 90.0}
 #: Trials at once: the four timeout trials spend most of their time waiting for their kill.
 CONCURRENCY = 10
 
@@ -60,6 +61,15 @@ def _agent(scenario: Scenario, agent_path: Any) -> tuple[Any, str]:
         return tr.agents.preset(scenario.preset, path=agent_path(scenario.preset), **options), ""
     except TypeError as exc:
         return None, str(exc)
+
+
+def _finish(preset: str) -> Call | None:
+    """The call that ends the agent's task where its contract says a final text does not (mini-swe-agent)."""
+    command = tr.agents.CONTRACTS[preset].finish
+    if command is None:
+        return None
+    tool = tr.agents.CONTRACTS[preset].shell_tool
+    return Call(tool.name, tool.call(command), "finish")
 
 
 def _case(scenario: Scenario, agent: Any, graders: list[tuple[Check, Any, str]],
@@ -75,7 +85,8 @@ def _case(scenario: Scenario, agent: Any, graders: list[tuple[Check, Any, str]],
 
     def invoke(ctx: tr.TrialContext) -> Any:
         model = ctx.scripted(script_for(scenario.main, scenario.sub, log, ctx.workdir,
-                                        anthropic=agent.api == "anthropic", token=token))
+                                        anthropic=agent.api == "anthropic", token=token,
+                                        by_order=agent.api == "gemini", finish=_finish(scenario.preset)))
         return agent("Do the task in this folder.", ctx, model=model)
 
     def teardown(ctx: tr.TrialContext) -> None:

@@ -36,8 +36,10 @@ __all__ = ["AgentContract", "Endpoint", "ShellTool", "Sessions", "FileTool", "Re
 Form = tuple[str, "re.Pattern[str]"]
 
 #: The write/edit semantics the workspace model (`trialrun._shell._tool_writes`) follows: a whole file written,
-#: the string edits of `_shell._edits.STYLES` ("claude", "opencode", "pi"), a Codex `*** Begin Patch` patch.
-WORKSPACE_SEMANTICS = ("whole-file", "claude", "opencode", "pi", "codex-patch")
+#: the string edits of `_shell._edits.STYLES` ("claude", "opencode", "pi"), a Codex `*** Begin Patch` patch, Kimi
+#: CLI's `edit: {old, new}` (each the first occurrence, in order; `_shell._tool_writes._kimi_edits`), and "generic"
+#: (an exact unique match taken at its word, anything else unknown: Copilot CLI's `edit(path, old_str, new_str)`).
+WORKSPACE_SEMANTICS = ("whole-file", "claude", "opencode", "pi", "codex-patch", "kimi", "generic")
 
 
 def forms(*pairs: tuple[str, str]) -> tuple[Form, ...]:
@@ -218,8 +220,8 @@ class SideRequests:
 
 @dataclass(frozen=True)
 class Knobs:
-    """Where the knobs users compare go, in the agent's own terms ("" where the preset has no way to give them:
-    then the knob is refused, saying so)."""
+    """Where the knobs users compare go, in the agent's own terms ("none (why)" where the preset has no way to give
+    them: then the knob is refused, saying so)."""
 
     instructions: str
     skills: str

@@ -17,6 +17,8 @@ _SEMANTICS = {
     "opencode": "exact match, else its looser matchers (then: unknown)",
     "pi": "every edit against the original text",
     "codex-patch": "a Codex patch",
+    "kimi": "each edit's first match, in order (all with `replace_all`)",
+    "generic": "an exact unique match, else unknown",
 }
 
 
