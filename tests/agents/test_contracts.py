@@ -41,7 +41,8 @@ def test_a_malformed_pinned_line_names_the_file_and_line() -> None:
         _pins.parse("x npm a 1 x\nx pypi b 2 x\n", "pins.txt")
     pin = _pins.parse("# comment\naider pypi aider-chat 0.86.1 aider\n")["aider"]
     assert (pin.spec, pin.install_command, pin.python) == ("aider-chat==0.86.1", "pipx install aider-chat==0.86.1", "")
-    assert _pins.parse("kimi pypi kimi-cli 1.51.0 kimi python>=3.12\n")["kimi"].python == "3.12"
+    kimi = _pins.parse("kimi pypi kimi-cli 1.51.0 kimi python>=3.12\n")["kimi"]
+    assert (kimi.python, kimi.install_command) == ("3.12", "pipx install --python python3.12 kimi-cli==1.51.0")
 
 
 @pytest.mark.parametrize("name", NAMES)
