@@ -144,8 +144,10 @@ def table(rows: list[Installed]) -> str:
     text = ["  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip() for line in lines]
     cached = [row for row in rows if row.where == "cache"]
     if cached:  # a trial looks on PATH (or at `path = ...` in [agent_options])
+        folders = dict.fromkeys(str(agents_dir() / ("bin" if row.pin.registry == "pypi" else "node_modules/.bin"))
+                                for row in cached)  # (.ci/install-agents links each PyPI agent's program into bin/)
         text += ["", f"in the cache folder only: {', '.join(row.pin.name for row in cached)}; put "
-                     f"{os.path.dirname(cached[0].path or '')} on PATH, or give path = \"...\" in [agent_options]"]
+                     f"{os.pathsep.join(folders)} on PATH, or give path = \"...\" in [agent_options]"]
     missing = [row.pin.name for row in rows if row.path is None]
     if missing:
         text += ["", f"not installed: {', '.join(missing)}; `.ci/install-agents` (in trialrun's repository) installs "

@@ -40,7 +40,7 @@ class Pin:
     def install_command(self) -> str:
         """How a user installs it by hand (`.ci/install-agents` installs every pin into the cache folder)."""
         if self.registry == "pypi":
-            return f"pipx install {self.spec}"
+            return f"pipx install {f'--python python{self.python} ' if self.python else ''}{self.spec}"
         return f"npm install -g {self.spec}"
 
 

@@ -363,8 +363,8 @@ def _alive_claims(noted: str | None = None) -> list[Check]:
 def timeout(preset: str, seconds: float) -> Scenario:
     """The agent times out while its command runs; the command left descendants in new sessions (setsid), a double
     fork, and processes that ignore SIGTERM. trialrun says every process it started was killed; /proc says."""
-    # (Continue's CLI ends at once, silently, on a command with `exec` in it: there the double fork keeps a shell)
-    double = "sleep 601" if preset == "continue-cli" else "exec sleep 601"
+    # (`exec` only where the agent runs a command with it: Continue's CLI ends its run on one, its contract says)
+    double = "sleep 601" if "exec" in contract(preset).shell_tool.stops_on else "exec sleep 601"
 
     def command(marker: str) -> str:
         return (f"export BATTERY_MARK={marker}; "
@@ -389,8 +389,7 @@ def timeout(preset: str, seconds: float) -> Scenario:
     shell_tool = contract(preset).shell_tool
     sessions = shell_tool.sessions
     extra: dict[str, Any] = {sessions.wait_ms: sessions.max_wait_ms} if sessions is not None else {}
-    if shell_tool.timeout is not None:
-        extra[shell_tool.timeout] = 300
+    extra.update(shell_tool.long)
     main: list[Step] = [[shell(preset, command(scenario.marker), "hang", **extra)]]
     if sessions is not None:  # the shell tool yields after at most max_wait_ms: keep polling the running session
         main += [typing_into(preset, "hang", "", sessions.max_wait_ms, "poll")] * 20

@@ -88,7 +88,7 @@ def test_a_shell_only_agent_edits_by_commands(monkeypatch: pytest.MonkeyPatch) -
     itself (as mini-swe-agent and Qwen Code do): its lookalike edits by `sed -i` after a read, its timeout scenario
     raises the command's own timeout, and it gets every shell write path."""
     pi = CONTRACTS["pi"]
-    shell = dataclasses.replace(pi.shell_tool, read_first=True, timeout="timeout")
+    shell = dataclasses.replace(pi.shell_tool, read_first=True, long={"timeout": 300})
     only = dataclasses.replace(pi, name="only", pin=dataclasses.replace(pi.pin, name="only"), files=(),
                                shell=(shell,), long_commands={"args": ["-c", "timeout=900"]})
     monkeypatch.setitem(_battery_scenarios.CONTRACTS, "only", only)

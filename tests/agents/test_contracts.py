@@ -41,7 +41,8 @@ def test_a_malformed_pinned_line_names_the_file_and_line() -> None:
         _pins.parse("x npm a 1 x\nx pypi b 2 x\n", "pins.txt")
     pin = _pins.parse("# comment\naider pypi aider-chat 0.86.1 aider\n")["aider"]
     assert (pin.spec, pin.install_command, pin.python) == ("aider-chat==0.86.1", "pipx install aider-chat==0.86.1", "")
-    assert _pins.parse("kimi pypi kimi-cli 1.51.0 kimi python>=3.12\n")["kimi"].python == "3.12"
+    kimi = _pins.parse("kimi pypi kimi-cli 1.51.0 kimi python>=3.12\n")["kimi"]
+    assert (kimi.python, kimi.install_command) == ("3.12", "pipx install --python python3.12 kimi-cli==1.51.0")
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -139,6 +140,7 @@ def test_features_it_lacks_are_refused_as_knobs(name: str) -> None:
     cls = _preset_class(name)
     agent = object.__new__(cls)
     agent.permission_mode, agent.allow, agent.deny, agent.side_requests = None, [], ["rm *"], False
+    agent.skills, agent.instructions = [], None
     if contract.permissions is None or not contract.permissions.rules:
         with pytest.raises(ValueError, match="allow/deny rules"):
             agent.check_knobs()
@@ -213,3 +215,19 @@ def test_a_file_tool_call_in_the_shapes_contracts_declare() -> None:
                       required={"instruction": "edit the script"})
     assert gemini.call("a.sh", "/w", old="x", new="y") == {"file_path": "a.sh", "old_string": "x", "new_string": "y",
                                                           "instruction": "edit the script"}
+
+
+@pytest.mark.parametrize("knob", ["skills", "instructions"])
+def test_a_knob_the_contract_has_no_place_for_is_refused(knob: str, tmp_path: Path) -> None:
+    """A contract whose `knobs` say "none" for one (the preset cannot give the agent skills, or instructions):
+    passing it is an error naming the knob, not a silently ignored setting."""
+    import dataclasses
+
+    cls = _preset_class("pi")
+    bare = dataclasses.replace(cls.contract, knobs=dataclasses.replace(cls.contract.knobs, **{knob: "none (test)"}))
+    agent = object.__new__(cls)
+    agent.contract = bare  # type: ignore[misc]
+    agent.permission_mode, agent.allow, agent.deny, agent.side_requests = None, [], [], False
+    agent.skills, agent.instructions = ([tmp_path], None) if knob == "skills" else ([], tmp_path)
+    with pytest.raises(ValueError, match=re.escape(f"pi: the preset has no way to give the agent {knob}: none (test)")):
+        agent.check_knobs()

@@ -96,6 +96,7 @@ def test_a_python_agent_in_its_venv(cli: Callable[..., Result], nowhere: Path, m
     row = _listed(cli)["mini"]
     assert (row["where"], row["version"], row["version_from"], row["install"]) == (
         "cache", "2.4.6", "dist-info", "pipx install mini-swe-agent==2.4.6")
+    assert f"put {nowhere / 'cache' / 'bin'} on PATH" in cli("agents").output  # where install-agents links it
 
 
 def test_an_unknown_name_says_which_was_meant(cli: Callable[..., Result]) -> None:

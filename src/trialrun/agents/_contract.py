@@ -99,7 +99,9 @@ class ShellTool:
     patches: bool = False  # the agent applies `apply_patch <<'EOF' ...` given as the whole command itself (Codex)
     ends_background: bool = False  # what a command left in the background is ended with the agent (Codex's sandbox)
     read_first: bool = False  # it stops a command that edits a file in place (`sed -i`) the agent did not read
-    timeout: str | None = None  # the argument that sets a command's own timeout, in seconds
+    long: Mapping[str, Any] = field(default_factory=dict)  # arguments that let one command run for minutes (its
+    # own timeout raised: Kimi CLI's `timeout`, Copilot CLI's `initial_wait`)
+    stops_on: tuple[str, ...] = ()  # words that make it end the run without running the command (Continue: exec)
 
     def call(self, command: str, **extra: Any) -> dict[str, Any]:
         """The arguments that run `command` with this tool (a short description where one is required)."""
@@ -218,7 +220,8 @@ class SideRequests:
 
 @dataclass(frozen=True)
 class Knobs:
-    """Where the knobs users compare go, in the agent's own terms."""
+    """Where the knobs users compare go, in the agent's own terms ("none (why)" where the preset has no way to give
+    them: then the knob is refused, saying so)."""
 
     instructions: str
     skills: str

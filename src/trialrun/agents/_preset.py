@@ -162,6 +162,12 @@ class Preset(ProcessAgent):
             if (self.allow or self.deny) and not permissions.rules:
                 raise ValueError(f"{self.label}: allow/deny rules are not supported by this preset; use "
                                  f"permission_mode ({permissions.mode_is.removesuffix(',')}) or args=[...]")
+        knobs = self.contract.knobs
+        for knob, given, where in (("skills", bool(self.skills), knobs.skills),
+                                   ("instructions", self.instructions is not None, knobs.instructions)):
+            if given and (not where or where.startswith("none")):  # (the contract's "none (why)")
+                raise ValueError(f"{self.label}: the preset has no way to give the agent {knob}"
+                                 + (f": {where}" if where else ""))
         if self.side_requests and self.contract.side_requests is None:
             with_them = [name for name, c in _contracts().items() if c.side_requests is not None]
             raise ValueError(f"{self.label} sends no title or summary requests: side_requests applies to "

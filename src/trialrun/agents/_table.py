@@ -37,6 +37,10 @@ def _shell(tool: ShellTool) -> str:
         parts.append(f"`{s.tool}({s.session}, {s.chars})` types into the session `{s.tty}: true` left running")
     if tool.patches:
         parts.append("`apply_patch <<'EOF'` as the whole command: a Codex patch, applied by the agent itself")
+    if tool.read_first:
+        parts.append("it stops an in-place edit (`sed -i`) of a file not read first")
+    if tool.stops_on:
+        parts.append(f"it ends its run, silently, on a command with {', '.join(f'`{w}`' for w in tool.stops_on)}")
     return "; ".join(parts)
 
 

@@ -119,13 +119,13 @@ class ClaudeCode(Preset):
         if self.instructions is not None:
             (config / "CLAUDE.md").write_text(self.instructions.read_text(encoding="utf-8"))
         self.install_skills(config / "skills")
-        argv = [self.path, *CONTRACT.endpoint.flags, "--model", str(self.model_name)]
+        argv = [self.path, *self.contract.endpoint.flags, "--model", str(self.model_name)]
         if self.permission_mode:
             argv += ["--permission-mode", self.permission_mode]
         argv += [*self.args, prompt]
         env = {"HOME": str(home), "CLAUDE_CONFIG_DIR": str(config), "ANTHROPIC_BASE_URL": endpoint.anthropic_base_url,
-               "ANTHROPIC_API_KEY": DUMMY_KEY, **CONTRACT.endpoint.quiet,
-               **({} if self.side_requests or CONTRACT.side_requests is None else CONTRACT.side_requests.env)}
+               "ANTHROPIC_API_KEY": DUMMY_KEY, **self.contract.endpoint.quiet,
+               **({} if self.side_requests or self.contract.side_requests is None else self.contract.side_requests.env)}
         return Launch(argv, env, home)
 
     def settings_for_snapshot(self) -> Any:

@@ -109,15 +109,15 @@ class Codex(Preset):
 
     def error_in(self, call: ToolCall, result: ToolResult) -> bool | None:
         text = result.content
-        if call.name in CONTRACT.errors.failed and call.namespace is None:
+        if call.name in self.contract.errors.failed and call.namespace is None:
             header = _HEADER.match(text)
             if header is not None:
                 return header.group(1) is not None and header.group(1) != "0"
             patched = _PATCH_HEADER.match(text)
             if patched is not None:
                 return patched.group(1) != "0"
-            return True if matching(CONTRACT.errors.failed[call.name], text) else None
-        if CONTRACT.subagents is not None and call.namespace == CONTRACT.subagents.namespace:
+            return True if matching(self.contract.errors.failed[call.name], text) else None
+        if self.contract.subagents is not None and call.namespace == self.contract.subagents.namespace:
             try:
                 return not isinstance(json.loads(text), dict)
             except ValueError:
@@ -158,9 +158,9 @@ class Codex(Preset):
             (bin_dir / "codex-linux-sandbox").symlink_to(helper)
             path = f"{bin_dir}{os.pathsep}{path}"
         last = home / "last-message.txt"
-        argv = [self.path, *CONTRACT.endpoint.flags, "--output-last-message", str(last), *self.args, prompt]
+        argv = [self.path, *self.contract.endpoint.flags, "--output-last-message", str(last), *self.args, prompt]
         env = {"PATH": path, "HOME": str(home), "CODEX_HOME": str(config), _KEY_VARIABLE: DUMMY_KEY,
-               **CONTRACT.endpoint.quiet}
+               **self.contract.endpoint.quiet}
         return Launch(argv, env, home)
 
     def settings_for_snapshot(self) -> Any:

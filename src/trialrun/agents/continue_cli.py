@@ -50,7 +50,7 @@ CONTRACT = AgentContract(
     endpoint=Endpoint("a config.yaml (--config) with one `openai` model whose apiBase is the endpoint",
                       env=("CONTINUE_GLOBAL_DIR",), files=(".continue/config.yaml",), quiet=_QUIET,
                       flags=("-p", "--auto")),
-    shell=(ShellTool("Bash", "command", timeout="timeout"),),
+    shell=(ShellTool("Bash", "command", long={"timeout": 300}, stops_on=("exec",)),),
     files=(FileTool("read", "Read", "filepath", absolute=True),
            FileTool("write", "Write", "filepath", "whole-file", content="content", absolute=True),
            FileTool("edit", "Edit", "file_path", "claude", old="old_string", new="new_string", absolute=True,

@@ -66,7 +66,7 @@ CONTRACT = AgentContract(
                            "XDG_CACHE_HOME"),
                       quiet={"COPILOT_OFFLINE": "true", "COPILOT_AUTO_UPDATE": "false", "NO_COLOR": "1"},
                       flags=("--no-auto-update",)),
-    shell=(ShellTool("bash", "command", required=("description",), timeout="initial_wait"),),
+    shell=(ShellTool("bash", "command", required=("description",), long={"initial_wait": 300}),),
     files=(FileTool("read", "view", "path", absolute=True),
            FileTool("write", "create", "path", "whole-file", content="file_text", absolute=True),
            FileTool("edit", "edit", "path", "generic", old="old_str", new="new_str", absolute=True)),

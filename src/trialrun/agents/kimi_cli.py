@@ -53,7 +53,7 @@ CONTRACT = AgentContract(
     endpoint=Endpoint("a TOML config file (--config-file) names an openai_legacy provider at the endpoint",
                       env=("KIMI_SHARE_DIR",), files=(".kimi/config.toml", ".kimi/skills/"), quiet=_QUIET,
                       flags=("--print", "--output-format", "text", "--final-message-only")),
-    shell=(ShellTool("Shell", "command", timeout="timeout"),),
+    shell=(ShellTool("Shell", "command", long={"timeout": 300}),),
     files=(FileTool("read", "ReadFile", "path", absolute=True),
            FileTool("write", "WriteFile", "path", "whole-file", content="content", absolute=True),
            FileTool("edit", "StrReplaceFile", "path", "kimi", old="old", new="new", edits="edit", edits_list=False,

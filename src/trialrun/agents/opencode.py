@@ -145,18 +145,20 @@ class _Reading:
     def __init__(self, agent: Opencode, states: dict[str, _State]) -> None:
         self.agent = agent
         self.states = states
+        refusals = agent.contract.refusals
+        self.forms = refusals.forms if refusals is not None else ()
 
     def refusal_in(self, call: ToolCall, result: ToolResult | None) -> str | None:
         state = self.states.get(call.id or "")
         if state is not None:
-            return matching(REFUSALS, state.error) if state.status == "error" else None
-        return None if result is None else matching(REFUSALS, result.content)
+            return matching(self.forms, state.error) if state.status == "error" else None
+        return None if result is None else matching(self.forms, result.content)
 
     def error_in(self, call: ToolCall, result: ToolResult) -> bool | None:
         state = self.states.get(call.id or "")
         if state is not None and state.status in ("completed", "error"):
             return state.status == "error" or (state.exit is not None and state.exit != 0)
-        errors = CONTRACT.errors
+        errors = self.agent.contract.errors
         if call.name in errors.failed:  # a sub-agent's read: its failure and success have forms of their own
             if matching(errors.failed[call.name], result.content):
                 return True
@@ -197,10 +199,10 @@ class Opencode(Preset):
         config_file.write_text(json.dumps(self.config(endpoint.openai_base_url), indent=2))
         self.install_skills(xdg["XDG_CONFIG_HOME"] / "opencode" / "skill")
         title = [] if self.side_requests else ["--title", "trialrun"]
-        argv = [self.path, *CONTRACT.endpoint.flags, "--model", f"trialrun/{self.model_name}", *title, *self.args,
+        argv = [self.path, *self.contract.endpoint.flags, "--model", f"trialrun/{self.model_name}", *title, *self.args,
                 prompt]
         env = {"HOME": str(home), "OPENCODE_CONFIG": str(config_file), **{k: str(v) for k, v in xdg.items()},
-               **CONTRACT.endpoint.quiet}
+               **self.contract.endpoint.quiet}
         return Launch(argv, env, home)
 
     def _output(self, stdout: str, ctx: TrialContext) -> Any:
@@ -230,15 +232,15 @@ class Opencode(Preset):
                 why, reason = ("an ask it rejected", "") if rejected and call.name in rejected else (None, "")
             if why is not None:
                 trajectory.denials.append(Denial(call.name, dict(call.arguments), reason or
-                                                 f"opencode auto-rejected its ask: {rejected and rejected[call.name]}",
-                                                 f"opencode: {why}", call.id, source="agent"))
+                                                 f"{self.label} auto-rejected its ask: {rejected and rejected[call.name]}",
+                                                 f"{self.label}: {why}", call.id, source="agent"))
 
     def check_ending(self, run: Run, stdout: str) -> None:
         if run.status == "completed" and not run.trajectory.final_text.strip():
             agent_denials = [d for d in run.trajectory.denials if d.source == "agent"]
             why = (f"after its own permission rejection of {agent_denials[-1].tool}" if agent_denials
                    else "without a final answer")
-            run.status, run.error = "error", f"opencode exited 0 {why}, with no final text: the task was not done"
+            run.status, run.error = "error", f"{self.label} exited 0 {why}, with no final text: the task was not done"
 
     def settings_for_snapshot(self) -> Any:
         return {**super().settings_for_snapshot(), "config": self.config("<endpoint>")}

@@ -108,13 +108,13 @@ class Pi(Preset):
         config.mkdir(parents=True)
         (config / "models.json").write_text(json.dumps(self.models_json(self._base_url(endpoint)), indent=2))
         (config / "settings.json").write_text(json.dumps({"enableInstallTelemetry": False, "quietStartup": True}))
-        argv = [self.path, *CONTRACT.endpoint.flags, "--provider", _PROVIDER, "--model", str(self.model_name)]
+        argv = [self.path, *self.contract.endpoint.flags, "--provider", _PROVIDER, "--model", str(self.model_name)]
         for _, skill in self.skill_dirs():
             argv += ["--skill", str(skill)]
         if self.instructions is not None:
             argv += ["--append-system-prompt", str(self.instructions)]
         argv += [*self.args, prompt]
-        env = {"HOME": str(home), "PI_CODING_AGENT_DIR": str(config), **CONTRACT.endpoint.quiet}
+        env = {"HOME": str(home), "PI_CODING_AGENT_DIR": str(config), **self.contract.endpoint.quiet}
         return Launch(argv, env, home)
 
     def settings_for_snapshot(self) -> Any:
