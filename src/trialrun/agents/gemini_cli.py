@@ -69,7 +69,7 @@ CONTRACT = AgentContract(
            FileTool("edit", "replace", "file_path", "claude", old="old_string", new="new_string", absolute=True,
                     required={"instruction": "make the change"})),
     refusals=Refusals(
-        REFUSALS, where="the tool result, flagged (Gemini's functionResponse error)", needs_error_flag=True,
+        REFUSALS, where="the tool result (its functionResponse `error`)", needs_error_flag=True,
         examples=("Tool execution denied by policy.",
                   'Tool "run_shell_command" not found. Did you mean one of: "update_topic", "grep_search", '
                   '"invoke_agent"?'),
