@@ -453,7 +453,7 @@ def side_requests(preset: str, options: Mapping[str, Any] | None = None, name: s
 SHELL_PATHS_ON = "pi"
 #: The order trials start in: the timeouts first (they mostly wait), then the slowest agent's trials first, so the
 #: long pole starts early and the quick agents fill the gaps (an agent not named here: in the middle).
-SLOWEST_FIRST = {"kilo-code": 0, "opencode": 0, "qwen-code": 0.5, "claude-code": 1, "continue-cli": 1, "copilot-cli": 1,
+SLOWEST_FIRST = {"kilo-code": 1.5, "opencode": 0, "qwen-code": 0.5, "claude-code": 1, "continue-cli": 1, "copilot-cli": 1,
                  "gemini-cli": 1.5, "kimi-cli": 2, "codex": 2, "mini-swe-agent": 2.5, "pi": 3}
 
 

@@ -49,6 +49,9 @@ from _battery_scenarios import all_scenarios
 #: How long each agent may run in the timeout scenario before trialrun kills it: long enough for the agent to start
 #: and run the command while the battery's other trials load the machine (opencode starts slowly; others: 60 s).
 TIMEOUT_S = {"opencode": 120.0, "kilo-code": 120.0, "qwen-code": 90.0, "continue-cli": 90.0, "copilot-cli": 90.0}
+#: How long any other trial may run (Kilo's CLI: 24 s for a call alone, 50-70 s under load, and past 150 s when ten
+#: of its trials ran at once beside the others: killed before it answered, its trials could not be judged).
+RUN_TIMEOUT_S = {"kilo-code": 360.0}
 #: Trials at once: the four timeout trials spend most of their time waiting for their kill.
 CONCURRENCY = 10
 
@@ -56,7 +59,8 @@ CONCURRENCY = 10
 def _agent(scenario: Scenario, agent_path: Any) -> tuple[Any, str]:
     """The scenario's preset, or why it cannot be made (an option trialrun does not have yet: TypeError)."""
     options = dict(scenario.options)
-    options["timeout_s"] = scenario.timeout_s if scenario.timeout_s is not None else 150.0
+    options["timeout_s"] = scenario.timeout_s if scenario.timeout_s is not None else RUN_TIMEOUT_S.get(scenario.preset,
+                                                                                                       150.0)
     try:
         return tr.agents.preset(scenario.preset, path=agent_path(scenario.preset), **options), ""
     except TypeError as exc:
