@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..trajectory import Run, ToolCall, ToolResult
 from ._contract import (AgentContract, Endpoint, Errors, FileTool, Knobs, Permissions, Refusals, Refusing, ShellTool,
-                        SideRequests, matching, pinned)
+                        matching, pinned)
 from ._process import Launch, ResultReader
 from .opencode import CONTRACT as OPENCODE
 from .opencode import REFUSALS as OPENCODE_REFUSALS
@@ -72,7 +72,9 @@ CONTRACT = AgentContract(
         note="an ask is auto-rejected: the run ends with exit status 1",
         refusing=(Refusing("deny-rule", {"deny": ["rm *"]}, "rm -rf sentinel"),
                   Refusing("ask", {"permission_mode": "ask"}, "rm -rf sentinel"))),
-    side_requests=SideRequests("a title request (which races the main loop)", "--title trialrun"),
+    # no side requests: run without `--title` (side_requests=True, the battery's side-requests scenario, twice) it
+    # sent the endpoint no title request, only its main loop's (the preset still passes `--title`, as opencode's)
+    side_requests=None,
     knobs=Knobs(instructions="`instructions` in its config", skills="none"),
 )
 
