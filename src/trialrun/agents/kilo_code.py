@@ -72,8 +72,9 @@ CONTRACT = AgentContract(
         note="an ask is auto-rejected: the run ends with exit status 1",
         refusing=(Refusing("deny-rule", {"deny": ["rm *"]}, "rm -rf sentinel"),
                   Refusing("ask", {"permission_mode": "ask"}, "rm -rf sentinel"))),
-    # (no side request: it sent no title request even without --title, where opencode sends one; the battery's
-    # side-requests scenario saw only its main loop's two requests)
+    # no side requests: run without `--title` (side_requests=True, the battery's side-requests scenario, twice) it
+    # sent the endpoint no title request, only its main loop's (the preset still passes `--title`, as opencode's)
+    side_requests=None,
     knobs=Knobs(instructions="`instructions` in its config", skills="none"),
 )
 
