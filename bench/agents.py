@@ -53,8 +53,8 @@ from trialrun.agents import _process  # noqa: E402
 from trialrun.agents.sandbox import ENV_ALLOW  # noqa: E402
 from trialrun.wire import ModelRequest  # noqa: E402
 
-PRESETS = ("pi", "codex", "claude-code", "opencode")
-PROGRAMS = {"pi": "pi", "codex": "codex", "claude-code": "claude", "opencode": "opencode"}
+PRESETS = tuple(tr.agents.CONTRACTS)  # every ready-made agent, its program from its contract
+PROGRAMS = {name: contract.program for name, contract in tr.agents.CONTRACTS.items()}
 OPTIONS: dict[str, dict[str, Any]] = {"claude-code": {"permission_mode": "acceptEdits"}}  # redirects allowed
 PROMPT = "make the marker file"
 
@@ -72,17 +72,14 @@ def installed(wanted: list[str]) -> dict[str, str]:
 
 def script(agent: tr.agents.Preset) -> Callable[[ModelRequest], Any]:
     """The agent's own shell tool once (`echo hi > marker.txt`), then an answer; a side request gets a title."""
-    tool, argument = agent.shell_tool or ("bash", "command")
+    shell = agent.contract.shell_tool
 
     def step(request: ModelRequest) -> Any:
         if not request.tools:
             return tr.reply("Trial run")
         if request.last_tool_results:
             return tr.reply("made it")
-        arguments = {argument: "echo hi > marker.txt"}
-        if agent.label in ("claude-code", "opencode"):
-            arguments["description"] = "make the marker"
-        return tr.tool_call(tool, arguments)
+        return tr.tool_call(shell.name, shell.call("echo hi > marker.txt"))
 
     return step
 

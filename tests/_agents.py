@@ -8,36 +8,22 @@ skip would hide that they did not. Outside CI the test is skipped, saying what t
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from trialrun._agents_here import cache_program, package_version
+from trialrun._pins import Pin, agents_dir, pins
+
 __all__ = ["AGENTS", "Agent", "agents_bin_dir", "find_agent", "in_ci", "installed_version", "require_agent"]
 
 
-@dataclass(frozen=True)
-class Agent:
-    """One real agent: the name tests use, its program, and the npm package (with the version checked here)."""
-
-    name: str
-    program: str
-    package: str
-    version: str
-
-
-AGENTS: dict[str, Agent] = {
-    agent.name: agent
-    for agent in (
-        Agent("pi", "pi", "@mariozechner/pi-coding-agent", "0.73.1"),
-        Agent("codex", "codex", "@openai/codex", "0.171.0"),
-        Agent("claude-code", "claude", "@anthropic-ai/claude-code", "2.1.197"),
-        Agent("opencode", "opencode", "opencode-ai", "1.18.33"),
-    )
-}
+#: One real agent: the name tests use, its program, its package and the version checked here (a `Pin`).
+Agent = Pin
+#: Every ready-made agent, from the one pinned list its contract reads (trialrun/agents/pinned.txt).
+AGENTS: dict[str, Agent] = dict(pins())
 
 
 def in_ci() -> bool:
@@ -47,23 +33,19 @@ def in_ci() -> bool:
 
 def agents_bin_dir() -> Path:
     """Where `.ci/install-agents` puts the agents' executables."""
-    base = os.environ.get("TRIALRUN_AGENTS_DIR") or str(Path.home() / ".cache" / "trialrun-agents")
-    return Path(base) / "node_modules" / ".bin"
+    return agents_dir() / "node_modules" / ".bin"
 
 
 def installed_version(name: str) -> str | None:
-    """The version of agent `name`'s npm package in the install folder, or None when it is not there."""
-    manifest = agents_bin_dir().parent / AGENTS[name].package / "package.json"
-    try:
-        return str(json.loads(manifest.read_text())["version"])
-    except (OSError, ValueError, KeyError):
-        return None
+    """The version of agent `name`'s package in the install folder (its package.json; a PyPI agent's dist-info
+    in its venv), or None when it is not there."""
+    return package_version(AGENTS[name], str(cache_program(AGENTS[name])))
 
 
 def find_agent(name: str) -> str | None:
     """The path of agent `name`'s executable (the install cache first, then PATH), or None when it is absent."""
     agent = AGENTS[name]
-    cached = agents_bin_dir() / agent.program
+    cached = cache_program(agent)
     if cached.is_file() and os.access(cached, os.X_OK):
         return str(cached)
     return shutil.which(agent.program)
@@ -77,7 +59,7 @@ def require_agent(name: str) -> str:
     agent = AGENTS[name]
     message = (
         f"{agent.name}: program {agent.program!r} not found in {agents_bin_dir()} nor on PATH; install it with "
-        f".ci/install-agents (npm package {agent.package}@{agent.version})"
+        f".ci/install-agents ({agent.registry} package {agent.spec})"
     )
     if in_ci():
         pytest.fail(f"{message}; the real-agent tests must run in CI", pytrace=False)

@@ -323,6 +323,7 @@ def main(verbose: bool = False, debug: bool = False) -> None:
     trialrun regrade [RUN]           grade a run again with the current suite (no agent runs)
     trialrun export RUN --format F   a run's trajectories as OpenTelemetry spans (otel) or ATIF (atif)
     trialrun schema                  the suite's JSON Schema
+    trialrun agents                  the ready-made agents: installed here? which version?
     """
     _setup_logging(verbose, debug)
 
@@ -985,6 +986,28 @@ def schema(results: bool, output: str | None) -> None:
         write_user_file(Path(output), text)
     else:
         click.echo(text, nl=False)
+
+
+@main.command("agents")
+@click.argument("names", nargs=-1)
+@click.option("--json", "as_json", is_flag=True, help="Print the list as JSON.")
+@_fail_cleanly
+def agents_command(names: tuple[str, ...], as_json: bool) -> None:
+    """List the ready-made agents (`agent = "NAME"`): whether each is installed here (on PATH, or in the cache
+    folder .ci/install-agents fills), its version, the version the tests run (pinned) and how to install it."""
+    from ._agents_here import installed, table
+
+    try:
+        rows = installed(list(names) or None)
+    except ValueError as exc:
+        from .config import preset_suggestion
+
+        guess = next((preset_suggestion(name) for name in names if preset_suggestion(name) not in (None, name)), None)
+        raise click.BadParameter(str(exc) + (f"; did you mean {guess!r}?" if guess else ""), param_hint="NAMES") from None
+    if as_json:
+        click.echo(json.dumps([row.as_dict() for row in rows], indent=2))
+    else:
+        _say(table(rows), err=False)
 
 
 @main.group()

@@ -60,6 +60,7 @@ from pydantic import (BaseModel, ConfigDict, Field, StrictBool, StrictFloat, Str
                       ValidationInfo, field_validator)
 
 from ._files import read_text
+from ._pins import pins
 from ._toml import TomlError
 from ._toml import loads as toml_loads
 
@@ -71,8 +72,9 @@ DEFAULT_SUITE = "state/eval/tests.json"
 MODEL_KINDS = ("scripted", "replay", "record", "openai", "anthropic", "openai-compatible")
 APIS = ("openai-chat", "openai-responses", "anthropic", "gemini")
 SANDBOXES = ("none", "bwrap", "auto")
-#: The ready-made agents by their trialrun.toml names (`trialrun.agents.PRESETS` has their factories).
-PRESET_NAMES = ("pi", "codex", "claude-code", "opencode")
+#: The ready-made agents by their trialrun.toml names, from the one pinned list (`trialrun.agents.PRESETS` has
+#: their factories, `trialrun.agents.CONTRACTS` their contracts).
+PRESET_NAMES = tuple(pins())
 COMMAND_PREFIX = "command:"
 #: The [agent_options] a command agent takes, and those every ready-made agent takes (each in its own vocabulary).
 COMMAND_OPTIONS = ("env", "timeout_s", "output")

@@ -86,6 +86,13 @@ class Turn:
     model: str | None = None
     exchange: int | None = field(default=None, compare=False)
 
+    def unnamed_results(self) -> list[ToolResult]:
+        """The results that answer none of this turn's calls by id, in order: those the id-less calls (Gemini) take
+        by position. A client may number the results of calls that came without ids (Gemini CLI, pydantic-ai):
+        such an id answers no call, so the result counts as unnamed too."""
+        ids = {call.id for call in self.tool_calls if call.id is not None}
+        return [result for result in self.tool_results if result.call_id is None or result.call_id not in ids]
+
 
 @dataclass(slots=True)
 class Denial:
@@ -285,7 +292,7 @@ class Trajectory:
                         answer, refusal = results.get(call.id), by_id.get(call.id)
                     else:
                         if unnamed is None:
-                            unnamed = [r for r in turn.tool_results if r.call_id is None]
+                            unnamed = turn.unnamed_results()
                         answer, refusal = (unnamed.pop(0) if unnamed else None), None
                     if refusal is None and loose and (answer is None or answer.is_error):
                         refusal = next((d for d in loose if d.tool == call.name and d.arguments == call.arguments), None)

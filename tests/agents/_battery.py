@@ -101,13 +101,19 @@ def namespaces_supported() -> bool:
 
 
 def script_for(main: Sequence[Step], sub: Sequence[Step], log: Log, workdir: Path, *, anthropic: bool,
-               token: str, final: str = "done") -> Callable[[ModelRequest], Any]:
+               token: str, final: str = "done", by_order: bool = False,
+               finish: Call | None = None) -> Callable[[ModelRequest], Any]:
     """The scripted model of one trial: a function of the request. A request that offers no tools (a title or
     summary request) gets a title; a sub-agent's conversation (its user text carries SUB_MARK) follows `sub`;
     the main loop follows `main`. Where a conversation is, is read from the call ids of its own history (each id
-    names its step), so an agent that re-threads or splits messages cannot shift the script."""
+    names its step), so an agent that re-threads or splits messages cannot shift the script. `by_order`: the wire
+    carries no call ids (Gemini), so the step is the number of the history's responses that made calls, and each
+    result in the history answers the conversation's calls in the order they were sent. `finish`: the call that
+    ends the agent's task instead of a final text (mini-swe-agent's submit command; its result is never sent)."""
     prefix = ("toolu_" if anthropic else "call_") + f"bt{token}"
     where = str(workdir)
+
+    order: dict[str, list[str]] = {}  # by_order: each conversation's call ids, in the order they were sent
 
     def script(request: ModelRequest) -> Any:
         with log.lock:
@@ -125,12 +131,19 @@ def script_for(main: Sequence[Step], sub: Sequence[Step], log: Log, workdir: Pat
             steps = sub if role == "sub" else main
             tag = f"{prefix}{role[0]}"
             done = -1
+            if by_order:
+                results = [r for m in request.messages for r in m.tool_results]
+                for call_id, result in zip(order.get(role, []), results):
+                    log.shown[call_id] = Shown(result.content, result.is_error)
+                done = sum(1 for m in request.messages if m.role == "assistant" and m.tool_calls) - 1
             for message in request.messages:
                 for call in message.tool_calls:
                     if call.id and call.id.startswith(tag):
                         done = max(done, int(call.id[len(tag):].split("x", 1)[0]))
             index = done + 1
             if index >= len(steps):
+                if finish is not None:
+                    return tr.tool_calls(ToolCall(finish.name, dict(finish.arguments), f"{prefix}finish{index}"))
                 return tr.reply(final)
             step = steps[index]
             if callable(step):
@@ -143,6 +156,7 @@ def script_for(main: Sequence[Step], sub: Sequence[Step], log: Log, workdir: Pat
                 arguments = _fill(dict(spec.arguments), where)
                 made = Call(spec.name, arguments, spec.key, spec.namespace)
                 log.sent[call_id] = made
+                order.setdefault(role, []).append(call_id)
                 log.ids.setdefault(spec.key, []).append(call_id)
                 if spec.namespace is not None:
                     if not namespaces_supported():

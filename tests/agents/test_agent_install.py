@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from _agents import AGENTS, agents_bin_dir, find_agent, in_ci, installed_version, require_agent
+
+import trialrun as tr
+from trialrun import _pins
+from trialrun.agents import CONTRACTS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -68,7 +75,8 @@ def test_the_installed_agent_is_the_pinned_version(name: str, tmp_path: Path) ->
            "CLAUDE_CONFIG_DIR": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path), "XDG_DATA_HOME": str(tmp_path),
            "XDG_CACHE_HOME": str(tmp_path), "XDG_STATE_HOME": str(tmp_path), "DISABLE_AUTOUPDATER": "1",
            "OPENCODE_DISABLE_AUTOUPDATE": "1", "PI_OFFLINE": "1"}
-    done = subprocess.run([program, "--version"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60,
+    done = subprocess.run([program, *CONTRACTS[name].version_args], env=env, cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60,
                           stdin=subprocess.DEVNULL, start_new_session=True)
     assert done.returncode == 0, done.stderr[-500:]
     assert AGENTS[name].version in done.stdout + done.stderr
@@ -88,4 +96,119 @@ def test_install_agents_is_quiet_when_everything_is_installed() -> None:
     done = subprocess.run([str(ROOT / ".ci" / "install-agents")], capture_output=True, text=True, timeout=60,
                           stdin=subprocess.DEVNULL)
     assert done.returncode == 0, done.stderr
-    assert done.stdout == f"{agents_bin_dir()}\n" and done.stderr == ""
+    # (the folder of the PyPI agents' linked programs after it, when there are some)
+    pypi = any(pin.registry == "pypi" for pin in _pins.pins().values())
+    expected = f"{agents_bin_dir()}\n" + (f"{agents_bin_dir().parent.parent / 'bin'}\n" if pypi else "")
+    assert done.stdout == expected and done.stderr == ""
+
+
+# -- the script itself, on fake installs (nothing here reaches a registry) ------------------------------------------
+
+SCRIPT = ROOT / ".ci" / "install-agents"
+TOOLS = ("bash", "tail", "mkdir", "readlink", "ln", "dirname", "cat")
+
+
+def _tools(folder: Path, *more: str) -> Path:
+    """A folder of the tools the script uses (and `more`), to be the whole PATH: no npm, node or python3 else."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for tool in (*TOOLS, *more):
+        found = shutil.which(tool)
+        assert found, tool
+        (folder / tool).symlink_to(found)
+    return folder
+
+
+def _script(tmp_path: Path, pinned: str, path: Path) -> subprocess.CompletedProcess[str]:
+    (tmp_path / "pinned.txt").write_text(pinned)
+    env = {"PATH": str(path), "HOME": str(tmp_path), "TRIALRUN_AGENTS_DIR": str(tmp_path / "cache"),
+           "TRIALRUN_PINNED": str(tmp_path / "pinned.txt")}
+    return subprocess.run(["bash", str(SCRIPT)], capture_output=True, text=True, env=env, timeout=60,
+                          stdin=subprocess.DEVNULL)
+
+
+def _executable(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    path.chmod(0o755)
+    return path
+
+
+def test_the_script_installs_the_list_the_contracts_read() -> None:
+    """One list: the script's default is the file the contracts' pins come from."""
+    assert 'PINNED="${TRIALRUN_PINNED:-$ROOT/src/trialrun/agents/pinned.txt}"' in SCRIPT.read_text()
+    assert ROOT / "src" / "trialrun" / "agents" / "pinned.txt" == _pins.PINNED_FILE
+    assert {name: pin.spec for name, pin in _pins.pins().items()} == {
+        name: contract.pin.spec for name, contract in tr.agents.CONTRACTS.items()}
+
+
+@pytest.mark.parametrize(("line", "said"), [
+    ("pi npm @x/pi 1.0", "pinned.txt:2: expected `name registry package version program [python>=X.Y]`, got: pi "
+                         "npm @x/pi 1.0"),
+    ("pi pypi pi 1.0 pi 3.12", "pinned.txt:2: expected `name registry package version program [python>=X.Y]`"),
+    ("pi cargo pi 1.0 pi", "pinned.txt:2: pi: registry 'cargo' is not npm or pypi"),
+])
+def test_a_bad_pinned_line_is_named(tmp_path: Path, line: str, said: str) -> None:
+    done = _script(tmp_path, f"# the list\n{line}\n", _tools(tmp_path / "bin"))
+    assert done.returncode == 1 and said in done.stderr and done.stdout == ""
+
+
+def test_an_npm_agent_off_its_pin_is_installed_with_every_pin(tmp_path: Path) -> None:
+    """Each pinned npm package is checked against its package.json (the first one too); one off its pin runs
+    `npm install` of the whole list (here a stand-in npm that records its arguments and fails)."""
+    bin_dir = _tools(tmp_path / "bin", "node")
+    _executable(bin_dir / "npm", f'#!/bin/sh\necho "$@" > {tmp_path}/npm-args; echo registry down >&2; exit 1\n')
+    cache = tmp_path / "cache" / "node_modules"
+    for package, version in (("@x/first", "0.9.0"), ("second", "2.0.0")):  # the first is off its pin
+        (cache / package).mkdir(parents=True)
+        (cache / package / "package.json").write_text(json.dumps({"name": package, "version": version}))
+    done = _script(tmp_path, "first npm @x/first 1.0.0 first\nsecond npm second 2.0.0 second\n", bin_dir)
+    assert done.returncode == 1 and "npm install failed" in done.stderr and "registry down" in done.stderr
+    assert "@x/first@1.0.0 second@2.0.0" in (tmp_path / "npm-args").read_text()
+
+
+def test_no_npm_is_named(tmp_path: Path) -> None:
+    done = _script(tmp_path, "first npm @x/first 1.0.0 first\n", _tools(tmp_path / "bin"))
+    assert done.returncode == 1 and "npm (and node) is not on PATH" in done.stderr
+
+
+def test_a_python_agent_in_its_venv_at_its_pin_is_left_alone(tmp_path: Path) -> None:
+    """A PyPI agent in its own venv at the pinned version: nothing is installed, its program is linked into the
+    cache's bin folder (never the venv's python onto PATH), and that folder is printed; a second run the same."""
+    venv = tmp_path / "cache" / "venvs" / "mini"
+    _executable(venv / "bin" / "python", '#!/bin/sh\n[ "$3" = mini-swe-agent ] && echo 2.4.6\n')
+    program = _executable(venv / "bin" / "mini", "#!/bin/sh\necho mini\n")
+    tools = _tools(tmp_path / "bin")
+    for _ in range(2):
+        done = _script(tmp_path, "mini pypi mini-swe-agent 2.4.6 mini\n", tools)
+        assert (done.returncode, done.stderr, done.stdout) == (0, "", f"{tmp_path / 'cache' / 'bin'}\n")
+        assert os.readlink(tmp_path / "cache" / "bin" / "mini") == str(program)
+    assert sorted(p.name for p in (tmp_path / "cache" / "bin").iterdir()) == ["mini"]
+
+
+def test_a_python_agent_off_its_pin_needs_python3(tmp_path: Path) -> None:
+    venv = tmp_path / "cache" / "venvs" / "mini"
+    _executable(venv / "bin" / "python", "#!/bin/sh\necho 2.0.0\n")
+    done = _script(tmp_path, "mini pypi mini-swe-agent 2.4.6 mini\n", _tools(tmp_path / "bin"))
+    assert done.returncode == 1 and "no Python >= 3.10 here" in done.stderr and "install mini (mini-swe-agent==2.4.6)" \
+        in done.stderr
+
+
+def test_a_python_agent_needing_a_newer_python_says_so(tmp_path: Path) -> None:
+    tools = _tools(tmp_path / "bin")
+    _executable(tools / "python3", f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    done = _script(tmp_path, "kimi pypi kimi-cli 1.51.0 kimi python>=3.99\n", tools)
+    assert done.returncode == 1 and "no Python >= 3.99 here" in done.stderr and "kimi (kimi-cli==1.51.0)" in done.stderr
+
+
+def test_a_python_agent_off_its_pin_is_installed_into_its_venv(tmp_path: Path) -> None:
+    """Off its pin: `python -m pip install PACKAGE==VERSION` in its own venv (a stand-in venv python that records
+    what it was asked; a failure shows its log)."""
+    venv = tmp_path / "cache" / "venvs" / "mini"
+    _executable(venv / "bin" / "python", f'#!/bin/sh\n[ "$1" = -c ] && echo 2.0.0 && exit 0\necho "$@" >> '
+                                         f'{tmp_path}/pip-args; echo no such version >&2; exit 1\n')
+    tools = _tools(tmp_path / "bin")
+    _executable(tools / "python3", f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')  # a Python >= 3.10
+    done = _script(tmp_path, "mini pypi mini-swe-agent 2.4.6 mini\n", tools)
+    assert done.returncode == 1 and f"installing mini-swe-agent==2.4.6 into {venv} failed" in done.stderr
+    assert "no such version" in done.stderr
+    assert (tmp_path / "pip-args").read_text().split()[-1] == "mini-swe-agent==2.4.6"

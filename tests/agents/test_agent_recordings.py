@@ -196,8 +196,12 @@ def _load(name: str) -> list[Any]:
     return load_exchanges(TRAFFIC / name)
 
 
+#: Issue 25's agents: their recordings' outcomes are pinned in test_issue25_recordings.py.
+ISSUE_25 = ("mini-swe-agent", "qwen-code", "gemini-cli", "kimi-cli", "continue-cli", "kilo-code", "copilot-cli")
+
+
 def _files() -> list[str]:
-    return sorted(str(path.relative_to(TRAFFIC)) for path in TRAFFIC.glob("*/*.yaml"))
+    return sorted(str(path.relative_to(TRAFFIC)) for path in TRAFFIC.glob("*/*.yaml") if path.parent.name not in ISSUE_25)
 
 
 def _walk(value: Any) -> Iterator[dict[str, Any]]:

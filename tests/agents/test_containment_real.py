@@ -30,7 +30,7 @@ import trialrun as tr
 from trialrun.wire import ModelRequest
 
 AGENTS = ("pi", "claude-code", "opencode")
-BOXED = ("pi", "claude-code")  # also in the bubblewrap sandbox
+BOXED = tuple(name for name, c in tr.agents.CONTRACTS.items() if "bwrap" in c.sandboxes_tested)  # (its contract says)
 #: Claude Code runs the command only when its permissions allow it
 OPTIONS: dict[str, dict[str, Any]] = {"claude-code": {"permission_mode": "acceptEdits", "allow": ["Bash"]}}
 #: long enough for the slowest agent (opencode) to reach its first tool call on a loaded 2-core machine

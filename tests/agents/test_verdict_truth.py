@@ -1,5 +1,5 @@
 """The verdict-truth battery (issue 21, "Done when"): on every preset (pi, Codex, Claude Code, opencode; the real
-agents, driven by a scripted model), scenarios whose right verdict is decided OUTSIDE trialrun -- the workdir's
+agents, driven by a scripted model; each preset's scenarios made from its declared contract: test_battery_plan.py), scenarios whose right verdict is decided OUTSIDE trialrun -- the workdir's
 files after the trial, the scripted model's own log of what it sent and was shown, /proc -- compared with
 trialrun's verdicts: a destructive command run, refused by each of the agent's permission mechanisms, disguised,
 written into a script by each write/edit/patch path and then run, typed into a session, run by a sub-agent,
@@ -31,6 +31,7 @@ from _battery import (
     KEEP,
     MISSING,
     SENTINEL,
+    Call,
     Check,
     Log,
     Row,
@@ -46,8 +47,11 @@ from _battery import (
 from _battery_scenarios import all_scenarios
 
 #: How long each agent may run in the timeout scenario before trialrun kills it: long enough for the agent to start
-#: and run the command while the battery's other trials load the machine (opencode starts slowly).
-TIMEOUT_S = {"pi": 60.0, "codex": 60.0, "claude-code": 60.0, "opencode": 120.0}
+#: and run the command while the battery's other trials load the machine (opencode starts slowly; others: 60 s).
+TIMEOUT_S = {"opencode": 120.0, "kilo-code": 120.0, "qwen-code": 90.0, "continue-cli": 90.0, "copilot-cli": 90.0}
+#: How long any other trial may run (Kilo's CLI: 24 s for a call alone, 50-70 s under load, and past 150 s when ten
+#: of its trials ran at once beside the others: killed before it answered, its trials could not be judged).
+RUN_TIMEOUT_S = {"kilo-code": 360.0}
 #: Trials at once: the four timeout trials spend most of their time waiting for their kill.
 CONCURRENCY = 10
 
@@ -55,11 +59,21 @@ CONCURRENCY = 10
 def _agent(scenario: Scenario, agent_path: Any) -> tuple[Any, str]:
     """The scenario's preset, or why it cannot be made (an option trialrun does not have yet: TypeError)."""
     options = dict(scenario.options)
-    options["timeout_s"] = scenario.timeout_s if scenario.timeout_s is not None else 150.0
+    options["timeout_s"] = scenario.timeout_s if scenario.timeout_s is not None else RUN_TIMEOUT_S.get(scenario.preset,
+                                                                                                       150.0)
     try:
         return tr.agents.preset(scenario.preset, path=agent_path(scenario.preset), **options), ""
     except TypeError as exc:
         return None, str(exc)
+
+
+def _finish(preset: str) -> Call | None:
+    """The call that ends the agent's task where its contract says a final text does not (mini-swe-agent)."""
+    command = tr.agents.CONTRACTS[preset].finish
+    if command is None:
+        return None
+    tool = tr.agents.CONTRACTS[preset].shell_tool
+    return Call(tool.name, tool.call(command), "finish")
 
 
 def _case(scenario: Scenario, agent: Any, graders: list[tuple[Check, Any, str]],
@@ -75,7 +89,8 @@ def _case(scenario: Scenario, agent: Any, graders: list[tuple[Check, Any, str]],
 
     def invoke(ctx: tr.TrialContext) -> Any:
         model = ctx.scripted(script_for(scenario.main, scenario.sub, log, ctx.workdir,
-                                        anthropic=agent.api == "anthropic", token=token))
+                                        anthropic=agent.api == "anthropic", token=token,
+                                        by_order=agent.api == "gemini", finish=_finish(scenario.preset)))
         return agent("Do the task in this folder.", ctx, model=model)
 
     def teardown(ctx: tr.TrialContext) -> None:

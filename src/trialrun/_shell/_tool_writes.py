@@ -1,6 +1,6 @@
 """What a (non-command) tool call wrote, into the matcher's file table (see `_files`), with each agent's exact
 semantics: a write of whole content, a string edit (Claude Code's Edit and MultiEdit, opencode's edit, pi's edits,
-Anthropic's text editor), a Codex-style patch, a unified diff. Also the patch appliers the shell analysis uses
+Anthropic's text editor, Kimi CLI's StrReplaceFile), a Codex-style patch, a unified diff. Also the patch appliers the shell analysis uses
 (`apply_patch` run in a shell, `patch`, `git apply`).
 
 Where what the file holds afterwards cannot be known (an edit of a file trialrun never saw whole, an old string that
@@ -51,6 +51,8 @@ def _style(arguments: Mapping[str, Any]) -> str:
         return "opencode"
     if "oldText" in arguments or "newText" in arguments:
         return "pi"
+    if _kimi_style(arguments):
+        return "kimi"
     return "generic"
 
 
@@ -110,6 +112,10 @@ def tool_write(arguments: Any, files: Table, tool: str = "write_file", failed: b
     if failed and (any(k in arguments for k in _EDIT_KEYS) or _first(arguments, _CONTENT_KEYS) is not None):
         return  # the tool refused (Claude Code: not Read first; a missing old string): nothing was written
     shown = f"`{tool}`"
+    if _kimi_style(arguments.get("edit")):
+        if not failed:
+            _kimi_edits(files, path, arguments["edit"], shown)
+        return  # (a failed one changed nothing: Kimi CLI writes only when every edit applied)
     edits = arguments.get("edits")
     if "notebook_path" in arguments or "new_source" in arguments:
         files[_files.key(files, path)] = ("unknown", f"was edited by {shown} (a notebook cell edit, not followed)")
@@ -148,6 +154,29 @@ def tool_write(arguments: Any, files: Table, tool: str = "write_file", failed: b
     content = _first(arguments, keys)
     if content is not None and not any(k in arguments for k in _EDIT_KEYS):
         files[_files.key(files, path)] = ("text", (content,))
+
+
+def _kimi_style(edit: Any) -> bool:
+    """Kimi CLI's StrReplaceFile: `edit` is one `{old, new, replace_all}` or a list of them."""
+    edits = edit if isinstance(edit, list) else [edit]
+    return bool(edits) and all(isinstance(e, Mapping) and isinstance(e.get("old"), str) and
+                               isinstance(e.get("new"), str) for e in edits)
+
+
+def _kimi_edits(files: Table, path: str, edit: Any, shown: str) -> None:
+    """Kimi CLI's edits, one after another, each Python's `str.replace` of the first occurrence (every one with
+    `replace_all`); an edit that changes nothing at all is refused."""
+    steps = [(e["old"], e["new"], bool(e.get("replace_all"))) for e in (edit if isinstance(edit, list) else [edit])]
+
+    def change(text: str) -> str:
+        result = text
+        for old, new, every in steps:
+            result = result.replace(old, new) if every else result.replace(old, new, 1)
+        if result == text:
+            raise Refused("no replacements were made")
+        return result
+
+    _edit(files, path, f"edited by {shown}", change)
 
 
 def _insert(text: str, line: int, inserted: str) -> str:

@@ -3,7 +3,9 @@
     agent = tr.agents.claude_code(permission_mode="acceptEdits", skills=["skills/careful"])
     tr.Case(name="marker", invoke=lambda ctx: agent("make marker.txt", ctx, model=tr.ScriptedModel(...)), ...)
 
-In trialrun.toml: `agent = "pi"` (or "codex", "claude-code", "opencode"), or `agent = "command: my-agent {prompt}"`.
+In trialrun.toml: `agent = "pi"` (or any name in `PRESETS`: "codex", "claude-code", "opencode", "qwen-code",
+"gemini-cli", "continue-cli", "kilo-code", "copilot-cli", "mini-swe-agent", "kimi-cli"), or
+`agent = "command: my-agent {prompt}"`.
 """
 
 from __future__ import annotations
@@ -11,19 +13,37 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ._contract import AgentContract
 from ._process import AgentNotFound, Launch, ProcessAgent
 from ._preset import Preset
 from .claude_code import ClaudeCode, claude_code
 from .codex import Codex, codex
+from .continue_cli import ContinueCli, continue_cli
+from .copilot_cli import CopilotCli, copilot_cli
+from .gemini_cli import GeminiCli, gemini_cli
+from .kilo_code import KiloCode, kilo_code
+from .kimi_cli import KimiCli, kimi_cli
+from .mini_swe_agent import MiniSweAgent, mini_swe_agent
 from .opencode import Opencode, opencode
 from .pi import Pi, pi
+from .qwen_code import QwenCode, qwen_code
 
-__all__ = ["ProcessAgent", "Preset", "AgentNotFound", "Launch", "PRESETS", "preset", "pi", "codex", "claude_code", "opencode",
-           "Pi", "Codex", "ClaudeCode", "Opencode"]
+__all__ = ["ProcessAgent", "Preset", "AgentNotFound", "Launch", "PRESETS", "CONTRACTS", "AgentContract", "preset",
+           "pi", "codex", "claude_code", "opencode", "Pi", "Codex", "ClaudeCode", "Opencode",
+           # issue 25
+           "qwen_code", "gemini_cli", "continue_cli", "kilo_code", "copilot_cli", "mini_swe_agent", "kimi_cli",
+           "QwenCode", "GeminiCli", "ContinueCli", "KiloCode", "CopilotCli", "MiniSweAgent", "KimiCli"]
 
-
-PRESETS: dict[str, Callable[..., Preset]] = {"pi": pi, "codex": codex, "claude-code": claude_code, "opencode": opencode}
-
+#: Each ready-made agent: its class (which names its contract) and its factory. Adding an agent is its module, a
+#: line here and its line in the pinned list (`trialrun/agents/pinned.txt`, which `agent = "..."` is checked against).
+_READY: tuple[tuple[type[Preset], Callable[..., Preset]], ...] = (
+    (Pi, pi), (Codex, codex), (ClaudeCode, claude_code), (Opencode, opencode),
+    (QwenCode, qwen_code), (GeminiCli, gemini_cli), (ContinueCli, continue_cli), (KiloCode, kilo_code),
+    (CopilotCli, copilot_cli), (MiniSweAgent, mini_swe_agent), (KimiCli, kimi_cli))
+#: The ready-made agents' factories, by their trialrun.toml names.
+PRESETS: dict[str, Callable[..., Preset]] = {cls.contract.name: factory for cls, factory in _READY}
+#: Each ready-made agent's declared contract (`AgentContract`), by name.
+CONTRACTS: dict[str, AgentContract] = {cls.contract.name: cls.contract for cls, _ in _READY}
 
 def preset(name: str, **options: Any) -> Preset:
     """A ready-made agent by its trialrun.toml name ("pi", "codex", "claude-code", "opencode"); a mistyped name

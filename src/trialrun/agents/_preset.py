@@ -1,16 +1,23 @@
-"""What every ready-made agent shares: finding its program, its version, the knobs users compare, the snapshot."""
+"""What every ready-made agent shares: finding its program, its version, the knobs users compare, the snapshot.
+
+A preset class names its `contract` (`_contract.AgentContract`, in the agent's own module); everything the base
+class knows about the agent (its label, program, package, APIs, permission modes, refusal forms, side requests)
+is read from that contract, never written here a second time.
+"""
 
 from __future__ import annotations
 
 import functools
 import os
-import re
 import shutil
 import subprocess
-from collections.abc import Iterable, Mapping, Sequence
+import tempfile
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
+from ..trajectory import ToolCall, ToolResult
+from ._contract import AgentContract, matching
 from ._process import AgentNotFound, Output, ProcessAgent, file_digest, settings_digest
 
 __all__ = ["Preset", "DEFAULT_MODEL", "matching"]
@@ -18,20 +25,16 @@ __all__ = ["Preset", "DEFAULT_MODEL", "matching"]
 DEFAULT_MODEL = "trialrun-model"
 
 
-def matching(templates: Iterable[tuple[str, re.Pattern[str]]], text: str) -> str | None:
-    """The name of the first template the WHOLE text matches (a refusal or error form), or None: a form is where
-    and how an agent puts its message, so words found elsewhere in an output never count."""
-    return next((name for name, pattern in templates if pattern.fullmatch(text)), None)
-
-
 @functools.lru_cache(maxsize=32)
-def program_version(path: str) -> str | None:
-    """`program --version`, once per program (None when it cannot say)."""
-    try:
-        done = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30,
-                              stdin=subprocess.DEVNULL, env={**os.environ, "NO_COLOR": "1"})
-    except (OSError, subprocess.SubprocessError):
-        return None
+def program_version(path: str, args: tuple[str, ...] = ("--version",)) -> str | None:
+    """`program --version` (or the contract's `version_args`), once per program: its first line (None when it
+    cannot say). Run with a temporary HOME: some agents write their configuration when they start."""
+    with tempfile.TemporaryDirectory(prefix="trialrun-version-home-") as home:
+        try:
+            done = subprocess.run([path, *args], capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL,
+                                  env={**os.environ, "NO_COLOR": "1", "HOME": home, "XDG_CONFIG_HOME": home})
+        except (OSError, subprocess.SubprocessError):
+            return None
     text = (done.stdout or done.stderr).strip().splitlines()
     return text[0].strip() if done.returncode == 0 and text else None
 
@@ -46,12 +49,41 @@ class Preset(ProcessAgent):
     presets turn off by default: Claude Code's and opencode's; pi and Codex send none), plus ProcessAgent's
     `env`, `timeout_s`, `output` and `sandbox`.
 
-    Each preset reads its agent's own refusals and error shapes by their FORM (`refusal_in`, `error_in`).
+    Each preset reads its agent's own refusals and error shapes by their FORM (`refusal_in`, `error_in`), as its
+    contract declares them.
     """
 
-    program = ""
-    npm_package = ""
-    apis: tuple[str, ...] = ("openai-chat",)
+    contract: ClassVar[AgentContract]
+    program: ClassVar[str] = ""
+    apis: ClassVar[tuple[str, ...]] = ()
+    #: (name, argument) of its first shell tool
+    shell_tool: tuple[str, str] | None = None
+    #: The agent's own permission modes (empty: it has none), and what `permission_mode` means for it.
+    permission_modes: ClassVar[tuple[str, ...]] = ()
+    permission_mode_is: ClassVar[str] = "permission_mode must be"
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """The class attributes the rest of trialrun reads, taken from the subclass's contract."""
+        super().__init_subclass__(**kwargs)
+        contract = cls.__dict__.get("contract")
+        if contract is None:
+            return
+        cls.label, cls.program, cls.apis = contract.name, contract.program, contract.apis
+        cls.shell_tool = (contract.shell_tool.name, contract.shell_tool.argument)
+        if contract.permissions is not None:
+            cls.permission_modes, cls.permission_mode_is = contract.permissions.modes, contract.permissions.mode_is
+
+    @classmethod
+    def package_spec(cls) -> str:
+        """Its package at the tested version (`@openai/codex@0.171.0`)."""
+        return cls.contract.pin.spec
+
+    @property
+    def package(self) -> str:
+        """Its registry package (npm or PyPI: `contract.pin.registry`)."""
+        return self.contract.pin.package
+
+    npm_package = package  # its name before PyPI agents
 
     def __init__(
         self,
@@ -93,19 +125,20 @@ class Preset(ProcessAgent):
 
     @classmethod
     def find(cls, path: str | os.PathLike[str] | None) -> str:
-        """The program to run: `path` when given, else the first on PATH; AgentNotFound names the npm package."""
+        """The program to run: `path` when given, else the first on PATH; AgentNotFound names the package."""
+        install = cls.contract.pin.install_command
         if path is not None:
             candidate = Path(path).expanduser()
             if candidate.is_dir():
                 candidate = candidate / cls.program
             if not (candidate.is_file() and os.access(candidate, os.X_OK)):
                 raise AgentNotFound(f"{cls.label}: {str(path)!r} is not an executable {cls.program} program "
-                                    f"(install it with `npm install -g {cls.npm_package}`)")
+                                    f"(install it with `{install}`)")
             return os.path.abspath(candidate)
         found = shutil.which(cls.program)
         if found is None:
             raise AgentNotFound(f"{cls.label}: the program {cls.program!r} is not on PATH; install it with "
-                                f"`npm install -g {cls.npm_package}`, or give its path (path = \"...\")")
+                                f"`{install}`, or give its path (path = \"...\")")
         return found
 
     def _existing(self, value: str | os.PathLike[str], what: str) -> Path:
@@ -114,15 +147,36 @@ class Preset(ProcessAgent):
             raise ValueError(f"{self.label}: {what} {str(value)!r} does not exist")
         return path
 
-    #: The agent's own permission modes (empty: it has none), and what `permission_mode` means for it.
-    permission_modes: tuple[str, ...] = ()
-    permission_mode_is = "permission_mode must be"
-
     def check_knobs(self) -> None:
-        """A preset refuses knobs its agent has no such thing for (the message says what it does have)."""
-        if self.permission_mode is not None and self.permission_modes and self.permission_mode not in self.permission_modes:
-            raise ValueError(f"{self.label}: {self.permission_mode_is} one of {', '.join(self.permission_modes)}; "
-                             f"got {self.permission_mode!r}")
+        """A preset refuses knobs its agent has no such thing for, by its contract (the message says what it does
+        have)."""
+        permissions = self.contract.permissions
+        if permissions is None:
+            if self.permission_mode or self.allow or self.deny:
+                raise ValueError(f"{self.label} has no permission modes or allow/deny rules of its own (it runs what "
+                                 "the model asks); use a sandbox to contain it")
+        else:
+            if self.permission_mode is not None and permissions.modes and self.permission_mode not in permissions.modes:
+                raise ValueError(f"{self.label}: {permissions.mode_is} one of {', '.join(permissions.modes)}; "
+                                 f"got {self.permission_mode!r}")
+            if (self.allow or self.deny) and not permissions.rules:
+                raise ValueError(f"{self.label}: allow/deny rules are not supported by this preset; use "
+                                 f"permission_mode ({permissions.mode_is.removesuffix(',')}) or args=[...]")
+        knobs = self.contract.knobs
+        for knob, given, where in (("skills", bool(self.skills), knobs.skills),
+                                   ("instructions", self.instructions is not None, knobs.instructions)):
+            if given and (not where or where.startswith("none")):  # (the contract's "none (why)")
+                raise ValueError(f"{self.label}: the preset has no way to give the agent {knob}"
+                                 + (f": {where}" if where else ""))
+        if self.side_requests and self.contract.side_requests is None:
+            with_them = [name for name, c in _contracts().items() if c.side_requests is not None]
+            raise ValueError(f"{self.label} sends no title or summary requests: side_requests applies to "
+                             f"{' and '.join(with_them)}")
+
+    def refusal_in(self, call: ToolCall, result: ToolResult) -> str | None:
+        """Its contract's refusal forms, on the whole result (with the error flag, where the contract says)."""
+        refusals = self.contract.refusals
+        return None if refusals is None else refusals.match(result.content, result.is_error)
 
     def skill_dirs(self) -> list[tuple[str, Path]]:
         """Each skill as (name, folder holding SKILL.md); a lone file is taken as that folder's SKILL.md."""
@@ -152,7 +206,7 @@ class Preset(ProcessAgent):
     def snapshot(self) -> dict[str, Any]:
         return {
             "agent": self.label,
-            "agent_version": program_version(self.path),
+            "agent_version": program_version(self.path, self.contract.version_args),
             "api": self.api,
             "model_name": self.model_name,
             "skills_loaded": [name for name, _ in self.skill_dirs()],
@@ -165,3 +219,9 @@ class Preset(ProcessAgent):
             "side_requests": self.side_requests,
             "sandbox": self.sandbox.describe(),
         }
+
+
+def _contracts() -> dict[str, AgentContract]:
+    from . import CONTRACTS  # the registry imports the presets, which import this module
+
+    return CONTRACTS

@@ -524,7 +524,7 @@ def _answered(trajectory: Trajectory) -> list[tuple[ToolCall, ToolResult]]:
     API without call ids (Gemini)."""
     pairs = []
     for turn in trajectory.all_turns:
-        loose = [result for result in turn.tool_results if result.call_id is None]
+        loose = turn.unnamed_results()
         by_id = {result.call_id: result for result in turn.tool_results if result.call_id is not None}
         for call in turn.tool_calls:
             result = by_id.get(call.id) if call.id is not None else (loose.pop(0) if loose else None)

@@ -22,36 +22,82 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..trajectory import ToolCall, ToolResult
+from ._contract import (AgentContract, Endpoint, Errors, Knobs, Permissions, Refusals, Refusing, Sessions, ShellTool,
+                        SubAgents, forms, matching, pinned)
 from ._process import DUMMY_KEY, Launch
-from ._preset import Preset, matching
+from ._preset import Preset
 
 if TYPE_CHECKING:
     from ..case import TrialContext
     from ..endpoint import ModelEndpoint
 
-__all__ = ["Codex", "codex"]
+__all__ = ["Codex", "codex", "CONTRACT", "REFUSALS"]
 
-_MODES = ("read-only", "workspace-write", "danger-full-access")
 _KEY_VARIABLE = "TRIALRUN_CODEX_KEY"
-
-#: Codex's refusals (0.171), each a WHOLE tool result (tests/fixtures/agent-traffic/codex: destructive, refuse-rule,
-#: escalation, subagent-refused; lookalike.yaml prints them from commands that ran).
-REFUSALS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((why, re.compile(pattern, re.DOTALL)) for why, pattern in (
-    ("its command policy", r'exec_command failed: CreateProcess \{ message: "Rejected\(\\"`.*` rejected: .*\\"\)" \}'),
-    ("its approval policy", r"approval policy is (\w+(?:\(.*\))?); reject command — you (?:cannot|should not) ask "
-                            r"for escalated permissions if the approval policy is \1"),
-))
 #: What a command that ran (or is still running) answers with, whatever it printed after "Output:".
 _HEADER = re.compile(r"(?:Chunk ID: \S*\n)?Wall time: [^\n]*\n(?:Process exited with code (-?\d+)|Process running "
                      r"with session ID \S+)\n")
-_TOOL_FAILED = re.compile(r"(?:exec_command|write_stdin) failed: .*", re.DOTALL)
 #: What Codex answers for an `apply_patch` it applied itself (the whole command): a header of its own, with the
-#: patch tool's exit code, before the tool's output; and the whole answer when the patch did not apply.
+#: patch tool's exit code, before the tool's output.
 _PATCH_HEADER = re.compile(r"Wall time: [^\n]*\nOutput:\nExit code: (-?\d+)\n")
-_PATCH_FAILED = re.compile(r"apply_patch verification failed: .*", re.DOTALL)
-#: The tools whose results have Codex's command header; its sub-agent tools answer JSON (text when they fail).
-_COMMAND_TOOLS = ("exec_command", "write_stdin")
 _SUBAGENT_NAMESPACE = "multi_agent_v1"
+#: Its sandbox_mode, with approval_policy "never"; what it refuses by itself in the default one.
+_PERMISSIONS = Permissions(
+    modes=("read-only", "workspace-write", "danger-full-access"), default_mode="workspace-write",
+    mode_is="permission_mode is its sandbox_mode,",
+    note="approval_policy \"never\"; refuses `rm -f`-style commands and what its exec-policy rules forbid, and any "
+         "command asking to leave its sandbox; runs `rm -r`",
+    refusing=(
+        Refusing("rm-f", {}, "rm -f sentinel/keep.txt"),  # `rm -f` style commands: its command policy
+        Refusing("escalation", {}, "rm -r sentinel", extra={"sandbox_permissions": "require_escalated",
+                                                             "justification": "clean up the sentinel"}),
+    ))
+
+CONTRACT = AgentContract(
+    name="codex",
+    pin=pinned("codex"),
+    summary="Codex CLI: runs commands in its own sandbox (sandbox_mode), refuses some commands itself",
+    apis=("openai-responses",),
+    endpoint=Endpoint("config.toml in CODEX_HOME names the endpoint as a model provider (wire_api responses)",
+                      env=("CODEX_HOME", _KEY_VARIABLE), files=(".codex/config.toml", ".codex/AGENTS.md",
+                                                                ".codex/skills/"),
+                      quiet={"NO_COLOR": "1"},
+                      flags=("exec", "--skip-git-repo-check", "--ephemeral", "--color", "never")),
+    shell=(ShellTool("exec_command", "cmd", patches=True, ends_background=True,
+                     sessions=Sessions("write_stdin", "session_id", "chars", tty="tty", wait_ms="yield_time_ms",
+                                       max_wait_ms=30000)),),
+    files=(),  # it edits through `apply_patch <<'EOF'` as the whole command of exec_command (`patches`)
+    # Codex's refusals (0.171), each a WHOLE tool result (tests/fixtures/agent-traffic/codex: destructive,
+    # refuse-rule, escalation, subagent-refused; lookalike.yaml prints them from commands that ran). What ran
+    # starts with Codex's header, so a refusal is Codex's own text in its place.
+    refusals=Refusals(forms(
+        ("its command policy", r'exec_command failed: CreateProcess \{ message: "Rejected\(\\"`.*` rejected: .*\\"\)" \}'),
+        ("its approval policy", r"approval policy is (\w+(?:\(.*\))?); reject command — you (?:cannot|should not) ask "
+                                r"for escalated permissions if the approval policy is \1"),
+    ), where="the tool result (what ran starts with its command header instead)", examples=(
+        'exec_command failed: CreateProcess { message: "Rejected(\\"`/bin/bash -lc \'rm -f x\'` rejected: rm -f style '
+        'commands are not permitted. Use a safer approach\\")" }',
+        "approval policy is Never; reject command — you cannot ask for escalated permissions if the approval policy "
+        "is Never",
+    ), recordings="destructive.yaml, refuse-rule.yaml, escalation.yaml, subagent-refused.yaml"),
+    errors=Errors(
+        "none on the wire: its command header's \"Process exited with code N\" (the header comes BEFORE the "
+        "command's output, so output cannot fake it), \"exec_command failed: ...\", an `apply_patch` it ran itself "
+        "by its own header's \"Exit code: N\" or \"apply_patch verification failed: ...\" (`patch.yaml`), a "
+        "sub-agent tool answering text instead of JSON; a write the sandbox stopped ran and failed",
+        # the tools whose results have its command header (its sub-agent tools answer JSON, text when they fail)
+        failed=dict.fromkeys(("exec_command", "write_stdin"), forms(
+            ("its tool failed", r"(?:exec_command|write_stdin) failed: .*"),
+            ("the patch did not apply", r"apply_patch verification failed: .*"))),
+    ),
+    permissions=_PERMISSIONS,
+    subagents=SubAgents("spawn_agent", "message", namespace=_SUBAGENT_NAMESPACE, wait="wait_agent",
+                        read="on the wire; its sub-agent tools answer JSON, a failure is text"),
+    knobs=Knobs(instructions="AGENTS.md in CODEX_HOME", skills="CODEX_HOME/skills/<name>/SKILL.md"),
+    sandboxes_tested=("none",),  # bwrap: bench/agents.py only
+)
+#: Its refusal forms (the contract's), kept under their old name.
+REFUSALS = CONTRACT.refusals.forms if CONTRACT.refusals else ()
 
 
 def _toml(value: Any) -> str:
@@ -59,38 +105,19 @@ def _toml(value: Any) -> str:
 
 
 class Codex(Preset):
-    label = "codex"
-    program = "codex"
-    npm_package = "@openai/codex"
-    apis = ("openai-responses",)
-    shell_tool = ("exec_command", "cmd")
-    permission_modes = _MODES
-    permission_mode_is = "permission_mode is its sandbox_mode,"
-
-    def check_knobs(self) -> None:
-        super().check_knobs()
-        if self.allow or self.deny:
-            raise ValueError("codex: allow/deny rules are not supported by this preset; use permission_mode "
-                             "(its sandbox_mode) or args=['-c', 'key=value']")
-        if self.side_requests:
-            raise ValueError("codex sends no title or summary requests: side_requests applies to claude-code and "
-                             "opencode")
-
-    def refusal_in(self, call: ToolCall, result: ToolResult) -> str | None:
-        # what ran starts with Codex's header; a refusal is Codex's own text in its place
-        return matching(REFUSALS, result.content)
+    contract = CONTRACT
 
     def error_in(self, call: ToolCall, result: ToolResult) -> bool | None:
         text = result.content
-        if call.name in _COMMAND_TOOLS and call.namespace is None:
+        if call.name in self.contract.errors.failed and call.namespace is None:
             header = _HEADER.match(text)
             if header is not None:
                 return header.group(1) is not None and header.group(1) != "0"
             patched = _PATCH_HEADER.match(text)
             if patched is not None:
                 return patched.group(1) != "0"
-            return True if _TOOL_FAILED.fullmatch(text) or _PATCH_FAILED.fullmatch(text) else None
-        if call.namespace == _SUBAGENT_NAMESPACE:
+            return True if matching(self.contract.errors.failed[call.name], text) else None
+        if self.contract.subagents is not None and call.namespace == self.contract.subagents.namespace:
             try:
                 return not isinstance(json.loads(text), dict)
             except ValueError:
@@ -102,7 +129,7 @@ class Codex(Preset):
             f"model = {_toml(self.model_name)}",
             'model_provider = "trialrun"',
             'approval_policy = "never"',
-            f"sandbox_mode = {_toml(self.permission_mode or 'workspace-write')}",
+            f"sandbox_mode = {_toml(self.permission_mode or _PERMISSIONS.default_mode)}",
             "check_for_update_on_startup = false",
             "[analytics]", "enabled = false",
             "[feedback]", "enabled = false",
@@ -131,9 +158,9 @@ class Codex(Preset):
             (bin_dir / "codex-linux-sandbox").symlink_to(helper)
             path = f"{bin_dir}{os.pathsep}{path}"
         last = home / "last-message.txt"
-        argv = [self.path, "exec", "--skip-git-repo-check", "--ephemeral", "--color", "never",
-                "--output-last-message", str(last), *self.args, prompt]
-        env = {"PATH": path, "HOME": str(home), "CODEX_HOME": str(config), _KEY_VARIABLE: DUMMY_KEY, "NO_COLOR": "1"}
+        argv = [self.path, *self.contract.endpoint.flags, "--output-last-message", str(last), *self.args, prompt]
+        env = {"PATH": path, "HOME": str(home), "CODEX_HOME": str(config), _KEY_VARIABLE: DUMMY_KEY,
+               **self.contract.endpoint.quiet}
         return Launch(argv, env, home)
 
     def settings_for_snapshot(self) -> Any:

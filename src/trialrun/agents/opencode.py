@@ -27,32 +27,73 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..trajectory import Denial, Run, ToolCall, ToolResult
+from ._contract import (AgentContract, Endpoint, Errors, FileTool, Knobs, Permissions, Refusals, Refusing,
+                        ShellTool, SideRequests, SubAgents, forms, matching, pinned)
 from ._process import DUMMY_KEY, Launch, ResultReader
-from ._preset import Preset, matching
+from ._preset import Preset
 
 if TYPE_CHECKING:
     from ..case import TrialContext
     from ..endpoint import ModelEndpoint
 
-__all__ = ["Opencode", "opencode", "REFUSALS"]
+__all__ = ["Opencode", "opencode", "REFUSALS", "CONTRACT"]
 
-_MODES = ("allow", "ask", "deny")
 _QUIET = {"OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_MODELS_FETCH": "1",
           "OPENCODE_DISABLE_LSP_DOWNLOAD": "1", "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1", "NO_COLOR": "1"}
 
-#: opencode's permission errors (PermissionDeniedError, PermissionRejectedError, PermissionCorrectedError in 1.18),
-#: each the WHOLE error of a tool call (tests/fixtures/agent-traffic/opencode: refuse-deny, destructive-ask,
-#: subagent-refused; lookalike.yaml prints them from commands that ran).
-REFUSALS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((why, re.compile(pattern, re.DOTALL)) for why, pattern in (
-    ("a deny rule", r"The user has specified a rule which prevents you from using this specific tool call\. Here "
-                    r"are some of the relevant rules \[.*\]"),
-    ("an ask it rejected", r"The user rejected permission to use this specific tool call\."),
-    ("an ask it rejected", r"The user rejected permission to use this specific tool call with the following "
-                           r"feedback: .+"),
-))
-#: The forms of a failed `read` (its error text, 1.18) and of one that worked (what the tool returns).
-_READ_FAILED = re.compile(r"(?:File not found: |Failed to read file: ).+", re.DOTALL)
-_READ_WORKED = re.compile(r"<path>[^\n]*</path>\n<type>.*", re.DOTALL)
+#: Its bash rules: `permission_mode` the default for every command, then allow, then deny (last match wins).
+_PERMISSIONS = Permissions(
+    modes=("allow", "ask", "deny"), default_mode="allow", mode_is="permission_mode is the default for commands,",
+    rules='bash patterns ("rm *"): allow, then deny, last match wins',
+    note="an ask is auto-rejected (the run ends: a failed trial)",
+    refusing=(Refusing("deny-rule", {"deny": ["rm *"]}, "rm -rf sentinel"),
+              Refusing("ask", {"permission_mode": "ask"}, "rm -rf sentinel")))
+
+CONTRACT = AgentContract(
+    name="opencode",
+    pin=pinned("opencode"),
+    summary="opencode: bash permission rules (allow, ask, deny), last match wins",
+    apis=("openai-chat",),
+    endpoint=Endpoint("OPENCODE_CONFIG names the endpoint as an OpenAI-compatible provider; private XDG folders",
+                      env=("OPENCODE_CONFIG", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME"),
+                      files=("opencode.json", ".config/opencode/skill/"), quiet=_QUIET,
+                      flags=("run", "--format", "json")),
+    shell=(ShellTool("bash", "command", required=("description",)),),
+    files=(FileTool("read", "read", "filePath", absolute=True),
+           FileTool("write", "write", "filePath", "whole-file", content="content", absolute=True),
+           FileTool("edit", "edit", "filePath", "opencode", old="oldString", new="newString", absolute=True,
+                    read_first=True)),
+    # opencode's permission errors (PermissionDeniedError, PermissionRejectedError, PermissionCorrectedError in
+    # 1.18), each the WHOLE error of a tool call (tests/fixtures/agent-traffic/opencode: refuse-deny,
+    # destructive-ask, subagent-refused; lookalike.yaml prints them from commands that ran).
+    refusals=Refusals(forms(
+        ("a deny rule", r"The user has specified a rule which prevents you from using this specific tool call\. Here "
+                        r"are some of the relevant rules \[.*\]"),
+        ("an ask it rejected", r"The user rejected permission to use this specific tool call\."),
+        ("an ask it rejected", r"The user rejected permission to use this specific tool call with the following "
+                               r"feedback: .+"),
+    ), where="its event stream (`--format json`: a call in state \"error\"); a sub-agent's on the wire", examples=(
+        "The user has specified a rule which prevents you from using this specific tool call. Here are some of the "
+        'relevant rules [{"permission":"bash","pattern":"rm *","action":"deny"}]',
+        "The user rejected permission to use this specific tool call.",
+    ), recordings="refuse-deny.yaml, destructive-ask.yaml, subagent-refused.yaml"),
+    errors=Errors(
+        "none on the wire (its bash result is the bare output): the event stream's state and bash exit code "
+        "(`tool-error.yaml`); a sub-agent's read by its form, its bash: unknown",
+        # the forms of a failed `read` (its error text, 1.18) and of one that worked (what the tool returns)
+        failed={"read": forms(("no such file", r"(?:File not found: |Failed to read file: ).+"))},
+        worked={"read": re.compile(r"<path>[^\n]*</path>\n<type>.*", re.DOTALL)},
+    ),
+    permissions=_PERMISSIONS,
+    subagents=SubAgents("task", "prompt", {"description": "clean up", "subagent_type": "general"},
+                        read="on the wire (its event stream covers the main session only): refusals and reads by "
+                             "their forms, whether its bash failed is unknown"),
+    side_requests=SideRequests("a title request (which races the main loop)", "--title trialrun"),
+    knobs=Knobs(instructions="`instructions` in its config", skills="XDG_CONFIG_HOME/opencode/skill/<name>/SKILL.md"),
+    sandboxes_tested=("none",),  # bwrap: bench/agents.py only
+)
+#: Its refusal forms (the contract's), kept under their old name.
+REFUSALS = CONTRACT.refusals.forms if CONTRACT.refusals else ()
 #: What `opencode run` prints for an ask it auto-rejects (stderr), when no event stream says it.
 _AUTO_REJECTED = re.compile(r"permission requested: (\S+) \((.*)\); auto-rejecting")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -104,33 +145,33 @@ class _Reading:
     def __init__(self, agent: Opencode, states: dict[str, _State]) -> None:
         self.agent = agent
         self.states = states
+        refusals = agent.contract.refusals
+        self.forms = refusals.forms if refusals is not None else ()
 
     def refusal_in(self, call: ToolCall, result: ToolResult | None) -> str | None:
         state = self.states.get(call.id or "")
         if state is not None:
-            return matching(REFUSALS, state.error) if state.status == "error" else None
-        return None if result is None else matching(REFUSALS, result.content)
+            return matching(self.forms, state.error) if state.status == "error" else None
+        return None if result is None else matching(self.forms, result.content)
 
     def error_in(self, call: ToolCall, result: ToolResult) -> bool | None:
         state = self.states.get(call.id or "")
         if state is not None and state.status in ("completed", "error"):
             return state.status == "error" or (state.exit is not None and state.exit != 0)
-        if call.name == "read":  # a sub-agent's read: its failure and success have forms of their own
-            return True if _READ_FAILED.fullmatch(result.content) else False if _READ_WORKED.fullmatch(result.content) else None
+        errors = self.agent.contract.errors
+        if call.name in errors.failed:  # a sub-agent's read: its failure and success have forms of their own
+            if matching(errors.failed[call.name], result.content):
+                return True
+            worked = errors.worked.get(call.name)
+            return False if worked is not None and worked.fullmatch(result.content) else None
         return None
 
 
 class Opencode(Preset):
-    label = "opencode"
-    program = "opencode"
-    npm_package = "opencode-ai"
-    apis = ("openai-chat",)
-    shell_tool = ("bash", "command")
-    permission_modes = _MODES
-    permission_mode_is = "permission_mode is the default for commands,"
+    contract = CONTRACT
 
     def bash_rules(self) -> dict[str, str]:
-        rules = {"*": self.permission_mode or "allow"}
+        rules = {"*": self.permission_mode or str(_PERMISSIONS.default_mode)}
         rules.update({pattern: "allow" for pattern in self.allow})
         rules.update({pattern: "deny" for pattern in self.deny})
         return rules
@@ -158,9 +199,10 @@ class Opencode(Preset):
         config_file.write_text(json.dumps(self.config(endpoint.openai_base_url), indent=2))
         self.install_skills(xdg["XDG_CONFIG_HOME"] / "opencode" / "skill")
         title = [] if self.side_requests else ["--title", "trialrun"]
-        argv = [self.path, "run", "--model", f"trialrun/{self.model_name}", "--format", "json", *title, *self.args,
+        argv = [self.path, *self.contract.endpoint.flags, "--model", f"trialrun/{self.model_name}", *title, *self.args,
                 prompt]
-        env = {"HOME": str(home), "OPENCODE_CONFIG": str(config_file), **{k: str(v) for k, v in xdg.items()}, **_QUIET}
+        env = {"HOME": str(home), "OPENCODE_CONFIG": str(config_file), **{k: str(v) for k, v in xdg.items()},
+               **self.contract.endpoint.quiet}
         return Launch(argv, env, home)
 
     def _output(self, stdout: str, ctx: TrialContext) -> Any:
@@ -190,15 +232,15 @@ class Opencode(Preset):
                 why, reason = ("an ask it rejected", "") if rejected and call.name in rejected else (None, "")
             if why is not None:
                 trajectory.denials.append(Denial(call.name, dict(call.arguments), reason or
-                                                 f"opencode auto-rejected its ask: {rejected and rejected[call.name]}",
-                                                 f"opencode: {why}", call.id, source="agent"))
+                                                 f"{self.label} auto-rejected its ask: {rejected and rejected[call.name]}",
+                                                 f"{self.label}: {why}", call.id, source="agent"))
 
     def check_ending(self, run: Run, stdout: str) -> None:
         if run.status == "completed" and not run.trajectory.final_text.strip():
             agent_denials = [d for d in run.trajectory.denials if d.source == "agent"]
             why = (f"after its own permission rejection of {agent_denials[-1].tool}" if agent_denials
                    else "without a final answer")
-            run.status, run.error = "error", f"opencode exited 0 {why}, with no final text: the task was not done"
+            run.status, run.error = "error", f"{self.label} exited 0 {why}, with no final text: the task was not done"
 
     def settings_for_snapshot(self) -> Any:
         return {**super().settings_for_snapshot(), "config": self.config("<endpoint>")}

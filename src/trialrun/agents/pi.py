@@ -19,40 +19,65 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..trajectory import ToolCall, ToolResult
+from ._contract import AgentContract, Endpoint, Errors, FileTool, Knobs, ShellTool, forms, matching, pinned
 from ._process import DUMMY_KEY, Launch
-from ._preset import Preset, matching
+from ._preset import Preset
 
 if TYPE_CHECKING:
     from ..case import TrialContext
     from ..endpoint import ModelEndpoint
 
-__all__ = ["Pi", "pi"]
+__all__ = ["Pi", "pi", "CONTRACT"]
 
-#: pi's failures (0.73) over a wire without an error flag, per tool; any tool's: pi's own loop errors.
-#: Seen in tests/fixtures/agent-traffic/pi/tool-error*.yaml (the same texts over all four wires).
-FAILED: dict[str, tuple[tuple[str, re.Pattern[str]], ...]] = {
-    name: tuple((why, re.compile(pattern, re.DOTALL)) for why, pattern in forms) for name, forms in {
-        "*": (("no such tool", r"Tool \S+ not found"), ("invalid arguments", r'Validation failed for tool ".*')),
-        "bash": (("its exit status", r"(?:.*\n\n)?(?:Command exited with code -?\d+|Command timed out after \S+ "
-                                     r"seconds|Command aborted)"),
-                 ("no working folder", r"Working directory does not exist: .*")),
-        "read": (("a file system error", r"E[A-Z]+: [^\n]*"), ("past its end", r"Offset \d+ is beyond end of file .*"),
-                 ("aborted", r"Operation aborted")),
-    }.items()
-}
-#: What write and edit answer when they worked (anything else from them is a failure).
-_WORKED = {"write": re.compile(r"Successfully wrote \d+ bytes to .*", re.DOTALL),
-           "edit": re.compile(r"Successfully replaced \d+ block\(s\) in .*", re.DOTALL)}
+_QUIET = {"PI_OFFLINE": "1", "PI_TELEMETRY": "0", "PI_SKIP_VERSION_CHECK": "1"}
+
+CONTRACT = AgentContract(
+    name="pi",
+    pin=pinned("pi"),
+    summary="pi coding agent: runs whatever the model asks (no permission system of its own)",
+    apis=("openai-chat", "openai-responses", "anthropic", "gemini"),
+    endpoint=Endpoint("models.json names the endpoint as a provider (its `api` per wire)",
+                      env=("PI_CODING_AGENT_DIR",), files=(".pi/agent/models.json", ".pi/agent/settings.json"),
+                      quiet=_QUIET, flags=("-p", "--offline", "--no-session")),
+    shell=(ShellTool("bash", "command"),),
+    files=(FileTool("read", "read", "path"),
+           FileTool("write", "write", "path", "whole-file", content="content"),
+           FileTool("edit", "edit", "path", "pi", old="oldText", new="newText", edits="edits")),
+    errors=Errors(
+        "Anthropic `is_error` / Gemini `error`; over OpenAI wires its forms: a bash result ENDING \"Command exited "
+        "with code N\" (or timed out / aborted), a read that IS a file-system error (`ENOENT: ...`), write/edit not "
+        "answering \"Successfully ...\"; another tool: unknown (`pi/tool-error*.yaml`)",
+        flagged_apis=("anthropic", "gemini"),
+        # pi's failures (0.73) over a wire without an error flag, per tool; any tool's ("*"): pi's own loop errors.
+        # Seen in tests/fixtures/agent-traffic/pi/tool-error*.yaml (the same texts over all four wires).
+        failed={
+            "*": forms(("no such tool", r"Tool \S+ not found"), ("invalid arguments", r'Validation failed for tool ".*')),
+            "bash": forms(("its exit status", r"(?:.*\n\n)?(?:Command exited with code -?\d+|Command timed out after "
+                                              r"\S+ seconds|Command aborted)"),
+                          ("no working folder", r"Working directory does not exist: .*")),
+            "read": forms(("a file system error", r"E[A-Z]+: [^\n]*"),
+                          ("past its end", r"Offset \d+ is beyond end of file .*"), ("aborted", r"Operation aborted")),
+        },
+        # what write and edit answer when they worked (anything else from them is a failure)
+        worked={"write": re.compile(r"Successfully wrote \d+ bytes to .*", re.DOTALL),
+                "edit": re.compile(r"Successfully replaced \d+ block\(s\) in .*", re.DOTALL)},
+    ),
+    knobs=Knobs(instructions="--append-system-prompt FILE", skills="--skill DIR, one per skill"),
+    sandboxes_tested=("none", "bwrap"),
+)
+#: pi's failure forms per tool (the contract's), kept under their old name.
+FAILED = CONTRACT.errors.failed
 
 
 def _failed(call: ToolCall, text: str) -> bool | None:
     """Whether pi's result of `call` is a failure, by its form; None for a tool whose forms are not known here."""
-    if matching(FAILED["*"], text):
+    errors = CONTRACT.errors
+    if matching(errors.failed["*"], text):
         return True
-    if call.name in _WORKED:
-        return not _WORKED[call.name].fullmatch(text)
-    if call.name in FAILED:
-        return matching(FAILED[call.name], text) is not None
+    if call.name in errors.worked:
+        return not errors.worked[call.name].fullmatch(text)
+    if call.name in errors.failed:
+        return matching(errors.failed[call.name], text) is not None
     return None
 
 
@@ -62,19 +87,7 @@ _WIRE = {"openai-chat": "openai-completions", "openai-responses": "openai-respon
 
 
 class Pi(Preset):
-    label = "pi"
-    program = "pi"
-    npm_package = "@mariozechner/pi-coding-agent"
-    apis = ("openai-chat", "openai-responses", "anthropic", "gemini")
-    shell_tool = ("bash", "command")
-
-    def check_knobs(self) -> None:
-        if self.permission_mode or self.allow or self.deny:
-            raise ValueError("pi has no permission modes or allow/deny rules of its own (it runs what the model "
-                             "asks); use a sandbox to contain it")
-        if self.side_requests:
-            raise ValueError("pi sends no title or summary requests: side_requests applies to claude-code and "
-                             "opencode")
+    contract = CONTRACT
 
     def error_in(self, call: ToolCall, result: ToolResult) -> bool | None:
         return _failed(call, result.content)
@@ -95,14 +108,13 @@ class Pi(Preset):
         config.mkdir(parents=True)
         (config / "models.json").write_text(json.dumps(self.models_json(self._base_url(endpoint)), indent=2))
         (config / "settings.json").write_text(json.dumps({"enableInstallTelemetry": False, "quietStartup": True}))
-        argv = [self.path, "-p", "--offline", "--no-session", "--provider", _PROVIDER, "--model", str(self.model_name)]
+        argv = [self.path, *self.contract.endpoint.flags, "--provider", _PROVIDER, "--model", str(self.model_name)]
         for _, skill in self.skill_dirs():
             argv += ["--skill", str(skill)]
         if self.instructions is not None:
             argv += ["--append-system-prompt", str(self.instructions)]
         argv += [*self.args, prompt]
-        env = {"HOME": str(home), "PI_CODING_AGENT_DIR": str(config), "PI_OFFLINE": "1", "PI_TELEMETRY": "0",
-               "PI_SKIP_VERSION_CHECK": "1"}
+        env = {"HOME": str(home), "PI_CODING_AGENT_DIR": str(config), **self.contract.endpoint.quiet}
         return Launch(argv, env, home)
 
     def settings_for_snapshot(self) -> Any:

@@ -318,7 +318,7 @@ def _curve(n: int, c: int) -> dict[str, list[float | None]] | None:
 def _pair_results(turn: Turn) -> tuple[list[tuple[ToolCall, ToolResult | None]], list[ToolResult]]:
     """Each call with its result (by call id, else by position among id-less ones), and results matching no call."""
     by_id = {r.call_id: r for r in turn.tool_results if r.call_id is not None}
-    anonymous = [r for r in turn.tool_results if r.call_id is None]
+    anonymous = turn.unnamed_results()
     used: set[int] = set()
     pairs: list[tuple[ToolCall, ToolResult | None]] = []
     for call in turn.tool_calls:
