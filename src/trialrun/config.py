@@ -42,7 +42,7 @@ Every key is optional. Paths are relative to the file that names them. Command-l
     deny_commands = ["rm -rf", "curl | sh"]
     [agent_options]                          # for a ready-made or command agent
     permission_mode = "acceptEdits"          # the agent's own vocabulary; also allow/deny rules, instructions
-    args = ["--verbose"]                     # (a file), path (the program), env, timeout_s, output,
+    args = ["--verbose"]                     # (a file), path (the program), env, timeout_s, output, max_body,
     side_requests = true                     # keep Claude Code's / opencode's title requests on (default off)
     [prices."my-model"]                      # extra prices, USD per million tokens (win over any source)
     input = 1.0
@@ -77,7 +77,7 @@ SANDBOXES = ("none", "bwrap", "auto")
 PRESET_NAMES = tuple(pins())
 COMMAND_PREFIX = "command:"
 #: The [agent_options] a command agent takes, and those every ready-made agent takes (each in its own vocabulary).
-COMMAND_OPTIONS = ("env", "timeout_s", "output")
+COMMAND_OPTIONS = ("env", "timeout_s", "output", "max_body")
 PRESET_OPTIONS = (*COMMAND_OPTIONS, "path", "permission_mode", "allow", "deny", "args", "instructions", "side_requests")
 
 
@@ -189,6 +189,9 @@ def _agent_option_problems(options: dict[str, Any]) -> list[str]:
         elif key == "timeout_s":
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
                 problems.append(f"timeout_s must be a positive number of seconds, got {_toml_value(value)}")
+        elif key == "max_body":
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                problems.append(f"max_body must be a positive number of bytes, got {_toml_value(value)}")
         elif key in ("allow", "deny", "args"):
             if not isinstance(value, list):
                 problems.append(f"{key} must be a list of text, e.g. {key} = [\"...\"], got {_toml_value(value)}")

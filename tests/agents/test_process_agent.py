@@ -280,3 +280,24 @@ def test_what_no_program_could_be_given_is_refused_when_the_agent_is_made(option
     argv = options.pop("argv", ["agent"])
     with pytest.raises(ValueError, match=re.escape(message)):
         tr.ProcessAgent(argv, **options)
+
+
+def test_max_body_bounds_what_the_agents_endpoint_reads() -> None:
+    # what the agent itself was told (its HTTP status), not trialrun's reading: 413 over the bound, 200 under it
+    post = ("import os, sys, urllib.request, urllib.error\n"
+            "url = os.environ['OPENAI_BASE_URL'] + '/chat/completions'\n"
+            "for size in (100, 5000):\n"
+            "    body = b'{\"model\": \"m\", \"messages\": [], \"pad\": \"' + b'x' * size + b'\"}'\n"
+            "    try:\n"
+            "        print(size, urllib.request.urlopen(urllib.request.Request(url, body, {'content-type': "
+            "'application/json'})).status)\n"
+            "    except urllib.error.HTTPError as exc:\n"
+            "        print(size, exc.code)\n")
+    agent = tr.ProcessAgent([sys.executable, "-c", post], max_body=2000)
+    case = tr.Case(name="c", invoke=lambda ctx: agent("p", ctx, model=tr.ScriptedModel([tr.reply("ok")] * 2)),
+                   expect_outcome=[tr.expect.contains("5000 413")])
+    trial = tr.evaluate([case]).cases[0].trials[0]
+    assert trial.passed, (trial.output, trial.error)
+    assert "100 200" in str(trial.output)
+    with pytest.raises(ValueError, match="max_body must be a positive number of bytes, got True"):
+        tr.ProcessAgent(["agent"], max_body=True)

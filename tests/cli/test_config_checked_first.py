@@ -82,6 +82,8 @@ COMMAND = 'agent = "command: {python} agent.py {marker}"'
      ("agent_options: timeout_s must be a positive number of seconds, got true (a boolean)",)),
     (COMMAND + '\n[agent_options]\ntimeout_s = 0', ("timeout_s must be a positive number of seconds, got 0",)),
     (COMMAND + '\n[agent_options]\ntimeout_s = "30"', ("timeout_s must be a positive number of seconds, got '30' (text)",)),
+    (COMMAND + '\n[agent_options]\nmax_body = true', ("agent_options: max_body must be a positive number of bytes, got true",)),
+    (COMMAND + '\n[agent_options]\nmax_body = 0', ("max_body must be a positive number of bytes, got 0",)),
     (COMMAND + '\n[agent_options]\nallow = ["ls"]', ("unknown key(s) allow for agent 'command:",)),
     ('agent = "pi"\n[agent_options]\nallow = "ls"', ("agent_options: allow must be a list of text",)),
     ('agent = "claude-code"\n[agent_options]\nargs = ["--verbose", 2]\npermision_mode = "plan"',

@@ -102,13 +102,14 @@ class Preset(ProcessAgent):
         output: Output = "stdout",
         sandbox: Any = "none",
         side_requests: bool = False,
+        max_body: int | None = None,
     ) -> None:
         chosen_api = api or self.apis[0]
         if chosen_api not in self.apis:
             raise ValueError(f"{self.label} speaks {', '.join(self.apis)}; api {chosen_api!r} is not one of them")
         self.path = self.find(path)
         super().__init__([self.path], env=env, api=chosen_api, model_name=model_name or DEFAULT_MODEL,
-                         timeout_s=timeout_s, output=output, sandbox=sandbox)
+                         timeout_s=timeout_s, output=output, sandbox=sandbox, max_body=max_body)
         self.skills = [self._existing(s, "skill") for s in skills]
         self.instructions = self._existing(instructions, "instructions") if instructions is not None else None
         self.permission_mode = permission_mode

@@ -122,6 +122,8 @@ class ProcessAgent:
     (recorded, and passed on as TRIALRUN_API), `model_name` is passed as `{model}` and TRIALRUN_MODEL.
     `timeout_s` stops the agent (and everything it started). `output` is "stdout", "file:PATH" (a file the agent
     writes in its workdir) or a function `(stdout, ctx) -> output`. `sandbox` is "none", "bwrap" or "auto".
+    `max_body` is the largest request body the model endpoint reads, in bytes (larger: 413 and a note; default
+    32 MiB).
 
     Call it as a suite agent, `agent(prompt, ctx)`, or in a Case's invoke with the model to serve:
     `invoke=lambda ctx: agent("make a marker file", ctx, model=tr.ScriptedModel(...))` (it is a coroutine: the
@@ -144,6 +146,7 @@ class ProcessAgent:
         output: Output = "stdout",
         sandbox: str | Sandbox = "none",
         stderr_tail: int = 4000,
+        max_body: int | None = None,
     ) -> None:
         from .sandbox import resolve_sandbox
 
@@ -179,6 +182,9 @@ class ProcessAgent:
         self.output = output
         self.sandbox = resolve_sandbox(sandbox).for_command(self.argv)  # what it mounts: from the configuration
         self.stderr_tail = stderr_tail
+        if max_body is not None and (isinstance(max_body, bool) or not isinstance(max_body, int) or max_body <= 0):
+            raise ValueError(f"ProcessAgent: max_body must be a positive number of bytes, got {max_body!r}")
+        self.max_body = max_body  # the largest request body its endpoint reads (None: DEFAULT_MAX_BODY, 32 MiB)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.argv!r}, api={self.api!r})"
@@ -271,7 +277,7 @@ class ProcessAgent:
         if transport is None:
             raise ValueError(f"{self.label}: no model to serve; pass model=... (e.g. tr.ScriptedModel([...])), or "
                              "run it as a suite's agent")
-        endpoint = ctx.serve(transport)
+        endpoint = ctx.serve(transport, max_body=self.max_body)
         home = Path(tempfile.mkdtemp(prefix=f"trialrun-{self.label}-home-"))
         try:
             launch = self.prepare(prompt, ctx, endpoint, home)
