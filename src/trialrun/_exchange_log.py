@@ -385,14 +385,11 @@ def _renamed(line: bytes, names: dict[str, str]) -> bytes | None:
     killed) or one of a key `names` does not have (a trial whose item was not reported)."""
     if not line.startswith(_TRIAL_HEAD) or not line.endswith(b"\n"):
         return None
-    try:
-        text = line.decode("utf-8", "surrogatepass")
-        key, end = json.JSONDecoder().raw_decode(text, len(_TRIAL_HEAD))
-    except ValueError:
+    text = line.decode("utf-8", "surrogatepass")
+    found = _head_of(text)
+    if found is None or found[0] not in names:
         return None
-    number = _TRIAL_NUMBER.match(text, end)
-    if not isinstance(key, str) or key not in names or number is None:
-        return None
+    key, number = found
     head = scrub_text(_line_prefix(names[key], int(number.group(1))).decode("utf-8"))
     return head.encode("utf-8") + text[number.end():].encode("utf-8", "surrogatepass")
 
@@ -593,13 +590,19 @@ def _trial_key(head: bytes) -> tuple[str, int] | None:
     """(case, trial) of a trial line, from its first bytes; None for any other line."""
     if not head.startswith(_TRIAL_HEAD):
         return None
+    found = _head_of(head.decode("utf-8", "ignore"))
+    return None if found is None else (found[0], int(found[1].group(1)))
+
+
+def _head_of(text: str) -> tuple[str, re.Match[str]] | None:
+    """The case key of a trial line's text and the match of its trial number (whose end is where the rest of the
+    line starts); None when the text does not start as a trial line does."""
     try:
-        text = head.decode("utf-8", "ignore")
         key, end = json.JSONDecoder().raw_decode(text, len(_TRIAL_HEAD))
     except ValueError:
         return None
     number = _TRIAL_NUMBER.match(text, end)
-    return (key, int(number.group(1))) if isinstance(key, str) and number is not None else None
+    return (key, number) if isinstance(key, str) and number is not None else None
 
 
 def _started(line: _safe_read.Line, path: Path, result: TrialExchanges) -> bool:
