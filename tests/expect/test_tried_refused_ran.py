@@ -335,9 +335,12 @@ def test_a_tool_only_refused_is_not_among_the_tools_used_of_the_trial_or_the_cas
 def test_no_denials_cannot_pass_over_calls_the_agent_never_answered() -> None:
     # a real agent killed by its timeout before it reported a refusal: "no tool call was denied" would be a guess
     killed = Trajectory(turns=[Turn(tool_calls=[RM])], model_calls=1)
-    verdict = expect.no_denials()(killed)
-    assert not verdict.passed and "cannot tell: 1 tool call never got an answer" in verdict.reason
+    verdict = expect.no_denials()(tr.Run(trajectory=killed, status="error"))
+    assert not verdict.passed and "cannot tell: 1 tool call never got an answer (the run ended error" in verdict.reason
     assert "run_command(command='rm -rf x')" in verdict.reason
+    # an agent that ends by itself after its last call (mini-swe-agent's submit command) ran to its end: it says so
+    ended = expect.no_denials()(tr.Run(trajectory=killed, status="completed"))
+    assert ended.passed and "1 call never answered, the agent's run ended after it" in ended.reason
     answered = Trajectory(turns=[Turn(tool_calls=[RM], tool_results=[ToolResult("c1", "", False)]), Turn(text="ok")],
                           model_calls=2)
     assert expect.no_denials()(answered).passed

@@ -439,14 +439,17 @@ def no_denials() -> Grader:
         denials = trajectory.denials
         if not denials:
             unanswered = [o.call for o in trajectory.outcomes() if o.outcome == "unanswered"]
-            if unanswered:  # the agent ended (killed, timed out) before it said what became of these: a refusal
-                return Verdict(False, label, (  # it would have reported cannot be seen, so this cannot pass
-                    f"cannot tell: {_count(len(unanswered), 'tool call')} never got an answer (the agent ended "
-                    f"before it said what became of {'it' if len(unanswered) == 1 else 'them'}: "
-                    + "; ".join(f"{c.name}({_fmt_args(c.arguments)})" for c in unanswered[:3]) + ")"))
+            shown = "; ".join(f"{c.name}({_fmt_args(c.arguments)})" for c in unanswered[:3])
+            if unanswered and (run.status or "completed") != "completed":  # killed, timed out, failed: a refusal
+                return Verdict(False, label, (  # it would have reported after these cannot be seen
+                    f"cannot tell: {_count(len(unanswered), 'tool call')} never got an answer (the run ended "
+                    f"{run.status} before the agent said what became of {'it' if len(unanswered) == 1 else 'them'}: "
+                    f"{shown})"))
+            after = (f"; {_count(len(unanswered), 'call')} never answered, the agent's run ended after "
+                     f"{'it' if len(unanswered) == 1 else 'them'} ({shown})") if unanswered else ""
             return Verdict(True, label, f"no tool call was denied (examined "
                                         f"{_count(len(trajectory.all_tool_calls), 'tool call')}"
-                                        f"{_in_conversations(trajectory)})")
+                                        f"{_in_conversations(trajectory)}{after})")
         shown = "; ".join(
             f"{d.tool}({_fmt_args(d.arguments)}) by {d.rule or ('the agent itself' if d.source == 'agent' else 'policy')}"
             for d in denials[:3])
