@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, Strict, StrictBool, StrictInt, StrictStr, ValidationError, field_validator
 
-__all__ = ["JournalCase", "JournalStart", "JournalTrial", "JournalEnd", "TrialOutcome", "SidecarStart",
+__all__ = ["iso_time", "JournalCase", "JournalStart", "JournalTrial", "JournalEnd", "TrialOutcome", "SidecarStart",
            "SidecarTrial", "SidecarExchange", "problem", "validated"]
 
 #: A JSON number (an integer or not; never a boolean or text).
@@ -63,7 +63,7 @@ class JournalStart(_Line):
         if not isinstance(value, str):
             raise ValueError("must be a time as ISO 8601 text")
         try:
-            return datetime.fromisoformat(value)
+            return iso_time(value)
         except ValueError:
             raise ValueError(f"must be a time as ISO 8601 text (got {value[:40]!r})") from None
 
@@ -186,3 +186,8 @@ def validated(model: type[_Model], data: Any, *, prefix: str = "") -> _Model | s
         return model.model_validate(data)
     except ValidationError as exc:
         return problem(exc, prefix=prefix)
+
+
+def iso_time(text: str) -> datetime:
+    """An ISO 8601 time as trialrun writes it (`...Z`); Python 3.10's `fromisoformat` does not read the `Z`."""
+    return datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith("Z") else text)

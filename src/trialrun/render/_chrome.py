@@ -44,7 +44,9 @@ def when_text(text: str | None) -> str:
     if not text:
         return "?"
     try:
-        return when(datetime.fromisoformat(text))
+        from .._file_models import iso_time
+
+        return when(iso_time(text))
     except ValueError:
         return text
 
