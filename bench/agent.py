@@ -149,7 +149,7 @@ def artefacts(report: tr.RunReport, repeat: int = 7) -> None:
     from trialrun.render.junit import junit_xml
     from trialrun.render.markdown import report_markdown
     from trialrun.render.terminal import print_report
-    from trialrun.store import ResultsStore
+    from trialrun.report.store import ResultsStore
 
     search = _scrub._spans
     with tempfile.TemporaryDirectory() as folder:

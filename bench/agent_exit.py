@@ -36,7 +36,7 @@ def _cpu() -> float:
 def _server_cpu() -> float:
     """CPU seconds of this process's keeper server and the keepers it forked and reaped (not our children)."""
     try:
-        from trialrun.agents import _containment
+        from trialrun._contain import keeper as _containment
     except ImportError:  # a tree from before the keeper
         return 0.0
     server = getattr(_containment, "_Server", None)
@@ -54,7 +54,7 @@ def measure(trials: int, sleep: float, sandbox: str, keeper: str) -> dict[str, l
     import trialrun as tr
 
     if keeper == "standalone":  # every trial's keeper a new interpreter, as in the sandbox
-        from trialrun.agents import _containment
+        from trialrun._contain import keeper as _containment
 
         _containment._Server.send = classmethod(lambda cls, fds, body: False)  # type: ignore[assignment]
 

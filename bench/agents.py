@@ -50,7 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import trialrun as tr  # noqa: E402
 from trialrun.agents import _process  # noqa: E402
-from trialrun.agents.sandbox import ENV_ALLOW  # noqa: E402
+from trialrun._contain.sandbox import ENV_ALLOW  # noqa: E402
 from trialrun.wire import ModelRequest  # noqa: E402
 
 PRESETS = tuple(tr.agents.CONTRACTS)  # every ready-made agent, its program from its contract
@@ -212,7 +212,7 @@ def allow_listed_environment() -> Iterator[None]:
 
 
 def sandbox_cost(repeat: int) -> None:
-    from trialrun.agents import sandbox as sandboxes
+    from trialrun._contain import sandbox as sandboxes
 
     box = sandboxes.Bwrap()
     print(f"\n2. The sandbox over none, the same environment both sides (the allow-list), {repeat * 3} shuffled "

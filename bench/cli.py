@@ -106,7 +106,7 @@ COLD_SCRIPT = """
 import sys
 from pathlib import Path
 import trialrun as tr
-from trialrun._build import load_suite
+from trialrun.suite._build import load_suite
 from trialrun.config import load_config
 from trialrun.store import ResultsStore
 config = load_config(Path.cwd())
@@ -152,8 +152,8 @@ def floor(folder: Path) -> tuple[float, float]:
 def in_process(folder: Path, trials: int) -> tuple[float, float]:
     """(wall, CPU) seconds of loading the suite and evaluating it in this (warm) interpreter."""
     import trialrun as tr
-    from trialrun._build import load_suite
-    from trialrun.config import load_config
+    from trialrun.suite._build import load_suite
+    from trialrun.suite.config import load_config
 
     os.chdir(folder)
     sys.path.insert(0, str(folder))

@@ -10,7 +10,7 @@ environment, then either exits (a normal end) or is stopped after 0.5 s (a timeo
 when run as root) and prints whether it works there.
 
 Mechanisms: `session` (what trialrun did before: a session of its own, then a /proc scan killing that session),
-`keeper` (trialrun's choice: a child subreaper, `trialrun.agents._containment`, forked by the keeper server),
+`keeper` (trialrun's choice: a child subreaper, `trialrun._contain.keeper`, forked by the keeper server),
 `keeper1` (the same keeper as a new interpreter of its own, as in the bwrap sandbox), `unshare` (a PID namespace:
 `unshare --pid --fork --kill-child`, with `--user --map-current-user` when not root), `cgroup` (a cgroup v2 of its
 own, then `cgroup.kill`), `bwrap` (bubblewrap's PID namespace only).
@@ -35,7 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from trialrun.agents._containment import SyncKeeper, keeper_argv, kill_session  # noqa: E402
+from trialrun._contain.keeper import SyncKeeper, keeper_argv, kill_session  # noqa: E402
 
 ESCAPES = """M="$1"
 ln -sf {sleep} "$2/$M"
@@ -198,7 +198,7 @@ def _cpu() -> float:
     forked and reaped: they are not our children)."""
     me, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     total = me.ru_utime + me.ru_stime + children.ru_utime + children.ru_stime
-    from trialrun.agents._containment import _Server
+    from trialrun._contain.keeper import _Server
 
     if _Server.current is not None:
         try:

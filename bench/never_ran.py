@@ -14,7 +14,7 @@ import time
 
 import trialrun as tr
 from trialrun import expect
-from trialrun._workspace import Workspace
+from trialrun._util.workspace import Workspace
 
 
 def trajectory(n: int, salt: str) -> tr.Trajectory:

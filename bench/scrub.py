@@ -83,7 +83,7 @@ def _late() -> None:
     from datetime import datetime, timezone
     from pathlib import Path
 
-    from trialrun.journal import Journal
+    from trialrun.report.journal import Journal
 
     report = _workloads_report()
     trials = [trial for case in report.cases for trial in case.trials]

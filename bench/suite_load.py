@@ -16,9 +16,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from trialrun._build import build_cases
-from trialrun.config import load_config
-from trialrun.suite import SuiteError, read_suite
+from trialrun.suite._build import build_cases
+from trialrun.suite.config import load_config
+from trialrun.suite._tests_file import SuiteError, read_suite
 
 
 def _test(i: int) -> dict[str, object]:

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from trialrun._agents_here import cache_program, package_version
-from trialrun._pins import Pin, agents_dir, pins
+from trialrun.cli._agents import cache_program, package_version
+from trialrun.agents._pins import Pin, agents_dir, pins
 
 __all__ = ["AGENTS", "Agent", "agents_bin_dir", "find_agent", "in_ci", "installed_version", "require_agent"]
 

@@ -46,7 +46,7 @@ def test_the_site_loads_nothing_from_the_network(site: Path) -> None:
 
 
 def test_the_suite_reference_is_the_schema_trialrun_prints(site: Path) -> None:
-    from trialrun.suite import EXPECT_FORMS, SuiteTest, suite_json_schema
+    from trialrun.suite._tests_file import EXPECT_FORMS, SuiteTest, suite_json_schema
 
     assert json.loads((site / "reference" / "suite.schema.json").read_text()) == suite_json_schema()
     page = _text(site / "reference" / "suite" / "index.html")
@@ -57,7 +57,7 @@ def test_the_suite_reference_is_the_schema_trialrun_prints(site: Path) -> None:
 
 
 def test_the_config_reference_shows_every_key_of_the_config_model(site: Path) -> None:
-    from trialrun.config import Config
+    from trialrun.suite.config import Config
 
     page = (site / "reference" / "config" / "index.html").read_text(encoding="utf-8")
     keys = [name for name, field in Config.model_fields.items() if not field.exclude]
@@ -90,19 +90,19 @@ def _hook():  # type: ignore[no-untyped-def]
 
 def test_a_config_key_the_docstring_does_not_show_is_a_build_warning(monkeypatch: pytest.MonkeyPatch,
                                                                        caplog: pytest.LogCaptureFixture) -> None:
-    import trialrun.config
+    import trialrun.suite.config
 
     hook = _hook()
     hook.config_page()
     assert not caplog.records  # as committed: every key is shown
-    doc = trialrun.config.__doc__ or ""
+    doc = trialrun.suite.config.__doc__ or ""
     assert "    trials = " in doc
-    monkeypatch.setattr(trialrun.config, "__doc__", "\n".join(line for line in doc.splitlines()
+    monkeypatch.setattr(trialrun.suite.config, "__doc__", "\n".join(line for line in doc.splitlines()
                                                               if not line.startswith("    trials = ")))
     page = hook.config_page()
     assert "## `trials`" not in page
     assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == [
-        "config reference: Config.trials is not shown in trialrun/config.py's docstring example"]
+        "config reference: Config.trials is not shown in trialrun/suite/config.py's docstring example"]
 
 
 def test_the_config_examples_keep_tables_together() -> None:

@@ -256,7 +256,7 @@ def test_the_reference_agent_denies_a_script_it_wrote_itself(tmp_path: Path) -> 
 
 
 def test_suite_files_take_own_scripts_and_name_a_bad_value() -> None:
-    from trialrun.suite import build_expectations
+    from trialrun.suite._tests_file import build_expectations
 
     graders, problems = build_expectations([{"never_ran": {"command": "rm -rf", "own_scripts": "none"}}])
     assert problems == [] and len(graders) == 1

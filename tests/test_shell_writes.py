@@ -23,7 +23,7 @@ from trialrun._shell._patches import (
     PatchError, apply_codex_update, apply_unified, codex_intercepted, parse_codex_patch, parse_unified_diff,
 )
 from trialrun._shell._patterns import files_before
-from trialrun._workspace import Workspace, snapshot
+from trialrun._util.workspace import Workspace, snapshot
 
 ROOT = "/tmp/trial-ws"
 START = {"clean.sh": "echo rm -rf sentinel\n", "bin/keep.sh": "ls\n"}

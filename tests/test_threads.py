@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from trialrun._threads import Workers
+from trialrun._util.workers import Workers
 
 
 def test_sequential_jobs_reuse_one_idle_worker() -> None:
@@ -42,7 +42,7 @@ def test_a_job_is_waited_for_by_blocking_or_on_the_loop_and_hands_back_what_it_r
 
     import pytest
 
-    from trialrun._threads import Job
+    from trialrun._util.workers import Job
 
     workers = Workers("test-job")
     ctx_var = __import__("contextvars").ContextVar("ctx_var", default="unset")
@@ -99,7 +99,7 @@ def test_a_threads_timed_calls_share_one_companion_and_hand_back_values_errors_a
 
     import pytest
 
-    from trialrun._threads import call_with_limit
+    from trialrun._util.workers import call_with_limit
 
     var = contextvars.ContextVar("var", default="unset")
     var.set("caller's")
@@ -120,7 +120,7 @@ def test_a_threads_timed_calls_share_one_companion_and_hand_back_values_errors_a
 def test_a_late_call_is_given_up_on_time_and_its_companion_ends_when_it_returns() -> None:
     import time
 
-    from trialrun._threads import call_with_limit
+    from trialrun._util.workers import call_with_limit
 
     release = threading.Event()
     started = time.monotonic()
@@ -135,7 +135,7 @@ def test_a_late_call_is_given_up_on_time_and_its_companion_ends_when_it_returns(
 
 
 def test_a_companion_ends_with_the_thread_it_served() -> None:
-    from trialrun._threads import call_with_limit
+    from trialrun._util.workers import call_with_limit
 
     served: list[int] = []
     caller = threading.Thread(target=lambda: served.append(call_with_limit(threading.get_ident, {}, 5)[1]))
@@ -149,7 +149,7 @@ def test_a_call_made_while_one_is_in_flight_on_the_same_thread_gets_its_own_comp
 
     import pytest
 
-    from trialrun._threads import call_with_limit
+    from trialrun._util.workers import call_with_limit
 
     inner: list[tuple[bool, object]] = []
 
@@ -179,7 +179,7 @@ def test_a_call_made_while_one_is_in_flight_on_the_same_thread_gets_its_own_comp
 def test_a_forked_child_makes_companions_of_its_own_and_leaves_the_parents_alone() -> None:
     import os
 
-    from trialrun._threads import call_with_limit
+    from trialrun._util.workers import call_with_limit
 
     parent = call_with_limit(threading.get_ident, {}, 5)[1]  # this thread has a companion now
     pid = os.fork()
@@ -196,7 +196,7 @@ def test_a_forked_child_makes_companions_of_its_own_and_leaves_the_parents_alone
 def test_a_forked_child_starts_workers_of_its_own() -> None:
     import os
 
-    from trialrun._threads import Workers
+    from trialrun._util.workers import Workers
 
     workers = Workers("test-fork")
     assert workers.start(lambda: 1).wait(5)
@@ -220,7 +220,7 @@ def test_without_companions_a_pooled_worker_runs_the_call_and_the_limit_holds(mo
     import os
     import time
 
-    import trialrun._threads as threads
+    import trialrun._util.workers as threads
 
     def no_pipes() -> tuple[int, int]:
         raise OSError(errno.EMFILE, "Too many open files")

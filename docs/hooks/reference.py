@@ -61,7 +61,7 @@ def _constraints(prop: dict[str, Any]) -> str:
 
 
 def suite_schema_json() -> str:
-    from trialrun.suite import suite_json_schema
+    from trialrun.suite._tests_file import suite_json_schema
 
     return json.dumps(suite_json_schema(), indent=2) + "\n"
 
@@ -75,7 +75,7 @@ def _default(field: Any) -> str:
 
 
 def suite_page() -> str:
-    from trialrun.suite import EXPECT_FORMS, SuiteTest, suite_json_schema
+    from trialrun.suite._tests_file import EXPECT_FORMS, SuiteTest, suite_json_schema
 
     schema = suite_json_schema()
     item = schema["items"]
@@ -144,7 +144,7 @@ def config_examples(doc: str) -> dict[str, list[str]]:
 
 
 def config_page() -> str:
-    from trialrun import config as module
+    from trialrun.suite import config as module
     from trialrun.expect.rubric import RUBRICS
 
     choices = {"api": module.APIS, "sandbox": module.SANDBOXES, "rubric": tuple(RUBRICS),
@@ -174,7 +174,7 @@ def config_page() -> str:
     for name in keys:
         example = examples.get(name)
         if not example:
-            log.warning("config reference: Config.%s is not shown in trialrun/config.py's docstring example", name)
+            log.warning("config reference: Config.%s is not shown in trialrun/suite/config.py's docstring example", name)
             continue
         lines += [f"## `{name}`", "", "```toml", *example, "```", ""]
     for name in sorted(set(examples) - set(keys)):
@@ -184,8 +184,8 @@ def config_page() -> str:
 
 #: Sections of the API page: a heading and the modules whose public names it shows, in this order.
 _API_SECTIONS = (
-    ("Cases and running", ("case", "runner", "executor", "expect")),
-    ("Results", ("results", "compare")),
+    ("Cases and running", ("case", "run.runner", "run.executor", "expect")),
+    ("Results", ("report.results", "report.compare")),
     ("What an agent did", ("trajectory",)),
     ("The model seam", ("models", "endpoint")),
     ("The reference agent", ("agent",)),

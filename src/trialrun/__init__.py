@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from ._util import moved as _moved
 from ._version import __version__
 
 # Imported eagerly: `case` is both a submodule and the decorator, and importing the submodule binds its name on the
@@ -21,11 +22,12 @@ from .case import Case, CaseError, Problem, TrialContext, case
 # public name -> the module that defines it
 _EXPORTS: dict[str, str] = {
     # cases and running
-    "evaluate": "runner", "aevaluate": "runner", "EvaluationInterrupted": "runner", "RayExecutor": "executor",
+    "evaluate": "run.runner", "aevaluate": "run.runner", "EvaluationInterrupted": "run.runner",
+    "RayExecutor": "run.executor",
     "check": "expect", "Verdict": "expect",
     # results
-    "RunReport": "results", "CaseResult": "results", "TrialResult": "results", "TrialError": "results",
-    "SkippedCase": "results", "Comparison": "compare", "CaseDelta": "compare",
+    "RunReport": "report.results", "CaseResult": "report.results", "TrialResult": "report.results",
+    "TrialError": "report.results", "SkippedCase": "report.results", "Comparison": "report.compare", "CaseDelta": "report.compare",
     # what an agent did
     "Run": "trajectory", "Trajectory": "trajectory", "Turn": "trajectory", "ToolCall": "trajectory",
     "ToolResult": "trajectory", "Usage": "trajectory", "Denial": "trajectory", "Conversation": "trajectory",
@@ -40,8 +42,11 @@ _EXPORTS: dict[str, str] = {
     # agents in another process (CLI coding agents)
     "ProcessAgent": "agents",
 }
-_SUBMODULES = frozenset({"expect", "wire", "models", "agent", "runner", "results", "metrics", "compare", "store",
-                         "suite", "config", "render", "trajectory", "endpoint", "agents", "executor"})
+# the public subpackages and modules, by stage (suite files -> cases -> run -> report -> render), and the first
+# layout's module names, which still import as the same modules (`_util/moved.py`)
+_SUBMODULES = frozenset({"suite", "models", "wire", "trajectory", "endpoint", "expect", "agent", "agents",
+                         "run", "report", "render"})
+_MOVED = _moved.MOVED
 
 __all__ = ["__version__", "expect", "Case", "case", "CaseError", "Problem", "TrialContext", *_EXPORTS]
 
@@ -51,6 +56,8 @@ def __getattr__(name: str) -> Any:
         value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
     elif name in _SUBMODULES:
         value = importlib.import_module(f".{name}", __name__)
+    elif name in _MOVED:
+        value = importlib.import_module(f".{_MOVED[name]}", __name__)
     else:
         raise AttributeError(f"module 'trialrun' has no attribute {name!r}")
     globals()[name] = value
@@ -58,18 +65,24 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(__all__) | _SUBMODULES)
+    return sorted(set(__all__) | _SUBMODULES | set(_MOVED))
 
+
+_moved.install()
 
 if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eagerly (`X as X`: re-exported)
     from . import agents as agents, expect as expect
+    from .report import compare as compare, journal as journal, metrics as metrics, results as results
+    from .report import store as store
+    from .run import executor as executor, runner as runner
+    from .suite import config as config, judge as judge
     from .agent import Agent as Agent, Decision as Decision, Price as Price, PriceTable as PriceTable
     from .agent import Tool as Tool, ToolError as ToolError, ToolPolicy as ToolPolicy
     from .agent import prices as prices, shell_tools as shell_tools, tool as tool
     from .agents import ProcessAgent as ProcessAgent
-    from .compare import CaseDelta as CaseDelta, Comparison as Comparison
+    from .report.compare import CaseDelta as CaseDelta, Comparison as Comparison
     from .endpoint import ModelEndpoint as ModelEndpoint, serve as serve
-    from .executor import RayExecutor as RayExecutor
+    from .run.executor import RayExecutor as RayExecutor
     from .expect import Verdict as Verdict, check as check
     from .models import Cassette as Cassette, LiveModel as LiveModel, ModelTransport as ModelTransport
     from .models import NetworkBlockedError as NetworkBlockedError, ObservedTransport as ObservedTransport
@@ -77,8 +90,8 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
     from .models import ScriptedModel as ScriptedModel, fail as fail, read_trajectory as read_trajectory
     from .models import reply as reply, shell as shell, tool_call as tool_call, tool_calls as tool_calls
     from .models import subagent as subagent, when as when
-    from .results import CaseResult as CaseResult, RunReport as RunReport, SkippedCase as SkippedCase
-    from .results import TrialError as TrialError, TrialResult as TrialResult
-    from .runner import EvaluationInterrupted as EvaluationInterrupted, aevaluate as aevaluate, evaluate as evaluate
+    from .report.results import CaseResult as CaseResult, RunReport as RunReport, SkippedCase as SkippedCase
+    from .report.results import TrialError as TrialError, TrialResult as TrialResult
+    from .run.runner import EvaluationInterrupted as EvaluationInterrupted, aevaluate as aevaluate, evaluate as evaluate
     from .trajectory import Conversation as Conversation, Denial as Denial, Run as Run, ToolCall as ToolCall, ToolResult as ToolResult
     from .trajectory import CallOutcome as CallOutcome, Trajectory as Trajectory, Turn as Turn, Usage as Usage

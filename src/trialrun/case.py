@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
-from ._display import listing
+from ._util.display import listing
 from .expect._base import Grader, as_grader
 from .expect.cost import max_cost_usd as _max_cost_grader
 from .trajectory import Trajectory
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     import httpx
     import httpx2
 
-    from ._workspace import Workspace
+    from ._util.workspace import Workspace
     from .endpoint import ModelEndpoint
     from .models import Cassette, ModelTransport, ScriptedModel
     from .wire import Exchange
@@ -397,8 +397,8 @@ class TrialContext:
 
     def snapshot_workspace(self) -> Workspace:
         """Read the workdir's text files now, as the base of the workspace model (see `workspace`). Bounded: files,
-        bytes per file and bytes in all (`trialrun._workspace`); what it leaves out is named with the reason."""
-        from ._workspace import Workspace, snapshot
+        bytes per file and bytes in all (`trialrun._util.workspace`); what it leaves out is named with the reason."""
+        from ._util.workspace import Workspace, snapshot
 
         self._workspace = snapshot(self._workdir) if self._workdir is not None else Workspace(None)
         return self._workspace

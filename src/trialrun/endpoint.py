@@ -30,7 +30,7 @@ from typing import Any
 
 import httpx
 
-from ._per_process import PerProcess
+from ._util.per_process import PerProcess
 
 __all__ = ["ModelEndpoint", "serve", "DEFAULT_MAX_BODY"]
 

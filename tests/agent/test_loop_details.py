@@ -13,7 +13,7 @@ import pytest
 from pydantic import TypeAdapter
 
 import trialrun as tr
-from trialrun._cassette_io import load_exchanges
+from trialrun.models._cassette_io import load_exchanges
 from trialrun.agent.pricing import Price
 from trialrun.wire import decode_trajectory
 

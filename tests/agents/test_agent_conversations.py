@@ -16,7 +16,7 @@ import pytest
 
 import trialrun as tr
 from trialrun import expect
-from trialrun._cassette_io import load_exchanges
+from trialrun.models._cassette_io import load_exchanges
 from trialrun.wire import decode_trajectory
 
 TRAFFIC = Path(__file__).resolve().parents[1] / "fixtures" / "agent-traffic"

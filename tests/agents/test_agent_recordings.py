@@ -20,7 +20,7 @@ import httpx
 import pytest
 
 import trialrun as tr
-from trialrun._cassette_io import load_exchanges
+from trialrun.models._cassette_io import load_exchanges
 from trialrun.trajectory import ToolCall
 from trialrun.wire import decode_exchange
 

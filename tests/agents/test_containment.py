@@ -96,7 +96,7 @@ def test_what_a_finished_agent_left_running_is_killed_and_listed(tmp_path: Path,
     """In bwrap the sandbox's PID namespace ends what was left, and the shell inside names it: on the usual way in
     and on the fallback's (a forwarder inside that execs the agent)."""
     if sandbox == "bwrap-relay":
-        from trialrun.agents import _handoff
+        from trialrun._contain import handoff as _handoff
 
         monkeypatch.setattr(_handoff, "helper_problem", "forced by the test")
         monkeypatch.setattr(_handoff, "used", type(_handoff.used)())
@@ -203,7 +203,7 @@ def test_result_files_keep_the_note_and_older_ones_still_load(tmp_path: Path) ->
 
 
 def test_the_keeper_reports_its_way_and_what_it_killed_line_by_line() -> None:
-    from trialrun.agents import _containment
+    from trialrun._contain import keeper as _containment
 
     reports = _containment.Reports()
     for chunk in (b"way 42 41 subreap", b"er\nexit 0 1\nk 43 sleep", b" 9\ndone 0\n"):
@@ -217,7 +217,7 @@ def test_a_forked_process_gets_a_keeper_server_of_its_own(tmp_path: Path, marker
     """multiprocessing's fork start method, or any os.fork: the child never shares its parent's server."""
     import multiprocessing
 
-    from trialrun.agents._containment import _Server
+    from trialrun._contain.keeper import _Server
 
     assert _trial(tr.ProcessAgent([sys.executable, "-c", "print('started')"])).passed
     parent = _Server.current
@@ -230,7 +230,7 @@ def test_a_forked_process_gets_a_keeper_server_of_its_own(tmp_path: Path, marker
 
 
 def _trial_in_child(folder: str, marker: str) -> tuple[bool, int | None]:
-    from trialrun.agents._containment import _Server
+    from trialrun._contain.keeper import _Server
 
     trial = _trial(_agent(Path(folder), marker, end=True))
     return trial.passed and not _listed(trial.killed, marker, ESCAPED), \

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import trialrun as tr
-from trialrun._cassette_io import load_exchanges
+from trialrun.models._cassette_io import load_exchanges
 from trialrun.trajectory import Run, ToolCall
 from trialrun.wire import decode_trajectory
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import trialrun as tr
-from trialrun.agents._containment import session_members
+from trialrun._contain.keeper import session_members
 
 # A real agent in another process: the official openai SDK, pointed at the endpoint by the variables trialrun sets.
 SDK_AGENT = textwrap.dedent("""

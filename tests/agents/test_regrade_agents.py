@@ -18,9 +18,9 @@ import yaml
 from _export_schemas import ATIF_V1_4, OTLP_TRACES, atif_problems, genai_problems
 from click.testing import CliRunner, Result
 
-from trialrun._exchange_log import read_trial_exchanges, sidecar_path
+from trialrun.report._exchange_log import read_trial_exchanges, sidecar_path
 from trialrun.cli import main
-from trialrun.store import load_report
+from trialrun.report.store import load_report
 
 SDK_AGENT = textwrap.dedent("""
     import json, os, subprocess, sys
@@ -181,7 +181,7 @@ def test_claude_codes_own_refusals_survive_a_regrade(tmp_path: Path, monkeypatch
 REPLAYER = '''
 from pathlib import Path
 
-from trialrun._cassette_io import load_exchanges
+from trialrun.models._cassette_io import load_exchanges
 
 CASSETTE = Path({cassette!r})
 

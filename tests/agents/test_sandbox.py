@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 
 import trialrun as tr
-from trialrun.agents import _handoff
-from trialrun.agents import sandbox as sandboxes
+from trialrun._contain import handoff as _handoff
+from trialrun._contain import sandbox as sandboxes
 
 
 
@@ -261,7 +261,7 @@ def test_a_program_that_cannot_start_fails_the_trial_at_once_and_leaves_nothing(
 DOTDOT = textwrap.dedent("""
     import json, sys
     import trialrun as tr
-    from trialrun.agents import _handoff
+    from trialrun._contain import handoff as _handoff
     if sys.argv[1] == "relay":
         _handoff.helper_problem = "forced by the test"
     ask = ("import openai; print(openai.OpenAI().chat.completions.create(model='m', "
@@ -449,7 +449,7 @@ UNPRIVILEGED = textwrap.dedent("""
     for name, folder in (("trialrun", os.path.dirname(agents)), ("trialrun.agents", agents)):
         sys.modules[name] = types.ModuleType(name)
         sys.modules[name].__path__ = [folder]
-    spec = importlib.util.spec_from_file_location("trialrun.agents._handoff", sys.argv[1])
+    spec = importlib.util.spec_from_file_location("trialrun._contain.handoff", sys.argv[1])
     handoffs = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = handoffs
     spec.loader.exec_module(handoffs)

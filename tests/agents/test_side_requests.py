@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 import trialrun as tr
-from trialrun._build import config_snapshot, process_agent
-from trialrun.config import load_config
-from trialrun.suite import read_suite
+from trialrun.suite._build import config_snapshot, process_agent
+from trialrun.suite.config import load_config
+from trialrun.suite._tests_file import read_suite
 
 ENDPOINT = SimpleNamespace(url="http://127.0.0.1:1", openai_base_url="http://127.0.0.1:1/v1",
                            anthropic_base_url="http://127.0.0.1:1")

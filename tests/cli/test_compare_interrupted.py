@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from trialrun.results import RunReport
-from trialrun.store import ResultsStore, load_report
+from trialrun.report.results import RunReport
+from trialrun.report.store import ResultsStore, load_report
 
 RESULTS = Path("state") / "eval"
 

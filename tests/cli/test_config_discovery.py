@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import Result
 
-from trialrun.config import find_config, load_config
+from trialrun.suite.config import find_config, load_config
 
 
 def test_a_run_from_a_subfolder_uses_the_projects_config(project: Path, cli: Callable[..., Result],

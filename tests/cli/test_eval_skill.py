@@ -8,7 +8,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from trialrun.results import RunReport
+from trialrun.report.results import RunReport
 
 
 def results(project: Path) -> list[Path]:

@@ -1,5 +1,5 @@
 """A `trialrun run` process leaves what it froze before the run out of the interpreter's last collection
-(`trialrun._collector`) only when nothing alive has a finalizer left to run: a tool's file that is still open,
+(`trialrun.cli._gc`) only when nothing alive has a finalizer left to run: a tool's file that is still open,
 in a reference cycle, keeps every buffered write (and that this guard is needed is shown by switching it off)."""
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def test_without_the_guard_those_writes_would_be_lost(tmp_path: Path) -> None:
     """The same run with `nothing_to_finalize` forced true: the frozen cycle is never finalised and both files stay
     empty, so the check is what keeps them."""
     folder = _project(tmp_path, TOOL)
-    done = _run(folder, "import trialrun._collector as c", "c.nothing_to_finalize = lambda before: True")
+    done = _run(folder, "import trialrun.cli._gc as c", "c.nothing_to_finalize = lambda before: True")
     assert done.returncode in (0, 1), done.stderr
     assert (folder / "at-import.txt").read_text() == "" and (folder / "during-run.txt").read_text() == ""
 
@@ -93,7 +93,7 @@ def test_an_open_file_is_seen_before_and_after_the_freeze_and_a_closed_one_is_no
     whether every finalizer can be referred to weakly (when one cannot, `finalizers` says None: no shortcut)."""
     body = f"""
 import sys
-from trialrun._collector import _alive_with_finalizers, finalizers
+from trialrun.cli._gc import _alive_with_finalizers, finalizers
 early = open({str(tmp_path / "early.txt")!r}, "w")
 before = finalizers()
 assert before is not None and any(ref() is early for ref in before), before

@@ -94,7 +94,7 @@ def test_config_values_that_do_not_work_name_the_file_and_key(project: Path, cli
 
 
 def test_a_cassette_nested_too_deeply_is_named(tmp_path: Path) -> None:
-    from trialrun._cassette_io import CassetteFileError, load_exchanges
+    from trialrun.models._cassette_io import CassetteFileError, load_exchanges
 
     path = tmp_path / "deep.yaml"
     path.write_text(DEEP)

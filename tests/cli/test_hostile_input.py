@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from trialrun.suite import read_suite
+from trialrun.suite._tests_file import read_suite
 
 SUITE = Path("state/eval/tests.json")
 RESULTS = Path("state/eval")
@@ -114,7 +114,7 @@ def test_an_alias_bomb_in_a_price_file_is_refused(tmp_path: Path) -> None:
 
 
 def test_a_self_referring_alias_is_refused_and_modest_aliases_still_work(tmp_path: Path) -> None:
-    from trialrun._yaml import YamlError, load_yaml
+    from trialrun._util.yaml_read import YamlError, load_yaml
 
     with pytest.raises(YamlError, match="refers to a value that contains it"):
         load_yaml("a: &a [1, *a]\n")

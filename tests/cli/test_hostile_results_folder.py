@@ -130,7 +130,7 @@ def test_fifos_and_dev_zero_in_the_results_folder_are_named_and_never_block(
 
 def _journal_lines(folder: Path) -> list[dict[str, Any]]:
     """A journal of the newest run as a killed run would have left it (its result file gone)."""
-    from trialrun.journal import case_plan  # noqa: F401  # the format's own writer is what these lines follow
+    from trialrun.report.journal import case_plan  # noqa: F401  # the format's own writer is what these lines follow
 
     newest = sorted(folder.glob("results_*.json"))[-1]
     report = json.loads(newest.read_text())

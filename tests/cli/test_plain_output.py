@@ -16,9 +16,9 @@ import pytest
 from rich.console import Console
 
 from trialrun.expect import Verdict
-from trialrun.render import _plain
+from trialrun.render import _console, _plain
 from trialrun.render.terminal import print_report
-from trialrun.results import CaseResult, RunReport, TrialError, TrialResult
+from trialrun.report.results import CaseResult, RunReport, TrialError, TrialResult
 from trialrun.trajectory import ToolCall, ToolResult, Trajectory, Turn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "render"))
@@ -98,7 +98,7 @@ def test_the_plain_lines_are_what_rich_prints_at_every_width(which: str) -> None
 def test_a_plain_console_hands_what_needs_rich_to_rich(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("COLUMNS", "60")
     for report in (REPORTS["wide characters"](), REPORTS["edge cases, one trial"]()):
-        _plain.print_report(report, _plain.PlainConsole(), saved="/tmp/r.json")
+        _console.print_report(report, _plain.PlainConsole(), saved="/tmp/r.json")
         assert capsys.readouterr().out == _rich_text(report, 60, "/tmp/r.json")
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import yaml
 
-from trialrun._exchange_log import sidecar_path
-from trialrun.store import load_report
+from trialrun.report._exchange_log import sidecar_path
+from trialrun.report.store import load_report
 
 RESULTS = Path("state") / "eval"
 
@@ -180,7 +180,7 @@ def test_verbose_after_the_command_as_before_it(project: Path, cli) -> None:
 
 
 def test_the_executor_is_recorded_without_credentials() -> None:
-    from trialrun._build import executor_name
+    from trialrun.suite._build import executor_name
 
     assert [executor_name(e) for e in (None, "", "local", "ray", "ray://head:10001", "ray://me:pw@head:10001")] == \
            ["local", "local", "local", "ray", "ray://head:10001", "ray://head:10001"]
@@ -240,7 +240,7 @@ def test_an_in_process_sdk_agent_regrades_from_its_traffic(project: Path, cli) -
 def test_the_sidecar_index_reads_each_trial_as_the_viewer_reads_it(project: Path, cli) -> None:
     """The regrade reads the sidecar once (`SidecarIndex`), where the viewer searches it per trial: same answers,
     for whole lines, a corrupt one, one cut short by a kill, a trial that is not there, and no file at all."""
-    from trialrun._exchange_log import SidecarIndex, read_trial_exchanges
+    from trialrun.report._exchange_log import SidecarIndex, read_trial_exchanges
 
     assert cli("run", "all", "-k", "2").exit_code == 1
     (original,) = _result_files(project)
@@ -264,8 +264,8 @@ def test_the_sidecar_index_reads_each_trial_as_the_viewer_reads_it(project: Path
 def test_the_same_news_of_many_trials_is_one_line() -> None:
     from datetime import datetime, timezone
 
-    from trialrun._regrade import Regrade
-    from trialrun.results import RunReport
+    from trialrun.suite._regrade import Regrade
+    from trialrun.report.results import RunReport
 
     done = Regrade(RunReport.build([], trial_count=1, started_at=datetime.now(timezone.utc), duration_s=0))
     done.notes += [("a", n, "kept") for n in (1, 2, 3, 5)] + [("a", 4, "changed"), ("b", None, "gone")]

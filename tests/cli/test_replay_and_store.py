@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 import trialrun as tr
-from trialrun._cassette_io import save_exchanges
-from trialrun.store import ResultsStore, load_report
+from trialrun.models._cassette_io import save_exchanges
+from trialrun.report.store import ResultsStore, load_report
 
 
 def test_run_with_replay_cassettes(project: Path, cli) -> None:

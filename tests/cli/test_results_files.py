@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from trialrun.store import ResultsStore
+from trialrun.report.store import ResultsStore
 
 
 def _folder(project: Path) -> Path:

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from trialrun.journal import Journal
-from trialrun.store import ResultsStore, load_report
+from trialrun.report.journal import Journal
+from trialrun.report.store import ResultsStore, load_report
 
 posix = pytest.mark.skipif(sys.platform == "win32", reason="POSIX files and signals")
 
@@ -107,7 +107,7 @@ def test_a_result_file_is_never_replaced_even_under_a_reserved_name(tmp_path: Pa
 KILLED_WRITER = textwrap.dedent('''
     import os, signal, sys
     from pathlib import Path
-    from trialrun._files import write_atomic
+    from trialrun._util.files import write_atomic
     os.fsync = lambda fd: os.kill(os.getpid(), signal.SIGKILL)  # killed in the middle of the write
     write_atomic(Path(sys.argv[1]) / "results_20260731_140000.json", "{" * 100_000)
 ''')

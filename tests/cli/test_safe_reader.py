@@ -1,4 +1,4 @@
-"""The one safe reader (`trialrun._safe_read`) that everything read from a results folder (and every file the CLI
+"""The one safe reader (`trialrun._util.safe_read`) that everything read from a results folder (and every file the CLI
 is handed) goes through: a FIFO or a device is never opened (looked at first), a FIFO swapped in after that look
 does not block (O_NONBLOCK) and is refused once open (fstat), a file swapped for another is refused, sizes and
 line lengths are bounded. Each read runs in a thread the test gives up on after 5 s, so a reader that blocks fails
@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from trialrun import _safe_read
-from trialrun._files import locked
-from trialrun._safe_read import UnreadableFile
+from trialrun._util import safe_read as _safe_read
+from trialrun._util.files import locked
+from trialrun._util.safe_read import UnreadableFile
 
 
 def _within(seconds: float, work: Callable[[], Any]) -> Any:
@@ -117,7 +117,7 @@ def test_a_journal_lock_check_on_a_fifo_is_false_and_never_blocks(fifo: Path) ->
 def test_a_sidecar_line_over_the_limit_is_said_to_be_too_long(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import json
 
-    from trialrun import _exchange_log
+    from trialrun.report import _exchange_log
 
     monkeypatch.setattr(_exchange_log, "LINE_MAX_BYTES", 1000)
     path = tmp_path / "results_4.exchanges.ndjson"
@@ -131,7 +131,7 @@ def test_a_sidecar_line_over_the_limit_is_said_to_be_too_long(tmp_path: Path, mo
 
 
 def test_a_journal_of_many_bad_lines_is_a_few_notes_and_a_count(tmp_path: Path) -> None:
-    from trialrun._history import read_journal
+    from trialrun.report._history import read_journal
 
     path = tmp_path / "results_5.jsonl"
     start = '{"event": "start", "journal_version": 1, "started_at": "2026-01-01T00:00:00+00:00", "cases": []}\n'

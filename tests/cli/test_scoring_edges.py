@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from trialrun.render.markdown import report_markdown
-from trialrun.store import load_report
+from trialrun.report.store import load_report
 
 FLAKY_AGENT = '''
 def run(prompt, ctx):

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from urllib.parse import quote, quote_plus
 
-from trialrun.journal import is_live
+from trialrun.report.journal import is_live
 
 ENV_TOKEN = "tok-env-5f4e3d2c1b0a"  # in the run's environment as ACME_DEPLOY_TOKEN: known from the start
 LATE_TOKEN = "late-cred-9a8b7c6d5e4f3a2b"  # in a file: known only once the second trial's transport sees it

@@ -9,7 +9,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from trialrun.suite import read_suite
+from trialrun.suite._tests_file import read_suite
 
 SUITE = Path("state/eval/tests.json")
 YAML_SUITE = Path("state/eval/tests.yaml")

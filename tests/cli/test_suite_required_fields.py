@@ -103,7 +103,7 @@ def test_the_schema_requires_the_seed_fields(cli) -> None:
 
 
 def test_the_bundled_example_validates(project: Path) -> None:
-    from trialrun.suite import read_suite
+    from trialrun.suite._tests_file import read_suite
 
     assert [t.id for t in read_suite(project / SUITE).tests] == [
         "read-file", "search-json", "list-dir", "refuse-dangerous-command", "summarise-notes"]

@@ -67,7 +67,7 @@ def test_print_report_never_splits_an_id_on_any_console(project: Path, cli, term
     from rich.console import Console
 
     from trialrun.render.terminal import print_report
-    from trialrun.store import load_report
+    from trialrun.report.store import load_report
 
     cli("run", "all", "--trials", "3")
     report = load_report(project / "state" / "eval" / "latest.json")

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from trialrun.compare import compare, delta_lines
+from trialrun.report.compare import compare, delta_lines
 from trialrun.render.junit import junit_xml
 from trialrun.render.markdown import comparison_markdown, report_markdown
 from trialrun.render.terminal import print_report
-from trialrun.results import CaseResult, RunReport, TrialResult
+from trialrun.report.results import CaseResult, RunReport, TrialResult
 from trialrun.trajectory import Trajectory, Turn
 
 #: Crashes on the list-dir test (its prompt asks about files); answers every other test without tools.

@@ -7,8 +7,8 @@ from datetime import datetime, timezone
 
 import pytest
 
-from trialrun.compare import compare, delta_lines
-from trialrun.results import CaseResult, RunReport
+from trialrun.report.compare import compare, delta_lines
+from trialrun.report.results import CaseResult, RunReport
 
 STARTED = datetime(2026, 7, 31, 14, 0, tzinfo=timezone.utc)
 

@@ -10,7 +10,7 @@ import openai
 
 import trialrun as tr
 from trialrun import expect
-from trialrun._cassette_io import load_exchanges
+from trialrun.models._cassette_io import load_exchanges
 
 
 def test_openai_through_ctx_http_client() -> None:

@@ -435,6 +435,6 @@ def test_the_text_report_folds_side_and_sub_conversations_under_the_main_one() -
 ])
 def test_command_tools_are_found_from_name_schema_and_description(name: str, description: str, parameters: dict,
                                                                   expected: str | None) -> None:
-    from trialrun._command_tools import command_argument
+    from trialrun._util.command_tools import command_argument
 
     assert command_argument(name, {"type": "object", **parameters}, description) == expected

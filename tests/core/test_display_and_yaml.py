@@ -6,8 +6,8 @@ import pytest
 from rich.console import Console
 from rich.text import Text
 
-from trialrun._display import clean, listing, markup, shorten
-from trialrun._yaml import ALIAS_BUDGET, YamlError, load_yaml
+from trialrun._util.display import clean, listing, markup, shorten
+from trialrun._util.yaml_read import ALIAS_BUDGET, YamlError, load_yaml
 
 
 def test_clean_escapes_controls_and_invisible_format_characters_and_keeps_real_text() -> None:

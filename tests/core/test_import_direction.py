@@ -1,9 +1,12 @@
-"""Data flows one way (suite files -> cases -> runner): `suite` never imports `_build`, and the graders (`expect`)
-never import `case`, not even lazily inside a function or for type checkers only."""
+"""Data flows one way, and the layout says so: every package of trialrun stands on a floor, a module imports only
+from its own floor or lower ones, and no two modules import each other, not even lazily inside a function or for
+type checkers only (suite files -> cases -> run -> report -> render, with the helpers underneath)."""
 
 from __future__ import annotations
 
 import ast
+import importlib
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,6 +14,30 @@ import pytest
 import trialrun
 
 ROOT = Path(trialrun.__file__).resolve().parent
+
+#: The floors, lowest first: the package (or root module) of each stage. What a floor may import is every floor
+#: before it; each package's `__init__` docstring says the same in words.
+FLOORS: tuple[tuple[str, ...], ...] = (
+    ("_version", "_util"),   # helpers: the standard library and dependencies only
+    ("_contain",),           # the keeper and the sandbox around what an agent runs
+    ("trajectory",),         # what an agent did: the one data model everything reads
+    ("_shell",),             # what a shell command ran and wrote
+    ("wire",),               # the providers' HTTP traffic <-> trajectories
+    ("_scrub",),             # credentials out of everything written or printed (it reads SSE through wire)
+    ("models",),             # the model seam: scripted, cassette, live, guard
+    ("endpoint",),           # the seam served on a loopback port
+    ("agent",),              # the reference agent
+    ("expect",),             # the graders
+    ("case",),               # a case and its trial context
+    ("report",),             # results, the files that keep them, and what is computed from them
+    ("run",),                # the runner and its executors
+    ("agents",),             # agents in another process (CLI coding agents)
+    ("suite",),              # suite files and configuration -> cases
+    ("render",),             # terminal, Markdown, HTML, JUnit
+    ("view",),               # the local web app
+    ("pytest_plugin", "cli", "__main__"),  # the two ways in
+)
+FLOOR = {stage: number for number, stages in enumerate(FLOORS) for stage in stages}
 
 
 def _modules() -> dict[str, Path]:
@@ -39,8 +66,16 @@ def _imports(name: str) -> set[str]:
             targets.add(module)
         elif isinstance(node, ast.Import):
             targets.update(alias.name for alias in node.names)
-    # the top package is imported before any of its modules anyway: `from .. import _shell` is not an import of it
-    return {t for t in targets if t in MODULES and t not in (name, "trialrun")}
+    # the top package is imported before any of its modules anyway: `from .. import _shell` is not an import of it;
+    # nor is a module's own package (`from . import x` runs the package's `__init__`, which only gathers names)
+    return {t for t in targets if t in MODULES and t not in (name, "trialrun") and not name.startswith(t + ".")}
+
+
+GRAPH = {name: _imports(name) for name in MODULES}
+
+
+def _stage(name: str) -> str:
+    return name.split(".")[1]
 
 
 def _reaches(start: str, goal: str) -> list[str] | None:
@@ -50,7 +85,7 @@ def _reaches(start: str, goal: str) -> list[str] | None:
     seen = {chain[0] for chain in todo}
     while todo:
         chain = todo.pop()
-        for target in _imports(chain[-1]):
+        for target in GRAPH[chain[-1]]:
             if inside(target, goal):
                 return [*chain, target]
             if target not in seen and not inside(target, start):
@@ -59,11 +94,97 @@ def _reaches(start: str, goal: str) -> list[str] | None:
     return None
 
 
-@pytest.mark.parametrize("start, goal", [("trialrun.suite", "trialrun._build"), ("trialrun.expect", "trialrun.case")])
+def _circles() -> list[list[str]]:
+    """The groups of modules that import each other (strongly connected, Tarjan's algorithm), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in GRAPH[node]:
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 10 * len(MODULES)))
+    try:
+        for node in sorted(GRAPH):
+            if node not in index:
+                visit(node)
+    finally:
+        sys.setrecursionlimit(limit)
+    return found
+
+
+def test_every_package_stands_on_a_floor() -> None:
+    stages = {_stage(name) for name in MODULES if name != "trialrun"}
+    assert stages - set(FLOOR) == set(), "a package or root module with no floor: add it to FLOORS"
+    assert set(FLOOR) - stages == set(), "a floor names a package that does not exist"
+
+
+def test_no_module_imports_from_a_higher_floor() -> None:
+    upward = [f"{name} -> {target}" for name, targets in sorted(GRAPH.items()) if name != "trialrun"
+              for target in sorted(targets) if FLOOR[_stage(target)] > FLOOR[_stage(name)]]
+    assert upward == []
+
+
+def test_no_two_modules_import_each_other() -> None:
+    assert _circles() == []
+
+
+@pytest.mark.parametrize("start, goal", [("trialrun.suite._tests_file", "trialrun.suite._build"),
+                                         ("trialrun.expect", "trialrun.case"), ("trialrun.report", "trialrun.run"),
+                                         ("trialrun.run", "trialrun.suite"), ("trialrun.report", "trialrun.render")])
 def test_no_import_runs_against_the_data_flow(start: str, goal: str) -> None:
     assert _reaches(start, goal) is None, " -> ".join(_reaches(start, goal) or [])
 
 
-def test_the_checker_sees_the_forward_imports() -> None:
-    assert _reaches("trialrun._build", "trialrun.suite") == ["trialrun._build", "trialrun.suite"]
+def test_the_checker_sees_the_imports_it_forbids(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The checks above pass because the imports are absent, not because the checker is blind: it finds the forward
+    imports, and an upward import or a circle written into the graph fails them."""
+    assert _reaches("trialrun.suite._build", "trialrun.suite._tests_file") == ["trialrun.suite._build",
+                                                                             "trialrun.suite._tests_file"]
     assert _reaches("trialrun.case", "trialrun.expect")
+    assert "trialrun.report.results" in GRAPH["trialrun.run.runner"]  # lazy and TYPE_CHECKING imports count too
+    monkeypatch.setitem(GRAPH, "trialrun.report.results", GRAPH["trialrun.report.results"] | {"trialrun.run.runner"})
+    assert any({"trialrun.report.results", "trialrun.run.runner"} <= set(group) for group in _circles())
+    with pytest.raises(AssertionError):
+        test_no_module_imports_from_a_higher_floor()
+
+
+def test_every_package_says_its_job_and_what_it_may_import() -> None:
+    packages = sorted(ROOT.glob("*/__init__.py"))
+    assert len(packages) >= 15
+    for path in packages:
+        doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+        assert len(doc.split()) >= 20, f"{path.parent.name}/__init__.py: no docstring saying its job"
+        assert "May import" in doc, f"{path.parent.name}/__init__.py does not say what it may import"
+
+
+@pytest.mark.parametrize("old, new", sorted(trialrun._MOVED.items()))  # noqa: SLF001 - the package's own table
+def test_the_first_layouts_module_paths_still_import(old: str, new: str) -> None:
+    """`import trialrun.results` and `from trialrun.runner import evaluate` (the first layout's public modules) give
+    the module at its new place, the same object, with its own spec (pickling and Ray's workers go by it)."""
+    moved = importlib.import_module(f"trialrun.{old}")
+    assert moved is importlib.import_module(f"trialrun.{new}")
+    assert moved.__spec__ is not None and moved.__spec__.name == f"trialrun.{new}"
+    assert getattr(trialrun, old) is moved
+    assert _stage(f"trialrun.{new}") in FLOOR

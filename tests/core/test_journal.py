@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 import trialrun as tr
-from trialrun.journal import case_plan, read_journal
-from trialrun.store import ResultsStore
+from trialrun.report.journal import case_plan, read_journal
+from trialrun.report.store import ResultsStore
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "journal.md"
 

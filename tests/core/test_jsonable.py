@@ -7,7 +7,7 @@ import json
 import math
 from pathlib import Path
 
-from trialrun.results import jsonable
+from trialrun.report.results import jsonable
 
 
 class Level(enum.IntEnum):

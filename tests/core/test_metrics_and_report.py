@@ -7,7 +7,8 @@ import math
 import pytest
 
 import trialrun as tr
-from trialrun import expect, metrics
+from trialrun import expect
+from trialrun.report import metrics
 
 
 @pytest.mark.parametrize(

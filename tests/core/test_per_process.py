@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 import trialrun as tr
-from trialrun._per_process import PerProcess
+from trialrun._util.per_process import PerProcess
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="os.fork")
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import trialrun as tr
-import trialrun.compare as compare_module
+import trialrun.report.compare as compare_module
 from trialrun import expect
 
 

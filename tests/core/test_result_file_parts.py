@@ -8,8 +8,8 @@ import secrets
 
 import trialrun as tr
 from trialrun._scrub import add_secret, scrub_text, secrets_version
-from trialrun.results import RunReport
-from trialrun.store import report_text
+from trialrun.report.results import RunReport
+from trialrun.report.store import report_text
 
 
 def _report(outputs: list[str]) -> RunReport:

@@ -28,13 +28,13 @@ from rich.console import Console
 
 import trialrun as tr
 from trialrun import expect
-from trialrun.compare import compare
+from trialrun.report.compare import compare
 from trialrun.render.html import comparison_html, report_html
 from trialrun.render.junit import junit_xml
 from trialrun.render.markdown import append_step_summary, comparison_markdown, report_markdown
 from trialrun.render.terminal import print_report
 from trialrun.render.text import case_failure_text
-from trialrun.store import ResultsStore, report_text
+from trialrun.report.store import ResultsStore, report_text
 
 # What must never appear (the secret part), and how it is written where it is planted (its context).
 _PEM_BODY = "MIIEowIBAAKCAQEAq7BFUpkGp3+LQmlQCampaignPlantedKeyBodyLine0001"

@@ -8,7 +8,7 @@ import pytest
 
 import trialrun as tr
 from trialrun import expect
-from trialrun.results import SCHEMA_VERSION
+from trialrun.report.results import SCHEMA_VERSION
 
 
 def _case(name: str = "c", invoke=lambda ctx: "hello", **kwargs) -> tr.Case:

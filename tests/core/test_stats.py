@@ -1,4 +1,4 @@
-"""trialrun._stats against scipy (the reference implementation), over every small table and split."""
+"""trialrun.report._stats against scipy (the reference implementation), over every small table and split."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 import scipy.stats as scipy_stats  # in the test extra: the cross-check runs in CI, never skips
 
-from trialrun._stats import fisher_exact, sign_test, trials_needed
+from trialrun.report._stats import fisher_exact, sign_test, trials_needed
 
 
 @pytest.mark.parametrize("n_a, n_b", [(1, 1), (3, 3), (5, 5), (4, 7), (10, 10)])

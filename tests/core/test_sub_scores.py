@@ -7,9 +7,9 @@ from datetime import datetime, timezone
 
 import pytest
 
-from trialrun.compare import compare
+from trialrun.report.compare import compare
 from trialrun.expect._base import Verdict
-from trialrun.results import CaseResult, RunReport, TrialError, TrialResult
+from trialrun.report.results import CaseResult, RunReport, TrialError, TrialResult
 
 
 def _graded(trial: int, accuracy: float, efficiency: float, quality: float) -> TrialResult:

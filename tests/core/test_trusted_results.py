@@ -9,7 +9,7 @@ from pydantic import BaseModel, PrivateAttr
 import trialrun as tr
 from trialrun import expect
 from trialrun.expect._base import Verdict
-from trialrun.results import CaseResult, TrialError, TrialResult, _trusted
+from trialrun.report.results import CaseResult, TrialError, TrialResult, _trusted
 
 
 def _values() -> dict:

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 import trialrun as tr
-from trialrun._build import load_suite
-from trialrun.config import ConfigError, load_config
+from trialrun.suite._build import load_suite
+from trialrun.suite.config import ConfigError, load_config
 
 TOOL = '''
 def lookup(key: str) -> str:

@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 import trialrun as tr
-from trialrun.judge import llm_judge, parse_quality
+from trialrun.suite.judge import llm_judge, parse_quality
 from trialrun.trajectory import Run, Trajectory, Turn
 
 

@@ -17,7 +17,7 @@ import pytest
 
 import trialrun as tr
 from trialrun import expect
-from trialrun._cassette_io import load_exchanges
+from trialrun.models._cassette_io import load_exchanges
 from trialrun.expect.rubric import rubric
 from trialrun.trajectory import Conversation, Denial, ToolCall, ToolResult, Trajectory, Turn
 from trialrun.wire import ModelRequest, decode_trajectory
@@ -288,7 +288,7 @@ def test_include_denied_is_the_older_name_of_include_refused() -> None:
 
 
 def test_suite_files_take_include_refused_on_every_grader_that_has_it() -> None:
-    from trialrun.suite import build_expectations
+    from trialrun.suite._tests_file import build_expectations
 
     graders, problems = build_expectations([
         {"called": {"tool": "run", "include_refused": True}},

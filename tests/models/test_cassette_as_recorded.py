@@ -22,7 +22,7 @@ import openai
 import pytest
 import yaml
 
-from trialrun._cassette_io import load_exchanges
+from trialrun.models._cassette_io import load_exchanges
 from trialrun.models import Cassette, read_trajectory
 
 TRAFFIC = Path(__file__).resolve().parents[1] / "fixtures" / "provider-traffic"

@@ -12,7 +12,7 @@ import openai
 import pytest
 import yaml
 
-from trialrun._cassette_io import CassetteFileError, load_exchanges, save_exchanges
+from trialrun.models._cassette_io import CassetteFileError, load_exchanges, save_exchanges
 from trialrun.models import Cassette, ScriptedModel, read_trajectory, reply, tool_call
 from trialrun.wire import Exchange
 

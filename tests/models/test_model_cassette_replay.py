@@ -19,7 +19,7 @@ import httpx2
 import openai
 import pytest
 
-from trialrun._cassette_io import load_exchanges
+from trialrun.models._cassette_io import load_exchanges
 from trialrun.models import Cassette, read_trajectory
 from trialrun.trajectory import Trajectory
 from trialrun.wire import Exchange

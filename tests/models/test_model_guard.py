@@ -17,7 +17,7 @@ import openai
 import pytest
 
 import trialrun as tr
-from trialrun._threads import Workers
+from trialrun._util.workers import Workers
 from trialrun.models import NetworkBlockedError, guard
 
 ADVICE = ("Deterministic cases must not reach the network: use a ScriptedModel or a Cassette, or mark the case "

@@ -1,4 +1,4 @@
-"""The one Retry-After reader (`trialrun._retry`), shared by the reference agent's loop and LiveModel."""
+"""The one Retry-After reader (`trialrun._util.retry`), shared by the reference agent's loop and LiveModel."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import email.utils
 import httpx
 import pytest
 
-from trialrun._retry import RETRY_STATUSES, retry_after, retry_delay, retryable
+from trialrun._util.retry import RETRY_STATUSES, retry_after, retry_delay, retryable
 
 NOW = 1_700_000_000.0
 

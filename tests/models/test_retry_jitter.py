@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 import trialrun as tr
-from trialrun._retry import retry_delay
+from trialrun._util.retry import retry_delay
 from trialrun.models.live import LiveModel
 
 CONCURRENT = 16

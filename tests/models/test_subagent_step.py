@@ -15,8 +15,8 @@ import httpx
 import pytest
 
 import trialrun as tr
-from trialrun._build import ConfigError, load_script_file
-from trialrun._cassette_io import load_exchanges
+from trialrun.suite._build import ConfigError, load_script_file
+from trialrun.models._cassette_io import load_exchanges
 from trialrun.trajectory import ToolCall
 from trialrun.wire import decode_exchange
 

@@ -20,9 +20,9 @@ from urllib.parse import urlencode
 import pytest
 
 import starlette  # noqa: F401  # in the test extra (as the view extra): these tests run in CI, never skip
-from trialrun._exchange_log import read_trial_exchanges, sidecar_path
-from trialrun.results import RunReport
-from trialrun.store import load_report
+from trialrun.report._exchange_log import read_trial_exchanges, sidecar_path
+from trialrun.report.results import RunReport
+from trialrun.report.store import load_report
 
 # Not in a conftest: pytest refuses `pytest_plugins` in a conftest below the rootdir when the whole suite runs.
 pytest_plugins = ["pytester"]
@@ -164,7 +164,7 @@ def test_without_save_nothing_is_written(pytester: pytest.Pytester) -> None:
 def test_a_session_whose_result_file_cannot_be_saved_keeps_no_exchanges(pytester: pytest.Pytester,
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """The trials wrote their exchanges; the save then fails (a full disk, simulated at the store): they go too."""
-    from trialrun.store import ResultsStore
+    from trialrun.report.store import ResultsStore
 
     def full(self: ResultsStore, report: RunReport, *, stem: str | None = None) -> Path:
         raise OSError(28, "No space left on device")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from trialrun.store import ResultsStore, load_report
+from trialrun.report.store import ResultsStore, load_report
 
 # Not in a conftest: pytest refuses `pytest_plugins` in a conftest below the rootdir when the whole suite runs.
 pytest_plugins = ["pytester"]

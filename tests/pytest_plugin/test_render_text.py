@@ -20,7 +20,7 @@ from trialrun.render.text import (
     trajectory_summary,
     trial_text,
 )
-from trialrun.results import CaseResult, TrialError, TrialResult
+from trialrun.report.results import CaseResult, TrialError, TrialResult
 
 TRIALRUN_DIR = Path(tr.__file__).resolve().parent
 

@@ -106,7 +106,7 @@ def _with_careless() -> list[tr.Case]:
 def _kept(cases: list[tr.Case], path: Path, sidecar_trials: Any, **options: Any) -> tuple[Any, dict]:
     """A run of `cases` with its exchanges kept in the sidecar `path` (as `trialrun run` keeps them), and that
     sidecar's trials: the exchanges are scrubbed (neither planted secret is anywhere in the file)."""
-    from trialrun._exchange_log import ExchangeLog
+    from trialrun.report._exchange_log import ExchangeLog
 
     log = ExchangeLog.open(path, run_id="eval_x")
     try:
@@ -213,7 +213,7 @@ def test_a_case_that_cannot_be_pickled_is_refused_before_anything_runs(ray_clust
 def test_an_on_exchanges_callable_of_your_own_is_refused_on_ray_not_silently_dropped() -> None:
     """Its trials' raw exchanges stay on the workers, so it would never be called: the run is refused before
     anything runs (or connects), naming the argument and what to use instead."""
-    from trialrun.executor import ExecutorError
+    from trialrun.run.executor import ExecutorError
 
     calls: list[object] = []
     ran: list[str] = []
@@ -231,7 +231,7 @@ def test_an_on_exchanges_callable_of_your_own_is_refused_on_ray_not_silently_dro
 
 
 def test_executor_spellings() -> None:
-    from trialrun.executor import ExecutorError, resolve_executor
+    from trialrun.run.executor import ExecutorError, resolve_executor
 
     assert resolve_executor("local") is None and resolve_executor(None) is None
     assert resolve_executor("ray") == tr.RayExecutor()

@@ -71,7 +71,7 @@ def _calls(ctx: tr.TrialContext, limit: tr.RateLimit) -> str:
     """A trial that makes REQUESTS calls through a LiveModel with `limit` (sync, or async for odd trials)."""
     import asyncio
 
-    from trialrun import _ray
+    from trialrun.run import _ray
     from trialrun.models import _limiter
 
     if ctx.case.metadata["per_worker"]:
@@ -145,7 +145,7 @@ def test_without_the_shared_actor_two_workers_go_over_the_limit(ray_cluster: str
 
 
 def test_the_limiter_actor_leases_slots_and_honours_a_pause(ray_cluster: str) -> None:
-    from trialrun import _ray
+    from trialrun.run import _ray
     from trialrun.models import RateLimit
 
     actor = ray.remote(_ray._LimiterActor).options(**_ray._actor_options("unit")).remote()
@@ -178,7 +178,7 @@ def test_a_429_on_one_worker_pauses_the_others(ray_cluster: str, provider: _Serv
     assert others, "the other worker made no more calls"
     # the other worker stopped too: only the slots it had already leased (a lease is at most a quarter second of
     # the limit: 2 here) can go out during that second
-    from trialrun import _ray
+    from trialrun.run import _ray
 
     leased = max(1, int(RPM / 60 * _ray._LEASE_S))
     assert sum(1 for t in others if t < refused_at + 1.0) <= leased, [round(t - refused_at, 3) for t in others]

@@ -9,7 +9,7 @@ import httpx
 
 import trialrun as tr
 from trialrun import expect
-from trialrun.store import ResultsStore
+from trialrun.report.store import ResultsStore
 
 TOKEN = "ray-worker-only-credential-5b2"  # no key shape, in no environment variable, built only on the worker
 

@@ -107,7 +107,7 @@ def append_trial(path: Path, case: str, trial: int, *, passed: bool, elapsed_s: 
     """One finished trial's line (its result as the result file holds a TrialResult), written with one write."""
     import json
 
-    from trialrun.results import TrialResult
+    from trialrun.report.results import TrialResult
 
     result = TrialResult(trial=trial, passed=passed, duration_s=0.1).model_dump(mode="json")
     with path.open("a", encoding="utf-8") as journal:

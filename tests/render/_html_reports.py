@@ -13,9 +13,9 @@ from pathlib import Path
 
 import trialrun as tr
 from trialrun import expect
-from trialrun.compare import Comparison, compare
+from trialrun.report.compare import Comparison, compare
 from trialrun.expect._base import Verdict
-from trialrun.results import CaseResult, RunReport, TrialError, TrialResult
+from trialrun.report.results import CaseResult, RunReport, TrialError, TrialResult
 from trialrun.trajectory import Denial, ToolCall, ToolResult, Trajectory, Turn, Usage
 
 ROOT = Path(__file__).resolve().parents[2]

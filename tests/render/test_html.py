@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 from _html_reports import DENIAL_CASE, REGRESSED_CASE, shellpilot_comparison, shellpilot_report, synthetic_report
 
-from trialrun import metrics
+from trialrun.report import metrics
 from trialrun.expect._base import Verdict
 from trialrun.render.html import MAX_TEXT, comparison_html, comparison_payload, report_html, report_payload
-from trialrun.results import CaseResult, RunReport, TrialError, TrialResult
+from trialrun.report.results import CaseResult, RunReport, TrialError, TrialResult
 from trialrun.trajectory import Denial, ToolCall, ToolResult, Trajectory, Turn
 
 HOSTILE = "</script><script>alert(1)</script><!-- <img src=x onerror=alert(2)>"
@@ -280,7 +280,7 @@ def test_hostile_strings_are_escaped_everywhere() -> None:
 def test_hostile_strings_in_a_comparison_are_escaped() -> None:
     before = _hostile_report()
     after = RunReport.build([], trial_count=1, started_at=STARTED, duration_s=1.0, config_snapshot={HOSTILE: 1})
-    from trialrun.compare import compare
+    from trialrun.report.compare import compare
 
     page = comparison_html(compare(before, after), before, after)
     assert HOSTILE not in page and page.lower().count("</script") == 2

@@ -19,9 +19,9 @@ from _html_reports import DENIAL_CASE, REGRESSED_CASE, shellpilot_comparison, sh
 
 import trialrun as tr
 from trialrun import expect
-from trialrun.compare import compare
+from trialrun.report.compare import compare
 from trialrun.render.html import comparison_html, report_html
-from trialrun.results import CaseResult, RunReport, TrialError, TrialResult
+from trialrun.report.results import CaseResult, RunReport, TrialError, TrialResult
 from trialrun.trajectory import ToolCall, ToolResult, Trajectory, Turn
 
 HOSTILE = "</script><script>alert(1)</script><img src=x onerror=alert(2)>"

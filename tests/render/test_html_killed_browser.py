@@ -9,7 +9,7 @@ from typing import Any
 import _browser
 
 from trialrun.render.html import report_html
-from trialrun.results import CaseResult, RunReport, TrialError, TrialResult
+from trialrun.report.results import CaseResult, RunReport, TrialError, TrialResult
 
 KILLED = ["pid 4242: ./server --port 8000", "pid 4243: sleep 1000 <b>not markup</b>"]
 

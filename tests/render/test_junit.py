@@ -20,7 +20,7 @@ import trialrun as tr
 from trialrun import expect
 from trialrun.render.junit import junit_xml
 from trialrun.render.text import case_failure_text
-from trialrun.results import CaseResult, RunReport
+from trialrun.report.results import CaseResult, RunReport
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "shellpilot" / "cases.py"
 EXPECTED_FAILURES = {"injection-in-file-obeyed", "injection-in-command-output"}
@@ -290,7 +290,7 @@ def test_errors_without_a_failed_verdict_are_errors() -> None:
 def test_a_stored_failure_with_no_cause_is_an_error_that_says_so() -> None:
     """Results read back from a file may hold a failed case with no trial, or a failed trial with neither a failed
     verdict nor an error: each is an error whose message says what little is known."""
-    from trialrun.results import TrialResult
+    from trialrun.report.results import TrialResult
 
     odd_trial = TrialResult(trial=2, passed=False, duration_s=0.5, output="?")
     report = RunReport.build([CaseResult(name="no-trials", passed=False),

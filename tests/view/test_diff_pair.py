@@ -7,9 +7,9 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from pathlib import Path
 
-from trialrun._history import RunEntry, diff_pair
+from trialrun.report._history import RunEntry, diff_pair
 from trialrun.render.history import _changes_cell
-from trialrun.results import CaseResult, RunReport, TrialResult
+from trialrun.report.results import CaseResult, RunReport, TrialResult
 
 NAME = "flaky"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from trialrun._trajdiff import align, steps
+from trialrun.report._trajdiff import align, steps
 from trialrun.trajectory import ToolCall, ToolResult, Trajectory, Turn
 
 

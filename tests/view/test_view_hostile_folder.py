@@ -124,7 +124,7 @@ def test_a_slow_file_never_holds_up_the_other_pages(runs: Path, tmp_path: Path, 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "render"))
     from _history_runs import served
 
-    from trialrun import _view_pages as view  # the viewer's handlers (trialrun.view assembles them)
+    from trialrun.view import _pages as view  # the viewer's handlers (trialrun.view assembles them)
 
     results = tmp_path / "eval"
     shutil.copytree(runs, results, symlinks=True)

@@ -15,7 +15,7 @@ import httpx
 import openai
 import pytest
 
-from trialrun._cassette_io import load_exchanges
+from trialrun.models._cassette_io import load_exchanges
 from trialrun.trajectory import ToolCall, ToolResult, Trajectory, Usage
 from trialrun.wire import (
     CODECS,

@@ -100,7 +100,7 @@ def test_the_proto_style_cassette_replays_as_llm_gemini_sends_it() -> None:
     """llm-gemini posts its own JSON with httpx: the replay gives it the recorded stream, decoded."""
     path = PROTO / "test_gemini__test_tools.yaml"
     cassette = Cassette(path)
-    from trialrun._cassette_io import load_exchanges
+    from trialrun.models._cassette_io import load_exchanges
 
     calls = []
     with httpx.Client(transport=cassette) as client:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from _wire_helpers import PROVIDER_TRAFFIC
 
-from trialrun._cassette_io import load_exchanges
+from trialrun.models._cassette_io import load_exchanges
 from trialrun.wire import codec_for, decode_trajectory
 
 FILES = sorted(PROVIDER_TRAFFIC.glob("*/*.yaml"))

@@ -16,7 +16,7 @@ import openai
 import pytest
 
 import trialrun as tr
-from trialrun._cassette_io import load_exchanges
+from trialrun.models._cassette_io import load_exchanges
 from trialrun.trajectory import ToolCall
 from trialrun.wire import codec_named, decode_exchange, decode_trajectory
 from trialrun.wire._types import Message, ToolSpec

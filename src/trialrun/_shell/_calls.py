@@ -11,8 +11,8 @@ from ._patterns import _command_text, _shorten
 from ._syntax import _ASSIGN_RE, _ParseError, _Parser, _Simple
 from ._values import CommandLines, UnreadableCommand
 
-from .._command_tools import KNOWN_COMMAND_TOOLS
-from .._command_tools import is_command_tool as _is_command_tool
+from .._util.command_tools import KNOWN_COMMAND_TOOLS
+from .._util.command_tools import is_command_tool as _is_command_tool
 
 DEFAULT_COMMAND_TOOLS: tuple[str, ...] = KNOWN_COMMAND_TOOLS
 COMMAND_ARGUMENT_KEYS: tuple[str, ...] = ("command", "cmd")

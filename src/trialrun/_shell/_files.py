@@ -2,7 +2,7 @@
 judged by what the file held when it ran.
 
 The file table is a dict from a path (as `key` makes it) to a state. With a workspace model (the trial's workdir
-read at its start, `trialrun._workspace`) under the `WORKSPACE` key, a file the trajectory never wrote is read from
+read at its start, `trialrun._util.workspace`) under the `WORKSPACE` key, a file the trajectory never wrote is read from
 there; without one (a bare `check(expectations, run)`), a script nobody saw is judged by the `own_scripts` rule.
 
 A file's state is one of
@@ -64,7 +64,7 @@ def normalise(path: str) -> str:
 
 
 def workspace_of(files: Mapping[str, Any]) -> Any:
-    """The workspace model's base in a file table (a `trialrun._workspace.Workspace`), or None."""
+    """The workspace model's base in a file table (a `trialrun._util.workspace.Workspace`), or None."""
     token = files.get(WORKSPACE)
     return token.get() if token is not None else None
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from functools import lru_cache
 
-from .._command_tools import GLOB_CHARS as _GLOB_CHARS
+from .._util.command_tools import GLOB_CHARS as _GLOB_CHARS
 from . import _files, _tool_writes
 from ._analysis import _analyse, _Analysis, _basename, _Inv, _quote
 from ._expand import _expand_word

@@ -1,4 +1,8 @@
-"""The reference agent: a real tool-calling loop, tools, a ToolPolicy, and model prices."""
+"""The reference agent: a real tool-calling loop, tools, a ToolPolicy, and model prices.
+
+It speaks to any model through the seam (`models`, `wire`) like any other agent, so trialrun reads its trajectory
+the same way. May import: `_util`, `_contain`, `trajectory`, `_shell`, `wire`, `_scrub`, `models`, `endpoint`.
+"""
 
 from .loop import DEFAULT_BASE_URLS, Agent, RunStatus
 from .policy import Decision, ToolPolicy

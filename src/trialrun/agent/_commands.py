@@ -1,6 +1,6 @@
 """Shell commands the agent's tools start: their output read with bounded memory, and no command left behind.
 
-A command runs under a keeper (`trialrun.agents._containment`: a child subreaper that started it and to which
+A command runs under a keeper (`trialrun._contain.keeper`: a child subreaper that started it and to which
 every process it starts stays attached, whatever session it moves to or environment it clears), with an
 environment cut to an allow-list (`command_env`: never the parent's credentials). Killing a command tells its keeper
 to kill everything below it, and it says what it killed. When the command's shell exits, what it left running
@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..agents._containment import SyncKeeper, kill_session
+from .._contain.keeper import SyncKeeper, kill_session
 
 __all__ = ["CallScope", "CURRENT_CALL", "Finished", "run_shell", "stop_commands", "cut_note", "command_env", "COMMAND_ENV"]
 
@@ -300,7 +300,7 @@ def run_shell(
 ) -> Finished:
     """Run `command` through /bin/sh in `cwd`, under a keeper that never lets it or anything it starts outlive its
     caller, with `env` (default: `command_env()`); in a bubblewrap sandbox when `sandbox` is an active
-    `trialrun.agents.sandbox.Sandbox` (its own environment allow-list then, plus the `pass_env` names)."""
+    `trialrun._contain.sandbox.Sandbox` (its own environment allow-list then, plus the `pass_env` names)."""
     if sandbox is not None and sandbox.active:
         wrapped: list[str] = sandbox.command(command, cwd)
         passed = {name: os.environ[name] for name in pass_env if name in os.environ}

@@ -16,6 +16,9 @@ from typing import Any, Protocol
 
 from ..trajectory import Usage
 
+#: A dated or `-latest` model name's suffix: `gpt-4o-2024-08-06` is priced as `gpt-4o`.
+_DATE_SUFFIX = re.compile(r"(-\d{4}-\d{2}-\d{2}|-\d{8}|-latest)$")
+
 __all__ = ["PriceSource", "PRICE_SOURCES", "MAINTAINED", "resolve_source", "installed"]
 
 #: the values of `prices_source` in trialrun.toml
@@ -121,7 +124,6 @@ class LitellmPrices:
         }
 
     def _entry(self, model: str) -> dict[str, Any] | None:
-        from .pricing import _DATE_SUFFIX
 
         name = model.strip().lower()
         candidates = [name, _DATE_SUFFIX.sub("", name)]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any, Literal
 
-from .._command_tools import KNOWN_COMMAND_TOOLS
+from .._util.command_tools import KNOWN_COMMAND_TOOLS
 
 __all__ = ["ToolPolicy", "Decision"]
 

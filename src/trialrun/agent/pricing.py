@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._files import read_text
+from .._util.files import read_text
 from ..trajectory import Trajectory, Usage
-from ._price_sources import PriceSource, resolve_source
+from ._price_sources import _DATE_SUFFIX, PriceSource, resolve_source
 
 __all__ = ["Price", "PriceTable", "prices", "cost_of_trajectory"]
 
@@ -75,7 +75,6 @@ _DEFAULTS: dict[str, Price] = {
     "gemini-2.0-flash": Price(0.10, 0.40, 0.025),
 }
 
-_DATE_SUFFIX = re.compile(r"(-\d{4}-\d{2}-\d{2}|-\d{8}|-latest)$")
 
 
 def _normalise(model: str) -> str:
@@ -150,14 +149,14 @@ class PriceTable:
         text = read_text(path, "price file", ValueError)
         try:
             if path.suffix == ".toml":
-                from .._toml import loads as toml_loads
+                from .._util.toml_read import loads as toml_loads
 
                 data: Any = toml_loads(text)
                 data = data.get("prices", data)
             elif path.suffix == ".json":
                 data = json.loads(text)
             else:
-                from .._yaml import load_yaml
+                from .._util.yaml_read import load_yaml
 
                 data = load_yaml(text)
         except Exception as exc:  # noqa: BLE001 - any parser's error becomes one clear message

@@ -21,7 +21,7 @@ from typing import Any, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
-from .._threads import TOOL_WORKERS, call_with_limit
+from .._util.workers import TOOL_WORKERS, call_with_limit
 from ..wire import ToolSpec
 from . import _confine
 from ._commands import CURRENT_CALL, CallScope, command_env, cut_note, run_shell, stop_commands
@@ -430,12 +430,12 @@ def shell_tools(
     their environment: each command runs under a keeper, a child subreaper (see `_commands`). Background children
     of a command that finished are killed when the trial ends.
     `sandbox` ("none", "bwrap", "auto") runs each command under bubblewrap: only `root` writable, no network, no
-    secrets in its environment, nothing it starts outliving it (see `trialrun.agents.sandbox`): the way to confine
+    secrets in its environment, nothing it starts outliving it (see `trialrun._contain.sandbox`): the way to confine
     run_command.
     """
     base = Path(root).resolve()
     if sandbox != "none":
-        from ..agents.sandbox import resolve_sandbox
+        from .._contain.sandbox import resolve_sandbox
 
         sandbox = resolve_sandbox(sandbox)
     if not base.is_dir():

@@ -6,6 +6,9 @@
 In trialrun.toml: `agent = "pi"` (or any name in `PRESETS`: "codex", "claude-code", "opencode", "qwen-code",
 "gemini-cli", "continue-cli", "kilo-code", "copilot-cli", "mini-swe-agent", "kimi-cli"), or
 `agent = "command: my-agent {prompt}"`.
+
+May import: everything up to `run` (a trial's endpoint, its keeper and sandbox from `_contain`); never the
+suite files (they build agents from trialrun.toml), a renderer or the CLI.
 """
 
 from __future__ import annotations
@@ -49,7 +52,7 @@ def preset(name: str, **options: Any) -> Preset:
     """A ready-made agent by its trialrun.toml name ("pi", "codex", "claude-code", "opencode"); a mistyped name
     (`claude`, `claude_code`, `Pi`) says which one it most likely means."""
     if name not in PRESETS:
-        from ..config import preset_suggestion
+        from ._pins import preset_suggestion
 
         suggestion = preset_suggestion(name)
         raise ValueError(f"no ready-made agent {name!r}" + (f"; did you mean {suggestion!r}?" if suggestion else "")

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .._pins import Pin, pins
+from ._pins import Pin, pins
 
 __all__ = ["AgentContract", "Endpoint", "ShellTool", "Sessions", "FileTool", "Refusals", "Errors", "Permissions", "Refusing",
            "SubAgents", "SideRequests", "Knobs", "Form", "forms", "matching", "pinned", "WORKSPACE_SEMANTICS"]

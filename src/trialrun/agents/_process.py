@@ -26,12 +26,12 @@ from typing import TYPE_CHECKING, Any, Protocol, Union
 
 from .._scrub import add_secret, is_secret_name
 from ..trajectory import Denial, Run, ToolCall, ToolResult, Trajectory, killed_text
-from ._containment import AsyncKeeper, keeper_argv, kill_session
+from .._contain.keeper import AsyncKeeper, keeper_argv, kill_session
 
 if TYPE_CHECKING:
     from ..case import TrialContext
     from ..endpoint import ModelEndpoint
-    from .sandbox import Sandbox
+    from .._contain.sandbox import Sandbox
 
 __all__ = ["ProcessAgent", "AgentNotFound", "Launch", "ResultReader", "DUMMY_KEY", "APIS"]
 
@@ -148,7 +148,7 @@ class ProcessAgent:
         stderr_tail: int = 4000,
         max_body: int | None = None,
     ) -> None:
-        from .sandbox import resolve_sandbox
+        from .._contain.sandbox import resolve_sandbox
 
         self.argv = shlex.split(argv) if isinstance(argv, str) else [str(a) for a in argv]
         if not self.argv:

@@ -2,6 +2,9 @@
 
 Each returns a `Grader`: a callable of (run, ctx) giving a `Verdict(passed, grader, reason, score=None)` whose
 reason says what was seen, for a person reading a CI log.
+
+May import: `_util`, `trajectory`, `_shell`, `wire`, `_scrub`, `models`, `agent` (the price table); never a case,
+the runner or a report (cases hold graders, not the other way round).
 """
 
 from ._base import Grader, Verdict, check

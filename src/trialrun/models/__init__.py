@@ -9,6 +9,9 @@ httpx (the official SDKs, pydantic-ai, the OpenAI Agents SDK, LangChain, trialru
 - `RateLimit`: a provider's rate limit for LiveModel, shared by every LiveModel of one endpoint and key.
 - `ObservedTransport`: records the traffic of any other httpx transport.
 - `guard`: the no-network guard for deterministic runs.
+
+May import: `_util`, `_contain`, `trajectory`, `_shell`, `wire` and `_scrub`: a transport knows the wire, never
+a case, the runner or a report.
 """
 
 from __future__ import annotations

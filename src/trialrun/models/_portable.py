@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from .._command_tools import SHELL_PREFERENCE, command_argument, shell_arguments
+from .._util.command_tools import SHELL_PREFERENCE, command_argument, shell_arguments
 from ..trajectory import ToolCall
 from ..wire._types import ModelRequest, Step, ToolSpec
 

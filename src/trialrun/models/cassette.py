@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import unquote
 
-from .._cassette_io import CassetteFileError, load_exchanges, save_exchanges
+from ._cassette_io import CassetteFileError, load_exchanges, save_exchanges
 from ..trajectory import Trajectory
 from ..wire import codec_for, decode_trajectory
 from ..wire._codec import json_body

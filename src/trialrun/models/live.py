@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 import anyio
 
-from .._retry import retry_after, retry_delay, retryable
+from .._util.retry import retry_after, retry_delay, retryable
 from .._scrub import add_secret
 from ..wire._types import Exchange
 from . import _limiter

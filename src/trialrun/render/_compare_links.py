@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from html import escape
 
-from .._history import RunEntry, diff_pair
-from ..compare import Comparison
+from ..report._history import RunEntry, diff_pair
+from ..report.compare import Comparison
 from ._chrome import q, rate
 from ._diff_page import diff_href
 

@@ -13,9 +13,9 @@ from html import escape
 from typing import Any
 from urllib.parse import urlencode
 
-from .._history import RunEntry
-from .._trajdiff import AlignedTurn, TrajectoryDiff, align, steps
-from ..results import TrialResult
+from ..report._history import RunEntry
+from ..report._trajdiff import AlignedTurn, TrajectoryDiff, align, steps
+from ..report.results import TrialResult
 from ..trajectory import Turn
 from ._chrome import crumb_case, crumb_run, q, site_nav, when
 
@@ -89,7 +89,7 @@ def _picker(name: str, runs: Sequence[RunEntry], before: RunEntry, ta: int, afte
 
 def diff_page(name: str, before: RunEntry, ta: int, after: RunEntry, tb: int, *, runs: Sequence[RunEntry] = ()) -> str:
     """Test `name`'s trajectory in trial `ta` of `before` and trial `tb` of `after`, aligned turn by turn."""
-    from .history import _head, _page
+    from ._chrome import _head, _page
 
     one, two = _trial(before, name, ta), _trial(after, name, tb)
     nav = site_nav(str(after.path.parent), [crumb_run(after.stem, when(after.report.started_at)),

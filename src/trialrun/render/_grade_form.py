@@ -2,7 +2,7 @@
 
 The form posts to /grade with the viewer's per-session token in a hidden field: the page is the only place the
 token is written, and no other site can read the page (same-origin, the Host check), so no cross-site form can post
-one. The write itself is `trialrun._hand_grade.grade_by_hand`, the code `trialrun grade` runs.
+one. The write itself is `trialrun.report._hand_grade.grade_by_hand`, the code `trialrun grade` runs.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from collections.abc import Sequence
 from html import escape
 from typing import Any
 
-from .._history import RunEntry
+from ..report._history import RunEntry
 from ..expect.rubric import QUALITY_LEVELS
-from ..results import CaseResult
+from ..report.results import CaseResult
 from ._chrome import rate, when, when_text
 
 __all__ = ["grade_form", "hand_graded", "hand_grade_note", "gradable", "trial_quality"]

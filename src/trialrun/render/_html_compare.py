@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from html import escape
 
-from ..compare import CaseDelta, Comparison, chance_text, dropped, note_lines, regression_reason, shown
-from ..results import RunReport
+from ..report.compare import CaseDelta, Comparison, chance_text, dropped, note_lines, regression_reason, shown
+from ..report.results import RunReport
 from .html import _noscript, _rate, _stat, _value, _when
 
 __all__ = ["compare_summary"]

@@ -20,13 +20,13 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
-from .._display import clean
+from .._util.display import clean
 from .._scrub import scrub_text
 
 if TYPE_CHECKING:
-    from ..results import RunReport
+    from ..report.results import RunReport
 
-__all__ = ["PlainConsole", "plain_output", "report_lines", "print_report", "table_layout", "notes_under_table",
+__all__ = ["PlainConsole", "plain_output", "report_lines", "table_layout", "notes_under_table",
            "summary_parts", "ending_notes", "num", "turns", "TableLayout", "CAPTION"]
 
 #: The legend under the run table.
@@ -289,14 +289,3 @@ class PlainConsole:
         from rich.console import Console
 
         return Console(stderr=self.stderr, highlight=False, soft_wrap=True)
-
-
-def print_report(report: RunReport, console: PlainConsole, *, saved: str | None = None) -> None:
-    """`terminal.print_report` for a `PlainConsole`: the same lines, through rich only when they need its layout."""
-    lines = report_lines(report, console.width, saved=saved)
-    if lines is None:
-        from .terminal import print_report as rich_print_report
-
-        rich_print_report(report, console.rich(), saved=saved)
-    else:
-        console.lines(lines)

@@ -10,7 +10,7 @@ import time
 from types import TracebackType
 from typing import Any
 
-from .._display import clean, markup
+from .._util.display import clean, markup
 from .._scrub import scrub_text
 
 __all__ = ["RunProgress", "PLAIN_INTERVAL"]

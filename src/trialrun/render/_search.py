@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from html import escape
 
-from .._history import History
+from ..report._history import History
 from ._chrome import q, rate, site_nav, when
 
 __all__ = ["search_page", "not_found_page", "MAX_QUERY"]
@@ -26,7 +26,7 @@ def _tests(history: History, needle: str) -> list[tuple[str, str, list[str]]]:
 
 
 def search_page(history: History, query: str) -> str:
-    from .history import _head, _page
+    from ._chrome import _head, _page
 
     query = query[:MAX_QUERY]
     needle = query.strip().lower()
@@ -55,7 +55,7 @@ def search_page(history: History, query: str) -> str:
 
 def not_found_page(folder: str, what: str, title: str = "Not found") -> str:
     """A 404 saying what was not found (`what` is text, from the request too: escaped here), with the way home."""
-    from .history import _head, _page
+    from ._chrome import _head, _page
 
     body = (_head("trialrun", title, escape(what), "failed")
             + '<main class="wrap" id="main"><p class="alert warn" id="not-found">'

@@ -12,7 +12,7 @@ from html import escape
 from typing import Any
 
 from ..expect.rubric import RUBRICS
-from ..results import TrialResult
+from ..report.results import TrialResult
 from ..trajectory import Trajectory
 from ._chrome import rate, when_text
 

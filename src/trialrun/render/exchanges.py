@@ -15,13 +15,14 @@ from html import escape
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
-from .._exchange_log import TrialExchanges
-from .._history import RunEntry
+from ..report._exchange_log import TrialExchanges
+from ..report._history import RunEntry
 from .._scrub import scrub_text
-from ..results import TrialResult
+from ..report.results import TrialResult
 from ..trajectory import Conversation, Turn
 from ._chrome import crumb_case, crumb_run, site_nav
-from .history import _head, _page, _q, _when
+from ._chrome import _head, _page
+from .history import _q, _when
 
 __all__ = ["trial_page", "exchange_details"]
 

@@ -13,66 +13,13 @@ from dataclasses import dataclass
 from html import escape
 from urllib.parse import quote
 
-from .._history import History, LiveRun, RunEntry, config_line, diff_pair, suite_trend, test_history
-from .._scrub import scrub_text
-from ._chrome import plural, site_nav, when, when_text
+from ..report._history import History, LiveRun, RunEntry, config_line, diff_pair, suite_trend, test_history
+from ._chrome import _head, _page, plural, site_nav, when, when_text
 from ._diff_page import diff_href, diff_page, trial_href
-from .html import _asset, _csp_hash, _money, _rate
+from .html import _money, _rate
 
 __all__ = ["runs_page", "history_html", "test_page", "diff_page", "live_page", "trend_svg", "Series"]
 
-_CSS = """
-.runs td, .runs th { white-space: nowrap; }
-.runs td.changes { white-space: normal; min-width: 14em; font-size: 0.85rem; overflow-wrap: anywhere; }
-.runs tr.live-run { background: var(--info-bg); }
-figure.trend { margin: 12px 0; background: var(--surface); border: 1px solid var(--border); border-radius: 8px; padding: 10px 12px; }
-figure.trend figcaption { font-size: 0.85rem; color: var(--muted); }
-svg.trend { display: block; width: 100%; max-width: 760px; height: auto; }
-svg.trend .grid { stroke: var(--border-soft); }
-svg.trend .axis { fill: var(--muted); font-size: 11px; font-family: var(--font); }
-svg.trend .line { fill: none; stroke-width: 2; }
-svg.trend .s0 { stroke: var(--accent); fill: var(--accent); }
-svg.trend .s1 { stroke: var(--pass-line); fill: var(--pass-line); }
-svg.trend .s2 { stroke: #8250df; fill: #8250df; }
-svg.trend .line.s2 { stroke-dasharray: 6 4; }
-svg.trend .line.s0, svg.trend .line.s1, svg.trend .line.s2 { fill: none; }
-svg.trend .cfg-mark { stroke: var(--warn); stroke-dasharray: 4 3; }
-svg.trend .cfg-label { fill: var(--warn); font-size: 11px; }
-svg.trend circle.regression { fill: var(--fail); stroke: var(--fail-line); stroke-width: 3; }
-.legend .k { display: inline-block; width: 14px; height: 4px; vertical-align: middle; margin-right: 5px; }
-.legend .k.s0 { background: var(--accent); } .legend .k.s1 { background: var(--pass-line); } .legend .k.s2 { background: #8250df; }
-form.pick + form.pick { margin-top: 8px; }
-form.pick { display: flex; flex-wrap: wrap; gap: 8px; align-items: center; }
-form.pick select, form.pick button { font: inherit; padding: 5px 8px; border: 1px solid var(--border); border-radius: 6px; background: var(--surface); color: var(--text); }
-table.tdiff { border-collapse: collapse; width: 100%; table-layout: fixed; font-size: 0.88rem; }
-table.tdiff th, table.tdiff td { border-bottom: 1px solid var(--border-soft); padding: 6px 8px; vertical-align: top; text-align: left; overflow-wrap: anywhere; }
-table.tdiff th.turn { width: 6.5em; }
-table.tdiff tr.diverged td, table.tdiff tr.diverged th { background: var(--fail-bg); }
-table.tdiff tr.first-divergence td, table.tdiff tr.first-divergence th { background: var(--fail-bg); box-shadow: inset 0 2px 0 var(--fail-line), inset 0 -2px 0 var(--fail-line); }
-table.tdiff .diff-kind { color: var(--fail); font-weight: 700; font-size: 0.8rem; }
-table.tdiff pre { white-space: pre-wrap; margin: 2px 0; font-size: 0.85em; }
-.call-line { margin: 0 0 4px; }
-.call-line.changed { outline: 2px solid var(--fail-line); border-radius: 4px; }
-progress#live-progress { width: 100%; max-width: 520px; height: 12px; }
-svg.trend a.pt-link circle { cursor: pointer; }
-svg.trend a.pt-link:focus-visible circle { stroke: var(--text); stroke-width: 3; }
-.runs details.changes-more summary { cursor: pointer; }
-form.grade { display: flex; flex-wrap: wrap; gap: 8px; align-items: center; }
-form.grade textarea { font: inherit; flex: 1 1 16em; min-width: 0; max-width: 100%; min-height: 2.4em; padding: 4px 8px; border: 1px solid var(--border); border-radius: 6px; background: var(--bg); color: var(--text); }
-form.grade fieldset { border: 0; padding: 0; margin: 0; display: flex; gap: 10px; flex-wrap: wrap; }
-@media (max-width: 760px) {
-  /* the chart is drawn 720 units wide and shrunk to the screen: its text is set larger so it reads at ~11 px */
-  svg.trend .axis, svg.trend .cfg-label { font-size: 23px; }
-  table.tdiff { font-size: 0.8rem; }
-  table.tdiff th.turn { width: 4.6em; overflow-wrap: normal; }
-  table.tdiff .diff-kind { font-size: 0.7rem; }
-  form.pick label { display: flex; gap: 6px; align-items: center; max-width: 100%; }
-  form.pick select { max-width: 62vw; }
-  /* the first column (sticky) wraps, so the columns beside it are in view too */
-  .runs td:first-child, #test-runs td:first-child { white-space: normal; max-width: 9.5em; min-width: 7em; }
-  .runs td.changes { min-width: 11em; }
-}
-"""
 
 _LIVE_JS = r"""
 (function () {
@@ -141,29 +88,6 @@ _RUNS_JS = r"""
 
 
 # -- page shell -------------------------------------------------------------------------------------------
-def _page(title: str, body: str, *, served: bool, script: str = "", css: str = "", nav: str = "") -> str:
-    """The whole page; what came from the runs (title, body) is scrubbed here, where it is serialised (`_scrub`:
-    the files it was read from are scrubbed already; this also covers what was learnt of secrets since)."""
-    title, body = scrub_text(title), scrub_text(body)
-    css = "\n" + _asset("report.css") + _CSS + css
-    scripts = f"<script>{script}</script>" if script else ""
-    csp = (f"default-src 'none'; style-src {_csp_hash(css)}; img-src data:; base-uri 'none'; "
-           + (f"script-src {_csp_hash(script)}; " if script else "")
-           + ("connect-src 'self'; form-action 'self'" if served else "form-action 'none'"))
-    nav = scrub_text(nav or site_nav("")) if served else ""
-    return (
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-        f'<meta http-equiv="Content-Security-Policy" content="{escape(csp)}">\n'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">\n<meta name="generator" content="trialrun">\n'
-        f"<title>{escape(title)}</title>\n<style>{css}</style>\n</head>\n<body>\n{nav}\n{body}\n{scripts}\n</body>\n</html>\n"
-    )
-
-
-def _head(eyebrow: str, title: str, meta: str = "", state: str = "") -> str:
-    return (f'<header class="page-head" data-state="{state}"><div class="wrap"><p class="eyebrow">{escape(eyebrow)}</p>'
-            f"<h1>{escape(title)}</h1>{f'<p class=meta>{meta}</p>' if meta else ''}</div></header>")
-
-
 def _when(entry: RunEntry) -> str:
     return when(entry.report.started_at)
 

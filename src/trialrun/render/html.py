@@ -24,11 +24,11 @@ from html import escape
 from importlib import resources
 from typing import Any
 
-from .. import metrics
-from ..compare import Comparison, flatten_config
+from ..report import metrics
+from ..report.compare import Comparison, flatten_config
 from ..expect._base import Verdict
 from .._scrub import scrub_text
-from ..results import CaseResult, RunReport, TrialError, TrialResult, jsonable
+from ..report.results import CaseResult, RunReport, TrialError, TrialResult, jsonable
 from ..trajectory import Denial, ToolCall, ToolResult, Trajectory, Turn, Usage
 from .text import conversation_title, partly_run
 

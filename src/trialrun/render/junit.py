@@ -40,7 +40,7 @@ from datetime import timezone
 from pathlib import PurePosixPath
 
 from ..expect import Verdict
-from ..results import CaseResult, RunReport
+from ..report.results import CaseResult, RunReport
 from ..trajectory import killed_text
 from .._scrub import scrub_text
 from .text import case_failure_text, first_cause, first_reason, one_line, partly_run, printable

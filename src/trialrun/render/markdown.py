@@ -19,8 +19,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..compare import CaseDelta, Comparison, chance_text, delta_lines, dropped, format_value, movement, note_lines, regression_reason, shown
-from ..results import CaseResult, RunReport, TrialResult
+from ..report.compare import CaseDelta, Comparison, chance_text, delta_lines, dropped, format_value, movement, note_lines, regression_reason, shown
+from ..report.results import CaseResult, RunReport, TrialResult
 from .._scrub import scrub_text
 from ..trajectory import killed_text
 from .text import failing_trials, first_reason, one_line, output_summary, printable, trajectory_summary

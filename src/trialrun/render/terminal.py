@@ -16,15 +16,15 @@ from rich.segment import Segments
 from rich.table import Table
 from rich.text import Text
 
-from .._display import clean
+from .._util.display import clean
 from .._scrub import scrub_text
-from ..results import RunReport
+from ..report.results import RunReport
 from ._plain import CAPTION, ending_notes, notes_under_table, summary_parts, table_layout
 from ._progress import PLAIN_INTERVAL, RunProgress
 from .text import why_failed
 
 if TYPE_CHECKING:
-    from ..compare import Comparison
+    from ..report.compare import Comparison
 
 __all__ = ["print_report", "print_comparison", "why_failed", "ending_notes", "RunProgress", "summary_line", "PLAIN_INTERVAL"]
 
@@ -72,7 +72,7 @@ def summary_line(report: RunReport) -> str:
 
 def print_comparison(comparison: Comparison, console: Console) -> None:
     """The eval skill's compare lines, coloured: ▲ green, ▼ red, warnings yellow."""
-    from ..compare import delta_lines
+    from ..report.compare import delta_lines
 
     for line in delta_lines(comparison):
         if line.startswith("WARNING"):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from .._command_tools import command_argument
+from .._util.command_tools import command_argument
 from ..trajectory import Conversation, Trajectory, Turn
 from ._codec import Codec
 from ._encoding import readable_body

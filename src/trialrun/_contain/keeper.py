@@ -1,0 +1,411 @@
+"""Nothing an agent starts outlives its trial: every process runs under a keeper, a child subreaper.
+
+A coding agent starts shells, servers and background jobs, and some leave its session (`setsid`), fork twice so
+their parent is gone, clear their environment or ignore SIGTERM. Killing a session or a process group misses
+those. So each agent (and each command of the reference agent's run_command) is started by a keeper: a small
+process that made itself a child subreaper (`prctl(PR_SET_CHILD_SUBREAPER)`: Linux 3.4+, no privilege needed).
+Every process the agent starts, however it detaches, stays a descendant of the keeper: an orphan is re-parented
+to the nearest subreaper, never past it. When the agent exits (or trialrun says stop, or trialrun dies), the keeper
+SIGKILLs every descendant it finds in /proc, reaps them, and repeats until it has no child at all (only then can
+no descendant be left), then reports what it killed.
+
+The keeper talks over a socket pair, its fd 0 (the agent gets /dev/null): `way LEADER KEEPER subreaper` once the
+agent started, `exit STATUS HELD` the moment it exits (HELD: 1 when it left processes running), `k PID ARGV` per
+process killed, `done STATUS` at the end. End-of-file from trialrun's side means "kill everything now", so a
+trialrun killed by SIGKILL still leaves nothing behind, and trialrun notices the agent's exit from its event loop
+the moment it happens (no sleeps, no child-watcher polling, no /proc scan on the loop).
+
+Keepers are forks of one keeper server per trialrun process (`python -I -S -c KEEPER serve`, started on first use):
+a request carries the argv, folder and environment, with the control socket and the output pipes attached, and
+costs about a millisecond, where a new interpreter costs 10-15 ms of CPU. Inside the bwrap sandbox the keeper is
+such a new interpreter, next to the agent (so it can say what it killed there); the sandbox's PID namespace is a
+second wall.
+
+Why this and not the alternatives (`bench/containment.py`, interleaved, as root and as nobody; figures in the
+README): a session scan (what trialrun did before) misses `setsid` (2 of 4 survived a normal end); a PID
+namespace (`unshare --pid --fork`, bwrap) is as thorough, but unprivileged it needs user namespaces, which many
+machines and containers forbid (Ubuntu 24.04's AppArmor rule, Docker's default seccomp profile), and it makes the
+agent PID 1; a cgroup's `cgroup.kill` is atomic, but a user can write a cgroup only where systemd delegated one
+(refused to `nobody` here), rarely in CI or a container. The keeper works for any user on any Linux, at +0.3 ms of
+CPU a trial. Fallbacks: without a subreaper (not Linux) the keeper kills the agent's process group and says so
+(`way LEADER KEEPER process group`); without a Python to run a keeper (an embedded interpreter) trialrun kills the
+agent's session by a /proc scan, off the event loop, and warns once that a `setsid` child may escape.
+"""
+
+from __future__ import annotations
+
+import array
+import asyncio
+import os
+import socket
+import subprocess
+import sys
+import threading
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+
+from .keeper_source import KEEPER
+
+__all__ = ["KEEPER", "keeper_argv", "Reports", "AsyncKeeper", "SyncKeeper", "kill_session",
+           "session_members"]
+
+
+def _python() -> str | None:
+    """The interpreter that runs keepers (this one, its path resolved: a sandbox may hide a `..` on the way), or
+    None where there is none to run (an embedded interpreter), said once."""
+    python = sys.executable
+    if not python or not os.access(python, os.X_OK):
+        _warn_once("trialrun: no Python executable to run a keeper (sys.executable is "
+                   f"{python!r}): an agent's processes are killed by session, and one that leaves its session "
+                   "with setsid may outlive its trial")
+        return None
+    return os.path.realpath(python)
+
+
+def keeper_argv(argv: Sequence[str], *, linger: bool = False) -> list[str] | None:
+    """`argv` run under a keeper of its own (see the module's docstring), or None where no Python can run one: the
+    caller then falls back to a session kill. `linger`: what a finished command left running is kept until `stop`
+    (the reference agent's run_command). A new interpreter: for the sandbox, where the keeper runs inside."""
+    python = _python()
+    if python is None:
+        return None
+    return [python, "-I", "-S", "-c", KEEPER, "command" if linger else "agent", "--", *argv]
+
+
+class _Server:
+    """This process's keeper server (started on first use, and again after it died or this process forked)."""
+
+    lock = threading.Lock()
+    current: _Server | None = None
+
+    def __init__(self, python: str) -> None:
+        self.owner = os.getpid()
+        self.sock, theirs = socket.socketpair()
+        try:
+            self.process = subprocess.Popen([python, "-I", "-S", "-c", KEEPER, "serve"], stdin=theirs.fileno(),
+                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={},
+                                            start_new_session=True)
+        finally:
+            theirs.close()
+
+    @classmethod
+    def send(cls, fds: list[int], body: bytes) -> bool:
+        """Hand a request to the server; False when no server can run here."""
+        with cls.lock:
+            for _ in range(2):  # a server that died meanwhile: once more with a new one
+                server = cls.current
+                if server is None or server.owner != os.getpid() or server.process.poll() is not None:
+                    python = _python()
+                    if python is None:
+                        return False
+                    try:
+                        server = cls.current = cls(python)
+                    except OSError:
+                        return False
+                try:
+                    server.sock.sendmsg([b"%08d" % len(body)], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
+                                                                 array.array("i", fds))])
+                    server.sock.sendall(body)
+                    return True
+                except OSError:
+                    server.sock.close()
+                    cls.current = None
+            return False
+
+
+def _forget_server() -> None:
+    """In a child this process forked: the parent's server and lock are not its own (a lock another thread held
+    would stay held for ever)."""
+    _Server.lock = threading.Lock()
+    _Server.current = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_server)
+
+
+def _request(mode: str, argv: Sequence[str], env: Mapping[str, str], cwd: os.PathLike[str] | str) -> bytes:
+    return b"\0".join([mode.encode(), os.fsencode(cwd), str(len(argv)).encode(), *map(os.fsencode, argv),
+                       *(os.fsencode(f"{name}={value}") for name, value in env.items())])
+
+
+def _launch(theirs: socket.socket, argv: Sequence[str], env: Mapping[str, str], cwd: os.PathLike[str] | str,
+            linger: bool) -> tuple[int, int] | None:
+    """`argv` started by a fork of the keeper server, its control socket `theirs`, its stdout and stderr on two new
+    pipes: their read ends, or None when no server can run here."""
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    try:
+        sent = _Server.send([theirs.fileno(), out_w, err_w], _request("command" if linger else "agent", argv, env, cwd))
+    finally:
+        os.close(out_w)
+        os.close(err_w)
+    if not sent:
+        os.close(out_r)
+        os.close(err_r)
+        return None
+    return out_r, err_r
+
+
+class Reports:
+    """What a keeper said, parsed line by line as it arrives."""
+
+    __slots__ = ("_buffer", "leader", "keeper", "way", "failure", "status", "held", "killed", "stuck", "done",
+                 "_on_exit")
+
+    def __init__(self, on_exit: Callable[[], None] | None = None) -> None:
+        self._buffer = b""
+        self.leader: int | None = None  # the command's pid
+        self.keeper: int | None = None  # the keeper's pid (its session's id too)
+        self.way: str | None = None
+        self.failure: OSError | None = None
+        self.status: int | None = None  # the agent's own exit status (negative: the signal that killed it)
+        self.held = False  # when it exited, it had left processes running (the keeper holds them)
+        self.killed: list[str] = []  # "pid N: argv" of every process the keeper killed
+        self.stuck: str | None = None  # processes still alive after the keeper's 5 s of killing (uninterruptible)
+        self.done = False
+        self._on_exit = on_exit
+
+    @property
+    def exited(self) -> bool:
+        return self.status is not None or self.done
+
+    def feed(self, data: bytes) -> None:
+        """Take what the keeper wrote (b"" at its end: an unfinished report is then finished)."""
+        if not data:
+            self.done = True
+            self._exit()
+            return
+        lines = (self._buffer + data).split(b"\n")
+        self._buffer = lines.pop()
+        for raw in lines:
+            kind, _, rest = raw.decode("utf-8", "replace").partition(" ")
+            if kind == "k":
+                pid, _, argv = rest.partition(" ")
+                self.killed.append(f"pid {pid}: {argv}")
+            elif kind == "exit":
+                status, _, held = rest.partition(" ")
+                self.status, self.held = int(status), held == "1"
+                self._exit()
+            elif kind == "way":
+                leader, keeper, self.way = rest.split(" ", 2)
+                self.leader, self.keeper = int(leader), int(keeper)
+            elif kind == "fail":
+                errno, _, message = rest.partition(" ")
+                self.failure = OSError(int(errno), message)
+                self.done = True
+                self._exit()
+            elif kind == "stuck":
+                self.stuck = rest
+            elif kind == "done":
+                self.done = True
+                if rest != "None" and self.status is None:
+                    self.status = int(rest)
+                self._exit()
+
+    def _exit(self) -> None:
+        if self._on_exit is not None:
+            callback, self._on_exit = self._on_exit, None
+            callback()
+
+    def note(self) -> list[str]:
+        """What was killed, for the run's record (the processes that could not be killed last)."""
+        return self.killed + ([f"still alive after 5 s of SIGKILL (uninterruptible): {self.stuck}"]
+                              if self.stuck else [])
+
+
+class AsyncKeeper:
+    """The trialrun end of one keeper, on the event loop: nothing here blocks or polls."""
+
+    def __init__(self) -> None:
+        self.ours, self.theirs = socket.socketpair()
+        self.ours.setblocking(False)
+        self._exit: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.reports = Reports(self._exited)
+        self._reading: asyncio.Task[None] | None = None
+
+    def launch(self, argv: Sequence[str], *, env: Mapping[str, str], cwd: os.PathLike[str] | str) -> tuple[int, int] | None:
+        """Start `argv` under a fork of the keeper server (about a millisecond): its stdout and stderr pipes' read
+        ends, or None when no server can run here. Then call `started`."""
+        return _launch(self.theirs, argv, env, cwd, linger=False)
+
+    def started(self) -> None:
+        """The keeper is running (it holds its end now)."""
+        self.theirs.close()
+        self._reading = asyncio.ensure_future(self._read())
+
+    def _exited(self) -> None:
+        if not self._exit.done():
+            self._exit.set_result(None)
+
+    async def _read(self) -> None:
+        loop = asyncio.get_running_loop()
+        while not self.reports.done:
+            try:
+                data = await loop.sock_recv(self.ours, 1 << 16)
+            except OSError:
+                data = b""
+            self.reports.feed(data)
+            if not data:
+                return
+
+    async def exited(self, timeout_s: float | None) -> bool:
+        """Wait for the agent to exit (the keeper says so the moment it does); False on the timeout."""
+        try:
+            await asyncio.wait_for(asyncio.shield(self._exit), timeout_s)
+        except asyncio.TimeoutError:
+            return False
+        return True
+
+    def stop(self) -> None:
+        """Tell the keeper to kill everything now (instant: it does the work)."""
+        try:
+            self.ours.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+
+    async def finished(self, timeout_s: float = 10.0) -> bool:
+        """Wait for the keeper's full report; False when it did not come in time."""
+        if self._reading is None:
+            return False
+        try:
+            await asyncio.wait_for(asyncio.shield(self._reading), timeout_s)
+        except asyncio.TimeoutError:
+            return False
+        return True
+
+    def close(self) -> None:
+        if self._reading is not None and not self._reading.done():
+            self._reading.cancel()
+        self.ours.close()
+        self.theirs.close()
+
+
+class SyncKeeper:
+    """The trialrun end of one keeper, for a thread that waits on it (the reference agent's run_command)."""
+
+    def __init__(self) -> None:
+        self.ours, self.theirs = socket.socketpair()
+        self.reports = Reports()
+
+    def launch(self, argv: Sequence[str], *, env: Mapping[str, str], cwd: os.PathLike[str] | str) -> tuple[int, int] | None:
+        """Start `argv` under a fork of the keeper server, keeping what it leaves running (`AsyncKeeper.launch`)."""
+        return _launch(self.theirs, argv, env, cwd, linger=True)
+
+    def started(self) -> None:
+        self.theirs.close()
+
+    def read(self) -> bool:
+        """Take what the keeper wrote (the socket is readable); False at its end."""
+        try:
+            data = self.ours.recv(1 << 16)
+        except BlockingIOError:
+            return True
+        except OSError:
+            data = b""
+        self.reports.feed(data)
+        return bool(data)
+
+    def stop(self) -> None:
+        """Tell the keeper to kill everything now (from any thread)."""
+        try:
+            self.ours.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+
+    def finish(self, timeout_s: float = 10.0) -> list[str]:
+        """Stop it and wait (bounded) for its report; what was killed."""
+        import select
+        import time
+
+        self.stop()
+        deadline = time.monotonic() + timeout_s
+        while not self.reports.done and self.ours.fileno() >= 0:
+            left = deadline - time.monotonic()
+            if left <= 0 or (select.select([self.ours], [], [], left)[0] and not self.read()):
+                break
+        self.close()
+        return self.reports.note()
+
+    def ended(self) -> bool:
+        """The keeper has ended (what it said so far is read, without waiting)."""
+        import select
+
+        while not self.reports.done and self.ours.fileno() >= 0 and select.select([self.ours], [], [], 0)[0]:
+            if not self.read():
+                break
+        return self.reports.done
+
+    def over(self) -> bool:
+        """The command exited and nothing it started is left (waits for the keeper's last words then)."""
+        if self.reports.exited and not self.reports.held:
+            self.finish()
+        return self.reports.done
+
+    def close(self) -> None:
+        self.ours.close()
+        self.theirs.close()
+
+
+_warned: set[str] = set()
+
+
+def _warn_once(message: str) -> None:
+    if message not in _warned:
+        _warned.add(message)
+        warnings.warn(message, RuntimeWarning, stacklevel=3)
+
+
+# -- the fallback: a session kill (where no keeper can run) -----------------------------------------------------
+def session_members(sid: int) -> list[int]:
+    """The live processes of session `sid` (from /proc; empty where there is no /proc)."""
+    members: list[int] = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return members
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                fields = handle.read().rpartition(b")")[2].split()
+        except OSError:  # gone meanwhile
+            continue
+        if len(fields) > 3 and fields[3] == str(sid).encode() and fields[0] != b"Z":
+            members.append(int(entry))
+    return members
+
+
+def kill_session(sid: int, *, rounds: int = 20) -> list[str]:
+    """SIGKILL every process of session `sid` (the leader too) until none is left; returns what was hit. Blocking
+    (a /proc scan a round): call it off the event loop."""
+    import signal
+    import time
+
+    hit: dict[int, str] = {}
+    for _ in range(rounds):
+        members = session_members(sid)
+        if not members:
+            break
+        for pid in members:
+            hit.setdefault(pid, _argv_of(pid))
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        time.sleep(0.01)
+    try:  # without /proc: at least the process group the session started with
+        os.killpg(sid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    return [f"pid {pid}: {argv}" for pid, argv in hit.items()]
+
+
+def _argv_of(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            text = handle.read(600).replace(b"\0", b" ")
+    except OSError:
+        return "?"
+    return " ".join(text.decode("utf-8", "replace").split())[:300] or "?"

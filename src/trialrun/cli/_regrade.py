@@ -1,0 +1,68 @@
+"""`trialrun regrade` at the command line: find the run, grade it again (`_regrade`), save it beside the original
+with a copy of its exchanges (so the regraded run can be viewed, exported and regraded in turn), say what changed."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..suite._regrade import Regrade
+
+EXIT_OK, EXIT_FAILED = 0, 1
+
+
+def regrade_command(run_ref: str | None, suite: str | None, config_path: str | None, results_dir: str | None,
+                    as_json: bool, *, say: Callable[..., None]) -> int:
+    """Regrade the run `run_ref` names and save it; the exit code (`run`'s: 1 when a test of it fails)."""
+    from ..report._exchange_log import copy_sidecar, sidecar_path
+    from ..suite._regrade import regrade_report
+    from ..suite.config import load_config
+    from ..report.store import LATEST, LatestNotUpdated, ResultsStore, load_report, report_text
+    from ..suite._tests_file import read_suite
+
+    config = load_config(Path.cwd(), path=config_path).with_overrides(suite=Path(suite).resolve() if suite else None)
+    if run_ref and Path(run_ref).is_file():
+        path = Path(run_ref)
+    else:
+        store = ResultsStore(Path(results_dir) if results_dir else config.results_path())
+        path = store.resolve(run_ref)
+        for skipped, reason in store.skipped.items():
+            say(f"warning: skipped {skipped}: {reason}")
+    path = path.resolve() if path.is_symlink() else path  # latest.json: the run it links
+    original = load_report(path)
+    if path.name == LATEST and original.run_id:  # a copy (no symlinks here): the result file it copies, whose
+        path = ResultsStore(path.parent).resolve(original.run_id)  # exchanges are beside it
+    suite_file = read_suite(config.suite_path())
+    import logging
+
+    logging.getLogger("trialrun.regrade").info("config file: %s; run: %s; suite: %s; rubric: %s; judge: %s",
+                                               config.source or "none (defaults)", path, suite_file.path,
+                                               config.rubric, config.judge or "heuristic")
+    done = regrade_report(path, original, suite_file, config)
+    try:
+        saved = ResultsStore(path.parent).save(done.report)
+    except LatestNotUpdated as exc:  # saved all the same: its exchanges go beside it
+        saved = exc.saved
+        say(f"warning: {exc}")
+    copy_sidecar(sidecar_path(path), sidecar_path(saved), run_id=done.report.run_id)
+    if as_json:
+        say(report_text(done.report), err=False)
+    else:
+        _summary(done, path, saved, suite_file.path, say)
+    return EXIT_FAILED if done.report.failed_case_count else EXIT_OK
+
+
+def _summary(done: Regrade, source: Path, saved: Path, suite: Path, say: Callable[..., None]) -> None:
+    from ..render._plain import summary_parts
+
+    report = done.report
+    say(f"regraded {report.regraded_from} ({source.name}) with {suite}; no agent ran: "
+        f"{done.regraded} trial(s) regraded, {done.changed} changed, {done.kept} kept as they were"
+        + (f", {done.unregradable} verdict(s) not regradable" if done.unregradable else ""), err=False)
+    for line in done.lines:
+        say(f"  {line}", err=False)
+    say(" · ".join(text for text, _ in summary_parts(report)), err=False)
+    say(f"saved {saved} (regraded_from {report.regraded_from}); `trialrun compare` shows it against the original",
+        err=False)
