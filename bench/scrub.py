@@ -1,5 +1,6 @@
 """What the scrubber costs with 0, 1 and 41 registered credentials (`_scrub.add_secret`), side by side with another
-copy of `_scrub.py` (`--base`, e.g. the one at the branch point: `git show BASE:src/trialrun/_scrub.py > base.py`).
+copy of `_scrub/__init__.py` (`--base`, e.g. the one at the branch point: `git show BASE:src/trialrun/_scrub/__init__.py >
+base.py`; it is loaded inside the `_scrub` package, so its `.forms` and `.shapes` are the current ones).
 
 Three workloads, each the text a writer scrubs: a result file of W1's shape (200 cases x 5 trials, a tool call and
 an answer each, through the reference agent), 2,000 terminal lines, 200 request bodies of 4 KB. Interleaved, best
@@ -9,7 +10,7 @@ of 3 per round, 9 rounds; the median and range of the per-round ratios.
 open, then a new credential registered that the journal does not hold (a search of the file) and one it holds
 (the file rewritten, scrubbed); the time `add_secret` takes, best of 5.
 
-    python bench/scrub.py [--base PATH/_scrub.py] [--late]
+    python bench/scrub.py [--base PATH/__init__.py] [--late]
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from trialrun import _scrub
 
 
 def _load(path: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location("trialrun._scrub_base", path)
+    spec = importlib.util.spec_from_file_location("trialrun._scrub._base_copy", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
