@@ -117,17 +117,17 @@ def test_a_journal_lock_check_on_a_fifo_is_false_and_never_blocks(fifo: Path) ->
 def test_a_sidecar_line_over_the_limit_is_said_to_be_too_long(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import json
 
-    from trialrun.report import _exchange_log
+    from trialrun.report import _exchange_read
 
-    monkeypatch.setattr(_exchange_log, "LINE_MAX_BYTES", 1000)
+    monkeypatch.setattr(_exchange_read, "LINE_MAX_BYTES", 1000)
     path = tmp_path / "results_4.exchanges.ndjson"
     big = {"event": "trial", "case": "c", "trial": 1, "exchanges": [{"n": 1, "request": {"body_text": "x" * 5000}}]}
     path.write_text(json.dumps({"event": "start", "exchanges_version": 1}) + "\n"
                     + json.dumps(big, separators=(",", ":")) + "\n")
-    found = _exchange_log.read_trial_exchanges(path, "c", 1)
+    found = _exchange_read.read_trial_exchanges(path, "c", 1)
     assert found.problem == (f"{path.name} line 2: the exchanges of trial 1 of 'c' take more than 1,000 bytes; "
                              "they are not shown")
-    assert _exchange_log.read_trial_exchanges(path, "c", 2).problem.startswith(f"{path.name} has no exchanges")
+    assert _exchange_read.read_trial_exchanges(path, "c", 2).problem.startswith(f"{path.name} has no exchanges")
 
 
 def test_a_journal_of_many_bad_lines_is_a_few_notes_and_a_count(tmp_path: Path) -> None:

@@ -230,7 +230,8 @@ TRAFFIC = Path(__file__).resolve().parents[1] / "fixtures" / "provider-traffic"
 
 def _careful_line(case: str, trial: int, exchanges: list[Exchange], credentials: frozenset[bytes] = frozenset()) -> str:
     """The line as it was made before the shortcut: every exchange scrubbed, then the line scrubbed again."""
-    from trialrun.report._exchange_log import _dumps, _line_extra
+    from trialrun.report._exchange_format import _dumps
+    from trialrun.report._exchange_lines import _line_extra
     from trialrun._scrub import scrub_text
 
     return scrub_text(_dumps(trial_record(case, trial, exchanges, credentials)), _line_extra(exchanges, credentials))
@@ -240,7 +241,7 @@ def test_the_uncut_line_is_the_line_every_exchange_scrubbed_first_makes() -> Non
     """Real recorded traffic of every API (JSON, streams, gzip, binary): the shortcut's line is byte for byte the
     one the careful path makes; so nothing it leaves out of the first scrub was doing anything there."""
     from trialrun.models._cassette_io import load_exchanges
-    from trialrun.report._exchange_log import _uncut, trial_line
+    from trialrun.report._exchange_lines import _uncut, trial_line
 
     compared = 0
     for cassette in sorted(TRAFFIC.glob("*/*.yaml")):
@@ -299,7 +300,7 @@ def test_a_text_body_is_scrubbed_as_it_was_sent_before_the_line_escapes_it_again
 def test_a_trial_whose_bodies_may_be_cut_is_scrubbed_before_it_is_cut() -> None:
     """A body that may be cut takes the careful way: a key where its long string is cut (its first 10 characters
     kept, too few to look like a key) was removed before the cut."""
-    from trialrun.report._exchange_log import _uncut, trial_line
+    from trialrun.report._exchange_lines import _uncut, trial_line
 
     key = "sk-proj-" + secrets.token_hex(20)
     exchanges = [_exchange({"model": "m", "content": "p" * (4096 - 11) + " " + key + " " + "q" * BODY_MAX_BYTES})]

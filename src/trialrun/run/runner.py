@@ -11,7 +11,7 @@ import asyncio
 import signal
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
@@ -109,17 +109,54 @@ async def aevaluate(
     that into a bare CancelledError whose `__context__` is the EvaluationInterrupted: asyncio 3.10 does so for
     every cancelled task. `evaluate` and the CLI are not affected.)
     """
+    case_list, selected, skipped = _selection(cases, trials, names, tags, include_live_canary)
+    remote = _trial_runner(executor, selected, run_id, concurrency, on_exchanges)  # a case Ray workers cannot take is refused here
+    started_at = datetime.now(timezone.utc)
+    clock = time.perf_counter()
+    runner = _Runner(concurrency, run_id, on_trial, on_exchanges)
+    run_trial = remote.run_trial if remote is not None else runner.run_trial
+    try:
+        results, interrupted = await _run_trials(selected, trials, runner.concurrency, run_trial, on_trial)
+    finally:
+        await runner.finish()
+        if remote is not None:
+            remote.close()
+    case_results, unfinished = _case_results(case_list, selected, skipped, results, trials)
+    report = RunReport.build(
+        case_results,
+        trial_count=trials,
+        started_at=started_at,
+        duration_s=time.perf_counter() - clock,
+        status="interrupted" if interrupted else "completed",
+        unfinished=unfinished,
+        run_id=run_id,
+        config_snapshot=config_snapshot,
+    )
+    if interrupted:
+        raise EvaluationInterrupted(report)
+    return report
+
+
+def _selection(cases: Iterable[Case | Mapping[str, Any]], trials: int, names: Iterable[str] | None,
+               tags: Iterable[str] | None, include_live_canary: bool,
+               ) -> tuple[list[Case], list[Case], list[tuple[Case, str]]]:
+    """The run's cases checked (every problem as one CaseError, before anything runs), and those it runs and skips:
+    (all cases, selected, skipped with the reason)."""
     case_list = validate_cases(cases)
     if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
         raise ValueError(f"trials must be a positive integer, got {trials!r}")
     selected, skipped = select_cases(case_list, names=names, tags=tags, include_live_canary=include_live_canary)
     if not selected:  # a run that grades nothing must not be able to pass
         raise CaseError([_nothing_to_grade(case_list, skipped)])
-    remote = _trial_runner(executor, selected, run_id, concurrency, on_exchanges)  # a case Ray workers cannot take is refused here
-    started_at = datetime.now(timezone.utc)
-    clock = time.perf_counter()
-    runner = _Runner(concurrency, run_id, on_trial, on_exchanges)
-    run_trial = remote.run_trial if remote is not None else runner.run_trial
+    return case_list, selected, skipped
+
+
+async def _run_trials(selected: list[Case], trials: int, concurrency: int,
+                      run_trial: Callable[[Case, int], Awaitable[TrialResult]], on_trial: OnTrial | None,
+                      ) -> tuple[dict[tuple[int, int], TrialResult], bool]:
+    """Every trial of the selected cases, `concurrency` at a time: the results by (case index, trial), and whether
+    the run was cancelled (the trials that finished are kept). A callback that raises stops the other trials (their
+    teardowns run) and is raised."""
     work = [(index, trial) for index, case in enumerate(selected) for trial in range(1, (case.trials or trials) + 1)]
     results: dict[tuple[int, int], TrialResult] = {}
     queue: Iterator[tuple[int, int]] = iter(work)
@@ -138,22 +175,23 @@ async def aevaluate(
             if on_trial is not None:
                 on_trial(case, result)
 
-    workers = [asyncio.ensure_future(worker()) for _ in range(min(runner.concurrency, len(work)) or 0)]
-    interrupted = False
+    workers = [asyncio.ensure_future(worker()) for _ in range(min(concurrency, len(work)) or 0)]
     try:
         if workers:
             await asyncio.gather(*workers)
     except asyncio.CancelledError:
-        interrupted = True
         await _cancel_all(workers)
+        return results, True
     except BaseException:
         await _cancel_all(workers)  # an on_trial callback raised: stop the other trials, with their teardowns
         raise
-    finally:
-        await runner.finish()
-        if remote is not None:
-            remote.close()
+    return results, False
 
+
+def _case_results(case_list: list[Case], selected: list[Case], skipped: list[tuple[Case, str]],
+                  results: dict[tuple[int, int], TrialResult], trials: int) -> tuple[list[CaseResult], list[str]]:
+    """Each case's result in the order the cases were given (skipped ones as skipped), and the names of the cases
+    no trial of which finished."""
     case_results: list[CaseResult] = []
     unfinished: list[str] = []
     skipped_names = {case.name: reason for case, reason in skipped}
@@ -177,19 +215,7 @@ async def aevaluate(
         )
     order = {case.name: position for position, case in enumerate(case_list)}
     case_results.sort(key=lambda c: order[c.name])
-    report = RunReport.build(
-        case_results,
-        trial_count=trials,
-        started_at=started_at,
-        duration_s=time.perf_counter() - clock,
-        status="interrupted" if interrupted else "completed",
-        unfinished=unfinished,
-        run_id=run_id,
-        config_snapshot=config_snapshot,
-    )
-    if interrupted:
-        raise EvaluationInterrupted(report)
-    return report
+    return case_results, unfinished
 
 
 def _trial_runner(executor: Any, cases: list[Case], run_id: str | None, concurrency: int,
@@ -257,9 +283,13 @@ def evaluate(
         asyncio.get_running_loop()
     except RuntimeError:
         return _run_with_interrupt(coro)
-    # Called from inside a running event loop (a notebook, an async test): run on a fresh loop in a thread.
-    # Ctrl-C cancels that run (teardowns run), whether it arrives as KeyboardInterrupt or, under asyncio.run, as a
-    # cancellation of the calling task; a second KeyboardInterrupt stops waiting for it.
+    return _run_beside_loop(coro)
+
+
+def _run_beside_loop(coro: Any) -> RunReport:
+    """`evaluate` called from inside a running event loop (a notebook, an async test): the run goes on a fresh loop
+    in a thread. Ctrl-C cancels that run (teardowns run), whether it arrives as KeyboardInterrupt or, under
+    asyncio.run, as a cancellation of the calling task; a second KeyboardInterrupt stops waiting for it."""
     caller = asyncio.current_task()
     box: dict[str, Any] = {}
     loop = asyncio.new_event_loop()
