@@ -1,7 +1,9 @@
 """Pieces both OpenAI codecs share: content flattening, usage, deterministic ids, argument fragments, errors.
 
 Chat Completions and Responses differ in shape but agree on these details (the error body, how token counts are
-nested, how text parts look), so each fact lives here once.
+nested, how text parts look), so each fact lives here once. `OpenAICodec` is the codec body both build on: path
+matching, telling a JSON body from a stream, the error body and the ids of a scripted reply; the codecs read it
+as `common.<name>`, so what is shared is visible where it is used.
 """
 
 from __future__ import annotations
