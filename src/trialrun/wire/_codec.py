@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ..trajectory import ToolCall, Usage
@@ -20,7 +21,8 @@ class Codec(ABC):
     - `encode_response(step, request)`: a scripted `Step` -> the response this API would send, as a JSON body or,
       when `request.stream`, as the SSE event sequence the official SDKs' stream helpers accept.
     - `encode_error(error)`: a `ProviderError` -> this API's error body and status (with retry-after header).
-    - `encode_request(...)`: what an agent sends (used by the reference agent), non-streaming.
+    - `encode_request(...)`: what an agent sends (used by the reference agent), non-streaming. A subclass writes
+      only `_encode_request(out)`: the arguments arrive as one `Outgoing`, so the signature lives here once.
     """
 
     api: ClassVar[str]
@@ -48,7 +50,6 @@ class Codec(ABC):
     @abstractmethod
     def encode_error(self, error: ProviderError) -> EncodedResponse: ...
 
-    @abstractmethod
     def encode_request(
         self,
         *,
@@ -57,11 +58,45 @@ class Codec(ABC):
         tools: list[ToolSpec],
         system: str | None = None,
         max_tokens: int | None = None,
-    ) -> dict[str, Any]: ...
+    ) -> dict[str, Any]:
+        """The request body an agent sends: the arguments in one `Outgoing`, rendered by the API's codec."""
+        return self._encode_request(Outgoing(model, messages, tools, system, max_tokens))
+
+    @abstractmethod
+    def _encode_request(self, out: Outgoing) -> dict[str, Any]:
+        """What `encode_request` sends, in this API's shape: the one part of it that differs between APIs."""
 
     @abstractmethod
     def request_path(self, model: str) -> str:
         """The path (after the base URL) an agent posts to, e.g. "/chat/completions"."""
+
+    def _request(
+        self, body: dict[str, Any], path: str, messages: list[Message], tools: list[ToolSpec], system: str | None
+    ) -> ModelRequest:
+        """A decoded request with the model and the stream flag read from the body's own `model` and `stream`
+        (where an API keeps them elsewhere, as Gemini does in the path, its codec sets them after)."""
+        model = body.get("model")
+        return ModelRequest(
+            api=self.api,
+            model=model if isinstance(model, str) else None,
+            messages=messages,
+            tools=tools,
+            system=system,
+            stream=bool(body.get("stream")),
+            body=body,
+            path=path,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Outgoing:
+    """What an agent sends, neutral: the arguments of `Codec.encode_request` as one value a codec renders."""
+
+    model: str
+    messages: list[Message]
+    tools: list[ToolSpec]
+    system: str | None = None
+    max_tokens: int | None = None
 
 
 def json_body(data: Any) -> bytes:

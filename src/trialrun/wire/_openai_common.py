@@ -1,7 +1,9 @@
 """Pieces both OpenAI codecs share: content flattening, usage, deterministic ids, argument fragments, errors.
 
 Chat Completions and Responses differ in shape but agree on these details (the error body, how token counts are
-nested, how text parts look), so each fact lives here once.
+nested, how text parts look), so each fact lives here once. `OpenAICodec` is the codec body both build on: path
+matching, telling a JSON body from a stream, the error body and the ids of a scripted reply; the codecs read it
+as `common.<name>`, so what is shared is visible where it is used.
 """
 
 from __future__ import annotations
@@ -9,12 +11,15 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from typing import Any
+from abc import abstractmethod
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from ..trajectory import ToolCall, ToolResult, Usage
-from ._codec import json_body, retry_after_value, split_evenly
+from ._codec import Codec, default_usage, json_body, retry_after_value, split_evenly
 from ._sse import SSEEvent, parse_sse
-from ._types import EncodedResponse, Message, ModelRequest, ProviderError, Step, WireError
+from ._types import EncodedResponse, Message, ModelRequest, ModelResponse, ProviderError, Step, WireError
 
 #: `created` / `created_at` of scripted responses: fixed, so rendered bodies are byte-for-byte reproducible.
 CREATED = 1_735_689_600
@@ -230,10 +235,23 @@ def split_body(body: bytes, streamed: bool) -> tuple[Any, list[SSEEvent] | None]
         raise WireError(f"response body is not valid JSON ({exc}); it starts with {text[:80]!r}") from None
 
 
-def event_json(event: SSEEvent, number: int) -> dict[str, Any]:
-    """The JSON object an event carries, or WireError naming the event."""
-    data = event.json(f"stream event {number}" + (f" ({event.event})" if event.event else ""))
-    return require_dict(data, f"stream event {number} data")
+def stream_data(events: list[SSEEvent]) -> Iterator[tuple[int, SSEEvent, dict[str, Any]]]:
+    """(number from 1, event, its JSON object) for each event up to the `[DONE]` sentinel; events without data
+    (keep-alives) are passed over. An event whose data is not a JSON object raises WireError naming it, when the
+    reader reaches it (so an error the provider sent earlier in the stream is reported first)."""
+    for number, event in enumerate(events, start=1):
+        text = event.data.strip()
+        if text == "[DONE]":
+            return
+        if not text:
+            continue
+        data = event.json(f"stream event {number}" + (f" ({event.event})" if event.event else ""))
+        yield number, event, require_dict(data, f"stream event {number} data")
+
+
+def saw_done(events: list[SSEEvent]) -> bool:
+    """Whether the stream holds the `[DONE]` sentinel (Chat Completions sends it last; a cut stream lacks it)."""
+    return any(event.data.strip() == "[DONE]" for event in events)
 
 
 def stream_error(data: dict[str, Any], number: int) -> WireError:
@@ -255,27 +273,74 @@ _ERROR_DEFAULTS: dict[int, tuple[str, str, str | None]] = {
 }
 
 
-def encode_error(error: ProviderError) -> EncodedResponse:
-    """OpenAI's error body (`{"error": {message, type, param, code}}`) with `x-request-id` and `retry-after`."""
-    default_type, default_message, code = _ERROR_DEFAULTS.get(
-        error.status, ("server_error" if error.status >= 500 else "invalid_request_error", f"HTTP {error.status}", None)
-    )
-    body = {
-        "error": {
-            "message": error.message or default_message,
-            "type": error.type or default_type,
-            "param": None,
-            "code": code,
+class OpenAICodec(Codec):
+    """The part of the codec contract both OpenAI APIs answer alike: the error body is one and the same, and a
+    response is a JSON body or an event stream whatever the request asked for; a subclass reads each."""
+
+    #: The path an agent posts to, after the base URL (which may end in /v1 or a deployment's prefix).
+    endpoint: ClassVar[str]
+
+    def handles(self, path: str) -> bool:
+        return path.rstrip("/").endswith(self.endpoint)
+
+    def request_path(self, model: str) -> str:
+        return self.endpoint
+
+    def decode_response(self, body: bytes, streamed: bool) -> ModelResponse:
+        data, events = split_body(body, streamed)
+        if events is not None:
+            return self._decode_stream(events)
+        return self._decode_body(require_dict(data, "response body"))
+
+    @abstractmethod
+    def _decode_stream(self, events: list[SSEEvent]) -> ModelResponse:
+        """A response that came as an event stream."""
+
+    @abstractmethod
+    def _decode_body(self, data: dict[str, Any]) -> ModelResponse:
+        """A response that came as a JSON body (an object)."""
+
+    def _reply(self, step: Step, request: ModelRequest) -> Reply:
+        """What the rendering of a scripted step starts from (its ids deterministic, as `response_seed` says)."""
+        seed = response_seed(self.api, step, request)
+        return Reply(seed, call_ids(step, seed), default_usage(step, request), model_name(step, request))
+
+    def encode_error(self, error: ProviderError) -> EncodedResponse:
+        """OpenAI's error body (`{"error": {message, type, param, code}}`) with `x-request-id` and `retry-after`."""
+        default_type, default_message, code = _ERROR_DEFAULTS.get(
+            error.status,
+            ("server_error" if error.status >= 500 else "invalid_request_error", f"HTTP {error.status}", None),
+        )
+        body = {
+            "error": {
+                "message": error.message or default_message,
+                "type": error.type or default_type,
+                "param": None,
+                "code": code,
+            }
         }
-    }
-    encoded = json_body(body)
-    headers = {
-        "content-type": "application/json",
-        "x-request-id": "req_" + hashlib.sha256(encoded + str(error.status).encode()).hexdigest()[:32],
-    }
-    if error.retry_after is not None:
-        headers["retry-after"] = retry_after_value(error.retry_after)
-    return EncodedResponse(error.status, headers, encoded)
+        encoded = json_body(body)
+        headers = {
+            "content-type": "application/json",
+            "x-request-id": "req_" + hashlib.sha256(encoded + str(error.status).encode()).hexdigest()[:32],
+        }
+        if error.retry_after is not None:
+            headers["retry-after"] = retry_after_value(error.retry_after)
+        return EncodedResponse(error.status, headers, encoded)
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """A scripted step about to be rendered: the seed of its ids, its calls' ids, its usage and its model."""
+
+    seed: str
+    call_ids: list[str]
+    usage: Usage
+    model: str
+
+    def id(self, prefix: str, index: int | None = None, length: int = 24) -> str:
+        """An id of this reply (`make_id` from its seed): the response's own, or a sibling's with `index`."""
+        return make_id(prefix, self.seed, index, length)
 
 
 def sse_response(body: bytes) -> EncodedResponse:

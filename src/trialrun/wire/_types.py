@@ -91,13 +91,20 @@ class ModelRequest:
 
 
 @dataclass(slots=True)
-class ModelResponse:
-    """A decoded model response: one turn of the trajectory."""
+class _Answer:
+    """What a model answers in one turn, whether read off the wire (`ModelResponse`) or scripted (`Step`): the two
+    share these fields, in this order, so that positional construction of either stays as it was."""
 
     text: str = ""
     tool_calls: list[ToolCall] = field(default_factory=list)
     usage: Usage | None = None
     model: str | None = None
+
+
+@dataclass(slots=True)
+class ModelResponse(_Answer):
+    """A decoded model response: one turn of the trajectory."""
+
     stop_reason: str | None = None
     id: str | None = None
     #: What the decoder noticed but kept (a stream cut before its end): `decode_trajectory` adds these to the
@@ -116,13 +123,9 @@ class ProviderError:
 
 
 @dataclass(slots=True)
-class Step:
+class Step(_Answer):
     """One scripted model response, neutral: the codec renders it in whatever format the request asked for."""
 
-    text: str = ""
-    tool_calls: list[ToolCall] = field(default_factory=list)
-    usage: Usage | None = None
-    model: str | None = None
     error: ProviderError | None = None
 
 

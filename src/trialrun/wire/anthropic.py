@@ -27,6 +27,7 @@ from typing import Any
 from ..trajectory import ToolCall, ToolResult, Usage
 from ._codec import (
     Codec,
+    Outgoing,
     decode_call,
     default_usage,
     json_body,
@@ -37,6 +38,7 @@ from ._codec import (
 )
 from ._sse import parse_sse, render_sse
 from ._types import EncodedResponse, Message, ModelRequest, ModelResponse, ProviderError, Step, ToolSpec, WireError
+from ._user_turns import Gathered, TurnWriter, read_messages, tool_list, tool_spec
 
 __all__ = ["AnthropicCodec"]
 
@@ -80,64 +82,18 @@ class AnthropicCodec(Codec):
     # ----------------------------------------------------------------------------------------------- requests
 
     def decode_request(self, body: dict[str, Any], path: str = "") -> ModelRequest:
-        if not isinstance(body, dict):
-            raise WireError(f"request body is a {type(body).__name__}, expected a JSON object")
-        raw_messages = body.get("messages")
-        if not isinstance(raw_messages, list):
-            raise WireError("request body has no 'messages' list")
-        messages: list[Message] = []
-        for number, raw in enumerate(raw_messages):
-            messages.extend(_decode_message(raw, f"messages[{number}]"))
-        model = body.get("model")
-        return ModelRequest(
-            api=self.api,
-            model=model if isinstance(model, str) else None,
-            messages=messages,
-            tools=_decode_tools(body.get("tools")),
-            system=_decode_system(body.get("system")),
-            stream=bool(body.get("stream")),
-            body=body,
-            path=path,
-        )
+        messages = read_messages(body, "messages", _decode_message)
+        tools, system = _decode_tools(body.get("tools")), _decode_system(body.get("system"))
+        return self._request(body, path, messages, tools, system)
 
-    def encode_request(
-        self,
-        *,
-        model: str,
-        messages: list[Message],
-        tools: list[ToolSpec],
-        system: str | None = None,
-        max_tokens: int | None = None,
-    ) -> dict[str, Any]:
-        system_parts = [system] if system else []
-        out: list[dict[str, Any]] = []
-        ids = _CallIds()
-        for message in messages:
-            if message.role == "system":
-                if message.text:
-                    system_parts.append(message.text)
-            elif message.role == "assistant":
-                out.append({"role": "assistant", "content": _assistant_blocks(message, ids)})
-            elif message.role == "tool":
-                blocks = [_tool_result_block(result, ids) for result in message.tool_results]
-                if out and out[-1]["role"] == "user" and _only_tool_results(out[-1]["content"]):
-                    out[-1]["content"].extend(blocks)
-                else:
-                    out.append({"role": "user", "content": blocks})
-            elif message.role == "user":
-                if out and out[-1]["role"] == "user" and _only_tool_results(out[-1]["content"]):
-                    # Text after tool results belongs in the same user turn, after the tool_result blocks.
-                    out[-1]["content"].append({"type": "text", "text": message.text})
-                else:
-                    out.append({"role": "user", "content": message.text})
-            else:
-                raise ValueError(f"message role {message.role!r} is not one of system, user, assistant, tool")
-        body: dict[str, Any] = {"model": model, "max_tokens": max_tokens or DEFAULT_MAX_TOKENS}
-        if system_parts:
-            body["system"] = "\n\n".join(system_parts)
-        body["messages"] = out
-        if tools:
-            body["tools"] = [_tool_spec_json(tool) for tool in tools]
+    def _encode_request(self, out: Outgoing) -> dict[str, Any]:
+        system, messages = _Writer().write(out.messages, out.system)
+        body: dict[str, Any] = {"model": out.model, "max_tokens": out.max_tokens or DEFAULT_MAX_TOKENS}
+        if system:
+            body["system"] = system
+        body["messages"] = messages
+        if out.tools:
+            body["tools"] = [_tool_spec_json(tool) for tool in out.tools]
         return body
 
     # ---------------------------------------------------------------------------------------------- responses
@@ -210,27 +166,25 @@ def _decode_message(raw: Any, where: str) -> list[Message]:
         return [Message(role=role, text=content)]
     if not isinstance(content, list):
         raise WireError(f"{where}.content is a {type(content).__name__}, expected a string or a list of blocks")
-    texts: list[str] = []
-    calls: list[ToolCall] = []
-    results: list[ToolResult] = []
+    return _read_blocks(content, f"{where}.content", role).messages(role)
+
+
+def _read_blocks(content: list[Any], where: str, role: str) -> Gathered:
+    """The text blocks, an assistant's tool_use blocks and a user's tool_result blocks of one content list.
+
+    Everything else (thinking, server tools and their results, images, files) is not the agent's doing: skipped.
+    """
+    gathered = Gathered()
     for number, block in enumerate(content):
-        here = f"{where}.content[{number}]"
+        here = f"{where}[{number}]"
         kind = _block_type(block, here)
         if kind == "text":
-            texts.append(_text_of(block, here))
+            gathered.texts.append(_text_of(block, here))
         elif kind == "tool_use" and role == "assistant":
-            calls.append(_tool_call(block, here))
+            gathered.calls.append(_tool_call(block, here))
         elif kind == "tool_result" and role == "user":
-            results.append(_tool_result(block, here))
-        # Everything else (thinking, server tools and their results, images, files) is not the agent's doing.
-    if role == "assistant":
-        return [Message(role="assistant", text="".join(texts), tool_calls=calls)]
-    if not results:
-        return [Message(role=role, text="\n".join(texts))]
-    messages = [Message(role="tool", tool_results=results)]
-    if texts:
-        messages.append(Message(role="user", text="\n".join(texts)))
-    return messages
+            gathered.results.append(_tool_result(block, here))
+    return gathered
 
 
 def _block_type(block: Any, where: str) -> str:
@@ -290,30 +244,19 @@ def _decode_system(system: Any) -> str | None:
     if system is None or isinstance(system, str):
         return system
     if isinstance(system, list):
-        texts = []
-        for number, block in enumerate(system):
-            here = f"system[{number}]"
-            if _block_type(block, here) == "text":
-                texts.append(_text_of(block, here))
-        return "\n\n".join(texts)
+        return "\n\n".join(_read_blocks(system, "system", "system").texts)
     raise WireError(f"'system' is a {type(system).__name__}, expected a string or a list of text blocks")
 
 
 def _decode_tools(tools: Any) -> list[ToolSpec]:
-    if tools is None:
-        return []
-    if not isinstance(tools, list):
-        raise WireError(f"'tools' is a {type(tools).__name__}, expected a list")
     specs: list[ToolSpec] = []
-    for number, tool in enumerate(tools):
+    for number, tool in enumerate(tool_list(tools)):
         if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
             raise WireError(f"tools[{number}] has no string 'name'")
         schema = tool.get("input_schema")
         if schema is not None and not isinstance(schema, dict):
             raise WireError(f"tools[{number}] ({tool['name']}): 'input_schema' is not an object")
-        description = tool.get("description")
-        description = description if isinstance(description, str) else ""
-        specs.append(ToolSpec(name=tool["name"], description=description, parameters=schema or {}))
+        specs.append(tool_spec(tool["name"], tool.get("description"), schema))
     return specs
 
 
@@ -334,18 +277,7 @@ def _decode_message_json(body: bytes) -> ModelResponse:
     content = data.get("content")
     if not isinstance(content, list):
         raise WireError("response has no 'content' list (not a Messages API message)")
-    texts: list[str] = []
-    calls: list[ToolCall] = []
-    for number, block in enumerate(content):
-        here = f"response content[{number}]"
-        kind = _block_type(block, here)
-        if kind == "text":
-            texts.append(_text_of(block, here))
-        elif kind == "tool_use":
-            calls.append(_tool_call(block, here))
-    return ModelResponse(
-        text="".join(texts),
-        tool_calls=calls,
+    return _read_blocks(content, "response content", "assistant").response(
         usage=_usage(data.get("usage"), "response usage"),
         model=_str_or_none(data.get("model")),
         stop_reason=_str_or_none(data.get("stop_reason")),
@@ -358,10 +290,7 @@ def _decode_stream(body: bytes) -> ModelResponse:
     events = parse_sse(body)
     if not events:
         raise WireError("response stream has no events (empty or truncated)")
-    blocks: dict[int, dict[str, Any]] = {}
-    usage: dict[str, Any] | None = None
-    model = message_id = stop_reason = None
-    started = stopped = False
+    stream = _Stream()
     for number, event in enumerate(events, start=1):
         where = f"stream event {number}"
         data = event.json(where) if event.data else {}
@@ -373,66 +302,86 @@ def _decode_stream(body: bytes) -> ModelResponse:
             raise WireError(f"stream reported an error: {_error_text(data.get('error'))}")
         if kind == "ping":
             continue
-        if kind != "message_start" and not started and kind in _STREAM_EVENTS:
+        if kind != "message_start" and not stream.started and kind in _STREAM_EVENTS:
             raise WireError(f"{where} arrived before message_start")
+        stream.apply(kind, data, where)
+        # Unknown event types are skipped: the API documents that new ones may appear.
+    if not stream.started:
+        raise WireError("response stream has no message_start event")
+    if not stream.stopped:
+        raise WireError("response stream ended before message_stop (truncated?)")
+    return stream.response()
+
+
+class _Stream:
+    """What a stream has said so far: the message's ids, its content blocks by index, usage and stop reason."""
+
+    def __init__(self) -> None:
+        self.blocks: dict[int, dict[str, Any]] = {}
+        self.usage: dict[str, Any] | None = None
+        self.model: str | None = None
+        self.message_id: str | None = None
+        self.stop_reason: str | None = None
+        self.started = self.stopped = False
+
+    def apply(self, kind: Any, data: dict[str, Any], where: str) -> None:
+        """Take one event in (events of kinds this does not know change nothing)."""
         if kind == "message_start":
-            message = data.get("message")
-            if not isinstance(message, dict):
-                raise WireError(f"{where} has no 'message' object")
-            started = True
-            model, message_id = _str_or_none(message.get("model")), _str_or_none(message.get("id"))
-            if isinstance(message.get("usage"), dict):
-                usage = dict(message["usage"])
+            self._start(data, where)
         elif kind == "content_block_start":
             index, block = _index(data, where), data.get("content_block")
             if not isinstance(block, dict):
                 raise WireError(f"{where} has no 'content_block' object")
             _block_type(block, f"{where} content_block")
-            blocks[index] = {**block, "_json": []}
+            self.blocks[index] = {**block, "_json": []}
         elif kind == "content_block_delta":
-            block = _started_block(blocks, data, where)
-            delta = data.get("delta")
-            if not isinstance(delta, dict):
-                raise WireError(f"{where} has no 'delta' object")
-            if delta.get("type") == "text_delta" and block["type"] == "text":
-                block["text"] = block.get("text", "") + _delta_str(delta, "text", where)
-            elif delta.get("type") == "input_json_delta" and block["type"] == "tool_use":
-                block["_json"].append(_delta_str(delta, "partial_json", where))
-            # thinking_delta, signature_delta, citations_delta and server-tool input are not part of the turn.
+            self._delta(data, where)
         elif kind == "content_block_stop":
-            _finish_block(_started_block(blocks, data, where), where)
+            _finish_block(_started_block(self.blocks, data, where), where)
         elif kind == "message_delta":
             delta = data.get("delta")
             if isinstance(delta, dict) and "stop_reason" in delta:
-                stop_reason = _str_or_none(delta["stop_reason"])
+                self.stop_reason = _str_or_none(delta["stop_reason"])
             if isinstance(data.get("usage"), dict):
                 # Cumulative totals: they overwrite what message_start said; absent fields keep their value.
-                usage = {**(usage or {}), **{k: v for k, v in data["usage"].items() if v is not None}}
+                self.usage = {**(self.usage or {}), **{k: v for k, v in data["usage"].items() if v is not None}}
         elif kind == "message_stop":
-            stopped = True
-        # Unknown event types are skipped: the API documents that new ones may appear.
-    if not started:
-        raise WireError("response stream has no message_start event")
-    if not stopped:
-        raise WireError("response stream ended before message_stop (truncated?)")
-    texts: list[str] = []
-    calls: list[ToolCall] = []
-    for index in sorted(blocks):
-        block = blocks[index]
-        if block["type"] == "text":
-            texts.append(block.get("text", ""))
-        elif block["type"] == "tool_use":
-            if "_input" not in block:
-                _finish_block(block, f"stream content block {index}")
-            calls.append(ToolCall(block["name"], block["_input"], _str_or_none(block.get("id")), block["_raw"]))
-    return ModelResponse(
-        text="".join(texts),
-        tool_calls=calls,
-        usage=_usage(usage, "stream usage"),
-        model=model,
-        stop_reason=stop_reason,
-        id=message_id,
-    )
+            self.stopped = True
+
+    def _start(self, data: dict[str, Any], where: str) -> None:
+        message = data.get("message")
+        if not isinstance(message, dict):
+            raise WireError(f"{where} has no 'message' object")
+        self.started = True
+        self.model, self.message_id = _str_or_none(message.get("model")), _str_or_none(message.get("id"))
+        if isinstance(message.get("usage"), dict):
+            self.usage = dict(message["usage"])
+
+    def _delta(self, data: dict[str, Any], where: str) -> None:
+        block = _started_block(self.blocks, data, where)
+        delta = data.get("delta")
+        if not isinstance(delta, dict):
+            raise WireError(f"{where} has no 'delta' object")
+        if delta.get("type") == "text_delta" and block["type"] == "text":
+            block["text"] = block.get("text", "") + _delta_str(delta, "text", where)
+        elif delta.get("type") == "input_json_delta" and block["type"] == "tool_use":
+            block["_json"].append(_delta_str(delta, "partial_json", where))
+        # thinking_delta, signature_delta, citations_delta and server-tool input are not part of the turn.
+
+    def response(self) -> ModelResponse:
+        """The turn the blocks make, in index order."""
+        gathered = Gathered()
+        for index in sorted(self.blocks):
+            block = self.blocks[index]
+            if block["type"] == "text":
+                gathered.texts.append(block.get("text", ""))
+            elif block["type"] == "tool_use":
+                if "_input" not in block:
+                    _finish_block(block, f"stream content block {index}")
+                name, call_id = block["name"], _str_or_none(block.get("id"))
+                gathered.calls.append(ToolCall(name, block["_input"], call_id, block["_raw"]))
+        usage = _usage(self.usage, "stream usage")
+        return gathered.response(usage=usage, model=self.model, stop_reason=self.stop_reason, id=self.message_id)
 
 
 _STREAM_EVENTS = {"content_block_start", "content_block_delta", "content_block_stop", "message_delta", "message_stop"}
@@ -569,24 +518,49 @@ def _stream_events(
     return events
 
 
-class _CallIds:
-    """Tool-use ids for `encode_request`: the API needs every tool_use to have an id and every result to name one.
+class _Writer(TurnWriter):
+    """Messages as `encode_request` sends them. The API needs every tool_use to have an id and every result to
+    name one: calls without an id get a deterministic one; a result without a call id answers the earliest call of
+    the preceding assistant message that no result has answered yet."""
 
-    Calls without an id get a deterministic one; a result without a call id answers the earliest call of the
-    preceding assistant message that no result has answered yet.
-    """
+    key = "content"
+    model_role = "assistant"
 
     def __init__(self) -> None:
         self._count = 0
         self._open: list[str] = []
 
-    def for_call(self, call: ToolCall) -> str:
+    def assistant(self, message: Message) -> list[dict[str, Any]] | str:
+        if not message.tool_calls:
+            return message.text
+        self._open = []
+        blocks: list[dict[str, Any]] = [self.text(message.text)] if message.text else []
+        for call in message.tool_calls:
+            blocks.append({"type": "tool_use", "id": self._call_id(call), "name": call.name, "input": call.arguments})
+        return blocks
+
+    def result(self, result: ToolResult) -> dict[str, Any]:
+        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": self._answered(result), "content": result.content}
+        if result.is_error:
+            block["is_error"] = True
+        return block
+
+    def is_result(self, block: dict[str, Any]) -> bool:
+        return block.get("type") == "tool_result"
+
+    def text(self, text: str) -> dict[str, Any]:
+        return {"type": "text", "text": text}
+
+    def user(self, text: str) -> str:
+        return text
+
+    def _call_id(self, call: ToolCall) -> str:
         self._count += 1
         call_id = call.id or f"toolu_{self._count:04d}"
         self._open.append(call_id)
         return call_id
 
-    def for_result(self, result: ToolResult) -> str:
+    def _answered(self, result: ToolResult) -> str:
         if result.call_id is not None:
             if result.call_id in self._open:
                 self._open.remove(result.call_id)
@@ -594,30 +568,6 @@ class _CallIds:
         if not self._open:
             raise ValueError("a tool result without call_id follows no unanswered tool call")
         return self._open.pop(0)
-
-    def new_turn(self) -> None:
-        self._open = []
-
-
-def _assistant_blocks(message: Message, ids: _CallIds) -> list[dict[str, Any]] | str:
-    if not message.tool_calls:
-        return message.text
-    ids.new_turn()
-    blocks: list[dict[str, Any]] = [{"type": "text", "text": message.text}] if message.text else []
-    for call in message.tool_calls:
-        blocks.append({"type": "tool_use", "id": ids.for_call(call), "name": call.name, "input": call.arguments})
-    return blocks
-
-
-def _tool_result_block(result: ToolResult, ids: _CallIds) -> dict[str, Any]:
-    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": ids.for_result(result), "content": result.content}
-    if result.is_error:
-        block["is_error"] = True
-    return block
-
-
-def _only_tool_results(content: Any) -> bool:
-    return isinstance(content, list) and bool(content) and all(b.get("type") == "tool_result" for b in content)
 
 
 def _tool_spec_json(tool: ToolSpec) -> dict[str, Any]:

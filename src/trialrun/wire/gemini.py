@@ -32,9 +32,10 @@ from functools import lru_cache
 from typing import Any
 
 from ..trajectory import ToolCall, ToolResult, Usage
-from ._codec import Codec, decode_call, default_usage, json_body, parse_json, retry_after_value, split_evenly
+from ._codec import Codec, Outgoing, decode_call, default_usage, json_body, parse_json, retry_after_value, split_evenly
 from ._sse import parse_sse, render_sse
 from ._types import EncodedResponse, Message, ModelRequest, ModelResponse, ProviderError, Step, ToolSpec, WireError
+from ._user_turns import Gathered, TurnWriter, read_messages, tool_list, tool_spec
 
 __all__ = ["GeminiCodec"]
 
@@ -78,68 +79,25 @@ class GeminiCodec(Codec):
     # ----------------------------------------------------------------------------------------------- requests
 
     def decode_request(self, body: dict[str, Any], path: str = "") -> ModelRequest:
-        if not isinstance(body, dict):
-            raise WireError(f"request body is a {type(body).__name__}, expected a JSON object")
-        contents = body.get("contents")
-        if not isinstance(contents, list):
-            raise WireError("request body has no 'contents' list")
-        messages: list[Message] = []
-        for number, content in enumerate(contents):
-            messages.extend(_decode_content(content, f"contents[{number}]"))
+        messages = read_messages(body, "contents", _decode_content)
+        tools = _decode_tools(body.get("tools"))
+        system = _decode_system(body.get("systemInstruction", body.get("system_instruction")))
+        request = self._request(body, path, messages, tools, system)
+        # The model and whether it streams are in the path (`models/{model}:streamGenerateContent`), not the body.
         match = _PATH.search(path)
-        system = body.get("systemInstruction", body.get("system_instruction"))
-        return ModelRequest(
-            api=self.api,
-            model=match.group("model") if match else None,
-            messages=messages,
-            tools=_decode_tools(body.get("tools")),
-            system=_decode_system(system),
-            stream=bool(match and match.group("method") == "streamGenerateContent"),
-            body=body,
-            path=path,
-        )
+        request.model = match.group("model") if match else None
+        request.stream = bool(match and match.group("method") == "streamGenerateContent")
+        return request
 
-    def encode_request(
-        self,
-        *,
-        model: str,
-        messages: list[Message],
-        tools: list[ToolSpec],
-        system: str | None = None,
-        max_tokens: int | None = None,
-    ) -> dict[str, Any]:
-        system_parts = [system] if system else []
-        contents: list[dict[str, Any]] = []
-        calls = _CallNames()
-        for message in messages:
-            if message.role == "system":
-                if message.text:
-                    system_parts.append(message.text)
-            elif message.role == "assistant":
-                calls.new_turn(message.tool_calls)
-                parts: list[dict[str, Any]] = [{"text": message.text}] if message.text or not message.tool_calls else []
-                parts.extend({"functionCall": _function_call_json(call)} for call in message.tool_calls)
-                contents.append({"role": "model", "parts": parts})
-            elif message.role == "tool":
-                parts = [{"functionResponse": _function_response_json(r, calls)} for r in message.tool_results]
-                if contents and contents[-1]["role"] == "user" and _only_responses(contents[-1]["parts"]):
-                    contents[-1]["parts"].extend(parts)
-                else:
-                    contents.append({"role": "user", "parts": parts})
-            elif message.role == "user":
-                if contents and contents[-1]["role"] == "user" and _only_responses(contents[-1]["parts"]):
-                    contents[-1]["parts"].append({"text": message.text})
-                else:
-                    contents.append({"role": "user", "parts": [{"text": message.text}]})
-            else:
-                raise ValueError(f"message role {message.role!r} is not one of system, user, assistant, tool")
+    def _encode_request(self, out: Outgoing) -> dict[str, Any]:
+        system, contents = _Writer().write(out.messages, out.system)
         body: dict[str, Any] = {"contents": contents}
-        if system_parts:
-            body["systemInstruction"] = {"parts": [{"text": "\n\n".join(system_parts)}]}
-        if tools:
-            body["tools"] = [{"functionDeclarations": [_declaration_json(tool) for tool in tools]}]
-        if max_tokens:
-            body["generationConfig"] = {"maxOutputTokens": max_tokens}
+        if system:
+            body["systemInstruction"] = {"parts": [{"text": system}]}
+        if out.tools:
+            body["tools"] = [{"functionDeclarations": [_declaration_json(tool) for tool in out.tools]}]
+        if out.max_tokens:
+            body["generationConfig"] = {"maxOutputTokens": out.max_tokens}
         return body
 
     # ---------------------------------------------------------------------------------------------- responses
@@ -224,27 +182,18 @@ def _decode_content(content: Any, where: str) -> list[Message]:
     role = content.get("role", "user")
     if role not in ("user", "model", "function"):
         raise WireError(f"{where}.role is {role!r}, expected 'user' or 'model'")
-    texts: list[str] = []
-    calls: list[ToolCall] = []
-    results: list[ToolResult] = []
+    gathered = Gathered()
     for number, part in enumerate(_parts(content, where)):
         here = f"{where}.parts[{number}]"
         if "text" in part:
             if not part.get("thought"):
-                texts.append(_text(part, here))
+                gathered.texts.append(_text(part, here))
         elif _has(part, "functionCall") and role == "model":
-            calls.append(_function_call(_field(part, "functionCall"), here))
+            gathered.calls.append(_function_call(_field(part, "functionCall"), here))
         elif _has(part, "functionResponse"):
-            results.append(_function_response(_field(part, "functionResponse"), here))
+            gathered.results.append(_function_response(_field(part, "functionResponse"), here))
         # inlineData, fileData, executableCode, codeExecutionResult (either spelling): not the agent's tool traffic.
-    if role == "model":
-        return [Message(role="assistant", text="".join(texts), tool_calls=calls)]
-    if not results:
-        return [Message(role="user", text="\n".join(texts))]
-    messages = [Message(role="tool", tool_results=results)]
-    if texts:
-        messages.append(Message(role="user", text="\n".join(texts)))
-    return messages
+    return gathered.messages("assistant" if role == "model" else "user")
 
 
 def _text(part: dict[str, Any], where: str) -> str:
@@ -301,12 +250,8 @@ def _decode_system(system: Any) -> str | None:
 
 
 def _decode_tools(tools: Any) -> list[ToolSpec]:
-    if tools is None:
-        return []
-    if not isinstance(tools, list):
-        raise WireError(f"'tools' is a {type(tools).__name__}, expected a list")
     specs: list[ToolSpec] = []
-    for number, tool in enumerate(tools):
+    for number, tool in enumerate(tool_list(tools)):
         if not isinstance(tool, dict):
             raise WireError(f"tools[{number}] is not an object")
         declarations = tool.get("functionDeclarations", tool.get("function_declarations", []))
@@ -320,9 +265,7 @@ def _decode_tools(tools: Any) -> list[ToolSpec]:
             schema = next((declaration[key] for key in keys if key in declaration), None)
             if schema is not None and not isinstance(schema, dict):
                 raise WireError(f"{where} ({declaration['name']}): parameters are not an object")
-            description = declaration.get("description")
-            description = description if isinstance(description, str) else ""
-            specs.append(ToolSpec(declaration["name"], description, schema or {}))
+            specs.append(tool_spec(declaration["name"], declaration.get("description"), schema))
     return specs
 
 
@@ -333,8 +276,7 @@ def _decode_chunks(chunks: list[Any], streamed: bool) -> ModelResponse:
     """One response or the chunks of a stream: text concatenated, calls collected, the last usage wins."""
     if not chunks:
         raise WireError("response stream has no chunks")
-    texts: list[str] = []
-    calls: list[ToolCall] = []
+    gathered = Gathered()
     usage: Usage | None = None
     model = response_id = stop_reason = None
     for number, chunk in enumerate(chunks, start=1):
@@ -358,9 +300,9 @@ def _decode_chunks(chunks: list[Any], streamed: bool) -> ModelResponse:
             for index, part in enumerate(_parts(content, f"{where} candidates[0].content")):
                 here = f"{where} candidates[0].content.parts[{index}]"
                 if "text" in part and not part.get("thought"):
-                    texts.append(_text(part, here))
+                    gathered.texts.append(_text(part, here))
                 elif _has(part, "functionCall"):
-                    calls.append(_function_call(_field(part, "functionCall"), here))
+                    gathered.calls.append(_function_call(_field(part, "functionCall"), here))
             if isinstance(_field(candidate, "finishReason"), str):
                 stop_reason = _field(candidate, "finishReason")
         elif isinstance(feedback := _field(chunk, "promptFeedback"), dict) and _field(feedback, "blockReason"):
@@ -369,9 +311,7 @@ def _decode_chunks(chunks: list[Any], streamed: bool) -> ModelResponse:
             usage = _usage(_field(chunk, "usageMetadata"), f"{where} usageMetadata")
         model = value if isinstance(value := _field(chunk, "modelVersion"), str) else model
         response_id = value if isinstance(value := _field(chunk, "responseId"), str) else response_id
-    return ModelResponse(
-        text="".join(texts), tool_calls=calls, usage=usage, model=model, stop_reason=stop_reason, id=response_id
-    )
+    return gathered.response(usage=usage, model=model, stop_reason=stop_reason, id=response_id)
 
 
 def _error_detail(error: Any) -> str:
@@ -435,37 +375,45 @@ def _function_call_json(call: ToolCall) -> dict[str, Any]:
     return data
 
 
-class _CallNames:
-    """`functionResponse` needs the function's name, which a neutral ToolResult does not carry: find its call
-    (by id, else the earliest unanswered call of the preceding model message)."""
+class _Writer(TurnWriter):
+    """Contents as `encode_request` sends them. A `functionResponse` needs the function's name, which a neutral
+    ToolResult does not carry: it is found from the result's call (by id, else the earliest unanswered call of the
+    preceding model message)."""
+
+    key = "parts"
+    model_role = "model"
 
     def __init__(self) -> None:
         self._by_id: dict[str, str] = {}
         self._open: list[ToolCall] = []
 
-    def new_turn(self, calls: list[ToolCall]) -> None:
+    def assistant(self, message: Message) -> list[dict[str, Any]]:
+        calls = message.tool_calls
         self._open = list(calls)
         self._by_id.update({call.id: call.name for call in calls if call.id})
+        parts = [self.text(message.text)] if message.text or not calls else []
+        return parts + [{"functionCall": _function_call_json(call)} for call in calls]
 
-    def name_for(self, result: ToolResult) -> str:
+    def result(self, result: ToolResult) -> dict[str, Any]:
+        data: dict[str, Any] = {"name": self._name_for(result)}
+        if result.call_id is not None:
+            data["id"] = result.call_id
+        data["response"] = {"error" if result.is_error else "output": result.content}
+        return {"functionResponse": data}
+
+    def is_result(self, block: dict[str, Any]) -> bool:
+        return "functionResponse" in block
+
+    def text(self, text: str) -> dict[str, Any]:
+        return {"text": text}
+
+    def _name_for(self, result: ToolResult) -> str:
         if result.call_id in self._by_id:
             self._open = [call for call in self._open if call.id != result.call_id]
             return self._by_id[result.call_id]
         if not self._open:
             raise ValueError(f"tool result (call id {result.call_id!r}) answers no tool call of an earlier message")
         return self._open.pop(0).name
-
-
-def _function_response_json(result: ToolResult, calls: _CallNames) -> dict[str, Any]:
-    data: dict[str, Any] = {"name": calls.name_for(result)}
-    if result.call_id is not None:
-        data["id"] = result.call_id
-    data["response"] = {"error" if result.is_error else "output": result.content}
-    return data
-
-
-def _only_responses(parts: list[dict[str, Any]]) -> bool:
-    return bool(parts) and all("functionResponse" in part for part in parts)
 
 
 def _declaration_json(tool: ToolSpec) -> dict[str, Any]:

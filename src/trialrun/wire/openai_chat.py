@@ -12,70 +12,43 @@ from __future__ import annotations
 from typing import Any
 
 from ..trajectory import ToolCall, ToolResult, Usage
-from ._codec import Codec, decode_call, default_usage, json_response
-from ._openai_common import (
-    CREATED,
-    argument_fragments,
-    arguments_json,
-    call_ids,
-    content_text,
-    decode_usage,
-    encode_error,
-    event_json,
-    fill_call_ids,
-    kind_of,
-    make_id,
-    model_name,
-    optional_list,
-    require_dict,
-    require_list,
-    response_seed,
-    split_body,
-    sse_response,
-    stream_error,
-    text_fragments,
-    text_or_none,
-)
+from . import _openai_common as common
+from ._codec import Outgoing, decode_call, json_response
 from ._sse import SSEEvent, render_sse
-from ._types import EncodedResponse, Message, ModelRequest, ModelResponse, ProviderError, Step, ToolSpec, WireError
+from ._types import EncodedResponse, Message, ModelRequest, ModelResponse, Step, ToolSpec, WireError
 
 __all__ = ["OpenAIChatCodec"]
 
 _FINGERPRINT = "fp_trialrun"
 
 
-class OpenAIChatCodec(Codec):
+class OpenAIChatCodec(common.OpenAICodec):
     """The Chat Completions wire format, JSON and `chat.completion.chunk` streams."""
 
     api = "openai-chat"
     title = "OpenAI Chat Completions"
-
-    def handles(self, path: str) -> bool:
-        return path.rstrip("/").endswith("/chat/completions")
-
-    def request_path(self, model: str) -> str:
-        return "/chat/completions"
+    endpoint = "/chat/completions"
 
     # -- requests ---------------------------------------------------------------------------------------------
 
     def decode_request(self, body: dict[str, Any], path: str = "") -> ModelRequest:
-        body = require_dict(body, "request body")
-        raw_messages = require_list(body.get("messages"), "request 'messages'")
+        body = common.require_dict(body, "request body")
+        raw_messages = common.require_list(body.get("messages"), "request 'messages'")
         system: list[str] = []
         messages: list[Message] = []
         for number, raw in enumerate(raw_messages, start=1):
             where = f"request message {number}"
-            raw = require_dict(raw, where)
+            raw = common.require_dict(raw, where)
             role = raw.get("role")
             if role in ("system", "developer"):
-                system.append(content_text(raw.get("content"), where))
+                system.append(common.content_text(raw.get("content"), where))
             elif role == "user":
-                messages.append(Message("user", content_text(raw.get("content"), where)))
+                messages.append(Message("user", common.content_text(raw.get("content"), where)))
             elif role == "assistant":
                 messages.append(_assistant_message(raw, where))
             elif role in ("tool", "function"):
                 call_id = raw.get("tool_call_id") if role == "tool" else None
-                result = ToolResult(call_id, content_text(raw.get("content"), where))
+                result = ToolResult(call_id, common.content_text(raw.get("content"), where))
                 if messages and messages[-1].role == "tool":
                     messages[-1].tool_results.append(result)
                 else:
@@ -84,35 +57,17 @@ class OpenAIChatCodec(Codec):
                 raise WireError(f"{where} has role {role!r}; expected system, developer, user, assistant or tool")
         tools = [
             _tool_spec(tool, f"request tool {n}")
-            for n, tool in enumerate(optional_list(body.get("tools"), "request 'tools'"), 1)
+            for n, tool in enumerate(common.optional_list(body.get("tools"), "request 'tools'"), 1)
         ]
         tools += [
             _function_spec(fn, f"request function {n}")
-            for n, fn in enumerate(optional_list(body.get("functions"), "request 'functions'"), 1)
+            for n, fn in enumerate(common.optional_list(body.get("functions"), "request 'functions'"), 1)
         ]
-        model = body.get("model")
-        return ModelRequest(
-            api=self.api,
-            model=model if isinstance(model, str) else None,
-            messages=messages,
-            tools=tools,
-            system="\n\n".join(system) if system else None,
-            stream=bool(body.get("stream")),
-            body=body,
-            path=path,
-        )
+        return self._request(body, path, messages, tools, "\n\n".join(system) if system else None)
 
-    def encode_request(
-        self,
-        *,
-        model: str,
-        messages: list[Message],
-        tools: list[ToolSpec],
-        system: str | None = None,
-        max_tokens: int | None = None,
-    ) -> dict[str, Any]:
-        wire: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
-        for message in fill_call_ids(messages):
+    def _encode_request(self, out: Outgoing) -> dict[str, Any]:
+        wire: list[dict[str, Any]] = [{"role": "system", "content": out.system}] if out.system else []
+        for message in common.fill_call_ids(out.messages):
             if message.role == "assistant":
                 entry: dict[str, Any] = {"role": "assistant", "content": message.text or None}
                 if message.tool_calls:
@@ -126,46 +81,44 @@ class OpenAIChatCodec(Codec):
                     wire.append({"role": "user", "content": message.text})
             else:
                 wire.append({"role": message.role, "content": message.text})
-        body: dict[str, Any] = {"model": model, "messages": wire}
-        if tools:
-            body["tools"] = [{"type": "function", "function": _function_wire(tool)} for tool in tools]
-        if max_tokens is not None:
-            body["max_completion_tokens"] = max_tokens
+        body: dict[str, Any] = {"model": out.model, "messages": wire}
+        if out.tools:
+            body["tools"] = [{"type": "function", "function": _function_wire(tool)} for tool in out.tools]
+        if out.max_tokens is not None:
+            body["max_completion_tokens"] = out.max_tokens
         return body
 
     # -- responses --------------------------------------------------------------------------------------------
 
-    def decode_response(self, body: bytes, streamed: bool) -> ModelResponse:
-        data, events = split_body(body, streamed)
-        if events is not None:
-            return _decode_stream(events)
-        data = require_dict(data, "response body")
+    def _decode_body(self, data: dict[str, Any]) -> ModelResponse:
         if "error" in data and "choices" not in data:
             raise WireError(f"response body is an error, not a completion: {str(data['error'])[:200]}")
-        choices = require_list(data.get("choices"), "response 'choices'")
+        choices = common.require_list(data.get("choices"), "response 'choices'")
         response = ModelResponse(
-            usage=decode_usage(data.get("usage"), "prompt_tokens", "completion_tokens", "prompt_tokens_details"),
-            model=text_or_none(data.get("model")),
-            id=text_or_none(data.get("id")),
+            usage=_usage(data.get("usage")),
+            model=common.text_or_none(data.get("model")),
+            id=common.text_or_none(data.get("id")),
         )
         if not choices:
             return response
-        choice = require_dict(_first_choice(choices), "response choice")
-        message = require_dict(choice.get("message"), "response choice 'message'")
+        choice = common.require_dict(_first_choice(choices), "response choice")
+        message = common.require_dict(choice.get("message"), "response choice 'message'")
         assistant = _assistant_message(message, "response message")
         response.text = assistant.text
         response.tool_calls = assistant.tool_calls
-        response.stop_reason = text_or_none(choice.get("finish_reason"))
+        response.stop_reason = common.text_or_none(choice.get("finish_reason"))
         return response
 
+    def _decode_stream(self, events: list[SSEEvent]) -> ModelResponse:
+        return _read_stream(events)
+
     def encode_response(self, step: Step, request: ModelRequest) -> EncodedResponse:
-        seed = response_seed(self.api, step, request)
-        ids = call_ids(step, seed)
-        usage = default_usage(step, request)
+        reply = self._reply(step, request)
+        ids, usage = reply.call_ids, reply.usage
         base = {
-            "id": make_id("chatcmpl-", seed, length=29),
-            "created": CREATED,
-            "model": model_name(step, request),
+            "id": reply.id("chatcmpl-", length=29),
+            "created": common.CREATED,
+            "model": reply.model,
             "system_fingerprint": _FINGERPRINT,
         }
         finish = "tool_calls" if step.tool_calls else "stop"
@@ -182,7 +135,7 @@ class OpenAIChatCodec(Codec):
                 {
                     "id": base["id"],
                     "object": "chat.completion",
-                    "created": CREATED,
+                    "created": common.CREATED,
                     "model": base["model"],
                     "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish}],
                     "usage": _wire_usage(usage),
@@ -205,7 +158,7 @@ class OpenAIChatCodec(Codec):
         events: list[tuple[str | None, Any]] = [
             (None, delta({"role": "assistant", "content": "" if step.text else None, "refusal": None}))
         ]
-        events += [(None, delta({"content": piece})) for piece in text_fragments(step.text)]
+        events += [(None, delta({"content": piece})) for piece in common.text_fragments(step.text)]
         for index, call in enumerate(step.tool_calls):
             head = {
                 "index": index,
@@ -214,16 +167,13 @@ class OpenAIChatCodec(Codec):
                 "function": {"name": call.name, "arguments": ""},
             }
             events.append((None, delta({"tool_calls": [head]})))
-            for piece in argument_fragments(arguments_json(call.arguments)):
+            for piece in common.argument_fragments(common.arguments_json(call.arguments)):
                 events.append((None, delta({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})))
         events.append((None, delta({}, finish)))
         if include_usage:
             events.append((None, {**chunk, "choices": [], "usage": _wire_usage(usage)}))
         events.append((None, "[DONE]"))
-        return sse_response(render_sse(events))
-
-    def encode_error(self, error: ProviderError) -> EncodedResponse:
-        return encode_error(error)
+        return common.sse_response(render_sse(events))
 
 
 # -- helpers ------------------------------------------------------------------------------------------------------
@@ -240,22 +190,23 @@ def _first_choice(choices: list[Any]) -> Any:
 def _assistant_message(raw: dict[str, Any], where: str) -> Message:
     """An assistant message (request history or response): text plus its tool calls with parsed arguments."""
     calls: list[ToolCall] = []
-    for number, call in enumerate(optional_list(raw.get("tool_calls"), f"{where} 'tool_calls'"), start=1):
-        calls.append(_tool_call(require_dict(call, f"{where} tool call {number}"), f"{where} tool call {number}"))
+    for number, call in enumerate(common.optional_list(raw.get("tool_calls"), f"{where} 'tool_calls'"), start=1):
+        here = f"{where} tool call {number}"
+        calls.append(_tool_call(common.require_dict(call, here), here))
     legacy = raw.get("function_call")
     if legacy is not None:
-        legacy = require_dict(legacy, f"{where} 'function_call'")
+        legacy = common.require_dict(legacy, f"{where} 'function_call'")
         calls.append(decode_call(_name(legacy, f"{where} function_call"), legacy.get("arguments")))
-    return Message("assistant", content_text(raw.get("content"), where), calls)
+    return Message("assistant", common.content_text(raw.get("content"), where), calls)
 
 
 def _tool_call(call: dict[str, Any], where: str) -> ToolCall:
-    kind = kind_of(call, where, "function")
+    kind = common.kind_of(call, where, "function")
     call_id = call.get("id") if isinstance(call.get("id"), str) else None
     if kind == "custom":
-        custom = require_dict(call.get("custom"), f"{where} 'custom'")
+        custom = common.require_dict(call.get("custom"), f"{where} 'custom'")
         return ToolCall(_name(custom, where), {"input": custom.get("input", "")}, call_id)
-    function = require_dict(call.get("function"), f"{where} 'function'")
+    function = common.require_dict(call.get("function"), f"{where} 'function'")
     return decode_call(_name(function, where), function.get("arguments"), call_id)
 
 
@@ -267,8 +218,8 @@ def _name(data: dict[str, Any], where: str) -> str:
 
 
 def _tool_spec(tool: Any, where: str) -> ToolSpec:
-    tool = require_dict(tool, where)
-    kind = kind_of(tool, where, "function")
+    tool = common.require_dict(tool, where)
+    kind = common.kind_of(tool, where, "function")
     if kind == "function":
         return _function_spec(tool.get("function"), where)
     inner = tool.get(kind) if isinstance(tool.get(kind), dict) else tool
@@ -277,7 +228,7 @@ def _tool_spec(tool: Any, where: str) -> ToolSpec:
 
 
 def _function_spec(function: Any, where: str) -> ToolSpec:
-    function = require_dict(function, f"{where} 'function'")
+    function = common.require_dict(function, f"{where} 'function'")
     parameters = function.get("parameters")
     return ToolSpec(
         _name(function, where), function.get("description") or "", parameters if isinstance(parameters, dict) else {}
@@ -297,8 +248,12 @@ def _wire_call(call: ToolCall, call_id: str) -> dict[str, Any]:
     return {
         "id": call_id,
         "type": "function",
-        "function": {"name": call.name, "arguments": arguments_json(call.arguments)},
+        "function": {"name": call.name, "arguments": common.arguments_json(call.arguments)},
     }
+
+
+def _usage(data: Any) -> Usage | None:
+    return common.decode_usage(data, "prompt_tokens", "completion_tokens", "prompt_tokens_details")
 
 
 def _wire_usage(usage: Usage) -> dict[str, Any]:
@@ -331,7 +286,7 @@ class _PendingCall:
 _TRUNCATED = "response stream ended before a finish_reason or [DONE] (truncated?); the partial turn is kept"
 
 
-def _decode_stream(events: list[SSEEvent]) -> ModelResponse:
+def _read_stream(events: list[SSEEvent]) -> ModelResponse:
     """Assemble a chunk stream: content deltas, tool-call deltas by index, the usage chunk, `[DONE]`.
 
     A stream that ends with neither a finish_reason nor `[DONE]` was cut off: what arrived is kept as the turn
@@ -340,35 +295,28 @@ def _decode_stream(events: list[SSEEvent]) -> ModelResponse:
     response = ModelResponse()
     text: list[str] = []
     calls: dict[int, _PendingCall] = {}
-    finished = False
-    for number, event in enumerate(events, start=1):
-        if event.data.strip() == "[DONE]":
-            finished = True
-            break
-        if not event.data.strip():
-            continue
-        chunk = event_json(event, number)
+    for number, _event, chunk in common.stream_data(events):
         if "error" in chunk and not chunk.get("choices"):
-            raise stream_error(chunk, number)
-        response.id = response.id or text_or_none(chunk.get("id"))
-        response.model = response.model or text_or_none(chunk.get("model"))
+            raise common.stream_error(chunk, number)
+        response.id = response.id or common.text_or_none(chunk.get("id"))
+        response.model = response.model or common.text_or_none(chunk.get("model"))
         if chunk.get("usage") is not None:
-            response.usage = decode_usage(chunk["usage"], "prompt_tokens", "completion_tokens", "prompt_tokens_details")
-        for choice in optional_list(chunk.get("choices"), f"stream chunk {number} 'choices'"):
-            choice = require_dict(choice, f"stream chunk {number} choice")
+            response.usage = _usage(chunk["usage"])
+        for choice in common.optional_list(chunk.get("choices"), f"stream chunk {number} 'choices'"):
+            choice = common.require_dict(choice, f"stream chunk {number} choice")
             if choice.get("index", 0) != 0:
                 continue
-            response.stop_reason = text_or_none(choice.get("finish_reason")) or response.stop_reason
+            response.stop_reason = common.text_or_none(choice.get("finish_reason")) or response.stop_reason
             delta = choice.get("delta")
             if delta is None:
                 continue
-            delta = require_dict(delta, f"stream chunk {number} 'delta'")
+            delta = common.require_dict(delta, f"stream chunk {number} 'delta'")
             content = delta.get("content")
             if content:
-                text.append(content_text(content, f"stream chunk {number} delta"))
-            for call in optional_list(delta.get("tool_calls"), f"stream chunk {number} 'tool_calls'"):
-                _merge_call_delta(calls, require_dict(call, f"stream chunk {number} tool call delta"), number)
-    if not finished and response.stop_reason is None:
+                text.append(common.content_text(content, f"stream chunk {number} delta"))
+            for call in common.optional_list(delta.get("tool_calls"), f"stream chunk {number} 'tool_calls'"):
+                _merge_call_delta(calls, common.require_dict(call, f"stream chunk {number} tool call delta"), number)
+    if response.stop_reason is None and not common.saw_done(events):
         response.notes.append(_TRUNCATED)
     response.text = "".join(text)
     for index in sorted(calls):
@@ -398,7 +346,7 @@ def _merge_call_delta(calls: dict[int, _PendingCall], delta: dict[str, Any], num
         inner = delta.get("custom")
     if inner is None:
         return
-    inner = require_dict(inner, f"stream chunk {number} tool call {index} 'function'")
+    inner = common.require_dict(inner, f"stream chunk {number} tool call {index} 'function'")
     if isinstance(inner.get("name"), str) and inner["name"] and not pending.name:
         pending.name = inner["name"]
     fragment = inner.get("input" if pending.custom else "arguments")

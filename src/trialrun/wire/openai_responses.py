@@ -17,32 +17,10 @@ from __future__ import annotations
 from typing import Any
 
 from ..trajectory import ToolCall, ToolResult, Usage
-from ._codec import Codec, decode_call, default_usage, json_response
-from ._openai_common import (
-    CREATED,
-    argument_fragments,
-    arguments_json,
-    call_ids,
-    content_text,
-    decode_usage,
-    encode_error,
-    event_json,
-    fill_call_ids,
-    kind_of,
-    make_id,
-    model_name,
-    optional_list,
-    require_dict,
-    require_list,
-    response_seed,
-    split_body,
-    sse_response,
-    stream_error,
-    text_fragments,
-    text_or_none,
-)
+from . import _openai_common as common
+from ._codec import Outgoing, decode_call, json_response
 from ._sse import SSEEvent, render_sse
-from ._types import EncodedResponse, Message, ModelRequest, ModelResponse, ProviderError, Step, ToolSpec, WireError
+from ._types import EncodedResponse, Message, ModelRequest, ModelResponse, Step, ToolSpec, WireError
 
 __all__ = ["OpenAIResponsesCodec"]
 
@@ -52,23 +30,18 @@ _OUTPUT_TYPES = ("function_call_output", "custom_tool_call_output")
 _FINAL_EVENTS = ("response.completed", "response.incomplete")
 
 
-class OpenAIResponsesCodec(Codec):
+class OpenAIResponsesCodec(common.OpenAICodec):
     """The Responses wire format, JSON and `response.*` event streams."""
 
     api = "openai-responses"
     title = "OpenAI Responses"
     namespaces = True
-
-    def handles(self, path: str) -> bool:
-        return path.rstrip("/").endswith("/responses")
-
-    def request_path(self, model: str) -> str:
-        return "/responses"
+    endpoint = "/responses"
 
     # -- requests ---------------------------------------------------------------------------------------------
 
     def decode_request(self, body: dict[str, Any], path: str = "") -> ModelRequest:
-        body = require_dict(body, "request body")
+        body = common.require_dict(body, "request body")
         system: list[str] = []
         instructions = body.get("instructions")
         if isinstance(instructions, str) and instructions:
@@ -78,35 +51,17 @@ class OpenAIResponsesCodec(Codec):
         if isinstance(raw_input, str):
             messages.append(Message("user", raw_input))
         elif raw_input is not None:
-            system += _decode_input(require_list(raw_input, "request 'input'"), messages, "request input")
+            system += _decode_input(common.require_list(raw_input, "request 'input'"), messages, "request input")
         tools = [
             spec
-            for n, tool in enumerate(optional_list(body.get("tools"), "request 'tools'"), 1)
+            for n, tool in enumerate(common.optional_list(body.get("tools"), "request 'tools'"), 1)
             for spec in _tool_specs(tool, f"request tool {n}")
         ]
-        model = body.get("model")
-        return ModelRequest(
-            api=self.api,
-            model=model if isinstance(model, str) else None,
-            messages=messages,
-            tools=tools,
-            system="\n\n".join(system) if system else None,
-            stream=bool(body.get("stream")),
-            body=body,
-            path=path,
-        )
+        return self._request(body, path, messages, tools, "\n\n".join(system) if system else None)
 
-    def encode_request(
-        self,
-        *,
-        model: str,
-        messages: list[Message],
-        tools: list[ToolSpec],
-        system: str | None = None,
-        max_tokens: int | None = None,
-    ) -> dict[str, Any]:
+    def _encode_request(self, out: Outgoing) -> dict[str, Any]:
         items: list[dict[str, Any]] = []
-        for message in fill_call_ids(messages):
+        for message in common.fill_call_ids(out.messages):
             if message.role == "tool":
                 items += [
                     {"type": "function_call_output", "call_id": r.call_id, "output": r.content}
@@ -123,42 +78,39 @@ class OpenAIResponsesCodec(Codec):
                     "call_id": call.id,
                     "name": call.name,
                     **({"namespace": call.namespace} if call.namespace else {}),
-                    "arguments": arguments_json(call.arguments),
+                    "arguments": common.arguments_json(call.arguments),
                 }
                 for call in message.tool_calls
             ]
-        body: dict[str, Any] = {"model": model, "input": items, "store": False}
-        if system:
-            body["instructions"] = system
-        if tools:
-            body["tools"] = _tools_wire(tools)
-        if max_tokens is not None:
-            body["max_output_tokens"] = max_tokens
+        body: dict[str, Any] = {"model": out.model, "input": items, "store": False}
+        if out.system:
+            body["instructions"] = out.system
+        if out.tools:
+            body["tools"] = _tools_wire(out.tools)
+        if out.max_tokens is not None:
+            body["max_output_tokens"] = out.max_tokens
         return body
 
     # -- responses --------------------------------------------------------------------------------------------
 
-    def decode_response(self, body: bytes, streamed: bool) -> ModelResponse:
-        data, events = split_body(body, streamed)
-        if events is not None:
-            return _decode_stream(events)
-        data = require_dict(data, "response body")
+    def _decode_body(self, data: dict[str, Any]) -> ModelResponse:
         if "output" not in data and isinstance(data.get("error"), dict):
             raise WireError(f"response body is an error, not a response: {str(data['error'])[:200]}")
         return _decode_response_object(data, "response")
 
+    def _decode_stream(self, events: list[SSEEvent]) -> ModelResponse:
+        return _read_stream(events)
+
     def encode_response(self, step: Step, request: ModelRequest) -> EncodedResponse:
-        seed = response_seed(self.api, step, request)
-        ids = call_ids(step, seed)
-        usage = default_usage(step, request)
-        response_id = make_id("resp_", seed, length=48)
-        message_id = make_id("msg_", seed, 0, length=48)
+        reply = self._reply(step, request)
+        response_id = reply.id("resp_", length=48)
+        message_id = reply.id("msg_", 0, length=48)
         output: list[dict[str, Any]] = []
         if step.text or not step.tool_calls:
             output.append(_message_item(message_id, step.text, "completed"))
         for index, call in enumerate(step.tool_calls):
-            output.append(_call_item(make_id("fc_", seed, index + 1, length=48), ids[index], call, "completed"))
-        final = _response_object(response_id, model_name(step, request), request, "completed", output, usage)
+            output.append(_call_item(reply.id("fc_", index + 1, length=48), reply.call_ids[index], call, "completed"))
+        final = _response_object(response_id, reply.model, request, "completed", output, reply.usage)
         if not request.stream:
             return json_response(final)
         events: list[dict[str, Any]] = []
@@ -173,10 +125,7 @@ class OpenAIResponsesCodec(Codec):
         events.append({"type": "response.completed", "response": final})
         for number, event in enumerate(events):
             event["sequence_number"] = number
-        return sse_response(render_sse([(event["type"], event) for event in events]))
-
-    def encode_error(self, error: ProviderError) -> EncodedResponse:
-        return encode_error(error)
+        return common.sse_response(render_sse([(event["type"], event) for event in events]))
 
 
 # -- requests -------------------------------------------------------------------------------------------------------
@@ -187,11 +136,11 @@ def _decode_input(items: list[Any], messages: list[Message], where: str) -> list
     system: list[str] = []
     for number, item in enumerate(items, start=1):
         item_where = f"{where} item {number}"
-        item = require_dict(item, item_where)
-        kind = kind_of(item, item_where, "message")
+        item = common.require_dict(item, item_where)
+        kind = common.kind_of(item, item_where, "message")
         if kind == "message":
             role = item.get("role")
-            text = content_text(item.get("content"), item_where)
+            text = common.content_text(item.get("content"), item_where)
             if role in ("system", "developer"):
                 system.append(text)
             elif role in ("user", "assistant"):
@@ -205,7 +154,7 @@ def _decode_input(items: list[Any], messages: list[Message], where: str) -> list
             else:
                 messages.append(Message("assistant", tool_calls=[call]))
         elif kind in _OUTPUT_TYPES:
-            result = ToolResult(item.get("call_id"), content_text(item.get("output"), item_where))
+            result = ToolResult(item.get("call_id"), common.content_text(item.get("output"), item_where))
             if messages and messages[-1].role == "tool":
                 messages[-1].tool_results.append(result)
             else:
@@ -217,13 +166,13 @@ def _decode_input(items: list[Any], messages: list[Message], where: str) -> list
 
 def _tool_specs(tool: Any, where: str) -> list[ToolSpec]:
     """The tools one entry of `tools` offers: itself, or a namespace's member functions."""
-    tool = require_dict(tool, where)
-    kind = kind_of(tool, where, "function")
+    tool = common.require_dict(tool, where)
+    kind = common.kind_of(tool, where, "function")
     name = tool.get("name")
     if kind == "namespace":
         if not (isinstance(name, str) and name):
             raise WireError(f"{where} is a namespace without a name")
-        members = optional_list(tool.get("tools"), f"{where} (namespace {name!r}) 'tools'")
+        members = common.optional_list(tool.get("tools"), f"{where} (namespace {name!r}) 'tools'")
         specs = [_tool_spec(member, f"{where} (namespace {name!r}) tool {n}") for n, member in enumerate(members, 1)]
         for spec in specs:
             spec.namespace = name
@@ -232,8 +181,8 @@ def _tool_specs(tool: Any, where: str) -> list[ToolSpec]:
 
 
 def _tool_spec(tool: Any, where: str) -> ToolSpec:
-    tool = require_dict(tool, where)
-    kind = kind_of(tool, where, "function")
+    tool = common.require_dict(tool, where)
+    kind = common.kind_of(tool, where, "function")
     name = tool.get("name")
     if kind == "function" and not (isinstance(name, str) and name):
         raise WireError(f"{where} is a function without a name")
@@ -290,10 +239,10 @@ def _decode_output(items: list[Any], response: ModelResponse, where: str) -> Non
     texts: list[str] = []
     for number, item in enumerate(items, start=1):
         item_where = f"{where} output item {number}"
-        item = require_dict(item, item_where)
-        kind = kind_of(item, item_where)
+        item = common.require_dict(item, item_where)
+        kind = common.kind_of(item, item_where)
         if kind == "message":
-            texts.append(content_text(item.get("content"), item_where))
+            texts.append(common.content_text(item.get("content"), item_where))
         elif kind in _CALL_TYPES:
             response.tool_calls.append(_tool_call(item, item_where))
     # The SDK's `output_text` joins the message texts without a separator; read them the way users see them.
@@ -302,12 +251,12 @@ def _decode_output(items: list[Any], response: ModelResponse, where: str) -> Non
 
 def _decode_response_object(data: dict[str, Any], where: str) -> ModelResponse:
     response = ModelResponse(
-        usage=decode_usage(data.get("usage"), "input_tokens", "output_tokens", "input_tokens_details"),
-        model=text_or_none(data.get("model")),
-        id=text_or_none(data.get("id")),
+        usage=common.decode_usage(data.get("usage"), "input_tokens", "output_tokens", "input_tokens_details"),
+        model=common.text_or_none(data.get("model")),
+        id=common.text_or_none(data.get("id")),
         stop_reason=_stop_reason(data),
     )
-    _decode_output(require_list(data.get("output"), f"{where} 'output'"), response, where)
+    _decode_output(common.require_list(data.get("output"), f"{where} 'output'"), response, where)
     return response
 
 
@@ -316,7 +265,7 @@ def _stop_reason(data: dict[str, Any]) -> str | None:
     reason = details.get("reason") if isinstance(details, dict) else None
     if isinstance(reason, str):
         return reason
-    return text_or_none(data.get("status"))
+    return common.text_or_none(data.get("status"))
 
 
 class _StreamState:
@@ -342,8 +291,8 @@ class _StreamState:
         if kind in ("response.output_item.added", "response.output_item.done"):
             if data.get("item") is None:
                 return
-            item = require_dict(data.get("item"), f"stream event {number} ({kind}) 'item'")
-            kind_of(item, f"stream event {number} ({kind}) 'item'")
+            item = common.require_dict(data.get("item"), f"stream event {number} ({kind}) 'item'")
+            common.kind_of(item, f"stream event {number} ({kind}) 'item'")
             index = self.index_of(data, number)
             self.items[index] = item
             if kind.endswith(".done"):
@@ -385,24 +334,19 @@ class _StreamState:
 _TRUNCATED = "response stream ended before response.completed (truncated?); the partial turn is kept"
 
 
-def _decode_stream(events: list[SSEEvent]) -> ModelResponse:
+def _read_stream(events: list[SSEEvent]) -> ModelResponse:
     """Prefer the full response of `response.completed`; rebuild from deltas when the stream was cut short, keeping
     the partial turn (the agent may have acted on it) with a note that says so."""
     state = _StreamState()
     latest: dict[str, Any] | None = None
     final: dict[str, Any] | None = None
-    for number, event in enumerate(events, start=1):
-        if event.data.strip() == "[DONE]":
-            break
-        if not event.data.strip():
-            continue
-        data = event_json(event, number)
+    for number, event, data in common.stream_data(events):
         declared = data.get("type")
         kind: str = declared if isinstance(declared, str) else event.event or ""
         if kind in ("error", "response.failed"):
             failed = data.get("response")
             error = failed.get("error") if isinstance(failed, dict) else None
-            raise stream_error(error if isinstance(error, dict) else data, number)
+            raise common.stream_error(error if isinstance(error, dict) else data, number)
         if isinstance(data.get("response"), dict):
             latest = data["response"]
             if kind in _FINAL_EVENTS:
@@ -435,7 +379,7 @@ def _message_item(item_id: str, text: str, status: str) -> dict[str, Any]:
 
 
 def _call_item(item_id: str, call_id: str, call: ToolCall, status: str) -> dict[str, Any]:
-    arguments = arguments_json(call.arguments) if status == "completed" else ""
+    arguments = common.arguments_json(call.arguments) if status == "completed" else ""
     item = {"id": item_id, "type": "function_call", "status": status, "call_id": call_id, "name": call.name}
     if call.namespace:
         item["namespace"] = call.namespace
@@ -467,7 +411,7 @@ def _response_object(
     return {
         "id": response_id,
         "object": "response",
-        "created_at": CREATED,
+        "created_at": common.CREATED,
         "status": status,
         "background": False,
         "error": None,
@@ -507,7 +451,7 @@ def _message_events(item: dict[str, Any], output_index: int) -> list[dict[str, A
     ]
     events += [
         {"type": "response.output_text.delta", **where, "delta": piece, "logprobs": []}
-        for piece in text_fragments(text)
+        for piece in common.text_fragments(text)
     ]
     events += [
         {"type": "response.output_text.done", **where, "text": text, "logprobs": []},
@@ -523,7 +467,7 @@ def _call_events(item: dict[str, Any], output_index: int) -> list[dict[str, Any]
     events: list[dict[str, Any]] = [{"type": "response.output_item.added", "output_index": output_index, "item": added}]
     events += [
         {"type": "response.function_call_arguments.delta", **where, "delta": piece}
-        for piece in argument_fragments(item["arguments"])
+        for piece in common.argument_fragments(item["arguments"])
     ]
     events += [
         {
