@@ -76,7 +76,7 @@ def test_a_plain_run_leaves_the_frozen_objects_out_of_the_last_collection(tmp_pa
     """A tool without open files: the shortcut is taken (the run's own files are closed by then), and the result
     file and sidecar are whole."""
     folder = _project(tmp_path, 'def lookup(key: str) -> str:\n    """Look up a key."""\n    return "value-" + key[4:]\n')
-    done = _run(folder, "import trialrun.cli as c, sys",
+    done = _run(folder, "import trialrun.cli._run as c, sys",
                 "orig = c._leave_frozen_at_exit",
                 "def probe():\n    orig()\n    print('left frozen:', c.click.get_current_context().meta.get(c._LEAVE_FROZEN), file=sys.stderr)",
                 "c._leave_frozen_at_exit = probe")

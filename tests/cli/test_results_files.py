@@ -203,7 +203,7 @@ def test_a_run_that_cannot_be_saved_is_still_shown_then_exits_2(project: Path, c
 
 def test_an_os_error_elsewhere_is_a_message_naming_the_path(project: Path, cli, monkeypatch: pytest.MonkeyPatch) -> None:
     cli("run", "read-file")
-    import trialrun.cli as cli_module
+    import trialrun.cli._common as cli_module
 
     def denied(*args: object, **kwargs: object) -> None:
         raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), "report.html")

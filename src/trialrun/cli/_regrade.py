@@ -3,14 +3,31 @@ with a copy of its exchanges (so the regraded run can be viewed, exported and re
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import click
+
+from ._common import EXIT_FAILED, EXIT_OK, _fail_cleanly, _say
+
 if TYPE_CHECKING:
     from ..suite._regrade import Regrade
 
-EXIT_OK, EXIT_FAILED = 0, 1
+
+@click.command()
+@click.argument("run_ref", required=False, metavar="[RUN]")
+@click.option("--suite", type=click.Path(dir_okay=False), help="Suite file to grade with (default: the configured one).")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Configuration file (rubric, judge, threshold).")
+@click.option("--results-dir", type=click.Path(file_okay=False), help="Where result files are (default: the suite's folder).")
+@click.option("--json", "as_json", is_flag=True, help="Print the regraded run as JSON.")
+@_fail_cleanly
+def regrade(run_ref: str | None, suite: str | None, config_path: str | None, results_dir: str | None,
+            as_json: bool) -> None:
+    """Grade RUN (default: the latest) again with the current suite's graders and rubric, from the exchanges it
+    kept, without running any agent; save it as a new run marked `regraded_from`. Exit code as `run`'s."""
+    sys.exit(regrade_command(run_ref, suite, config_path, results_dir, as_json, say=_say))
 
 
 def regrade_command(run_ref: str | None, suite: str | None, config_path: str | None, results_dir: str | None,

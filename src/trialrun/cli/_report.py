@@ -1,0 +1,86 @@
+"""`trialrun report`: show a run (the table, JSON, JUnit, Markdown, HTML), or with --history every run of the
+results dir as one HTML file."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from .._util.display import clean
+from ._common import (EXIT_FAILED, EXIT_OK, _check_output_file, _console, _emit_report, _fail_cleanly, _note_journals,
+                      _print_styled, _report_files, _say, _store, _warn_skipped)
+
+
+@click.command()
+@click.argument("run_ref", required=False, metavar="[RUN]")
+@click.option("--results-dir", type=click.Path(file_okay=False), help="Where result files are (default: the suite's folder).")
+@click.option("--suite", type=click.Path(dir_okay=False), help="Suite file (its folder holds the results by default).")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Configuration file.")
+@click.option("--json", "as_json", is_flag=True, help="Print the run as JSON.")
+@click.option("--junit", "junit_path", type=click.Path(dir_okay=False), help="Write JUnit XML here.")
+@click.option("--markdown", "markdown_path", type=click.Path(dir_okay=False), help="Write a Markdown summary here.")
+@click.option("--html", "html_path", type=click.Path(dir_okay=False), help="Write a self-contained HTML report here.")
+@click.option("--history", is_flag=True, help="With --html: write every run of the results dir (runs list, trend charts).")
+@click.option("--table", "show_table", is_flag=True, help="Print the table even when writing files.")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 whatever the run's result (to look, not to gate).")
+@_fail_cleanly
+def report(run_ref: str | None, results_dir: str | None, suite: str | None, config_path: str | None, as_json: bool,
+           junit_path: str | None, markdown_path: str | None, html_path: str | None, history: bool,
+           show_table: bool, exit_zero: bool) -> None:
+    """Show a run: the most recent by default (latest.json), or RUN: a run id (eval_20260731_140000), a result
+    file's name or stem (results_20260731_140000), a path, or `latest`. Writing a file (--html, --junit,
+    --markdown) prints one line instead of the table, unless --table.
+
+    Exit code: 0 when every graded test of the run passed, 1 when one failed (0 with --exit-zero), 2 for a usage
+    or file error.
+
+    With --history --html F: write the runs of the results dir (newest first, the config changes between them, the
+    suite's trend and each test's chart) as one self-contained file."""
+    from ..report.store import load_report
+
+    _check_output_file(junit_path, "--junit")
+    _check_output_file(markdown_path, "--markdown")
+    _check_output_file(html_path, "--html")
+    if history:
+        _history_report(run_ref, results_dir, config_path, suite, html_path, junit_path or markdown_path or as_json)
+        return
+    if run_ref and Path(run_ref).is_file():  # a path needs no configuration
+        path = Path(run_ref)
+        _note_journals([path])
+    else:
+        store = _store(results_dir, config_path, suite)
+        path = store.resolve(run_ref)
+        _warn_skipped(store, [path])
+    result = load_report(path)
+    written = [p for p in (html_path, junit_path, markdown_path) if p]
+    if as_json or show_table or not written:
+        _emit_report(result, as_json=as_json, saved=None)
+        if not as_json:
+            _print_styled(_console(plain_ok=True), clean(path), "dim")
+    _report_files(result, junit_path=junit_path, markdown_path=markdown_path, html_path=html_path, summary=False)
+    if written and not as_json and not show_table:
+        from ..render.terminal import summary_line
+
+        _console().print(f"wrote {', '.join(written)}: {summary_line(result)} [dim]({path})[/]")
+    sys.exit(EXIT_FAILED if result.failed_case_count and not exit_zero else EXIT_OK)
+
+
+def _history_report(run_ref: str | None, results_dir: str | None, config_path: str | None, suite: str | None,
+                    html_path: str | None, other: Any) -> None:
+    from .._util.files import write_atomic
+    from ..report._history import load_history
+    from ..render.history import history_html
+
+    if run_ref or other or not html_path:
+        raise click.UsageError("--history writes the runs list as HTML: give --html FILE (and no RUN, --json, "
+                               "--junit or --markdown)")
+    store = _store(results_dir, config_path, suite)
+    found = load_history(store.directory)
+    for path, reason in found.skipped.items():
+        _say(f"warning: skipped {path}: {reason}")
+    write_atomic(Path(html_path), history_html(found))
+    _say(f"wrote {html_path}: {len(found.runs)} run(s) of {store.directory}", err=False)
+    sys.exit(EXIT_OK)
