@@ -17,7 +17,7 @@ One implementation serves both users so that the policy and the grader can never
 
 from __future__ import annotations
 
-# The package's modules, in layers (each imports only from those above it): _syntax (parsing), _expand (word
+# The package's modules, in layers (each imports only from those above it): _words and _syntax (parsing), _expand (word
 # expansion) and _options (getopt per program), _code (code in other languages) and _code_writes (the files it
 # writes), _files (the file table: what a trajectory wrote, on the workspace model's base), _edits, _patches and
 # _inplace (the exact text semantics of edit tools, patches, `sed -i`, `perl -pi`), _tool_writes (what a tool call
@@ -38,7 +38,8 @@ from ._analysis import _analyse as _analyse, _Analysis as _Analysis, _Inv as _In
 from ._expand import _expand_word as _expand_word  # isort: skip
 from ._options import _normalise as _normalise  # isort: skip
 from ._patterns import _compile as _compile, _PatternStage as _PatternStage  # isort: skip
-from ._syntax import _ParseError as _ParseError, _Parser as _Parser  # isort: skip
+from ._syntax import _Parser as _Parser  # isort: skip
+from ._words import _ParseError as _ParseError  # isort: skip
 
 __all__ = [
     "DEFAULT_COMMAND_TOOLS",

@@ -13,13 +13,14 @@ from ._expand import _Dyn, _expand_word
 from ._inv import _Analysis as _Analysis, _basename as _basename, _Inv as _Inv, _quote as _quote, _word_text
 from ._options import _getopt, _opts
 from ._printed import _echo_output, _printf_output
-from ._syntax import _ASSIGN_RE, _MAX_DEPTH, _Group, _ParseError, _Parser, _Simple
+from ._syntax import _ASSIGN_RE, _Group, _Parser, _Simple
 from ._walk_files import _FileSteps
 from ._variables import (
     _CWD, _NAMEREF, _POSITIONAL, _bind_positional, _drop, _Env, _merge_maybe,
     _names_only_known_at_run_time, _reposition, _set, _set_array,
 )
 from ._wrappers import _CODE_RUNNERS, _GIT_CODE_KEYS, _shell_handler, handler_for
+from ._words import _MAX_DEPTH, _ParseError
 
 # --------------------------------------------------------------------------------------------------------------
 # Analysis: every program a command line runs (an "invocation"), and which feeds which.

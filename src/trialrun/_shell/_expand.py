@@ -7,7 +7,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ._syntax import _ParseError, _Word
+from ._words import _ParseError, _Word
 
 # --------------------------------------------------------------------------------------------------------------
 # Word expansion (the static part of it): brace expansion, known variables, `$IFS` splitting, quote removal.

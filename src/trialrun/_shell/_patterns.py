@@ -14,7 +14,8 @@ from . import _files, _tool_writes
 from ._analysis import _analyse, _Analysis, _basename, _Inv, _quote
 from ._expand import _expand_word
 from ._options import _key_text, _normalise
-from ._syntax import _ASSIGN_RE, _Group, _ParseError, _Parser
+from ._syntax import _ASSIGN_RE, _Group, _Parser
+from ._words import _ParseError
 from ._values import TYPED, CommandLines, TypedInput, UnknownInput, UnreadableCommand
 from ._wrappers import _CODE_RUNNERS, _SHELLS
 
