@@ -21,7 +21,8 @@ from __future__ import annotations
 # expansion) and _options (getopt per program), _code (code in other languages) and _code_writes (the files it
 # writes), _files (the file table: what a trajectory wrote, on the workspace model's base), _edits, _patches and
 # _inplace (the exact text semantics of edit tools, patches, `sed -i`, `perl -pi`), _tool_writes (what a tool call
-# wrote), _printed (what echo/printf print), _variables (shell variables), _wrappers (programs that run other
+# wrote), _printed (what echo/printf print), _variables (shell variables), _interpreters (where code is in an
+# interpreter's arguments), _wrappers (programs that run other
 # commands), _inv (the analysis's data), _walk_files (the walker's file steps), _analysis (every program a line
 # runs), _values (CommandLines, UnreadableCommand), _patterns (matching), _calls (tool calls), _sessions (text typed
 # into a running shell), _follow (a trajectory's calls in order, for never_ran), _history (earlier calls, as the
