@@ -23,8 +23,8 @@ from __future__ import annotations
 # _inplace (the exact text semantics of edit tools, patches, `sed -i`, `perl -pi`), _tool_writes (what a tool call
 # wrote), _printed (what echo/printf print), _variables (shell variables), _interpreters (where code is in an
 # interpreter's arguments), _wrappers (programs that run other
-# commands), _inv (the analysis's data), _walk_files (the walker's file steps), _analysis (every program a line
-# runs), _values (CommandLines, UnreadableCommand), _patterns (matching), _calls (tool calls), _sessions (text typed
+# commands), _inv (the analysis's data), _walk_files (the walker's file steps), _handover (what a program hands
+# over to), _analysis (every program a line runs), _values (CommandLines, UnreadableCommand), _patterns (matching), _calls (tool calls), _sessions (text typed
 # into a running shell), _follow (a trajectory's calls in order, for never_ran), _history (earlier calls, as the
 # matcher reads them).
 from ._calls import COMMAND_ARGUMENT_KEYS, DEFAULT_COMMAND_TOOLS, command_of_call, commands_for_allow_list
@@ -35,7 +35,8 @@ from ._follow import Follower, calls_in_order
 from ._history import history
 
 # Internals kept reachable as `_shell.X`, as they were when this package was one module.
-from ._analysis import _analyse as _analyse, _Analysis as _Analysis, _Inv as _Inv, _Walker as _Walker  # isort: skip
+from ._analysis import _analyse as _analyse, _Walker as _Walker  # isort: skip
+from ._inv import _Analysis as _Analysis, _Inv as _Inv  # isort: skip
 from ._expand import _expand_word as _expand_word  # isort: skip
 from ._options import _normalise as _normalise  # isort: skip
 from ._patterns import _compile as _compile, _PatternStage as _PatternStage  # isort: skip

@@ -1,7 +1,8 @@
 """The walker's file steps: what a command line writes (redirections, `tee`, copies and moves, `sed -i`,
 `perl -pi`, patches, code that writes files) and what a script it runs holds (see `_files` for the states).
 
-A mixin of `_analysis._Walker`, which supplies `feed`, `code`, `lang_code` and `output_of`.
+A base of `_handover._HandOver` (which supplies `code` and `lang_code`) under `_analysis._Walker` (`feed` and
+`output_of`).
 """
 
 from __future__ import annotations
