@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from ._edits import Unknowable
 
-__all__ = ["sed_script", "run_sed", "perl_program", "run_perl", "Sed"]
+__all__ = ["Sed", "perl_program", "run_perl", "run_sed", "sed_script"]
 
 _CLASSES = {"alpha": "a-zA-Z", "digit": "0-9", "alnum": "a-zA-Z0-9", "upper": "A-Z", "lower": "a-z",
             "space": r" \t\n\r\f\v", "blank": r" \t", "punct": r"!-/:-@\[-`{-~", "xdigit": "0-9A-Fa-f",
@@ -66,85 +66,66 @@ def posix_regex(pattern: str, extended: bool, delimiter: str = "/") -> str:
     while i < len(pattern):
         c = pattern[i]
         if c == "\\" and i + 1 < len(pattern):
-            d = pattern[i + 1]
+            text, start = _posix_escape(pattern, i + 2, extended, delimiter, start)
             i += 2
-            if d == delimiter and d != "\n":
-                out.append(re.escape(d))
-                start = False
-                continue
-            if not extended and d in "(){}":
-                if d == "(":
-                    out.append("(")
-                    start = True
-                    continue
-                if d == ")":
-                    out.append(")")
-                    if i < len(pattern) and pattern[i] in "*+?{" or pattern[i:i + 2] in ("\\+", "\\?", "\\{"):
-                        raise Unknowable("a repeated group (POSIX and Python may match it differently)")
-                    start = False
-                    continue
-                out.append("{" if d == "{" else "}")
-                continue
-            if not extended and d in "+?":
-                out.append(d)
-                continue
-            if d == "|" and not extended:
-                raise Unknowable("alternation (POSIX matches the longest alternative, Python the first)")
-            if d in "123456789":
-                out.append("\\" + d)
-            elif d in "wWsSbB":
-                out.append("\\" + d)
-            elif d in "<>":
-                out.append(r"\b")
-            elif d == "`":
-                out.append(r"\A")
-            elif d == "'":
-                out.append(r"\Z")
-            elif d == "n":
-                out.append(r"\n")
-            elif d == "t":
-                out.append(r"\t")
-            elif d.isalnum():
-                raise Unknowable(f"the escape \\{d} is not followed")
-            else:
-                out.append(re.escape(d))
-            start = False
-            continue
-        if c == "[":
+        elif c == "[":
             text, i = _bracket(pattern, i)
-            out.append(text)
             start = False
-            continue
-        if c == "*":
-            out.append(r"\*" if start else "*")
+        else:
+            text, start = _posix_char(pattern, i, extended, start)
             i += 1
-            continue
-        if c in "()|+?{}":
-            if not extended:
-                out.append("\\" + c)
-            elif c == "|":
-                raise Unknowable("alternation (POSIX matches the longest alternative, Python the first)")
-            elif c == ")" and i + 1 < len(pattern) and pattern[i + 1] in "*+?{":
-                raise Unknowable("a repeated group (POSIX and Python may match it differently)")
-            else:
-                out.append(c)
-            start = c == "("
-            i += 1
-            continue
-        if c == "^":
-            out.append("^" if start or extended else r"\^")
-            i += 1
-            continue
-        if c == "$":
-            at_end = i + 1 == len(pattern) or pattern[i + 1:i + 3] == "\\)" or (extended and pattern[i + 1] in ")|")
-            out.append(r"\Z" if at_end else r"\$")
-            i += 1
-            start = False
-            continue
-        out.append("." if c == "." else re.escape(c))
-        start = False
-        i += 1
+        out.append(text)
     return "".join(out)
+
+
+_REPEATED_GROUP = "a repeated group (POSIX and Python may match it differently)"
+_ALTERNATION = "alternation (POSIX matches the longest alternative, Python the first)"
+_POSIX_ESCAPES = {"<": r"\b", ">": r"\b", "`": r"\A", "'": r"\Z", "n": r"\n", "t": r"\t"}
+
+
+def _posix_escape(pattern: str, i: int, extended: bool, delimiter: str, start: bool) -> tuple[str, bool]:
+    """`\\d` (just before `pattern[i]`) as Python's, and whether a `*` after it is literal."""
+    d = pattern[i - 1]
+    if d == delimiter and d != "\n":
+        return re.escape(d), False
+    if not extended and d in "(){}+?":  # a basic expression's `\\(`, `\\{`, `\\+` are operators
+        if d == "(":
+            return d, True
+        if d == ")":
+            if i < len(pattern) and pattern[i] in "*+?{" or pattern[i:i + 2] in ("\\+", "\\?", "\\{"):
+                raise Unknowable(_REPEATED_GROUP)
+            return d, False
+        return d, start
+    if d == "|" and not extended:
+        raise Unknowable(_ALTERNATION)
+    if d in "123456789wWsSbB":
+        return "\\" + d, False
+    if d in _POSIX_ESCAPES:
+        return _POSIX_ESCAPES[d], False
+    if d.isalnum():
+        raise Unknowable(f"the escape \\{d} is not followed")
+    return re.escape(d), False
+
+
+def _posix_char(pattern: str, i: int, extended: bool, start: bool) -> tuple[str, bool]:
+    """The character `pattern[i]` (not a backslash or a bracket) as Python's, and whether a `*` after it is literal."""
+    c = pattern[i]
+    if c == "*":
+        return (r"\*" if start else "*"), start
+    if c in "()|+?{}":
+        if not extended:
+            return "\\" + c, c == "("
+        if c == "|":
+            raise Unknowable(_ALTERNATION)
+        if c == ")" and i + 1 < len(pattern) and pattern[i + 1] in "*+?{":
+            raise Unknowable(_REPEATED_GROUP)
+        return c, c == "("
+    if c == "^":
+        return ("^" if start or extended else r"\^"), start
+    if c == "$":
+        at_end = i + 1 == len(pattern) or pattern[i + 1:i + 3] == "\\)" or (extended and pattern[i + 1] in ")|")
+        return (r"\Z" if at_end else r"\$"), False
+    return ("." if c == "." else re.escape(c)), False
 
 
 def _replacement(text: str, delimiter: str) -> list[str | int]:
@@ -243,7 +224,7 @@ def _address(script: str, i: int, extended: bool) -> tuple[tuple | None, int]:
         body, i = _delimited(script, i + 1, delimiter)
         flags = 0
         while i < len(script) and script[i] in "IM":
-            flags |= re.I if script[i] == "I" else 0
+            flags |= re.IGNORECASE if script[i] == "I" else 0
             if script[i] == "M":
                 raise Unknowable("the M address flag is not followed")
             i += 1
@@ -258,11 +239,12 @@ def sed_script(scripts: Sequence[str], extended: bool = False, quiet: bool = Fal
     script = "\n".join(scripts)
     if script.startswith("#n\n") or script == "#n":
         quiet = True
-    commands, i = _parse(script, 0, extended, top=True)
+    commands, _ = _parse(script, 0, extended, top=True)
     return Sed(commands, quiet)
 
 
 def _parse(script: str, i: int, extended: bool, top: bool) -> tuple[list[_Command], int]:
+    """The commands of a script (of a `{ }` block unless `top`), from `i`; returns them and the index after."""
     commands: list[_Command] = []
     n = len(script)
     while i < n:
@@ -278,96 +260,132 @@ def _parse(script: str, i: int, extended: bool, top: bool) -> tuple[list[_Comman
             if top:
                 raise Unknowable("an unmatched `}`")
             return commands, i + 1
-        first, i = _address(script, i, extended)
-        last = None
-        while i < n and script[i] in " \t":
-            i += 1
-        if first is not None and i < n and script[i] == ",":
-            i += 1
-            if script[i:i + 1] in ("+", "~"):
-                raise Unknowable("GNU's `addr,+N` and `addr,~N` are not followed")
-            last, i = _address(script, i, extended)
-            if last is None:
-                raise Unknowable("a range without an end")
-            if first == ("line", 0):
-                raise Unknowable("GNU's `0,/re/` is not followed")
-        while i < n and script[i] in " \t":
-            i += 1
-        negate = False
-        if i < n and script[i] == "!":
-            negate = True
-            i += 1
-            while i < n and script[i] in " \t":
-                i += 1
+        first, last, negate, i = _addresses(script, i, extended)
         if i >= n:
             raise Unknowable("an address without a command")
         name = script[i]
-        command = _Command(name, first, last, negate)
-        i += 1
-        if name == "{":
-            command.block, i = _parse(script, i, extended, top=False)
-        elif name == "s":
-            delimiter = script[i]
-            body, i = _delimited(script, i + 1, delimiter)
-            repl, i = _delimited(script, i, delimiter)
-            flags = 0
-            count = 1
-            while i < n and script[i] not in ";\n}":
-                f = script[i]
-                if f == "g":
-                    count = 0
-                elif f.isdigit():
-                    m = re.match(r"\d+", script[i:])
-                    assert m is not None
-                    count = int(m.group(0)) if count else 0
-                    i += m.end() - 1
-                elif f == "p":
-                    command.prints = True
-                elif f in "iI":
-                    flags |= re.I
-                elif f in " \t":
-                    pass
-                else:
-                    raise Unknowable(f"the s flag {f!r} is not followed (`e` runs commands, `w` writes a file)")
-                i += 1
-            if not body:
-                raise Unknowable("an empty regular expression (the last one used) is not followed")
-            command.regex = re.compile(posix_regex(body, extended, delimiter), flags)
-            command.expand = _expand(_replacement(repl, delimiter))
-            command.count = count
-        elif name == "y":
-            delimiter = script[i]
-            source, i = _delimited(script, i + 1, delimiter)
-            target, i = _delimited(script, i, delimiter)
-            source, target = (part.replace("\\" + delimiter, delimiter).replace("\\n", "\n") for part in (source, target))
-            if len(source) != len(target) or "\\" in source + target:
-                raise Unknowable("a y command whose strings differ in length or use escapes")
-            command.table = str.maketrans(source, target)
-        elif name in "aic":
-            rest = script[i:]
-            if rest.startswith("\\\n"):
-                rest = rest[2:]
-                i += 2
-            elif rest.startswith("\\"):
-                rest = rest[1:]
-                i += 1
-            end = rest.find("\n")
-            text = rest if end < 0 else rest[:end]
-            if text.endswith("\\"):
-                raise Unknowable("multi-line a/i/c text is not followed")
-            command.text = text.lstrip(" \t") if not script[i - 1:i] == "\n" else text
-            i += len(rest) if end < 0 else end
-        elif name in "dpqQ=":
-            if name in "qQ":
-                m = re.match(r"\s*\d+", script[i:])
-                if m:
-                    i += m.end()
-        else:
+        reader = _COMMAND_READERS.get(name)
+        if reader is None:
             raise Unknowable(f"the sed command {name!r} is not followed")
+        command = _Command(name, first, last, negate)
+        i = reader(script, i + 1, extended, command)
         commands.append(command)
     if not top:
         raise Unknowable("an unclosed `{`")
     return commands, i
+
+
+def _skip_blanks(script: str, i: int) -> int:
+    while i < len(script) and script[i] in " \t":
+        i += 1
+    return i
+
+
+def _addresses(script: str, i: int, extended: bool) -> tuple[tuple | None, tuple | None, bool, int]:
+    """A command's address or range and its `!`: (first, last, negated, the index of the command's name)."""
+    n = len(script)
+    first, i = _address(script, i, extended)
+    last = None
+    i = _skip_blanks(script, i)
+    if first is not None and i < n and script[i] == ",":
+        i += 1
+        if script[i:i + 1] in ("+", "~"):
+            raise Unknowable("GNU's `addr,+N` and `addr,~N` are not followed")
+        last, i = _address(script, i, extended)
+        if last is None:
+            raise Unknowable("a range without an end")
+        if first == ("line", 0):
+            raise Unknowable("GNU's `0,/re/` is not followed")
+    i = _skip_blanks(script, i)
+    negate = False
+    if i < n and script[i] == "!":
+        negate = True
+        i = _skip_blanks(script, i + 1)
+    return first, last, negate, i
+
+
+def _read_block(script: str, i: int, extended: bool, command: _Command) -> int:
+    """`{ ... }`."""
+    command.block, i = _parse(script, i, extended, top=False)
+    return i
+
+
+def _read_substitute(script: str, i: int, extended: bool, command: _Command) -> int:
+    """`s/regex/replacement/flags`."""
+    n = len(script)
+    delimiter = script[i]
+    body, i = _delimited(script, i + 1, delimiter)
+    repl, i = _delimited(script, i, delimiter)
+    flags = 0
+    count = 1
+    while i < n and script[i] not in ";\n}":
+        f = script[i]
+        if f == "g":
+            count = 0
+        elif f.isdigit():
+            m = re.match(r"\d+", script[i:])
+            assert m is not None
+            count = int(m.group(0)) if count else 0
+            i += m.end() - 1
+        elif f == "p":
+            command.prints = True
+        elif f in "iI":
+            flags |= re.IGNORECASE
+        elif f not in " \t":
+            raise Unknowable(f"the s flag {f!r} is not followed (`e` runs commands, `w` writes a file)")
+        i += 1
+    if not body:
+        raise Unknowable("an empty regular expression (the last one used) is not followed")
+    command.regex = re.compile(posix_regex(body, extended, delimiter), flags)
+    command.expand = _expand(_replacement(repl, delimiter))
+    command.count = count
+    return i
+
+
+def _read_transliterate(script: str, i: int, extended: bool, command: _Command) -> int:
+    """`y/source/target/`."""
+    delimiter = script[i]
+    source, i = _delimited(script, i + 1, delimiter)
+    target, i = _delimited(script, i, delimiter)
+    source, target = (part.replace("\\" + delimiter, delimiter).replace("\\n", "\n") for part in (source, target))
+    if len(source) != len(target) or "\\" in source + target:
+        raise Unknowable("a y command whose strings differ in length or use escapes")
+    command.table = str.maketrans(source, target)
+    return i
+
+
+def _read_text(script: str, i: int, extended: bool, command: _Command) -> int:
+    """`a TEXT`, `i TEXT`, `c TEXT` (one line of text, GNU's one-line form or after `\\` and a newline)."""
+    rest = script[i:]
+    if rest.startswith("\\\n"):
+        rest = rest[2:]
+        i += 2
+    elif rest.startswith("\\"):
+        rest = rest[1:]
+        i += 1
+    end = rest.find("\n")
+    text = rest if end < 0 else rest[:end]
+    if text.endswith("\\"):
+        raise Unknowable("multi-line a/i/c text is not followed")
+    command.text = text.lstrip(" \t") if script[i - 1:i] != "\n" else text
+    return i + (len(rest) if end < 0 else end)
+
+
+def _read_plain(script: str, i: int, extended: bool, command: _Command) -> int:
+    """`d`, `p`, `=`, and `q`/`Q` with an optional exit code."""
+    if command.name in "qQ":
+        m = re.match(r"\s*\d+", script[i:])
+        if m:
+            i += m.end()
+    return i
+
+
+# A sed command's name -> what reads the rest of it into the command, returning the index after it.
+_COMMAND_READERS: dict[str, Callable[[str, int, bool, _Command], int]] = {
+    "{": _read_block, "s": _read_substitute, "y": _read_transliterate,
+    "a": _read_text, "i": _read_text, "c": _read_text,
+    "d": _read_plain, "p": _read_plain, "q": _read_plain, "Q": _read_plain, "=": _read_plain,
+}
 
 
 def _matches(address: tuple, number: int, line: str, is_last: bool) -> bool:
@@ -469,7 +487,7 @@ def _run(commands: list[_Command], line: str, number: int, is_last: bool, before
             else:
                 seen = [0]
 
-                def nth(match: re.Match[str], command: _Command = command) -> str:
+                def nth(match: re.Match[str], command: _Command = command, seen: list[int] = seen) -> str:
                     seen[0] += 1
                     return command.expand(match) if seen[0] == command.count else match.group(0)  # type: ignore[misc]
 
@@ -527,7 +545,7 @@ def perl_program(code: str) -> list[tuple[re.Pattern[str], Callable[[re.Match[st
             if f == "g":
                 count = 0
             elif f in "imsx":
-                flags |= {"i": re.I, "m": re.M, "s": re.S, "x": re.X}[f]
+                flags |= {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE}[f]
             else:
                 raise Unknowable(f"the perl s flag {f!r} is not followed")
             i += 1
