@@ -158,11 +158,19 @@ def _awk_args(words: Sequence[str], lang: str) -> list[_Action]:
             elif key == "e":
                 codes.append(value)
         i += 1
+    return _program(words, i, lang, files, codes, -1)  # (awk's code is taken for several words)
+
+
+def _program(
+    words: Sequence[str], i: int, lang: str, files: list[int], codes: list[str], code_index: int
+) -> list[_Action]:
+    """awk's and sed's program: the script files given (`-f FILE`, at words[k]), else the code given in options
+    (`-e CODE`, at words[code_index]; -1: several words), else the first operand, words[i]."""
     if files:
-        return [("script-file", lang, k) for k in files]
+        return [("script-file", lang, k) for k in files if k < len(words)]  # (a `-f` with no file runs nothing)
     if codes:
-        return [("code", lang, -1, "\n".join(codes))]
-    return [("code", lang, i, words[i])] if i < n else []
+        return [("code", lang, code_index, "\n".join(codes))]
+    return [("code", lang, i, words[i])] if i < len(words) else []
 
 
 def _sed_args(words: Sequence[str], lang: str) -> list[_Action]:
@@ -194,11 +202,8 @@ def _sed_args(words: Sequence[str], lang: str) -> list[_Action]:
         elif w in ("-l", "--line-length"):
             i += 1
         i += 1
-    if files:
-        return [("script-file", lang, k) for k in files if k < n]
-    if codes:
-        return [("code", lang, -1 if len(codes) > 1 else codes[0][0], "\n".join(text for _, text in codes))]
-    return [("code", lang, i, words[i])] if i < n else []
+    index = codes[0][0] if len(codes) == 1 else -1
+    return _program(words, i, lang, files, [text for _, text in codes], index)
 
 
 _INTERPRETERS: dict[str, _Reader] = {
