@@ -11,7 +11,7 @@ from ._words import _ANSI_ESCAPES, _HEX_RES, _OCTAL_RE
 _ECHO_OPTIONS_RE = re.compile(r"-[neE]+")
 _PRINTF_WIDTH_LIMIT = 4096
 _OCTAL3_RE = re.compile("[0-7]{0,3}")
-_PRINTF_ESCAPE_RE = re.compile(r"\\(?:[0-7]{1,3}|x[0-9A-Fa-f]{1,2}|u[0-9A-Fa-f]{1,4}|U[0-9A-Fa-f]{1,8}|.)", re.S)
+_PRINTF_ESCAPE_RE = re.compile(r"\\(?:[0-7]{1,3}|x[0-9A-Fa-f]{1,2}|u[0-9A-Fa-f]{1,4}|U[0-9A-Fa-f]{1,8}|.)", re.DOTALL)
 _PRINTF_SPEC_RE = re.compile(r"%([-+ #0]*)(\d*|\*)(?:\.(\d*|\*))?([a-zA-Z%])")
 
 
