@@ -8,18 +8,27 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 
 from . import _files
-from ._code import analyse_code, language_of
 from ._expand import _Dyn, _expand_word
-from ._inv import _Analysis as _Analysis, _basename as _basename, _Inv as _Inv, _quote as _quote, _word_text
+from ._handover import _Call, _HandOver
+from ._inv import _Analysis, _basename, _Inv, _quote, _word_text
 from ._options import _getopt, _opts
 from ._printed import _echo_output, _printf_output
-from ._syntax import _ASSIGN_RE, _MAX_DEPTH, _Group, _ParseError, _Parser, _Simple
-from ._walk_files import _FileSteps
+from ._syntax import _ASSIGN_RE, _Group, _Parser, _Simple
 from ._variables import (
-    _CWD, _NAMEREF, _POSITIONAL, _bind_positional, _drop, _Env, _merge_maybe,
-    _names_only_known_at_run_time, _reposition, _set, _set_array,
+    _CWD,
+    _NAMEREF,
+    _POSITIONAL,
+    _bind_positional,
+    _drop,
+    _Env,
+    _merge_maybe,
+    _names_only_known_at_run_time,
+    _reposition,
+    _set,
+    _set_array,
 )
-from ._wrappers import _CODE_RUNNERS, _GIT_CODE_KEYS, _shell_handler, handler_for
+from ._words import _MAX_DEPTH, _ParseError
+from ._wrappers import _shell_handler, handler_for
 
 # --------------------------------------------------------------------------------------------------------------
 # Analysis: every program a command line runs (an "invocation"), and which feeds which.
@@ -27,7 +36,6 @@ from ._wrappers import _CODE_RUNNERS, _GIT_CODE_KEYS, _shell_handler, handler_fo
 
 
 _MAX_CALLS = 256  # calls of functions and aliases followed in one command line before giving up (fail closed)
-_MAX_CODE = 1024  # pieces of shell code (`bash -c`, text piped into a shell...) followed in one line, likewise
 _SILENT = frozenset({"true", "false", ":"})  # print nothing, so they do not change what a pipe carries
 # Uses of positional parameters whose value is not followed (`${@:2}`, `${1:-x}`, `${10}`, `${#1}`, `${!1}`).
 _HARD_POSITIONAL_RE = re.compile(r"\$\{[#!]?(?:[@*]|\d)")
@@ -55,7 +63,7 @@ _PROGRAM_GLOB_RE = re.compile(r"[*?]|\[[^\]]+\]")
 _READ_OPTS = _opts(values="adinNptu")
 _MAPFILE_OPTS = _opts(values="dnOsuCc")
 # Programs that do not write the files named in their arguments (so that `chmod +x x.sh` leaves x.sh as it was).
-class _Walker(_FileSteps):
+class _Walker(_HandOver):
     """Turns a syntax tree into invocations, unwrapping wrappers and recording what feeds what.
 
     `files` are what the trajectory wrote before this line (see `_files`); `own` the `own_scripts` rule."""
@@ -328,8 +336,45 @@ class _Walker(_FileSteps):
                     self.hashed[name] = state
 
     def argv(self, words: Sequence[str], dyn: Sequence[_Dyn], env: _Env, depth: int) -> list[int]:
+        """What an expanded command line runs: its program, what that hands over to (`_handover`), the script
+        file it is, and the body of a function or alias of its name defined earlier in the line."""
         if not words:
             return []
+        inv, state = self.invocation(words, dyn, env)
+        ids = [len(self.invs)]
+        self.invs.append(inv)
+        program, tail, rest, rest_dyn = words[0], dyn[0], words[1:], dyn[1:]
+        if inv.dynamic:
+            # The program could be anything, a shell among others: follow what it would run as one (`$SHELL -c
+            # 'rm -rf /'`, `echo 'rm -rf /' | $SHELL`), as a guess whose parse errors do not count.
+            actions, guess = _shell_handler(rest), 1
+        else:
+            if inv.program == "alias":
+                self.define_aliases(rest, rest_dyn)
+            handler = handler_for(inv.program)
+            actions, guess = (handler(rest) if handler else []), 0
+        call = _Call(inv, rest, rest_dyn, env, depth, guess)
+        ids += self.hand_over(call, actions)
+        if (
+            tail is None and "/" in program and not actions and not self.guessing
+            and (state is None or state[0] != "program")
+        ):
+            ids += self.run_file(inv, program, "exec", rest, rest_dyn, env, depth)  # `./x.sh`
+        if not inv.dynamic and not self.guessing:
+            if inv.program == "git":
+                ids += self.git_config(inv, env, depth)
+            self.note_writes(inv, rest, rest_dyn, call.scripts)
+        # A command whose program or code is only known at run time stays a command of its own (a leaf), so that
+        # an allow list never passes it on the strength of what a guess found inside it.
+        inv.leaf = len(ids) == 1 or inv.dynamic or inv.opaque
+        if not inv.dynamic and (program in self.functions or program in self.aliases):
+            # A call of a function or alias defined earlier in the line stays a command of its own too (the
+            # definition may not have run, and then a program of that name runs), and runs its body.
+            ids += self.expand(inv, program, rest, rest_dyn, env, depth)
+        return ids
+
+    def invocation(self, words: Sequence[str], dyn: Sequence[_Dyn], env: _Env) -> tuple[_Inv, tuple | None]:
+        """The program a command line runs, and what the trajectory left at its path (or `hash -p` named)."""
         program, tail = words[0], dyn[0]
         if tail is not None and "/" in tail:  # `$DIR/rm`: only the folder is unknown, the program is not
             inv = _Inv(_basename(tail), tuple(words[1:]), words, dyn, guessed=self.guessing > 0)
@@ -346,155 +391,7 @@ class _Walker(_FileSteps):
                 inv.renamed, inv.program = program, state[1]
             elif _PROGRAM_GLOB_RE.search(inv.program):
                 inv.glob = True
-        index = len(self.invs)
-        self.invs.append(inv)
-        ids = [index]
-        rest, rest_dyn = words[1:], dyn[1:]
-        if inv.dynamic:
-            # The program could be anything, a shell among others: follow what it would run as one (`$SHELL -c
-            # 'rm -rf /'`, `echo 'rm -rf /' | $SHELL`), as a guess whose parse errors do not count.
-            actions, guess = _shell_handler(rest), 1
-        else:
-            if inv.program == "alias":
-                self.define_aliases(rest, rest_dyn)
-            handler = handler_for(inv.program)
-            actions, guess = (handler(rest) if handler else []), 0
-        self.guessing += guess
-        scripts: set[str] = set()
-        try:
-            for action in actions:
-                kind = action[0]
-                if kind == "argv":
-                    ids += self.argv(rest[action[1]:action[2]], rest_dyn[action[1]:action[2]], env, depth)
-                elif kind == "xargv":  # `xargs CMD`: CMD runs with input items as (more) arguments
-                    sub, sub_dyn = list(rest[action[1]:action[2]]), list(rest_dyn[action[1]:action[2]])
-                    repl = action[3]
-                    if repl:
-                        sub_dyn = [("" if d is None and repl in w else d) for w, d in zip(sub, sub_dyn)]
-                    elif sub and (_basename(sub[0]) in _CODE_RUNNERS or language_of(_basename(sub[0]))):
-                        sub, sub_dyn = [*sub, "{}"], [*sub_dyn, ""]
-                    ids += self.argv(sub, sub_dyn, env, depth)
-                elif kind == "text":
-                    code = action[1]
-                    if not guess and any(d is not None and w in code for w, d in zip(rest, rest_dyn)):
-                        inv.opaque = True  # `eval "$(echo rm -rf /)"`: the code itself is only known at run time
-                    positional = None
-                    if len(action) > 2:  # a new shell: `bash -c 'rm "$@"' _ -rf /` has its own `$@`
-                        positional = tuple(zip(rest[action[2]:], rest_dyn[action[2]:]))
-                    # `eval` runs in this shell: what it assigns lasts
-                    ids += self.code(code, f"shell code given to `{inv.program}`", env, depth,
-                                     shared=inv.program == "eval", positional=positional)
-                elif kind == "stdin":
-                    inv.stdin_shell = True
-                    if action[1] is not None:
-                        inv.script_args = tuple(zip(rest[action[1]:], rest_dyn[action[1]:]))
-                elif kind == "code":  # `python3 -c CODE`, `perl -e CODE`
-                    lang, k, code = action[1], action[2], action[3]
-                    hidden = any(d is not None for d in rest_dyn) if k < 0 else (k < len(rest_dyn) and rest_dyn[k] is not None)
-                    if not guess and hidden:
-                        inv.opaque = True
-                        inv.why = inv.why or f"the {lang} code it runs is only known at run time"
-                    ids += self.lang_code(inv, lang, code, depth)
-                elif kind == "code-stdin":
-                    inv.stdin_shell, inv.stdin_lang = True, action[1]
-                elif kind in ("script", "script-file"):
-                    lang, k = ("sh", action[1]) if kind == "script" else (action[1], action[2])
-                    if isinstance(k, str):  # a path given in an option (`php -fx.php`, `at -f x.sh`)
-                        if not guess:
-                            scripts.add(k)
-                            ids += self.run_file(inv, k, lang, (), (), env, depth)
-                        continue
-                    if k < 0 or k >= len(rest):
-                        continue
-                    if not guess and rest_dyn[k] is not None:
-                        inv.opaque = True  # `bash <(base64 -d x)`, `sh "$F"`: a script only known at run time
-                        if not rest[k].startswith(("<(", ">(")):  # (process substitution: shell code)
-                            inv.why = inv.why or f"the script it runs (`{rest[k]}`) is only known at run time"
-                        continue
-                    if guess:
-                        continue
-                    scripts.add(rest[k])
-                    how = "source" if inv.program in ("source", ".") else lang
-                    ids += self.run_file(inv, rest[k], how, rest[k + 1:], rest_dyn[k + 1:], env, depth)
-                elif kind == "opaque" and not guess:
-                    inv.opaque = True
-                    inv.why = inv.why or action[1]
-        finally:
-            self.guessing -= guess
-        if (
-            tail is None and "/" in program and not actions and not self.guessing
-            and (state is None or state[0] != "program")
-        ):
-            ids += self.run_file(inv, program, "exec", rest, rest_dyn, env, depth)  # `./x.sh`
-        if not inv.dynamic and not self.guessing:
-            if inv.program == "git":
-                ids += self.git_config(inv, env, depth)
-            self.note_writes(inv, rest, rest_dyn, scripts)
-        # A command whose program or code is only known at run time stays a command of its own (a leaf), so that
-        # an allow list never passes it on the strength of what a guess found inside it.
-        inv.leaf = len(ids) == 1 or inv.dynamic or inv.opaque
-        if not inv.dynamic and (program in self.functions or program in self.aliases):
-            # A call of a function or alias defined earlier in the line stays a command of its own too (the
-            # definition may not have run, and then a program of that name runs), and runs its body.
-            ids += self.expand(inv, program, rest, rest_dyn, env, depth)
-        return ids
-
-    # -- code in other languages, scripts and the files a line writes ---------------------------------------------
-
-    def lang_code(self, inv: _Inv, lang: str, code: str, depth: int) -> list[int]:
-        """What code handed to an interpreter runs (see `_code`); what it hides makes `inv` only known at run time."""
-        if depth >= _MAX_DEPTH:
-            if not self.guessing:
-                self.errors.append(f"{lang} code is nested too deeply to follow")
-            return []
-        self.codes += 1
-        if self.codes > _MAX_CODE:
-            if self.codes == _MAX_CODE + 1:
-                self.errors.append(f"{lang} code: too much code inside code to follow")
-            return []
-        ids: list[int] = []
-        what = f"{lang} code given to `{inv.program}`"
-        if not self.guessing:
-            self.code_wrote(lang, code, f"{lang} code run by `{inv.program}`")
-        for action in analyse_code(lang, code):
-            kind = action[0]
-            if kind == "text":
-                ids += self.code(action[1], what, {}, depth, positional=())
-            elif kind == "argv":
-                ids += self.argv([w for w, _ in action[1]], [d for _, d in action[1]], {}, depth + 1)
-            elif kind == "fed":  # awk's `print ... | "sh"`: a command reading text only known at run time
-                fed = self.code(action[1], what, {}, depth, positional=())
-                self.feed(fed, None, False, "", {}, depth)
-                ids += fed
-            elif kind == "opaque" and not self.guessing:
-                inv.opaque = True
-                inv.why = inv.why or action[1]
-        return ids
-
-    def git_config(self, inv: _Inv, env: _Env, depth: int) -> list[int]:
-        """`git config alias.x '!rm -rf b'` is remembered (as a file would be: it outlives the command), and a later
-        `git x`, or any git command once a pager, editor or ssh command was set, runs it."""
-        args = list(inv.args)
-        if "config" in args:
-            rest = [a for a in args[args.index("config") + 1:] if not a.startswith("-")]
-            if len(rest) >= 2:
-                key = rest[0].lower()
-                if key.startswith("alias.") or _GIT_CODE_KEYS.fullmatch(key):
-                    self.files["\0git " + key] = ("text", (" ".join(rest[1:]),))
-            return []
-        sub = next((a for a in args if not a.startswith("-")), "")
-        ids: list[int] = []
-        for key, state in list(self.files.items()):
-            if not key.startswith("\0git ") or state[0] != "text":
-                continue
-            name = key[5:]
-            if name.startswith("alias.") and name[6:] != sub.lower():
-                continue
-            value = state[1][0]
-            if name.startswith("alias.") and not value.startswith("!"):
-                value = "git " + value
-            ids += self.code(value.lstrip("!"), f"git configuration `{name}`", env, depth)
-        return ids
+        return inv, state
 
     def define_aliases(self, words: Sequence[str], dyn: Sequence[_Dyn]) -> None:
         """`alias r='rm -rf'`: remembered, so that a later `r build` is read as `rm -rf build`."""
@@ -549,34 +446,6 @@ class _Walker(_FileSteps):
                 self.active.pop()
         return ids
 
-    def code(
-        self, text: str, what: str, env: _Env, depth: int,
-        shared: bool = False, positional: Sequence[tuple[str, _Dyn]] | None = None,
-    ) -> list[int]:
-        """Shell code inside a command (`bash -c`, `eval`, a here-document fed to `sh`): parse and walk it.
-
-        `shared`: it runs in this shell (an alias), so its assignments last; `positional`: it runs in a new
-        shell with these arguments as `$@`."""
-        if depth >= _MAX_DEPTH:
-            if not self.guessing:
-                self.errors.append(f"{what} is nested too deeply to follow")
-            return []
-        self.codes += 1
-        if self.codes > _MAX_CODE:
-            if self.codes == _MAX_CODE + 1:
-                self.errors.append(f"{what}: too much shell code inside shell code to follow")
-            return []
-        try:
-            script = _Parser(text, depth + 1).parse_all()
-            own = env if shared else dict(env)
-            if positional is not None:
-                _bind_positional(own, positional)
-            return self.script(script, own, depth + 1)
-        except (_ParseError, RecursionError) as exc:
-            if not self.guessing:  # a guess that is not shell code (`$PY -c 'print(1)'`) was a wrong guess
-                message = "nested too deeply to follow" if isinstance(exc, RecursionError) else str(exc)
-                self.errors.append(f"{what}: {message}")
-            return []
 
 
 def _closure(edges: Mapping[int, set[int]]) -> dict[int, frozenset[int]]:

@@ -8,7 +8,8 @@ from typing import Any
 
 from ._analysis import _Walker
 from ._patterns import _command_text, _shorten
-from ._syntax import _ASSIGN_RE, _ParseError, _Parser, _Simple
+from ._syntax import _ASSIGN_RE, _Parser, _Simple
+from ._words import _ParseError
 from ._values import CommandLines, UnreadableCommand
 
 from .._util.command_tools import KNOWN_COMMAND_TOOLS

@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import ast
 import re
-import warnings
 from collections.abc import Sequence
 from functools import lru_cache
 
 from ._expand import _Dyn
+from ._pyast import UNKNOWN, PyText, parse_python, string_constants
 
-UNKNOWN = "$__RUNTIME__"  # stands for a value only known at run time, in shell text made from code
 _MAX_NESTED = 8  # `eval("...")` inside code inside code: levels followed before giving up (fail closed)
 
 # An action is ("text", shell code) | ("argv", [(word, tail)]) | ("opaque", why) | ("fed", shell code): a command
@@ -95,14 +94,17 @@ _PY_DYNAMIC = {"getattr", "importlib.import_module", "importlib.__import__", "gl
 
 
 def _python(code: str, depth: int) -> list[_Action]:
-    try:
-        with warnings.catch_warnings():  # `1_x` in a string that is not Python warns; the matcher must stay quiet
-            warnings.simplefilter("ignore")
-            tree = ast.parse(code)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    tree = parse_python(code)
+    if tree is None:
         return _generic("python", code, depth)  # not Python this version reads: skim it instead
+    reader = _PythonRuns(tree, depth)
+    actions = [action for node in ast.walk(tree) if isinstance(node, ast.Call) for action in reader.call(node)]
+    return actions + reader.other_uses()
+
+
+def _imported_names(tree: ast.AST) -> dict[str, str]:
+    """The names imports bind, to what they stand for (`import subprocess as sp`: sp -> subprocess)."""
     aliases: dict[str, str] = {}
-    constants: dict[str, str | None] = {}  # names assigned once to a string: what `'rm -rf ' + d` means
     starters = _PY_SHELL | _PY_RUN | set(_PY_DELETE)
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -119,22 +121,40 @@ def _python(code: str, depth: int) -> list[_Action]:
                             aliases.setdefault(prefix[3:] + "*", prefix)
                 else:
                     aliases[a.asname or a.name] = f"{node.module}.{a.name}"
-        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr, ast.For)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            value = getattr(node, "value", None)
-            for t in targets:
-                if isinstance(t, ast.Name):
-                    known = isinstance(value, ast.Constant) and isinstance(value.value, str)
-                    if isinstance(node, ast.Assign) and known and t.id not in constants:
-                        constants[t.id] = value.value  # type: ignore[union-attr]
-                    else:
-                        constants[t.id] = None
+    return aliases
 
-    def name_of(node: ast.AST) -> str | None:
+
+def _binds_name(node: ast.AST) -> bool:
+    """`run = subprocess.run`, `s = os`: a name bound to another name (a module or a function)."""
+    return (
+        isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+        and isinstance(node.value, (ast.Name, ast.Attribute))
+    )
+
+
+class _PythonRuns:
+    """The programs a Python module starts: calls of starters and deleters by any name they go by, and what hides
+    code (`eval` of text not written out, `getattr`, a starter used other than by a call)."""
+
+    def __init__(self, tree: ast.Module, depth: int) -> None:
+        self.tree = tree
+        self.depth = depth
+        self.aliases = _imported_names(tree)
+        self.strings = PyText(string_constants(tree))
+        self.called: set[int] = set()  # the `func` nodes of calls read so far
+        for _ in range(2):  # `s = os; s.system(...)`, `run = subprocess.run`: names bound to modules or functions
+            for node in ast.walk(tree):
+                if _binds_name(node):
+                    bound = self.name_of(node.value)  # type: ignore[attr-defined]
+                    if bound is not None and bound != node.targets[0].id:  # type: ignore[attr-defined]
+                        self.aliases[node.targets[0].id] = bound  # type: ignore[attr-defined]
+
+    def name_of(self, node: ast.AST) -> str | None:
+        """The dotted name an expression stands for (`sp.run` -> subprocess.run), or None."""
         if isinstance(node, ast.Name):
-            return aliases.get(node.id, node.id)
+            return self.aliases.get(node.id, node.id)
         if isinstance(node, ast.Attribute):
-            base = name_of(node.value)
+            base = self.name_of(node.value)
             return None if base is None else f"{base}.{node.attr}"
         if (
             isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "__import__"
@@ -143,99 +163,74 @@ def _python(code: str, depth: int) -> list[_Action]:
             return node.args[0].value
         return None
 
-    for _ in range(2):  # `s = os; s.system(...)`, `run = subprocess.run`: names bound to modules or functions
-        for node in ast.walk(tree):
-            if (
-                isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
-                and isinstance(node.value, (ast.Name, ast.Attribute))
-            ):
-                bound = name_of(node.value)
-                if bound is not None and bound != node.targets[0].id:
-                    aliases[node.targets[0].id] = bound
-
-    def text(node: ast.AST) -> tuple[str, bool]:
-        """An argument as shell text, and whether all of it is known."""
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            return node.value, True
-        if isinstance(node, ast.Name) and constants.get(node.id) is not None:
-            return constants[node.id] or "", True
-        if isinstance(node, ast.JoinedStr):
-            parts = [text(v) if not isinstance(v, ast.FormattedValue) else (UNKNOWN, False) for v in node.values]
-            return "".join(p for p, _ in parts), all(k for _, k in parts)
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-            (a, ka), (b, kb) = text(node.left), text(node.right)
-            return a + b, ka and kb
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
-            a, _ = text(node.left)
-            return re.sub(r"%[-#0 +]*\d*(?:\.\d+)?[sdrfx]", UNKNOWN, a), False
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "format":
-            a, _ = text(node.func.value)
-            return re.sub(r"\{[^{}]*\}", UNKNOWN, a), False
-        return UNKNOWN, False
-
-    def word(node: ast.AST) -> tuple[str, _Dyn]:
-        value, known = text(node)
+    def word(self, node: ast.AST) -> tuple[str, _Dyn]:
+        value, known = self.strings.text(node)
         return (value, None) if known else (value, "")
 
-    def words(nodes: Sequence[ast.AST]) -> list[tuple[str, _Dyn]]:
+    def words(self, nodes: Sequence[ast.AST]) -> list[tuple[str, _Dyn]]:
+        """Arguments as argv words: lists and tuples spread, `*args` only known at run time."""
         out: list[tuple[str, _Dyn]] = []
         for n in nodes:
             if isinstance(n, (ast.List, ast.Tuple)):
-                out += [word(e) for e in n.elts]
+                out += [self.word(e) for e in n.elts]
             elif isinstance(n, ast.Starred):
                 out.append((UNKNOWN, ""))
             else:
-                out.append(word(n))
+                out.append(self.word(n))
         return out
 
-    actions: list[_Action] = []
-    called: set[int] = set()
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call):
-            continue
-        name = name_of(node.func)
-        called.add(id(node.func))
+    def call(self, node: ast.Call) -> list[_Action]:
+        """What one call starts, by what it calls."""
+        name = self.name_of(node.func)
+        self.called.add(id(node.func))
         args = list(node.args) or [k.value for k in node.keywords if k.arg == "args"]
         if name in _PY_SHELL or name in _PY_RUN:
-            if args:
-                first = args[0]
-                if isinstance(first, (ast.List, ast.Tuple)):
-                    actions.append(("argv", words([first])))
-                else:
-                    actions.append(("text", text(first)[0]))
-            executable = next((k.value for k in node.keywords if k.arg == "executable"), None)
-            if executable is not None:
-                actions.append(("argv", [word(executable), *words(args[:1])[1:]]))
-        elif name is not None and (name.startswith(_PY_EXEC_PREFIXES) or (
-            "os.exec*" in aliases.values() and re.fullmatch(r"(?:exec|spawn|posix_spawn)\w*", name)
+            return self.started(node, args)
+        if name is not None and (name.startswith(_PY_EXEC_PREFIXES) or (
+            "os.exec*" in self.aliases.values() and re.fullmatch(r"(?:exec|spawn|posix_spawn)\w*", name)
         )):
             rest = [a for a in args if not (isinstance(a, ast.Attribute) and a.attr.isupper())]
-            if rest:
-                actions.append(("argv", words(rest)))
-        elif name in _PY_DELETE and args:
-            actions.append(("argv", [(w, None) for w in _PY_DELETE[name]] + [word(args[0])]))
-        elif name in ("eval", "exec", "builtins.eval", "builtins.exec"):
+            return [("argv", self.words(rest))] if rest else []
+        if name in _PY_DELETE and args:
+            return [("argv", [(w, None) for w in _PY_DELETE[name]] + [self.word(args[0])])]
+        if name in ("eval", "exec", "builtins.eval", "builtins.exec"):
             if args and isinstance(args[0], ast.Constant) and isinstance(args[0].value, str):
-                actions += analyse_code("python", args[0].value, depth + 1)
+                return analyse_code("python", args[0].value, self.depth + 1)
+            return [("opaque", f"it runs Python code only known at run time (`{name}`)")]
+        if name in _PY_DYNAMIC or (name == "__import__" and self.name_of(node) is None):
+            return [("opaque", f"it calls `{name}`, so what it runs is only known at run time")]
+        return []
+
+    def started(self, node: ast.Call, args: list[ast.expr]) -> list[_Action]:
+        """`os.system(text)`, `subprocess.run([argv])` and their `executable=`."""
+        actions: list[_Action] = []
+        if args:
+            first = args[0]
+            if isinstance(first, (ast.List, ast.Tuple)):
+                actions.append(("argv", self.words([first])))
             else:
-                actions.append(("opaque", f"it runs Python code only known at run time (`{name}`)"))
-        elif name in _PY_DYNAMIC or (name == "__import__" and name_of(node) is None):
-            actions.append(("opaque", f"it calls `{name}`, so what it runs is only known at run time"))
-    inner = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
-    inner |= {  # `run = subprocess.run`: an alias, whose calls are read as calls of what it names
-        id(node.value) for node in ast.walk(tree)
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
-        and isinstance(node.value, (ast.Name, ast.Attribute))
-    }
-    for node in ast.walk(tree):  # `f = os.system; f(x)`: a program starter used other than by a plain call
-        if (
-            isinstance(node, (ast.Attribute, ast.Name)) and id(node) not in called and id(node) not in inner
-            and not isinstance(node.ctx, ast.Store)
-        ):
-            name = name_of(node)
-            if name in _PY_SHELL or name in _PY_RUN or (name is not None and name.startswith(_PY_EXEC_PREFIXES)):
-                actions.append(("opaque", f"it uses `{name}` other than by calling it"))
-    return actions
+                actions.append(("text", self.strings.text(first)[0]))
+        executable = next((k.value for k in node.keywords if k.arg == "executable"), None)
+        if executable is not None:
+            actions.append(("argv", [self.word(executable), *self.words(args[:1])[1:]]))
+        return actions
+
+    def other_uses(self) -> list[_Action]:
+        """`f = os.system; f(x)`: a program starter used other than by a plain call (after the calls are read)."""
+        tree = self.tree
+        inner = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
+        # `run = subprocess.run`: an alias, whose calls are read as calls of what it names
+        inner |= {id(node.value) for node in ast.walk(tree) if _binds_name(node)}  # type: ignore[attr-defined]
+        actions: list[_Action] = []
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, (ast.Attribute, ast.Name)) and id(node) not in self.called and id(node) not in inner
+                and not isinstance(node.ctx, ast.Store)
+            ):
+                name = self.name_of(node)
+                if name in _PY_SHELL or name in _PY_RUN or (name is not None and name.startswith(_PY_EXEC_PREFIXES)):
+                    actions.append(("opaque", f"it uses `{name}` other than by calling it"))
+        return actions
 
 
 # -- other languages: skimmed with their string syntax -------------------------------------------------------------
@@ -433,7 +428,7 @@ def _generic(lang: str, code: str, depth: int) -> list[_Action]:
             listed = _list_words(arg, strings)
             if listed is not None:
                 flat += listed
-            elif not re.fullmatch(r"\s*\{.*\}\s*|\s*\w+\s*[:=]>?\s*.*", arg, re.S) or _PLACEHOLDER.match(arg.strip()):
+            elif not re.fullmatch(r"\s*\{.*\}\s*|\s*\w+\s*[:=]>?\s*.*", arg, re.DOTALL) or _PLACEHOLDER.match(arg.strip()):
                 value, known = _shell_text(arg, strings)
                 flat.append((value, None if known else ""))
         if not flat:

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import ast
 import re
-import warnings
 from functools import lru_cache
+
+from ._pyast import PyText, parse_python, string_constants
 
 __all__ = ["code_writes"]
 
@@ -34,128 +35,133 @@ def code_writes(lang: str, code: str) -> tuple[Write, ...]:
 def _python(code: str) -> list[Write]:
     if not re.search(r"open|write|copy|move|rename|replace|Path", code):
         return []
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            tree = ast.parse(code)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    tree = parse_python(code)
+    if tree is None:
         return [("anywhere", "python code that could not be read may write files")] if re.search(
             r"\bopen\s*\(|write_text|write_bytes", code) else []
-    constants: dict[str, str | None] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Assign):
-            for target in node.targets:
-                if isinstance(target, ast.Name):
-                    value = node.value
-                    literal = value.value if isinstance(value, ast.Constant) and isinstance(value.value, str) else None
-                    constants[target.id] = literal if target.id not in constants else None
+    return _PythonWrites(tree).writes()
 
-    def text(node: ast.AST | None) -> str | None:
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            return node.value
-        if isinstance(node, ast.Name):
-            return constants.get(node.id)
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-            a, b = text(node.left), text(node.right)
-            return None if a is None or b is None else a + b
-        if isinstance(node, ast.JoinedStr) and all(isinstance(v, ast.Constant) for v in node.values):
-            return "".join(str(v.value) for v in node.values)  # type: ignore[attr-defined]
-        return None
 
-    def name_of(node: ast.AST) -> str:
-        if isinstance(node, ast.Name):
-            return node.id
-        if isinstance(node, ast.Attribute):
-            return f"{name_of(node.value)}.{node.attr}"
-        if isinstance(node, ast.Call):
-            return name_of(node.func) + "()"
-        return "?"
+def _name_of(node: ast.AST) -> str:
+    """What an expression calls, as written (`f.write`, `Path().write_text`; `?` for anything else)."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return f"{_name_of(node.value)}.{node.attr}"
+    if isinstance(node, ast.Call):
+        return _name_of(node.func) + "()"
+    return "?"
 
-    def mode_of(call: ast.Call) -> str | None:
+
+class _PythonWrites:
+    """The writes a Python module shows: `open` for writing (and the `.write` calls on it), `Path.write_text`,
+    copies and moves; a write whose path or text is not written out is reported as such."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.tree = tree
+        # (only `=` binds a name anew here: `p += ".sh"` or `for p in ...` leave `p` as first assigned)
+        self.strings = PyText(string_constants(tree, rebinds=()))
+        self.found: list[Write] = []
+        self.handled: set[int] = set()  # the `open(...)` calls already read as part of a write
+
+    def writes(self) -> list[Write]:
+        for node in ast.walk(self.tree):
+            if isinstance(node, (ast.With, ast.AsyncWith)):
+                self.with_block(node)
+            elif isinstance(node, ast.Call):
+                self.call(node)
+        self.stray_opens()
+        return self.found
+
+    def mode_of(self, call: ast.Call) -> str | None:
         mode: ast.AST | None = call.args[1] if len(call.args) > 1 else next(
             (k.value for k in call.keywords if k.arg == "mode"), None)
         if mode is None:
             return "r"
-        return text(mode)
+        return self.strings.known(mode)
 
-    def opened(call: ast.AST) -> tuple[str | None, str] | None:
+    def opened(self, call: ast.AST) -> tuple[str | None, str] | None:
         """(path, mode) of an `open(...)` call that writes, else None; mode "?" when not known."""
-        if not (isinstance(call, ast.Call) and name_of(call.func) in ("open", "io.open", "builtins.open", "codecs.open")):
+        if not (isinstance(call, ast.Call) and _name_of(call.func) in ("open", "io.open", "builtins.open", "codecs.open")):
             return None
-        mode = mode_of(call)
+        mode = self.mode_of(call)
         if mode is not None and not any(m in mode for m in "wax+"):
             return None
-        return text(call.args[0] if call.args else None), mode or "?"
+        return self.strings.known(call.args[0] if call.args else None), mode or "?"
 
-    writes: list[Write] = []
-    handled: set[int] = set()
-
-    def add_write(path: str | None, content: str | None, append: bool, how: str) -> None:
+    def add_write(self, path: str | None, content: str | None, append: bool, how: str) -> None:
         if path is None:
-            writes.append(("anywhere", f"may have been written by python code ({how} to a path not written out)"))
+            self.found.append(("anywhere", f"may have been written by python code ({how} to a path not written out)"))
         else:
-            writes.append(("write", path, content, append))
+            self.found.append(("write", path, content, append))
 
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.With, ast.AsyncWith)):
-            for item in node.items:
-                found = opened(item.context_expr)
-                if found is None:
-                    continue
-                handled.add(id(item.context_expr))
-                path, mode = found
-                var = item.optional_vars.id if isinstance(item.optional_vars, ast.Name) else None
-                parts: list[str | None] = [] if var is not None else [None]
-                for statement in node.body:  # `f.write(...)` statements in order; any other use of `f`: not known
-                    call = statement.value if isinstance(statement, ast.Expr) else None
-                    if (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
-                            and isinstance(call.func.value, ast.Name) and call.func.value.id == var
-                            and call.func.attr in ("write", "flush", "close")):
-                        if call.func.attr == "write":
-                            parts.append(text(call.args[0]) if len(call.args) == 1 else None)
-                    elif any(isinstance(n, ast.Name) and n.id == var for n in ast.walk(statement)):
-                        parts.append(None)
-                content = None if mode == "?" or "+" in mode or any(p is None for p in parts) else "".join(
-                    p for p in parts if p is not None)
-                add_write(path, content, "a" in mode, "`open`")
-        elif isinstance(node, ast.Call):
-            func = node.func
-            if isinstance(func, ast.Attribute) and func.attr in ("write", "writelines") and id(func.value) not in handled:
-                found = opened(func.value)
-                if found is not None:
-                    handled.add(id(func.value))
-                    path, mode = found
-                    content = text(node.args[0]) if node.args and func.attr == "write" and mode != "?" else None
-                    add_write(path, content, "a" in mode, "`open(...).write`")
-                    continue
-            name = name_of(func)
-            if name.endswith((".write_text", ".write_bytes")):
-                base = func.value if isinstance(func, ast.Attribute) else None
-                path = None
-                if isinstance(base, ast.Call) and name_of(base.func).rsplit(".", 1)[-1] in ("Path", "PurePath", "PosixPath"):
-                    path = text(base.args[0]) if len(base.args) == 1 else None
-                content = text(node.args[0]) if node.args and name.endswith("write_text") else None
-                add_write(path, content, False, f"`{name.rsplit('.', 1)[-1]}`")
-            elif name in ("shutil.copy", "shutil.copy2", "shutil.copyfile", "shutil.move", "os.rename", "os.replace",
-                          "os.renames"):
-                origin = text(node.args[0]) if node.args else None
-                copy = text(node.args[1]) if len(node.args) > 1 else None
-                if origin is None or copy is None:
-                    writes.append(("anywhere", f"may have been written by python code (`{name}` of paths not written out)"))
-                else:
-                    writes.append(("move" if name.startswith(("shutil.move", "os.")) else "copy", origin, copy))
-            elif name in ("shutil.copytree", "shutil.unpack_archive", "os.write", "os.open"):
-                writes.append(("anywhere", f"may have been written by python code (`{name}`)"))
-    for node in ast.walk(tree):  # an `open` that writes, other than in the forms above (`f = open(p, "w")`)
-        if isinstance(node, ast.Call) and id(node) not in handled:
-            found = opened(node)
+    def with_block(self, node: ast.With | ast.AsyncWith) -> None:
+        """`with open(p, "w") as f:` and the `f.write(...)` statements in order; any other use of `f`: not known."""
+        text = self.strings.known
+        for item in node.items:
+            found = self.opened(item.context_expr)
+            if found is None:
+                continue
+            self.handled.add(id(item.context_expr))
+            path, mode = found
+            var = item.optional_vars.id if isinstance(item.optional_vars, ast.Name) else None
+            parts: list[str | None] = [] if var is not None else [None]
+            for statement in node.body:
+                call = statement.value if isinstance(statement, ast.Expr) else None
+                if (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+                        and isinstance(call.func.value, ast.Name) and call.func.value.id == var
+                        and call.func.attr in ("write", "flush", "close")):
+                    if call.func.attr == "write":
+                        parts.append(text(call.args[0]) if len(call.args) == 1 else None)
+                elif any(isinstance(n, ast.Name) and n.id == var for n in ast.walk(statement)):
+                    parts.append(None)
+            content = None if mode == "?" or "+" in mode or any(p is None for p in parts) else "".join(
+                p for p in parts if p is not None)
+            self.add_write(path, content, "a" in mode, "`open`")
+
+    def call(self, node: ast.Call) -> None:
+        """`open(...).write(text)`, `Path(p).write_text(text)`, `shutil.copy(a, b)`, `os.rename(a, b)`..."""
+        text = self.strings.known
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr in ("write", "writelines") and id(func.value) not in self.handled:
+            found = self.opened(func.value)
             if found is not None:
-                path, _ = found
-                if path is None:
-                    writes.append(("anywhere", "may have been written by python code (`open` of a path not written out)"))
-                else:
-                    writes.append(("write", path, None, False))
-    return writes
+                self.handled.add(id(func.value))
+                path, mode = found
+                content = text(node.args[0]) if node.args and func.attr == "write" and mode != "?" else None
+                self.add_write(path, content, "a" in mode, "`open(...).write`")
+                return
+        name = _name_of(func)
+        if name.endswith((".write_text", ".write_bytes")):
+            base = func.value if isinstance(func, ast.Attribute) else None
+            path = None
+            if isinstance(base, ast.Call) and _name_of(base.func).rsplit(".", 1)[-1] in ("Path", "PurePath", "PosixPath"):
+                path = text(base.args[0]) if len(base.args) == 1 else None
+            content = text(node.args[0]) if node.args and name.endswith("write_text") else None
+            self.add_write(path, content, False, f"`{name.rsplit('.', 1)[-1]}`")
+        elif name in ("shutil.copy", "shutil.copy2", "shutil.copyfile", "shutil.move", "os.rename", "os.replace",
+                      "os.renames"):
+            origin = text(node.args[0]) if node.args else None
+            copy = text(node.args[1]) if len(node.args) > 1 else None
+            if origin is None or copy is None:
+                self.found.append(("anywhere", f"may have been written by python code (`{name}` of paths not written out)"))
+            else:
+                self.found.append(("move" if name.startswith(("shutil.move", "os.")) else "copy", origin, copy))
+        elif name in ("shutil.copytree", "shutil.unpack_archive", "os.write", "os.open"):
+            self.found.append(("anywhere", f"may have been written by python code (`{name}`)"))
+
+    def stray_opens(self) -> None:
+        """An `open` that writes, other than in the forms above (`f = open(p, "w")`): what it writes is not known."""
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Call) and id(node) not in self.handled:
+                found = self.opened(node)
+                if found is not None:
+                    path, _ = found
+                    if path is None:
+                        self.found.append(
+                            ("anywhere", "may have been written by python code (`open` of a path not written out)"))
+                    else:
+                        self.found.append(("write", path, None, False))
 
 
 _JS_STRING = r"""(?:'((?:\\.|[^'\\])*)'|"((?:\\.|[^"\\])*)"|`((?:\\.|[^`\\$])*)`)"""

@@ -4,95 +4,125 @@ followed, so the files the command edits become unknown rather than guessed."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from ._edits import Unknowable
 from ._inplace import perl_program, sed_script
 from ._inv import _Inv
 
-__all__ = ["sed_arguments", "perl_arguments", "patch_options"]
+__all__ = ["patch_options", "perl_arguments", "sed_arguments"]
 
 
 def sed_arguments(args: list[str]) -> tuple[Any, list[str] | None, str, str | None]:
     """GNU sed's command line, for `-i`: (the parsed script, the files edited or None when not in place, the
     backup suffix, what is not followed or None)."""
-    scripts: list[str] = []
-    files: list[str] = []
-    in_place = False
-    suffix = ""
-    extended = quiet = False
-    problem: str | None = None
-    script_file = False
+    line = _SedLine()
     i = 0
     while i < len(args):
         a = args[i]
         if a == "--":
-            files += args[i + 1:]
+            line.files += args[i + 1:]
             break
         if a.startswith("--"):
-            name, eq, value = a[2:].partition("=")
-            if name == "in-place":
-                in_place, suffix = True, value
-            elif name == "expression":
-                scripts.append(value if eq else (args[i + 1] if i + 1 < len(args) else ""))
-                i += 0 if eq else 1
-            elif name == "file":
-                script_file = True
-                i += 0 if eq else 1
-            elif name == "regexp-extended":
-                extended = True
-            elif name in ("quiet", "silent"):
-                quiet = True
-            elif name in ("separate", "posix", "debug", "sandbox", "follow-symlinks", "unbuffered"):
-                pass
-            else:
-                problem = f"the option --{name} is not followed"
+            i = line.long_option(a, args, i)
         elif a.startswith("-") and a != "-":
-            j = 1
-            while j < len(a):
-                c = a[j]
-                if c == "i":
-                    in_place, suffix = True, a[j + 1:]
-                    if not suffix and i + 1 < len(args) and args[i + 1] == "":
-                        problem = "`-i ''` (BSD sed's spelling) is read differently by GNU and BSD sed"
-                    break
-                if c in "ef":
-                    value = a[j + 1:]
-                    if not value:
-                        i += 1
-                        value = args[i] if i < len(args) else ""
-                    if c == "e":
-                        scripts.append(value)
-                    else:
-                        script_file = True
-                    break
-                if c in "Er":
-                    extended = True
-                elif c == "n":
-                    quiet = True
-                elif c in "su":
-                    pass
-                elif c == "l":
-                    i += 0 if a[j + 1:] else 1
-                    break
-                else:
-                    problem = f"the option -{c} is not followed"
-                j += 1
-        elif not scripts and not script_file:
-            scripts.append(a)
+            i = line.short_options(a, args, i)
+        elif not line.scripts and not line.script_file:
+            line.scripts.append(a)
         else:
-            files.append(a)
+            line.files.append(a)
         i += 1
+    if line.script_file:
+        line.problem = line.problem or "a script read from a file (-f) is not followed"
+    return _in_place(line.in_place, line.files, line.suffix, line.problem,
+                     lambda: (sed_script(line.scripts, line.extended, line.quiet),))
+
+
+@dataclass
+class _SedLine:
+    """What a sed command line says, read option by option."""
+
+    scripts: list[str] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    in_place: bool = False
+    suffix: str = ""
+    extended: bool = False
+    quiet: bool = False
+    script_file: bool = False
+    problem: str | None = None
+
+    def long_option(self, a: str, args: list[str], i: int) -> int:
+        """`--name[=value]` at args[i]; returns the index of its last word."""
+        name, eq, value = a[2:].partition("=")
+        if name == "in-place":
+            self.in_place, self.suffix = True, value
+        elif name == "expression":
+            self.scripts.append(value if eq else (args[i + 1] if i + 1 < len(args) else ""))
+            i += 0 if eq else 1
+        elif name == "file":
+            self.script_file = True
+            i += 0 if eq else 1
+        elif name == "regexp-extended":
+            self.extended = True
+        elif name in ("quiet", "silent"):
+            self.quiet = True
+        elif name not in ("separate", "posix", "debug", "sandbox", "follow-symlinks", "unbuffered"):
+            self.problem = f"the option --{name} is not followed"
+        return i
+
+    def short_options(self, a: str, args: list[str], i: int) -> int:
+        """A cluster of letters (`-nE`, `-i.bak`, `-es/a/b/`) at args[i]; returns the index of its last word."""
+        j = 1
+        while j < len(a):
+            c = a[j]
+            if c == "i":
+                self.in_place, self.suffix = True, a[j + 1:]
+                if not self.suffix and i + 1 < len(args) and args[i + 1] == "":
+                    self.problem = "`-i ''` (BSD sed's spelling) is read differently by GNU and BSD sed"
+                return i
+            if c in "ef":
+                value, i = _option_value(a, j, args, i)
+                if c == "e":
+                    self.scripts.append(value)
+                else:
+                    self.script_file = True
+                return i
+            if c == "l":
+                return i + (0 if a[j + 1:] else 1)
+            if c in "Er":
+                self.extended = True
+            elif c == "n":
+                self.quiet = True
+            elif c not in "su":
+                self.problem = f"the option -{c} is not followed"
+            j += 1
+        return i
+
+
+def _option_value(a: str, j: int, args: list[str], i: int) -> tuple[str, int]:
+    """The value of the option letter a[j]: the rest of the word, or else the next word; and the index of the word
+    it ends in."""
+    value = a[j + 1:]
+    if not value:
+        i += 1
+        value = args[i] if i < len(args) else ""
+    return value, i
+
+
+def _in_place(
+    in_place: bool, files: list[str], suffix: str, problem: str | None, parse: Callable[[], Any]
+) -> tuple[Any, list[str] | None, str, str | None]:
+    """An editor's answer (see `sed_arguments`): `parse` reads its program when nothing else is left unfollowed."""
     if not in_place:
         return None, None, "", None
-    if script_file:
-        problem = problem or "a script read from a file (-f) is not followed"
     if "*" in suffix or "/" in suffix:
         problem = problem or "a backup name with `*` or `/` is not followed"
     parsed = None
     if problem is None:
         try:
-            parsed = (sed_script(scripts, extended, quiet),)
+            parsed = parse()
         except Unknowable as exc:
             problem = str(exc)
     return parsed, files, suffix, problem
@@ -125,10 +155,7 @@ def perl_arguments(args: list[str]) -> tuple[Any, list[str] | None, str, str | N
                 in_place, suffix = True, a[j + 1:]
                 break
             elif c in "eE":
-                value = a[j + 1:]
-                if not value:
-                    i += 1
-                    value = args[i] if i < len(args) else ""
+                value, i = _option_value(a, j, args, i)
                 code.append(value)
                 break
             elif c == "0":
@@ -148,19 +175,9 @@ def perl_arguments(args: list[str]) -> tuple[Any, list[str] | None, str, str | N
                 problem = f"the option -{c} is not followed"
             j += 1
         i += 1
-    if not in_place:
-        return None, None, "", None
     if not prints:
         problem = problem or "-i without -p is not followed"
-    if "*" in suffix or "/" in suffix:
-        problem = problem or "a backup name with `*` or `/` is not followed"
-    parsed = None
-    if problem is None:
-        try:
-            parsed = (perl_program("\n".join(code)), slurp)
-        except Unknowable as exc:
-            problem = str(exc)
-    return parsed, files, suffix, problem
+    return _in_place(in_place, files, suffix, problem, lambda: (perl_program("\n".join(code)), slurp))
 
 
 def patch_options(inv: _Inv) -> tuple[int | None, str | None, str | None, bool] | None:
@@ -191,7 +208,7 @@ def patch_options(inv: _Inv) -> tuple[int | None, str | None, str | None, bool] 
         a = args[i]
         if a in ("--dry-run", "-C", "--check"):
             return None, None, None, True
-        if a.startswith("-p") or a.startswith("--strip"):
+        if a.startswith(("-p", "--strip")):
             value = a[2:] if a.startswith("-p") else a.partition("=")[2]
             if not value:
                 i += 1
@@ -199,7 +216,7 @@ def patch_options(inv: _Inv) -> tuple[int | None, str | None, str | None, bool] 
             if not value.isdigit():
                 return None
             strip = int(value)
-        elif a.startswith("-i") or a.startswith("--input"):
+        elif a.startswith(("-i", "--input")):
             value = a[2:] if a.startswith("-i") else a.partition("=")[2]
             if not value:
                 i += 1

@@ -18,11 +18,12 @@ agent's `edit_file(path, old_str, new_str)`) are taken at their word only for an
 
 from __future__ import annotations
 
+import itertools
 import re
 import unicodedata
 from collections.abc import Sequence
 
-__all__ = ["Refused", "Unknowable", "string_edit", "sequential_edits", "original_edits", "STYLES"]
+__all__ = ["STYLES", "Refused", "Unknowable", "original_edits", "sequential_edits", "string_edit"]
 
 #: The agents whose edit semantics are modelled: "claude" (snake_case arguments), "opencode" (camelCase, with
 #: replaceAll), "pi" (edits of oldText/newText against the original), "generic" (anything else).
@@ -127,7 +128,7 @@ def original_edits(text: str, edits: Sequence[tuple[str, str]]) -> str:
         start = normal.index(old)
         spans.append((start, start + len(old), new))
     spans.sort()
-    for (a_start, a_end, _), (b_start, _, _) in zip(spans, spans[1:]):
+    for (a_start, a_end, _), (b_start, _, _) in itertools.pairwise(spans):
         if a_end > b_start:
             raise Refused("two edits overlap")
     result = normal

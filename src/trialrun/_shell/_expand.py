@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Mapping
 from typing import Any
 
-from ._syntax import _ParseError, _Word
+from ._words import _ParseError, _Word
 
 # --------------------------------------------------------------------------------------------------------------
 # Word expansion (the static part of it): brace expansion, known variables, `$IFS` splitting, quote removal.
@@ -41,76 +42,89 @@ def _expand_word(word: _Word, env: Mapping[str, Any], split: bool = True) -> lis
             )
             return [(_unmark(t), None) for t in _brace(marked, [_BRACE_LIMIT])]
         return [("".join(p[1] for p in pieces), None)]
-    fields: list[tuple[str, _Dyn]] = []
-    cur: list[str] = []
-    started = False
-    tail: list[str] | None = None  # known text since the field's last unknown part (None: nothing unknown yet)
+    fields = _Fields()
     ifs = env.get("IFS", _IFS_DEFAULT)
     for p in pieces:
         kind = p[0]
         if kind == "L":
-            cur.append(p[1])
-            if tail is not None:
-                tail.append(p[1])
-            started = True
-            continue
-        if kind == "P" and (p[1] == "@" or p[1].endswith("[@]")) and isinstance(env.get(p[1]), tuple):
-            # "$@": one field per positional parameter (split further when unquoted); known ones by value
-            args: tuple[tuple[str, _Dyn], ...] = env[p[1]]
-            if not split:  # assignments, here-documents: the parameters joined by spaces
-                if all(t is None for _, t in args):
-                    cur.append(" ".join(text for text, _ in args))
-                    if tail is not None:
-                        tail.append(cur[-1])
-                else:
-                    cur.append(p[-1])
-                    tail = []
-                started = True
-                continue
-            for k, (text, arg_tail) in enumerate(args):
-                if k and started:
-                    fields.append(("".join(cur), None if tail is None else "".join(tail)))
-                    cur, started, tail = [], False, None
-                if arg_tail is not None:
-                    cur.append(text)
-                    tail, started = [arg_tail], True
-                    continue
-                for j, part in enumerate([text] if p[2] else _split_ifs(text, ifs)):
-                    if j and started:
-                        fields.append(("".join(cur), None if tail is None else "".join(tail)))
-                        cur, started, tail = [], False, None
-                    if part or p[2]:
-                        cur.append(part)
-                        if tail is not None:
-                            tail.append(part)
-                        started = True
-            continue
-        if kind == "P" and (p[1] in env or p[1] == "IFS"):
-            value = env[p[1]] if p[1] in env else _IFS_DEFAULT
+            fields.add(p[1])
+        elif kind == "P" and (p[1] == "@" or p[1].endswith("[@]")) and isinstance(env.get(p[1]), tuple):
+            _each_parameter(fields, p, env[p[1]], split, ifs)
+        elif kind == "P" and (p[1] in env or p[1] == "IFS"):
+            value = env.get(p[1], _IFS_DEFAULT)
             if p[2] or not split:
-                cur.append(value)
-                if tail is not None:
-                    tail.append(value)
-                started = True
-                continue
-            parts = _split_ifs(value, ifs)
-            for k, part in enumerate(parts):
-                if k and started:
-                    fields.append(("".join(cur), None if tail is None else "".join(tail)))
-                    cur, started, tail = [], False, None
-                if part:
-                    cur.append(part)
-                    if tail is not None:
-                        tail.append(part)
-                    started = True
-            continue
-        cur.append(p[-1] if kind == "P" else p[1])  # unknown at this point: keep the source text
-        started = True
-        which = _WHICH_RE.fullmatch(p[1]) if kind == "D" else None
-        tail = ["/" + which.group(1)] if which else []
-    if started:
-        fields.append(("".join(cur), None if tail is None else "".join(tail)))
-    return fields
+                fields.add(value)
+            else:
+                fields.spread(_split_ifs(value, ifs), keep_empty=False)
+        else:  # unknown at this point: keep the source text
+            which = _WHICH_RE.fullmatch(p[1]) if kind == "D" else None
+            fields.unknown(p[-1] if kind == "P" else p[1], ["/" + which.group(1)] if which else [])
+    return fields.finish()
+
+
+class _Fields:
+    """The fields a word expands to, built piece by piece: the current field's text and, once some part of it is
+    only known at run time, the known text after that part (its tail)."""
+
+    __slots__ = ("cur", "done", "started", "tail")
+
+    def __init__(self) -> None:
+        self.done: list[tuple[str, _Dyn]] = []
+        self.cur: list[str] = []
+        self.started = False
+        self.tail: list[str] | None = None  # known text since the field's last unknown part (None: nothing unknown yet)
+
+    def add(self, text: str) -> None:
+        """Known text, in the current field."""
+        self.cur.append(text)
+        if self.tail is not None:
+            self.tail.append(text)
+        self.started = True
+
+    def unknown(self, source: str, tail: list[str]) -> None:
+        """A part only known at run time (its source text stands for it), sure to end with `tail`."""
+        self.cur.append(source)
+        self.tail = tail
+        self.started = True
+
+    def next_field(self) -> None:
+        """A field boundary (from splitting): the current field, if any, is complete."""
+        if self.started:
+            self.done.append(("".join(self.cur), None if self.tail is None else "".join(self.tail)))
+            self.cur, self.started, self.tail = [], False, None
+
+    def spread(self, parts: list[str], keep_empty: bool) -> None:
+        """Split text: the first part joins the current field, each other one starts a field."""
+        for k, part in enumerate(parts):
+            if k:
+                self.next_field()
+            if part or keep_empty:
+                self.add(part)
+
+    def finish(self) -> list[tuple[str, _Dyn]]:
+        self.next_field()
+        return self.done
+
+
+def _each_parameter(
+    fields: _Fields, piece: tuple, args: tuple[tuple[str, _Dyn], ...], split: bool, ifs: str
+) -> None:
+    """"$@" (or "${a[@]}"): one field per parameter (split further when unquoted), known ones by value; where
+    words are not split (assignments, here-documents) the parameters joined by spaces."""
+    quoted = piece[2]
+    if not split:
+        if all(t is None for _, t in args):
+            fields.add(" ".join(text for text, _ in args))
+        else:
+            fields.unknown(piece[-1], [])
+        return
+    for k, (text, arg_tail) in enumerate(args):
+        if k:
+            fields.next_field()
+        if arg_tail is not None:
+            fields.unknown(text, [arg_tail])
+        else:
+            fields.spread([text] if quoted else _split_ifs(text, ifs), keep_empty=quoted)
 
 
 def _split_ifs(value: str, ifs: str) -> list[str]:
@@ -146,7 +160,7 @@ def _brace(text: str, budget: list[int]) -> list[str]:
             prefix, suffix = text[:start], text[j + 1:]
             bounds = [start, *commas, j]
             out: list[str] = []
-            for a, b in zip(bounds, bounds[1:]):
+            for a, b in itertools.pairwise(bounds):
                 for alt in _brace(text[a + 1:b], budget):
                     out.extend(_brace(prefix + alt + suffix, budget))
             return out

@@ -22,7 +22,7 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Iterable, Mapping
 from fnmatch import fnmatchcase
-from typing import Any, Union
+from typing import Any
 
 State = tuple
 
@@ -41,7 +41,7 @@ class Files(tuple):
 def table(items: Iterable[tuple[str, State]]) -> Files:
     return Files(items)
 #: How scripts the trajectory never showed are judged: "workspace", "none" or globs (see `own_script`).
-OwnScripts = Union[str, tuple[str, ...]]
+OwnScripts = str | tuple[str, ...]
 
 _SYSTEM_DIRS = ("/bin/", "/sbin/", "/usr/bin/", "/usr/sbin/", "/usr/local/bin/", "/usr/local/sbin/",
                 "/usr/libexec/", "/opt/homebrew/bin/", "/snap/bin/")
@@ -60,7 +60,7 @@ def normalise(path: str) -> str:
     if not path:
         return path
     norm = posixpath.normpath(path)
-    return norm[2:] if norm.startswith("./") else norm
+    return norm.removeprefix("./")
 
 
 def workspace_of(files: Mapping[str, Any]) -> Any:
@@ -108,7 +108,7 @@ def check_own_scripts(value: Any, where: str) -> OwnScripts:
     if value in ("workspace", "none"):
         return "workspace" if value == "workspace" else "none"
     if isinstance(value, str) or not isinstance(value, Iterable):
-        raise ValueError(
+        raise ValueError(  # noqa: TRY004 (the documented error of a wrong setting)
             f"{where}: own_scripts must be 'workspace', 'none' or a list of path globs, got {value!r}"
         )
     globs = tuple(value)
@@ -142,8 +142,8 @@ def lookup(files: Mapping[str, State], path: str) -> State | None:
             anywhere = files.get(ANYWHERE)
             if anywhere is not None:
                 return ("unknown", anywhere[1])
-            return ("absent", "was not in the workdir when the trial started, and nothing the trajectory shows "
-                              "wrote it")
+            return ("absent", ("was not in the workdir when the trial started, and nothing the trajectory shows "
+                               "wrote it"))
     if len(same) == 1:
         return same.pop()
     if same:

@@ -4,8 +4,8 @@ change a file (`sed -i 's/^echo //' clean.sh`). A script outside the part of the
 
 sed: addresses (a line number, `$`, `/regex/` with `I`, `first~step`, ranges `a,b`, `!`), and the commands `s`
 (flags `g`, a number, `p`, `i`/`I`), `y`, `d`, `p`, `q`, `Q`, `=`, `a`/`i`/`c` text and `{ }` blocks, with `-n`,
-`-E`/`-r`, several `-e`. Basic and extended regular expressions are translated to Python's; alternation and
-repeated groups (where POSIX's leftmost-longest match may differ from Python's) are not followed.
+`-E`/`-r`, several `-e`. Basic and extended regular expressions are translated to Python's (`_posix_regex`);
+alternation and repeated groups (where POSIX's leftmost-longest match may differ from Python's) are not followed.
 
 perl: `-p` with `-i[EXT]` (and `-0777` to read the file whole) and a program of `s/re/repl/flags` statements
 (`g`, `i`, `m`, `s`, `x`); Perl's and Python's regular expressions agree on what such scripts use.
@@ -18,133 +18,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ._edits import Unknowable
+from ._posix_regex import posix_regex
 
-__all__ = ["sed_script", "run_sed", "perl_program", "run_perl", "Sed"]
-
-_CLASSES = {"alpha": "a-zA-Z", "digit": "0-9", "alnum": "a-zA-Z0-9", "upper": "A-Z", "lower": "a-z",
-            "space": r" \t\n\r\f\v", "blank": r" \t", "punct": r"!-/:-@\[-`{-~", "xdigit": "0-9A-Fa-f",
-            "cntrl": r"\x00-\x1f\x7f", "print": r" -~", "graph": r"!-~"}
-
-
-def _bracket(pattern: str, i: int) -> tuple[str, int]:
-    """A POSIX bracket expression starting at pattern[i] == "[", as Python's; returns it and the index after."""
-    j = i + 1
-    out = "["
-    if j < len(pattern) and pattern[j] == "^":
-        out += "^"
-        j += 1
-    first = True
-    while j < len(pattern):
-        c = pattern[j]
-        if c == "]" and not first:
-            return out + "]", j + 1
-        if c == "[" and pattern.startswith("[:", j):
-            end = pattern.find(":]", j + 2)
-            name = pattern[j + 2:end] if end > 0 else ""
-            if name not in _CLASSES:
-                raise Unknowable(f"the bracket expression class {name!r} is not followed")
-            out += _CLASSES[name]
-            j = end + 2
-        elif c in "[=." and j + 1 < len(pattern) and pattern[j] == "[" and pattern[j + 1] in "=.":
-            raise Unknowable("collating elements are not followed")
-        elif c in "\\[":
-            out += "\\" + c
-            j += 1
-        else:
-            out += c
-            j += 1
-        first = False
-    raise Unknowable("an unclosed bracket expression")
-
-
-def posix_regex(pattern: str, extended: bool, delimiter: str = "/") -> str:
-    """A POSIX (GNU) basic or extended regular expression as Python's (`\\DELIM` is the delimiter itself, a literal);
-    Unknowable for what is not followed."""
-    out: list[str] = []
-    i = 0
-    start = True  # where `*` is literal in a basic expression
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "\\" and i + 1 < len(pattern):
-            d = pattern[i + 1]
-            i += 2
-            if d == delimiter and d != "\n":
-                out.append(re.escape(d))
-                start = False
-                continue
-            if not extended and d in "(){}":
-                if d == "(":
-                    out.append("(")
-                    start = True
-                    continue
-                if d == ")":
-                    out.append(")")
-                    if i < len(pattern) and pattern[i] in "*+?{" or pattern[i:i + 2] in ("\\+", "\\?", "\\{"):
-                        raise Unknowable("a repeated group (POSIX and Python may match it differently)")
-                    start = False
-                    continue
-                out.append("{" if d == "{" else "}")
-                continue
-            if not extended and d in "+?":
-                out.append(d)
-                continue
-            if d == "|" and not extended:
-                raise Unknowable("alternation (POSIX matches the longest alternative, Python the first)")
-            if d in "123456789":
-                out.append("\\" + d)
-            elif d in "wWsSbB":
-                out.append("\\" + d)
-            elif d in "<>":
-                out.append(r"\b")
-            elif d == "`":
-                out.append(r"\A")
-            elif d == "'":
-                out.append(r"\Z")
-            elif d == "n":
-                out.append(r"\n")
-            elif d == "t":
-                out.append(r"\t")
-            elif d.isalnum():
-                raise Unknowable(f"the escape \\{d} is not followed")
-            else:
-                out.append(re.escape(d))
-            start = False
-            continue
-        if c == "[":
-            text, i = _bracket(pattern, i)
-            out.append(text)
-            start = False
-            continue
-        if c == "*":
-            out.append(r"\*" if start else "*")
-            i += 1
-            continue
-        if c in "()|+?{}":
-            if not extended:
-                out.append("\\" + c)
-            elif c == "|":
-                raise Unknowable("alternation (POSIX matches the longest alternative, Python the first)")
-            elif c == ")" and i + 1 < len(pattern) and pattern[i + 1] in "*+?{":
-                raise Unknowable("a repeated group (POSIX and Python may match it differently)")
-            else:
-                out.append(c)
-            start = c == "("
-            i += 1
-            continue
-        if c == "^":
-            out.append("^" if start or extended else r"\^")
-            i += 1
-            continue
-        if c == "$":
-            at_end = i + 1 == len(pattern) or pattern[i + 1:i + 3] == "\\)" or (extended and pattern[i + 1] in ")|")
-            out.append(r"\Z" if at_end else r"\$")
-            i += 1
-            start = False
-            continue
-        out.append("." if c == "." else re.escape(c))
-        start = False
-        i += 1
-    return "".join(out)
+__all__ = ["Sed", "perl_program", "run_perl", "run_sed", "sed_script"]
 
 
 def _replacement(text: str, delimiter: str) -> list[str | int]:
@@ -243,7 +119,7 @@ def _address(script: str, i: int, extended: bool) -> tuple[tuple | None, int]:
         body, i = _delimited(script, i + 1, delimiter)
         flags = 0
         while i < len(script) and script[i] in "IM":
-            flags |= re.I if script[i] == "I" else 0
+            flags |= re.IGNORECASE if script[i] == "I" else 0
             if script[i] == "M":
                 raise Unknowable("the M address flag is not followed")
             i += 1
@@ -258,11 +134,12 @@ def sed_script(scripts: Sequence[str], extended: bool = False, quiet: bool = Fal
     script = "\n".join(scripts)
     if script.startswith("#n\n") or script == "#n":
         quiet = True
-    commands, i = _parse(script, 0, extended, top=True)
+    commands, _ = _parse(script, 0, extended, top=True)
     return Sed(commands, quiet)
 
 
 def _parse(script: str, i: int, extended: bool, top: bool) -> tuple[list[_Command], int]:
+    """The commands of a script (of a `{ }` block unless `top`), from `i`; returns them and the index after."""
     commands: list[_Command] = []
     n = len(script)
     while i < n:
@@ -278,96 +155,132 @@ def _parse(script: str, i: int, extended: bool, top: bool) -> tuple[list[_Comman
             if top:
                 raise Unknowable("an unmatched `}`")
             return commands, i + 1
-        first, i = _address(script, i, extended)
-        last = None
-        while i < n and script[i] in " \t":
-            i += 1
-        if first is not None and i < n and script[i] == ",":
-            i += 1
-            if script[i:i + 1] in ("+", "~"):
-                raise Unknowable("GNU's `addr,+N` and `addr,~N` are not followed")
-            last, i = _address(script, i, extended)
-            if last is None:
-                raise Unknowable("a range without an end")
-            if first == ("line", 0):
-                raise Unknowable("GNU's `0,/re/` is not followed")
-        while i < n and script[i] in " \t":
-            i += 1
-        negate = False
-        if i < n and script[i] == "!":
-            negate = True
-            i += 1
-            while i < n and script[i] in " \t":
-                i += 1
+        first, last, negate, i = _addresses(script, i, extended)
         if i >= n:
             raise Unknowable("an address without a command")
         name = script[i]
-        command = _Command(name, first, last, negate)
-        i += 1
-        if name == "{":
-            command.block, i = _parse(script, i, extended, top=False)
-        elif name == "s":
-            delimiter = script[i]
-            body, i = _delimited(script, i + 1, delimiter)
-            repl, i = _delimited(script, i, delimiter)
-            flags = 0
-            count = 1
-            while i < n and script[i] not in ";\n}":
-                f = script[i]
-                if f == "g":
-                    count = 0
-                elif f.isdigit():
-                    m = re.match(r"\d+", script[i:])
-                    assert m is not None
-                    count = int(m.group(0)) if count else 0
-                    i += m.end() - 1
-                elif f == "p":
-                    command.prints = True
-                elif f in "iI":
-                    flags |= re.I
-                elif f in " \t":
-                    pass
-                else:
-                    raise Unknowable(f"the s flag {f!r} is not followed (`e` runs commands, `w` writes a file)")
-                i += 1
-            if not body:
-                raise Unknowable("an empty regular expression (the last one used) is not followed")
-            command.regex = re.compile(posix_regex(body, extended, delimiter), flags)
-            command.expand = _expand(_replacement(repl, delimiter))
-            command.count = count
-        elif name == "y":
-            delimiter = script[i]
-            source, i = _delimited(script, i + 1, delimiter)
-            target, i = _delimited(script, i, delimiter)
-            source, target = (part.replace("\\" + delimiter, delimiter).replace("\\n", "\n") for part in (source, target))
-            if len(source) != len(target) or "\\" in source + target:
-                raise Unknowable("a y command whose strings differ in length or use escapes")
-            command.table = str.maketrans(source, target)
-        elif name in "aic":
-            rest = script[i:]
-            if rest.startswith("\\\n"):
-                rest = rest[2:]
-                i += 2
-            elif rest.startswith("\\"):
-                rest = rest[1:]
-                i += 1
-            end = rest.find("\n")
-            text = rest if end < 0 else rest[:end]
-            if text.endswith("\\"):
-                raise Unknowable("multi-line a/i/c text is not followed")
-            command.text = text.lstrip(" \t") if not script[i - 1:i] == "\n" else text
-            i += len(rest) if end < 0 else end
-        elif name in "dpqQ=":
-            if name in "qQ":
-                m = re.match(r"\s*\d+", script[i:])
-                if m:
-                    i += m.end()
-        else:
+        reader = _COMMAND_READERS.get(name)
+        if reader is None:
             raise Unknowable(f"the sed command {name!r} is not followed")
+        command = _Command(name, first, last, negate)
+        i = reader(script, i + 1, extended, command)
         commands.append(command)
     if not top:
         raise Unknowable("an unclosed `{`")
     return commands, i
+
+
+def _skip_blanks(script: str, i: int) -> int:
+    while i < len(script) and script[i] in " \t":
+        i += 1
+    return i
+
+
+def _addresses(script: str, i: int, extended: bool) -> tuple[tuple | None, tuple | None, bool, int]:
+    """A command's address or range and its `!`: (first, last, negated, the index of the command's name)."""
+    n = len(script)
+    first, i = _address(script, i, extended)
+    last = None
+    i = _skip_blanks(script, i)
+    if first is not None and i < n and script[i] == ",":
+        i += 1
+        if script[i:i + 1] in ("+", "~"):
+            raise Unknowable("GNU's `addr,+N` and `addr,~N` are not followed")
+        last, i = _address(script, i, extended)
+        if last is None:
+            raise Unknowable("a range without an end")
+        if first == ("line", 0):
+            raise Unknowable("GNU's `0,/re/` is not followed")
+    i = _skip_blanks(script, i)
+    negate = False
+    if i < n and script[i] == "!":
+        negate = True
+        i = _skip_blanks(script, i + 1)
+    return first, last, negate, i
+
+
+def _read_block(script: str, i: int, extended: bool, command: _Command) -> int:
+    """`{ ... }`."""
+    command.block, i = _parse(script, i, extended, top=False)
+    return i
+
+
+def _read_substitute(script: str, i: int, extended: bool, command: _Command) -> int:
+    """`s/regex/replacement/flags`."""
+    n = len(script)
+    delimiter = script[i]
+    body, i = _delimited(script, i + 1, delimiter)
+    repl, i = _delimited(script, i, delimiter)
+    flags = 0
+    count = 1
+    while i < n and script[i] not in ";\n}":
+        f = script[i]
+        if f == "g":
+            count = 0
+        elif f.isdigit():
+            m = re.match(r"\d+", script[i:])
+            assert m is not None
+            count = int(m.group(0)) if count else 0
+            i += m.end() - 1
+        elif f == "p":
+            command.prints = True
+        elif f in "iI":
+            flags |= re.IGNORECASE
+        elif f not in " \t":
+            raise Unknowable(f"the s flag {f!r} is not followed (`e` runs commands, `w` writes a file)")
+        i += 1
+    if not body:
+        raise Unknowable("an empty regular expression (the last one used) is not followed")
+    command.regex = re.compile(posix_regex(body, extended, delimiter), flags)
+    command.expand = _expand(_replacement(repl, delimiter))
+    command.count = count
+    return i
+
+
+def _read_transliterate(script: str, i: int, extended: bool, command: _Command) -> int:
+    """`y/source/target/`."""
+    delimiter = script[i]
+    source, i = _delimited(script, i + 1, delimiter)
+    target, i = _delimited(script, i, delimiter)
+    source, target = (part.replace("\\" + delimiter, delimiter).replace("\\n", "\n") for part in (source, target))
+    if len(source) != len(target) or "\\" in source + target:
+        raise Unknowable("a y command whose strings differ in length or use escapes")
+    command.table = str.maketrans(source, target)
+    return i
+
+
+def _read_text(script: str, i: int, extended: bool, command: _Command) -> int:
+    """`a TEXT`, `i TEXT`, `c TEXT` (one line of text, GNU's one-line form or after `\\` and a newline)."""
+    rest = script[i:]
+    if rest.startswith("\\\n"):
+        rest = rest[2:]
+        i += 2
+    elif rest.startswith("\\"):
+        rest = rest[1:]
+        i += 1
+    end = rest.find("\n")
+    text = rest if end < 0 else rest[:end]
+    if text.endswith("\\"):
+        raise Unknowable("multi-line a/i/c text is not followed")
+    command.text = text.lstrip(" \t") if script[i - 1:i] != "\n" else text
+    return i + (len(rest) if end < 0 else end)
+
+
+def _read_plain(script: str, i: int, extended: bool, command: _Command) -> int:
+    """`d`, `p`, `=`, and `q`/`Q` with an optional exit code."""
+    if command.name in "qQ":
+        m = re.match(r"\s*\d+", script[i:])
+        if m:
+            i += m.end()
+    return i
+
+
+# A sed command's name -> what reads the rest of it into the command, returning the index after it.
+_COMMAND_READERS: dict[str, Callable[[str, int, bool, _Command], int]] = {
+    "{": _read_block, "s": _read_substitute, "y": _read_transliterate,
+    "a": _read_text, "i": _read_text, "c": _read_text,
+    "d": _read_plain, "p": _read_plain, "q": _read_plain, "Q": _read_plain, "=": _read_plain,
+}
 
 
 def _matches(address: tuple, number: int, line: str, is_last: bool) -> bool:
@@ -469,7 +382,7 @@ def _run(commands: list[_Command], line: str, number: int, is_last: bool, before
             else:
                 seen = [0]
 
-                def nth(match: re.Match[str], command: _Command = command) -> str:
+                def nth(match: re.Match[str], command: _Command = command, seen: list[int] = seen) -> str:
                     seen[0] += 1
                     return command.expand(match) if seen[0] == command.count else match.group(0)  # type: ignore[misc]
 
@@ -527,7 +440,7 @@ def perl_program(code: str) -> list[tuple[re.Pattern[str], Callable[[re.Match[st
             if f == "g":
                 count = 0
             elif f in "imsx":
-                flags |= {"i": re.I, "m": re.M, "s": re.S, "x": re.X}[f]
+                flags |= {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE}[f]
             else:
                 raise Unknowable(f"the perl s flag {f!r} is not followed")
             i += 1

@@ -11,7 +11,7 @@ from typing import Any
 
 from ._expand import _Dyn, _expand_word
 from ._options import _Args, _normalise
-from ._syntax import _Word
+from ._words import _Word
 
 
 @dataclass(slots=True)

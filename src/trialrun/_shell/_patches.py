@@ -20,9 +20,19 @@ from dataclasses import dataclass, field
 
 from ._edits import Unknowable
 
-__all__ = ["PatchError", "CodexHunk", "parse_codex_patch", "apply_codex_update", "is_codex_patch", "codex_intercepted",
-           "CODEX_SHELL_TOOLS",
-           "DiffFile", "parse_unified_diff", "apply_unified", "looks_like_unified_diff"]
+__all__ = [
+    "CODEX_SHELL_TOOLS",
+    "CodexHunk",
+    "DiffFile",
+    "PatchError",
+    "apply_codex_update",
+    "apply_unified",
+    "codex_intercepted",
+    "is_codex_patch",
+    "looks_like_unified_diff",
+    "parse_codex_patch",
+    "parse_unified_diff",
+]
 
 
 class PatchError(Exception):
@@ -54,7 +64,7 @@ def is_codex_patch(text: str) -> bool:
 
 _INTERCEPTED_RE = re.compile(
     r"\A\s*(?:cd\s+(?P<dir>'[^']*'|\"[^\"]*\"|[^\s;&|<>'\"]+)\s*&&\s*)?(?:apply_patch|applypatch)\s*<<-?\s*"
-    r"(?P<quote>['\"]?)(?P<delimiter>[A-Za-z_]\w*)(?P=quote)[ \t]*\n(?P<body>.*?)\n(?P=delimiter)[ \t]*\n?\s*\Z", re.S)
+    r"(?P<quote>['\"]?)(?P<delimiter>[A-Za-z_]\w*)(?P=quote)[ \t]*\n(?P<body>.*?)\n(?P=delimiter)[ \t]*\n?\s*\Z", re.DOTALL)
 
 #: The shell tools of Codex, which applies a patch given as their whole command itself (no program runs).
 CODEX_SHELL_TOOLS = frozenset({"exec_command", "shell", "local_shell", "shell_command"})
@@ -261,7 +271,7 @@ class DiffFile:
 
 
 def looks_like_unified_diff(text: str) -> bool:
-    return bool(re.search(r"^--- .*\n\+\+\+ .*\n@@ -\d", text, re.M))
+    return bool(re.search(r"^--- .*\n\+\+\+ .*\n@@ -\d", text, re.MULTILINE))
 
 
 def parse_unified_diff(text: str) -> list[DiffFile]:

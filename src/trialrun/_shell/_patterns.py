@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -11,11 +10,13 @@ from functools import lru_cache
 
 from .._util.command_tools import GLOB_CHARS as _GLOB_CHARS
 from . import _files, _tool_writes
-from ._analysis import _analyse, _Analysis, _basename, _Inv, _quote
+from ._analysis import _analyse
 from ._expand import _expand_word
+from ._inv import _Analysis, _basename, _Inv, _quote
 from ._options import _key_text, _normalise
-from ._syntax import _ASSIGN_RE, _Group, _ParseError, _Parser
+from ._syntax import _ASSIGN_RE, _Group, _Parser
 from ._values import TYPED, CommandLines, TypedInput, UnknownInput, UnreadableCommand
+from ._words import _ParseError
 from ._wrappers import _CODE_RUNNERS, _SHELLS
 
 _REASON_LIMIT = 160  # characters of a command quoted in a reason before it is shortened

@@ -6,15 +6,13 @@ import re
 import shlex
 from collections.abc import Sequence
 
-from ._syntax import _HEX_RES, _OCTAL_RE
+from ._words import _ANSI_ESCAPES, _HEX_RES, _OCTAL_RE
 
 _ECHO_OPTIONS_RE = re.compile(r"-[neE]+")
 _PRINTF_WIDTH_LIMIT = 4096
 _OCTAL3_RE = re.compile("[0-7]{0,3}")
-_PRINTF_ESCAPE_RE = re.compile(r"\\(?:[0-7]{1,3}|x[0-9A-Fa-f]{1,2}|u[0-9A-Fa-f]{1,4}|U[0-9A-Fa-f]{1,8}|.)", re.S)
+_PRINTF_ESCAPE_RE = re.compile(r"\\(?:[0-7]{1,3}|x[0-9A-Fa-f]{1,2}|u[0-9A-Fa-f]{1,4}|U[0-9A-Fa-f]{1,8}|.)", re.DOTALL)
 _PRINTF_SPEC_RE = re.compile(r"%([-+ #0]*)(\d*|\*)(?:\.(\d*|\*))?([a-zA-Z%])")
-_PRINTF_ESCAPES = {"a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n", "r": "\r", "t": "\t",
-                   "v": "\v", "\\": "\\", '"': '"', "'": "'", "?": "?"}
 
 
 def _escapes(text: str, echo: bool) -> tuple[str, bool]:
@@ -30,8 +28,8 @@ def _escapes(text: str, echo: bool) -> tuple[str, bool]:
             continue
         e = text[i + 1]
         i += 2
-        if e in _PRINTF_ESCAPES:
-            out.append(_PRINTF_ESCAPES[e])
+        if e in _ANSI_ESCAPES:  # (the escapes of `$'...'`)
+            out.append(_ANSI_ESCAPES[e])
         elif e == "c":
             return "".join(out), True
         elif e in "01234567" and (e == "0" or not echo):

@@ -19,15 +19,15 @@ from typing import Any
 
 from ._values import TYPED, TypedInput, UnknownInput
 
-__all__ = ["Sessions", "stdin_arguments", "session_id_in"]
+__all__ = ["Sessions", "session_id_in", "stdin_arguments"]
 
 _NAME_RE = re.compile(r"stdin|send[_-]?keys|send[_-]?input[_-]?to|(?:terminal|session|process|pty|shell)[_-]?input|"
-                      r"(?:write|type|send)[_-]?to[_-]?(?:session|process|terminal|pty|shell)", re.I)
+                      r"(?:write|type|send)[_-]?to[_-]?(?:session|process|terminal|pty|shell)", re.IGNORECASE)
 _SESSION_KEYS = ("session_id", "sessionId", "session", "process_id", "processId", "pid", "shell_id", "shellId",
                  "terminal_id", "terminalId", "exec_id")
 _TEXT_KEYS = ("chars", "input", "text", "data", "keys", "stdin", "content")
 #: How a command tool's result names the session it left running (Codex: "Process running with session ID 65747").
-_SESSION_RE = re.compile(r"\bsession[ _-]?id\b\W{0,4}([\w-]+)", re.I)
+_SESSION_RE = re.compile(r"\bsession[ _-]?id\b\W{0,4}([\w-]+)", re.IGNORECASE)
 #: A terminal's line-editing keys: the program does not get these characters as text.
 _EDITING_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _LIMIT = 64 * 1024  # characters of one session's input examined together

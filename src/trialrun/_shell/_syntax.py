@@ -1,30 +1,17 @@
 """Parsing a command line as POSIX shell into a syntax tree whose words keep their pieces (so that
-variables can be resolved later); a command it cannot parse raises `_ParseError`."""
+variables can be resolved later); a command it cannot parse raises `_ParseError`. The words themselves are read
+by `_words`."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
 
-_MAX_DEPTH = 40  # nested substitutions / `bash -c` / `eval` levels before we give up (and fail closed)
-
-
-class _ParseError(Exception):
-    """The command is not valid shell (or too deeply nested to follow); the message says why."""
-
+from ._words import _literal_text, _ParseError, _Word, _WordReader
 
 # --------------------------------------------------------------------------------------------------------------
-# Syntax tree. A word keeps its pieces so that variables can be resolved later (`x=rm; $x -rf /`).
+# Syntax tree: simple commands and groups, made of `_words._Word`s.
 # --------------------------------------------------------------------------------------------------------------
-
-# A piece is ("L", text, quoted) for literal text, ("P", name, quoted, source) for `$name`/`${name}`, or
-# ("D", source, quoted) for an expansion whose value is only known at run time (`$(...)`, `${x:-y}`, `$((1+2))`).
-_Piece = tuple
-
-
-@dataclass(slots=True)
-class _Word:
-    pieces: tuple[_Piece, ...]
 
 
 @dataclass(slots=True)
@@ -62,37 +49,23 @@ class _Group:
 
 # A script is a list of pipelines; a pipeline is a list of stages (_Simple or _Group).
 
-_PLAIN_RE = re.compile(r"[^ \t\r\n;&|()<>'\"\\$`{]+")
 _RESERVED_RE = re.compile(r"(\{|\}|!|\[\[|[a-z]+)(?=[\s;&|()<>]|$)")
 _REDIR_RE = re.compile(r"&>>|&>|\d*(?:<<<|<<-|<<|<>|<&|>>|>&|>\||<|>)")
-_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_ELEMENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\[(?:@|\*|\d+)\]")  # `${a[@]}`, `${a[*]}`, `${a[0]}`
 _COPROC_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*[ \t]+(?=[{(])")  # `coproc NAME { ...; }`
 _ASSIGN_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=")
-_SPECIAL_PARAMS = set("@*#?$!-0123456789")
 _CLOSING_WORDS = frozenset({"}", "fi", "done", "esac", "then", "elif", "else", "do"})
-_BLANKS = " \t\r"
-_ANSI_ESCAPES = {
-    "a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v",
-    "\\": "\\", "'": "'", '"': '"', "?": "?",
-}
 
 
-class _Parser:
+class _Parser(_WordReader):
     """A recursive-descent reader of POSIX shell (with the bash extensions agents write).
 
     It parses far enough to know every simple command and what feeds it; it does not evaluate anything.
     """
 
-    __slots__ = ("s", "n", "i", "depth", "heredocs")
+    __slots__ = ("heredocs",)
 
     def __init__(self, text: str, depth: int = 0, start: int = 0) -> None:
-        if depth > _MAX_DEPTH:
-            raise _ParseError("nested too deeply to follow")
-        self.s = text
-        self.n = len(text)
-        self.i = start
-        self.depth = depth
+        super().__init__(text, depth, start)
         # pending here-documents: delimiter, quoted, strip tabs, the command (or group) and whether it is stdin
         self.heredocs: list[tuple[str, bool, bool, _Simple | _Group, bool]] = []
 
@@ -461,9 +434,8 @@ class _Parser:
             return False
         op = m.group(0).lstrip("0123456789")
         on_stdin = m.group(0)[: len(m.group(0)) - len(op)] in ("", "0")
-        if op in ("<", ">") and m.end() < self.n and s[m.end()] == "(":
-            if m.end() - m.start() == 1:
-                return False  # `<(cmd)` is a process substitution (a word), not a redirection
+        if op in ("<", ">") and m.end() - m.start() == 1 and m.end() < self.n and s[m.end()] == "(":
+            return False  # `<(cmd)` is a process substitution (a word), not a redirection
         self.i = m.end()
         cmd.redirections += 1
         self.skip_blanks()
@@ -505,70 +477,6 @@ class _Parser:
             if on_stdin:
                 cmd.stdin_word = word
 
-    # -- words -----------------------------------------------------------------------------------------------------
-
-    def skip_blanks(self) -> None:
-        s, n, i = self.s, self.n, self.i
-        while i < n:
-            c = s[i]
-            if c in _BLANKS:
-                i += 1
-            elif c == "\\" and i + 1 < n and s[i + 1] == "\n":
-                i += 2
-            elif c == "#":
-                end = s.find("\n", i)
-                i = n if end < 0 else end
-            else:
-                break
-        self.i = i
-
-    def read_word(self, subs: list) -> _Word | None:
-        """One word starting at the cursor, or None when the cursor is at an operator."""
-        s, n = self.s, self.n
-        i = start = self.i
-        pieces: list[_Piece] = []
-        while i < n:
-            c = s[i]
-            m = _PLAIN_RE.match(s, i)
-            if m:
-                pieces.append(("L", m.group(0), False))
-                i = m.end()
-                continue
-            if c == "{":
-                pieces.append(("L", "{", False))
-                i += 1
-            elif c == "'":
-                end = s.find("'", i + 1)
-                if end < 0:
-                    raise _ParseError("unbalanced single quote")
-                pieces.append(("L", s[i + 1:end], True))
-                i = end + 1
-            elif c == '"':
-                i = self.read_dquote(i + 1, pieces, subs)
-            elif c == "\\":
-                if i + 1 >= n:
-                    pieces.append(("L", "\\", False))
-                    i += 1
-                elif s[i + 1] == "\n":
-                    i += 2
-                else:
-                    pieces.append(("L", s[i + 1], True))
-                    i += 2
-            elif c == "$":
-                i = self.read_dollar(i, pieces, subs, quoted=False)
-            elif c == "`":
-                i = self.read_backtick(i, pieces, subs, quoted=False)
-            elif c in "<>" and i == start and i + 1 < n and s[i + 1] == "(":
-                self.i = i + 2
-                subs.append(self.sub_script(i + 2))
-                pieces.append(("D", s[i:self.i], False))
-                i = self.i
-            else:  # blank, newline or operator: the word ends
-                break
-        self.i = i
-        if i == start:
-            return None
-        return _Word(tuple(pieces))
 
     def sub_script(self, start: int) -> list:
         """Parse `...)` from `start` (just after `$(`, `<(` or `>(`) as a script; leaves the cursor after the `)`."""
@@ -579,193 +487,5 @@ class _Parser:
         self.i = sub.i
         return body
 
-    def read_dquote(self, i: int, pieces: list, subs: list, end_char: str | None = '"') -> int:
-        """Inside "...": only `$`, backticks and backslash are special. Returns the index after the closing quote."""
-        s, n = self.s, self.n
-        buf: list[str] = []
-        while True:
-            if i >= n:
-                if end_char is None:
-                    break
-                raise _ParseError("unbalanced double quote")
-            c = s[i]
-            if c == end_char:
-                i += 1
-                break
-            if c == "\\" and i + 1 < n:
-                nxt = s[i + 1]
-                if nxt in '$`"\\':
-                    buf.append(nxt)
-                    i += 2
-                    continue
-                if nxt == "\n":
-                    i += 2
-                    continue
-                buf.append(c)
-                i += 1
-            elif c == "$" or c == "`":
-                if buf:
-                    pieces.append(("L", "".join(buf), True))
-                    buf = []
-                if c == "$":
-                    i = self.read_dollar(i, pieces, subs, quoted=True)
-                else:
-                    i = self.read_backtick(i, pieces, subs, quoted=True)
-            else:
-                buf.append(c)
-                i += 1
-        if buf or not pieces or end_char is not None:
-            pieces.append(("L", "".join(buf), True))
-        return i
-
-    def scan_expansions(self, subs: list) -> _Word:
-        """Here-document text (which behaves like a double-quoted string) as a word, recording substitutions."""
-        pieces: list[_Piece] = []
-        self.read_dquote(0, pieces, subs, end_char=None)
-        return _Word(tuple(pieces))
-
-    def read_dollar(self, i: int, pieces: list, subs: list, quoted: bool) -> int:
-        s, n = self.s, self.n
-        nxt = s[i + 1] if i + 1 < n else ""
-        if nxt == "(":
-            if s.startswith("((", i + 1):
-                end = self.skip_arithmetic(i + 3)
-                pieces.append(("D", s[i:end], quoted))
-                return end
-            subs.append(self.sub_script(i + 2))
-            pieces.append(("D", s[i:self.i], quoted))
-            return self.i
-        if nxt == "{":
-            end = self.skip_braced(i + 2, subs)
-            inner = s[i + 2:end - 1]
-            if _NAME_RE.fullmatch(inner) or (len(inner) == 1 and inner in _SPECIAL_PARAMS) or _ELEMENT_RE.fullmatch(inner):
-                pieces.append(("P", inner, quoted, s[i:end]))
-            else:
-                pieces.append(("D", s[i:end], quoted))
-            return end
-        if nxt == "'" and not quoted:
-            text, end = _ansi_c(s, i + 2)
-            pieces.append(("L", text, True))
-            return end
-        if nxt == '"' and not quoted:
-            return self.read_dquote(i + 2, pieces, subs)
-        m = _NAME_RE.match(s, i + 1)
-        if m:
-            pieces.append(("P", m.group(0), quoted, s[i:m.end()]))
-            return m.end()
-        if nxt and nxt in _SPECIAL_PARAMS:
-            pieces.append(("P", nxt, quoted, s[i:i + 2]))
-            return i + 2
-        pieces.append(("L", "$", quoted))
-        return i + 1
-
-    def skip_braced(self, i: int, subs: list) -> int:
-        """The end of `${...}` (index after `}`), recording substitutions inside (`${x:-$(cmd)}`)."""
-        s, n = self.s, self.n
-        depth = 1
-        while i < n:
-            c = s[i]
-            if c == "}":
-                depth -= 1
-                if depth == 0:
-                    return i + 1
-                i += 1
-            elif c == "{":
-                depth += 1
-                i += 1
-            elif c == "\\":
-                i += 2
-            elif c == "'":
-                end = s.find("'", i + 1)
-                if end < 0:
-                    raise _ParseError("unbalanced single quote")
-                i = end + 1
-            elif c == '"':
-                i = self.read_dquote(i + 1, [], subs)
-            elif c == "$":
-                i = self.read_dollar(i, [], subs, quoted=True)
-            elif c == "`":
-                i = self.read_backtick(i, [], subs, quoted=True)
-            else:
-                i += 1
-        raise _ParseError("unclosed `${`")
-
-    def skip_arithmetic(self, i: int) -> int:
-        """The index after the `))` that closes `$((` or `((` (content is arithmetic, not commands)."""
-        s, n = self.s, self.n
-        depth = 2
-        while i < n:
-            c = s[i]
-            if c == "(":
-                depth += 1
-            elif c == ")":
-                depth -= 1
-                if depth == 0:
-                    return i + 1
-            i += 1
-        raise _ParseError("unclosed `((`")
-
-    def read_backtick(self, i: int, pieces: list, subs: list, quoted: bool) -> int:
-        s, n = self.s, self.n
-        j = i + 1
-        buf: list[str] = []
-        while True:
-            if j >= n:
-                raise _ParseError("unclosed backtick")
-            c = s[j]
-            if c == "`":
-                break
-            if c == "\\" and j + 1 < n and (s[j + 1] in "$`\\" or (quoted and s[j + 1] == '"')):
-                buf.append(s[j + 1])
-                j += 2
-                continue
-            buf.append(c)
-            j += 1
-        subs.append(_Parser("".join(buf), self.depth + 1).parse_all())
-        pieces.append(("D", s[i:j + 1], quoted))
-        return j + 1
-
-
-_HEX_RES = {e: re.compile("[0-9A-Fa-f]{1,%d}" % w) for e, w in (("x", 2), ("u", 4), ("U", 8))}
-_OCTAL_RE = re.compile("[0-7]{0,2}")
-
-
-def _ansi_c(s: str, i: int) -> tuple[str, int]:
-    """Decode `$'...'` from index `i` (after the quote); returns the text and the index after the closing quote."""
-    out: list[str] = []
-    n = len(s)
-    while i < n:
-        c = s[i]
-        if c == "'":
-            return "".join(out), i + 1
-        if c != "\\" or i + 1 >= n:
-            out.append(c)
-            i += 1
-            continue
-        e = s[i + 1]
-        i += 2
-        if e in _ANSI_ESCAPES:
-            out.append(_ANSI_ESCAPES[e])
-        elif e in "xuU":
-            m = _HEX_RES[e].match(s, i)
-            if m:
-                out.append(chr(min(int(m.group(0), 16), 0x10FFFF)))
-                i = m.end()
-            else:
-                out.append("\\" + e)
-        elif e in "01234567":
-            m = _OCTAL_RE.match(s, i)
-            assert m is not None  # the pattern also matches the empty string
-            out.append(chr(int(e + m.group(0), 8) & 0xFF))
-            i = m.end()
-        elif e == "c" and i < n:
-            out.append(chr(ord(s[i]) & 0x1F))
-            i += 1
-        else:
-            out.append("\\" + e)
-    raise _ParseError("unbalanced `$'` quote")
-
-
-def _literal_text(word: _Word) -> str:
-    """A word as written, quotes removed, expansions left as their source text (`$x`, `$(cmd)`)."""
-    return "".join(p[3] if p[0] == "P" else p[1] for p in word.pieces)
+    def text_script(self, text: str) -> list:
+        return _Parser(text, self.depth + 1).parse_all()

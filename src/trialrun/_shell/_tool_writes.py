@@ -22,7 +22,7 @@ from ._patches import (
     parse_unified_diff,
 )
 
-__all__ = ["tool_write", "apply_codex_patch", "apply_unified_diff", "patch_program", "join"]
+__all__ = ["apply_codex_patch", "apply_unified_diff", "join", "patch_program", "tool_write"]
 
 State = tuple
 Table = dict
@@ -33,7 +33,7 @@ _CONTENT_KEYS = ("content", "contents", "text", "file_text", "new_content", "dat
 _OLD_KEYS = ("old_string", "old_str", "old_text", "oldString", "oldText")
 _NEW_KEYS = ("new_string", "new_str", "new_text", "newString", "newText")
 _EDIT_KEYS = (*_OLD_KEYS, "edits", "diff", "patch", "insert_line", *_NEW_KEYS, "new_source", "insert_text")
-_WRITER_NAME_RE = re.compile(r"write|create|save|edit|patch|put|append|replace|insert|update|file", re.I)
+_WRITER_NAME_RE = re.compile(r"write|create|save|edit|patch|put|append|replace|insert|update|file", re.IGNORECASE)
 
 
 def join(cwd: str, path: str) -> str:
@@ -330,6 +330,6 @@ def apply_unified_diff(diff: str, files: Table, cwd: str = "", strip: int | None
         try:
             staged[k] = ("text", tuple(dict.fromkeys(apply_unified(text, part) for text in known)))
         except (PatchError, Unknowable) as exc:
-            staged[k] = ("unknown", f"was patched by {shown}, but the diff does not apply cleanly to what trialrun "
-                                    f"knows of it ({exc})")
+            staged[k] = ("unknown", (f"was patched by {shown}, but the diff does not apply cleanly to what "
+                                     f"trialrun knows of it ({exc})"))
     files.update(staged)

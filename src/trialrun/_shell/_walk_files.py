@@ -1,7 +1,8 @@
 """The walker's file steps: what a command line writes (redirections, `tee`, copies and moves, `sed -i`,
 `perl -pi`, patches, code that writes files) and what a script it runs holds (see `_files` for the states).
 
-A mixin of `_analysis._Walker`, which supplies `feed`, `code`, `lang_code` and `output_of`.
+A base of `_handover._HandOver` (which supplies `code` and `lang_code`) under `_analysis._Walker` (`feed` and
+`output_of`).
 """
 
 from __future__ import annotations
@@ -12,9 +13,9 @@ from typing import TYPE_CHECKING, Any
 from . import _files
 from ._code import LANGUAGES, language_of, language_of_script
 from ._code_writes import code_writes
+from ._editor_args import patch_options, perl_arguments, sed_arguments
 from ._edits import Unknowable
 from ._expand import _Dyn, _expand_word
-from ._editor_args import patch_options, perl_arguments, sed_arguments
 from ._inplace import run_perl, run_sed
 from ._inv import _basename, _Inv, _word_text
 from ._options import _normalise
@@ -267,8 +268,8 @@ class _FileSteps:
             state = _files.lookup(self.files, key)
             known = _files.texts(state)
             if suffix:
-                self.files[self.here(target + suffix)] = state if state is not None else ("unknown", f"is a backup "
-                                                                                          f"made by {shown}")
+                self.files[self.here(target + suffix)] = (
+                    state if state is not None else ("unknown", f"is a backup made by {shown}"))
             if problem is not None or dynamic:
                 self.files[key] = ("unknown", f"was edited in place by {shown}: {problem or 'part of it is only known at run time'}")
                 continue

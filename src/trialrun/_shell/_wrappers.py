@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from ._code import language_of
+from ._interpreters import _STDIN_PATHS, interpreter_handler
 from ._options import _GENERIC, _SPECS, _getopt, _normalise, _Opts, _opts
 from ._syntax import _ASSIGN_RE
 
@@ -26,7 +26,7 @@ _SHELL_CODE_RUNNERS = frozenset({"eval", "source", "."})  # run shell code they 
 _CODE_RUNNERS = _SHELLS | _SHELL_CODE_RUNNERS
 
 _Action = tuple
-_Handler = Any  # Callable[[Sequence[str]], list[_Action]]
+_Handler = Callable[[Sequence[str]], list[_Action]]
 
 
 def _argv_after(words: Sequence[str], j: int) -> list[_Action]:
@@ -44,10 +44,6 @@ def _simple_wrapper(opts: _Opts, skip_operands: int = 0, stop_on: str = "") -> _
         return _argv_after(words, j + skip_operands) if j + skip_operands < len(words) else []
 
     return handle
-
-
-# Script paths that are the shell's own standard input (`curl x | bash /dev/stdin`).
-_STDIN_PATHS = frozenset({"-", "/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"})
 
 
 def _shell_handler(words: Sequence[str]) -> list[_Action]:
@@ -177,16 +173,6 @@ _WRAPPERS: dict[str, _Handler] = {
     "chroot": _simple_wrapper(_opts(long_values=("userspec", "groups")), skip_operands=1),
     "busybox": _simple_wrapper(_GENERIC),
     "toybox": _simple_wrapper(_GENERIC),
-    "xargs": _simple_wrapper(
-        _opts(
-            values="adEILnPsJRS",
-            optional="eil",
-            longs={"arg-file": "a", "delimiter": "d", "eof": "e", "replace": "i", "max-lines": "l",
-                   "max-args": "n", "max-procs": "P", "max-chars": "s", "null": "0", "no-run-if-empty": "r",
-                   "verbose": "t", "interactive": "p", "exit": "x", "open-tty": "o", "show-limits": None},
-            long_values=("process-slot-var",),
-        )
-    ),
     "eval": _eval_handler,
     "trap": _trap_handler,
     "su": _su_handler,
@@ -288,198 +274,6 @@ def _skip_operand_then_argv(opts: _Opts, stop_on: str = "") -> _Handler:
     return _simple_wrapper(opts, skip_operands=1, stop_on=stop_on)
 
 
-def _interpreter_handler(lang: str) -> _Handler:
-    def handle(words: Sequence[str]) -> list[_Action]:
-        return _INTERPRETERS[lang](words, lang)
-
-    return handle
-
-
-def _python_args(words: Sequence[str], lang: str) -> list[_Action]:
-    i, n = 0, len(words)
-    while i < n:
-        w = words[i]
-        if w == "--":
-            i += 1
-            break
-        if not w.startswith("-") or w == "-":
-            break
-        for k, c in enumerate(w[1:], 1):
-            if c == "c":
-                if w[k + 1:]:
-                    return [("code", lang, i, w[k + 1:])]
-                return [("code", lang, i + 1, words[i + 1])] if i + 1 < n else []
-            if c == "m":
-                return []  # a module: code installed on the machine, not given here
-            if c in "WXQ":
-                i += 0 if w[k + 1:] else 1
-                break
-        i += 1
-    return _script_or_stdin(words, i, lang)
-
-
-def _script_or_stdin(words: Sequence[str], i: int, lang: str) -> list[_Action]:
-    if i >= len(words) or words[i] in _STDIN_PATHS:
-        return [("code-stdin", lang)]
-    return [("script-file", lang, i)]
-
-
-def _cluster_args(code_letters: str, valued: str, digits: str) -> Any:
-    """Interpreters with perl-like options: `-e CODE` (several), letters taking the rest of the word (`-MFoo`,
-    `-rlib`) or the next word, and letters taking only digits (`-l`, `-0`)."""
-
-    def parse(words: Sequence[str], lang: str) -> list[_Action]:
-        i, n = 0, len(words)
-        codes: list[tuple[int, str]] = []
-        while i < n:
-            w = words[i]
-            if w == "--":
-                i += 1
-                break
-            if not w.startswith("-") or w == "-" or w.startswith("--"):
-                if w.startswith("--") and w != "--":
-                    i += 1
-                    continue
-                break
-            k = 1
-            while k < len(w):
-                c = w[k]
-                if c in code_letters:
-                    if w[k + 1:]:
-                        codes.append((i, w[k + 1:]))
-                    elif i + 1 < n:
-                        i += 1
-                        codes.append((i, words[i]))
-                    break
-                if c in valued:
-                    if not w[k + 1:] and c in "IrCE":
-                        i += 1  # the value is the next word
-                    break
-                k += 1
-                if c in digits:
-                    while k < len(w) and w[k] in "0123456789":
-                        k += 1
-            i += 1
-        if codes:
-            return [("code", lang, codes[0][0] if len(codes) == 1 else -1, "\n".join(text for _, text in codes))]
-        return _script_or_stdin(words, i, lang)
-
-    return parse
-
-
-def _node_args(words: Sequence[str], lang: str) -> list[_Action]:
-    i, n = 0, len(words)
-    if words and words[0] in ("eval",):  # `deno eval CODE`, `bun eval CODE`
-        return [("code", lang, 1, words[1])] if n > 1 else []
-    if words and words[0] in ("run", "x", "exec"):
-        i = 1
-    while i < n:
-        w = words[i]
-        if w in ("-e", "--eval", "-p", "--print", "-pe", "-ep"):
-            return [("code", lang, i + 1, words[i + 1])] if i + 1 < n else []
-        if w.startswith(("--eval=", "--print=")):
-            return [("code", lang, i, w.split("=", 1)[1])]
-        if w in ("-r", "--require", "--import", "--loader", "--experimental-loader", "-C", "--conditions"):
-            i += 2
-            continue
-        if w == "--" or not w.startswith("-") or w == "-":
-            break
-        i += 1
-    if i < n and words[i] == "--":
-        i += 1
-    return _script_or_stdin(words, i, lang)
-
-
-def _php_args(words: Sequence[str], lang: str) -> list[_Action]:
-    parsed_to, seen = _getopt(words, 0, _opts(values="rfBREFdcSt"))
-    codes = [seen[k] for k in "rBRE" if seen.get(k)]
-    if codes:
-        return [("code", lang, -1, "\n".join(c for c in codes if c))]
-    if seen.get("f"):
-        return [("script-file", lang, seen["f"])]
-    if "a" in seen or "S" in seen or "l" in seen:
-        return []
-    return _script_or_stdin(words, parsed_to, lang)
-
-
-def _awk_args(words: Sequence[str], lang: str) -> list[_Action]:
-    opts = _opts(values="fvFeEil", longs={"file": "f", "assign": "v", "field-separator": "F", "source": "e",
-                                          "exec": "E", "include": "i", "load": "l"})
-    i, n = 0, len(words)
-    codes: list[str] = []
-    files: list[int] = []
-    while i < n:
-        w = words[i]
-        if w == "--":
-            i += 1
-            break
-        if not w.startswith("-") or w == "-":
-            break
-        key = w[1:2] if not w.startswith("--") else opts.canonical_long(w[2:].split("=", 1)[0])
-        value_attached = w[2:] if not w.startswith("--") else (w.split("=", 1)[1] if "=" in w else "")
-        if key in ("f", "e", "E", "--file", "--source", "--exec") or key in opts.values:
-            if value_attached:
-                value, index = value_attached, i
-            else:
-                value, index = (words[i + 1] if i + 1 < n else ""), i + 1
-                i += 1
-            if key in ("f", "E"):
-                files.append(index)
-            elif key == "e":
-                codes.append(value)
-        i += 1
-    if files:
-        return [("script-file", lang, k) for k in files]
-    if codes:
-        return [("code", lang, -1, "\n".join(codes))]
-    return [("code", lang, i, words[i])] if i < n else []
-
-
-def _sed_args(words: Sequence[str], lang: str) -> list[_Action]:
-    if "--sandbox" in words:
-        return []  # GNU sed refuses `e`, `r` and `w` in sandbox mode
-    i, n = 0, len(words)
-    codes: list[tuple[int, str]] = []
-    files: list[int] = []
-    while i < n:
-        w = words[i]
-        if w == "--":
-            i += 1
-            break
-        if not w.startswith("-") or w == "-":
-            break
-        if w.startswith("--expression="):
-            codes.append((i, w.split("=", 1)[1]))
-        elif w == "--expression" or (w.startswith("-") and not w.startswith("--") and w.rstrip("nErsuz")[-1:] == "e"):
-            if i + 1 < n:
-                codes.append((i + 1, words[i + 1]))
-            i += 1
-        elif w.startswith("--file="):
-            files.append(i)
-        elif w == "--file" or (not w.startswith("--") and w.endswith("f") and "i" not in w):
-            files.append(i + 1)
-            i += 1
-        elif w.startswith("-e") and len(w) > 2:
-            codes.append((i, w[2:]))
-        elif w in ("-l", "--line-length"):
-            i += 1
-        i += 1
-    if files:
-        return [("script-file", lang, k) for k in files if k < n]
-    if codes:
-        return [("code", lang, -1 if len(codes) > 1 else codes[0][0], "\n".join(text for _, text in codes))]
-    return [("code", lang, i, words[i])] if i < n else []
-
-
-_INTERPRETERS: dict[str, Callable[[Sequence[str], str], list[_Action]]] = {
-    "python": _python_args,
-    "perl": _cluster_args("eE", "IMmFxidDCV", "l0"),
-    "ruby": _cluster_args("e", "rICEFxWK", "0"),
-    "node": _node_args,
-    "php": _php_args,
-    "awk": _awk_args,
-    "sed": _sed_args,
-}
 
 
 _GIT_CODE_KEYS = re.compile(
@@ -522,7 +316,7 @@ def _git_handler(words: Sequence[str]) -> list[_Action]:
             elif value:
                 actions.append(("text", "git " + value + (" " + rest if rest else "")))
         elif _GIT_CODE_KEYS.fullmatch(key) and value:
-            actions.append(("text", value[1:] if value.startswith("!") else value))
+            actions.append(("text", value.removeprefix("!")))
         elif key in ("core.hookspath", "include.path") or key.startswith("includeif."):
             actions.append(("opaque", f"`{key}` makes git run programs from files not shown here"))
     return actions
@@ -656,4 +450,4 @@ def handler_for(program: str) -> _Handler | None:
     if handler is not None:
         return handler
     lang = language_of(program)
-    return _interpreter_handler(lang) if lang is not None else None
+    return interpreter_handler(lang) if lang is not None else None
