@@ -2,6 +2,9 @@
 
 `decode_trajectory(exchanges)` reads an agent's `Trajectory` out of recorded HTTP exchanges whatever API they
 speak: one turn per successful model response, tool results from the request that follows it.
+
+May import: `_util` and `trajectory` only; the transports, the scrubber and
+everything above stand on the codecs, and they know none of it.
 """
 
 from __future__ import annotations
