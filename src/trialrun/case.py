@@ -1,4 +1,5 @@
-"""Cases (one behaviour to evaluate), their validation, and the context each trial receives.
+"""Cases (one behaviour to evaluate), their validation (the checks of each field are in `_case_checks`), and the
+context each trial receives.
 
 A case that cannot be understood is an error raised before anything runs, listing every problem at once: "a case
 that silently does nothing is worse than no case at all".
@@ -12,9 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
+from ._case_checks import check_callables, check_graders, check_limits_and_text, check_mode, check_tags
 from ._util.display import listing
-from .expect._base import Grader, as_grader
-from .expect.cost import max_cost_usd as _max_cost_grader
+from .expect._base import Grader
 from .trajectory import Trajectory
 
 if TYPE_CHECKING:
@@ -31,7 +32,6 @@ _T = TypeVar("_T")
 __all__ = ["Case", "CaseError", "Problem", "TrialContext", "MODES", "validate_cases", "case"]
 
 MODES = ("deterministic", "live_canary")
-_MODE_SPELLINGS = {"deterministic": "deterministic", "livecanary": "live_canary", "live_canary": "live_canary", "live-canary": "live_canary", "live": "live_canary"}
 
 FIELDS = (
     "name",
@@ -110,19 +110,6 @@ def _as_tuple(items: Any) -> tuple[Any, ...]:
     return tuple(items)
 
 
-def _takes_one_argument(fn: Callable[..., Any]) -> str | None:
-    """Why `fn` cannot be called with the trial context alone, or None when it can (or cannot be inspected)."""
-    import inspect
-
-    try:
-        inspect.signature(fn).bind(object())
-    except TypeError as exc:
-        return f"must take one argument, the trial context (ctx); calling it with one fails: {exc}"
-    except ValueError:  # a builtin without a signature: it will say so when called
-        return None
-    return None
-
-
 def _normalise_key(key: str) -> str:
     if key in FIELDS:
         return key
@@ -176,97 +163,18 @@ class Case:
             normal = _normalise_key(key)
             hint = f" (did you mean {normal!r}?)" if normal in FIELDS else _suggest(key, FIELDS)
             bad(key, f"unknown argument{hint}")
-
-        if name is None or (isinstance(name, str) and not name.strip()):
-            bad("name", "a case needs a non-empty name (its unique key)")
-        elif not isinstance(name, str):
-            bad("name", f"must be a string, got {type(name).__name__}")
-        if invoke is None:
-            bad("invoke", "a case needs an invoke (a callable taking the trial context)")
-        elif not callable(invoke):
-            bad("invoke", f"must be callable, got {type(invoke).__name__}")
-        elif (problem := _takes_one_argument(invoke)) is not None:
-            bad("invoke", problem)
-        for field, hook in (("setup", setup), ("teardown", teardown)):
-            if hook is not None and not callable(hook):
-                bad(field, f"must be callable or None, got {type(hook).__name__}")
-            elif hook is not None and (problem := _takes_one_argument(hook)) is not None:
-                bad(field, problem)
-
-        if isinstance(tags, str):
-            tags = [tags]
-        tag_list: list[str] = []
-        if not isinstance(tags, Iterable):
-            bad("tags", f"must be a list of strings, got {type(tags).__name__}")
-        else:
-            for tag in tags:
-                if isinstance(tag, str) and tag:
-                    tag_list.append(tag)
-                else:
-                    bad("tags", f"every tag must be a non-empty string, got {tag!r}")
-
-        normal_mode = _MODE_SPELLINGS.get(mode.replace(" ", "").lower()) if isinstance(mode, str) else None
-        if normal_mode is None:
-            bad("mode", f"{mode!r} is not a mode; expected 'deterministic' or 'live_canary'")
-
-        graders: list[Grader] = []
-        for field, items, kind in (
-            ("expect_outcome", expect_outcome, "outcome"),
-            ("expect_trajectory", expect_trajectory, "trajectory"),
-        ):
-            if items is None:
-                continue
-            if callable(items) and not isinstance(items, (list, tuple)):
-                items = [items]
-            if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
-                bad(field, f"must be a list of graders, got {type(items).__name__}")
-                continue
-            for position, item in enumerate(items, start=1):
-                try:
-                    grader = as_grader(item, kind)
-                except TypeError as exc:
-                    bad(field, f"item {position}: {exc}")
-                    continue
-                # trialrun's graders know what they grade (expect.called is a trajectory grader wherever it is
-                # listed); a plain callable grades what its list says.
-                graders.append(grader)
-
-        if max_cost_usd is not None:
-            if isinstance(max_cost_usd, bool) or not isinstance(max_cost_usd, (int, float)):
-                bad("max_cost_usd", f"must be a number of US dollars, got {type(max_cost_usd).__name__}")
-                max_cost_usd = None
-            elif not max_cost_usd >= 0:  # negative, or NaN (which compares false with everything)
-                bad("max_cost_usd", f"must be 0 or more US dollars, got {max_cost_usd}")
-                max_cost_usd = None
-            else:
-                graders.append(_max_cost_grader(float(max_cost_usd)))
-
-        if not graders and not any(p.field in ("expect_outcome", "expect_trajectory", "max_cost_usd") for p in problems):
-            bad(
-                "expect_outcome",
-                "no expectation: give at least one of expect_outcome, expect_trajectory or max_cost_usd "
-                "(a case that grades nothing cannot fail)",
-            )
-
-        if timeout_s is not None and (
-            isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not 0 < timeout_s < float("inf")
-        ):
-            bad("timeout_s", f"must be a positive number of seconds, got {timeout_s!r}")
-        if trials is not None and (isinstance(trials, bool) or not isinstance(trials, int) or trials < 1):
-            bad("trials", f"must be a positive integer, got {trials!r}")
-        for field, text in (("title", title), ("description", description)):
-            if text is not None and not isinstance(text, str):
-                bad(field, f"must be a string, got {type(text).__name__}")
-        if metadata is not None and not isinstance(metadata, Mapping):
-            bad("metadata", f"must be a mapping, got {type(metadata).__name__}")
-
+        check_callables(name, invoke, setup, teardown, bad)
+        tag_list = check_tags(tags, bad)
+        normal_mode = check_mode(mode, bad)
+        graders = check_graders(expect_outcome, expect_trajectory, max_cost_usd, bad)
+        check_limits_and_text(timeout_s, trials, title, description, metadata, bad)
         if problems:
             raise CaseError(problems)
 
         assert isinstance(name, str)  # checked above: a CaseError otherwise
         self.name: str = name
         self.invoke = invoke
-        self.tags: tuple[str, ...] = tuple(tag_list)
+        self.tags: tuple[str, ...] = tag_list
         self.mode: str = normal_mode if normal_mode is not None else "deterministic"
         self.setup = setup
         self.teardown = teardown

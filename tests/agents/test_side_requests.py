@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 import trialrun as tr
-from trialrun.suite._build import config_snapshot, process_agent
+from trialrun.suite._build import config_snapshot
+from trialrun.suite._build_agent import process_agent
 from trialrun.suite.config import load_config
 from trialrun.suite._tests_file import read_suite
 

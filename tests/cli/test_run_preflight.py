@@ -75,7 +75,7 @@ def test_a_set_key_passes_the_check(project: Path, cli, monkeypatch: pytest.Monk
 
 
 def test_an_openai_compatible_server_needs_no_key(project: Path, cli, monkeypatch: pytest.MonkeyPatch) -> None:
-    from trialrun.suite._build import check_api_keys
+    from trialrun.suite._build_model import check_api_keys
     from trialrun.suite.config import load_config
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)

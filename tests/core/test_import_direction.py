@@ -28,7 +28,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("endpoint",),           # the seam served on a loopback port
     ("agent",),              # the reference agent
     ("expect",),             # the graders
-    ("case",),               # a case and its trial context
+    ("case", "_case_checks"),  # a case and its trial context, and the checks of its fields
     ("report",),             # results, the files that keep them, and what is computed from them
     ("run",),                # the runner and its executors
     ("agents",),             # agents in another process (CLI coding agents)

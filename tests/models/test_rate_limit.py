@@ -246,7 +246,8 @@ def test_trialrun_toml_sets_the_limit_and_bad_values_name_the_key(tmp_path: Path
                            "rate_limit = {requests_per_minute = 90, tokens_per_minute = 40000}\n")
     config = load_config(tmp_path)
     assert config.rate_limits == RateLimit(requests_per_minute=90, tokens_per_minute=40000)
-    from trialrun.suite._build import _live, _rate_limit_snapshot
+    from trialrun.suite._build import _rate_limit_snapshot
+    from trialrun.suite._build_model import _live
 
     assert _live(config.model_spec, config.effective_api, config.rate_limits).rate_limit == config.rate_limits
     assert _rate_limit_snapshot(config) == {"requests_per_minute": 90, "tokens_per_minute": 40000,

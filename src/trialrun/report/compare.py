@@ -270,60 +270,7 @@ def compare(before: RunReport, after: RunReport, *, threshold: float = REGRESSIO
     old = {c.name: c for c in before.cases if not c.skipped}
     new = {c.name: c for c in after.cases if not c.skipped}
     multi = before.trial_count > 1 or after.trial_count > 1
-    stopped_before, stopped_after = set(before.unfinished_cases), set(after.unfinished_cases)
-    deltas: list[CaseDelta] = []
-    for name, case in new.items():
-        prior = old.get(name)
-        common = _AfterSide(
-            name=name, after=case.value, passed_after=case.passed, pass_at_1_after=case.pass_at_1,
-            pass_pow_k_after=case.pass_pow_k,
-        )
-        if prior is None:
-            if name in stopped_before:  # not new: the earlier run was interrupted before it finished
-                deltas.append(CaseDelta(status="not_finished", unfinished_in="before", **common))
-            else:
-                deltas.append(CaseDelta(status="added", **common))
-            continue
-        delta = _shown_delta(prior.value, case.value)
-        newly_failing = prior.passed is True and case.passed is False
-        newly_passing = prior.passed is False and case.passed is True
-        moves = _sub_score_moves(prior, case)
-        sub_drops = [m.name for m in moves if _is_drop(m.delta, threshold)]
-        regression = newly_failing or _is_drop(delta, threshold) or bool(sub_drops)
-        if delta is not None and abs(delta) >= _EPSILON:
-            status: Movement = "improved" if delta > 0 else "regressed"
-        else:
-            status = "regressed" if newly_failing else "improved" if newly_passing else "unchanged"
-        counts_before, counts_after = _trial_counts(prior), _trial_counts(case)
-        significance = None
-        changed = status != "unchanged" or bool(moves) or _shown_delta(prior.pass_at_1, case.pass_at_1) not in (None, 0.0)
-        if multi and changed and counts_before and counts_after:
-            significance = _case_significance(counts_before, counts_after)
-        deltas.append(
-            CaseDelta(status=status, before=prior.value, delta=delta, regression=regression, newly_failing=newly_failing,
-                      failure_after=_why(case) if newly_failing else None, passed_before=prior.passed,
-                      pass_at_1_before=prior.pass_at_1, pass_pow_k_before=prior.pass_pow_k, newly_passing=newly_passing,
-                      sub_score_moves=moves, sub_score_regressions=sub_drops,
-                      trials_passed_before=counts_before[0] if counts_before else None,
-                      trials_run_before=counts_before[1] if counts_before else None,
-                      trials_passed_after=counts_after[0] if counts_after else None,
-                      trials_run_after=counts_after[1] if counts_after else None,
-                      pass_at_1_interval_before=metrics.wilson_interval(*counts_before) if counts_before else None,
-                      pass_at_1_interval_after=metrics.wilson_interval(*counts_after) if counts_after else None,
-                      significance=significance, **common)
-        )
-    gone: list[CaseDelta] = []
-    for name, prior in old.items():
-        if name not in new:
-            unfinished = name in stopped_after
-            (deltas if unfinished else gone).append(CaseDelta(
-                name=name, status="not_finished" if unfinished else "removed", before=prior.value,
-                passed_before=prior.passed, pass_at_1_before=prior.pass_at_1, pass_pow_k_before=prior.pass_pow_k,
-                unfinished_in="after" if unfinished else None))
-    for name in after.unfinished_cases:  # stopped in the later run, and not finished (or skipped) in the earlier
-        if name not in old and name not in new:
-            deltas.append(CaseDelta(name=name, status="not_finished", unfinished_in="after"))
-    deltas += gone
+    deltas = _case_deltas(old, new, before, after, threshold, multi)
     added = [d.name for d in deltas if d.status == "added"]
     removed = [d.name for d in deltas if d.status == "removed"]
     both = [name for name in new if name in old]
@@ -373,6 +320,70 @@ def compare(before: RunReport, after: RunReport, *, threshold: float = REGRESSIO
         score_significance=_paired(pairs_value) if multi else None,
         trials_needed=needed,
     )
+
+
+def _case_deltas(old: dict[str, CaseResult], new: dict[str, CaseResult], before: RunReport, after: RunReport,
+                 threshold: float, multi: bool) -> list[CaseDelta]:
+    """Every test's delta: in the after run's order, then the tests an interruption of the after run stopped, then
+    the removed ones. A test only one run has is "not finished" when the other run was stopped before it."""
+    stopped_before, stopped_after = set(before.unfinished_cases), set(after.unfinished_cases)
+    deltas: list[CaseDelta] = []
+    for name, case in new.items():
+        prior = old.get(name)
+        common = _AfterSide(
+            name=name, after=case.value, passed_after=case.passed, pass_at_1_after=case.pass_at_1,
+            pass_pow_k_after=case.pass_pow_k,
+        )
+        if prior is None:
+            if name in stopped_before:  # not new: the earlier run was interrupted before it finished
+                deltas.append(CaseDelta(status="not_finished", unfinished_in="before", **common))
+            else:
+                deltas.append(CaseDelta(status="added", **common))
+            continue
+        deltas.append(_shared_delta(prior, case, common, threshold, multi))
+    gone: list[CaseDelta] = []
+    for name, prior in old.items():
+        if name not in new:
+            unfinished = name in stopped_after
+            (deltas if unfinished else gone).append(CaseDelta(
+                name=name, status="not_finished" if unfinished else "removed", before=prior.value,
+                passed_before=prior.passed, pass_at_1_before=prior.pass_at_1, pass_pow_k_before=prior.pass_pow_k,
+                unfinished_in="after" if unfinished else None))
+    for name in after.unfinished_cases:  # stopped in the later run, and not finished (or skipped) in the earlier
+        if name not in old and name not in new:
+            deltas.append(CaseDelta(name=name, status="not_finished", unfinished_in="after"))
+    return deltas + gone
+
+
+def _shared_delta(prior: CaseResult, case: CaseResult, common: _AfterSide, threshold: float, multi: bool) -> CaseDelta:
+    """The delta of a test both runs finished: its movement, whether it regressed (a drop of the threshold, a pass
+    that became a fail, a sub-score that dropped), and with several trials whether the change is beyond chance."""
+    delta = _shown_delta(prior.value, case.value)
+    newly_failing = prior.passed is True and case.passed is False
+    newly_passing = prior.passed is False and case.passed is True
+    moves = _sub_score_moves(prior, case)
+    sub_drops = [m.name for m in moves if _is_drop(m.delta, threshold)]
+    regression = newly_failing or _is_drop(delta, threshold) or bool(sub_drops)
+    if delta is not None and abs(delta) >= _EPSILON:
+        status: Movement = "improved" if delta > 0 else "regressed"
+    else:
+        status = "regressed" if newly_failing else "improved" if newly_passing else "unchanged"
+    counts_before, counts_after = _trial_counts(prior), _trial_counts(case)
+    significance = None
+    changed = status != "unchanged" or bool(moves) or _shown_delta(prior.pass_at_1, case.pass_at_1) not in (None, 0.0)
+    if multi and changed and counts_before and counts_after:
+        significance = _case_significance(counts_before, counts_after)
+    return CaseDelta(status=status, before=prior.value, delta=delta, regression=regression, newly_failing=newly_failing,
+                     failure_after=_why(case) if newly_failing else None, passed_before=prior.passed,
+                     pass_at_1_before=prior.pass_at_1, pass_pow_k_before=prior.pass_pow_k, newly_passing=newly_passing,
+                     sub_score_moves=moves, sub_score_regressions=sub_drops,
+                     trials_passed_before=counts_before[0] if counts_before else None,
+                     trials_run_before=counts_before[1] if counts_before else None,
+                     trials_passed_after=counts_after[0] if counts_after else None,
+                     trials_run_after=counts_after[1] if counts_after else None,
+                     pass_at_1_interval_before=metrics.wilson_interval(*counts_before) if counts_before else None,
+                     pass_at_1_interval_after=metrics.wilson_interval(*counts_after) if counts_after else None,
+                     significance=significance, **common)
 
 
 # -- the text the eval skill shows ---------------------------------------------------------------------------
