@@ -113,3 +113,9 @@ def call_repr(call: ToolCall) -> str:
 
 def count(n: int, noun: str) -> str:
     return f"{n} {noun}{'s' if n != 1 else ''}"
+
+
+def in_conversations(trajectory: Trajectory) -> str:
+    """` in 3 conversations` where the agent had side or sub conversations beside the main one, else ""."""
+    others = len(trajectory.other_conversations)
+    return f" in {others + 1} conversations" if others else ""

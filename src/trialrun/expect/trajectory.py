@@ -14,6 +14,7 @@ from ._calls import call_repr as _call_repr
 from ._calls import count as _count
 from ._calls import counting as _counting
 from ._calls import fmt_args as _fmt_args
+from ._calls import in_conversations as _in_conversations
 from ._calls import include_refused_arg as _include_refused
 from ._calls import invisible as _invisible
 from ._calls import not_counted as _not_counted
@@ -97,6 +98,31 @@ def _names(trajectory: Trajectory) -> str:
     return ", ".join(names) if names else "none"
 
 
+def _called_label(tool: str, args: Mapping[str, Any] | None, times: int | None, at_least: int | None,
+                  at_most: int | None, exact_args: bool, include_refused: bool) -> str:
+    """`called('read_file', args={...}, times=2)`: the grader as it was written, the options given and no others."""
+    parts = [repr(tool)]
+    if args is not None:
+        parts.append(f"args={args!r}")
+    for name, value in (("times", times), ("at_least", at_least), ("at_most", at_most)):
+        if value is not None:
+            parts.append(f"{name}={value}")
+    if exact_args:
+        parts.append("exact_args=True")
+    if include_refused:
+        parts.append("include_refused=True")
+    return f"called({', '.join(parts)})"
+
+
+def _args_seen(calls: Sequence[ToolCall], keys: list[str] | None) -> str:
+    """The arguments of the first five calls, for a reason saying they never matched (only `keys`, when given)."""
+    shown = [_fmt_args(c.arguments, keys) for c in calls[:5]]
+    # `saw path='b.txt', path='c.txt'` reads best; calls showing several arguments each need a stronger break
+    one_each = all(len(c.arguments if keys is None else keys) <= 1 for c in calls[:5])
+    sep = ", " if one_each else "; "
+    return sep.join(shown) + (f"{sep}..." if len(calls) > 5 else "")
+
+
 def called(
     tool: str,
     args: Mapping[str, Any] | None = None,
@@ -127,17 +153,7 @@ def called(
                          "fail; give at_most too, or use not_called / times=0")
     if at_least is not None and at_most is not None and at_least > at_most:
         raise ValueError(f"expect.called: at_least={at_least} is more than at_most={at_most}; it could never pass")
-    parts = [repr(tool)]
-    if args is not None:
-        parts.append(f"args={args!r}")
-    for name, value in (("times", times), ("at_least", at_least), ("at_most", at_most)):
-        if value is not None:
-            parts.append(f"{name}={value}")
-    if exact_args:
-        parts.append("exact_args=True")
-    if include_refused:
-        parts.append("include_refused=True")
-    label = f"called({', '.join(parts)})"
+    label = _called_label(tool, args, times, at_least, at_most, exact_args, include_refused)
     if times is None and at_least is None and at_most is None:
         at_least = 1
 
@@ -170,15 +186,8 @@ def called(
                 return Verdict(False, label, f"{tool} was never called: {_INVISIBLE}")
             return Verdict(False, label, f"{tool} was never called (tools called: {_names(trajectory)})")
         if args is not None and not hits:
-            keys = None if exact_args else list(args)
-            shown = [_fmt_args(c.arguments, keys) for c in calls[:5]]
-            # `saw path='b.txt', path='c.txt'` reads best; calls showing several arguments each need a stronger break
-            one_each = all(len(c.arguments if keys is None else keys) <= 1 for c in calls[:5])
-            sep = ", " if one_each else "; "
-            seen = sep.join(shown) + (f"{sep}..." if len(calls) > 5 else "")
-            return Verdict(
-                False, label, f"{tool} was called {_times(len(calls))}, never with {_fmt_args(args)} (saw {seen}){note}"
-            )
+            return Verdict(False, label, f"{tool} was called {_times(len(calls))}, never with {_fmt_args(args)} "
+                                         f"(saw {_args_seen(calls, None if exact_args else list(args))}){note}")
         want = (
             f"exactly {times}" if times is not None
             else f"at least {at_least}" if at_least is not None and n < at_least
@@ -222,11 +231,6 @@ def _fate(o: CallOutcome) -> str:
     if o.outcome == "refused" and o.denial is not None:
         return f" ({_refused_by(o.denial)})"
     return {"unanswered": " (never got a result)", "unknown": " (no id: its result is unknown)"}.get(o.outcome, "")
-
-
-def _in_conversations(trajectory: Trajectory) -> str:
-    others = len(trajectory.other_conversations)
-    return f" in {others + 1} conversations" if others else ""
 
 
 def _ref_repr(ref: tuple[str, Mapping[str, Any] | None], limit: int | None = 60) -> str:
@@ -480,10 +484,8 @@ def never_ran(
     trajectory shows applied; where a script's content cannot be known, the grader fails closed and says why.
     Text typed into a running shell or REPL (`write_stdin`) is examined as that program's input.
     """
-    import shlex
-    from collections import Counter
-
-    from .. import _shell  # the one command matcher, shared with ToolPolicy
+    from .. import _shell
+    from ._never_ran import examine_commands  # the one command matcher, shared with ToolPolicy
 
     pattern = _shell.CommandPattern.parse(text_arg("never_ran", "command", command))
     include = _include_refused("never_ran", include_refused, include_denied, default=True)
@@ -505,94 +507,18 @@ def never_ran(
     label = f"never_ran({', '.join(options)})"
 
     def grade(run: Run, ctx: object) -> Verdict:
-        trajectory = run.trajectory
-        if _invisible(trajectory):
+        if _invisible(run.trajectory):
             return Verdict(False, label, f"cannot tell whether {command!r} ran: {_INVISIBLE}")
-        schema_tools = trajectory.command_tools
-        tools = given + tuple(schema_tools) if schema_tools else given
-        keys = tuple(dict.fromkeys(schema_tools.values())) if schema_tools else ()
-        fates = {id(o.call): o for o in trajectory.outcomes()}  # what became of each call (tried / refused / ran)
-        skipped: list[CallOutcome] = []  # refused calls left out (include_refused=False)
-        calls: list[tuple[Any, str, Any]] = []
-        unclassified: list[ToolCall] = []
-        via_tools: dict[str, None] = {}
-        # An agent records the command of each call it ran (the reference agent does): that command and the
-        # call's own are one command, examined (and counted) once, as the call's.
-        recorded = Counter(trajectory.commands)
-        # What each call runs and what the calls before it wrote (on the trial's workspace model, when there is one:
-        # what the workdir held at the start), followed in one pass.
-        workspace = getattr(ctx, "workspace", None)
-        every = _shell.calls_in_order(trajectory)  # (a sub-agent's edit before the main loop's run of it)
-        follow = _shell.Follower({r.call_id: r for r in trajectory.all_tool_results if r.call_id}, tools, keys,
-                                 workspace, own, every)
-        for call in every:
-            # a call whose arguments the model garbled still shows what it tried (`{"command": "rm -rf /"` cut off)
-            arguments = call.raw_arguments if call.raw_arguments is not None else call.arguments
-            found = _shell.command_of_call(call.name, arguments, tools, keys)
-            fate = fates.get(id(call))
-            source = fate.denial.source if fate is not None and fate.denial is not None else None
-            text, written = follow.command(call, arguments, found)  # (text typed into a session, for write_stdin)
-            files = follow.files
-            if source is None:  # a refused call ran nothing: later calls cannot read what it would have written
-                follow.ran(call, arguments, written)
-            if text is None:
-                if found is None and _carries_command_text(call):
-                    unclassified.append(call)
-                continue
-            if fate is not None and source is not None and not include:
-                skipped.append(fate)
-                continue
-            via_tools[call.name] = None
-            refusal = ("" if source is None else " (refused by the agent)" if source == "agent"
-                       else " (denied by policy)" if source == "policy" else f" (refused by the {source})")
-            calls.append((text, f" via {call.name}{refusal}", files))
-            spellings = [] if found is None else [found] if isinstance(found, str) else [" ".join(found), shlex.join(found)]
-            same = next((text for text in spellings if recorded[text] > 0), None)
-            if same is not None:
-                recorded[same] -= 1
-        examined: list[tuple[Any, str, Any]] = []
-        for text, files in follow.recorded(trajectory.commands):
-            if recorded[text] > 0:
-                recorded[text] -= 1
-                examined.append((text, "", files))
-        examined += calls
-        for text, via, files in examined:
+        seen = examine_commands(run.trajectory, getattr(ctx, "workspace", None), given, own, include)
+        for text, via, files in seen.examined:
             match = _shell.match_command(pattern, text, own_scripts=own, files=files)
             if match.matched:
                 return Verdict(False, label, f"{match.reason}{via}")
-        where = f" (via {', '.join(via_tools)})" if via_tools else ""
-        reason = f"none of {_count(len(examined), 'command')}{where}{_in_conversations(trajectory)} ran {command!r}"
-        if workspace is not None:
-            reason += f"; scripts judged by the workspace model (the workdir at the start: {workspace.describe()})"
-        if not examined:
-            offered = [name for name in trajectory.offered_tools if name in schema_tools] if trajectory.offered_tools else []
-            reason += (f"; command tools offered: {', '.join(offered)}" if offered
-                       else "; no command tool was offered or called" if trajectory.offered_tools else "")
-        reason += _not_counted(skipped)
-        if unclassified:
-            shown = ", ".join(_call_repr(c) for c in unclassified[:3]) + (", ..." if len(unclassified) > 3 else "")
-            reason += (f"; {_count(len(unclassified), 'call')} to tools not known to run commands carry "
-                       f"command-like text, not examined: {shown} (name the tool in command_tools to examine it)")
-        return Verdict(True, label, reason)
+        return Verdict(True, label, seen.pass_reason(command))
 
     grader = _looking(label, grade)
     grader.fn.reads_workspace = True  # type: ignore[attr-defined]  # the trial takes a workspace snapshot for it
     return grader
-
-
-#: Programs whose name at the start of an argument makes it look like a shell command.
-_PROGRAMS = frozenset("""rm rmdir ls cat echo cd cp mv mkdir chmod chown curl wget git python python3 node npm npx pip
-sh bash zsh sudo find grep sed awk tar kill pkill dd docker make perl ruby ssh scp rsync touch truncate""".split())
-
-
-def _carries_command_text(call: ToolCall) -> bool:
-    """A call of a tool not known to run commands whose arguments read like a shell command (`rm -rf d`)."""
-    for value in call.arguments.values():
-        if isinstance(value, str):
-            first = value.strip().split(None, 1)[0] if value.strip() else ""
-            if first.rsplit("/", 1)[-1] in _PROGRAMS and (" " in value.strip() or "/" in first):
-                return True
-    return False
 
 
 def no_model_calls() -> Grader:

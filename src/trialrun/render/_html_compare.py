@@ -8,7 +8,7 @@ from html import escape
 
 from ..report.compare import CaseDelta, Comparison, chance_text, dropped, note_lines, regression_reason, shown
 from ..report.results import RunReport
-from .html import _noscript, _rate, _stat, _value, _when
+from ._html_parts import _noscript, _rate, _stat, _value, _when
 
 __all__ = ["compare_summary"]
 
@@ -53,13 +53,10 @@ def _name_list(names: list[str], empty: str) -> str:
     return '<ul class="names">' + "".join(f"<li><code>{escape(n)}</code></li>" for n in names) + "</ul>"
 
 
-def compare_summary(comparison: Comparison, before: RunReport, after: RunReport, title: str, extra: str = "") -> str:
-    c = comparison
+def _stat_rows(c: Comparison) -> list[str]:
+    """The stat boxes: each aggregate before, after and its change; the added, removed and unfinished counts."""
     regressed = bool(c.regressions)
-    state = "failed" if regressed else "passed"
-    verdict = (f'<span class="badge fail">▼ {len(c.regressions)} REGRESSION{"S" if len(c.regressions) != 1 else ""}</span>'
-               if regressed else '<span class="badge pass">✓ NO REGRESSIONS</span>')
-    rows = [
+    return [
         _compare_stat("Avg score", _rate(c.avg_score_before), _rate(c.avg_score_after),
                       _delta(c.avg_score_before, c.avg_score_after), "stat-avg-score"),
         _compare_stat("Pass rate", f"{c.passed_before}/{c.total_before}", f"{c.passed_after}/{c.total_after}",
@@ -77,7 +74,11 @@ def compare_summary(comparison: Comparison, before: RunReport, after: RunReport,
         _stat("Regressions", str(len(c.regressions)), tone="fail" if regressed else "pass", stat_id="stat-regressions",
               note=f"drop of {c.threshold:.2f} or more, or pass to fail"),
     ]
-    if regressed:
+
+
+def _alerts(c: Comparison) -> str:
+    """The regressions and why (or that there are none), then the notes of an interrupted run."""
+    if c.regressions:
         deltas = {d.name: d for d in c.cases}
         items = "".join(_regression_item(c, deltas[n]) for n in c.regressions)
         alert = (f'<div class="alert bad" id="regressions"><p><strong>Regression{"s" if len(c.regressions) != 1 else ""}'
@@ -90,24 +91,38 @@ def compare_summary(comparison: Comparison, before: RunReport, after: RunReport,
     if notes:  # an interrupted run: its missing tests did not finish, they were not removed
         alert += ('<div class="alert warn" id="interrupted"><ul>'
                   + "".join(f"<li>{escape(_sentence(n.removeprefix('note: ')))}</li>" for n in notes) + "</ul></div>")
-    if c.config_changes:
-        config_rows = "".join(
-            f'<tr><th scope="row"><code>{escape(ch.key)}</code></th><td class="old"><code>{_value(ch.before)}</code></td>'
-            f'<td class="new"><code>{_value(ch.after)}</code></td></tr>' for ch in c.config_changes)
-        config = (f'<table class="kv diff" id="config-diff"><caption class="sr-only">Configuration changes</caption>'
-                  f'<thead><tr><th scope="col">Key</th><th scope="col">Before</th><th scope="col">After</th></tr></thead>'
-                  f"<tbody>{config_rows}</tbody></table>")
-    else:
-        config = '<p class="muted" id="config-diff">The configuration snapshots are identical.</p>'
+    return alert
 
+
+def _config_diff(c: Comparison) -> str:
+    """The keys whose value changed, before beside after (or that the snapshots are identical)."""
+    if not c.config_changes:
+        return '<p class="muted" id="config-diff">The configuration snapshots are identical.</p>'
+    config_rows = "".join(
+        f'<tr><th scope="row"><code>{escape(ch.key)}</code></th><td class="old"><code>{_value(ch.before)}</code></td>'
+        f'<td class="new"><code>{_value(ch.after)}</code></td></tr>' for ch in c.config_changes)
+    return (f'<table class="kv diff" id="config-diff"><caption class="sr-only">Configuration changes</caption>'
+            f'<thead><tr><th scope="col">Key</th><th scope="col">Before</th><th scope="col">After</th></tr></thead>'
+            f"<tbody>{config_rows}</tbody></table>")
+
+
+def _run_line(label: str, report: RunReport) -> str:
+    rid = f" <code>{escape(report.run_id)}</code>" if report.run_id else ""
+    return f"<li><strong>{label}</strong>{rid} · {escape(_when(report))} · {report.trial_count} trial{'s' if report.trial_count != 1 else ''} per case</li>"
+
+
+def compare_summary(comparison: Comparison, before: RunReport, after: RunReport, title: str, extra: str = "") -> str:
+    c = comparison
+    regressed = bool(c.regressions)
+    state = "failed" if regressed else "passed"
+    verdict = (f'<span class="badge fail">▼ {len(c.regressions)} REGRESSION{"S" if len(c.regressions) != 1 else ""}</span>'
+               if regressed else '<span class="badge pass">✓ NO REGRESSIONS</span>')
+    rows, alert, config = _stat_rows(c), _alerts(c), _config_diff(c)
     not_finished = ("" if not c.not_finished else
                     '<section class="panel" aria-labelledby="unfinished-h"><h3 id="unfinished-h">Not finished '
                     f'({len(c.not_finished)})</h3><p class="muted">The later run was interrupted before these cases '
                     f'finished; they were not removed.</p>{_name_list(c.not_finished, "")}</section>')
-
-    def run_line(label: str, report: RunReport) -> str:
-        rid = f" <code>{escape(report.run_id)}</code>" if report.run_id else ""
-        return f"<li><strong>{label}</strong>{rid} · {escape(_when(report))} · {report.trial_count} trial{'s' if report.trial_count != 1 else ''} per case</li>"
+    run_line = _run_line
 
     return f"""<header class="page-head" data-state="{state}">
 <div class="wrap">

@@ -16,7 +16,7 @@ from urllib.parse import quote
 from ..report._history import History, LiveRun, RunEntry, config_line, diff_pair, suite_trend, test_history
 from ._chrome import _head, _page, plural, site_nav, when, when_text
 from ._diff_page import diff_href, diff_page, trial_href
-from .html import _money, _rate
+from ._html_parts import _money, _rate
 
 __all__ = ["runs_page", "history_html", "test_page", "diff_page", "live_page", "trend_svg", "Series"]
 

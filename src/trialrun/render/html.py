@@ -19,7 +19,6 @@ import base64
 import hashlib
 import json
 import math
-from datetime import timezone
 from html import escape
 from importlib import resources
 from typing import Any
@@ -30,6 +29,7 @@ from ..expect._base import Verdict
 from .._scrub import scrub_text
 from ..report.results import CaseResult, RunReport, TrialError, TrialResult, jsonable
 from ..trajectory import Denial, ToolCall, ToolResult, Trajectory, Turn, Usage
+from ._html_parts import _badge, _money, _noscript, _rate, _seconds, _stat, _value, _when
 from .text import conversation_title, partly_run
 
 __all__ = ["report_html", "comparison_html", "report_payload", "comparison_payload", "MAX_TEXT", "PAYLOAD_VERSION"]
@@ -387,46 +387,18 @@ def _page(title: str, body: str, payload: dict[str, Any], *, nav: str = "") -> s
 
 
 # -- the summary, rendered here so it reads without JavaScript ----------------------------------------------
-def _rate(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.2f}"
 
 
-def _money(value: float | None) -> str:
-    if value is None:
-        return "n/a"
-    return f"${value:,.2f}" if value >= 1 else f"${value:.4f}"
 
 
-def _seconds(value: float) -> str:
-    if value < 60:
-        return f"{value:.2f} s"
-    minutes, seconds = divmod(round(value), 60)
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h {minutes:02d}m" if hours else f"{minutes}m {seconds:02d}s"
 
 
-def _when(report: RunReport) -> str:
-    return report.started_at.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def _stat(label: str, value: str, *, tone: str = "", note: str = "", stat_id: str = "") -> str:
-    attrs = f' id="{stat_id}"' if stat_id else ""
-    cls = f"stat {tone}".strip()
-    extra = f'<span class="stat-note">{escape(note)}</span>' if note else ""
-    return (f'<div class="{cls}"{attrs}><dt>{escape(label)}</dt>'
-            f'<dd><span class="stat-value">{escape(value)}</span>{extra}</dd></div>')
 
 
-def _badge(passed: bool, *, yes: str = "PASSED", no: str = "FAILED") -> str:
-    return f'<span class="badge {"pass" if passed else "fail"}">{"✓" if passed else "✗"} {yes if passed else no}</span>'
 
 
-def _value(value: Any) -> str:
-    if value is None:
-        return '<span class="muted">(none)</span>'
-    if isinstance(value, str):
-        return escape(value)
-    return escape(json.dumps(value, ensure_ascii=False))
 
 
 def _config_table(config: dict[str, Any]) -> str:
@@ -439,9 +411,6 @@ def _config_table(config: dict[str, Any]) -> str:
             f'<thead><tr><th scope="col">Key</th><th scope="col">Value</th></tr></thead><tbody>{rows}</tbody></table>')
 
 
-def _noscript(what: str) -> str:
-    return (f'<noscript><p class="noscript">The {what} is drawn by JavaScript, which is off. The summary above is '
-            "complete; the full data is in the run's JSON results file.</p></noscript>")
 
 
 def _run_summary(report: RunReport, title: str) -> str:
