@@ -33,8 +33,36 @@ def test_every_page_of_the_nav_is_built(site: Path) -> None:
     for page in ("index.html", "tutorials/plain-sdk/index.html", "tutorials/pydantic-ai/index.html",
                  "tutorials/openai-agents/index.html", "tutorials/langgraph/index.html",
                  "tutorials/coding-agent/index.html", "reference/suite/index.html", "reference/config/index.html",
-                 "reference/api/index.html"):
+                 "reference/api/index.html", "cases/index.html", "model-seam/index.html",
+                 "reference-agent/index.html", "cli/index.html", "viewer/index.html", "coding-agents/index.html",
+                 "sandbox/index.html", "matcher/index.html", "reliability/index.html", "secrets/index.html",
+                 "performance/index.html", "ray/index.html", "development/index.html"):
         assert (site / page).is_file(), page
+
+
+def _slug(heading: str) -> str:
+    """A heading's anchor as GitHub (and mkdocs' toc, for these headings) writes it."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_the_readme_links_resolve() -> None:
+    """README.md is no page of the site (the strict build does not see it): each of its relative links names a file
+    of the repository, each anchor a heading of that file, and it links every page of the site's nav but the
+    generated reference."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    links = re.findall(r"\]\(([^)\s]+)\)", text)
+    relative = [link for link in links if not re.match(r"[a-z]+:", link)]
+    assert len(relative) >= 15, relative
+    for link in relative:
+        path, _, anchor = link.partition("#")
+        assert (ROOT / path).is_file(), f"README.md links {link}: no such file"
+        if anchor:
+            headings = re.findall(r"^#+ (.+)$", (ROOT / path).read_text(encoding="utf-8"), re.M)
+            assert anchor in {_slug(h) for h in headings}, f"README.md links {link}: no such heading"
+    nav = re.findall(r":\s+([\w/.-]+\.md)$", (ROOT / "mkdocs.yml").read_text(encoding="utf-8"), re.M)
+    linked = {link.partition("#")[0] for link in relative}
+    missing = [page for page in nav if not page.startswith("reference/") and f"docs/{page}" not in linked]
+    assert not missing, f"README.md's table of links lacks {missing}"
 
 
 def test_the_site_loads_nothing_from_the_network(site: Path) -> None:

@@ -1,5 +1,6 @@
 """README's Python examples that are meant to run (a `<!-- readme-test: run ... -->` line right above the block)
-run as written, and print what their comments say they print."""
+run as written, and print what their comments say they print; so do those of the docs pages that hold what moved
+out of the README (docs/*.md: the command matcher's `own_scripts` example is one)."""
 
 from __future__ import annotations
 
@@ -8,18 +9,28 @@ from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+#: README.md first, then the docs pages (their python blocks are run and type-checked as README's are; the
+#: tutorials include tested files instead, see tests/test_docs_examples.py)
+DOCUMENTS = [README, *sorted((ROOT / "docs").glob("*.md"))]
 _BLOCK = re.compile(r"^(<!-- readme-test: run\b[^\n]*-->\n)?```python\n(.*?)^```", re.M | re.S)
 
 
+def python_blocks_in(runnable_only: bool = False) -> list[tuple[str, str]]:
+    """(file, code) of each ```python block of README.md and the docs pages, in order (only those marked
+    `<!-- readme-test: run -->` if asked); the file is its path from the repository's root."""
+    return [(path.relative_to(ROOT).as_posix(), code) for path in DOCUMENTS
+            for marker, code in _BLOCK.findall(path.read_text(encoding="utf-8")) if marker or not runnable_only]
+
+
 def python_blocks(runnable_only: bool = False) -> list[str]:
-    """The README's ```python blocks, in order (only those marked `<!-- readme-test: run -->` if asked)."""
-    found = _BLOCK.findall(README.read_text(encoding="utf-8"))
-    return [code for marker, code in found if marker or not runnable_only]
+    """The ```python blocks of README.md and the docs pages, in order (only the marked ones if asked)."""
+    return [code for _, code in python_blocks_in(runnable_only)]
 
 
-def _runnable_blocks() -> list[str]:
-    return python_blocks(runnable_only=True)
+def _runnable_blocks() -> list[tuple[str, str]]:
+    return python_blocks_in(runnable_only=True)
 
 
 def _printed_claims(block: str) -> list[str]:
@@ -28,16 +39,24 @@ def _printed_claims(block: str) -> list[str]:
 
 
 def test_readme_marks_its_first_python_example_as_runnable() -> None:
-    blocks = _runnable_blocks()
+    blocks = [code for file, code in _runnable_blocks() if file == "README.md"]
     assert blocks, "no README block is marked to run"
     assert "def my_agent(" in blocks[0] and "tr.evaluate(" in blocks[0]
 
 
-@pytest.mark.parametrize("number", range(len(_runnable_blocks())))
+def test_the_runnable_examples_are_found_where_they_are() -> None:
+    """The examples that moved out of the README still run: none is left behind by the parametrize below."""
+    files = [file for file, _ in _runnable_blocks()]
+    assert "README.md" in files and "docs/matcher.md" in files, files
+    assert len(files) >= 2
+
+
+@pytest.mark.parametrize("number", range(len(_runnable_blocks())),
+                         ids=[f"{file}-{n}" for n, (file, _) in enumerate(_runnable_blocks())])
 def test_readme_example_runs_and_prints_what_it_says(number: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
-    block = _runnable_blocks()[number]
+    file, block = _runnable_blocks()[number]
     monkeypatch.chdir(tmp_path)
-    exec(compile(block, f"README.md (python block {number + 1})", "exec"), {"__name__": f"readme_block_{number}"})
+    exec(compile(block, f"{file} (runnable python block {number + 1})", "exec"), {"__name__": f"readme_block_{number}"})
     printed = [line.strip() for line in capsys.readouterr().out.splitlines() if line.strip()]
     assert printed == _printed_claims(block)

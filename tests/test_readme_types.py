@@ -1,5 +1,6 @@
-"""Every ```python block of README.md type-checks under `mypy --strict` and (based)pyright in strict mode, against
-the real SDKs installed by the test extra: an example a user copies must not start with a type error.
+"""Every ```python block of README.md and of the docs pages that hold what moved out of it (docs/*.md) type-checks
+under `mypy --strict` and (based)pyright in strict mode, against the real SDKs installed by the test extra: an
+example a user copies must not start with a type error.
 
 basedpyright is pyright (the same checker, here 1.1.414's) packaged with its own Node.js, so it runs offline; the
 PyPI `pyright` package needs a `node` on PATH or downloads one at first run."""
@@ -15,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from test_readme import python_blocks
+from test_readme import python_blocks_in
 
-BLOCKS = python_blocks()
+FOUND = python_blocks_in()
+BLOCKS = [code for _, code in FOUND]
 #: checked with the blocks, to show the check can fail: httpx.Client is not the httpx2.Client the openai SDK types
 BAD = ("import openai\nimport trialrun as tr\n\n"
        "def f(ctx: tr.TrialContext) -> None:\n"
@@ -58,13 +60,17 @@ def checked(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[int, lis
 
 def test_the_readme_has_python_examples_to_check() -> None:
     assert len(BLOCKS) >= 5 and any("ctx.http_client(model, httpx2=True)" in block for block in BLOCKS)
+    files = {file for file, _ in FOUND}  # the examples that moved out of the README are still checked
+    assert {"README.md", "docs/model-seam.md", "docs/reference-agent.md", "docs/coding-agents.md", "docs/matcher.md",
+            "docs/ray.md"} <= files, files
 
 
 @pytest.mark.parametrize("checker", ["mypy", "pyright"])
-@pytest.mark.parametrize("number", range(1, len(BLOCKS) + 1))
+@pytest.mark.parametrize("number", range(1, len(BLOCKS) + 1),
+                         ids=[f"{file}-{n}" for n, (file, _) in enumerate(FOUND, 1)])
 def test_readme_example_type_checks(checked: dict[str, dict[int, list[str]]], checker: str, number: int) -> None:
     errors = checked[checker].get(number, [])
-    assert not errors, f"README python block {number} fails {checker}:\n" + "\n".join(errors) + "\n\n" + BLOCKS[number - 1]
+    assert not errors, f"{FOUND[number - 1][0]}: python block {number} fails {checker}:\n" + "\n".join(errors) + "\n\n" + BLOCKS[number - 1]
 
 
 @pytest.mark.parametrize("checker", ["mypy", "pyright"])

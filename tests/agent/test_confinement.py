@@ -21,7 +21,7 @@ import pytest
 import trialrun as tr
 from trialrun.agent import _commands, _confine
 
-TRIES = 1000  # per tool and per resolver; quoted in the README
+TRIES = 1000  # per tool and per resolver; quoted in docs/sandbox.md
 
 
 def run_tool(tool: tr.Tool, **arguments: object) -> str:

@@ -349,9 +349,9 @@ def session(preset: str) -> Scenario:
 
 
 def _alive_claims(noted: str | None = None) -> list[Check]:
-    """trialrun's claim that nothing the trial started outlives it (README; the timeout error says so too), and,
-    where the truth says which process was alive when the trial ended (`noted`: a command line it must name), that
-    the trial's note of what was killed names it."""
+    """trialrun's claim that nothing the trial started outlives it (docs/sandbox.md; the timeout error says so too),
+    and, where the truth says which process was alive when the trial ended (`noted`: a command line it must name),
+    that the trial's note of what was killed names it."""
     checks = [Check("nothing_outlives", lambda t: not t.survivors, claim=lambda trial: True)]
     if noted is not None:
         checks.append(Check("killed_noted", lambda t: True,

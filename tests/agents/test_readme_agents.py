@@ -1,4 +1,5 @@
-"""README's agents tables are the contracts' (written by `trialrun.agents._table`, never by hand), and its recipe
+"""The agents tables of docs/coding-agents.md (moved there from the README) are the contracts' (written by
+`trialrun.agents._table`, never by hand), and its recipe
 for an agent without a preset (`agent = "command: ..."` for one that reads the usual base-URL variables) runs as
 written: its trialrun.toml and its agent program, against a scripted model, through `trialrun run`."""
 
@@ -17,23 +18,24 @@ import trialrun as tr
 from trialrun.agents._table import TABLES
 from trialrun.cli import main
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+#: where the README's agents section went: its tables and its recipe
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "coding-agents.md"
 
 
 def _between(text: str, marker: str) -> str:
     found = re.search(rf"<!-- {marker}:[^\n]*-->\n\n(.*?)\n\n<!-- /{marker} -->", text, re.S)
-    assert found, f"README.md has no <!-- {marker}: ... --> ... <!-- /{marker} --> section"
+    assert found, f"{PAGE.name} has no <!-- {marker}: ... --> ... <!-- /{marker} --> section"
     return found.group(1)
 
 
 @pytest.mark.parametrize("marker", sorted(TABLES))
 def test_the_readme_table_is_the_contracts(marker: str) -> None:
     """To update it: `python -m trialrun.agents._table` and paste (each table between its markers)."""
-    assert _between(README.read_text(encoding="utf-8"), marker) == TABLES[marker](tr.agents.CONTRACTS)
+    assert _between(PAGE.read_text(encoding="utf-8"), marker) == TABLES[marker](tr.agents.CONTRACTS)
 
 
 def test_a_changed_contract_changes_the_table() -> None:
-    """The table is written from the contract's fields (a changed version or tool is a changed README)."""
+    """The table is written from the contract's fields (a changed version or tool is a changed page)."""
     import dataclasses
 
     pi = tr.agents.CONTRACTS["pi"]
@@ -54,7 +56,7 @@ def _recipe(text: str) -> tuple[str, str]:
 def test_the_command_recipe_runs_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The recipe's agent reaches the scripted model through OPENAI_BASE_URL with the recipe's model name, and its
     answer is the trial's output."""
-    toml, program = _recipe(README.read_text(encoding="utf-8"))
+    toml, program = _recipe(PAGE.read_text(encoding="utf-8"))
     (tmp_path / "trialrun.toml").write_text(toml)
     (tmp_path / "agent.py").write_text(program)
     (tmp_path / "model.yaml").write_text('hello:\n  - reply: "Hello from the scripted model."\n')

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import re
 import sys
 from pathlib import Path
 
@@ -188,3 +189,15 @@ def test_the_first_layouts_module_paths_still_import(old: str, new: str) -> None
     assert moved.__spec__ is not None and moved.__spec__.name == f"trialrun.{new}"
     assert getattr(trialrun, old) is moved
     assert _stage(f"trialrun.{new}") in FLOOR
+
+
+def test_the_layout_page_shows_every_floor_in_order() -> None:
+    """docs/development.md's table of floors is the one above: every package on its floor, in the same order."""
+    page = (Path(__file__).resolve().parents[2] / "docs" / "development.md").read_text(encoding="utf-8")
+    rows = [line for line in page.splitlines() if line.startswith("| ") and line[2:3].isdigit()]
+    assert len(rows) == len(FLOORS)
+    for number, (row, stages) in enumerate(zip(rows, FLOORS)):
+        cells = row.split("|")
+        assert cells[1].strip() == str(number), row
+        named = set(re.findall(r"`([\w.]+?)(?:/|\.py)`", cells[2]))
+        assert named == {stage for stage in stages if stage not in ("_version", "__main__")}, row

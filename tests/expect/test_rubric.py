@@ -218,9 +218,10 @@ def test_every_trial_is_scored_and_one_that_crashed_counts_zero() -> None:
     assert result.passed is False
 
 
-# -- what README.md and the eval skill say about the heuristic ------------------------------------------------
+# -- what docs/cli.md and the eval skill say about the heuristic -----------------------------------------------
 def test_the_documented_worked_example_holds() -> None:
-    """README's paragraph on the heuristic, checked: terms, five-letter prefixes, and the 60% / 25% cut-offs."""
+    """docs/cli.md's paragraph on the heuristic (once README's), checked: terms, five-letter prefixes, and the 60% /
+    25% cut-offs."""
     assert key_terms(NOTES) == ["meeting", "sam", "tuesday", "buying", "milk"]
     assert heuristic_quality(NOTES, "Meeting with Sam; buy milk.")[0] == 0.5       # 3/5 = 60%: "buy" misses "buying"
     assert heuristic_quality(NOTES, "Meetings with Sam.")[0] == 0.25               # 2/5 = 40%

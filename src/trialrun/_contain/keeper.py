@@ -21,8 +21,8 @@ costs about a millisecond, where a new interpreter costs 10-15 ms of CPU. Inside
 such a new interpreter, next to the agent (so it can say what it killed there); the sandbox's PID namespace is a
 second wall.
 
-Why this and not the alternatives (`bench/containment.py`, interleaved, as root and as nobody; figures in the
-README): a session scan (what trialrun did before) misses `setsid` (2 of 4 survived a normal end); a PID
+Why this and not the alternatives (`bench/containment.py`, interleaved, as root and as nobody; figures in
+docs/sandbox.md): a session scan (what trialrun did before) misses `setsid` (2 of 4 survived a normal end); a PID
 namespace (`unshare --pid --fork`, bwrap) is as thorough, but unprivileged it needs user namespaces, which many
 machines and containers forbid (Ubuntu 24.04's AppArmor rule, Docker's default seccomp profile), and it makes the
 agent PID 1; a cgroup's `cgroup.kill` is atomic, but a user can write a cgroup only where systemd delegated one

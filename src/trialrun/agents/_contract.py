@@ -4,7 +4,7 @@ object in the agent's own module (`trialrun/agents/pi.py`'s `CONTRACT`, ...).
 Why one object: the facts (which program and package, how it is pointed at the endpoint and kept quiet, which wire
 API it speaks, its shell and file tools and their argument shapes, the exact forms of its refusals and failed
 results, its sub-agents and side requests, the knobs it has) used to be spread over the preset, the tests and the
-README. Now the preset (`Preset`), `trialrun agents`, the verdict-truth battery and the README's agents table read
+README. Now the preset (`Preset`), `trialrun agents`, the verdict-truth battery and docs/coding-agents.md's agents table read
 them from the contract, so adding an agent is one module (its contract and its `prepare`) plus fixtures, and a
 feature it does not have is a `None` here, not a skip somewhere else.
 
@@ -13,7 +13,7 @@ with `CONTRACT = AgentContract(name=..., pin=pinned(name), ...)` and a `Preset` 
 CONTRACT`) whose `prepare` writes its configuration (and, where its forms need more than the contract's
 `refusals`/`errors`, its own `refusal_in`/`error_in`/`reader`); its class and factory in `agents/__init__.py`'s
 `_READY`; its recordings. Then the battery makes its scenarios from the contract (`tests/agents/_battery_agents.py`
-reads it), `trialrun agents` and `.ci/install-agents` know it from its pin, and the README's tables are written
+reads it), `trialrun agents` and `.ci/install-agents` know it from its pin, and docs/coding-agents.md's tables are written
 with it (`python -m trialrun.agents._table`). What the tests check of every contract: tests/agents/test_contracts.py.
 
 Only data and small pure helpers: nothing here runs an agent.
@@ -162,7 +162,7 @@ class Refusals:
 class Errors:
     """How a failed tool result is told: the wire's flag on `flagged_apis`, else the agent's own result forms."""
 
-    how: str  # one line, for the README's table
+    how: str  # one line, for docs/coding-agents.md's table
     flagged_apis: tuple[str, ...] = ()
     failed: Mapping[str, tuple[Form, ...]] = field(default_factory=dict)  # tool ("*": any tool) -> failure forms
     worked: Mapping[str, re.Pattern[str]] = field(default_factory=dict)  # tool -> what it answers when it worked
@@ -190,7 +190,7 @@ class Permissions:
     rules: str = ""  # the allow/deny rules' syntax ("" when the preset takes none)
     runs_all: Mapping[str, Any] = field(default_factory=dict)  # options under which it runs what it is asked
     refusing: tuple[Refusing, ...] = ()
-    note: str = ""  # what it refuses by itself, and what it lets through, in a line (for the README)
+    note: str = ""  # what it refuses by itself, and what it lets through, in a line (for docs/coding-agents.md)
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
-"""The README's tables of ready-made agents, written from their contracts (so the README cannot say another thing
-than the code reads): `python -m trialrun.agents._table` prints them; tests/agents/test_readme_agents.py checks
-that the README holds exactly these between its `<!-- agents-table -->` and `<!-- agents-forms -->` markers."""
+"""docs/coding-agents.md's tables of ready-made agents, written from their contracts (so the docs cannot say another
+thing than the code reads): `python -m trialrun.agents._table` prints them; tests/agents/test_readme_agents.py
+checks that the page holds exactly these between its `<!-- agents-table -->` and `<!-- agents-forms -->` markers."""
 
 from __future__ import annotations
 
@@ -101,7 +101,7 @@ def forms_table(contracts: Mapping[str, AgentContract]) -> str:
     return "\n".join(rows)
 
 
-#: The README's generated tables, by marker.
+#: docs/coding-agents.md's generated tables, by marker.
 TABLES = {"agents-table": agents_table, "agents-forms": forms_table}
 
 
