@@ -20,7 +20,7 @@ from .._util.command_tools import KNOWN_COMMAND_TOOLS, command_argument, is_comm
 from .._util.retry import retry_delay, retryable
 from .._scrub import add_header_credentials
 from ..trajectory import Denial, Run, RunStatus, ToolCall, ToolResult, Trajectory, Turn
-from ..wire import Codec, Message, WireError, codec_named
+from ..wire import Codec, Message, ToolSpec, WireError, codec_named
 from ..wire._codec import arguments_problem
 from .policy import Decision, ToolPolicy
 from .pricing import PriceTable, prices
@@ -142,16 +142,9 @@ class Agent:
 
     # -- the loop, once ----------------------------------------------------------------------------------
     def _loop(self, prompt: str, state: _State) -> Generator[Any, Any, Run]:
+        specs = self._offer(prompt, state.trajectory)
         messages = [Message("user", prompt)]
-        specs = [tool_obj.spec() for tool_obj in self.tools.values()]
         url = self.base_url + self.codec.request_path(self.model_name)
-        trajectory = state.trajectory
-        trajectory.prompt = prompt
-        trajectory.offered_tools = [spec.name for spec in specs]  # what the requests offer (no phantom calls)
-        for spec in specs:
-            key = command_argument(spec.name, spec.parameters, spec.description)
-            if key is not None:
-                trajectory.command_tools[spec.name] = key
         # The calls let through so far, as (tool, arguments): the policy reads what they wrote (`sh x.sh` after a
         # `write_file` of x.sh). A call of this turn counts for the later ones: they may run after it.
         passed: list[tuple[str, Any]] = []
@@ -162,26 +155,12 @@ class Agent:
             body = self.codec.encode_request(
                 model=self.model_name, messages=messages, tools=specs, system=self.system, max_tokens=self.max_tokens
             )
-            reply: _Reply | None = None
-            for attempt in range(self.max_retries + 1):
-                reply = yield _Post(url, body, self.headers)
-                trajectory.model_calls += 1
-                if reply.status < 400:
-                    break
-                if not retryable(reply.status, reply.headers) or attempt == self.max_retries:
-                    return self._end(state, "error", f"provider answered HTTP {reply.status}: {_error_text(reply.body)}")
-                yield _Sleep(retry_delay(reply.headers, attempt, cap=self.max_retry_wait))
-            assert reply is not None
-            try:
-                response = self.codec.decode_response(reply.body, False)
-            except WireError as exc:
-                return self._end(state, "error", f"could not read the model's response: {exc}")
-            turn = Turn(text=response.text, tool_calls=response.tool_calls, usage=response.usage,
-                        model=response.model or self.model_name)
-            trajectory.turns.append(turn)
-            if state.cost is not None:  # a response without usage has an unknown cost, as an unpriced model does
-                cost = self.prices.cost(turn.model, turn.usage)
-                state.cost = None if cost is None else state.cost + cost
+            reply = yield from self._ask(_Post(url, body, self.headers), state)
+            if isinstance(reply, Run):
+                return reply
+            turn = self._take_turn(reply, state)
+            if isinstance(turn, Run):
+                return turn
             if not turn.tool_calls:
                 return self._end(state, "completed")
             unenforceable = self._unenforceable_ceiling(turn.model, state, turn)
@@ -189,57 +168,118 @@ class Agent:
                 return self._end(state, "error", unenforceable)
 
             messages.append(Message("assistant", turn.text, tool_calls=list(turn.tool_calls)))
-            runnable: list[tuple[Tool, ToolCall]] = []
-            decided: dict[int, ToolResult] = {}
-            for position, call in enumerate(turn.tool_calls):
-                decision = (self.policy.decide(call.name, call.arguments, earlier=passed,
-                                               schema_tools=trajectory.command_tools) if self.policy else None)
-                if decision is None or decision.action == "allow":
-                    passed.append((call.name, call.arguments))
-                if decision is not None and decision.action != "allow":
-                    trajectory.denials.append(Denial(call.name, dict(call.arguments), decision.reason, decision.rule, call.id))
-                    if decision.action == "stop":
-                        return self._end(state, "stopped_by_policy", f"policy stopped the run at {call.name}: {decision.reason}")
-                    decided[position] = ToolResult(call.id, _refusal(decision), is_error=True)
-                    continue
-                tool_obj = self.tools.get(call.name)
-                if tool_obj is None:
-                    available = ", ".join(self.tools) or "none"
-                    decided[position] = ToolResult(call.id, f"unknown tool {call.name!r}; available tools: {available}", is_error=True)
-                    continue
-                problem = _argument_problem(tool_obj, call)
-                if problem is not None:
-                    decided[position] = ToolResult(call.id, problem, is_error=True)
-                    continue
-                runnable.append((tool_obj, call))
-            # Only now, with the whole batch past the policy and every call's arguments valid, is it certain which
-            # commands run: `trajectory.commands` records those and nothing the model merely asked for.
-            for _, call in runnable:
-                tools = self.command_tools + tuple(trajectory.command_tools)
-                if not is_command_tool(call.name, tools):
-                    continue
-                from .. import _shell  # the shell analysis, only for an agent whose tools run commands
-
-                command = _shell.command_of_call(call.name, call.arguments, tools,
-                                                 tuple(dict.fromkeys(trajectory.command_tools.values())))
-                if command is not None:
-                    trajectory.commands.append(command if isinstance(command, str) else " ".join(command))
+            screened = self._screen(turn, passed, state)
+            if isinstance(screened, Run):
+                return screened
+            runnable, decided = screened
+            self._record_commands(runnable, state.trajectory)
             outcomes: list[_ToolOutcome] = (yield _RunTools(runnable)) if runnable else []
-            ran = iter(zip(runnable, outcomes))
-            results = []
-            for position, call in enumerate(turn.tool_calls):
-                if position in decided:
-                    results.append(decided[position])
-                else:
-                    (_, ran_call), outcome = next(ran)
-                    results.append(ToolResult(ran_call.id, outcome.content, outcome.is_error))
-            turn.tool_results = results
-            messages.append(Message("tool", tool_results=list(results)))
+            turn.tool_results = _in_order(turn, decided, runnable, outcomes)
+            messages.append(Message("tool", tool_results=list(turn.tool_results)))
 
-            if self.max_cost_usd is not None and state.cost is not None and state.cost >= self.max_cost_usd:
-                return self._end(state, "cost_limit", f"spent ${state.cost:.6f}, limit ${self.max_cost_usd:g}")
-            if len(trajectory.turns) >= self.max_turns:
-                return self._end(state, "max_turns", f"stopped after {self.max_turns} turns")
+            limit = self._limit_reached(state)
+            if limit is not None:
+                return limit
+
+    def _offer(self, prompt: str, trajectory: Trajectory) -> list[ToolSpec]:
+        """The tool schemas every request offers, noted in the trajectory first: only these can be called (no
+        phantom calls), and those taking a command are known for the policy and the command record."""
+        specs = [tool_obj.spec() for tool_obj in self.tools.values()]
+        trajectory.prompt = prompt
+        trajectory.offered_tools = [spec.name for spec in specs]
+        for spec in specs:
+            key = command_argument(spec.name, spec.parameters, spec.description)
+            if key is not None:
+                trajectory.command_tools[spec.name] = key
+        return specs
+
+    def _ask(self, post: _Post, state: _State) -> Generator[Any, Any, _Reply | Run]:
+        """One model request, retried (after a pause) while the provider answers with a retryable error; the
+        ended run if it keeps failing. Every attempt counts as a model call."""
+        for attempt in range(self.max_retries + 1):
+            reply: _Reply = yield post
+            state.trajectory.model_calls += 1
+            if reply.status < 400:
+                return reply
+            if not retryable(reply.status, reply.headers) or attempt == self.max_retries:
+                return self._end(state, "error", f"provider answered HTTP {reply.status}: {_error_text(reply.body)}")
+            yield _Sleep(retry_delay(reply.headers, attempt, cap=self.max_retry_wait))
+        raise AssertionError("the last attempt always returns")  # pragma: no cover - max_retries + 1 >= 1
+
+    def _take_turn(self, reply: _Reply, state: _State) -> Turn | Run:
+        """The model's answer as a recorded turn, its cost added; the ended run if it cannot be read."""
+        try:
+            response = self.codec.decode_response(reply.body, False)
+        except WireError as exc:
+            return self._end(state, "error", f"could not read the model's response: {exc}")
+        turn = Turn(text=response.text, tool_calls=response.tool_calls, usage=response.usage,
+                    model=response.model or self.model_name)
+        state.trajectory.turns.append(turn)
+        if state.cost is not None:  # a response without usage has an unknown cost, as an unpriced model does
+            cost = self.prices.cost(turn.model, turn.usage)
+            state.cost = None if cost is None else state.cost + cost
+        return turn
+
+    def _screen(
+        self, turn: Turn, passed: list[tuple[str, Any]], state: _State
+    ) -> tuple[list[tuple[Tool, ToolCall]], dict[int, ToolResult]] | Run:
+        """The turn's calls split into those that run and those answered without running (refused by the policy,
+        an unknown tool, bad arguments), by position; the ended run if the policy stops it."""
+        runnable: list[tuple[Tool, ToolCall]] = []
+        decided: dict[int, ToolResult] = {}
+        for position, call in enumerate(turn.tool_calls):
+            verdict = self._screen_call(call, passed, state)
+            if isinstance(verdict, Run):
+                return verdict
+            if isinstance(verdict, ToolResult):
+                decided[position] = verdict
+            else:
+                runnable.append((verdict, call))
+        return runnable, decided
+
+    def _screen_call(self, call: ToolCall, passed: list[tuple[str, Any]], state: _State) -> Tool | ToolResult | Run:
+        """The tool one call runs, or the error result it gets instead, or the ended run if the policy stops it."""
+        trajectory = state.trajectory
+        decision = (self.policy.decide(call.name, call.arguments, earlier=passed,
+                                       schema_tools=trajectory.command_tools) if self.policy else None)
+        if decision is None or decision.action == "allow":
+            passed.append((call.name, call.arguments))
+        if decision is not None and decision.action != "allow":
+            trajectory.denials.append(Denial(call.name, dict(call.arguments), decision.reason, decision.rule, call.id))
+            if decision.action == "stop":
+                return self._end(state, "stopped_by_policy", f"policy stopped the run at {call.name}: {decision.reason}")
+            return ToolResult(call.id, _refusal(decision), is_error=True)
+        tool_obj = self.tools.get(call.name)
+        if tool_obj is None:
+            available = ", ".join(self.tools) or "none"
+            return ToolResult(call.id, f"unknown tool {call.name!r}; available tools: {available}", is_error=True)
+        problem = _argument_problem(tool_obj, call)
+        if problem is not None:
+            return ToolResult(call.id, problem, is_error=True)
+        return tool_obj
+
+    def _record_commands(self, runnable: list[tuple[Tool, ToolCall]], trajectory: Trajectory) -> None:
+        """Note the commands that will run. Only with the whole batch past the policy and every call's arguments
+        valid is it certain which commands run: `trajectory.commands` records those and nothing the model merely
+        asked for."""
+        for _, call in runnable:
+            tools = self.command_tools + tuple(trajectory.command_tools)
+            if not is_command_tool(call.name, tools):
+                continue
+            from .. import _shell  # the shell analysis, only for an agent whose tools run commands
+
+            command = _shell.command_of_call(call.name, call.arguments, tools,
+                                             tuple(dict.fromkeys(trajectory.command_tools.values())))
+            if command is not None:
+                trajectory.commands.append(command if isinstance(command, str) else " ".join(command))
+
+    def _limit_reached(self, state: _State) -> Run | None:
+        """The ended run if the cost ceiling or the turn limit is reached after a turn, else None."""
+        if self.max_cost_usd is not None and state.cost is not None and state.cost >= self.max_cost_usd:
+            return self._end(state, "cost_limit", f"spent ${state.cost:.6f}, limit ${self.max_cost_usd:g}")
+        if len(state.trajectory.turns) >= self.max_turns:
+            return self._end(state, "max_turns", f"stopped after {self.max_turns} turns")
+        return None
 
     def _unenforceable_ceiling(self, model: str | None, state: _State, turn: Turn | None = None) -> str | None:
         """Why `max_cost_usd` cannot be enforced (no price for the model, a response without usage), or None."""
@@ -404,6 +444,21 @@ def _argument_problem(tool_obj: Tool, call: ToolCall) -> str | None:
     except ToolError as exc:
         return str(exc)
     return None
+
+
+def _in_order(
+    turn: Turn, decided: dict[int, ToolResult], runnable: list[tuple[Tool, ToolCall]], outcomes: list[_ToolOutcome]
+) -> list[ToolResult]:
+    """The turn's results in the order of its calls: the model matches them to its calls by position too."""
+    ran = iter(zip(runnable, outcomes))
+    results = []
+    for position in range(len(turn.tool_calls)):
+        if position in decided:
+            results.append(decided[position])
+        else:
+            (_, ran_call), outcome = next(ran)
+            results.append(ToolResult(ran_call.id, outcome.content, outcome.is_error))
+    return results
 
 
 def _refusal(decision: Decision) -> str:

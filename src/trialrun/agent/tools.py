@@ -433,6 +433,19 @@ def shell_tools(
     secrets in its environment, nothing it starts outliving it (see `trialrun._contain.sandbox`): the way to confine
     run_command.
     """
+    base, limit_s, sandbox = _workspace(root, timeout_s, max_output, sandbox)
+    tools = [_run_command_tool(base, limit_s, max_output, sandbox, pass_env),
+             _read_file_tool(base, max_output), _list_dir_tool(base, max_output)]
+    if writable:
+        tools.insert(2, _write_file_tool(base))
+    return tools
+
+
+def _workspace(
+    root: str | os.PathLike[str], timeout_s: float | None, max_output: int, sandbox: Any
+) -> tuple[Path, float | None, Any]:
+    """shell_tools' arguments checked once, before any tool exists: the resolved root, the time limit and the
+    resolved sandbox. A bad one is a ValueError now, never a surprise at the model's first call."""
     base = Path(root).resolve()
     if sandbox != "none":
         from .._contain.sandbox import resolve_sandbox
@@ -443,6 +456,15 @@ def shell_tools(
     limit_s = _check_timeout(timeout_s, "shell_tools timeout_s")
     if isinstance(max_output, bool) or not isinstance(max_output, int) or max_output < 1:
         raise ValueError(f"shell_tools max_output must be a positive number of characters, got {max_output!r}")
+    return base, limit_s, sandbox
+
+
+# Each tool below is made by a function of its own, so its closure holds only what it needs; the inner function's
+# name, signature and docstring are the tool's name, schema and description the model sees.
+def _run_command_tool(
+    base: Path, limit_s: float | None, max_output: int, sandbox: Any, pass_env: tuple[str, ...] | list[str]
+) -> Tool:
+    """run_command: a shell command in `base`, with the cut environment, capped output and time limit."""
 
     def run_command(command: str) -> str:
         """Run a shell command in the workspace and return its exit code and output."""
@@ -457,9 +479,21 @@ def shell_tools(
             raise ToolError(f"command stopped: its workspace {base} was removed")
         return f"exit code: {finished.returncode}\n{finished.output}"
 
+    return Tool(run_command)
+
+
+def _read_file_tool(base: Path, max_output: int) -> Tool:
+    """read_file: read_beneath's rule, at most about `max_output` bytes."""
+
     def read_file(path: str) -> str:
         """Read a text file in the workspace."""
         return read_beneath(base, path, max_output)
+
+    return Tool(read_file)
+
+
+def _write_file_tool(base: Path) -> Tool:
+    """write_file: a regular file beneath `base`, written through no symlink."""
 
     def write_file(path: str, content: str) -> str:
         """Write a text file in the workspace (creating folders as needed)."""
@@ -472,6 +506,12 @@ def shell_tools(
             handle.truncate(0)
             handle.write(content.encode("utf-8"))
         return f"wrote {len(content)} characters to {path}"
+
+    return Tool(write_file)
+
+
+def _list_dir_tool(base: Path, max_output: int) -> Tool:
+    """list_dir: a folder beneath `base`, never following a symlink, at most `max_output` characters."""
 
     def list_dir(path: str = ".") -> str:
         """List a folder of the workspace (folders end with /, symlinks with @; they are not followed)."""
@@ -489,7 +529,4 @@ def shell_tools(
             os.close(fd)
         return _cap("\n".join(names), max_output) if names else "(empty)"
 
-    tools = [Tool(run_command), Tool(read_file), Tool(list_dir)]
-    if writable:
-        tools.insert(2, Tool(write_file))
-    return tools
+    return Tool(list_dir)

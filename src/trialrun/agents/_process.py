@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol, Union
 from .._scrub import add_secret, is_secret_name
 from ..trajectory import Denial, Run, ToolCall, ToolResult, Trajectory, killed_text
 from .._contain.keeper import AsyncKeeper, keeper_argv, kill_session
+from ._head import _Head
 
 if TYPE_CHECKING:
     from ..case import TrialContext
@@ -102,6 +103,37 @@ class _Tail:
     def render(self) -> str:
         cut = self.total - len(self.text)
         return (f"[... {cut} characters cut ...]\n" if cut > 0 else "") + self.text
+
+
+@dataclass
+class _Started:
+    """An agent's process once launched: when, its keeper (None without one), the direct child when there is no
+    keeper server to fork it, its stdout and stderr, and the sandbox's cleanup."""
+
+    began: float
+    keeper: AsyncKeeper | None
+    cleanup: Callable[[], None] | None
+    process: asyncio.subprocess.Process | None = None
+    exited: asyncio.Future[None] | None = None
+    streams: list[asyncio.StreamReader] = field(default_factory=list)
+
+    def abandon(self, pipes: tuple[int, int] | None) -> None:
+        """Undo a launch that failed part way: the keeper (which kills all when its socket closes), the pipes not
+        yet handed to a stream, the sandbox."""
+        if self.keeper is not None:
+            self.keeper.close()
+        if pipes is not None and not self.streams:
+            os.close(pipes[0])
+        if pipes is not None and len(self.streams) < 2:
+            os.close(pipes[1])
+        if self.cleanup is not None:
+            self.cleanup()
+
+    def exit_code(self) -> int:
+        """The agent's exit status as its keeper reported it, else its own, else -9 (killed, status unknown)."""
+        status = self.keeper.reports.status if self.keeper is not None else None
+        returncode = self.process.returncode if self.process is not None else None
+        return status if status is not None else returncode if returncode is not None else -9
 
 
 async def _read(stream: asyncio.StreamReader, sink: Callable[[str], None]) -> None:
@@ -295,61 +327,57 @@ class ProcessAgent:
 
     async def _execute(self, launch: Launch, env: dict[str, str], ctx: TrialContext, endpoint: ModelEndpoint,
                        home: Path) -> Run:
-        workdir = ctx.workdir
-        command = launch.argv
+        out = _Head(_STDOUT_LIMIT)
+        err = _Tail(self.stderr_tail)
+        child = await self._launch(launch.argv, env, ctx.workdir, endpoint, home)
+        timed_out, killed = await self._wait(child, launch, ctx, out, err)
+        return self._finish(child, endpoint, ctx, out.render(), err, timed_out, killed)
+
+    async def _launch(self, command: list[str], env: dict[str, str], workdir: Path, endpoint: ModelEndpoint,
+                      home: Path) -> _Started:
+        """Start the agent under its keeper (and sandbox), its output piped. A launch that fails part way closes
+        what it opened; a program that cannot be run at all is AgentNotFound."""
         cleanup: Callable[[], None] | None = None
         if self.sandbox.active:  # the keeper around bwrap: it sees (in /proc) and kills what is inside too
             command, env, cleanup = self.sandbox.wrap(command, env, workdir=workdir, home=home, endpoint=endpoint)
         kept = keeper_argv(command)
         argv = command if kept is None else kept
-        started = time.monotonic()
-        out: list[str] = []
-        kept_chars = [0]
-
-        def keep(text: str) -> None:
-            room = _STDOUT_LIMIT - kept_chars[0]
-            if room > 0:
-                out.append(text[:room])
-            kept_chars[0] += len(text)
-
-        err = _Tail(self.stderr_tail)
-        keeper = AsyncKeeper() if kept is not None else None
-        process: asyncio.subprocess.Process | None = None
-        exited: asyncio.Future[None] | None = None
+        child = _Started(time.monotonic(), AsyncKeeper() if kept is not None else None, cleanup)
+        keeper = child.keeper
         pipes = None
-        streams: list[asyncio.StreamReader] = []
         if keeper is not None:  # the usual way: a fork of the keeper server
             pipes = keeper.launch(command, env=env, cwd=workdir)
         try:
             if pipes is not None:
-                streams.append(await _pipe(pipes[0]))
-                streams.append(await _pipe(pipes[1]))
+                child.streams.append(await _pipe(pipes[0]))
+                child.streams.append(await _pipe(pipes[1]))
             else:  # no keeper server here: a keeper interpreter of its own, or no keeper at all
-                process, exited = await _spawn(argv, cwd=workdir, env=env,
-                                               stdin=keeper.theirs.fileno() if keeper is not None else None)
-                assert process.stdout is not None and process.stderr is not None
-                streams = [process.stdout, process.stderr]
+                child.process, child.exited = await _spawn(
+                    argv, cwd=workdir, env=env, stdin=keeper.theirs.fileno() if keeper is not None else None)
+                assert child.process.stdout is not None and child.process.stderr is not None
+                child.streams = [child.process.stdout, child.process.stderr]
         except BaseException as exc:
-            if keeper is not None:
-                keeper.close()  # a keeper that started kills everything when its socket closes
-            if pipes is not None and not streams:
-                os.close(pipes[0])
-            if pipes is not None and len(streams) < 2:
-                os.close(pipes[1])
-            if cleanup is not None:
-                cleanup()
+            child.abandon(pipes)
             if isinstance(exc, (FileNotFoundError, PermissionError)):
                 raise AgentNotFound(f"{self.label}: cannot run {argv[0]!r}: {exc.strerror or exc}") from None
             raise
         if keeper is not None:
             keeper.started()
-        reading = asyncio.ensure_future(asyncio.gather(_read(streams[0], keep), _read(streams[1], err.feed)))
+        return child
+
+    async def _wait(self, child: _Started, launch: Launch, ctx: TrialContext, out: _Head,
+                    err: _Tail) -> tuple[bool, list[str]]:
+        """Read the agent's output until it ends or times out, then kill what it left: whether it timed out, and
+        what was killed (noted in `ctx` even when the wait is cancelled)."""
+        keeper, process, cleanup = child.keeper, child.process, child.cleanup
+        reading = asyncio.ensure_future(asyncio.gather(_read(child.streams[0], out.feed),
+                                                       _read(child.streams[1], err.feed)))
         try:
             if keeper is not None:
                 timed_out = not await keeper.exited(self.timeout_s)
             else:
-                assert exited is not None
-                timed_out = not await _within(exited, self.timeout_s)
+                assert child.exited is not None
+                timed_out = not await _within(child.exited, self.timeout_s)
         except BaseException:  # cancelled (a case timeout, Ctrl-C): nobody reads any more; kill, note, go on
             reading.cancel()
             ctx._note_killed(await _contain(keeper, process, cleanup))
@@ -368,17 +396,17 @@ class ProcessAgent:
             await asyncio.wait_for(asyncio.shield(reading), 5)
         except asyncio.TimeoutError:
             reading.cancel()
-        if exited is not None:
-            await _within(exited, 5)  # the direct child (the keeper, or bwrap around it) is reaped by now or soon
-        status = keeper.reports.status if keeper is not None else None
-        returncode = process.returncode if process is not None else None
-        exit_code = status if status is not None else returncode if returncode is not None else -9
-        duration = time.monotonic() - started
-        stdout = "".join(out)
-        if kept_chars[0] > _STDOUT_LIMIT:
-            stdout += f"\n[... {kept_chars[0] - _STDOUT_LIMIT} characters of stdout cut ...]"
-        trajectory = _trajectory_of(endpoint)
-        run = Run(output=None, trajectory=trajectory, exit_code=exit_code, stderr=err.render(),
+        if child.exited is not None:
+            await _within(child.exited, 5)  # the direct child (the keeper, or bwrap around it) is reaped by now or soon
+        return timed_out, killed
+
+    def _finish(self, child: _Started, endpoint: ModelEndpoint, ctx: TrialContext, stdout: str, err: _Tail,
+                timed_out: bool, killed: list[str]) -> Run:
+        """The ended agent as a Run: its trajectory, output and how it ended (a timeout, a failing exit status or
+        an unreadable output file is an error; a preset may still call a clean exit one)."""
+        exit_code = child.exit_code()
+        duration = time.monotonic() - child.began
+        run = Run(output=None, trajectory=_trajectory_of(endpoint), exit_code=exit_code, stderr=err.render(),
                   duration_s=round(duration, 3), killed=killed)
         output_problem = None
         try:
