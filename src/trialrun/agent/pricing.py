@@ -9,6 +9,7 @@ environment variable naming such a file.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -77,7 +78,9 @@ _DEFAULTS: dict[str, Price] = {
 
 
 
+@functools.lru_cache(maxsize=1024)
 def _normalise(model: str) -> str:
+    """The name a price is listed under. Cached: every priced response asks, and there are few model names."""
     name = model.strip().lower()
     name = name.split("/")[-1]  # "openai/gpt-4.1", "models/gemini-2.5-pro"
     return _DATE_SUFFIX.sub("", name)

@@ -441,7 +441,9 @@ class ScriptedModel(ModelTransport):
             return pending
         try:
             value = pending.entry(pending.model_request) if callable(pending.entry) else pending.entry
-            if inspect.isawaitable(value):  # an async script function (e.g. one that simulates latency)
+            # An async script function (one that simulates latency): a Step is the usual answer, and is told apart
+            # without `isawaitable`'s ABC check.
+            if type(value) is not Step and inspect.isawaitable(value):
                 value = await value
         except Exception as exc:
             return self._failed_entry(pending, exc)
