@@ -16,6 +16,13 @@ import pytest
 # other (and listen) there. The tests keep every connection on loopback: with this (read when ray is imported),
 # Ray's node address is 127.0.0.1.
 os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+# gRPC's fork handlers (on by default in grpcio) try to quiesce its threads around every fork(); when another thread is
+# inside gRPC at that moment they give up ("Other threads are currently calling into gRPC, skipping fork() handlers")
+# and the child can abort (SIGABRT) before it execs. On the loaded 2-core CI box that killed the Ray Client proxy's
+# per-client server at birth, and the client then waited out the proxy's channel timeout (CI run of stop 29: a driver
+# timed out at 180 s). This process and every process it starts (the proxy among them) only ever fork to exec, which
+# is the case gRPC documents the switch for.
+os.environ["GRPC_ENABLE_FORK_SUPPORT"] = "0"
 
 import ray  # noqa: E402  # in the test extra: these tests run in CI, never skip
 
