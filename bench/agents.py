@@ -324,13 +324,15 @@ def guards(repeat: int) -> None:
     ideal = 2 * cases * trials * 0.05 / 50
     print(f"  W2 at 50: {statistics.median(walls):.2f} s, {statistics.median(walls) / ideal:.2f}x the ideal "
           f"{ideal:.2f} s (goal <= 1.08x)")
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    env["PYTHONPATH"] = str(Path(tr.__file__).resolve().parents[1])
-    for label in ("import trialrun", "trialrun --help"):
-        argv = startup.COMMANDS[label]
-        startup._timed(argv, env)
-        cpu = [startup._timed(argv, env)[1] for _ in range(repeat * 2)]
-        print(f"  {label}: {statistics.median(cpu) * 1e3:.0f} ms CPU (goal <= 150 ms)")
+    with tempfile.TemporaryDirectory(prefix="trialrun-bench-guards-") as scratch:
+        # warm bytecode caches, as bench/startup.py measures: with PYTHONDONTWRITEBYTECODE (set on some machines
+        # here) and a source tree on PYTHONPATH, trialrun's modules would otherwise be compiled at every start
+        env = {**startup.environment(scratch), "PYTHONPATH": str(Path(tr.__file__).resolve().parents[1])}
+        for label in ("import trialrun", "trialrun --help"):
+            argv = startup.COMMANDS[label]
+            startup._timed(argv, env)
+            cpu = [startup._timed(argv, env)[1] for _ in range(repeat * 2)]
+            print(f"  {label}: {statistics.median(cpu) * 1e3:.0f} ms CPU (goal <= 150 ms)")
     overhead.retained(overhead.sync_cases(1000), 10)
 
 

@@ -47,6 +47,15 @@ def _timed(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
     return wall, cpu
 
 
+def environment(scratch: str, *, env_bytecode: bool = False) -> dict[str, str]:
+    """This process's environment without PYTHONPATH; unless `env_bytecode`, with bytecode caches written (under
+    `scratch` when PYTHONDONTWRITEBYTECODE is set), so that a start reads them as it would after `pip install`."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    if not env_bytecode and env.pop("PYTHONDONTWRITEBYTECODE", None):
+        env["PYTHONPYCACHEPREFIX"] = str(Path(scratch) / "pycache")
+    return env
+
+
 def _spread(values: list[float]) -> str:
     return f"{statistics.median(values) * 1000:.0f} ms ({min(values) * 1000:.0f}-{max(values) * 1000:.0f})"
 
@@ -58,9 +67,7 @@ def main() -> None:
     parser.add_argument("--env-bytecode", action="store_true", help="the environment's bytecode settings, as they are")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="trialrun-bench-startup-") as scratch:
-        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-        if not args.env_bytecode and env.pop("PYTHONDONTWRITEBYTECODE", None):
-            env["PYTHONPYCACHEPREFIX"] = str(Path(scratch) / "pycache")
+        env = environment(scratch, env_bytecode=args.env_bytecode)
         sides = {"this": env}
         if args.against:
             sides["that"] = {**env, "PYTHONPATH": str(Path(args.against).resolve())}
