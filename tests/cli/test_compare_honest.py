@@ -15,12 +15,17 @@ SUITE = [
     {"id": "b", "prompt": "What should I buy?", "expected_tools": [], "max_turns": 1, "success_criteria": "Mentions milk",
      "expect": {"contains": "milk"}},
 ]
+#: One turn through the configured model, so that the turn budget is checked against turns seen (its reply unused).
+ASK = ("import httpx\n\ndef ask(ctx):\n    with httpx.Client(transport=ctx.model) as client:\n"
+       "        client.post('https://api.openai.com/v1/chat/completions', json={'model': 'gpt-4.1-mini', "
+       "'messages': [{'role': 'user', 'content': 'What should I buy?'}]})\n\n")
 #: v1 always answers well; v2 fails test a on its 5th trial only and test b on every trial; v3 only flakes on a.
 AGENTS = {
-    "v1": "def run(prompt, ctx):\n    return 'Buy milk.'\n",
-    "v2": ("def run(prompt, ctx):\n    if ctx.case.name == 'b' or ctx.trial == 5:\n        return 'Buy bread.'\n"
-           "    return 'Buy milk.'\n"),
-    "v3": "def run(prompt, ctx):\n    return 'Buy bread.' if ctx.case.name == 'a' and ctx.trial == 5 else 'Buy milk.'\n",
+    "v1": ASK + "def run(prompt, ctx):\n    ask(ctx)\n    return 'Buy milk.'\n",
+    "v2": (ASK + "def run(prompt, ctx):\n    ask(ctx)\n    if ctx.case.name == 'b' or ctx.trial == 5:\n"
+           "        return 'Buy bread.'\n    return 'Buy milk.'\n"),
+    "v3": (ASK + "def run(prompt, ctx):\n    ask(ctx)\n"
+           "    return 'Buy bread.' if ctx.case.name == 'a' and ctx.trial == 5 else 'Buy milk.'\n"),
 }
 
 
@@ -34,7 +39,7 @@ def _setup(project: Path, write_suite) -> None:
     write_suite(project / "state" / "eval" / "tests.json", SUITE)
     # a custom agent: the quickstart's policy and system prompt do not reach it (and the warning is not the point)
     (project / "trialrun.toml").write_text('suite = "state/eval/tests.json"\nmodel = "scripted:s.yaml"\n')
-    (project / "s.yaml").write_text("a: [{reply: unused}]\nb: [{reply: unused}]\n")  # the agents answer themselves
+    (project / "s.yaml").write_text("a: [{reply: unused}]\nb: [{reply: unused}]\n")  # asked once; the agents answer themselves
 
 
 def test_five_of_five_to_four_is_not_significant_and_to_none_is(project: Path, cli, write_suite) -> None:

@@ -25,8 +25,14 @@ AGENT = '''
 import time
 from pathlib import Path
 
+import httpx
+
 def run(prompt, ctx):
-    """Answers at once, except the "hang" test from its second trial on: that one says where it is and waits."""
+    """Answers at once (after one turn of the configured model, so that its turn budget is checked against a turn
+    seen), except the "hang" test from its second trial on: that one says where it is and waits."""
+    with httpx.Client(transport=ctx.model) as client:
+        client.post("https://api.openai.com/v1/chat/completions",
+                    json={"model": "gpt-4.1-mini", "messages": [{"role": "user", "content": prompt}]})
     if prompt == "hang" and ctx.trial >= 2:
         (ctx.workdir / "busy.txt").write_text("x")
         Path("started.txt").write_text(str(ctx.workdir))
@@ -55,7 +61,7 @@ def slow_project(project: Path, write_suite) -> Path:
     tests.append({"id": "hang", "prompt": "hang", "expected_tools": [], "max_turns": 1, "success_criteria": "Says hi",
                   "expect": {"contains": "hi"}})
     write_suite(project / "state" / "eval" / "tests.json", tests)
-    (project / "s.yaml").write_text("".join(f"{t['id']}:\n  - reply: hi\n" for t in tests))  # the agent needs no model
+    (project / "s.yaml").write_text("".join(f"{t['id']}:\n  - reply: hi\n" for t in tests))  # its one turn
     toml = project / "trialrun.toml"
     toml.write_text(toml.read_text().replace("scripted:model_v1.yaml", "scripted:s.yaml"))
     return project

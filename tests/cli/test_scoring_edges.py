@@ -49,13 +49,13 @@ def test_sub_scores_average_the_same_trials_as_the_score(project: Path, cli) -> 
     result = cli("run", "read-file", "-k", "4", "--agent", "flaky_agent:run", "--rubric", "skill")
     assert result.exit_code == 1
     case = _latest(project)["cases"][0]
-    # Trials 1 and 3: tool_accuracy 0 (no read_file), turn_efficiency 1, output_quality 0.5 -> total 1.0 (the skill's
-    # clamped sum).
+    # Trials 1 and 3: tool_accuracy 0 (no read_file), turn_efficiency 0 (the test has a turn budget and the agent
+    # called no model trialrun saw: no turns seen is not a budget kept), output_quality 0.5 -> total 0.5.
     # Trials 2 and 4 raised before they could be graded: 0 in the total and 0 in each sub-score.
     assert [t["error"] is not None for t in case["trials"]] == [False, True, False, True]
-    assert case["score"] == pytest.approx(0.5)
-    assert case["sub_scores"] == pytest.approx({"tool_accuracy": 0.0, "turn_efficiency": 0.5, "output_quality": 0.25})
-    assert "0.50  0.00  0.50  0.25" in result.output  # the table says the same
+    assert case["score"] == pytest.approx(0.25)
+    assert case["sub_scores"] == pytest.approx({"tool_accuracy": 0.0, "turn_efficiency": 0.0, "output_quality": 0.25})
+    assert "0.25  0.00  0.00  0.25" in result.output  # the table says the same
 
     # Every trial errored: a suite test is always scored, so it scores 0 in total and in each sub-score (one rule
     # for the case, the seed's tests view and the run's average).
@@ -72,10 +72,10 @@ def test_grading_by_hand_skips_trials_that_errored(project: Path, cli) -> None:
     cli("run", "read-file", "-k", "4", "--agent", "flaky_agent:run", "--rubric", "skill")
     result = cli("grade", "latest", "read-file", "0")
     assert result.exit_code == 0, result.output
-    assert "read-file: output_quality 0; score 0.50 -> 0.50; failed" in result.output
+    assert "read-file: output_quality 0; score 0.25 -> 0.00; failed" in result.output
     case = _latest(project)["cases"][0]
-    assert [t["score"] for t in case["trials"]] == [1.0, None, 1.0, None]  # 0 + 1 + 0 = 1, clamped: still 1.0
-    assert case["sub_scores"] == pytest.approx({"tool_accuracy": 0.0, "turn_efficiency": 0.5, "output_quality": 0.0})
+    assert [t["score"] for t in case["trials"]] == [0.0, None, 0.0, None]  # 0 + 0 + 0: the errored ones left alone
+    assert case["sub_scores"] == pytest.approx({"tool_accuracy": 0.0, "turn_efficiency": 0.0, "output_quality": 0.0})
     graded = [t["verdicts"][0]["details"]["quality_by"] for t in case["trials"] if t["verdicts"]]
     assert graded == ["hand", "hand"]
 

@@ -43,11 +43,12 @@ AGENT = textwrap.dedent('''
 
     def run(prompt, ctx):
         token = (HERE / "creds.txt").read_text().strip()
-        if not ctx.case.name.startswith("second"):
-            time.sleep(1.3)
-            return f"done; the token is {token}, the deploy token {os.environ['ACME_DEPLOY_TOKEN']}"
         model = ctx.scripted([tr.reply("all done")])
         client = httpx.Client(transport=model, base_url="https://api.openai.com/v1")
+        if not ctx.case.name.startswith("second"):  # one turn, so that the turn budget is checked against it
+            client.post("/chat/completions", json={"model": "gpt-4.1-mini", "messages": [{"role": "user", "content": prompt}]})
+            time.sleep(1.3)
+            return f"done; the token is {token}, the deploy token {os.environ['ACME_DEPLOY_TOKEN']}"
         client.post("/chat/completions", headers={"x-api-key": token},
                     json={"model": "gpt-4.1-mini", "messages": [{"role": "user", "content": prompt}]})
         (HERE / "registered").write_text("yes")

@@ -151,3 +151,40 @@ def test_zero_calls_cannot_pass_on_a_text_protocol_loop_and_a_pass_says_what_it_
     one_chat = Trajectory(turns=[Turn(text="hi")], model_calls=1)
     verdict = expect.called("delete_db", times=0)(one_chat)
     assert verdict.passed and "not visible on the wire" in verdict.reason
+
+
+def _answers_without_the_endpoint(ctx: tr.TrialContext) -> str:
+    """An agent whose model traffic trialrun never saw (its client was not made through ctx): it may have taken any
+    number of turns."""
+    return "the value of k is v"
+
+
+def test_rubric_turn_budget_is_not_met_by_turns_nobody_saw() -> None:
+    grader = rubric(max_turns=3, success_criteria="value of k")
+    trial = tr.evaluate([tr.Case(name="unseen", invoke=_answers_without_the_endpoint,
+                                 expect_outcome=[grader])]).cases[0].trials[0]
+    verdict = trial.verdicts[0]
+    # tool_accuracy 1.0 (nothing expected) and output_quality 0.5 (the answer is there); the budget earns nothing
+    assert verdict.details["sub_scores"] == {"tool_accuracy": 1.0, "turn_efficiency": 0.0, "output_quality": 0.5}
+    assert verdict.score == 2 / 3 and not verdict.passed and not trial.passed
+    assert "no model traffic was observed, so the budget of 3 was not checked" in verdict.reason
+
+
+def test_rubric_without_a_budget_says_it_saw_no_turns() -> None:
+    verdict = rubric(success_criteria="value of k")(Run(output="the value of k is v"))
+    assert verdict.passed and verdict.details["sub_scores"]["turn_efficiency"] == 1.0
+    assert "0 turns seen: no model traffic was observed, budget none" in verdict.reason
+
+
+def test_rubric_turn_budget_counts_the_turns_it_saw() -> None:
+    def invoke(ctx: tr.TrialContext) -> str:
+        model = ctx.scripted([tr.reply("the value of k is v")])
+        client = openai.OpenAI(api_key="test", max_retries=0, http_client=ctx.http_client(model))
+        return client.chat.completions.create(model="gpt-4.1-mini", messages=[{"role": "user", "content": "k?"}]
+                                              ).choices[0].message.content
+
+    trial = tr.evaluate([tr.Case(name="seen", invoke=invoke, expect_outcome=[
+        rubric(max_turns=3, success_criteria="value of k")])]).cases[0].trials[0]
+    verdict = trial.verdicts[0]
+    assert trial.passed and verdict.details["sub_scores"]["turn_efficiency"] == 1.0
+    assert "(1 turn, budget 3)" in verdict.reason

@@ -2,7 +2,8 @@
 
     tool_accuracy   = |expected_tools ∩ used_tools| / |expected_tools|   (1.0 when nothing is expected;
                       extra tools do not lower it)
-    turn_efficiency = 1.0 if turns <= max_turns else max_turns / turns   (1.0 when there is no budget)
+    turn_efficiency = 1.0 if turns <= max_turns else max_turns / turns   (1.0 when there is no budget; 0 when
+                      there is one and no model traffic was observed: no turns seen is not 0 turns taken)
     output_quality  = 0, 0.25 or 0.5 against success_criteria
 
 The sub-scores are the skill's under every rubric; the rubric (`RUBRICS`) only says how they make the total:
@@ -29,7 +30,7 @@ import re
 from collections.abc import Awaitable, Callable, Sequence
 
 
-from ..trajectory import CallOutcome, Run
+from ..trajectory import CallOutcome, Run, observed_nothing
 from ._base import Grader, Verdict, clip, flag_arg, number_label, output_text, short_label
 from ._calls import INVISIBLE, agent_outcomes, counting, invisible, not_counted, split
 
@@ -221,6 +222,11 @@ def rubric(
         used, counted, left = _used_tools(run, include_refused)
         turns = turn_count(run)
         accuracy, efficiency = score_parts(expected_tools, used, max_turns, turns)
+        unseen = observed_nothing(run.trajectory)
+        if unseen and max_turns is not None:
+            # "0 turns" here is not a count but no reading: the agent may have taken any number of turns through a
+            # client trialrun never saw, so the budget was not checked and earns nothing
+            efficiency = 0.0
         total = combine(accuracy, efficiency, quality, formula)
         passed = passes(total, threshold)
         parts = {"tool_accuracy": accuracy, "turn_efficiency": efficiency, "output_quality": quality}
@@ -230,8 +236,12 @@ def rubric(
             + (f" ({counted[2:]})" if counted and expected_tools else "")
             + _tool_note(missing, run, left)
             + _unseen_note(missing, run, left)
-            + f", turn_efficiency {efficiency:.2f} ({turns} turn{'s' if turns != 1 else ''}, budget "
-              f"{max_turns if max_turns is not None else 'none'})"
+            + f", turn_efficiency {efficiency:.2f} ("
+            + (f"no model traffic was observed, so the budget of {max_turns} was not checked"
+               if unseen and max_turns is not None else
+               f"{turns} turn{'s' if turns != 1 else ''}{' seen: no model traffic was observed' if unseen else ''}, "
+               f"budget {max_turns if max_turns is not None else 'none'}")
+            + ")"
             + f", output_quality {quality:g} ({why})"
         )
         return Verdict(passed, label, reason, score=total, details={"sub_scores": parts, "threshold": threshold,
