@@ -41,9 +41,12 @@ cases += [tr.Case(name=f"slow{i}", setup=slow_setup, invoke=slow, teardown=slow_
                   expect_outcome=[expect.contains("slow")]) for i in range(2)]
 executor = tr.RayExecutor(address=address, resources_per_trial={"num_cpus": 0.5}, teardown_wait_s=20,
                           init_kwargs={"log_to_driver": False}, trials_per_worker=per_worker)
+def finished(case, result):
+    print("finished", case.name, flush=True)
+    (out / f"finished-{case.name}").write_text("finished")
+
 try:
-    tr.evaluate(cases, executor=executor, concurrency=4,
-                on_trial=lambda case, result: print("finished", case.name, flush=True))
+    tr.evaluate(cases, executor=executor, concurrency=4, on_trial=finished)
     print("COMPLETED", flush=True)
 except tr.EvaluationInterrupted as exc:
     report = exc.report
@@ -65,10 +68,14 @@ def test_ctrl_c_cancels_outstanding_trials_runs_their_teardowns_and_keeps_the_fi
     proc = subprocess.Popen([sys.executable, str(script), ray_cluster, str(tmp_path), str(per_worker)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env)
     try:
+        # the signal comes once the slow trials run AND the quick ones are done: on a loaded machine (load 20 in a
+        # full run) a quick trial's result could still be on its way half a second after the slow ones started,
+        # and a trial unfinished when the signal comes is rightly reported unfinished
         deadline = time.monotonic() + 45
-        while not all((tmp_path / f"started-slow{i}").exists() for i in range(2)):
+        marks = [tmp_path / f"started-slow{i}" for i in range(2)] + [tmp_path / f"finished-quick{i}" for i in range(2)]
+        while not all(mark.exists() for mark in marks):
             assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "the slow trials never started"
+            assert time.monotonic() < deadline, f"never there: {[m.name for m in marks if not m.exists()]}"
             time.sleep(0.1)
         time.sleep(0.5)
         proc.send_signal(stop)
