@@ -180,6 +180,14 @@ def _tool_note(missing: Sequence[str], run: Run, left: Sequence[CallOutcome] = (
     return f" ({'; '.join(parts)})"
 
 
+def _turn_note(turns: int, max_turns: int | None, unseen: bool) -> str:
+    """What turn efficiency counted, against which budget; or that no traffic was seen to count."""
+    if unseen and max_turns is not None:
+        return f"no model traffic was observed, so the budget of {max_turns} was not checked"
+    seen = " seen: no model traffic was observed" if unseen else ""
+    return f"{turns} turn{'s' if turns != 1 else ''}{seen}, budget {max_turns if max_turns is not None else 'none'}"
+
+
 def _label(expected_tools: Sequence[str], max_turns: int | None, threshold: float, formula: str,
            success_criteria: str, judge: Judge | None, include_refused: bool) -> str:
     """The rubric's label: every option that changes its score, those at their default left out."""
@@ -236,12 +244,7 @@ def rubric(
             + (f" ({counted[2:]})" if counted and expected_tools else "")
             + _tool_note(missing, run, left)
             + _unseen_note(missing, run, left)
-            + f", turn_efficiency {efficiency:.2f} ("
-            + (f"no model traffic was observed, so the budget of {max_turns} was not checked"
-               if unseen and max_turns is not None else
-               f"{turns} turn{'s' if turns != 1 else ''}{' seen: no model traffic was observed' if unseen else ''}, "
-               f"budget {max_turns if max_turns is not None else 'none'}")
-            + ")"
+            + f", turn_efficiency {efficiency:.2f} ({_turn_note(turns, max_turns, unseen)})"
             + f", output_quality {quality:g} ({why})"
         )
         return Verdict(passed, label, reason, score=total, details={"sub_scores": parts, "threshold": threshold,
