@@ -484,9 +484,18 @@ def test_the_namespace_handoff_works_for_an_unprivileged_user() -> None:
     system_python = shutil.which("python3", path="/usr/bin:/bin")
     if os.getuid() != 0 or shutil.which("setpriv") is None or system_python is None:
         pytest.skip("needs root (to become nobody), setpriv and a system python3; unprivileged runs test this above")
-    module = str(Path(_handoff.__file__).resolve())
-    done = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", system_python, "-I", "-c",
-                           UNPRIVILEGED, module], capture_output=True, text=True, timeout=120, cwd="/")
+    # nobody reads the package from a copy in a folder anyone may enter: the checkout itself may sit under one only
+    # its owner may (a clone into `mktemp -d`, a home folder of mode 0700), and then the import was refused
+    package = Path(_handoff.__file__).resolve().parents[1]
+    with tempfile.TemporaryDirectory(prefix="trialrun-handoff-") as folder:
+        os.chmod(folder, 0o755)
+        copy = Path(folder) / "trialrun"
+        shutil.copytree(package, copy, ignore=shutil.ignore_patterns("__pycache__"))
+        for path in [copy, *copy.rglob("*")]:
+            os.chmod(path, 0o755 if path.is_dir() else 0o644)
+        module = str(copy / Path(_handoff.__file__).resolve().relative_to(package))
+        done = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", system_python, "-I",
+                               "-c", UNPRIVILEGED, module], capture_output=True, text=True, timeout=120, cwd="/")
     assert done.returncode == 0, done.stderr[-2000:]
     seen = json.loads(done.stdout.splitlines()[-1])
     assert (seen["uid"], seen["out"], seen["ways"]) == (65534, "from the endpoint", {"namespace": 1}), seen
