@@ -58,8 +58,8 @@ def test_a_framework_tutorial_passes_its_case_and_fails_the_one_it_shows_failing
     trajectory = passing.trials[0].trajectory
     assert [call.name for call in trajectory.tool_calls] == ["read_notes"]
     assert [r.content for r in trajectory.turns[0].tool_results] == ["Buy milk on Tuesday."]
-    if tool_runs is not None:  # the framework really ran its tool (both cases)
-        assert module["ran"] == tool_runs
+    if tool_runs is not None:  # the framework really ran its tool (both cases, run at once: in either order)
+        assert sorted(module["ran"]) == sorted(tool_runs)
 
 
 PAGES = Path(__file__).resolve().parents[1] / "docs" / "tutorials"
