@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 from trialrun._util.workers import Workers
 
 
@@ -176,6 +178,8 @@ def test_a_call_made_while_one_is_in_flight_on_the_same_thread_gets_its_own_comp
         signal.signal(signal.SIGALRM, previous)
 
 
+# a fork of a process with threads, on purpose (3.12+ warns of it)
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded, use of fork:DeprecationWarning")
 def test_a_forked_child_makes_companions_of_its_own_and_leaves_the_parents_alone() -> None:
     import os
 
@@ -193,6 +197,8 @@ def test_a_forked_child_makes_companions_of_its_own_and_leaves_the_parents_alone
     assert call_with_limit(threading.get_ident, {}, 5) == (True, parent)  # the child did not stop the parent's
 
 
+# a fork of a process with threads, on purpose (3.12+ warns of it)
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded, use of fork:DeprecationWarning")
 def test_a_forked_child_starts_workers_of_its_own() -> None:
     import os
 

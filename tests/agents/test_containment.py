@@ -213,6 +213,8 @@ def test_the_keeper_reports_its_way_and_what_it_killed_line_by_line() -> None:
     assert reports.note() == ["pid 43: sleep 9"]
 
 
+# a fork of a process with threads, on purpose (3.12+ warns of it)
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded, use of fork:DeprecationWarning")
 def test_a_forked_process_gets_a_keeper_server_of_its_own(tmp_path: Path, marker: str) -> None:
     """multiprocessing's fork start method, or any os.fork: the child never shares its parent's server."""
     import multiprocessing

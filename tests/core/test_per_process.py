@@ -15,7 +15,9 @@ import pytest
 import trialrun as tr
 from trialrun._util.per_process import PerProcess
 
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="os.fork")
+#: Forking a process that has threads is what these tests are about (3.12+ warns of it)
+pytestmark = [pytest.mark.skipif(sys.platform == "win32", reason="os.fork"),
+              pytest.mark.filterwarnings("ignore:This process .* is multi-threaded, use of fork:DeprecationWarning")]
 
 
 def _in_child(check: Callable[[], bool]) -> int:

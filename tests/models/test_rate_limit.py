@@ -67,7 +67,7 @@ class Provider:
             "usage": {"prompt_tokens": self.usage - 2, "completion_tokens": 2, "total_tokens": self.usage}})
 
 
-def model(provider: Provider, clock: Clock, limit: RateLimit | None, key: str = "sk-a", **kwargs: object) -> LiveModel:
+def model(provider: Provider, clock: Clock, limit: RateLimit | None, key: str = "sk-key-a", **kwargs: object) -> LiveModel:
     live = LiveModel(BASE, api_key=key, transport=httpx.MockTransport(provider), rate_limit=limit, **kwargs)  # type: ignore[arg-type]
     live._sleep = clock.sleep  # type: ignore[method-assign]
     live._async_sleep = clock.asleep  # type: ignore[method-assign]
@@ -92,7 +92,7 @@ def test_two_live_models_of_one_endpoint_and_key_share_one_budget(clock: Clock) 
     for live in (first, second, first, second, first):
         ask(live)
     assert gaps(provider.arrivals) == [1.0] * 4  # one a second across both, never a burst
-    other_key = model(provider, clock, limit, key="sk-b")  # another key: another budget, not held up
+    other_key = model(provider, clock, limit, key="sk-key-b")  # another key: another budget, not held up
     before = clock.now
     ask(other_key)
     assert provider.arrivals[-1][0] == before
@@ -176,7 +176,7 @@ def test_a_429_retry_after_pauses_every_caller_of_the_limit(clock: Clock) -> Non
     start = provider.arrivals[0][0]
     ask(other)
     assert provider.arrivals[1][0] == pytest.approx(start + 7)
-    ask(model(provider, clock, limit, key="sk-b"))  # another key's budget was not refused: not paused
+    ask(model(provider, clock, limit, key="sk-key-b"))  # another key's budget was not refused: not paused
     assert provider.arrivals[2][0] == pytest.approx(start + 7)
 
 
@@ -206,7 +206,7 @@ def test_limits_of_the_same_endpoint_combine_to_the_strictest(clock: Clock) -> N
     ask(model(provider, clock, RateLimit(requests_per_minute=30, tokens_per_minute=10**6)))
     ask(model(provider, clock, RateLimit(requests_per_minute=120)))
     assert gaps(provider.arrivals) == [1.0, 2.0]
-    assert _limiter.limiter_for(_limiter.identity(BASE, "sk-a"), RateLimit(requests_per_minute=60)).limit == \
+    assert _limiter.limiter_for(_limiter.identity(BASE, "sk-key-a"), RateLimit(requests_per_minute=60)).limit == \
         RateLimit(requests_per_minute=30, tokens_per_minute=10**6)
 
 
@@ -236,8 +236,8 @@ def test_rate_limit_values_are_checked() -> None:
     with pytest.raises(ValueError, match="needs requests_per_minute, tokens_per_minute or both"):
         RateLimit()
     with pytest.raises(ValueError, match="must be a trialrun.RateLimit, got dict"):
-        LiveModel(BASE, api_key="k", rate_limit={"requests_per_minute": 5})  # type: ignore[arg-type]
-    assert "600 requests/min" in repr(LiveModel(BASE, api_key="k", rate_limit=RateLimit(requests_per_minute=600)))
+        LiveModel(BASE, api_key="sk-key-values", rate_limit={"requests_per_minute": 5})  # type: ignore[arg-type]
+    assert "600 requests/min" in repr(LiveModel(BASE, api_key="sk-key-values", rate_limit=RateLimit(requests_per_minute=600)))
 
 
 def test_trialrun_toml_sets_the_limit_and_bad_values_name_the_key(tmp_path: Path) -> None:
