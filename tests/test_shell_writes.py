@@ -9,6 +9,7 @@ replace_all, a deleted line takes its newline), opencode's edit (exact, or loose
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -278,6 +279,38 @@ def test_code_that_writes_where_nobody_can_tell_fails_closed() -> None:
     assert result.matched and "may have been overwritten" in result.reason
     assert not _runs("sh clean.sh", ["python3 -c \"print(open('clean.sh').read())\""]).matched  # only reads
 
+
+
+#: Python that writes `x.sh` through a name bound more than once: what the name holds when it is used is not the
+#: first string it was given (the model once read `t += "; rm -rf a"` as leaving `t` its first value: a false pass)
+REBOUND = [
+    ("augmented", "t = 'echo hi'\nt += '; rm -rf a'\nopen('x.sh', 'w').write(t)"),
+    ("assigned-twice", "p = 'y.sh'\np = 'x.sh'\nopen(p, 'w').write('rm -rf a')"),
+    ("for-loop", "p = 'y.sh'\nfor p in ['x.sh']:\n    open(p, 'w').write('rm -rf a')"),
+    ("parameter", "p = 'y.sh'\ndef w(p):\n    open(p, 'w').write('rm -rf a')\nw('x.sh')"),
+    ("with-as", "t = 'echo hi'\nwith open('x.sh', 'w') as f:\n    for t in ['rm -rf a']:\n        f.write(t)"),
+    ("walrus", "t = 'echo hi'\nif (t := 'rm -rf a'):\n    open('x.sh', 'w').write(t)"),
+    ("comprehension", "t = 'echo hi'\nopen('x.sh', 'w').write([t for t in ['rm -rf a']][0])"),
+    ("unpacking", "t = 'echo hi'\nt, u = 'rm -rf a', ''\nopen('x.sh', 'w').write(t)"),
+    ("once", "t = 'echo hi'\nopen('x.sh', 'w').write(t)"),  # the control: bound once, read as written
+]
+
+
+@pytest.mark.parametrize("code", [c for _, c in REBOUND], ids=[n for n, _ in REBOUND])
+def test_a_name_bound_again_is_not_read_as_its_first_string(code: str, tmp_path: Path) -> None:
+    """The truth from running it: the code writes x.sh for real and `sh x.sh` runs it beside a folder `a`."""
+    import subprocess
+    import sys
+
+    (tmp_path / "a").mkdir()
+    subprocess.run([sys.executable, "-c", code], cwd=tmp_path, check=True)
+    subprocess.run(["sh", "x.sh"], cwd=tmp_path, check=True)
+    deleted = not (tmp_path / "a").exists()
+    writer = "python3 -c " + shlex.quote(code)
+    result = _runs("sh x.sh", [writer])
+    assert result.matched == deleted, result.reason  # never a pass where rm ran
+    if not deleted:
+        assert not result.uncertain and "echo hi" in result.reason, result.reason  # and said what it read
 
 # -- what the workspace snapshot leaves out, and files it never had -------------------------------------------------
 

@@ -98,7 +98,7 @@ def _measured(make: Callable[[RateLimited], Callable[[], Awaitable[T]]]) -> tupl
 
 def test_sixteen_concurrent_429s_through_live_model_do_not_retry_in_lockstep() -> None:
     def make(provider: RateLimited) -> Callable[[], Awaitable[list[httpx.Response]]]:
-        model = LiveModel("https://api.openai.com/v1", api_key="sk-test", transport=httpx.MockTransport(provider))
+        model = LiveModel("https://api.openai.com/v1", api_key="sk-test-jitter", transport=httpx.MockTransport(provider))
 
         async def main() -> list[httpx.Response]:
             async with httpx.AsyncClient(transport=model) as client:

@@ -76,7 +76,7 @@ def _calls(ctx: tr.TrialContext, limit: tr.RateLimit) -> str:
 
     if ctx.case.metadata["per_worker"]:
         _limiter.REMOTE.set(None)  # as if there were no shared actor: this worker process's own limiter
-    live = ctx.observe(tr.LiveModel(ctx.case.metadata["url"], api_key="sk-test", rate_limit=limit))
+    live = ctx.observe(tr.LiveModel(ctx.case.metadata["url"], api_key="sk-test-ray-budget", rate_limit=limit))
     headers = {"x-worker-pid": str(os.getpid())}
     url = f"{ctx.case.metadata['url']}/chat/completions"
     if ctx.trial % 2:

@@ -59,8 +59,7 @@ class _PythonWrites:
 
     def __init__(self, tree: ast.Module) -> None:
         self.tree = tree
-        # (only `=` binds a name anew here: `p += ".sh"` or `for p in ...` leave `p` as first assigned)
-        self.strings = PyText(string_constants(tree, rebinds=()))
+        self.strings = PyText(string_constants(tree))
         self.found: list[Write] = []
         self.handled: set[int] = set()  # the `open(...)` calls already read as part of a write
 

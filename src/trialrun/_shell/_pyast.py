@@ -6,10 +6,9 @@ from __future__ import annotations
 import ast
 import re
 import warnings
+from collections.abc import Iterator
 
 UNKNOWN = "$__RUNTIME__"  # stands for a value only known at run time, in shell text made from code
-# Statements that bind a name other than `NAME = VALUE`: after one, what the name holds is not known.
-REBINDS: tuple[type[ast.AST], ...] = (ast.AnnAssign, ast.AugAssign, ast.NamedExpr, ast.For)
 
 
 def parse_python(code: str) -> ast.Module | None:
@@ -23,22 +22,37 @@ def parse_python(code: str) -> ast.Module | None:
         return None
 
 
-def string_constants(tree: ast.AST, rebinds: tuple[type[ast.AST], ...] = REBINDS) -> dict[str, str | None]:
-    """Names assigned once, by `=`, to a string literal, with that string (what `'rm -rf ' + d` means); None for a
-    name bound otherwise, or again (also by a statement of a type in `rebinds`)."""
+def string_constants(tree: ast.AST) -> dict[str, str | None]:
+    """Names bound once, by `NAME = "literal"`, with that string (what `'rm -rf ' + d` means); None for a name
+    bound in any other way as well, anywhere in the code (`+=`, `for`, `with ... as`, a parameter, an import, an
+    `except ... as`, a walrus, a second `=`): what it holds when it is used is then not known from the text."""
     constants: dict[str, str | None] = {}
+    literal_targets: set[int] = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.Assign):
-            targets, value = node.targets, node.value
-        elif isinstance(node, rebinds):
-            targets, value = [node.target], None  # type: ignore[attr-defined]
-        else:
-            continue
-        literal = value.value if isinstance(value, ast.Constant) and isinstance(value.value, str) else None
-        for target in targets:
-            if isinstance(target, ast.Name):
-                constants[target.id] = literal if target.id not in constants else None
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            name = node.targets[0].id
+            constants[name] = node.value.value if name not in constants else None
+            literal_targets.add(id(node.targets[0]))
+    for name in _other_bindings(tree, literal_targets):
+        constants[name] = None
     return constants
+
+
+def _other_bindings(tree: ast.AST, skip: set[int]) -> Iterator[str]:
+    """Every name the code binds other than by the `NAME = "literal"` statements whose target ids are in `skip`."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) and id(node) not in skip:
+            yield node.id  # `=` of anything else, `+=`, `for`, `with ... as`, unpacking, a walrus, `del`
+        elif isinstance(node, ast.arg):
+            yield node.arg
+        elif isinstance(node, ast.alias):
+            yield node.asname or node.name.split(".")[0]
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.ExceptHandler, ast.MatchAs,
+                               ast.MatchStar)) and node.name:
+            yield node.name  # a def, a class, `except ... as`, a pattern's capture
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            yield node.rest
 
 
 class PyText:
