@@ -79,6 +79,61 @@ def test_a_non_loopback_host_warns_and_needs_the_token_on_every_page(runs: Path)
         process.wait(10)
 
 
+
+def _ipv6_loopback() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6) as s:
+            s.bind(("::1", 0))
+        return True
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not _ipv6_loopback(), reason="this machine has no IPv6 loopback")
+def test_a_viewer_bound_to_the_ipv6_loopback_answers_its_own_bracketed_host(runs: Path) -> None:
+    """`--host ::1`: the browser's Host header is `[::1]:PORT`, which the host check must read as `[::1]` (before,
+    Starlette's check cut it at its first colon, so every page of such a viewer was a 400)."""
+    import os
+
+    import trialrun
+
+    with socket.socket(socket.AF_INET6) as s:
+        s.bind(("::1", 0))
+        port = s.getsockname()[1]
+    source = Path(trialrun.__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(source), os.environ.get("PYTHONPATH", "")])}
+    process = subprocess.Popen([sys.executable, "-m", "trialrun", "view", str(runs), "--host", "::1", "--port",
+                                str(port)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    base = f"http://[::1]:{port}"
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                page = httpx.get(base + "/")
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline, "the viewer did not listen on [::1]"
+                time.sleep(0.1)
+        assert page.status_code == 200 and "trialrun" in page.text, page.text[:200]  # loopback: no token
+        assert httpx.get(f"{base}/test/{TEST}").status_code == 200
+        assert httpx.get(base + "/", headers={"host": f"[::2]:{port}"}).status_code == 400
+        assert httpx.get(base + "/", headers={"host": "evil.example"}).status_code == 400
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.wait(10)
+
+
+@pytest.mark.parametrize(("header", "host"), [
+    ("127.0.0.1:8765", "127.0.0.1"), ("localhost", "localhost"), ("LocalHost:80", "localhost"),
+    ("[::1]:8765", "[::1]"), ("[::1]", "[::1]"), ("[::ffff:127.0.0.1]:1", "[::ffff:127.0.0.1]"),
+    ("", None), ("::1", None), ("[::1]x", None), ("a:b:c", None), ("user@evil.example", None),
+    ("evil.example/x", None), ("127.0.0.1:99999999", None),
+])
+def test_the_host_a_host_header_names(header: str, host: str | None) -> None:
+    from trialrun.view import _host_of
+
+    assert _host_of(header) == host
+
 def test_unknown_pages_and_a_diff_of_an_unknown_test_are_a_styled_404_linking_home(runs: Path) -> None:
     client = TestClient(create_app(runs), base_url="http://127.0.0.1")
     first, second = stems(runs)[:2]

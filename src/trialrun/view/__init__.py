@@ -30,6 +30,7 @@ from __future__ import annotations
 import errno
 import hmac
 import os
+import re
 import secrets
 import socket
 from pathlib import Path
@@ -113,10 +114,39 @@ async def _answer(send: Any, status: int, body: bytes, headers: list[tuple[bytes
 
 def _hosts(host: str) -> list[str]:
     """The host names a request may name: this machine's, and the bound address's (a wildcard bind: any, then the
-    token is what keeps other sites out)."""
+    token is what keeps other sites out). IPv6 addresses in brackets, as a Host header writes them."""
     if host in ("0.0.0.0", "::", ""):
         return ["*"]
-    return ["127.0.0.1", "localhost", host if ":" not in host else f"[{host}]"]
+    return ["127.0.0.1", "localhost", host if ":" not in host else f"[{host.strip('[]')}]"]
+
+
+#: A Host header: a name or IPv4 address, or an IPv6 address in brackets; then an optional port.
+_HOST_HEADER = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[^\[\]:/@\s]+)(?::\d{1,5})?")
+
+
+def _host_of(header: str) -> str | None:
+    """The host a Host header names, lower case, brackets kept (`[::1]:8765` is `[::1]`); None when it is not one."""
+    found = _HOST_HEADER.fullmatch(header)
+    return found.group(1).lower() if found else None
+
+
+def _trusted(app: Any, allowed: list[str]) -> Any:
+    """`app` answering only requests whose Host header names one of `allowed` ("*": any): a page elsewhere cannot
+    read the results through a DNS-rebound name. Read here, not by Starlette's middleware, whose versions before
+    1.x cut `[::1]:8765` at its first colon and so refused every request to a viewer bound to `::1`."""
+    names = {name.lower() for name in allowed}
+
+    async def trusted(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] not in ("http", "websocket") or "*" in names:
+            await app(scope, receive, send)
+            return
+        header = dict(scope.get("headers", [])).get(b"host", b"").decode("latin-1")
+        if _host_of(header) in names:
+            await app(scope, receive, send)
+            return
+        await _answer(send, 400, b"Invalid host header\n", [(b"content-type", b"text/plain; charset=utf-8")])
+
+    return trusted
 
 
 def create_app(directory: str | os.PathLike[str], *, host: str = "127.0.0.1", token: str | None = None,
@@ -127,8 +157,6 @@ def create_app(directory: str | os.PathLike[str], *, host: str = "127.0.0.1", to
     non-loopback `host`) every page needs it too. The app's token is `app.token`."""
     try:
         from starlette.applications import Starlette
-        from starlette.middleware import Middleware
-        from starlette.middleware.trustedhost import TrustedHostMiddleware
         from starlette.routing import Route
     except ImportError as exc:
         raise ImportError(MISSING_EXTRA) from exc
@@ -136,12 +164,11 @@ def create_app(directory: str | os.PathLike[str], *, host: str = "127.0.0.1", to
 
     token = token or secrets.token_urlsafe(24)
     pages = Pages(Path(directory), token)
-    # Only this machine's names: a page elsewhere cannot read the results through a DNS-rebound host name.
-    hosts = Middleware(TrustedHostMiddleware, allowed_hosts=_hosts(host))
+
     def unknown(request: Any, exc: Any) -> Any:
         return pages.not_found(f"no page {request.url.path} here")
 
-    app: Any = Starlette(middleware=[hosts], exception_handlers={404: unknown}, routes=[
+    app: Any = Starlette(exception_handlers={404: unknown}, routes=[
         Route("/", pages.index), Route("/run/{stem}", pages.run), Route("/test/{name:path}", pages.test),
         Route("/compare", pages.compare), Route("/diff", pages.diff), Route("/live/{stem}", pages.live),
         Route("/api/live/{stem}", pages.live_api), Route("/api/runs", pages.runs_api), Route("/trial/{stem}", pages.trial),
@@ -149,7 +176,7 @@ def create_app(directory: str | os.PathLike[str], *, host: str = "127.0.0.1", to
     ])
     if require_token:
         app = _gate(app, token)
-    secured = _secured(app)
+    secured = _secured(_trusted(app, _hosts(host)))  # only this machine's names
     secured.token = token
     return secured
 
