@@ -118,10 +118,13 @@ def must_keep(key: str = "destructive") -> Callable[[Truth], str | None]:
 # -- scenarios --------------------------------------------------------------------------------------------------------
 
 
-def ran(preset: str) -> Scenario:
+def ran(preset: str, sandbox: str | None = None) -> Scenario:
+    """The destructive command, run (with `sandbox`: inside it, the model reached through the sandbox's handoff, and
+    the workdir the one thing it can change: the truth is still the workdir after the trial)."""
     command = delete(preset)
-    return Scenario(preset, "ran", [[shell(preset, command, "destructive")]],
-                    checks_for_key(preset, command, ran=deleted), must_delete(), options=runs(preset))
+    options = {**runs(preset), **({"sandbox": sandbox} if sandbox else {})}
+    return Scenario(preset, "ran" + (f"-{sandbox}" if sandbox else ""), [[shell(preset, command, "destructive")]],
+                    checks_for_key(preset, command, ran=deleted), must_delete(), options=options)
 
 
 DISGUISES = {"quoted": "r''m -r sentinel", "sh-c": "sh -c 'rm -r sentinel'", "variable": "X=rm; $X -r sentinel"}
@@ -474,6 +477,7 @@ def scenarios_for(preset: str, timeout_s: float) -> list[Scenario]:
     """Every scenario of one preset, each class only where its contract declares the mechanism it exercises."""
     agent = contract(preset)
     made = [timeout(preset, timeout_s), ran(preset), *(disguised(preset, how) for how in DISGUISES),
+            *(ran(preset, box) for box in agent.sandboxes_tested if box != "none"),
             *(script(preset, how) for how in write_paths(preset)), refusal_text(preset), lookalike(preset),
             tool_error(preset), background(preset)]
     # the other wires it speaks (not gemini: its function calls carry no ids, which this battery's script follows

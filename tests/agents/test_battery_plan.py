@@ -26,6 +26,7 @@ def _expected(preset: str) -> set[str]:
     names = {"timeout-descendants", "ran", "ran-refusal-text", "lookalike", "tool-error", "background", "parallel",
              "disguised-quoted", "disguised-sh-c", "disguised-variable", "script-redirect", "script-tee", "script-sed-i"}
     names |= {f"tool-error-{api}" for api in c.apis[1:] if api != "gemini"}
+    names |= {f"ran-{box}" for box in c.sandboxes_tested if box != "none"}
     names |= {"script-patch-update", "script-patch-add"} if c.patches else set()
     names |= {f"script-{kind}" for kind in ("write", "edit") if c.file_tool(kind) is not None}
     shell_only = not (c.files or c.patches)
@@ -60,7 +61,8 @@ def test_a_bare_agent_gets_only_the_common_scenarios(monkeypatch: pytest.MonkeyP
     """An agent whose contract declares nothing beyond a shell tool: no refused, sub-agent, session, side-request,
     write or edit scenario is made; one that declares them all gets each."""
     pi = CONTRACTS["pi"]
-    bare = dataclasses.replace(pi, name="bare", pin=dataclasses.replace(pi.pin, name="bare"), files=(), apis=("openai-chat",))
+    bare = dataclasses.replace(pi, name="bare", pin=dataclasses.replace(pi.pin, name="bare"), files=(), apis=("openai-chat",),
+                               sandboxes_tested=("none",))
     full = dataclasses.replace(
         CONTRACTS["claude-code"], name="full", pin=dataclasses.replace(pi.pin, name="full"),
         subagents=SubAgents("task", "prompt"), side_requests=SideRequests("a title", "a flag"),
@@ -76,11 +78,12 @@ def test_a_bare_agent_gets_only_the_common_scenarios(monkeypatch: pytest.MonkeyP
 
 
 def test_the_battery_is_the_same_size_on_the_four_agents() -> None:
-    """765 verdicts in 85 trials on pi, Codex, Claude Code and opencode (as before the contracts made them)."""
+    """765 verdicts in 85 trials on pi, Codex, Claude Code and opencode (as before the contracts made them), and
+    11 verdicts in each one's ran-bwrap (fifth session): 809 in 89."""
     scenarios = all_scenarios({})
     assert {s.preset for s in scenarios} == set(CONTRACTS)
     four = [s for s in scenarios if s.preset in ("pi", "codex", "claude-code", "opencode")]
-    assert (len(four), sum(len(s.checks) for s in four)) == (85, 765)
+    assert (len(four), sum(len(s.checks) for s in four)) == (89, 809)
 
 
 def test_a_shell_only_agent_edits_by_commands(monkeypatch: pytest.MonkeyPatch) -> None:

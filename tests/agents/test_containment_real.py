@@ -30,7 +30,9 @@ import trialrun as tr
 from trialrun.wire import ModelRequest
 
 AGENTS = ("pi", "claude-code", "opencode")
-BOXED = tuple(name for name, c in tr.agents.CONTRACTS.items() if "bwrap" in c.sandboxes_tested)  # (its contract says)
+#: These scenarios also in bwrap for two of them (every preset runs in bwrap in the battery's ran-bwrap; here the
+#: kills and the cancel, which are slow, stay with two that are quick to start)
+BOXED = ("pi", "claude-code")
 #: Claude Code runs the command only when its permissions allow it
 OPTIONS: dict[str, dict[str, Any]] = {"claude-code": {"permission_mode": "acceptEdits", "allow": ["Bash"]}}
 #: long enough for the slowest agent (opencode) to reach its first tool call on a loaded 2-core machine

@@ -113,8 +113,9 @@ def _cases(tmp: Path, agent_program: Callable[[str], str]) -> tuple[list[tr.Case
 
         skilled = tr.agents.preset(label, path=path, skills=[skill], instructions=instructions)
         add(f"{label}-skills", skilled, sees, expect_outcome=[tr.expect.contains("skill=True instructions=True")])
-    # the same marker, in the bubblewrap sandbox (the model reached on its own URL), where the contract says it is tested
-    for label in [name for name, c in tr.agents.CONTRACTS.items() if "bwrap" in c.sandboxes_tested]:
+    # the same marker, in the bubblewrap sandbox (the model reached on its own URL), for two of them (the battery's
+    # ran-bwrap runs every preset in it)
+    for label in ("pi", "claude-code"):
         boxed = tr.agents.preset(label, path=agent_program(label), sandbox="bwrap",
                                  **MARKER_OPTIONS.get(label, {}))
         add(f"{label}-sandboxed", boxed, shell_script(boxed, "echo hi > marker.txt", "made it"),

@@ -291,6 +291,28 @@ def test_python_started_through_a_path_with_dotdot(handoff: str, tmp_path: Path)
     assert seen["ways"] == {handoff: 1}, seen
 
 
+
+def test_a_console_script_in_a_venv_under_a_hidden_place_runs_in_the_sandbox(tmp_path: Path) -> None:
+    """A PyPI agent's program is a console script whose `#!` names its venv's python, in the user's cache (hidden
+    inside, as /tmp is here): its venv, its site-packages and the Python the venv was made from are mounted back.
+    Before, mini-swe-agent and Kimi CLI exited 127 in bwrap at once (`.../venvs/kimi-cli/bin/kimi: not found`)."""
+    venv = tmp_path / "cache" / "venvs" / "agent"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    site = next((venv / "lib").glob("python3.*/site-packages"))
+    (site / "agentlib.py").write_text("WHERE = 'from the venv'\n")
+    script = venv / "bin" / "agent"
+    script.write_text(f"#!{venv / 'bin' / 'python'}\nimport sys, agentlib\n"
+                      "open('marker.txt', 'w').write(agentlib.WHERE)\nprint(sys.prefix)\n")
+    script.chmod(0o755)
+    linked = tmp_path / "cache" / "bin" / "agent"  # as .ci/install-agents links it into the folder on PATH
+    linked.parent.mkdir()
+    linked.symlink_to(script)
+    for sandbox in ("none", "bwrap"):
+        run = _run([str(linked)], sandbox)
+        assert run.exit_code == 0, (sandbox, run.stderr)
+        output, files = run.output
+        assert output == str(venv) and files == ["marker.txt"], (sandbox, run.output, run.stderr)
+
 # -- what is mounted: a fixed list, never what a prompt or an argument names ---------------------------------
 
 def test_a_prompt_naming_a_file_in_the_home_does_not_mount_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -224,7 +224,9 @@ def _dedupe(paths: Sequence[Path]) -> list[Path]:
 
 
 def _install_roots(program: str) -> list[Path]:
-    """What a program needs to be visible to run: its folder, and for an npm program the node_modules it is in."""
+    """What a program needs to be visible to run: its folder, for an npm program the node_modules it is in, and for
+    a script the interpreter its `#!` line names (a PyPI agent's console script: its venv and the Python install
+    the venv was made from)."""
     path = Path(shutil.which(program) or program)
     if not path.exists():
         return []
@@ -234,6 +236,37 @@ def _install_roots(program: str) -> list[Path]:
         if parent.name == "node_modules":
             roots.append(parent)
             break
+    return roots + _interpreter_roots(real)
+
+
+def _interpreter_roots(script: Path) -> list[Path]:
+    """The install of the interpreter a script's `#!` line names by its path (`#!/usr/bin/env node` names none:
+    PATH finds it inside): the interpreter's folder and the prefix it is in, and for a venv's python the venv and
+    the prefix of the Python its pyvenv.cfg names (`home = ...`), where the standard library is."""
+    try:
+        with open(script, "rb") as file:
+            first = file.readline(512)
+    except OSError:
+        return []
+    words = first[2:].split() if first.startswith(b"#!") else []
+    if not words or not words[0].startswith(b"/"):
+        return []
+    interpreter = Path(os.fsdecode(words[0]))
+    if interpreter.name == "env" or not interpreter.exists():
+        return []
+    real = interpreter.resolve()
+    roots = [interpreter.parent, real.parent, real.parent.parent]
+    venv = interpreter.parent.parent
+    try:
+        config = (venv / "pyvenv.cfg").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return roots
+    roots.append(venv)
+    for line in config.splitlines():
+        key, _, value = line.partition("=")
+        if key.strip() == "home" and value.strip().startswith("/"):
+            home = Path(value.strip())  # the base interpreter's bin folder (a venv made with --copies links none)
+            roots += [home, home.parent]
     return roots
 
 

@@ -94,7 +94,7 @@ CONTRACT = AgentContract(
     subagents=SubAgents("spawn_agent", "message", namespace=_SUBAGENT_NAMESPACE, wait="wait_agent",
                         read="on the wire; its sub-agent tools answer JSON, a failure is text"),
     knobs=Knobs(instructions="AGENTS.md in CODEX_HOME", skills="CODEX_HOME/skills/<name>/SKILL.md"),
-    sandboxes_tested=("none",),  # bwrap: bench/agents.py only
+    sandboxes_tested=("none", "bwrap"),
 )
 #: Its refusal forms (the contract's), kept under their old name.
 REFUSALS = CONTRACT.refusals.forms if CONTRACT.refusals else ()

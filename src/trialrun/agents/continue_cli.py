@@ -44,6 +44,7 @@ _QUIET = {"CONTINUE_CLI_ENABLE_TELEMETRY": "0", "CONTINUE_METRICS_ENABLED": "0",
 CONTRACT = AgentContract(
     name="continue-cli",
     pin=pinned("continue-cli"),
+    sandboxes_tested=("none", "bwrap"),  # bwrap: the battery's ran-bwrap
     summary="Continue's CLI (cn): in print mode it runs every command (its --readonly, --exclude, --ask did not stop "
             "`rm -rf`)",
     apis=("openai-chat",),

@@ -58,6 +58,7 @@ _WORKED = {"create": re.compile(r"Created file .+ with \d+ characters", re.DOTAL
 CONTRACT = AgentContract(
     name="copilot-cli",
     pin=pinned("copilot-cli"),
+    sandboxes_tested=("none", "bwrap"),  # bwrap: the battery's ran-bwrap
     summary="GitHub Copilot CLI, offline with its own provider at the endpoint (no GitHub login): --allow-all-tools "
             "or nothing allowed, and --allow-tool / --deny-tool rules",
     apis=("openai-chat",),

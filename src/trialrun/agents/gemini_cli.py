@@ -56,6 +56,7 @@ REFUSALS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((why, re.compile(patte
 CONTRACT = AgentContract(
     name="gemini-cli",
     pin=pinned("gemini-cli"),
+    sandboxes_tested=("none", "bwrap"),  # bwrap: the battery's ran-bwrap
     summary="Gemini CLI: approval modes and policy-engine rules; without a terminal it offers no tool that would ask",
     apis=("gemini",),
     endpoint=Endpoint("GOOGLE_GEMINI_BASE_URL (its Gemini API key auth in settings.json)",

@@ -48,6 +48,7 @@ REFUSALS: tuple[tuple[str, re.Pattern[str]], ...] = (
 CONTRACT = AgentContract(
     name="kilo-code",
     pin=pinned("kilo-code"),
+    sandboxes_tested=("none", "bwrap"),  # bwrap: the battery's ran-bwrap
     summary="Kilo Code's CLI (an opencode fork): opencode's bash rules (allow, ask, deny), last match wins",
     apis=("openai-chat",),
     endpoint=Endpoint("KILO_CONFIG names the endpoint as an OpenAI-compatible provider (opencode's JSON); private "

@@ -48,6 +48,7 @@ _QUIET = {"KIMI_DISABLE_TELEMETRY": "1", "KIMI_CLI_NO_AUTO_UPDATE": "1", "NO_COL
 CONTRACT = AgentContract(
     name="kimi-cli",
     pin=pinned("kimi-cli"),
+    sandboxes_tested=("none", "bwrap"),  # bwrap: the battery's ran-bwrap
     summary="Kimi CLI (the archived Python one): print mode approves every call; plan mode stops file writes only",
     apis=("openai-chat",),
     endpoint=Endpoint("a TOML config file (--config-file) names an openai_legacy provider at the endpoint",

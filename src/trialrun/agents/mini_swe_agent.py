@@ -60,6 +60,7 @@ def _info(stdout: str) -> dict[str, Any] | None:
 CONTRACT = AgentContract(
     name="mini-swe-agent",
     pin=pinned("mini-swe-agent"),
+    sandboxes_tested=("none", "bwrap"),  # bwrap: the battery's ran-bwrap
     summary="mini-swe-agent: one bash tool, each command in a fresh subshell; runs whatever the model asks (yolo)",
     apis=("openai-chat",),
     endpoint=Endpoint("a YAML file merged over its mini.yaml names litellm's `openai/M` with `api_base` at the "

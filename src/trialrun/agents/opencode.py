@@ -90,7 +90,7 @@ CONTRACT = AgentContract(
                              "their forms, whether its bash failed is unknown"),
     side_requests=SideRequests("a title request (which races the main loop)", "--title trialrun"),
     knobs=Knobs(instructions="`instructions` in its config", skills="XDG_CONFIG_HOME/opencode/skill/<name>/SKILL.md"),
-    sandboxes_tested=("none",),  # bwrap: bench/agents.py only
+    sandboxes_tested=("none", "bwrap"),
 )
 #: Its refusal forms (the contract's), kept under their old name.
 REFUSALS = CONTRACT.refusals.forms if CONTRACT.refusals else ()

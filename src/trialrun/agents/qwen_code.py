@@ -71,6 +71,7 @@ _WORKED = {"write_file": re.compile(r"Successfully (?:created and wrote to new f
 CONTRACT = AgentContract(
     name="qwen-code",
     pin=pinned("qwen-code"),
+    sandboxes_tested=("none", "bwrap"),  # bwrap: the battery's ran-bwrap
     summary="Qwen Code (a Gemini CLI fork): approval modes and Claude-style permission rules; without a terminal "
             "it declines what would ask",
     apis=("openai-chat",),
