@@ -189,8 +189,7 @@ class _PythonRuns:
         if name is not None and (name.startswith(_PY_EXEC_PREFIXES) or (
             "os.exec*" in self.aliases.values() and re.fullmatch(r"(?:exec|spawn|posix_spawn)\w*", name)
         )):
-            rest = [a for a in args if not (isinstance(a, ast.Attribute) and a.attr.isupper())]
-            return [("argv", self.words(rest))] if rest else []
+            return self.exec_call(name, args)
         if name in _PY_DELETE and args:
             return [("argv", [(w, None) for w in _PY_DELETE[name]] + [self.word(args[0])])]
         if name in ("eval", "exec", "builtins.eval", "builtins.exec"):
@@ -200,6 +199,29 @@ class _PythonRuns:
         if name in _PY_DYNAMIC or (name == "__import__" and self.name_of(node) is None):
             return [("opaque", f"it calls `{name}`, so what it runs is only known at run time")]
         return []
+
+    def exec_call(self, name: str, args: list[ast.expr]) -> list[_Action]:
+        """`os.execvp(file, [argv0, ...])`, `os.execl(path, argv0, ...)`, `os.spawnv(mode, path, argv)`,
+        `os.posix_spawn(path, argv, env)`: the program is the file or path, its arguments the argv after argv[0]
+        (which names nothing that runs: `os.execv("/bin/sh", ["sh", "-c", c])` runs `/bin/sh -c c`); the `e`
+        forms' environment is not an argument."""
+        base = name.rsplit(".", 1)[-1]
+        if base.startswith("spawn"):
+            args, form = args[1:], base[len("spawn"):]  # its first argument is the mode (os.P_WAIT)
+        elif base.startswith("posix_spawn"):
+            form = "v"
+        else:
+            form = base[len("exec"):]
+        if not args:
+            return []
+        if "v" in form:
+            vector = args[1] if len(args) > 1 else None
+            given = self.words([vector]) if vector is not None else []
+            # a list written out: argv[0] dropped; one only known at run time: its arguments are too
+            rest = given[1:] if isinstance(vector, (ast.List, ast.Tuple)) else given
+        else:
+            rest = self.words(args[2:len(args) - ("e" in form)])
+        return [("argv", [self.word(args[0]), *rest])]
 
     def started(self, node: ast.Call, args: list[ast.expr]) -> list[_Action]:
         """`os.system(text)`, `subprocess.run([argv])` and their `executable=`."""
