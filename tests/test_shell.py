@@ -69,6 +69,32 @@ def test_command_known_only_at_run_time_fails_closed(pattern: str, command: str,
     assert result.reason.endswith("counted as a match (fail closed)")
 
 
+#: Options made at run time, by a command's output or an expansion's own value: the program is known, the options the
+#: pattern needs are not shown, and an argument that is only known at run time may hold them (each really runs
+#: `rm -r -f build`). Not in the corpus's run_time section: that is about commands any deny rule denies, and these
+#: are uncertain only against a pattern that needs options.
+MADE_OPTIONS = ["rm -r $(echo -f) build", "rm ${OPTS:--rf} build", "rm `printf -- -rf` build", "rm $(cat flags) build"]
+
+
+@pytest.mark.parametrize("command", MADE_OPTIONS)
+def test_options_made_at_run_time_fail_closed(command: str, tmp_path: Path) -> None:
+    import subprocess
+
+    (tmp_path / "build" / "sub").mkdir(parents=True)
+    (tmp_path / "build" / "sub" / "f").write_text("x")
+    (tmp_path / "flags").write_text("-rf\n")
+    subprocess.run(["sh", "-c", command], cwd=tmp_path, check=True, env={"PATH": "/usr/bin:/bin"})
+    assert not (tmp_path / "build").exists()  # the truth: it deleted the tree
+    result = match_command("rm -rf", command)
+    assert result.matched and result.uncertain, result.reason
+    assert result.reason.startswith("runs a command known only at run time (its argument `")
+    assert "may hold -f" in result.reason and result.reason.endswith("counted as a match (fail closed)")
+    from trialrun import ToolPolicy
+
+    assert ToolPolicy(deny_commands=["rm -rf"]).decide("bash", {"command": command}).action == "deny"
+    assert ToolPolicy(deny_commands=["curl | sh"]).decide("bash", {"command": command}).action == "allow"
+
+
 @pytest.mark.parametrize(("pattern", "command", "earlier"), _cases("must_not_match"))
 def test_harmless_look_alike_is_not_caught(pattern: str, command: str, earlier: list[Any]) -> None:
     result = match_command(pattern, command, earlier=earlier)

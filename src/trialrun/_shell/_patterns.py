@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -332,6 +333,12 @@ def _match(
         ran = " feeding ".join(f"`{_shorten(inv.display)}`" for inv in invs)
         where = _in_clause(segment, command_text)
         unknown = next((inv for inv in invs if inv.dynamic), None)
+        if kind == "arguments":
+            inv = next(inv for stage, inv in zip(stages, invs) if stage.missing(inv))
+            lacking = " ".join(stages[invs.index(inv)].missing(inv))
+            why = f"its argument `{_open_word(inv)}` is only known at run time and may hold {lacking}"
+            reason = f"{RUN_TIME} ({why}): {ran}{where}; counted as a match (fail closed)"
+            return CommandMatch(True, text, command_text, reason, segment=segment, uncertain=True)
         if kind or unknown is not None:
             why = invs[0].why or "the shell code it runs is only known at run time" if kind == "opaque" else (
                 "its program is only known at run time"
@@ -376,19 +383,47 @@ def _find(stages: tuple[_PatternStage, ...], analysis: _Analysis) -> tuple[list[
     name is only known at run time (`$CMD`), which may be any program.
     """
     found = _chain(stages, analysis, certain=True)
-    if found is not None or not analysis.uncertain:
-        return found, ""
-    found = _chain(stages, analysis, certain=False)
     if found is not None:
         return found, ""
-    opaque = next(([x] for x, inv in enumerate(analysis.invs) if inv.opaque and not inv.guessed), None)
-    if opaque is not None:
-        return opaque, "opaque"
-    unknown = next(([x] for x, inv in enumerate(analysis.invs) if inv.unknown == "" and not inv.guessed), None)
-    return unknown, "unknown" if unknown is not None else ""
+    if analysis.uncertain:
+        found = _chain(stages, analysis, certain=False)
+        if found is not None:
+            return found, ""
+        opaque = next(([x] for x, inv in enumerate(analysis.invs) if inv.opaque and not inv.guessed), None)
+        if opaque is not None:
+            return opaque, "opaque"
+        unknown = next(([x] for x, inv in enumerate(analysis.invs) if inv.unknown == "" and not inv.guessed), None)
+        if unknown is not None:
+            return unknown, "unknown"
+    found = _chain(stages, analysis, certain=False, open_args=True)
+    return found, "arguments" if found is not None else ""
 
 
-def _chain(stages: tuple[_PatternStage, ...], analysis: _Analysis, certain: bool) -> list[int] | None:
+#: An argument made at run time by a command (`$(echo -f)`, backticks) or by an expansion with a value of its own
+#: (`${OPTS:--rf}`, `${X-...}`, `${X:=...}`): the forms that hand a command options it does not show. A plain
+#: variable (`rm "$f"`, a loop's file name) is not taken for options: that is what the idiom is for.
+_MADE = re.compile(r"\$\(|`|\$\{[^}]*?[:]?[-=+?]")
+
+
+def _open_word(inv: _Inv) -> str | None:
+    """The first argument word made at run time that may hold options (before a `--`), as written; None."""
+    for word, dyn in zip(inv.words[1:], inv.dyn[1:]):
+        if dyn is None and word == "--":
+            return None
+        if dyn == "" and _MADE.search(word):
+            return word
+    return None
+
+
+def _supplied(stage: _PatternStage, inv: _Inv) -> bool:
+    """The options the invocation lacks of the stage's could be in an argument only known at run time
+    (`rm -r $(echo -f) build`, `rm ${OPTS:--rf} build`, `F=$(cat f); rm $F`)."""
+    lacking = stage.missing(inv)
+    return all(item.startswith("-") for item in lacking) and _open_word(inv) is not None
+
+
+def _chain(stages: tuple[_PatternStage, ...], analysis: _Analysis, certain: bool,
+           open_args: bool = False) -> list[int] | None:
     invs = analysis.invs
     hits: list[list[int]] = []
     for k, stage in enumerate(stages):
@@ -400,7 +435,8 @@ def _chain(stages: tuple[_PatternStage, ...], analysis: _Analysis, certain: bool
             x for x, inv in enumerate(invs)
             if not (certain and (inv.dynamic or inv.guessed))
             and not (bare and inv.unknown == "")
-            and ((stage.matches_program(inv) and not stage.missing(inv)) or (shellish and stage.runs_code(inv)))
+            and ((stage.matches_program(inv) and (not stage.missing(inv) or (open_args and _supplied(stage, inv))))
+                 or (shellish and stage.runs_code(inv)))
         ])
         if not hits[-1]:
             return None
