@@ -73,7 +73,10 @@ def test_command_known_only_at_run_time_fails_closed(pattern: str, command: str,
 #: pattern needs are not shown, and an argument that is only known at run time may hold them (each really runs
 #: `rm -r -f build`). Not in the corpus's run_time section: that is about commands any deny rule denies, and these
 #: are uncertain only against a pattern that needs options.
-MADE_OPTIONS = ["rm -r $(echo -f) build", "rm ${OPTS:--rf} build", "rm `printf -- -rf` build", "rm $(cat flags) build"]
+MADE_OPTIONS = ["rm -r $(echo -f) build", "rm ${OPTS:--rf} build", "rm `printf -- -rf` build", "rm $(cat flags) build",
+                # through a variable the line gave such a value, also where it may or may not have
+                "F=$(echo -rf); rm $F build", "F=$(cat flags) && rm \"${F}\" build",
+                "if true; then F=$(printf -- -rf); fi; rm $F build"]
 
 
 @pytest.mark.parametrize("command", MADE_OPTIONS)

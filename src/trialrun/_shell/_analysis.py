@@ -16,6 +16,7 @@ from ._printed import _echo_output, _printf_output
 from ._syntax import _ASSIGN_RE, _Group, _Parser, _Simple
 from ._variables import (
     _CWD,
+    _MADE,
     _NAMEREF,
     _POSITIONAL,
     _bind_positional,
@@ -23,6 +24,7 @@ from ._variables import (
     _Env,
     _merge_maybe,
     _names_only_known_at_run_time,
+    _note_made,
     _reposition,
     _set,
     _set_array,
@@ -257,6 +259,7 @@ class _Walker(_HandOver):
                     _set(env, name, None if run_time or before is None else before + value)
                 else:
                     _set(env, name, None if run_time else value)
+                _note_made(env, name, value, run_time)
             return []
         self.builtin(cmd, words, dyn, env)
         inner_env = env
@@ -380,6 +383,7 @@ class _Walker(_HandOver):
             inv = _Inv(_basename(tail), tuple(words[1:]), words, dyn, guessed=self.guessing > 0)
         else:
             inv = _Inv(_basename(program), tuple(words[1:]), words, dyn, unknown=tail, guessed=self.guessing > 0)
+        inv.made = env.get(_MADE, frozenset())
         self.env_cwd = env.get(_CWD, "")
         state = None
         if tail is None:

@@ -34,6 +34,7 @@ class _Inv:
     why: str | None = None  # why what it runs is only known at run time (for `opaque`), in words
     stdin_lang: str | None = None  # an interpreter reading its program from standard input (`python3 -`)
     renamed: str | None = None  # the path it was run by, a copy of or link to `program` (`./x` after `ln -s /bin/rm x`)
+    made: frozenset[str] = frozenset()  # the variables holding a value made at run time here (`F=$(echo -rf)`)
 
     @property
     def dynamic(self) -> bool:

@@ -17,6 +17,7 @@ from ._inv import _Analysis, _basename, _Inv, _quote
 from ._options import _key_text, _normalise
 from ._syntax import _ASSIGN_RE, _Group, _Parser
 from ._values import TYPED, CommandLines, TypedInput, UnknownInput, UnreadableCommand
+from ._variables import made_at_run_time
 from ._words import _ParseError
 from ._wrappers import _CODE_RUNNERS, _SHELLS
 
@@ -399,18 +400,19 @@ def _find(stages: tuple[_PatternStage, ...], analysis: _Analysis) -> tuple[list[
     return found, "arguments" if found is not None else ""
 
 
-#: An argument made at run time by a command (`$(echo -f)`, backticks) or by an expansion with a value of its own
-#: (`${OPTS:--rf}`, `${X-...}`, `${X:=...}`): the forms that hand a command options it does not show. A plain
-#: variable (`rm "$f"`, a loop's file name) is not taken for options: that is what the idiom is for.
-_MADE = re.compile(r"\$\(|`|\$\{[^}]*?[:]?[-=+?]")
+#: A variable's expansion as an argument word (`$F`, `${F}`)
+_VARIABLE = re.compile(r"\$\{?(\w+)\}?")
 
 
 def _open_word(inv: _Inv) -> str | None:
-    """The first argument word made at run time that may hold options (before a `--`), as written; None."""
+    """The first argument word made at run time that may hold options (before a `--`), as written; None. A plain
+    variable (`rm "$f"`, a loop's file name) is taken for the file name it is by idiom, unless the line gave it a
+    value made at run time (`F=$(echo -rf); rm $F`)."""
     for word, dyn in zip(inv.words[1:], inv.dyn[1:]):
         if dyn is None and word == "--":
             return None
-        if dyn == "" and _MADE.search(word):
+        variable = _VARIABLE.fullmatch(word) if dyn == "" else None
+        if dyn == "" and (made_at_run_time(word) or (variable is not None and variable.group(1) in inv.made)):
             return word
     return None
 

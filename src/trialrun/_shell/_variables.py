@@ -3,6 +3,7 @@ value stops being sure (a subshell, an `if`, `read`, a nameref)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from ._expand import _Dyn
@@ -33,6 +34,30 @@ def _bind_positional(env: _Env, fields: Sequence[tuple[str, _Dyn]] | None) -> No
 _ASSIGNERS = frozenset({"export", "declare", "typeset", "local", "readonly", "read", "mapfile", "readarray", "printf"})
 _NAMEREF = "\0nameref"  # set in a variable table once `declare -n` made any name a reference to any other
 _CWD = "\0cwd"  # the folder the line is in, relative to where it started (None: unknown), kept with the variables
+_MADE = "\0made"  # the names whose value a command or an expansion made at run time (`F=$(echo -rf)`)
+_MADE_AT_RUN_TIME = re.compile(r"\$\(|`|\$\{[^}]*?[:]?[-=+?]")
+#: Substitutions whose output is a path, never an option: `$(mktemp)`, `$(pwd)`, `$(realpath x)`
+_PATH_PRINTER = re.compile(r"\$\((?:mktemp|pwd|realpath)\b[^()`$;|&]*\)|`(?:mktemp|pwd|realpath)\b[^()`$;|&]*`")
+
+
+def made_at_run_time(text: str) -> bool:
+    """Text made at run time by a command (`$(...)`, backticks) or by an expansion with a value of its own
+    (`${OPTS:--rf}`, `${X-...}`, `${X:=...}`): what can hand a command options it does not show. A substitution
+    of a command that prints a path (`$(mktemp)`, `$(pwd)`) is not."""
+    return bool(_MADE_AT_RUN_TIME.search(_PATH_PRINTER.sub("", text)))
+
+
+def _note_made(env: _Env, name: str, value: str, run_time: bool) -> None:
+    """Remember whether `name` now holds a value made at run time (`made_at_run_time`), for `rm $F` later."""
+    made = set(env.get(_MADE, ()))
+    if run_time and made_at_run_time(value):
+        made.add(name)
+    else:
+        made.discard(name)
+    if made:
+        env[_MADE] = frozenset(made)
+    else:
+        env.pop(_MADE, None)
 
 
 
@@ -92,11 +117,14 @@ def _merge_maybe(env: _Env, inner: _Env) -> None:
             del env[key]
         env[_NAMEREF] = True
         return
+    made = frozenset(env.get(_MADE, ())) | frozenset(inner.get(_MADE, ()))  # made on either path: made
     for key in set(env) | set(inner):
         if key not in _POSITIONAL and env.get(key) != inner.get(key):
             env.pop(key, None)
             if key == _CWD:
                 env[_CWD] = None  # `if ...; then cd x; fi`: somewhere only known at run time
+    if made:
+        env[_MADE] = made
 
 
 def _names_only_known_at_run_time(program: str, args: Sequence[str], dyn: Sequence[_Dyn]) -> bool:
