@@ -249,3 +249,133 @@ def test_without_companions_a_pooled_worker_runs_the_call_and_the_limit_holds(mo
         first, late, took = results
         assert first[0] is True and first[1].startswith("trialrun-tool-"), patch  # a pool worker, no companion
         assert late == (False, None) and took < 1.0, patch
+
+
+# -- a worker started `here` runs on its waiting caller's core, and is let go when the caller stops waiting -----
+
+
+needs_affinity = pytest.mark.skipif(not hasattr(__import__("os"), "sched_setaffinity"), reason="Linux only")
+
+
+@needs_affinity
+def test_a_job_started_here_runs_on_the_callers_core_and_its_worker_is_let_go_when_the_wait_ends_early() -> None:
+    import os
+
+    from trialrun._util import workers as module
+
+    everywhere = os.sched_getaffinity(0)
+    if len(everywhere) < 2:
+        pytest.skip("one core: pinning changes nothing to look at")
+    pool = Workers("test-here")
+    quick = pool.start_here(lambda: os.sched_getaffinity(0))  # what the worker itself may run on, asked inside
+    assert quick.wait(5)
+    assert len(quick.result()) == 1 and quick.result() <= everywhere
+    assert module._sched_getcpu not in (None, module._UNLOADED)  # pinning was really done, not skipped
+
+    release = threading.Event()
+    slow = pool.start_here(lambda: release.wait(5) and os.sched_getaffinity(0))
+    assert not slow.wait(0.01)  # the caller gives up waiting: the worker may use every core again at once
+    release.set()
+    assert slow.wait(5) and slow.result() == everywhere
+
+    for _ in range(1000):  # the worker back on the idle list
+        if pool._idle:
+            break
+        threading.Event().wait(0.001)
+    quick_again = pool.start_here(lambda: os.sched_getaffinity(0))
+    assert quick_again.wait(5) and len(quick_again.result()) == 1
+    for _ in range(1000):
+        if pool._idle:
+            break
+        threading.Event().wait(0.001)
+    plain = pool.start(lambda: os.sched_getaffinity(0))  # the same worker, for a caller that does not wait
+    assert plain.wait(5) and plain.result() == everywhere
+    assert {t.name for t in threading.enumerate() if t.name.startswith("test-here-")} == {"test-here-1"}
+
+
+@needs_affinity
+def test_a_system_that_refuses_pinning_still_runs_every_job_and_is_not_asked_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    from trialrun._util import workers as module
+
+    asked: list[object] = []
+
+    def refuse(tid: int, cpus: object) -> None:
+        asked.append(cpus)
+        raise PermissionError(1, "Operation not permitted")  # a container's seccomp or cpuset
+
+    monkeypatch.setattr(module, "_sched_getcpu", module._UNLOADED)
+    monkeypatch.setattr(os, "sched_setaffinity", refuse)
+    pool = Workers("test-refused")
+    jobs = [pool.start_here(lambda n=n: n * 2) for n in range(5)]
+    assert [job.wait(5) and job.result() for job in jobs] == [0, 2, 4, 6, 8]
+    assert len(asked) == 1 and module._sched_getcpu is None
+
+
+def test_a_callable_may_name_its_parameters_fn_or_self() -> None:
+    pool = Workers("test-names")
+    for start in (pool.start, pool.start_here):
+        job = start(lambda fn, self: fn + self, fn="a", self="b")
+        assert job.wait(5) and job.result() == "ab"
+
+
+def _tool_calls(tool: object, calls: list[dict[str, object]]) -> list[str]:
+    """`Tool.run` under one event loop, with a time limit (the worker path), call after call."""
+    import asyncio
+
+    async def main() -> list[str]:
+        return [await tool.run(arguments, timeout_s=30) for arguments in calls]  # type: ignore[attr-defined]
+
+    return asyncio.run(main())
+
+
+@needs_affinity
+@pytest.mark.parametrize("waits", [True, False], ids=["child-waited-for", "thread-left-running"])
+def test_what_a_tool_starts_on_a_pinned_worker_gets_every_core_back(waits: bool) -> None:
+    """The tool was quick, so its next call runs pinned to the loop's core; that call starts a process (and waits
+    for it) or a thread (and returns at once). Each must see every core for itself, as it would unpinned: a build
+    or test run a tool starts must not be held to one core. The truth is what the child and thread report."""
+    import os
+    import subprocess
+    import sys
+
+    import trialrun as tr
+
+    everywhere = sorted(os.sched_getaffinity(0))
+    if len(everywhere) < 2:
+        pytest.skip("one core: pinning changes nothing to look at")
+    seen: dict[str, object] = {}
+    go = threading.Event()
+
+    def report_later() -> None:
+        go.wait(10)
+        seen["thread"] = sorted(os.sched_getaffinity(0))
+
+    @tr.tool
+    def work(mode: str) -> str:
+        """Quick, or start something."""
+        if mode == "quick":
+            return "ok"
+        seen.setdefault("pinned", []).append(len(os.sched_getaffinity(0)) == 1)  # type: ignore[union-attr]
+        if waits:
+            code = "import os, time; time.sleep(0.3); print(sorted(os.sched_getaffinity(0)))"
+            return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+        threading.Thread(target=report_later, daemon=True).start()
+        return "started"
+
+    for _ in range(20):  # a loaded machine may start the job only after the loop stopped waiting: then unpinned
+        answers = _tool_calls(work, [{"mode": "quick"}, {"mode": "quick"}, {"mode": "start"}])
+        if seen["pinned"][-1]:  # type: ignore[index]
+            break
+    assert seen["pinned"][-1], "the call was never run pinned: nothing was shown"  # type: ignore[index]
+    if waits:
+        assert answers[-1].strip() == str(everywhere)
+    else:
+        assert answers[-1] == "started"
+        go.set()
+        for _ in range(1000):
+            if "thread" in seen:
+                break
+            threading.Event().wait(0.005)
+        assert seen["thread"] == everywhere

@@ -55,6 +55,23 @@ def test_tool_options_and_async_tools() -> None:
     assert quick.run_sync({"key": "k"}) == '{"key": "k", "n": [1]}'
 
 
+def test_a_tool_may_name_its_parameters_fn_or_self_however_it_is_run() -> None:
+    """The worker's own parameter names once took a tool's: `fn=` under `arun` with a time limit was a TypeError
+    ("got multiple values for argument 'fn'") and the agent saw an error where the tool would have answered."""
+
+    @tr.tool
+    def join(fn: str, self: str) -> str:
+        """Join two names."""
+        return fn + self
+
+    async def arun(timeout_s: float | None) -> str:
+        return await join.run({"fn": "a", "self": "b"}, timeout_s=timeout_s)
+
+    for timeout_s in (5.0, None):
+        assert asyncio.run(arun(timeout_s)) == "ab"
+        assert join.run_sync({"fn": "a", "self": "b"}, timeout_s=timeout_s) == "ab"
+
+
 @pytest.fixture
 def shell(tmp_path: Path) -> dict[str, tr.Tool]:
     (tmp_path / "notes.txt").write_text("hello\n")

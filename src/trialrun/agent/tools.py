@@ -89,6 +89,7 @@ class Tool:
         self.timeout_s = _check_timeout(timeout_s, f"timeout_s of tool {self.name}")
         self.is_async = inspect.iscoroutinefunction(fn)
         self._quick = True  # its last call on a worker was quick: `run` waits for the next one on the loop
+        self._proven = False  # it has been quick once: a wait for it may pin its worker to the loop's core
         self._model = self._arguments_model(fn, param_docs)
         schema = self._model.model_json_schema()
         schema.pop("title", None)
@@ -145,12 +146,16 @@ class Tool:
             if self.is_async:
                 result = await (asyncio.wait_for(self.fn(**values), limit) if limit is not None else self.fn(**values))
             elif limit is not None:
-                job = _WORKERS.start(self.fn, **values)
                 # A quick tool is waited for right here, the loop blocked for at most _HANDOFF_S: the worker takes
                 # the GIL at once instead of queueing behind the loop's other work (up to the 5 ms switch interval)
-                # and its result needs no trip through the loop's self-pipe. A tool that overran that once goes
-                # straight to the future (and back here when a later call of it is quick again).
-                if self._quick and job.wait(_HANDOFF_S):
+                # and its result needs no trip through the loop's self-pipe. Once it has been quick, it runs on the
+                # loop's core meanwhile (`start_here`: no idle core to wake; never a first call, which might start
+                # a process). A tool that overran that once goes straight to the future (and back here when a later
+                # call of it is quick again).
+                quick = self._quick
+                job = (_WORKERS.start_here if quick and self._proven else _WORKERS.start)(self.fn, **values)
+                if quick and job.wait(_HANDOFF_S):
+                    self._proven = True
                     result = job.result()
                 else:
                     try:
