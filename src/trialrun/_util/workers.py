@@ -6,11 +6,13 @@ every call. Idle workers are kept (up to a bound) and reused. Workers are daemon
 never holds the interpreter open.
 
 A caller that blocks a moment for a quick call (the event loop, `Tool.run`) starts it `here`: the worker is pinned to
-the core the caller runs on until the caller stops waiting. Woken on a core of its own, an idle worker costs the
-wake-up of an idle CPU (on a virtual machine, the hypervisor's): measured in W1 (bench/agent.py, an async invoke with
-a timed sync tool) 0.55 -> 0.43 ms of CPU a trial, against 0.36 for the same round trips by hand. A process or thread
-started meanwhile would inherit the one core for good: whatever the job started is given every core back as soon as
-the caller stops waiting or the job returns, whichever is first (see `_Worker.unpin`).
+the core the caller runs on, which the caller leaves to it as it blocks. Woken on a core of its own, an idle worker
+costs the wake-up of an idle CPU (on a virtual machine, the hypervisor's): measured in W1 (bench/agent.py, an async
+invoke with a timed sync tool) 0.55 -> 0.43 ms of CPU a trial, against 0.36 for the same round trips by hand. A
+process or thread started meanwhile would inherit the one core for good, so whatever a job that was not tiny
+started gets every core back when the caller stops waiting and again before its outcome is handed back
+(`_Worker.let_go`); a thread the program itself confined to that very core is widened too, the one thing this
+changes that it should not.
 
 A thread that blocks while its timed call runs (`Tool.run_sync`) has a companion of its own instead
 (`call_with_limit`): one call at a time, so a byte through a pipe each way is the whole hand-off, with no pool to
@@ -30,7 +32,7 @@ from collections.abc import Callable
 from queue import SimpleQueue
 from typing import Any
 
-__all__ = ["Workers", "Job", "TOOL_WORKERS", "call_with_limit"]
+__all__ = ["Workers", "Job", "TOOL_WORKERS", "TINY_JOB_S", "call_with_limit"]
 
 _MAX_IDLE = 64  # workers kept waiting for work; more than this after a burst end when they finish
 _POOLS: weakref.WeakSet[Workers] = weakref.WeakSet()  # every pool, for a forked child to forget its idle workers
@@ -48,22 +50,29 @@ class _Worker:
         self.cpu = -1
         self.cpus: set[int] | None = _affinity()
 
-    def pin(self) -> None:
-        """Pin the worker to the core this thread runs on (nothing where that cannot be done)."""
+    def pin(self) -> int:
+        """Pin the worker to the core this thread runs on: that core, or -1 where it cannot be done."""
         cpu = _current_cpu()
-        if cpu != self.cpu and cpu >= 0 and self.tid and self.cpus and len(self.cpus) > 1:
-            self.cpu = cpu if _set_affinity(self.tid, {cpu}) else -1
+        if cpu >= 0 and self.tid and self.cpus and len(self.cpus) > 1 and (
+                cpu == self.cpu or _set_affinity(self.tid, {cpu})):
+            self.cpu = cpu
+            return cpu
+        self.free()
+        return -1
 
-    def unpin(self, started: bool = True) -> None:
-        """Let the worker run on any of its cores again, and with it what its job `started` while it was pinned:
-        the processes it forked (the kernel's list of the thread's children) and the threads, each of which
-        inherited the one core."""
-        cpu = self.cpu
-        if cpu < 0 or self.cpus is None:
-            return
-        self.cpu = -1
-        _set_affinity(self.tid, self.cpus)
-        if started:
+    def free(self) -> None:
+        """Let the worker run on any of its cores again."""
+        if self.cpu >= 0 and self.cpus is not None:
+            self.cpu = -1
+            _set_affinity(self.tid, self.cpus)
+
+    def let_go(self, cpu: int) -> None:
+        """Free the worker and what its job started while it was pinned to `cpu`: the processes it forked (the
+        kernel's list of the thread's children) and the threads, each of which inherited the one core. Done by
+        the caller that stops waiting (for what a long job started early) and by the worker when its job ends
+        (for all of it), so a race between the two loses nothing."""
+        self.free()
+        if self.cpus is not None:
             _let_go(self.tid, cpu, self.cpus)
 
 
@@ -78,10 +87,15 @@ class Workers:
         self._started = 0
         _POOLS.add(self)
 
-    def submit(self, job: Callable[[], None], *, here: bool = False) -> _Worker:
-        """Run `job()` now on a worker thread. The job must not raise (it reports its own outcome). `here`: pin the
-        worker to this thread's core, for a caller that blocks until the job is done (`Worker.unpin` when it
-        stops waiting)."""
+    def submit(self, job: Callable[[], None]) -> None:
+        """Run `job()` now on a worker thread. The job must not raise (it reports its own outcome)."""
+        worker = self._take()
+        if worker.cpu >= 0:
+            worker.free()  # idle since its last job, which was tiny (or was let go of as it ended)
+        worker.inbox.put(job)
+
+    def _take(self) -> _Worker:
+        """An idle worker, else a new one."""
         with self._lock:
             worker = self._idle.pop() if self._idle else None
             if worker is None:
@@ -94,11 +108,6 @@ class Workers:
             thread = threading.Thread(target=self._work, args=(worker,), name=f"{self._name}-{number}", daemon=True)
             thread.start()
             worker.tid = thread.native_id or 0
-        if here:
-            worker.pin()
-        elif worker.cpu >= 0:
-            worker.unpin(started=False)  # idle since its last job, which was swept as it ended
-        worker.inbox.put(job)
         return worker
 
     def _pinned(self) -> list[_Worker]:
@@ -117,21 +126,15 @@ class Workers:
         """The same, for a caller about to block in `Job.wait`: the worker runs on the caller's core (which the
         caller leaves to it as it blocks) until that wait ends, so it is not woken on an idle core."""
         job = Job(contextvars.copy_context(), fn, args, kwargs)
-        job._worker = self.submit(job._run, here=True)
+        worker = self._take()
+        job._worker, job._cpu = worker, worker.pin()
+        worker.inbox.put(job._run)
         return job
 
     def _work(self, worker: _Worker) -> None:
-        inbox, clock = worker.inbox, time.perf_counter
+        inbox = worker.inbox
         while True:
-            job = inbox.get()
-            if worker.cpu < 0:
-                job()
-            else:
-                started = clock()
-                job()
-                if clock() - started > _BEGETS_NOTHING_S:  # it may have started a process or thread: let them go
-                    worker.unpin()
-            del job
+            inbox.get()()
             with self._lock:
                 if len(self._idle) >= _MAX_IDLE:
                     self._all.discard(worker)
@@ -142,9 +145,11 @@ class Workers:
 # -- pinning a worker to its caller's core (Linux) ----------------------------------------------------------------
 
 
-#: A job quicker than this started no process or thread (a fork alone, or a thread's start and its handshake, take
-#: longer), so nothing of it is looked for; the quick tools this is for take a few microseconds
-_BEGETS_NOTHING_S = 0.00002
+#: Jobs worth pinning take less than this (the quick tools this is for take a few microseconds), and a pinned job
+#: that took no longer started no process or `threading.Thread` (a `Popen`, a fork or a thread's start and handshake
+#: take 70-100 µs here), so nothing of it is looked for. Only a bare `_thread.start_new_thread` (11 µs) can hide under
+#: it, and such a thread keeps the one core: it can cost speed, never correctness.
+TINY_JOB_S = 0.00002
 
 
 def _affinity() -> set[int] | None:
@@ -165,16 +170,20 @@ def _affinity() -> set[int] | None:
 
 def _let_go(tid: int, cpu: int, cpus: set[int]) -> None:
     """Give every core back to what a worker pinned to `cpu` started: its child processes, and the threads of this
-    process confined to that core (a thread cannot be told by who started it) but for workers pinned right now."""
+    process confined to that core (a thread cannot be told by who started it) but for workers pinned right now.
+    The kernel's lists: `threading.enumerate()` never holds a thread started from C."""
     one = {cpu}
     try:
         with open(f"/proc/self/task/{tid}/children", "rb") as listing:
             children = [int(pid) for pid in listing.read().split()]
     except OSError:  # the worker ended meanwhile
         children = []
+    try:
+        threads = [int(name) for name in os.listdir("/proc/self/task")]
+    except OSError:
+        threads = []
     pinned = {worker.tid for pool in list(_POOLS) for worker in list(pool._pinned())}
-    threads = [thread.native_id for thread in threading.enumerate() if thread.native_id not in pinned]
-    for task in children + [t for t in threads if t is not None]:
+    for task in children + [t for t in threads if t not in pinned]:
         try:
             if os.sched_getaffinity(task) == one:
                 os.sched_setaffinity(task, cpus)
@@ -228,7 +237,7 @@ class Job:
     waiting thread wakes at once and nothing is scheduled on a loop unless a future was asked for."""
 
     __slots__ = ("_context", "_fn", "_args", "_kwargs", "_done", "_mutex", "_outcome", "_future", "_worker",
-                 "duration")
+                 "_cpu", "duration")
 
     def __init__(self, context: contextvars.Context, fn: Callable[..., Any], args: tuple[Any, ...],
                  kwargs: dict[str, Any]) -> None:
@@ -239,6 +248,7 @@ class Job:
         self._outcome: tuple[Any, BaseException | None] | None = None
         self._future: asyncio.Future[Any] | None = None
         self._worker: _Worker | None = None  # pinned to the core of a caller that waits (`Workers.start_here`)
+        self._cpu = -1  # that core
         #: seconds the call took on its worker, once it returned
         self.duration: float | None = None
 
@@ -249,6 +259,9 @@ class Job:
         except BaseException as exc:  # noqa: BLE001 - handed to whoever waits
             outcome = (None, exc)
         self.duration = time.perf_counter() - started
+        if self._cpu >= 0 and self.duration > TINY_JOB_S and self._worker is not None:
+            # it may have started a process or thread, pinned too: they get every core before anyone hears back
+            self._worker.let_go(self._cpu)
         with self._mutex:
             self._outcome = outcome
             future = self._future
@@ -265,9 +278,8 @@ class Job:
         if self._done.acquire(True, -1 if timeout is None else max(timeout, 0.0)):
             self._done.release()
             return True
-        worker, self._worker = self._worker, None
-        if worker is not None:
-            worker.unpin()
+        if self._worker is not None and self._cpu >= 0:
+            self._worker.let_go(self._cpu)  # what it started so far; the rest as it ends (`_run`)
         return False
 
     def result(self) -> Any:
