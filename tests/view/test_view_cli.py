@@ -39,18 +39,38 @@ def test_a_busy_port_is_exit_2_naming_the_port_and_the_way_out(runs: Path) -> No
     assert "Errno" not in result.output
 
 
-def test_a_non_loopback_host_warns_and_needs_the_token_on_every_page(runs: Path) -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+def _free_port(family: socket.AddressFamily, host: str) -> int:
+    with socket.socket(family) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def _viewer(runs: Path, host: str, port: int) -> subprocess.Popen[str]:
+    """`trialrun view` as its own process, of the trialrun this test process tests."""
     import os
 
     import trialrun
 
-    source = Path(trialrun.__file__).resolve().parents[1]  # the trialrun this test process tests
+    source = Path(trialrun.__file__).resolve().parents[1]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(source), os.environ.get("PYTHONPATH", "")])}
-    process = subprocess.Popen([sys.executable, "-m", "trialrun", "view", str(runs), "--host", "0.0.0.0", "--port",
-                                str(port)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    return subprocess.Popen([sys.executable, "-m", "trialrun", "view", str(runs), "--host", host, "--port", str(port)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+
+
+def _first_answer(url: str) -> httpx.Response:
+    """The viewer's first answer at `url`, once it listens (within 10 s)."""
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            return httpx.get(url)
+        except httpx.TransportError:
+            assert time.monotonic() < deadline, f"the viewer did not listen at {url}"
+            time.sleep(0.1)
+
+
+def test_a_non_loopback_host_warns_and_needs_the_token_on_every_page(runs: Path) -> None:
+    port = _free_port(socket.AF_INET, "127.0.0.1")
+    process = _viewer(runs, "0.0.0.0", port)
     try:
         assert process.stdout is not None
         warning, serving = process.stdout.readline(), process.stdout.readline()
@@ -58,14 +78,7 @@ def test_a_non_loopback_host_warns_and_needs_the_token_on_every_page(runs: Path)
         assert f"at http://0.0.0.0:{port}/?token=" in serving
         token = serving.split("?token=")[1].split()[0]
         base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                refused = httpx.get(base + "/")
-                break
-            except httpx.TransportError:
-                assert time.monotonic() < deadline
-                time.sleep(0.1)
+        refused = _first_answer(base + "/")
         assert refused.status_code == 403 and "needs its token" in refused.text
         assert httpx.get(f"{base}/test/{TEST}").status_code == 403
         with httpx.Client(base_url=base) as client:
@@ -93,27 +106,11 @@ def _ipv6_loopback() -> bool:
 def test_a_viewer_bound_to_the_ipv6_loopback_answers_its_own_bracketed_host(runs: Path) -> None:
     """`--host ::1`: the browser's Host header is `[::1]:PORT`, which the host check must read as `[::1]` (before,
     Starlette's check cut it at its first colon, so every page of such a viewer was a 400)."""
-    import os
-
-    import trialrun
-
-    with socket.socket(socket.AF_INET6) as s:
-        s.bind(("::1", 0))
-        port = s.getsockname()[1]
-    source = Path(trialrun.__file__).resolve().parents[1]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(source), os.environ.get("PYTHONPATH", "")])}
-    process = subprocess.Popen([sys.executable, "-m", "trialrun", "view", str(runs), "--host", "::1", "--port",
-                                str(port)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    port = _free_port(socket.AF_INET6, "::1")
+    process = _viewer(runs, "::1", port)
     base = f"http://[::1]:{port}"
     try:
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                page = httpx.get(base + "/")
-                break
-            except httpx.TransportError:
-                assert time.monotonic() < deadline, "the viewer did not listen on [::1]"
-                time.sleep(0.1)
+        page = _first_answer(base + "/")
         assert page.status_code == 200 and "trialrun" in page.text, page.text[:200]  # loopback: no token
         assert httpx.get(f"{base}/test/{TEST}").status_code == 200
         assert httpx.get(base + "/", headers={"host": f"[::2]:{port}"}).status_code == 400
