@@ -6,13 +6,12 @@ every call. Idle workers are kept (up to a bound) and reused. Workers are daemon
 never holds the interpreter open.
 
 A caller that blocks a moment for a quick call (the event loop, `Tool.run`) starts it `here`: the worker is pinned to
-the core the caller runs on, which the caller leaves to it as it blocks. Woken on a core of its own, an idle worker
-costs the wake-up of an idle CPU (on a virtual machine, the hypervisor's): measured in W1 (bench/agent.py, an async
-invoke with a timed sync tool) 0.55 -> 0.43 ms of CPU a trial, against 0.36 for the same round trips by hand. A
-process or thread started meanwhile would inherit the one core for good, so whatever a job that was not tiny
-started gets every core back when the caller stops waiting and again before its outcome is handed back
-(`_Worker.let_go`); a thread the program itself confined to that very core is widened too, the one thing this
-changes that it should not.
+the core the caller runs on for the hand-offs, which the caller leaves to it as it blocks. Woken on a core of its
+own, an idle worker costs the wake-up of an idle CPU (on a virtual machine, the hypervisor's): measured in W1
+(bench/agent.py, an async invoke with a timed sync tool) 0.55 -> 0.45 ms of CPU a trial, against 0.36 for the same
+round trips by hand. The call itself runs on every core its caller may use (the worker widens itself before and
+pins itself again after), so a process or thread it starts inherits no narrowed set: pinned through the call, what
+a call started indirectly (a grandchild, a thread's child) could not all be found again to be widened.
 
 A thread that blocks while its timed call runs (`Tool.run_sync`) has a companion of its own instead
 (`call_with_limit`): one call at a time, so a byte through a pipe each way is the whole hand-off, with no pool to
@@ -32,48 +31,41 @@ from collections.abc import Callable
 from queue import SimpleQueue
 from typing import Any
 
-__all__ = ["Workers", "Job", "TOOL_WORKERS", "TINY_JOB_S", "call_with_limit"]
+__all__ = ["Workers", "Job", "TOOL_WORKERS", "call_with_limit"]
 
 _MAX_IDLE = 64  # workers kept waiting for work; more than this after a burst end when they finish
 _POOLS: weakref.WeakSet[Workers] = weakref.WeakSet()  # every pool, for a forked child to forget its idle workers
 
 
 class _Worker:
-    """A worker thread's inbox, and what pinning it needs: its thread id, the core it is pinned to (-1: none)
-    and the cores it may run on otherwise (its creator's, as it inherited them)."""
+    """A worker thread's inbox, its thread id, and the core it is pinned to between calls (-1: none)."""
 
-    __slots__ = ("inbox", "tid", "cpu", "cpus")
+    __slots__ = ("inbox", "tid", "cpu")
 
     def __init__(self) -> None:
         self.inbox: SimpleQueue[Callable[[], None]] = SimpleQueue()
         self.tid = 0
         self.cpu = -1
-        self.cpus: set[int] | None = _affinity()
 
-    def pin(self) -> int:
-        """Pin the worker to the core this thread runs on: that core, or -1 where it cannot be done."""
+    def pin(self, cpus: set[int]) -> int:
+        """Pin the idle worker to the core this thread runs on, of the `cpus` this thread may use now: that core,
+        or -1 where there is nothing to gain (one core) or it cannot be done."""
         cpu = _current_cpu()
-        if cpu >= 0 and self.tid and self.cpus and len(self.cpus) > 1 and (
-                cpu == self.cpu or _set_affinity(self.tid, {cpu})):
+        if cpu < 0 or len(cpus) < 2 or cpu not in cpus or not self.tid:
+            self.free(cpus)
+            return -1
+        if cpu != self.cpu:
+            if not _set_affinity(self.tid, {cpu}):
+                self.free(cpus)
+                return -1
             self.cpu = cpu
-            return cpu
-        self.free()
-        return -1
+        return cpu
 
-    def free(self) -> None:
-        """Let the worker run on any of its cores again."""
-        if self.cpu >= 0 and self.cpus is not None:
+    def free(self, cpus: set[int]) -> None:
+        """Let the idle worker run on `cpus` (its caller's now) again."""
+        if self.cpu >= 0:
             self.cpu = -1
-            _set_affinity(self.tid, self.cpus)
-
-    def let_go(self, cpu: int) -> None:
-        """Free the worker and what its job started while it was pinned to `cpu`: the processes it forked (the
-        kernel's list of the thread's children) and the threads, each of which inherited the one core. Done by
-        the caller that stops waiting (for what a long job started early) and by the worker when its job ends
-        (for all of it), so a race between the two loses nothing."""
-        self.free()
-        if self.cpus is not None:
-            _let_go(self.tid, cpu, self.cpus)
+            _widen(self.tid, cpus)
 
 
 class Workers:
@@ -82,7 +74,6 @@ class Workers:
     def __init__(self, name: str) -> None:
         self._name = name
         self._idle: list[_Worker] = []
-        self._all: set[_Worker] = set()  # every live worker, for `_pinned`
         self._lock = threading.Lock()
         self._started = 0
         _POOLS.add(self)
@@ -90,8 +81,8 @@ class Workers:
     def submit(self, job: Callable[[], None]) -> None:
         """Run `job()` now on a worker thread. The job must not raise (it reports its own outcome)."""
         worker = self._take()
-        if worker.cpu >= 0:
-            worker.free()  # idle since its last job, which was tiny (or was let go of as it ended)
+        if worker.cpu >= 0:  # pinned since a caller waited for its last call
+            worker.free(_cores_now())
         worker.inbox.put(job)
 
     def _take(self) -> _Worker:
@@ -103,17 +94,10 @@ class Workers:
                 number = self._started
         if worker is None:
             worker = _Worker()
-            with self._lock:
-                self._all.add(worker)
             thread = threading.Thread(target=self._work, args=(worker,), name=f"{self._name}-{number}", daemon=True)
             thread.start()
             worker.tid = thread.native_id or 0
         return worker
-
-    def _pinned(self) -> list[_Worker]:
-        """Workers pinned now (waiting callers' and idle ones): for `_let_go` to leave alone."""
-        with self._lock:
-            return [worker for worker in self._all if worker.cpu >= 0]
 
     def start(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Job:
         """Run `fn(*args, **kwargs)` now on a worker, in a copy of the caller's contextvars; its `Job` says when it
@@ -123,11 +107,14 @@ class Workers:
         return job
 
     def start_here(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Job:
-        """The same, for a caller about to block in `Job.wait`: the worker runs on the caller's core (which the
-        caller leaves to it as it blocks) until that wait ends, so it is not woken on an idle core."""
+        """The same, for a caller about to block in `Job.wait`: the worker is woken on the caller's core (which the
+        caller leaves to it as it blocks) and hands back from it, so no idle core is woken either way; the call
+        itself runs on every core the caller may use."""
         job = Job(contextvars.copy_context(), fn, args, kwargs)
         worker = self._take()
-        job._worker, job._cpu = worker, worker.pin()
+        cpus = _caller_cpus()
+        if cpus is not None:
+            job._worker, job._cpu, job._cpus = worker, worker.pin(cpus), cpus
         worker.inbox.put(job._run)
         return job
 
@@ -137,7 +124,6 @@ class Workers:
             inbox.get()()
             with self._lock:
                 if len(self._idle) >= _MAX_IDLE:
-                    self._all.discard(worker)
                     return
                 self._idle.append(worker)
 
@@ -145,49 +131,32 @@ class Workers:
 # -- pinning a worker to its caller's core (Linux) ----------------------------------------------------------------
 
 
-#: Jobs worth pinning take less than this (the quick tools this is for take a few microseconds), and a pinned job
-#: that took no longer started no process or `threading.Thread` (a `Popen`, a fork or a thread's start and handshake
-#: take 70-100 µs here), so nothing of it is looked for. Only a bare `_thread.start_new_thread` (11 µs) can hide under
-#: it, and such a thread keeps the one core: it can cost speed, never correctness.
-TINY_JOB_S = 0.00002
-
-
-def _affinity() -> set[int] | None:
-    """The cores this thread may run on, or None where that cannot be asked, or where what a pinned job starts
-    could not be found again (a kernel without /proc's lists of children): then nothing is pinned."""
-    global _sched_getcpu
+def _caller_cpus() -> set[int] | None:
+    """The cores this thread may run on now (asked at every call: a process can be confined later, by `taskset -a
+    -p` or its cpuset), or None where pinning is not done."""
     if _sched_getcpu is None:
         return None
     try:
-        cpus = os.sched_getaffinity(0)
-        with open(f"/proc/self/task/{threading.get_native_id()}/children", "rb"):
-            pass
+        return os.sched_getaffinity(0)
     except OSError:
-        _sched_getcpu = None
         return None
-    return cpus
 
 
-def _let_go(tid: int, cpu: int, cpus: set[int]) -> None:
-    """Give every core back to what a worker pinned to `cpu` started: its child processes, and the threads of this
-    process confined to that core (a thread cannot be told by who started it) but for workers pinned right now.
-    The kernel's lists: `threading.enumerate()` never holds a thread started from C."""
-    one = {cpu}
+def _cores_now() -> set[int]:
+    """The cores this thread may run on (every core, where that cannot be asked)."""
     try:
-        with open(f"/proc/self/task/{tid}/children", "rb") as listing:
-            children = [int(pid) for pid in listing.read().split()]
-    except OSError:  # the worker ended meanwhile
-        children = []
-    try:
-        threads = [int(name) for name in os.listdir("/proc/self/task")]
-    except OSError:
-        threads = []
-    pinned = {worker.tid for pool in list(_POOLS) for worker in list(pool._pinned())}
-    for task in children + [t for t in threads if t not in pinned]:
+        return os.sched_getaffinity(0)
+    except (OSError, AttributeError):
+        return set(range(os.cpu_count() or 1))
+
+
+def _widen(tid: int, cpus: set[int]) -> None:
+    """Let thread `tid` (0: this one) run on `cpus`, else on every core the system allows it (the kernel keeps a
+    cpuset's bounds); a thread left on one core would hand that core down to what it starts."""
+    if not _set_affinity(tid, cpus):
         try:
-            if os.sched_getaffinity(task) == one:
-                os.sched_setaffinity(task, cpus)
-        except OSError:  # gone, or not ours to change (it became another user's by exec)
+            os.sched_setaffinity(tid, range(os.cpu_count() or 1))
+        except (OSError, ValueError):
             pass
 
 
@@ -237,7 +206,7 @@ class Job:
     waiting thread wakes at once and nothing is scheduled on a loop unless a future was asked for."""
 
     __slots__ = ("_context", "_fn", "_args", "_kwargs", "_done", "_mutex", "_outcome", "_future", "_worker",
-                 "_cpu", "duration")
+                 "_cpu", "_cpus", "duration")
 
     def __init__(self, context: contextvars.Context, fn: Callable[..., Any], args: tuple[Any, ...],
                  kwargs: dict[str, Any]) -> None:
@@ -249,19 +218,22 @@ class Job:
         self._future: asyncio.Future[Any] | None = None
         self._worker: _Worker | None = None  # pinned to the core of a caller that waits (`Workers.start_here`)
         self._cpu = -1  # that core
+        self._cpus: set[int] = set()  # the cores of the caller, which the call runs on
         #: seconds the call took on its worker, once it returned
         self.duration: float | None = None
 
     def _run(self) -> None:
+        cpu = self._cpu
+        if cpu >= 0:  # pinned for the hand-off only: what the call starts must not inherit the one core
+            _widen(0, self._cpus)
         started = time.perf_counter()
         try:
             outcome: tuple[Any, BaseException | None] = (self._context.run(self._fn, *self._args, **self._kwargs), None)
         except BaseException as exc:  # noqa: BLE001 - handed to whoever waits
             outcome = (None, exc)
         self.duration = time.perf_counter() - started
-        if self._cpu >= 0 and self.duration > TINY_JOB_S and self._worker is not None:
-            # it may have started a process or thread, pinned too: they get every core before anyone hears back
-            self._worker.let_go(self._cpu)
+        if cpu >= 0 and not _set_affinity(0, {cpu}) and self._worker is not None:  # back on the waiting caller's core
+            self._worker.cpu = -1
         with self._mutex:
             self._outcome = outcome
             future = self._future
@@ -273,13 +245,10 @@ class Job:
                 pass
 
     def wait(self, timeout: float | None = None) -> bool:
-        """Block until the call returned (True) or `timeout` seconds passed (False); None waits for ever. A call
-        started `here` that is not done in time is unpinned: its caller goes on with other work on that core."""
+        """Block until the call returned (True) or `timeout` seconds passed (False); None waits for ever."""
         if self._done.acquire(True, -1 if timeout is None else max(timeout, 0.0)):
             self._done.release()
             return True
-        if self._worker is not None and self._cpu >= 0:
-            self._worker.let_go(self._cpu)  # what it started so far; the rest as it ends (`_run`)
         return False
 
     def result(self) -> Any:
@@ -410,7 +379,6 @@ def _forget_threads() -> None:
     global _local
     for pool in list(_POOLS):
         pool._idle = []
-        pool._all = set()
         pool._lock = threading.Lock()
     for box in list(_BOXES):
         if not box.stopped:

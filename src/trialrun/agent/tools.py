@@ -21,7 +21,7 @@ from typing import Any, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
-from .._util.workers import TINY_JOB_S, TOOL_WORKERS, call_with_limit
+from .._util.workers import TOOL_WORKERS, call_with_limit
 from ..wire import ToolSpec
 from . import _confine
 from ._commands import CURRENT_CALL, CallScope, command_env, cut_note, run_shell, stop_commands
@@ -89,7 +89,6 @@ class Tool:
         self.timeout_s = _check_timeout(timeout_s, f"timeout_s of tool {self.name}")
         self.is_async = inspect.iscoroutinefunction(fn)
         self._quick = True  # its last call on a worker was quick: `run` waits for the next one on the loop
-        self._tiny = False  # its last call waited for was tiny (`TINY_JOB_S`): the next may pin its worker
         self._model = self._arguments_model(fn, param_docs)
         schema = self._model.model_json_schema()
         schema.pop("title", None)
@@ -148,21 +147,18 @@ class Tool:
             elif limit is not None:
                 # A quick tool is waited for right here, the loop blocked for at most _HANDOFF_S: the worker takes
                 # the GIL at once instead of queueing behind the loop's other work (up to the 5 ms switch interval)
-                # and its result needs no trip through the loop's self-pipe. A tool whose last call took a few
-                # microseconds runs on the loop's core meanwhile (`start_here`: no idle core to wake; never a first
-                # call, which might start a process; a longer tool would pay more to have its offspring looked for
-                # than the pinning saves). A tool that overran the wait once goes straight to the future (and back
-                # here when a later call of it is quick again).
+                # and its result needs no trip through the loop's self-pipe; its worker is woken on the loop's core
+                # and hands back from it (`start_here`: no idle core to wake). A tool that overran that once goes
+                # straight to the future (and back here when a later call of it is quick again).
                 quick = self._quick
-                job = (_WORKERS.start_here if quick and self._tiny else _WORKERS.start)(self.fn, **values)
+                job = (_WORKERS.start_here if quick else _WORKERS.start)(self.fn, **values)
                 if quick and job.wait(_HANDOFF_S):
-                    self._tiny = job.duration is not None and job.duration < TINY_JOB_S
                     result = job.result()
                 else:
                     try:
                         result = await asyncio.wait_for(job.future(), max(limit - (time.monotonic() - started), 0.0))
                     finally:
-                        self._quick, self._tiny = job.duration is not None and job.duration < _HANDOFF_S, False
+                        self._quick = job.duration is not None and job.duration < _HANDOFF_S
             else:
                 result = await asyncio.to_thread(self.fn, **values)  # to_thread copies contextvars
         except asyncio.TimeoutError:
