@@ -134,12 +134,7 @@ class Workers:
 def _caller_cpus() -> set[int] | None:
     """The cores this thread may run on now (asked at every call: a process can be confined later, by `taskset -a
     -p` or its cpuset), or None where pinning is not done."""
-    if _sched_getcpu is None:
-        return None
-    try:
-        return os.sched_getaffinity(0)
-    except OSError:
-        return None
+    return None if _sched_getcpu is None else _cores_now()
 
 
 def _cores_now() -> set[int]:
@@ -161,7 +156,8 @@ def _widen(tid: int, cpus: set[int]) -> None:
 
 
 def _set_affinity(tid: int, cpus: set[int]) -> bool:
-    """Pin thread `tid`; when the system refuses (a container's cpuset, a thread gone), pinning stops for good."""
+    """Set the cores of thread `tid` (0: this one); when the system refuses (a container's cpuset or seccomp),
+    pinning stops for good."""
     global _sched_getcpu
     try:
         os.sched_setaffinity(tid, cpus)
