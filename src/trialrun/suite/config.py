@@ -47,6 +47,8 @@ Every key is optional. Paths are relative to the file that names them. Command-l
     [prices."my-model"]                      # extra prices, USD per million tokens (win over any source)
     input = 1.0
     output = 2.0
+    [arms.v2]                                # an A/B arm: an overlay of what runs the agent (`_arms.ARM_KEYS`);
+    agent_options = {instructions = "AGENTS.v2.md"}  # with arms, `trialrun run` runs every arm (see `_arms`)
 """
 
 from __future__ import annotations
@@ -229,6 +231,7 @@ class Config(BaseModel):
     exchanges: StrictBool = True
     exchanges_max_bytes: StrictInt = 4 * 2**20
     pass_env: list[StrictStr] = Field(default_factory=list)
+    arms: dict[str, Any] = Field(default_factory=dict, description="the A/B arms: name -> overlay (checked by _arms)")
     source: Path | None = Field(default=None, exclude=True, description="the file this came from")
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
 
