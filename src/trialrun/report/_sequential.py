@@ -37,6 +37,7 @@ no model of the pass rates. Deterministic arms (scripted or replayed models) nee
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterable
 from typing import Literal
@@ -174,22 +175,29 @@ def capital(counts: tuple[int, int, int], value: float, *, below: bool) -> float
     3.4233
     """
     fell, tied, rose = counts
-    logs = []
-    for fraction in BET_GRID:
-        if below:  # factor 1 - lam * (D - value), lam < 1 / (1 - value)
-            lam = fraction / (1 - value)
-            terms = ((fell, 1 + lam * (1 + value)), (tied, 1 + lam * value), (rose, 1 - lam * (1 - value)))
-        else:  # factor 1 + lam * (D - value), lam < 1 / (1 + value)
-            lam = fraction / (1 + value)
-            terms = ((fell, 1 - lam * (1 + value)), (tied, 1 - lam * value), (rose, 1 + lam * (1 - value)))
-        logs.append(math.fsum(n * math.log(factor) for n, factor in terms if n))
+    logs = [fell * a + tied * b + rose * c for a, b, c in _log_factors(value, below)]
     top = max(logs)
     if top > 700:  # far past any bar: no need for its exact size
         return math.inf
-    return math.exp(top) * math.fsum(math.exp(x - top) for x in logs) / len(logs)
+    return math.exp(top) * sum(math.exp(x - top) for x in logs) / len(logs)
 
 
-def _bisect(rejected: Callable[[float], bool], *, rejected_above: bool, steps: int = 50) -> float:
+@functools.lru_cache(maxsize=1024)
+def _log_factors(value: float, below: bool) -> tuple[tuple[float, float, float], ...]:
+    """For each bet of the grid, the log of the factor a pair that fell, tied or rose multiplies the capital by."""
+    factors = []
+    for fraction in BET_GRID:
+        if below:  # factor 1 - lam * (D - value), lam < 1 / (1 - value)
+            lam = fraction / (1 - value)
+            terms = (1 + lam * (1 + value), 1 + lam * value, 1 - lam * (1 - value))
+        else:  # factor 1 + lam * (D - value), lam < 1 / (1 + value)
+            lam = fraction / (1 + value)
+            terms = (1 - lam * (1 + value), 1 - lam * value, 1 + lam * (1 - value))
+        factors.append((math.log(terms[0]), math.log(terms[1]), math.log(terms[2])))
+    return tuple(factors)
+
+
+def _bisect(rejected: Callable[[float], bool], *, rejected_above: bool, steps: int = 36) -> float:
     """The edge between the changes a test rejects and those it does not, in (-1, 1) (the end itself when it rejects
     none there)."""
     inside, outside = (-_EDGE, _EDGE) if rejected_above else (_EDGE, -_EDGE)
