@@ -212,3 +212,19 @@ def test_power_and_trials_used_against_the_fixed_design(p_before: float, p_after
           f"at most {max(used)}); a fixed design needs {needed} for that power ({at_80} for 80%)")
     assert power >= 0.8
     assert needed is not None and statistics.fmean(used) <= needed
+
+
+@pytest.mark.parametrize("rate", [0.9, 0.7])
+def test_an_unchanged_arm_is_called_not_worse_and_what_that_takes(rate: float) -> None:
+    """Showing "not worse" (a drop of the threshold or more ruled out) takes more trials than showing a big drop:
+    the figures the docs quote, and a false "worse" no more often than alpha."""
+    rng = random.Random(int(rate * 100))
+    runs = RUNS // 2
+    outcomes = [_sequential(rng, 10, rate, rate, CAP) for _ in range(runs)]
+    not_worse = [n for v, n in outcomes if v == "not worse"]
+    worse = sum(v == "worse" for v, _ in outcomes) / runs
+    print(f"\n10 tests {rate} -> {rate} (no change): not worse in {len(not_worse) / runs:.3f} of {runs} runs within "
+          f"{CAP} trials, after {statistics.fmean(not_worse):.1f} on average (median {statistics.median(not_worse):g}); "
+          f"worse in {worse:.4f}")
+    assert worse <= ALPHA + _sim_error(ALPHA, runs)
+    assert len(not_worse) / runs >= (0.85 if rate == 0.9 else 0.45)

@@ -121,6 +121,8 @@ def run_arms(config: Any, options: dict[str, Any], a: ArmsArgs) -> NoReturn:
     seed = options["seed"] if options.get("seed") is not None else random.SystemRandom().randrange(2**32)
     snapshots = _snapshots(arms, suite_file, a.labels, baseline=baseline, seed=seed, until=until)
     console = _console(stderr=a.as_json, plain_ok=True)
+    if not a.as_json:
+        _say_live(console, arms)
     recorders = _recorders(store, arms, plans, snapshots, max_trials)
     from ._arms_run import evaluate_with_progress, finish
 
@@ -161,6 +163,18 @@ def _preflight(config: Any, arms: list[Any], a: ArmsArgs) -> tuple[dict[str, Any
         for warning in ignored_by_custom_agent(arm.config):
             _say(f"warning: arm {arm.name}: {warning}")
     return plans, suite_file
+
+
+def _say_live(console: Any, arms: list[Any]) -> None:
+    """One line per arm whose model is live: its tests call the provider (and cost money)."""
+    from .._scrub import scrub_text
+    from .._util.display import clean
+    from ._common import _print_styled
+
+    for arm in arms:
+        if arm.live:
+            _print_styled(console, f"arm {clean(arm.name, lines=False)}: live model "
+                                   f"{clean(scrub_text(str(arm.config.model_spec)))}: tests call the provider", "yellow")
 
 
 def _check_prices(arms: list[Any], max_cost: float | None) -> None:

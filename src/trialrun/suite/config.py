@@ -47,8 +47,10 @@ Every key is optional. Paths are relative to the file that names them. Command-l
     [prices."my-model"]                      # extra prices, USD per million tokens (win over any source)
     input = 1.0
     output = 2.0
-    [arms.v2]                                # an A/B arm: an overlay of what runs the agent (`_arms.ARM_KEYS`);
-    agent_options = {instructions = "AGENTS.v2.md"}  # with arms, `trialrun run` runs every arm (see `_arms`)
+    [arms.v1]                                # A/B arms: `trialrun run` runs the tests under each (the first is
+    agent_options = {instructions = "AGENTS.v1.md"}  # the baseline), each an overlay of what runs the agent
+    [arms.v2]                                # (`_arms.ARM_KEYS`; docs/ab-arms.md)
+    agent_options = {instructions = "AGENTS.v2.md"}
 """
 
 from __future__ import annotations
