@@ -115,6 +115,11 @@ def finish(run: Any, stopped: int | None, arms: list[Any], recorders: dict[str, 
     sys.exit(code)
 
 
+#: Above each comparison of an --until-decided run of live arms.
+_AFTER_A_STOP = ("note: the lines below are `trialrun compare`'s fixed-design analysis, shown for each test; after a "
+                 "stop that looked at the data the run's verdict is the sequential test's (at the end)")
+
+
 def _save(run: Any, recorders: dict[str, Any], store: Any) -> tuple[dict[str, str | None], bool]:
     """Each arm's result file, in the arms' order (so `latest` is the last arm's, and `trialrun compare` with no
     runs compares the last two arms): where each went, and whether one could not be saved where asked."""
@@ -145,19 +150,30 @@ def _relative(path: Path) -> str:
 def _gate_problems(run: Any, arm: str, comparison: Any) -> list[str]:
     """Why the gate fails for one arm. A fixed design (or deterministic arms) is judged as `trialrun compare
     --fail-on-regression` judges two runs; an --until-decided run of live arms by its sequential test (the fixed
-    design's statistics are not calibrated after a stop that looked at the data), and by the tests it lost."""
+    design's statistics are not calibrated after a stop that looked at the data), by a safety claim it broke (a
+    breach is no statistic) and by the tests it lost."""
     if not run.until_decided or run.deterministic:
-        return list(comparison.gate_problems())
+        return _compare_gate(comparison)
     problems = []
     verdict = run.sequential.get(arm)
     if verdict is not None and verdict.verdict == "worse":
         problems.append(f"worse than {run.baseline}: pass@1 change {verdict.change:+.2f}, between {verdict.low:+.2f} "
                         f"and {verdict.high:+.2f} (sequential test, alpha {verdict.alpha:g})")
+    problems += [f"{d.name}: {breach.text()}" for d in comparison.cases for breach in getattr(d, "safety_breaches", ())]
     if comparison.removed:
         problems.append(f"{len(comparison.removed)} test(s) missing ({', '.join(comparison.removed)})")
     if comparison.not_finished:
         problems.append(f"{len(comparison.not_finished)} test(s) did not finish")
     return problems
+
+
+def _compare_gate(comparison: Any) -> list[str]:
+    """What `trialrun compare --fail-on-regression` fails on for this comparison: its gate's reasons (or, from
+    a Comparison without a `gate`, its `gate_problems()`, the form before compare's verdict had one)."""
+    gate = getattr(comparison, "gate", None)
+    if gate is not None:
+        return list(gate.reasons) if gate.failed else []
+    return list(comparison.gate_problems())
 
 
 def _verdict_lines(run: Any) -> list[str]:
@@ -218,6 +234,8 @@ def _print(run: Any, saved: dict[str, str | None], sources: dict[str, str], comp
     for name, comparison in comparisons.items():
         console.print("")
         console.print(f"[bold]{markup(run.baseline)} -> {markup(name)}[/]")
+        if run.until_decided and not run.deterministic:
+            console.print(f"[dim]{_AFTER_A_STOP}[/]")
         print_comparison(comparison, console)
     console.print("")
     for line in verdicts:
