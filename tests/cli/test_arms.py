@@ -125,3 +125,54 @@ def test_options_that_make_no_sense_together_are_usage_errors(project: Path, cli
     assert "--arms and --no-arms contradict" in _error(cli("run", "--arms", "v1,v2", "--no-arms"))
     assert "--junit" in _error(cli("run", "--junit", "out.xml"))
     assert _results(project) == []
+
+
+SLOW_AGENT = '''
+import time
+from pathlib import Path
+
+
+def run(prompt, ctx):
+    """Answers at once, except from round 2 on: then it says so and waits (to be interrupted)."""
+    if ctx.trial >= 2:
+        Path("started.txt").write_text("x")
+        time.sleep(60)
+    return "hi " + prompt
+'''
+
+
+def test_a_signal_saves_every_arms_finished_trials(project: Path, write_suite) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    (project / "slow_agent.py").write_text(SLOW_AGENT)
+    write_suite(project / "state" / "eval" / "tests.json",
+                [{"id": t, "prompt": t, "expected_tools": [], "max_turns": 1, "success_criteria": "Says hi",
+                  "expect": {"contains": "hi"}} for t in ("a", "b")])
+    (project / "trialrun.toml").write_text('agent = "slow_agent:run"\nmodel = "scripted:s.yaml"\n'
+                                           '[arms.v1]\n[arms.v2]\nturn_limit = 5\n')
+    (project / "s.yaml").write_text("a: [{reply: hi}]\nb: [{reply: hi}]\n")
+    env = {k: v for k, v in os.environ.items() if k != "GITHUB_STEP_SUMMARY"}
+    proc = subprocess.Popen([sys.executable, "-m", "trialrun", "run", "-k", "3"], cwd=project, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.time() + 60
+    while not (project / "started.txt").exists():
+        if proc.poll() is not None or time.time() > deadline:
+            proc.kill()
+            raise AssertionError(proc.communicate())
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, (out, err)
+    assert "Traceback" not in err and "interrupted: saved the finished trials of every arm" in err
+    files = _results(project)
+    assert len(files) == 2 and not list((project / "state" / "eval").glob("*.jsonl"))
+    for path, arm in zip(files, ("v1", "v2")):
+        report = load_report(path)
+        assert report.status == "interrupted" and report.config_snapshot["arm"]["name"] == arm
+        assert all([t.trial for t in c.trials] == [1] and c.unfinished_trials == 2 for c in report.cases)
+    assert _summary(project)["rounds"] == 1

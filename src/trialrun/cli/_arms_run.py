@@ -86,7 +86,8 @@ def finish(run: Any, stopped: int | None, arms: list[Any], recorders: dict[str, 
     sources = {arm.name: run.reports[arm.name].config_snapshot.get("arm", {}).get("source", "") for arm in arms}
     verdicts = _verdict_lines(run)
     summary_path = Path(store.directory) / f"ab_{recorders[baseline].stem.removeprefix('results_')}.json"
-    data = _summary(run, saved, sources, comparisons, problems if gate else None)
+    data = _summary(run, saved, sources, {arm.name: arm.live for arm in arms}, comparisons,
+                    problems if gate else None)
     problem = _write_json(summary_path, data)
     if as_json:
         from .._scrub import scrub_text
@@ -185,7 +186,8 @@ def _verdict_lines(run: Any) -> list[str]:
     return [verdict_line(name, run.baseline, verdict, run) for name, verdict in run.sequential.items()]
 
 
-def _summary(run: Any, saved: dict[str, str | None], sources: dict[str, str], comparisons: dict[str, Any],
+def _summary(run: Any, saved: dict[str, str | None], sources: dict[str, str], live: dict[str, bool],
+             comparisons: dict[str, Any],
              problems: dict[str, list[str]] | None) -> dict[str, Any]:
     """The A/B run as JSON: the arms and their files, the design (seed, round orders, why it stopped), each arm's
     sequential verdict and its comparison with the baseline, and the gate."""
@@ -195,7 +197,7 @@ def _summary(run: Any, saved: dict[str, str | None], sources: dict[str, str], co
     for name, report in run.reports.items():
         trials = [t for c in report.cases for t in c.trials]
         arms.append({"name": name, "source": sources.get(name), "run_id": report.run_id, "file": saved.get(name),
-                     "live": report.config_snapshot.get("model", "").split(":")[0] not in ("scripted", "replay"),
+                     "live": live.get(name),
                      "trials": len(trials), "trials_passed": sum(t.passed for t in trials),
                      "pass_at_1": report.pass_at_1, "pass_pow_k": report.pass_pow_k, "cost_usd": report.cost_usd})
     return {
@@ -203,6 +205,7 @@ def _summary(run: Any, saved: dict[str, str | None], sources: dict[str, str], co
         "design": "until-decided" if run.until_decided else "fixed", "deterministic": run.deterministic,
         "seed": run.seed, "rounds": run.rounds, "round_orders": run.round_orders, "stopped": run.stopped,
         "max_trials": run.max_trials, "max_cost_usd": run.max_cost_usd, "cost_usd": run.cost_usd,
+        "trials": run.trials,
         "sequential": {name: v.model_dump() for name, v in run.sequential.items()},
         "comparisons": {name: c.model_dump(mode="json") for name, c in comparisons.items()},
         "gate": None if problems is None else {"failed": any(problems.values()), "problems": problems},
