@@ -175,3 +175,19 @@ def test_ctrl_c_keeps_every_arms_finished_trials() -> None:
     for report in stopped.reports.values():
         assert report.status == "interrupted"
         assert all(len(c.trials) == 1 and c.unfinished_trials == 2 for c in report.cases)
+
+
+def test_an_arm_decided_early_rests_while_the_others_go_on() -> None:
+    log: list[tuple[str, str, int, str]] = []
+    tests = tuple("abcdefgh")
+    run = tr.evaluate_arms({"base": _arm(log, "base", dict.fromkeys(tests, 0.9), tests=tests, live=True),
+                            "bad": _arm(log, "bad", dict.fromkeys(tests, 0.1), tests=tests, live=True),
+                            "same": _arm(log, "same", dict.fromkeys(tests, 0.9), tests=tests, live=True)},
+                           include_live_canary=True, until_decided=True, max_trials=8, seed=5)
+    bad = run.sequential["bad"]
+    assert bad.verdict == "worse" and bad.decided_at is not None and bad.decided_at < run.rounds
+    ran = {arm: max(trial for a, _, trial, _ in log if a == arm) for arm in ("base", "bad", "same")}
+    assert ran == {"base": run.rounds, "bad": bad.decided_at, "same": run.rounds}  # as the trials themselves ran
+    assert all("bad" not in order for order in run.round_orders[bad.decided_at:])
+    assert run.reports["bad"].trial_count == bad.decided_at and run.reports["base"].trial_count == run.rounds
+    assert all(c.unfinished_trials == 0 for r in run.reports.values() for c in r.cases)

@@ -139,7 +139,7 @@ def test_at_a_drop_of_exactly_the_threshold_not_worse_is_claimed_at_most_alpha_o
         test = SequentialTest(threshold=0.10)
         for _ in range(CAP):
             test.add_round(_round(rng, before, after))
-        claimed += test._not_worse_at is not None  # ever claimed, looking every round
+        claimed += test.result().not_worse_at is not None  # ever claimed, looking every round
     rate = claimed / RUNS
     print(f"\ntrue drop 0.10 = the threshold, {CAP} looks, {RUNS} runs: false 'not worse' {rate:.4f}")
     assert rate <= ALPHA + _sim_error(ALPHA, RUNS)

@@ -71,6 +71,8 @@ class SequentialVerdict(BaseModel):
     e_worse: float = Field(description="the worse test's capital now (decided at 1/alpha)")
     e_not_worse: float = Field(description="the not-worse test's capital now (decided at 1/alpha)")
     decided_at: int | None = Field(default=None, description="the round the verdict was reached")
+    worse_at: int | None = Field(default=None, description="the round the worse test was decided, if it was")
+    not_worse_at: int | None = Field(default=None, description="the round the not-worse test was decided, if it was")
     alpha: float
     threshold: float
 
@@ -152,7 +154,8 @@ class SequentialTest:
             verdict=self.verdict, better=low > 0, rounds=self.rounds, pairs=pairs, fell=self.counts[0],
             rose=self.counts[2], change=(self.counts[2] - self.counts[0]) / pairs if pairs else None,
             low=low, high=high, e_worse=self.e_worse(), e_not_worse=self.e_not_worse(),
-            decided_at=decided_at, alpha=self.alpha, threshold=self.threshold)
+            decided_at=decided_at, worse_at=self._worse_at, not_worse_at=self._not_worse_at, alpha=self.alpha,
+            threshold=self.threshold)
 
 
 def interval(counts: tuple[int, int, int], alpha: float = ALPHA) -> tuple[float, float]:

@@ -206,6 +206,12 @@ class _State:
         self.tests = {arm: SequentialTest(threshold, ALPHA / len(others)) for arm in others}
         self.stopped: Stop = "trials"
         self.rounds = 0
+        self.started_of = dict.fromkeys(plan.arms, 0)  # the last round each arm took part in
+
+    def _done(self, arm: str) -> bool:
+        """An arm whose verdict against the baseline is reached runs no more rounds (the others go on, with the
+        baseline); its verdict stays (the first crossing decides)."""
+        return arm in self.tests and self.until_decided and self.tests[arm].decided
 
     def _last_round(self) -> int:
         return max(n for counts in self.plan.planned.values() for n in counts.values())
@@ -217,9 +223,12 @@ class _State:
         for number in range(1, last + 1):
             order = list(self.plan.arms)
             self.rng.shuffle(order)
+            order = [arm for arm in order if not self._done(arm)]  # an arm decided against the baseline rests
             self.orders.append(order)
             work = [(arm, index, number) for index, name in enumerate(self.plan.tests) for arm in order
                     if number <= self.plan.planned[arm][name]]
+            for arm in order:
+                self.started_of[arm] = number
             spent_before = self.cost()
             if await _run_round(work, self.plan, self.results, runners, remotes, concurrency, on_trial):
                 return True
@@ -240,7 +249,8 @@ class _State:
         last one's cost says would pass the cost cap is not started), or None to go on."""
         if self.until_decided and not self.plan.deterministic:
             for arm, test in self.tests.items():
-                test.add_round(self._pairs(arm, number))
+                if self.started_of[arm] == number:
+                    test.add_round(self._pairs(arm, number))
         if self.until_decided:
             if self.plan.deterministic:
                 return "deterministic"
@@ -289,11 +299,12 @@ class _State:
 
     def _report(self, arm: str, started_at: datetime, duration_s: float, interrupted: bool, run_id: str | None,
                 snapshot: dict[str, Any] | None) -> RunReport:
-        """One arm's report, as `evaluate` builds one: a test stopped by an interruption keeps its finished trials;
-        a run the decision or a cap stopped early planned only the rounds it ran."""
+        """One arm's report, as `evaluate` builds one: a test stopped by an interruption keeps its finished trials
+        (the rest of a fixed run's plan unfinished); a run the decision or a cap stopped planned only the rounds
+        the arm took part in."""
         case_list, selected, skipped = self.plan.arms[arm]
         results = self.results[arm]
-        early = self.stopped != "trials" and not interrupted
+        early = self.until_decided or (self.stopped != "trials" and not interrupted)
         skipped_names = {case.name: reason for case, reason in skipped}
         cases: list[CaseResult] = [
             CaseResult(name=case.name, title=case.title, description=case.description, tags=list(case.tags),
@@ -301,7 +312,8 @@ class _State:
             for case in case_list if case.name in skipped_names]
         unfinished = []
         for index, case in enumerate(selected):
-            count = min(self.rounds, self.plan.planned[arm][case.name]) if early else self.plan.planned[arm][case.name]
+            planned = self.plan.planned[arm][case.name]
+            count = min(self.started_of[arm], planned) if early else planned
             finished = [r for r in (results.get((index, t)) for t in range(1, count + 1)) if r is not None]
             if not finished:
                 unfinished.append(case.name)
@@ -311,7 +323,7 @@ class _State:
                                                 unfinished_trials=count - len(finished)))
         order = {case.name: position for position, case in enumerate(case_list)}
         cases.sort(key=lambda c: order[c.name])
-        trial_count = self.rounds if early else max(self.plan.planned[arm].values())
+        trial_count = self.started_of[arm] if early else max(self.plan.planned[arm].values())
         return RunReport.build(cases, trial_count=trial_count, started_at=started_at, duration_s=duration_s,
                                status="interrupted" if interrupted else "completed", unfinished=unfinished,
                                run_id=run_id, config_snapshot=snapshot)
