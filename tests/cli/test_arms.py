@@ -26,12 +26,15 @@ def _summary(project: Path) -> dict:
 
 def test_arms_tables_run_both_arms_and_save_a_run_per_arm(project: Path, cli: Callable[..., Result]) -> None:
     (project / "trialrun.toml").write_text((project / "trialrun.toml").read_text() + ARMS)
-    result = cli("run", "all", "--seed", "7", "--fail-on-regression")
+    result = cli("run", "all", "--seed", "7", "--fail-on-regression", "--markdown", "ab.md")
     # v2 drops summarise-notes (a deterministic drop: a regression whatever the trial count) and gains two tests
     assert result.exit_code == 1, result.output
     assert "A/B run: 2 arms, baseline v1" in result.output and "seed 7" in result.output
     assert "v1 -> v2" in result.output and "summarise-notes" in result.output
     assert "--fail-on-regression: v2:" in result.output
+    markdown = (project / "ab.md").read_text()
+    assert markdown.startswith("## trialrun A/B run") and "--fail-on-regression: v2:" in markdown
+    assert "v1 → v2" in markdown and "summarise-notes" in markdown
     files = _results(project)
     assert len(files) == 2
     first, second = (load_report(p) for p in files)

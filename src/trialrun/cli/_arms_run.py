@@ -97,10 +97,15 @@ def finish(run: Any, stopped: int | None, arms: list[Any], recorders: dict[str, 
         _print(run, saved, sources, comparisons, verdicts, gate_line, summary_path if problem is None else None)
     if problem is not None:
         _say(f"warning: the A/B summary was not saved: {problem}")
-    from ..render._arms import arms_markdown
 
-    _write_outputs(markdown_path, None, None, markdown=lambda: arms_markdown(run, saved, sources, verdicts, gate_line),
-                   junit=None, html=None, summary=summary)
+    def markdown() -> str:
+        from ..render._arms import arms_markdown
+        from ..render.markdown import comparison_markdown
+
+        return "\n".join([arms_markdown(run, saved, sources, verdicts, gate_line),
+                          *(comparison_markdown(c, title=f"{baseline} → {name}") for name, c in comparisons.items())])
+
+    _write_outputs(markdown_path, None, None, markdown=markdown, junit=None, html=None, summary=summary)
     if stopped is not None:
         _say(f"interrupted: saved the finished trials of every arm ({', '.join(f'{k}: {v}' for k, v in saved.items())})")
         sys.stdout.flush()
