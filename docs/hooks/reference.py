@@ -184,7 +184,7 @@ def config_page() -> str:
 
 #: Sections of the API page: a heading and the modules whose public names it shows, in this order.
 _API_SECTIONS = (
-    ("Cases and running", ("case", "run.runner", "run.executor", "expect")),
+    ("Cases and running", ("case", "run.runner", "run.arms", "run.executor", "expect")),
     ("Results", ("report.results", "report.compare")),
     ("What an agent did", ("trajectory",)),
     ("The model seam", ("models", "endpoint")),

@@ -24,6 +24,7 @@ _EXPORTS: dict[str, str] = {
     # cases and running
     "evaluate": "run.runner", "aevaluate": "run.runner", "EvaluationInterrupted": "run.runner",
     "RayExecutor": "run.executor",
+    "evaluate_arms": "run.arms", "aevaluate_arms": "run.arms", "ArmsRun": "run.arms", "ArmsInterrupted": "run.arms",
     "check": "expect", "Verdict": "expect",
     # results
     "RunReport": "report.results", "CaseResult": "report.results", "TrialResult": "report.results",

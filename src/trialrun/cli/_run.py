@@ -14,6 +14,7 @@ from typing import Any, NoReturn
 import click
 
 from .._util.display import clean
+from ._arms import ArmsArgs, RunParts, arm_options, wants_arms
 from ._common import (EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, _check_output_file, _check_results_dir,
                       _config_note, _console, _emit_report, _fail_cleanly, _load_config, _log_config, _print_styled,
                       _report_files, _say)
@@ -44,13 +45,15 @@ from ._common import (EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, _check
 @click.option("--junit", "junit_path", type=click.Path(dir_okay=False), help="Also write JUnit XML here.")
 @click.option("--markdown", "markdown_path", type=click.Path(dir_okay=False), help="Also write a Markdown summary here.")
 @click.option("--no-summary", is_flag=True, help="Do not append to $GITHUB_STEP_SUMMARY.")
+@arm_options
 @_fail_cleanly
 def run(test_ids: tuple[str, ...], trials: int | None, tags: tuple[str, ...], names: tuple[str, ...],
         include_live_canary: bool, suite: str | None, config_path: str | None, model: str | None, agent: str | None,
         api: str | None, judge: str | None, rubric: str | None, strict: bool, results_dir: str | None,
         concurrency: int | None, executor: str | None, labels: tuple[str, ...], no_exchanges: bool, as_json: bool,
-        junit_path: str | None, markdown_path: str | None, no_summary: bool) -> None:
-    """Run the suite, or the tests named (TEST_ID ...; `all` or nothing runs every test)."""
+        junit_path: str | None, markdown_path: str | None, no_summary: bool, **ab: Any) -> None:
+    """Run the suite, or the tests named (TEST_ID ...; `all` or nothing runs every test). With arms (`--arms A,B`
+    or [arms] tables in trialrun.toml), an A/B run of the same tests under each arm (`_arms`)."""
     _pause_gc()
     _import_httpx_without_its_cli()
     from .._scrub import scrub_text
@@ -64,6 +67,13 @@ def run(test_ids: tuple[str, ...], trials: int | None, tags: tuple[str, ...], na
     if not as_json:
         _say(_config_note(config))
     _log_config(config)
+    if wants_arms(config, ab):
+        if junit_path:
+            raise click.UsageError("--junit writes one run; with arms, `trialrun report RUN --junit FILE` writes an arm's")
+        from ._arms import run_arms
+
+        run_arms(config, ab, ArmsArgs(test_ids, names, tags, include_live_canary, strict, label_map, as_json,
+                                      markdown_path, not no_summary, trials is not None, _PARTS))
     plan = _preflight(config, test_ids, names, tags, include_live_canary=include_live_canary, strict=strict)
     console = _console(stderr=as_json, plain_ok=True)
     store = _ready_to_save(config, junit_path, markdown_path)
@@ -362,3 +372,8 @@ def _selection(test_ids: tuple[str, ...], names: tuple[str, ...], tags: tuple[st
     ids = [t for t in test_ids if t != "all"]
     parts = [f"{label}: {', '.join(values)}" for label, values in (("ids", ids), ("names", names), ("tags", tags)) if values]
     return "; ".join(parts) or "all tests"
+
+
+#: What an A/B run (`_arms`) uses of this module.
+_PARTS = RunParts(chosen=_chosen, plan=_Plan, ready_to_save=_ready_to_save, freeze=_freeze_what_was_imported,
+                  leave_frozen=_leave_frozen_at_exit, signal_exit=_signal_exit)

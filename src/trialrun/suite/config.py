@@ -47,6 +47,10 @@ Every key is optional. Paths are relative to the file that names them. Command-l
     [prices."my-model"]                      # extra prices, USD per million tokens (win over any source)
     input = 1.0
     output = 2.0
+    [arms.v1]                                # A/B arms: `trialrun run` runs the tests under each (the first is
+    agent_options = {instructions = "AGENTS.v1.md"}  # the baseline), each an overlay of what runs the agent
+    [arms.v2]                                # (`_arms.ARM_KEYS`; docs/ab-arms.md)
+    agent_options = {instructions = "AGENTS.v2.md"}
 """
 
 from __future__ import annotations
@@ -229,6 +233,7 @@ class Config(BaseModel):
     exchanges: StrictBool = True
     exchanges_max_bytes: StrictInt = 4 * 2**20
     pass_env: list[StrictStr] = Field(default_factory=list)
+    arms: dict[str, Any] = Field(default_factory=dict, description="the A/B arms: name -> overlay (checked by _arms)")
     source: Path | None = Field(default=None, exclude=True, description="the file this came from")
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
 
