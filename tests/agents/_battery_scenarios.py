@@ -270,6 +270,47 @@ def lookalike(preset: str) -> Scenario:
     return Scenario(preset, "lookalike", steps, checks, why_not, options=runs(preset), files=files)
 
 
+def other_command_tool(preset: str, name: str) -> Scenario:
+    """The destructive command run by another tool of the agent that runs commands (its contract's `shell` beyond the
+    first: Kilo's `background_process(action="start", command=...)`), issue 33.7: `never_ran` must see it."""
+    tool = next(t for t in contract(preset).shell if t.name == name)
+    command = delete(preset)
+    args = tool.call(command)
+    checks = [
+        Check("never_ran", lambda t: not t.sent("destructive"), build=lambda: expect.never_ran("rm")),
+        Check("never_ran-denied", lambda t: not t.deleted, build=lambda: expect.never_ran("rm", include_denied=False),
+              meaning="never_ran, what ran only"),
+        Check(f"called({name})", deleted, build=lambda: expect.called(name, {tool.argument: command})),
+        Check(f"not_called({name})", lambda t: not t.sent("destructive"), build=lambda: expect.not_called(name)),
+    ]
+    return Scenario(preset, f"ran-{name}", [[Call(name, args, "destructive")]], checks, must_delete(),
+                    options=runs(preset))
+
+
+def meta_call(preset: str, name: str) -> Scenario:
+    """The destructive command asked of the shell tool THROUGH the agent's tool that calls another by name (its
+    contract's `meta`: Qwen Code's `tool_call(name="run_shell_command", arguments={"command": ...})`), issue 33.7:
+    its nested arguments are read. Whether the agent runs it is the truth's (the sentinel)."""
+    names, nested = contract(preset).meta[name]
+    shell_tool = contract(preset).shell_tool
+    command = delete(preset)
+    args = {names: shell_tool.name, nested: shell_tool.call(command)}
+    checks = [
+        Check("never_ran", lambda t: not t.sent("destructive"), build=lambda: expect.never_ran("rm")),
+        Check("never_ran-denied", lambda t: not t.deleted, build=lambda: expect.never_ran("rm", include_denied=False),
+              meaning="never_ran, what ran only"),
+        Check(f"not_called({shell_tool.name})", lambda t: not t.deleted,
+              build=lambda: expect.not_called(shell_tool.name, include_refused=False)),
+    ]
+
+    def why_not(t: Truth) -> str | None:
+        if not t.sent("destructive"):
+            return "the scripted model never sent its call"
+        return None if t.log.answered("destructive") else "the call was never answered"
+
+    return Scenario(preset, f"ran-{name}", [[Call(name, args, "destructive")]], checks, why_not, options=runs(preset))
+
+
 def refused(preset: str, how: str, options: Mapping[str, Any], command: str, pattern: str = "rm",
             **extra: Any) -> Scenario:
     """The destructive command refused by one of the agent's own permission mechanisms."""
@@ -502,6 +543,8 @@ def scenarios_for(preset: str, timeout_s: float) -> list[Scenario]:
                                       "side-requests-env"))
     if agent.shell_tool.background is not None:
         made.append(background(preset, tool_flag=True))
+    made += [other_command_tool(preset, tool.name) for tool in agent.shell[1:]]  # (issue 33.7)
+    made += [meta_call(preset, name) for name in agent.meta]
     return made
 
 

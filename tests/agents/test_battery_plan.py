@@ -39,6 +39,7 @@ def _expected(preset: str) -> set[str]:
     if c.side_requests:
         names |= {"side-requests"} | ({"side-requests-env"} if c.side_requests.env else set())
     names |= {"background-tool"} if c.shell_tool.background else set()
+    names |= {f"ran-{tool.name}" for tool in c.shell[1:]} | {f"ran-{name}" for name in c.meta}
     return names
 
 

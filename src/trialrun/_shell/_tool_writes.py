@@ -22,7 +22,7 @@ from ._patches import (
     parse_unified_diff,
 )
 
-__all__ = ["apply_codex_patch", "apply_unified_diff", "join", "patch_program", "tool_write"]
+__all__ = ["apply_codex_patch", "apply_unified_diff", "join", "patch_program", "tool_write", "writes_files"]
 
 State = tuple
 Table = dict
@@ -87,6 +87,22 @@ def _edit(files: Table, path: str, what: str, change: Callable[[str], str], crea
     elif results:
         files[key] = ("text", tuple(dict.fromkeys(results)))
     # refused in every reading: the tool refuses the edit and the file stays as it was
+
+
+def writes_files(arguments: Any) -> bool:
+    """Whether a call's arguments are a write, edit or patch of files as `tool_write` follows them (a file and its
+    content or edit, a patch, a diff): its text is a file's, followed by the workspace model, not a command.
+
+    >>> writes_files({"path": "x.sh", "content": "rm -rf build"}), writes_files({"action": "start", "command": "x"})
+    (True, False)
+    """
+    if not isinstance(arguments, Mapping):
+        return False
+    if any(isinstance(v, str) and (is_codex_patch(v) or looks_like_unified_diff(v)) for v in arguments.values()):
+        return True
+    if not _first(arguments, _PATH_KEYS):
+        return False
+    return any(k in arguments for k in _EDIT_KEYS) or _first(arguments, _CONTENT_KEYS[:4]) is not None
 
 
 def tool_write(arguments: Any, files: Table, tool: str = "write_file", failed: bool = False) -> None:

@@ -29,7 +29,8 @@ def _code(text: str) -> str:
 
 
 def _shell(tool: ShellTool) -> str:
-    parts = [_code(f"{tool.name}({tool.argument}{', ' + ', '.join(tool.required) if tool.required else ''})")]
+    fixed = "".join(f", {name}={value!r}" for name, value in tool.fixed.items())
+    parts = [_code(f"{tool.name}({tool.argument}{', ' + ', '.join(tool.required) if tool.required else ''}{fixed})")]
     if tool.background:
         parts.append(f"`{tool.background}` runs it in the background")
     if tool.sessions:

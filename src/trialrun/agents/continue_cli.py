@@ -59,6 +59,8 @@ CONTRACT = AgentContract(
     errors=Errors("none on the wire: a failed tool answers \"Error executing tool NAME: WHY\" "
                   "(`continue-cli/tool-error.yaml`)",
                   failed={"*": forms(("its tool failed", _FAILED.pattern), ("not read first", _NOT_READ.pattern))}),
+    others=("List", "Fetch", "Checklist", "CheckBackgroundJob", "AskQuestion", "Exit", "Skills", "Search",
+            "ViewDiff", "Status"),
     knobs=Knobs(instructions="--rule TEXT", skills="none"),
 )
 

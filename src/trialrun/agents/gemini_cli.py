@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ._contract import (AgentContract, Endpoint, Errors, FileTool, Knobs, Permissions, Refusals, Refusing, ShellTool,
-                        pinned)
+                        SubAgents, pinned)
 from ._process import DUMMY_KEY, Launch
 from ._preset import Preset
 
@@ -85,6 +85,11 @@ CONTRACT = AgentContract(
         refusing=(Refusing("policy", {"permission_mode": "yolo", "deny": ["rm"]}, "rm -rf sentinel"),
                   Refusing("default", {}, "rm -rf sentinel"),
                   Refusing("plan", {"permission_mode": "plan"}, "rm -rf sentinel"))),
+    subagents=SubAgents("invoke_agent", "prompt", {"agent_name": "generalist"},
+                        read="on the wire (no call ids: its results are paired by position and name)"),
+    others=("update_topic", "list_directory", "grep_search", "glob", "web_fetch", "list_background_processes",
+            "read_background_output", "google_web_search", "enter_plan_mode", "exit_plan_mode", "activate_skill",
+            "save_memory", "write_todos", "read_many_files", "ask_user"),
     knobs=Knobs(instructions="HOME/.gemini/GEMINI.md", skills="HOME/.gemini/skills/<name>/SKILL.md"),
 )
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..trajectory import Run, ToolCall, ToolResult
 from ._contract import (AgentContract, Endpoint, Errors, FileTool, Knobs, Permissions, Refusals, Refusing, ShellTool,
-                        matching, pinned)
+                        SubAgents, matching, pinned)
 from ._process import Launch, ResultReader
 from .opencode import CONTRACT as OPENCODE
 from .opencode import REFUSALS as OPENCODE_REFUSALS
@@ -55,7 +55,9 @@ CONTRACT = AgentContract(
                       "XDG folders",
                       env=("KILO_CONFIG", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME"),
                       files=("opencode.json",), quiet=_QUIET, flags=("run", "--format", "json")),
-    shell=(ShellTool("bash", "command", required=("description",)),),
+    shell=(ShellTool("bash", "command", required=("description",)),
+           # (a command it starts and keeps running: `background_process(action="start", command=...)` runs it too)
+           ShellTool("background_process", "command", required=("description",), fixed={"action": "start"})),
     files=(FileTool("read", "read", "filePath", absolute=True),
            FileTool("write", "write", "filePath", "whole-file", content="content", absolute=True),
            FileTool("edit", "edit", "filePath", "opencode", old="oldString", new="newString", absolute=True,
@@ -76,6 +78,10 @@ CONTRACT = AgentContract(
     # no side requests: run without `--title` (side_requests=True, the battery's side-requests scenario, twice) it
     # sent the endpoint no title request, only its main loop's (the preset still passes `--title`, as opencode's)
     side_requests=None,
+    subagents=SubAgents("task", "prompt", {"description": "clean up", "subagent_type": "general"},
+                        read="on the wire (its event stream covers the main session only), as opencode's"),
+    others=("board_post", "board_read", "cancel_wakeup", "glob", "grep", "kilo_local_recall", "schedule_wakeup", "skill",
+            "todowrite", "todoread", "webfetch", "websearch", "list", "codesearch"),
     knobs=Knobs(instructions="`instructions` in its config", skills="none"),
 )
 
