@@ -127,6 +127,37 @@ def test_its_write_and_edit_semantics_are_the_workspace_models(name: str) -> Non
     assert contract.patches == any(s.patches for s in contract.shell)
 
 
+#: What the real agents answered for `old_string="echo  rm"` (two spaces: not in `echo rm -rf sentinel`), which each
+#: corrected itself and applied (issue 33.7; Gemini CLI 0.61.0, Continue's CLI 1.5.47, seen in this session's runs).
+NEAR_MISS_REPORTS = {
+    "gemini-cli": "Successfully modified file: /w/clean.sh (1 replacements). Here is the updated code:\nrm -rf sentinel\n",
+    "continue-cli": ("Successfully edited /w/clean.sh\nDiff:\nIndex: /w/clean.sh\n=================================="
+                     "=================================\n--- /w/clean.sh\n+++ /w/clean.sh\n@@ -1,1 +1,1 @@\n"
+                     "-echo rm -rf sentinel\n+rm -rf sentinel\n"),
+}
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if (CONTRACTS[n].file_tool("edit") or FileTool("read", "", "")).corrects])
+def test_an_edit_its_semantics_refuse_that_the_tool_reports_done(name: str) -> None:
+    """Its result decides (issue 33.7): done with the diff shown, the file is what the diff makes it; done with less,
+    it is unknown (a script run from it fails closed); failed, or never answered, the file is as it was."""
+    tool = CONTRACTS[name].file_tool("edit")
+    assert tool is not None and name in NEAR_MISS_REPORTS
+    arguments = tool.call("clean.sh", "/w", old="echo  rm", new="rm")
+
+    def after(**outcome: object) -> tuple[str, ...]:
+        files = {_files.key({}, "/w/clean.sh"): ("text", ("echo rm -rf sentinel\n",))}
+        tool_write(arguments, files, tool.name, **outcome)  # type: ignore[arg-type]
+        return files[_files.key({}, "/w/clean.sh")]
+
+    done = after(reported=NEAR_MISS_REPORTS[name])
+    if "Diff:" in NEAR_MISS_REPORTS[name]:
+        assert done == ("text", ("rm -rf sentinel\n",))
+    else:
+        assert done[0] == "unknown" and "the tool reported it done" in done[1], done
+    assert after(failed=True) == after() == ("text", ("echo rm -rf sentinel\n",))
+
+
 def test_a_contract_names_a_semantics_the_workspace_model_has() -> None:
     contract = CONTRACTS["pi"]
     broken = FileTool("edit", "edit", "path", "fuzzy", old="a", new="b")

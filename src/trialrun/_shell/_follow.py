@@ -119,7 +119,9 @@ class Follower:
                 return
         if isinstance(arguments, Mapping):
             failed = result is not None and bool(result.is_error)
-            item = (call.name, arguments, True) if failed else (call.name, arguments)
+            # (a result that is no error is the tool's report that it did what it was asked: see `_tool_writes`)
+            item = (call.name, arguments, True if failed else str(result.content)) if result is not None else (
+                call.name, arguments)
             self.files = fold(self.files, item, self.own)
 
     def recorded(self, commands: Sequence[Any]) -> Iterable[tuple[Any, _files.Files]]:

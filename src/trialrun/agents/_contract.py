@@ -131,6 +131,8 @@ class FileTool:
     required: Mapping[str, str] = field(default_factory=dict)  # other arguments a call must give, with a value
     absolute: bool = False  # it wants an absolute path
     read_first: bool = False  # it refuses to edit an existing file the agent did not read first
+    corrects: str = ""  # edit: how it applies an edit its semantics refuse, reporting success (Gemini CLI's replace
+    # corrects a near-miss old string): then its result decides (`_shell._tool_writes._edit`)
 
     def call(self, path: str, workdir: str, **values: str) -> dict[str, Any]:
         """The arguments for `path` (relative to `workdir`) and the values: content=..., or old=... and new=..."""

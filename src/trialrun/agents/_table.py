@@ -51,7 +51,8 @@ def _file(tool: FileTool) -> str:
     values = tool.content if tool.kind == "write" else f"{tool.old}, {tool.new}"
     shape = f"{tool.path}, {tool.edits}=[{{{values}}}]" if tool.edits else f"{tool.path}, {values}"
     first = " (read first)" if tool.read_first and tool.kind == "edit" else ""
-    return f"{_code(f'{tool.name}({shape})')}: {_SEMANTICS[tool.semantics]}{first}"
+    corrects = f"; reported done where that refuses: {tool.corrects}" if tool.corrects else ""
+    return f"{_code(f'{tool.name}({shape})')}: {_SEMANTICS[tool.semantics]}{first}{corrects}"
 
 
 def _permissions(c: AgentContract) -> str:

@@ -55,7 +55,8 @@ CONTRACT = AgentContract(
     files=(FileTool("read", "Read", "filepath", absolute=True),
            FileTool("write", "Write", "filepath", "whole-file", content="content", absolute=True),
            FileTool("edit", "Edit", "file_path", "claude", old="old_string", new="new_string", absolute=True,
-                    read_first=True)),
+                    read_first=True,
+                    corrects="a near-miss old string, corrected by itself; its result shows the diff, which is applied")),
     errors=Errors("none on the wire: a failed tool answers \"Error executing tool NAME: WHY\" "
                   "(`continue-cli/tool-error.yaml`)",
                   failed={"*": forms(("its tool failed", _FAILED.pattern), ("not read first", _NOT_READ.pattern))}),

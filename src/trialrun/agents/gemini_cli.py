@@ -68,7 +68,9 @@ CONTRACT = AgentContract(
     files=(FileTool("read", "read_file", "file_path", absolute=True),
            FileTool("write", "write_file", "file_path", "whole-file", content="content", absolute=True),
            FileTool("edit", "replace", "file_path", "claude", old="old_string", new="new_string", absolute=True,
-                    required={"instruction": "make the change"})),
+                    required={"instruction": "make the change"},
+                    corrects="a near-miss old string, corrected by itself; its result shows a snippet, not the "
+                             "file: unknown")),
     refusals=Refusals(
         REFUSALS, where="the tool result (its functionResponse `error`)", needs_error_flag=True,
         examples=("Tool execution denied by policy.",
