@@ -66,7 +66,9 @@ def test_every_refusal_example_has_one_of_its_forms(name: str) -> None:
     the contract needs it) and, without it, not."""
     refusals = CONTRACTS[name].refusals
     if refusals is None:
-        assert CONTRACTS[name].permissions is None, f"{name} has permissions but no refusal forms"
+        permissions = CONTRACTS[name].permissions  # (modes that refuse nothing, as Continue's, need no forms)
+        assert permissions is None or not (permissions.refusing or permissions.rules), \
+            f"{name} has permissions that refuse, but no refusal forms"
         return
     assert refusals.examples and refusals.recordings
     for text in refusals.examples:

@@ -71,7 +71,9 @@ CONTRACT = AgentContract(
                   "(`kilo-code/tool-error.yaml`)", failed=OPENCODE.errors.failed, worked=OPENCODE.errors.worked),
     permissions=Permissions(
         modes=("allow", "ask", "deny"), default_mode="allow", mode_is="permission_mode is the default for commands,",
-        rules='bash patterns ("rm *"): allow, then deny, last match wins',
+        rules='bash patterns ("rm *"): allow, then deny, last match wins; `external_directory` or '
+              '`external_directory:GLOB` allows (or denies) folders outside the workdir, which it otherwise asks about '
+              '(rejected in a run)',
         note="an ask is auto-rejected: the run ends with exit status 1",
         refusing=(Refusing("deny-rule", {"deny": ["rm *"]}, "rm -rf sentinel"),
                   Refusing("ask", {"permission_mode": "ask"}, "rm -rf sentinel"))),
@@ -102,9 +104,28 @@ class KiloCode(Opencode):
         if getattr(self, "skills", None):
             raise ValueError("kilo-code: the preset installs no skills")
 
+    def bash_rules(self) -> dict[str, str]:
+        rules = {"*": self.permission_mode or str(CONTRACT.permissions.default_mode if CONTRACT.permissions else "")}
+        rules.update({pattern: "allow" for pattern in self.allow if not _outside(pattern)})
+        rules.update({pattern: "deny" for pattern in self.deny if not _outside(pattern)})
+        return rules
+
+    def directory_rules(self) -> dict[str, str] | None:
+        """Its `external_directory` permission from the rules `external_directory` (every folder outside the workdir)
+        or `external_directory:GLOB` (those folders), allowed or denied; None: its default, an ask (rejected in a run)."""
+        rules: dict[str, str] = {}
+        for action, given in (("allow", self.allow), ("deny", self.deny)):
+            for rule in given:
+                if _outside(rule):
+                    rules[rule.partition(":")[2] or "*"] = action
+        return rules or None
+
     def config(self, base_url: str) -> dict[str, Any]:
         config = super().config(base_url)
         config.pop("$schema", None)
+        directories = self.directory_rules()
+        if directories is not None:
+            config["permission"]["external_directory"] = directories
         return config
 
     def prepare(self, prompt: str, ctx: TrialContext, endpoint: ModelEndpoint, home: Path) -> Launch:
@@ -121,6 +142,15 @@ class KiloCode(Opencode):
         super().check_ending(run, stdout)
         if run.error and run.error.startswith("opencode "):
             run.error = "kilo-code" + run.error[len("opencode"):]
+
+
+def _outside(rule: str) -> bool:
+    """A rule of its `external_directory` permission (`external_directory`, `external_directory:/data/*`), not a bash
+    pattern."""
+    return rule == _DIRECTORIES or rule.startswith(_DIRECTORIES + ":")
+
+
+_DIRECTORIES = "external_directory"
 
 
 def kilo_code(**options: Any) -> KiloCode:
