@@ -126,10 +126,12 @@ class _Reading:
             return "its tool_call bridge"
         why = matching(REFUSALS, result.content)
         key = (call.name, result.content.strip())
-        if why is None or self.warnings[key] <= 0:
-            return None
-        self.warnings[key] -= 1
-        return why
+        if why is not None and self.warnings[key] > 0:
+            self.warnings[key] -= 1
+            return why
+        # its shell's result is its record (`Command: ...`) whenever the command ran, so a bare refusal there is one,
+        # warned about or not (a sub-agent's refusal is not warned about on stderr: the battery's subagent-refused)
+        return why if why is not None and call.name == "run_shell_command" else None
 
     def error_in(self, call: ToolCall, result: ToolResult) -> bool | None:
         return self.agent.error_in(call, result)
