@@ -70,7 +70,9 @@ def _opts(
     for name in long_values:
         longs.setdefault(name, None)
         aliases.setdefault(name, "--" + name)
-    return _Opts(frozenset(value_keys), frozenset(optional), aliases, tuple(longs), **flags)
+    return _Opts(frozenset(value_keys), frozenset(optional), aliases, tuple(longs),
+                 single_dash=flags.get("single_dash", False), plus=flags.get("plus", False),
+                 dash_is_option=flags.get("dash_is_option", False))
 
 
 def _table(spec: Mapping[str, str]) -> _Opts:

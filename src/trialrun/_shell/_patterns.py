@@ -235,7 +235,7 @@ def _is_tool_item(item: object) -> bool:
 
 def _item_key(item: object) -> tuple:
     if _is_tool_item(item):
-        return ("tool", item[0], id(item[1]), item[2] if len(item) == 3 else None)  # type: ignore[index, arg-type, misc]
+        return ("tool", item[0], id(item[1]), item[2] if len(item) == 3 else None)  # type: ignore[index, arg-type]
     if isinstance(item, str):
         return ("command", type(item).__name__, item)
     return ("argv", id(item))
@@ -254,8 +254,8 @@ def fold(files: _files.Files, item: object, own_scripts: _files.OwnScripts) -> _
         files = _files.table(files)
     if _is_tool_item(item):
         state = dict(files)
-        outcome = item[2] if len(item) == 3 else None  # type: ignore[index, arg-type, misc]
-        _tool_writes.tool_write(item[1], state, str(item[0]), failed=outcome is True,  # type: ignore[index, arg-type]
+        outcome = item[2] if len(item) == 3 else None  # type: ignore[index, arg-type]
+        _tool_writes.tool_write(item[1], state, str(item[0]), failed=outcome is True,  # type: ignore[index]
                                 reported=outcome if isinstance(outcome, str) else None)
         return files if state == dict(files) else _files.table(state.items())
     parts = item.parts if isinstance(item, CommandLines) else (item,)
