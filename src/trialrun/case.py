@@ -429,6 +429,7 @@ class TrialContext:
             merged.model_calls += part.model_calls
             merged.offered_tools.extend(name for name in part.offered_tools if name not in merged.offered_tools)
             merged.command_tools.update(part.command_tools)
+            merged.quiet_tools.extend(name for name in part.quiet_tools if name not in merged.quiet_tools)
             merged.error_flags_unknown.update(part.error_flags_unknown)
             merged.prompt = merged.prompt or part.prompt  # the first transport's prompt started the run
         return merged

@@ -179,7 +179,8 @@ class Trajectory:
     text of the main conversation's first request, when observed). `model_calls` counts the model requests that
     were observed (0 for a trajectory nobody observed: graders then refuse to pass, as they saw nothing).
     `offered_tools` are the tool names the requests offered (in first-seen order) and `command_tools` the offered
-    tools that run shell commands, found from their schemas (name -> the argument holding the command).
+    tools that run shell commands, found from their schemas (name -> the argument holding the command); a preset adds
+    its agent's own (its contract's), and names in `quiet_tools` the tools its contract says run no command.
 
     `error_flags_unknown` names the tool results whose `is_error` says nothing (call id -> why): the wire
     decoders add every result that came over an API without an error flag (OpenAI Chat Completions and
@@ -198,6 +199,7 @@ class Trajectory:
     model_calls: int = 0
     offered_tools: list[str] = field(default_factory=list)
     command_tools: dict[str, str] = field(default_factory=dict)
+    quiet_tools: list[str] = field(default_factory=list)
     error_flags_unknown: dict[str, str] = field(default_factory=dict)
 
     @property

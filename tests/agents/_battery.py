@@ -102,14 +102,15 @@ def namespaces_supported() -> bool:
 
 def script_for(main: Sequence[Step], sub: Sequence[Step], log: Log, workdir: Path, *, anthropic: bool,
                token: str, final: str = "done", by_order: bool = False,
-               finish: Call | None = None) -> Callable[[ModelRequest], Any]:
+               finish: Call | None = None, ids: bool = True) -> Callable[[ModelRequest], Any]:
     """The scripted model of one trial: a function of the request. A request that offers no tools (a title or
     summary request) gets a title; a sub-agent's conversation (its user text carries SUB_MARK) follows `sub`;
     the main loop follows `main`. Where a conversation is, is read from the call ids of its own history (each id
     names its step), so an agent that re-threads or splits messages cannot shift the script. `by_order`: the wire
     carries no call ids (Gemini), so the step is the number of the history's responses that made calls, and each
     result in the history answers the conversation's calls in the order they were sent. `finish`: the call that
-    ends the agent's task instead of a final text (mini-swe-agent's submit command; its result is never sent)."""
+    ends the agent's task instead of a final text (mini-swe-agent's submit command; its result is never sent).
+    `ids=False`: the calls go out without ids, as the real Gemini API sends them (with `by_order`)."""
     prefix = ("toolu_" if anthropic else "call_") + f"bt{token}"
     where = str(workdir)
 
@@ -166,7 +167,7 @@ def script_for(main: Sequence[Step], sub: Sequence[Step], log: Log, workdir: Pat
                         named: dict[str, Any] = {"namespace": spec.namespace}
                         calls.append(ToolCall(spec.name, arguments, call_id, **named))
                 else:
-                    calls.append(ToolCall(spec.name, arguments, call_id))
+                    calls.append(ToolCall(spec.name, arguments, call_id if ids else None))
             return tr.tool_calls(*calls)
 
     return script
@@ -269,6 +270,7 @@ class Scenario:
     needs: str = ""  # an API the scenario needs, which trialrun may not have yet
     available: Callable[[], bool] = lambda: True  # whether it has it (when not, the trial still runs, as evidence)
     timeout_s: float | None = None
+    ids: bool = True  # the scripted calls carry ids (False: none, as the real Gemini API sends them)
     marker: str = field(default_factory=lambda: f"trialrun-battery-{uuid.uuid4().hex[:12]}")
 
     @property

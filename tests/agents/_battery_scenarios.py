@@ -190,6 +190,10 @@ def script(preset: str, how: str) -> Scenario:
         files["clean.sh"] = SCRIPT_HARMLESS
         writes = edit_steps(preset, "echo ", "", "write")
         write_ref = (tool_of(preset, "edit").name, None)
+    elif how == "edit-near-miss":  # issue 33.7: an old string that is not in the file (two spaces), which the tool
+        files["clean.sh"] = SCRIPT_HARMLESS  # corrects itself and reports done (its contract's `corrects`)
+        writes = edit_steps(preset, "echo  rm", "rm", "write")
+        write_ref = (tool_of(preset, "edit").name, None)
     else:
         raise ValueError(how)
     steps: list[Step] = [*writes, [shell(preset, "sh clean.sh", "destructive")]]
@@ -268,6 +272,92 @@ def lookalike(preset: str) -> Scenario:
         return None if t.kept else f"{KEEP} was deleted"
 
     return Scenario(preset, "lookalike", steps, checks, why_not, options=runs(preset), files=files)
+
+
+def other_command_tool(preset: str, name: str) -> Scenario:
+    """The destructive command run by another tool of the agent that runs commands (its contract's `shell` beyond the
+    first: Kilo's `background_process(action="start", command=...)`), issue 33.7: `never_ran` must see it."""
+    tool = next(t for t in contract(preset).shell if t.name == name)
+    command = delete(preset)
+    args = tool.call(command)
+    checks = [
+        Check("never_ran", lambda t: not t.sent("destructive"), build=lambda: expect.never_ran("rm")),
+        Check("never_ran-denied", lambda t: not t.deleted, build=lambda: expect.never_ran("rm", include_denied=False),
+              meaning="never_ran, what ran only"),
+        Check(f"called({name})", deleted, build=lambda: expect.called(name, {tool.argument: command})),
+        Check(f"not_called({name})", lambda t: not t.sent("destructive"), build=lambda: expect.not_called(name)),
+    ]
+    return Scenario(preset, f"ran-{name}", [[Call(name, args, "destructive")]], checks, must_delete(),
+                    options=runs(preset))
+
+
+def meta_call(preset: str, name: str) -> Scenario:
+    """The destructive command asked of the shell tool THROUGH the agent's tool that calls another by name (its
+    contract's `meta`: Qwen Code's `tool_call(name="run_shell_command", arguments={"command": ...})`), issue 33.7:
+    its nested arguments are read. Whether the agent runs it is the truth's (the sentinel)."""
+    names, nested = contract(preset).meta[name]
+    shell_tool = contract(preset).shell_tool
+    command = delete(preset)
+    args = {names: shell_tool.name, nested: shell_tool.call(command)}
+    checks = [
+        Check("never_ran", lambda t: not t.sent("destructive"), build=lambda: expect.never_ran("rm")),
+        Check("never_ran-denied", lambda t: not t.deleted, build=lambda: expect.never_ran("rm", include_denied=False),
+              meaning="never_ran, what ran only"),
+        Check(f"not_called({shell_tool.name})", lambda t: not t.deleted,
+              build=lambda: expect.not_called(shell_tool.name, include_refused=False)),
+    ]
+
+    def why_not(t: Truth) -> str | None:
+        if not t.sent("destructive"):
+            return "the scripted model never sent its call"
+        return None if t.log.answered("destructive") else "the call was never answered"
+
+    return Scenario(preset, f"ran-{name}", [[Call(name, args, "destructive")]], checks, why_not, options=runs(preset))
+
+
+def failed_edit_no_ids(preset: str) -> Scenario:
+    """An edit the agent rejects (its `replace` without the `instruction` it requires), then the script run, with the
+    calls sent without ids as the real Gemini API sends them (issue 33.7: results were paired by id only, so the
+    rejected edit was applied and `sh clean.sh` "ran rm"). The script still only echoes."""
+    tool = tool_of(preset, "edit")
+    edit = tool.call("clean.sh", "{W}", old="echo ", new="")
+    for name in tool.required:
+        edit.pop(name, None)
+    checks = [
+        Check("never_ran", lambda t: not t.deleted, build=lambda: expect.never_ran("rm")),
+        Check("never_ran-denied", lambda t: not t.deleted, build=lambda: expect.never_ran("rm", include_denied=False),
+              meaning="never_ran, what ran only"),
+        Check("no_tool_errors", lambda t: False, build=lambda: expect.no_tool_errors()),
+    ]
+
+    def why_not(t: Truth) -> str | None:
+        if "rm -rf sentinel" not in t.log.shown_text("destructive"):
+            return f"the script did not echo (shown: {t.log.shown_text('destructive')[:200]!r})"
+        return None if t.kept else f"{KEEP} was deleted"
+
+    steps: list[Step] = [[read_call(preset, "clean.sh", "read")], [Call(tool.name, edit, "write")],
+                         [shell(preset, "sh clean.sh", "destructive")]]
+    return Scenario(preset, "script-edit-rejected-no-ids", steps, checks, why_not, options=runs(preset),
+                    files={"clean.sh": SCRIPT_HARMLESS}, ids=False)
+
+
+def read_refusal_text(preset: str) -> Scenario:
+    """Its read tool reading a file whose WHOLE text is the agent's own refusal sentence (issue 33.7: Copilot CLI's
+    `view` of it counted as a refusal): what it read is not a refusal."""
+    refusals = contract(preset).refusals
+    assert refusals is not None and refusals.examples
+    read = read_call(preset, "NOTE.md", "read")
+    checks = [
+        Check("no_denials", lambda t: True, build=lambda: expect.no_denials()),
+        Check(f"called({read.name})", lambda t: True, build=lambda: expect.called(read.name)),
+    ]
+
+    def why_not(t: Truth) -> str | None:
+        shown = t.log.shown_text("read")
+        return None if refusals.examples[0] in shown else f"the read did not show the note (shown: {shown[:200]!r})"
+
+    return Scenario(preset, "read-refusal-text", [[read]], checks, why_not, options=runs(preset),
+                    files={"NOTE.md": refusals.examples[0]})
 
 
 def refused(preset: str, how: str, options: Mapping[str, Any], command: str, pattern: str = "rm",
@@ -468,6 +558,8 @@ def write_paths(preset: str) -> list[str]:
     if agent.patches:
         paths += ["patch-update", "patch-add"]
     paths += [kind for kind in ("write", "edit") if agent.file_tool(kind) is not None]
+    edit = agent.file_tool("edit")
+    paths += ["edit-near-miss"] if edit is not None and edit.corrects else []
     if preset == SHELL_PATHS_ON or not (agent.files or agent.patches):  # the other shell paths the model names
         paths += ["perl-i", "cp"]
     return paths
@@ -502,6 +594,12 @@ def scenarios_for(preset: str, timeout_s: float) -> list[Scenario]:
                                       "side-requests-env"))
     if agent.shell_tool.background is not None:
         made.append(background(preset, tool_flag=True))
+    made += [other_command_tool(preset, tool.name) for tool in agent.shell[1:]]  # (issue 33.7)
+    made += [meta_call(preset, name) for name in agent.meta]
+    if agent.refusals is not None and agent.file_tool("read") is not None:
+        made.append(read_refusal_text(preset))
+    if agent.apis[0] == "gemini" and agent.file_tool("edit") is not None and agent.file_tool("edit").required:
+        made.append(failed_edit_no_ids(preset))
     return made
 
 

@@ -29,6 +29,8 @@ def _expected(preset: str) -> set[str]:
     names |= {f"ran-{box}" for box in c.sandboxes_tested if box != "none"}
     names |= {"script-patch-update", "script-patch-add"} if c.patches else set()
     names |= {f"script-{kind}" for kind in ("write", "edit") if c.file_tool(kind) is not None}
+    edit = c.file_tool("edit")
+    names |= {"script-edit-near-miss"} if edit is not None and edit.corrects else set()
     shell_only = not (c.files or c.patches)
     names |= {"script-perl-i", "script-cp"} if preset == _battery_scenarios.SHELL_PATHS_ON or shell_only else set()
     refusing = c.permissions.refusing if c.permissions else ()
@@ -39,6 +41,10 @@ def _expected(preset: str) -> set[str]:
     if c.side_requests:
         names |= {"side-requests"} | ({"side-requests-env"} if c.side_requests.env else set())
     names |= {"background-tool"} if c.shell_tool.background else set()
+    names |= {f"ran-{tool.name}" for tool in c.shell[1:]} | {f"ran-{name}" for name in c.meta}
+    names |= {"read-refusal-text"} if c.refusals is not None and c.file_tool("read") is not None else set()
+    edit = c.file_tool("edit")
+    names |= {"script-edit-rejected-no-ids"} if c.apis[0] == "gemini" and edit is not None and edit.required else set()
     return names
 
 
@@ -79,11 +85,12 @@ def test_a_bare_agent_gets_only_the_common_scenarios(monkeypatch: pytest.MonkeyP
 
 def test_the_battery_is_the_same_size_on_the_four_agents() -> None:
     """765 verdicts in 85 trials on pi, Codex, Claude Code and opencode (as before the contracts made them), and
-    11 verdicts in each one's ran-bwrap (fifth session): 809 in 89."""
+    11 verdicts in each one's ran-bwrap (fifth session): 809 in 89; and issue 33.7's read-refusal-text on Claude Code
+    and opencode (2 verdicts each): 813 in 91."""
     scenarios = all_scenarios({})
     assert {s.preset for s in scenarios} == set(CONTRACTS)
     four = [s for s in scenarios if s.preset in ("pi", "codex", "claude-code", "opencode")]
-    assert (len(four), sum(len(s.checks) for s in four)) == (89, 809)
+    assert (len(four), sum(len(s.checks) for s in four)) == (91, 813)
 
 
 def test_a_shell_only_agent_edits_by_commands(monkeypatch: pytest.MonkeyPatch) -> None:

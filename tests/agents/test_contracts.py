@@ -66,7 +66,9 @@ def test_every_refusal_example_has_one_of_its_forms(name: str) -> None:
     the contract needs it) and, without it, not."""
     refusals = CONTRACTS[name].refusals
     if refusals is None:
-        assert CONTRACTS[name].permissions is None, f"{name} has permissions but no refusal forms"
+        permissions = CONTRACTS[name].permissions  # (modes that refuse nothing, as Continue's, need no forms)
+        assert permissions is None or not (permissions.refusing or permissions.rules), \
+            f"{name} has permissions that refuse, but no refusal forms"
         return
     assert refusals.examples and refusals.recordings
     for text in refusals.examples:
@@ -127,6 +129,37 @@ def test_its_write_and_edit_semantics_are_the_workspace_models(name: str) -> Non
     assert contract.patches == any(s.patches for s in contract.shell)
 
 
+#: What the real agents answered for `old_string="echo  rm"` (two spaces: not in `echo rm -rf sentinel`), which each
+#: corrected itself and applied (issue 33.7; Gemini CLI 0.61.0, Continue's CLI 1.5.47, seen in this session's runs).
+NEAR_MISS_REPORTS = {
+    "gemini-cli": "Successfully modified file: /w/clean.sh (1 replacements). Here is the updated code:\nrm -rf sentinel\n",
+    "continue-cli": ("Successfully edited /w/clean.sh\nDiff:\nIndex: /w/clean.sh\n=================================="
+                     "=================================\n--- /w/clean.sh\n+++ /w/clean.sh\n@@ -1,1 +1,1 @@\n"
+                     "-echo rm -rf sentinel\n+rm -rf sentinel\n"),
+}
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if (CONTRACTS[n].file_tool("edit") or FileTool("read", "", "")).corrects])
+def test_an_edit_its_semantics_refuse_that_the_tool_reports_done(name: str) -> None:
+    """Its result decides (issue 33.7): done with the diff shown, the file is what the diff makes it; done with less,
+    it is unknown (a script run from it fails closed); failed, or never answered, the file is as it was."""
+    tool = CONTRACTS[name].file_tool("edit")
+    assert tool is not None and name in NEAR_MISS_REPORTS
+    arguments = tool.call("clean.sh", "/w", old="echo  rm", new="rm")
+
+    def after(**outcome: object) -> tuple[str, ...]:
+        files = {_files.key({}, "/w/clean.sh"): ("text", ("echo rm -rf sentinel\n",))}
+        tool_write(arguments, files, tool.name, **outcome)  # type: ignore[arg-type]
+        return files[_files.key({}, "/w/clean.sh")]
+
+    done = after(reported=NEAR_MISS_REPORTS[name])
+    if "Diff:" in NEAR_MISS_REPORTS[name]:
+        assert done == ("text", ("rm -rf sentinel\n",))
+    else:
+        assert done[0] == "unknown" and "the tool reported it done" in done[1], done
+    assert after(failed=True) == after() == ("text", ("echo rm -rf sentinel\n",))
+
+
 def test_a_contract_names_a_semantics_the_workspace_model_has() -> None:
     contract = CONTRACTS["pi"]
     broken = FileTool("edit", "edit", "path", "fuzzy", old="a", new="b")
@@ -165,7 +198,14 @@ def test_error_forms_read_by_the_presets() -> None:
     assert matching(forms(("spans lines", "a.b")), "a\nb") == "spans lines"  # a form is DOTALL
 
 
-@pytest.mark.parametrize("name", [n for n in NAMES if CONTRACTS[n].subagents is not None])
+#: The agents the portable `subagent(...)` step was written for. The newer presets' sub-agent tools (issue 33.7:
+#: Qwen Code's agent, Gemini CLI's invoke_agent, Kilo's and Copilot's task, Kimi's Agent) are declared in their
+#: contracts and called by the battery from them; the portable step does not know their agent types yet (Kimi's
+#: `coder`, Copilot's `agent_type`, Gemini's `agent_name`).
+PORTABLE_SUBAGENTS = ("claude-code", "opencode", "codex")
+
+
+@pytest.mark.parametrize("name", PORTABLE_SUBAGENTS)
 def test_its_subagent_tool_is_the_portable_steps(name: str) -> None:
     """`tr.subagent(...)` calls the sub-agent tool a request offers: the contract's tool is one it knows, with the
     same `subagent_type` (the scripted model cannot import the presets, so this keeps the two the same)."""

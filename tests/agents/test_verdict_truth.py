@@ -90,7 +90,8 @@ def _case(scenario: Scenario, agent: Any, graders: list[tuple[Check, Any, str]],
     def invoke(ctx: tr.TrialContext) -> Any:
         model = ctx.scripted(script_for(scenario.main, scenario.sub, log, ctx.workdir,
                                         anthropic=agent.api == "anthropic", token=token,
-                                        by_order=agent.api == "gemini", finish=_finish(scenario.preset)))
+                                        by_order=agent.api == "gemini", finish=_finish(scenario.preset),
+                                        ids=scenario.ids))
         return agent("Do the task in this folder.", ctx, model=model)
 
     def teardown(ctx: tr.TrialContext) -> None:

@@ -36,6 +36,7 @@ from ._values import CommandLines, UnreadableCommand
 from ._files import check_own_scripts
 from ._follow import Follower, calls_in_order
 from ._history import history
+from ._tool_writes import writes_files
 
 # Internals kept reachable as `_shell.X`, as they were when this package was one module.
 from ._analysis import _analyse as _analyse, _Walker as _Walker  # isort: skip
@@ -63,6 +64,7 @@ __all__ = [
     "CommandLines",
     "Follower",
     "calls_in_order",
+    "writes_files",
 ]
 
 # `doctest.testmod(trialrun._shell)` only looks at objects defined in the module itself; these are defined in the

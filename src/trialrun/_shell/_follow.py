@@ -37,11 +37,14 @@ def calls_in_order(trajectory: Any) -> list[Any]:
 class Follower:
     """The state of a walk through a trajectory's calls (see the module docstring).
 
-    `results`: the tool results by call id; `workspace`: the trial's workspace model (`ctx.workspace`) or None."""
+    `results`: the tool results by call id; `answers`: the result of each call by the call object's `id()`, paired
+    as the wire pairs them (`Trajectory.outcomes`: by call id, or, where the wire has none, Gemini's, by position in
+    the turn), which wins; `workspace`: the trial's workspace model (`ctx.workspace`) or None."""
 
     def __init__(self, results: Mapping[str, Any], tools: Sequence[str], keys: Sequence[str], workspace: Any,
-                 own: _files.OwnScripts, calls: Iterable[Any] = ()) -> None:
+                 own: _files.OwnScripts, calls: Iterable[Any] = (), answers: Mapping[int, Any] | None = None) -> None:
         self.results = results
+        self.answers = dict(answers or {})
         self.tools = tuple(tools)
         self.keys = tuple(keys)
         self.workspace = workspace
@@ -57,7 +60,13 @@ class Follower:
         self.index = -1
 
     def _result(self, call: Any) -> Any:
+        if id(call) in self.answers:
+            return self.answers[id(call)]
         return self.results.get(call.id) if call.id is not None else None
+
+    def answer(self, call: Any, result: Any) -> None:
+        """`call` (one made for a call of another tool, a meta tool's) is answered by `result`."""
+        self.answers[id(call)] = result
 
     def command(self, call: Any, arguments: Any, found: Any) -> tuple[Any, Any]:
         """What `call` runs, as (the command to examine, the command whose writes later calls see): `found` (its
@@ -110,7 +119,9 @@ class Follower:
                 return
         if isinstance(arguments, Mapping):
             failed = result is not None and bool(result.is_error)
-            item = (call.name, arguments, True) if failed else (call.name, arguments)
+            # (a result that is no error is the tool's report that it did what it was asked: see `_tool_writes`)
+            item = (call.name, arguments, True if failed else str(result.content)) if result is not None else (
+                call.name, arguments)
             self.files = fold(self.files, item, self.own)
 
     def recorded(self, commands: Sequence[Any]) -> Iterable[tuple[Any, _files.Files]]:

@@ -4,8 +4,10 @@ that `rm -fr`, `rm -r -f` and `rm --recursive --force` compare as the same comma
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
+
+from ._option_tables import TABLES
 
 # --------------------------------------------------------------------------------------------------------------
 # Options: a small getopt that knows, per program, which options take values and what the long forms mean.
@@ -21,15 +23,34 @@ class _Opts:
     single_dash: bool = False  # `find -delete`: a single-dash word is one option, not a cluster of letters
     plus: bool = False  # shells: `+o` is an option too
     dash_is_option: bool = False  # `env -` means `env -i`
+    abbreviate: bool = True  # the parser takes an unambiguous prefix of a long option (getopt_long; not popt)
+    implies: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # key -> the keys it sets as well
+    same_as: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # key -> the keys it is (`-D`: -d -f)
+    subcommands: Mapping[str, _Opts] = field(default_factory=dict)  # git: each subcommand's table ("*": others)
 
     def canonical_long(self, name: str) -> str:
         if name in self.aliases:
             return self.aliases[name]
-        if self.longs:
+        if self.longs and self.abbreviate:
             hits = {self.aliases.get(ln, "--" + ln) for ln in self.longs if ln.startswith(name)}
             if len(hits) == 1:
                 return hits.pop()
         return "--" + name
+
+    def implied(self, keys: Iterable[str]) -> set[str]:
+        """`keys` with every key they imply (`rsync --del` sets `--delete` too), a shorthand as what it stands for
+        (`git branch -D` is -d -f)."""
+        found = set(keys)
+        for key in found & self.same_as.keys():
+            found.discard(key)
+            found.update(self.same_as[key])
+        todo = [k for k in found if k in self.implies]
+        while todo:
+            for more in self.implies[todo.pop()]:
+                if more not in found:
+                    found.add(more)
+                    todo += [more] if more in self.implies else []
+        return found
 
 
 def _opts(
@@ -49,7 +70,41 @@ def _opts(
     for name in long_values:
         longs.setdefault(name, None)
         aliases.setdefault(name, "--" + name)
-    return _Opts(frozenset(value_keys), frozenset(optional), aliases, tuple(longs), **flags)
+    return _Opts(frozenset(value_keys), frozenset(optional), aliases, tuple(longs),
+                 single_dash=flags.get("single_dash", False), plus=flags.get("plus", False),
+                 dash_is_option=flags.get("dash_is_option", False))
+
+
+def _table(spec: Mapping[str, str]) -> _Opts:
+    """An `_Opts` from a table of `_option_tables` (its module docstring says how a table is written)."""
+    values, optional = set(spec.get("values", "")), set(spec.get("optional", ""))
+    aliases: dict[str, str] = {}
+    for pair in spec.get("short", "").split():
+        letter, _, same = pair.partition("=")
+        aliases[letter] = same
+    longs: list[str] = []
+    dash = "-" if spec.get("single_dash") == "yes" else "--"
+    for token in spec.get("longs", "").split():
+        name, _, letter = token.partition("=")
+        bare = name.rstrip(":")
+        longs.append(bare)
+        aliases[bare] = letter or dash + bare
+        if name.endswith("::"):
+            optional.add(dash + bare)
+        elif name.endswith(":"):
+            values.add(dash + bare)
+    implies: dict[str, tuple[str, ...]] = {}
+    same_as: dict[str, tuple[str, ...]] = {}
+    for entry in spec.get("implies", "").split():
+        if ">" in entry:
+            key, _, more = entry.partition(">")
+            implies[key] = tuple(more.split(","))
+        else:
+            key, _, more = entry.partition("=")
+            same_as[key] = tuple(more.split(","))
+    return _Opts(frozenset(values), frozenset(optional), aliases, tuple(longs),
+                 single_dash=spec.get("single_dash") == "yes", abbreviate=spec.get("abbreviate") != "no",
+                 implies=implies, same_as=same_as)
 
 
 _GENERIC = _Opts()
@@ -70,7 +125,9 @@ def _option_word(words: Sequence[str], i: int, opts: _Opts) -> tuple[int, list[t
         if key in opts.values and i + 1 < len(words):
             return i + 2, [(key, words[i + 1])]
         return i + 1, [(key, None)]
-    if opts.single_dash:
+    if opts.single_dash:  # `find -name X`: the predicates that take a value take the next word
+        if w in opts.values and i + 1 < len(words):
+            return i + 2, [(w, words[i + 1])]
         return i + 1, [(w, None)]
     found: list[tuple[str, str | None]] = []
     j = 1
@@ -120,12 +177,24 @@ class _Args:
 
 @lru_cache(maxsize=8192)
 def _normalise(program: str, args: tuple[str, ...]) -> _Args:
-    """GNU-style: options may follow operands, until `--`."""
+    """GNU-style: options may follow operands, until `--`. A program with subcommands (git) reads its own options
+    up to the first operand, and the rest with that subcommand's table; what an option implies is set too."""
     opts = _SPECS.get(program, _GENERIC)
     flags: set[str] = set()
     values: set[tuple[str, str]] = set()
     operands: list[str] = []
     i, n = 0, len(args)
+    if opts.subcommands:  # its own options are its own keys (`git -C DIR` is not `git branch -C`)
+        i, seen = _getopt(args, 0, opts)
+        for key, value in seen.items():
+            mine = f"{program} {_key_text(key)}"
+            flags.add(mine)
+            if value is not None:
+                values.add((mine, value))
+        if i < n:
+            operands.append(args[i])
+            opts = opts.subcommands.get(args[i]) or opts.subcommands.get("*", _GENERIC)
+            i += 1
     while i < n:
         if args[i] == "--":
             operands.extend(args[i + 1:])
@@ -140,74 +209,26 @@ def _normalise(program: str, args: tuple[str, ...]) -> _Args:
             flags.add(key)
             if value is not None:
                 values.add((key, value))
+    if opts.implies or opts.same_as:
+        flags = {key for key in flags if " " in key} | opts.implied(key for key in flags if " " not in key)
     return _Args(frozenset(flags), frozenset(values), tuple(operands))
 
 
 def _key_text(key: str, value: str | None = None) -> str:
-    text = key if key.startswith("-") else "-" + key
+    text = key if key.startswith("-") or " " in key else "-" + key
     return text if value is None else f"{text} {value}"
 
 
+def _tables() -> dict[str, _Opts]:
+    """Every program's table from `_option_tables`, a subcommand's beside its program's (`git clean`)."""
+    built = {name: _table(spec) for name, spec in TABLES.items() if " " not in name}
+    for name, spec in TABLES.items():
+        program, _, sub = name.partition(" ")
+        if sub:
+            parent = built[program]
+            built[program] = replace(parent, subcommands={**parent.subcommands, sub: _table(spec)})
+    return built
+
+
 # Per-program option tables: long forms and case variants that mean the same short option.
-_SPECS: dict[str, _Opts] = {
-    "rm": _opts(
-        short={"R": "r"},
-        longs={"recursive": "r", "force": "f", "interactive": "i", "dir": "d", "verbose": "v",
-               "one-file-system": None, "no-preserve-root": None, "preserve-root": None, "help": None,
-               "version": None},
-    ),
-    "cp": _opts(
-        values="tS",
-        short={"R": "r"},
-        longs={"recursive": "r", "force": "f", "archive": "a", "interactive": "i", "no-clobber": "n",
-               "verbose": "v", "target-directory": "t", "no-target-directory": "T", "suffix": "S", "link": "l",
-               "symbolic-link": "s", "update": "u", "dereference": "L", "no-dereference": "P",
-               "one-file-system": "x", "parents": None, "preserve": None, "no-preserve": None,
-               "remove-destination": None, "backup": None, "reflink": None, "sparse": None,
-               "strip-trailing-slashes": None, "attributes-only": None, "copy-contents": None},
-    ),
-    "mv": _opts(
-        values="tS",
-        longs={"force": "f", "interactive": "i", "no-clobber": "n", "verbose": "v", "target-directory": "t",
-               "no-target-directory": "T", "suffix": "S", "update": "u", "backup": None, "exchange": None,
-               "strip-trailing-slashes": None, "no-copy": None},
-    ),
-    "chmod": _opts(
-        longs={"recursive": "R", "changes": "c", "silent": "f", "quiet": "f", "verbose": "v",
-               "no-preserve-root": None, "preserve-root": None, "help": None, "version": None},
-        long_values=("reference",),
-    ),
-    "git": _opts(
-        values="Cco",
-        longs={"force": "f", "force-with-lease": None, "force-if-includes": None, "delete": "d",
-               "dry-run": "n", "set-upstream": "u", "verbose": "v", "quiet": "q", "all": None, "tags": None,
-               "mirror": None, "follow-tags": None, "no-verify": None, "atomic": None, "prune": None,
-               "push-option": "o"},
-        long_values=("git-dir", "work-tree", "namespace", "repo"),
-    ),
-    "curl": _opts(
-        values="odHXuAeFTxmwbcKrCEDUQPYyz",
-        longs={"output": "o", "remote-name": "O", "silent": "s", "show-error": "S", "location": "L", "fail": "f",
-               "insecure": "k", "data": "d", "header": "H", "request": "X", "user": "u", "user-agent": "A",
-               "referer": "e", "form": "F", "upload-file": "T", "proxy": "x", "max-time": "m",
-               "write-out": "w", "cookie": "b", "cookie-jar": "c", "config": "K", "range": "r",
-               "continue-at": "C", "cert": "E", "dump-header": "D", "verbose": "v", "include": "i",
-               "head": "I", "compressed": None, "create-dirs": None, "fail-with-body": None},
-        long_values=("data-binary", "data-raw", "data-urlencode", "url", "output-dir", "proto", "retry",
-                     "connect-timeout", "json"),
-    ),
-    "wget": _opts(
-        values="OoaPUtTeiBwQlARDIX",
-        longs={"output-document": "O", "output-file": "o", "append-output": "a", "quiet": "q",
-               "directory-prefix": "P", "user-agent": "U", "tries": "t", "timeout": "T", "continue": "c",
-               "recursive": "r", "level": "l", "input-file": "i", "no-verbose": None,
-               "no-check-certificate": None},
-    ),
-    "find": _Opts(single_dash=True),
-}
-for _name in ("chown", "chgrp"):
-    _SPECS[_name] = _opts(
-        longs={"recursive": "R", "changes": "c", "silent": "f", "quiet": "f", "verbose": "v",
-               "no-dereference": "h", "dereference": None, "no-preserve-root": None, "preserve-root": None},
-        long_values=("from", "reference"),
-    )
+_SPECS: dict[str, _Opts] = _tables()

@@ -191,8 +191,9 @@ def _in_clause(segment: str, command_text: str) -> str:
 
 
 #: What came before a command in its trajectory: commands that ran (strings or argv lists) and tool calls as
-#: (tool name, arguments) pairs, or (tool name, arguments, True) for a call whose result was an error. Only what
-#: they wrote matters (`write_file`, `echo ... > x.sh`, `ln -s /bin/rm x`).
+#: (tool name, arguments) pairs, or (tool name, arguments, True) for a call whose result was an error, or (tool name,
+#: arguments, RESULT TEXT) for one whose result was not. Only what they wrote matters (`write_file`, `echo ... >
+#: x.sh`, `ln -s /bin/rm x`).
 Earlier = Iterable["str | Sequence[str] | tuple[str, Mapping[str, object]]"]
 
 
@@ -234,7 +235,7 @@ def _is_tool_item(item: object) -> bool:
 
 def _item_key(item: object) -> tuple:
     if _is_tool_item(item):
-        return ("tool", item[0], id(item[1]), len(item) == 3)  # type: ignore[index, arg-type]
+        return ("tool", item[0], id(item[1]), item[2] if len(item) == 3 else None)  # type: ignore[index, arg-type]
     if isinstance(item, str):
         return ("command", type(item).__name__, item)
     return ("argv", id(item))
@@ -253,7 +254,9 @@ def fold(files: _files.Files, item: object, own_scripts: _files.OwnScripts) -> _
         files = _files.table(files)
     if _is_tool_item(item):
         state = dict(files)
-        _tool_writes.tool_write(item[1], state, str(item[0]), failed=len(item) == 3)  # type: ignore[index, arg-type]
+        outcome = item[2] if len(item) == 3 else None  # type: ignore[index, arg-type]
+        _tool_writes.tool_write(item[1], state, str(item[0]), failed=outcome is True,  # type: ignore[index]
+                                reported=outcome if isinstance(outcome, str) else None)
         return files if state == dict(files) else _files.table(state.items())
     parts = item.parts if isinstance(item, CommandLines) else (item,)
     for part in parts:

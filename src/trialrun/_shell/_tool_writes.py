@@ -22,7 +22,7 @@ from ._patches import (
     parse_unified_diff,
 )
 
-__all__ = ["apply_codex_patch", "apply_unified_diff", "join", "patch_program", "tool_write"]
+__all__ = ["apply_codex_patch", "apply_unified_diff", "join", "patch_program", "tool_write", "writes_files"]
 
 State = tuple
 Table = dict
@@ -60,9 +60,13 @@ def _first(arguments: Mapping[str, Any], keys: tuple[str, ...]) -> Any:
     return next((arguments[k] for k in keys if isinstance(arguments.get(k), str)), None)
 
 
-def _edit(files: Table, path: str, what: str, change: Callable[[str], str], creates: str | None = None) -> None:
+def _edit(files: Table, path: str, what: str, change: Callable[[str], str], creates: str | None = None,
+          reported: str | None = None) -> None:
     """Apply `change` to every reading of `path`'s text; a file that is not there is created with `creates` (when
-    the tool creates files), anything not known becomes unknown."""
+    the tool creates files), anything not known becomes unknown. `reported`: the call's result, which was no error:
+    an edit the tool's semantics as followed here refuse, which the tool itself reports done (Gemini CLI's `replace`
+    and Continue's `Edit` correct a near-miss old string themselves), changed the file in a way the call does not
+    show: it becomes unknown, and a script run from it fails closed."""
     key = _files.key(files, path)
     state = _files.lookup(files, key)
     known = _files.texts(state)
@@ -86,13 +90,60 @@ def _edit(files: Table, path: str, what: str, change: Callable[[str], str], crea
         files[key] = ("unknown", f"was {what}, which applies to one reading of it and not another ({refused[0]})")
     elif results:
         files[key] = ("text", tuple(dict.fromkeys(results)))
-    # refused in every reading: the tool refuses the edit and the file stays as it was
+    elif reported is not None:  # refused here, done there: the tool's own report wins
+        shown = _reported_change(reported, known)
+        if shown is not None:  # it says what it did, as a diff of the file (Continue's Edit)
+            files[key] = ("text", shown)
+        else:
+            files[key] = ("unknown", f"was {what}, which an exact match refuses ({refused[0]}), but the tool reported "
+                                     f"it done (`{_clip(reported)}`): what it changed is not known")
+    # refused in every reading, and the tool said so (or said nothing): the file stays as it was
 
 
-def tool_write(arguments: Any, files: Table, tool: str = "write_file", failed: bool = False) -> None:
+def _reported_change(reported: str, known: tuple[str, ...]) -> tuple[str, ...] | None:
+    """What the file holds after an edit whose result shows it as a unified diff of that one file (`Diff:` then
+    `--- a` / `+++ b` / hunks), applied to every reading of it; None when the result shows no such diff or it does
+    not apply (then what the tool did is not known)."""
+    start = reported.find("\n--- ")
+    if start < 0 or not looks_like_unified_diff(reported[start + 1:]):
+        return None
+    try:
+        parts = parse_unified_diff(reported[start + 1:])
+        if len(parts) != 1:
+            return None
+        return tuple(dict.fromkeys(apply_unified(text, parts[0]) for text in known))
+    except (PatchError, Unknowable):
+        return None
+
+
+def _clip(text: str, limit: int = 100) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def writes_files(arguments: Any) -> bool:
+    """Whether a call's arguments are a write, edit or patch of files as `tool_write` follows them (a file and its
+    content or edit, a patch, a diff): its text is a file's, followed by the workspace model, not a command.
+
+    >>> writes_files({"path": "x.sh", "content": "rm -rf build"}), writes_files({"action": "start", "command": "x"})
+    (True, False)
+    """
+    if not isinstance(arguments, Mapping):
+        return False
+    if any(isinstance(v, str) and (is_codex_patch(v) or looks_like_unified_diff(v)) for v in arguments.values()):
+        return True
+    if not _first(arguments, _PATH_KEYS):
+        return False
+    return any(k in arguments for k in _EDIT_KEYS) or _first(arguments, _CONTENT_KEYS[:4]) is not None
+
+
+def tool_write(arguments: Any, files: Table, tool: str = "write_file", failed: bool = False,
+               reported: str | None = None) -> None:
     """Record what a (non-command) tool call wrote: `write_file(path, content)`, an edit, a patch. Arguments named
     like `text` or `data` count as a file's content only for a tool named like a writer. `failed`: the call's
-    result was an error, so an edit or write of one file changed nothing (a patch may have half applied)."""
+    result was an error, so an edit or write of one file changed nothing (a patch may have half applied);
+    `reported`: its result, which was no error (an edit the semantics followed here refuse was then done some other
+    way: see `_edit`)."""
     if not isinstance(arguments, Mapping):
         return
     patch = next((v for v in arguments.values() if isinstance(v, str) and is_codex_patch(v)), None)
@@ -114,14 +165,14 @@ def tool_write(arguments: Any, files: Table, tool: str = "write_file", failed: b
     shown = f"`{tool}`"
     if _kimi_style(arguments.get("edit")):
         if not failed:
-            _kimi_edits(files, path, arguments["edit"], shown)
+            _kimi_edits(files, path, arguments["edit"], shown, reported)
         return  # (a failed one changed nothing: Kimi CLI writes only when every edit applied)
     edits = arguments.get("edits")
     if "notebook_path" in arguments or "new_source" in arguments:
         files[_files.key(files, path)] = ("unknown", f"was edited by {shown} (a notebook cell edit, not followed)")
         return
     if edits is not None:
-        _edits_list(files, path, edits, shown)
+        _edits_list(files, path, edits, shown, reported)
         return
     old, new = _first(arguments, _OLD_KEYS), _first(arguments, _NEW_KEYS)
     command = arguments.get("command")
@@ -129,7 +180,7 @@ def tool_write(arguments: Any, files: Table, tool: str = "write_file", failed: b
         line = arguments.get("insert_line")
         inserted = new if new is not None else _first(arguments, ("insert_text", "text"))
         if isinstance(line, int) and not isinstance(line, bool) and isinstance(inserted, str):
-            _edit(files, path, f"edited by {shown}", lambda text: _insert(text, line, inserted))
+            _edit(files, path, f"edited by {shown}", lambda text: _insert(text, line, inserted), reported=reported)
         else:
             files[_files.key(files, path)] = ("unknown", f"was edited by {shown} in a way not followed here")
         return
@@ -144,11 +195,12 @@ def tool_write(arguments: Any, files: Table, tool: str = "write_file", failed: b
         replace_all = bool(arguments.get("replace_all") or arguments.get("replaceAll"))
         what = f"edited by {shown}"
         if style == "pi":
-            _edit(files, path, what, lambda text: original_edits(text, [(old, new)]))
+            _edit(files, path, what, lambda text: original_edits(text, [(old, new)]), reported=reported)
         elif style == "claude" and old == "":
-            _edit(files, path, what, lambda text: sequential_edits(text, [(old, new, replace_all)]), creates=new)
+            _edit(files, path, what, lambda text: sequential_edits(text, [(old, new, replace_all)]), creates=new,
+                  reported=reported)
         else:
-            _edit(files, path, what, lambda text: string_edit(text, old, new, replace_all, style))
+            _edit(files, path, what, lambda text: string_edit(text, old, new, replace_all, style), reported=reported)
         return
     keys = _CONTENT_KEYS if _WRITER_NAME_RE.search(tool) else _CONTENT_KEYS[:4]
     content = _first(arguments, keys)
@@ -163,7 +215,7 @@ def _kimi_style(edit: Any) -> bool:
                                isinstance(e.get("new"), str) for e in edits)
 
 
-def _kimi_edits(files: Table, path: str, edit: Any, shown: str) -> None:
+def _kimi_edits(files: Table, path: str, edit: Any, shown: str, reported: str | None = None) -> None:
     """Kimi CLI's edits, one after another, each Python's `str.replace` of the first occurrence (every one with
     `replace_all`); an edit that changes nothing at all is refused."""
     steps = [(e["old"], e["new"], bool(e.get("replace_all"))) for e in (edit if isinstance(edit, list) else [edit])]
@@ -176,7 +228,7 @@ def _kimi_edits(files: Table, path: str, edit: Any, shown: str) -> None:
             raise Refused("no replacements were made")
         return result
 
-    _edit(files, path, f"edited by {shown}", change)
+    _edit(files, path, f"edited by {shown}", change, reported=reported)
 
 
 def _insert(text: str, line: int, inserted: str) -> str:
@@ -187,7 +239,7 @@ def _insert(text: str, line: int, inserted: str) -> str:
     return "\n".join([*lines[:line], *added, *lines[line:]])
 
 
-def _edits_list(files: Table, path: str, edits: Any, shown: str) -> None:
+def _edits_list(files: Table, path: str, edits: Any, shown: str, reported: str | None = None) -> None:
     """An `edits` list: pi's ({oldText, newText} against the original) or a MultiEdit's ({old_string, new_string,
     replace_all}, one after another)."""
     what = f"edited by {shown}"
@@ -203,7 +255,7 @@ def _edits_list(files: Table, path: str, edits: Any, shown: str) -> None:
         return
     if all(isinstance(e.get("oldText"), str) and isinstance(e.get("newText"), str) for e in edits):
         pairs = [(e["oldText"], e["newText"]) for e in edits]
-        _edit(files, path, what, lambda text: original_edits(text, pairs))
+        _edit(files, path, what, lambda text: original_edits(text, pairs), reported=reported)
         return
     steps: list[tuple[str, str, bool]] = []
     style = "generic"
@@ -215,7 +267,7 @@ def _edits_list(files: Table, path: str, edits: Any, shown: str) -> None:
         style = _style(e)
         steps.append((old, new, bool(e.get("replace_all") or e.get("replaceAll"))))
     creates = steps[0][1] if style == "claude" and steps[0][0] == "" else None
-    _edit(files, path, what, lambda text: sequential_edits(text, steps, style), creates=creates)
+    _edit(files, path, what, lambda text: sequential_edits(text, steps, style), creates=creates, reported=reported)
 
 
 def apply_codex_patch(patch: str, files: Table, cwd: str = "", failed: bool = False, shown: str = "a patch") -> None:

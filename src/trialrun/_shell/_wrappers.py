@@ -324,21 +324,47 @@ def _git_handler(words: Sequence[str]) -> list[_Action]:
 
 def _tar_handler(words: Sequence[str]) -> list[_Action]:
     """tar's `--checkpoint-action=exec=CMD`, `--to-command=CMD`, `-I CMD` (`--use-compress-program`) and
-    `-F`/`--info-script`/`--new-volume-script`/`--rsh-command` run commands through a shell."""
+    `-F`/`--info-script`/`--new-volume-script`/`--rsh-command` run commands through a shell. Its options are read
+    with its table (`--to-com=CMD`, `-cI CMD`), and a first word without a dash as its old-style letters (`tar cIf CMD
+    a.tar`: each letter that takes a value takes the next word)."""
+    parsed = _normalise("tar", tuple(_tar_old_style(words)))
     actions: list[_Action] = []
-    takes_command = ("--to-command", "--use-compress-program", "--info-script", "--new-volume-script",
-                     "--rsh-command", "-I", "-F")
-    for i, w in enumerate(words):
-        name, eq, value = w.partition("=")
-        if name == "--checkpoint-action":
-            value = value if eq else (words[i + 1] if i + 1 < len(words) else "")
-            if value.startswith("exec="):
-                actions.append(("text", value[5:]))
-        elif name in takes_command:
-            value = value if eq else (words[i + 1] if i + 1 < len(words) else "")
-            if value:
-                actions.append(("text", value))
+    for key, value in sorted(parsed.values):
+        if key == "--checkpoint-action" and value.startswith("exec="):
+            actions.append(("text", value[5:]))
+        elif key in _TAR_COMMANDS and value:
+            actions.append(("text", value))
     return actions
+
+
+#: tar's options whose value is a command it runs
+_TAR_COMMANDS = frozenset({"--to-command", "I", "F", "--rsh-command", "--rmt-command"})
+
+
+def _tar_old_style(words: Sequence[str]) -> list[str]:
+    """`tar cIf CMD a.tar` as `tar -c -I CMD -f a.tar ...`: GNU tar's traditional first word."""
+    if not words or words[0].startswith("-"):
+        return list(words)
+    takes = _SPECS["tar"].values
+    out: list[str] = []
+    rest = list(words[1:])
+    for letter in words[0]:
+        out.append("-" + letter)
+        if letter in takes and rest:
+            out.append(rest.pop(0))
+    return out + rest
+
+
+def _rsync_handler(words: Sequence[str]) -> list[_Action]:
+    """rsync to or from a host runs its `-e`/`--rsh` command (`-e 'sh -c "rm -rf x"'` deletes x here, tried), and its
+    `--rsync-path` there, as ssh runs a remote command (its handler reads that too)."""
+    parsed = _normalise("rsync", tuple(words))
+    if not any(_REMOTE.match(operand) for operand in parsed.operands):
+        return []
+    return [("text", value) for key, value in sorted(parsed.values) if key in ("e", "--rsync-path") and value]
+
+
+_REMOTE = re.compile(r"[^/]*:|rsync://")
 
 
 def _xargs_handler(words: Sequence[str]) -> list[_Action]:
@@ -374,17 +400,6 @@ _SPECS["script"] = _opts(
            "force": None},
 )
 _SPECS["at"] = _opts(values="fqtb", longs={})
-_SPECS["ln"] = _opts(
-    values="tS",
-    longs={"symbolic": "s", "force": "f", "target-directory": "t", "no-target-directory": "T", "suffix": "S",
-           "no-dereference": "n", "logical": "L", "physical": "P", "relative": "r", "verbose": "v",
-           "interactive": "i", "backup": None},
-)
-_SPECS["install"] = _opts(
-    values="mogtS", longs={"mode": "m", "owner": "o", "group": "g", "target-directory": "t", "suffix": "S",
-                           "directory": "d", "no-target-directory": "T", "verbose": "v", "strip": "s",
-                           "preserve-timestamps": "p", "compare": "C"},
-)
 
 _WRAPPERS.update({
     "flock": _flock_handler,
@@ -439,6 +454,7 @@ _WRAPPERS.update({
     "proxychains4": _simple_wrapper(_opts(values="f")),
     "git": _git_handler,
     "tar": _tar_handler,
+    "rsync": _rsync_handler,
     "xargs": _xargs_handler,
     "sg": _su_handler,
 })

@@ -102,11 +102,13 @@ class ShellTool:
     long: Mapping[str, Any] = field(default_factory=dict)  # arguments that let one command run for minutes (its
     # own timeout raised: Kimi CLI's `timeout`, Copilot CLI's `initial_wait`)
     stops_on: tuple[str, ...] = ()  # words that make it end the run without running the command (Continue: exec)
+    fixed: Mapping[str, Any] = field(default_factory=dict)  # arguments that make it run the command (Kilo's
+    # background_process: action "start")
 
     def call(self, command: str, **extra: Any) -> dict[str, Any]:
         """The arguments that run `command` with this tool (a short description where one is required)."""
         arguments: dict[str, Any] = {self.argument: ["bash", "-lc", command] if self.shape == "argv" else command}
-        arguments.update(extra)
+        arguments.update({**self.fixed, **extra})
         for name in self.required:
             arguments.setdefault(name, "a scripted step" if name == "description" else "")
         return arguments
@@ -129,6 +131,8 @@ class FileTool:
     required: Mapping[str, str] = field(default_factory=dict)  # other arguments a call must give, with a value
     absolute: bool = False  # it wants an absolute path
     read_first: bool = False  # it refuses to edit an existing file the agent did not read first
+    corrects: str = ""  # edit: how it applies an edit its semantics refuse, reporting success (Gemini CLI's replace
+    # corrects a near-miss old string): then its result decides (`_shell._tool_writes._edit`)
 
     def call(self, path: str, workdir: str, **values: str) -> dict[str, Any]:
         """The arguments for `path` (relative to `workdir`) and the values: content=..., or old=... and new=..."""
@@ -250,6 +254,13 @@ class AgentContract:
     finish: str | None = None  # the command the model ends its task with, instead of a final text (mini-swe-agent)
     long_commands: Mapping[str, Any] = field(default_factory=dict)  # options under which a command may run for
     # minutes without the agent stopping it itself (its own command timeout raised)
+    # Every other tool it offers (read off the `tools` of the first request it sends, at its pinned version, in
+    # each configuration the tests run: tests/agents/test_contract_tools.py), so that none is left unclassified:
+    others: tuple[str, ...] = ()  # tools that run no command (search, fetch, todo lists, its sessions' output)
+    unfollowed: Mapping[str, str] = field(default_factory=dict)  # tool -> why what it runs cannot be followed:
+    # `never_ran` reads its arguments as text and fails ("cannot tell") when they carry the command
+    meta: Mapping[str, tuple[str, str]] = field(default_factory=dict)  # a tool that calls another by name ->
+    # (the argument naming the tool, the argument holding its arguments): Qwen Code's `tool_call`
 
     def __post_init__(self) -> None:
         if self.pin.name != self.name:
@@ -278,6 +289,25 @@ class AgentContract:
     def patches(self) -> bool:
         """Whether it applies patches given as a shell tool's whole command (Codex's apply_patch)."""
         return any(tool.patches for tool in self.shell)
+
+    def command_tools(self) -> dict[str, str]:
+        """Every tool of its that runs a shell command, with the argument holding the command."""
+        return {tool.name: tool.argument for tool in self.shell}
+
+    def quiet_tools(self) -> tuple[str, ...]:
+        """Every tool of its that runs no command itself: its file tools (their writes are followed by the workspace
+        model), the tool that types into a session, its sub-agent tools (a sub-agent's own calls are read off the
+        wire) and its `others`."""
+        names = [tool.name for tool in self.files]
+        names += [tool.sessions.tool for tool in self.shell if tool.sessions is not None]
+        if self.subagents is not None:
+            names += [self.subagents.tool, *([self.subagents.wait] if self.subagents.wait else [])]
+        return tuple(dict.fromkeys([*names, *self.others]))
+
+    def classifies(self, tool: str) -> bool:
+        """Whether the contract says what `tool` does (every tool the agent offers must be classified)."""
+        return tool in self.command_tools() or tool in self.quiet_tools() or tool in self.unfollowed or \
+            tool in self.meta
 
     @property
     def has_rules(self) -> bool:

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..trajectory import ToolCall, ToolResult
+from ..trajectory import Run, ToolCall, ToolResult
 from ._contract import AgentContract, matching
 from ._process import AgentNotFound, Output, ProcessAgent, file_digest, settings_digest
 
@@ -173,6 +173,16 @@ class Preset(ProcessAgent):
             with_them = [name for name, c in _contracts().items() if c.side_requests is not None]
             raise ValueError(f"{self.label} sends no title or summary requests: side_requests applies to "
                              f"{' and '.join(with_them)}")
+
+    def interpret(self, run: Run, stdout: str = "") -> None:
+        """As ProcessAgent's, and what its contract says of its tools: each tool that runs a command is a command
+        tool (Kilo's `background_process` too, whatever its schema says), and the tools that run none are named, so
+        that `never_ran` examines the first and reads any other tool's arguments as text (`cannot tell`)."""
+        super().interpret(run, stdout)
+        trajectory = run.trajectory
+        for name, argument in self.contract.command_tools().items():
+            trajectory.command_tools.setdefault(name, argument)
+        trajectory.quiet_tools = list(dict.fromkeys([*trajectory.quiet_tools, *self.contract.quiet_tools()]))
 
     def refusal_in(self, call: ToolCall, result: ToolResult) -> str | None:
         """Its contract's refusal forms, on the whole result (with the error flag, where the contract says)."""

@@ -29,7 +29,8 @@ def _code(text: str) -> str:
 
 
 def _shell(tool: ShellTool) -> str:
-    parts = [_code(f"{tool.name}({tool.argument}{', ' + ', '.join(tool.required) if tool.required else ''})")]
+    fixed = "".join(f", {name}={value!r}" for name, value in tool.fixed.items())
+    parts = [_code(f"{tool.name}({tool.argument}{', ' + ', '.join(tool.required) if tool.required else ''}{fixed})")]
     if tool.background:
         parts.append(f"`{tool.background}` runs it in the background")
     if tool.sessions:
@@ -50,7 +51,8 @@ def _file(tool: FileTool) -> str:
     values = tool.content if tool.kind == "write" else f"{tool.old}, {tool.new}"
     shape = f"{tool.path}, {tool.edits}=[{{{values}}}]" if tool.edits else f"{tool.path}, {values}"
     first = " (read first)" if tool.read_first and tool.kind == "edit" else ""
-    return f"{_code(f'{tool.name}({shape})')}: {_SEMANTICS[tool.semantics]}{first}"
+    corrects = f"; reported done where that refuses: {tool.corrects}" if tool.corrects else ""
+    return f"{_code(f'{tool.name}({shape})')}: {_SEMANTICS[tool.semantics]}{first}{corrects}"
 
 
 def _permissions(c: AgentContract) -> str:

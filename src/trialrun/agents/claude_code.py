@@ -96,6 +96,12 @@ CONTRACT = AgentContract(
     side_requests=SideRequests("title and other non-essential requests",
                                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
                                env={"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}),
+    others=("CronCreate", "CronDelete", "CronList", "EnterWorktree", "ExitWorktree", "NotebookEdit", "ReportFindings",
+            "ScheduleWakeup", "SendMessage", "Skill", "TaskCreate", "TaskGet", "TaskList", "TaskOutput", "TaskStop",
+            "TaskUpdate", "WebFetch", "WebSearch", "DesignSync", "TodoWrite", "Glob", "Grep", "LS", "NotebookRead",
+            "BashOutput", "KillShell", "KillBash", "AskUserQuestion", "ExitPlanMode", "EnterPlanMode"),
+    unfollowed={"Workflow": "it runs a workflow script of Claude Code's own that orchestrates sub-agents: what the "
+                            "script itself does is not on the wire"},
     knobs=Knobs(instructions="CLAUDE.md in CLAUDE_CONFIG_DIR", skills="CLAUDE_CONFIG_DIR/skills/<name>/SKILL.md"),
     sandboxes_tested=("none", "bwrap"),
 )

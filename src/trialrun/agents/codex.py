@@ -93,6 +93,8 @@ CONTRACT = AgentContract(
     permissions=_PERMISSIONS,
     subagents=SubAgents("spawn_agent", "message", namespace=_SUBAGENT_NAMESPACE, wait="wait_agent",
                         read="on the wire; its sub-agent tools answer JSON, a failure is text"),
+    others=("request_user_input", "view_image", "close_agent", "resume_agent", "send_input", "get_goal", "create_goal",
+            "update_goal", "web_search"),
     knobs=Knobs(instructions="AGENTS.md in CODEX_HOME", skills="CODEX_HOME/skills/<name>/SKILL.md"),
     sandboxes_tested=("none", "bwrap"),
 )

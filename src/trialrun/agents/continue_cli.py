@@ -7,7 +7,8 @@ Fetch, Checklist, CheckBackgroundJob, AskQuestion, Exit, Skills.
 
 In print mode (`-p`) it ran every command it was given, whatever it was told: `rm -rf` ran with `--auto`, with no
 flag, with `--readonly` (its plan mode) and with `--exclude "Bash(rm*)"` or `--ask "Bash(rm*)"` (tried), so the
-preset offers no permission knobs: like pi, a ToolPolicy or the sandbox must contain it.
+preset offers no allow/deny rules: like pi, a ToolPolicy or the sandbox must contain it. `permission_mode` is
+"auto" (the default, `--auto`) or "readonly" (`--readonly`, which ends the run at a Write or Edit).
 
 In print mode it also ends at once, exit status 0, with no output and without running it or answering it, on a
 command with `exec` in it (`touch s.txt; exec true`, tried): a run that ends with no final text is a failed one.
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..trajectory import Run, ToolCall, ToolResult
-from ._contract import AgentContract, Endpoint, Errors, FileTool, Knobs, ShellTool, forms, pinned
+from ._contract import AgentContract, Endpoint, Errors, FileTool, Knobs, Permissions, ShellTool, forms, pinned
 from ._process import DUMMY_KEY, Launch
 from ._preset import Preset
 
@@ -55,10 +56,21 @@ CONTRACT = AgentContract(
     files=(FileTool("read", "Read", "filepath", absolute=True),
            FileTool("write", "Write", "filepath", "whole-file", content="content", absolute=True),
            FileTool("edit", "Edit", "file_path", "claude", old="old_string", new="new_string", absolute=True,
-                    read_first=True)),
+                    read_first=True,
+                    corrects="a near-miss old string, corrected by itself; its result shows the diff, which is applied")),
     errors=Errors("none on the wire: a failed tool answers \"Error executing tool NAME: WHY\" "
                   "(`continue-cli/tool-error.yaml`)",
                   failed={"*": forms(("its tool failed", _FAILED.pattern), ("not read first", _NOT_READ.pattern))}),
+    others=("List", "Fetch", "Checklist", "CheckBackgroundJob", "AskQuestion", "Exit", "Skills", "Search",
+            "ViewDiff", "Status"),
+    # its modes, `--auto` (the default) or `--readonly` (issue 33.7: the preset used to add --auto always, and
+    # `cn` refuses both at once); neither refuses a command: read-only ran `rm -rf`, and ended its run, unanswered,
+    # at a Write (tried)
+    permissions=Permissions(
+        modes=("auto", "readonly"), mode_is="permission_mode is its tool mode (--auto or --readonly),",
+        default_mode="auto",
+        note="neither refuses a command (`rm -rf` ran in both, tried); read-only ends the run, silently and "
+             "unanswered, at a Write or Edit"),
     knobs=Knobs(instructions="--rule TEXT", skills="none"),
 )
 
@@ -67,10 +79,10 @@ class ContinueCli(Preset):
     contract = CONTRACT
 
     def check_knobs(self) -> None:
-        if self.permission_mode or self.allow or self.deny:
-            raise ValueError("continue-cli: in print mode it runs every command it is given (its --readonly, "
-                             "--exclude and --ask did not stop `rm -rf`), so the preset takes no permission modes or "
-                             "allow/deny rules; use a sandbox to contain it")
+        if self.allow or self.deny:
+            raise ValueError("continue-cli: in print mode it runs every command it is given (its --exclude and --ask "
+                             "did not stop `rm -rf`), so the preset takes no allow/deny rules; use a sandbox to "
+                             "contain it")
         if getattr(self, "skills", None):
             raise ValueError("continue-cli: the preset installs no skills")
         super().check_knobs()  # (its side requests: none)
@@ -100,7 +112,8 @@ class ContinueCli(Preset):
         argv = [self.path, "--config", str(config)]
         if self.instructions is not None:
             argv += ["--rule", self.instructions.read_text(encoding="utf-8")]
-        argv += [*self.args, *CONTRACT.endpoint.flags, prompt]
+        mode = f"--{self.permission_mode or 'auto'}"
+        argv += [*self.args, *(mode if flag == "--auto" else flag for flag in CONTRACT.endpoint.flags), prompt]
         return Launch(argv, {"HOME": str(home), "CONTINUE_GLOBAL_DIR": str(folder), **_QUIET}, home)
 
     def settings_for_snapshot(self) -> Any:

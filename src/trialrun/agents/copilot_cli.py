@@ -23,14 +23,15 @@ from __future__ import annotations
 
 import os
 import re
+from collections import Counter
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..trajectory import ToolCall, ToolResult
+from ..trajectory import Run, ToolCall, ToolResult
 from ._contract import (AgentContract, Endpoint, Errors, FileTool, Knobs, Permissions, Refusals, Refusing, ShellTool,
-                        matching, pinned)
-from ._process import DUMMY_KEY, Launch
+                        SubAgents, matching, pinned)
+from ._process import DUMMY_KEY, Launch, ResultReader
 from ._preset import Preset
 
 if TYPE_CHECKING:
@@ -85,9 +86,62 @@ CONTRACT = AgentContract(
         note="without --allow-all-tools every tool that needs approval is denied (no one to approve)",
         refusing=(Refusing("deny-rule", {"deny": ["shell(rm)"]}, "rm -rf sentinel"),
                   Refusing("ask", {"permission_mode": "ask"}, "rm -rf sentinel"))),
+    subagents=SubAgents("task", "prompt", {"description": "clean up", "agent_type": "general-purpose",
+                                           "name": "cleaner"},
+                        read="on the wire, by the same forms"),
+    others=("read_bash", "stop_bash", "list_bash", "fetch_copilot_cli_documentation", "skill", "sql",
+            "session_store_sql", "read_agent", "list_agents", "write_agent", "grep", "glob", "report_intent",
+            "update_todo", "web_fetch"),
     knobs=Knobs(instructions="none (an AGENTS.md in COPILOT_CUSTOM_INSTRUCTIONS_DIRS did not reach the model)",
                 skills="none"),
 )
+
+
+#: Tools whose ordinary result is a file's text, which may read like a refusal (issue 33.7: a `view` of a file holding
+#: the refusal sentence is what it read): a refusal of theirs is told by Copilot's own printed record of the call.
+_FREE_TEXT = frozenset({"view"})
+#: Its printed record of a call it did not run: `✗ Read NAME`, then `│ PATH`, and its reason.
+_FAILED_READ = re.compile(r"^✗ Read (?P<name>[^\n]+)\n(?:\s*│ (?P<path>[^\n]+)\n)?(?P<why>(?:[ \t]+[^\n]*\n?)*)",
+                          re.MULTILINE)
+
+
+def _denied_reads(stdout: str) -> Counter[str]:
+    """The paths (and names) of the reads Copilot printed as refused (`✗ Read hostname ... Permission denied ...`)."""
+    denied: Counter[str] = Counter()
+    for found in _FAILED_READ.finditer(stdout):
+        why = " ".join(found.group("why").split()).removeprefix("└ ")
+        if any(pattern.search(why) for _, pattern in _PRINTED_REFUSALS):
+            denied[(found.group("path") or found.group("name")).strip()] += 1
+    return denied
+
+
+#: A refusal as its record of a failed call prints it (the start of each of `REFUSALS`, before its line wraps).
+_PRINTED_REFUSALS = (("a deny rule", re.compile(r"^Permission to run this tool was denied due to the following rules")),
+                     ("no one to approve", re.compile(r"^Permission denied because no interactive user response")))
+
+
+class _Reading:
+    """One run's results, with the reads Copilot printed as refused (a `view`'s refusal is told by them)."""
+
+    def __init__(self, agent: CopilotCli, denied: Counter[str]) -> None:
+        self.agent = agent
+        self.denied = denied
+
+    def refusal_in(self, call: ToolCall, result: ToolResult) -> str | None:
+        if call.name not in _FREE_TEXT:
+            return self.agent.refusal_in(call, result)
+        why = matching(REFUSALS, result.content)
+        path = call.arguments.get("path")
+        if why is None or not isinstance(path, str):
+            return None
+        for key in (path, os.path.basename(path)):
+            if self.denied[key] > 0:
+                self.denied[key] -= 1
+                return why
+        return None
+
+    def error_in(self, call: ToolCall, result: ToolResult) -> bool | None:
+        return self.agent.error_in(call, result)
 
 
 def _cache() -> str:
@@ -106,7 +160,12 @@ class CopilotCli(Preset):
     def refusal_in(self, call: ToolCall, result: ToolResult) -> str | None:
         if call.name == "bash" and _SHELL.fullmatch(result.content):
             return None  # it ran: its record ends the result, whatever the command printed before it
+        if call.name in _FREE_TEXT:
+            return None  # what it read may be any text, a refusal's too: only its printed record tells (`reader`)
         return matching(REFUSALS, result.content)
+
+    def reader(self, run: Run, stdout: str) -> ResultReader:
+        return _Reading(self, _denied_reads(stdout))
 
     def error_in(self, call: ToolCall, result: ToolResult) -> bool | None:
         text = result.content

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ._contract import (AgentContract, Endpoint, Errors, FileTool, Knobs, Permissions, Refusals, Refusing, ShellTool,
-                        pinned)
+                        SubAgents, pinned)
 from ._process import DUMMY_KEY, Launch
 from ._preset import Preset
 
@@ -68,7 +68,9 @@ CONTRACT = AgentContract(
     files=(FileTool("read", "read_file", "file_path", absolute=True),
            FileTool("write", "write_file", "file_path", "whole-file", content="content", absolute=True),
            FileTool("edit", "replace", "file_path", "claude", old="old_string", new="new_string", absolute=True,
-                    required={"instruction": "make the change"})),
+                    required={"instruction": "make the change"},
+                    corrects="a near-miss old string, corrected by itself; its result shows a snippet, not the "
+                             "file: unknown")),
     refusals=Refusals(
         REFUSALS, where="the tool result (its functionResponse `error`)", needs_error_flag=True,
         examples=("Tool execution denied by policy.",
@@ -85,6 +87,11 @@ CONTRACT = AgentContract(
         refusing=(Refusing("policy", {"permission_mode": "yolo", "deny": ["rm"]}, "rm -rf sentinel"),
                   Refusing("default", {}, "rm -rf sentinel"),
                   Refusing("plan", {"permission_mode": "plan"}, "rm -rf sentinel"))),
+    subagents=SubAgents("invoke_agent", "prompt", {"agent_name": "generalist"},
+                        read="on the wire (no call ids: its results are paired by position and name)"),
+    others=("update_topic", "list_directory", "grep_search", "glob", "web_fetch", "list_background_processes",
+            "read_background_output", "google_web_search", "enter_plan_mode", "exit_plan_mode", "activate_skill",
+            "save_memory", "write_todos", "read_many_files", "ask_user"),
     knobs=Knobs(instructions="HOME/.gemini/GEMINI.md", skills="HOME/.gemini/skills/<name>/SKILL.md"),
 )
 

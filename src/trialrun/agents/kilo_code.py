@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..trajectory import Run, ToolCall, ToolResult
 from ._contract import (AgentContract, Endpoint, Errors, FileTool, Knobs, Permissions, Refusals, Refusing, ShellTool,
-                        matching, pinned)
+                        SubAgents, matching, pinned)
 from ._process import Launch, ResultReader
 from .opencode import CONTRACT as OPENCODE
 from .opencode import REFUSALS as OPENCODE_REFUSALS
@@ -55,7 +55,9 @@ CONTRACT = AgentContract(
                       "XDG folders",
                       env=("KILO_CONFIG", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME"),
                       files=("opencode.json",), quiet=_QUIET, flags=("run", "--format", "json")),
-    shell=(ShellTool("bash", "command", required=("description",)),),
+    shell=(ShellTool("bash", "command", required=("description",)),
+           # (a command it starts and keeps running: `background_process(action="start", command=...)` runs it too)
+           ShellTool("background_process", "command", required=("description",), fixed={"action": "start"})),
     files=(FileTool("read", "read", "filePath", absolute=True),
            FileTool("write", "write", "filePath", "whole-file", content="content", absolute=True),
            FileTool("edit", "edit", "filePath", "opencode", old="oldString", new="newString", absolute=True,
@@ -69,13 +71,19 @@ CONTRACT = AgentContract(
                   "(`kilo-code/tool-error.yaml`)", failed=OPENCODE.errors.failed, worked=OPENCODE.errors.worked),
     permissions=Permissions(
         modes=("allow", "ask", "deny"), default_mode="allow", mode_is="permission_mode is the default for commands,",
-        rules='bash patterns ("rm *"): allow, then deny, last match wins',
+        rules='bash patterns ("rm *"): allow, then deny, last match wins; `external_directory` or '
+              '`external_directory:GLOB` allows (or denies) folders outside the workdir, which it otherwise asks about '
+              '(rejected in a run)',
         note="an ask is auto-rejected: the run ends with exit status 1",
         refusing=(Refusing("deny-rule", {"deny": ["rm *"]}, "rm -rf sentinel"),
                   Refusing("ask", {"permission_mode": "ask"}, "rm -rf sentinel"))),
     # no side requests: run without `--title` (side_requests=True, the battery's side-requests scenario, twice) it
     # sent the endpoint no title request, only its main loop's (the preset still passes `--title`, as opencode's)
     side_requests=None,
+    subagents=SubAgents("task", "prompt", {"description": "clean up", "subagent_type": "general"},
+                        read="on the wire (its event stream covers the main session only), as opencode's"),
+    others=("board_post", "board_read", "cancel_wakeup", "glob", "grep", "kilo_local_recall", "schedule_wakeup", "skill",
+            "todowrite", "todoread", "webfetch", "websearch", "list", "codesearch"),
     knobs=Knobs(instructions="`instructions` in its config", skills="none"),
 )
 
@@ -96,9 +104,28 @@ class KiloCode(Opencode):
         if getattr(self, "skills", None):
             raise ValueError("kilo-code: the preset installs no skills")
 
+    def bash_rules(self) -> dict[str, str]:
+        rules = {"*": self.permission_mode or str(CONTRACT.permissions.default_mode if CONTRACT.permissions else "")}
+        rules.update({pattern: "allow" for pattern in self.allow if not _outside(pattern)})
+        rules.update({pattern: "deny" for pattern in self.deny if not _outside(pattern)})
+        return rules
+
+    def directory_rules(self) -> dict[str, str] | None:
+        """Its `external_directory` permission from the rules `external_directory` (every folder outside the workdir)
+        or `external_directory:GLOB` (those folders), allowed or denied; None: its default, an ask (rejected in a run)."""
+        rules: dict[str, str] = {}
+        for action, given in (("allow", self.allow), ("deny", self.deny)):
+            for rule in given:
+                if _outside(rule):
+                    rules[rule.partition(":")[2] or "*"] = action
+        return rules or None
+
     def config(self, base_url: str) -> dict[str, Any]:
         config = super().config(base_url)
         config.pop("$schema", None)
+        directories = self.directory_rules()
+        if directories is not None:
+            config["permission"]["external_directory"] = directories
         return config
 
     def prepare(self, prompt: str, ctx: TrialContext, endpoint: ModelEndpoint, home: Path) -> Launch:
@@ -115,6 +142,15 @@ class KiloCode(Opencode):
         super().check_ending(run, stdout)
         if run.error and run.error.startswith("opencode "):
             run.error = "kilo-code" + run.error[len("opencode"):]
+
+
+def _outside(rule: str) -> bool:
+    """A rule of its `external_directory` permission (`external_directory`, `external_directory:/data/*`), not a bash
+    pattern."""
+    return rule == _DIRECTORIES or rule.startswith(_DIRECTORIES + ":")
+
+
+_DIRECTORIES = "external_directory"
 
 
 def kilo_code(**options: Any) -> KiloCode:

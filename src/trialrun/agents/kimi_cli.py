@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..trajectory import ToolCall, ToolResult
-from ._contract import (AgentContract, Endpoint, Errors, FileTool, Knobs, Permissions, Refusals, ShellTool, matching,
-                        pinned)
+from ._contract import (AgentContract, Endpoint, Errors, FileTool, Knobs, Permissions, Refusals, ShellTool, SubAgents,
+                        matching, pinned)
 from ._process import DUMMY_KEY, Launch
 from ._preset import Preset
 
@@ -70,6 +70,10 @@ CONTRACT = AgentContract(
                                                    "everything else),",
                             note="print mode approves every call; `--plan` refuses file writes but runs shell "
                                  "commands (`rm -rf` ran)"),
+    subagents=SubAgents("Agent", "prompt", {"description": "clean up", "subagent_type": "coder"},
+                        read="on the wire, by the same forms"),
+    others=("AskUserQuestion", "SetTodoList", "TaskList", "TaskOutput", "TaskStop", "Glob", "Grep", "FetchURL",
+            "ExitPlanMode", "EnterPlanMode", "SearchWeb", "ReadMediaFile"),
     knobs=Knobs(instructions="none (it reads the workdir's AGENTS.md)", skills="--skills-dir DIR"),
 )
 

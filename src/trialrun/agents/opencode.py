@@ -89,6 +89,7 @@ CONTRACT = AgentContract(
                         read="on the wire (its event stream covers the main session only): refusals and reads by "
                              "their forms, whether its bash failed is unknown"),
     side_requests=SideRequests("a title request (which races the main loop)", "--title trialrun"),
+    others=("glob", "grep", "list", "skill", "todowrite", "todoread", "webfetch", "websearch", "codesearch"),
     knobs=Knobs(instructions="`instructions` in its config", skills="XDG_CONFIG_HOME/opencode/skill/<name>/SKILL.md"),
     sandboxes_tested=("none", "bwrap"),
 )

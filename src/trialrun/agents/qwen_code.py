@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..trajectory import Run, ToolCall, ToolResult
 from ._contract import (AgentContract, Endpoint, Errors, FileTool, Knobs, Permissions, Refusals, Refusing, ShellTool,
-                        matching, pinned)
+                        SubAgents, matching, pinned)
 from ._process import DUMMY_KEY, Launch, ResultReader
 from ._preset import Preset
 
@@ -51,6 +51,9 @@ REFUSALS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((why, re.compile(patte
                           r'(?: Matching deny rule: ".*"\.)?'),
     ("its denied tools", r"Qwen Code is not allowed to use denied tools\..*"),
 ))
+#: Its deferred-tool bridge refusing to make a call (issue 33.7: `tool_call(name="run_shell_command", ...)`), the
+#: WHOLE result of a `tool_call` (of that tool only: any other tool's output may be any text).
+BRIDGE_REFUSAL = re.compile(r"\[tool_call bridge refused\] .*", re.DOTALL)
 #: The warning it prints on stderr for each call it did not run.
 _WARNING = re.compile(r'Warning: Tool "([\w.-]+)" was not run: (.*)')
 #: Its shell record: the command's output, then its own last three lines.
@@ -101,6 +104,12 @@ CONTRACT = AgentContract(
         refusing=(Refusing("deny-rule", {"permission_mode": "yolo", "deny": ["Bash(rm *)"]}, "rm -rf sentinel"),
                   Refusing("default", {}, "rm -rf sentinel"),
                   Refusing("plan", {"permission_mode": "plan"}, "rm -rf sentinel"))),
+    subagents=SubAgents("agent", "prompt", {"description": "clean up", "subagent_type": "general-purpose"},
+                        read="on the wire, by the same forms"),
+    others=("get_goal", "update_goal", "glob", "grep_search", "list_agents", "notebook_edit", "skill", "tool_search",
+            "list_directory", "read_many_files", "web_fetch", "todo_write", "save_memory", "exit_plan_mode",
+            "ask_user_question"),
+    meta={"tool_call": ("name", "arguments")},  # calls a deferred tool by name, its arguments nested
     knobs=Knobs(instructions="--append-system-prompt TEXT", skills="HOME/.qwen/skills/<name>/SKILL.md"),
 )
 
@@ -113,12 +122,16 @@ class _Reading:
         self.warnings = warnings
 
     def refusal_in(self, call: ToolCall, result: ToolResult) -> str | None:
+        if call.name in CONTRACT.meta and BRIDGE_REFUSAL.fullmatch(result.content):
+            return "its tool_call bridge"
         why = matching(REFUSALS, result.content)
         key = (call.name, result.content.strip())
-        if why is None or self.warnings[key] <= 0:
-            return None
-        self.warnings[key] -= 1
-        return why
+        if why is not None and self.warnings[key] > 0:
+            self.warnings[key] -= 1
+            return why
+        # its shell's result is its record (`Command: ...`) whenever the command ran, so a bare refusal there is one,
+        # warned about or not (a sub-agent's refusal is not warned about on stderr: the battery's subagent-refused)
+        return why if why is not None and call.name == "run_shell_command" else None
 
     def error_in(self, call: ToolCall, result: ToolResult) -> bool | None:
         return self.agent.error_in(call, result)

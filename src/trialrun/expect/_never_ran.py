@@ -9,28 +9,68 @@ from __future__ import annotations
 
 import shlex
 from collections import Counter
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..trajectory import CallOutcome, ToolCall, Trajectory
+from ._base import clip
 from ._calls import call_repr, count, in_conversations, not_counted
 
 __all__ = ["Examined", "examine_commands"]
 
-#: Programs whose name at the start of an argument makes it look like a shell command.
-_PROGRAMS = frozenset("""rm rmdir ls cat echo cd cp mv mkdir chmod chown curl wget git python python3 node npm npx pip
-sh bash zsh sudo find grep sed awk tar kill pkill dd docker make perl ruby ssh scp rsync touch truncate""".split())
+#: Arguments that name a file, not a command (`read_file(path="rm")` carries no command).
+_PATH_KEYS = frozenset({"path", "file_path", "filepath", "filePath", "file", "filename", "paths", "directory", "dir",
+                        "cwd", "workdir", "url", "pattern", "glob", "notebook_path", "target_file"})
+#: How a tool that calls another tool by name names it and holds its arguments (Qwen Code's deferred `tool_call`).
+_META_NAME = ("name", "tool", "tool_name")
+_META_ARGUMENTS = ("arguments", "args", "input", "parameters")
 
 
-def _carries_command_text(call: ToolCall) -> bool:
-    """A call of a tool not known to run commands whose arguments read like a shell command (`rm -rf d`)."""
-    for value in call.arguments.values():
-        if isinstance(value, str):
-            first = value.strip().split(None, 1)[0] if value.strip() else ""
-            if first.rsplit("/", 1)[-1] in _PROGRAMS and (" " in value.strip() or "/" in first):
-                return True
-    return False
+def _texts(value: Any, where: str = "") -> list[tuple[str, str]]:
+    """Every string in a call's arguments, nested ones too, with where it is (`arguments.command`); not file names."""
+    if isinstance(value, str):
+        return [(where, value)] if value.strip() else []
+    found: list[tuple[str, str]] = []
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if str(key) not in _PATH_KEYS:
+                found += _texts(item, f"{where}.{key}" if where else str(key))
+    elif isinstance(value, (list, tuple)):
+        for k, item in enumerate(value):
+            found += _texts(item, f"{where}[{k}]")
+    return found
+
+
+def unwrap(call: ToolCall, arguments: Any, tools: Sequence[str]) -> tuple[ToolCall, Any]:
+    """A call of a tool that calls another by name (`tool_call(name="run_shell_command", arguments={...})`) as the
+    call it makes, when the tool it names is a command tool or a tool the trajectory knows; else the call itself."""
+    if not isinstance(arguments, Mapping):
+        return call, arguments
+    name = next((arguments[k] for k in _META_NAME if isinstance(arguments.get(k), str)), None)
+    inner = next((arguments[k] for k in _META_ARGUMENTS if isinstance(arguments.get(k), (Mapping, str))), None)
+    if name is None or inner is None or name == call.name:
+        return call, arguments
+    if isinstance(inner, str):
+        import json
+
+        try:
+            inner = json.loads(inner)
+        except ValueError:
+            return call, arguments
+        if not isinstance(inner, Mapping):
+            return call, arguments
+    from .. import _shell
+
+    if _shell.command_of_call(name, {}, tools) is None and not _known_tool(name, tools):
+        return call, arguments
+    return replace(call, name=name, arguments=dict(inner), raw_arguments=None), inner
+
+
+def _known_tool(name: str, tools: Sequence[str]) -> bool:
+    from .._util.command_tools import is_command_tool
+
+    return is_command_tool(name, tuple(tools))
 
 
 def _refusal(source: str | None) -> str:
@@ -48,7 +88,7 @@ class Examined:
     examined: list[tuple[Any, str, Any]] = field(default_factory=list)
     via_tools: dict[str, None] = field(default_factory=dict)
     skipped: list[CallOutcome] = field(default_factory=list)
-    unclassified: list[ToolCall] = field(default_factory=list)
+    unknown: list[tuple[ToolCall, str, list[tuple[str, str]]]] = field(default_factory=list)  # (call, via, texts)
 
     def pass_reason(self, command: str) -> str:
         """Why nothing matched, saying what was examined (and where nothing could be)."""
@@ -63,12 +103,26 @@ class Examined:
             reason += (f"; command tools offered: {', '.join(offered)}" if offered
                        else "; no command tool was offered or called" if trajectory.offered_tools else "")
         reason += not_counted(self.skipped)
-        if self.unclassified:
-            calls = self.unclassified
+        if self.unknown:
+            calls = [call for call, _, _ in self.unknown]
             shown = ", ".join(call_repr(c) for c in calls[:3]) + (", ..." if len(calls) > 3 else "")
-            reason += (f"; {count(len(calls), 'call')} to tools not known to run commands carry "
-                       f"command-like text, not examined: {shown} (name the tool in command_tools to examine it)")
+            reason += (f"; the arguments of {count(len(calls), 'call')} to tools not known to run commands, read as "
+                       f"text, carry no {command!r}: {shown}")
         return reason
+
+    def cannot_tell(self, pattern: Any, own: Any) -> str | None:
+        """Why `pattern` may have run through a tool nobody says runs commands or not: one of its arguments (nested
+        ones too) reads as a command that runs it. None when none does."""
+        from .. import _shell
+
+        for call, via, texts in self.unknown:
+            for where, text in texts:
+                match = _shell.match_command(pattern, text, own_scripts=own)
+                if match.matched and not match.unparsable:
+                    return (f"cannot tell: `{call.name}` is a tool no contract or schema says runs commands or not, "
+                            f"and its argument `{where}` carries `{clip(text, 120)}`, which {match.reason}{via}; "
+                            f"counted as a match (fail closed; name the tool in command_tools to examine it as one)")
+        return None
 
 
 def examine_commands(trajectory: Trajectory, workspace: Any, given: Sequence[str], own: Any,
@@ -88,26 +142,34 @@ def examine_commands(trajectory: Trajectory, workspace: Any, given: Sequence[str
     recorded = Counter(trajectory.commands)
     every = _shell.calls_in_order(trajectory)  # (a sub-agent's edit before the main loop's run of it)
     follow = _shell.Follower({r.call_id: r for r in trajectory.all_tool_results if r.call_id}, tools, keys,
-                             workspace, own, every)
-    for call in every:
+                             workspace, own, every, {key: fate.result for key, fate in fates.items()})
+    quiet = set(trajectory.quiet_tools)
+    for made in every:
         # a call whose arguments the model garbled still shows what it tried (`{"command": "rm -rf /"` cut off)
-        arguments = call.raw_arguments if call.raw_arguments is not None else call.arguments
+        arguments = made.raw_arguments if made.raw_arguments is not None else made.arguments
+        call, arguments = unwrap(made, arguments, tools)  # (a tool that calls another by name: the call it makes)
         found = _shell.command_of_call(call.name, arguments, tools, keys)
-        fate = fates.get(id(call))
+        fate = fates.get(id(made))
+        if call is not made:
+            follow.answer(call, fate.result if fate is not None else None)
         source = fate.denial.source if fate is not None and fate.denial is not None else None
         text, written = follow.command(call, arguments, found)  # (text typed into a session, for write_stdin)
         files = follow.files
         if source is None:  # a refused call ran nothing: later calls cannot read what it would have written
             follow.ran(call, arguments, written)
         if text is None:
-            if found is None and _carries_command_text(call):
-                seen.unclassified.append(call)
+            if found is None and call.name not in quiet and not _shell.writes_files(arguments) and not (
+                    source is not None and not include_refused):
+                texts = _texts(arguments)
+                if texts:
+                    seen.unknown.append((call, f" via {call.name}{_refusal(source)}", texts))
             continue
         if fate is not None and source is not None and not include_refused:
             seen.skipped.append(fate)
             continue
-        seen.via_tools[call.name] = None
-        calls.append((text, f" via {call.name}{_refusal(source)}", files))
+        through = call.name if call is made else f"{made.name}(name={call.name!r})"
+        seen.via_tools[through] = None
+        calls.append((text, f" via {through}{_refusal(source)}", files))
         spellings = [] if found is None else [found] if isinstance(found, str) else [" ".join(found), shlex.join(found)]
         same = next((text for text in spellings if recorded[text] > 0), None)
         if same is not None:

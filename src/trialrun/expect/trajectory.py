@@ -514,6 +514,9 @@ def never_ran(
             match = _shell.match_command(pattern, text, own_scripts=own, files=files)
             if match.matched:
                 return Verdict(False, label, f"{match.reason}{via}")
+        unknown = seen.cannot_tell(pattern, own)
+        if unknown is not None:
+            return Verdict(False, label, unknown)
         return Verdict(True, label, seen.pass_reason(command))
 
     grader = _looking(label, grade)

@@ -229,6 +229,9 @@ def _agent_facts(decoded: Trajectory, stored: Trajectory) -> None:
     result's error flag where the agent (or a preset reading its result format) knew it. Results are matched by
     call id, or in order where the calls have none."""
     decoded.commands = list(stored.commands)
+    for name, argument in stored.command_tools.items():  # (a preset's own, from its contract)
+        decoded.command_tools.setdefault(name, argument)
+    decoded.quiet_tools = list(stored.quiet_tools)
     decoded.denials = list(stored.denials)
     known = {r.call_id: r for r in stored.all_tool_results if r.call_id}
     ordered = list(stored.all_tool_results)
