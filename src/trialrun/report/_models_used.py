@@ -98,11 +98,11 @@ def run_models(report: RunReport) -> RunModels:
 
 def _basis(kind: Determinism, total: Counter[str], trials: int, from_snapshot: int, silent: int,
            snapshot: dict[str, Any]) -> str:
-    """`scripted in 6 of 6 trials`, `config snapshot: scripted:model.yaml (...)`, `no trial talked to a model ...`."""
+    """`scripted model in 6 of 6 trials`, `... (read from the config snapshot's model ...)`, `no trial talked ...`."""
     if kind == "unknown":
         return (f"no trial talked to a model trialrun observed ({trials} trial{'s' if trials != 1 else ''}); "
                 "judged as live")
-    seen = ", ".join(f"{name} in {count} of {trials} trials" for name, count in sorted(total.items()))
+    seen = ", ".join(f"{name} model in {count} of {trials} trials" for name, count in sorted(total.items()))
     if from_snapshot:
         seen += (f" (read from the config snapshot's model {snapshot.get('model')}: {from_snapshot} trial"
                  f"{'s' if from_snapshot != 1 else ''} did not record their model)")

@@ -98,8 +98,8 @@ class Verdicts:
 
 
 def p_text(p: float) -> str:
-    """A p-value as compare prints it: `<0.001`, `0.024`, `0.50`."""
-    return "<0.001" if p < 0.001 else f"{p:.3f}" if p < 0.01 else f"{p:.2f}"
+    """A p-value as compare prints it: `p<0.001`, `p=0.004`, `p=0.50`."""
+    return "p<0.001" if p < 0.001 else f"p={p:.3f}" if p < 0.01 else f"p={p:.2f}"
 
 
 def _counts(t: Table | None) -> str:
@@ -181,7 +181,7 @@ def _chance_text(chance: Chance, threshold: float, *, pooled: bool) -> str:
     """`one-sided Fisher p=0.50 (Holm 1.00); pass@1 change -0.20 [-0.62, +0.24]; ...what would tell`."""
     test = "exact test stratified by test (CMH)" if chance.test == "stratified exact" else (
         "CMH test stratified by test (normal approximation)" if pooled else "one-sided Fisher")
-    text = f"{test} p={p_text(chance.p_value)} (Holm {p_text(chance.p_holm)}); pass@1 change {_span(chance.change)}"
+    text = f"{test} {p_text(chance.p_value)} (Holm-adjusted {p_text(chance.p_holm)}); pass@1 change {_span(chance.change)}"
     if chance.pass_pow_k_change is not None:
         text += f", pass^k change {_span(chance.pass_pow_k_change)}"
     word = _live_word(chance, threshold)
@@ -200,6 +200,8 @@ def _run_word(pairs: list[TestPair], tests: dict[str, Judgement], chance: Chance
               threshold: float) -> Judgement:
     """The run's word: worse when any test is, or the pooled evidence says so; not worse when no test is worse and
     (if any test is live) the pooled interval excludes a drop bigger than the threshold; else cannot tell."""
+    if not tests:  # no verdict without looking
+        return Judgement(word="cannot tell", basis="deterministic", reason="no test was graded by both runs")
     worse = [name for name, j in tests.items() if j.word == "worse"]
     live_word = _live_word(chance, threshold) if chance is not None else None
     basis: Basis = "live" if chance is not None else "deterministic"
@@ -234,13 +236,17 @@ def _gate(tests: dict[str, Judgement], run: Judgement, require_power: bool, lost
     elif run.word == "worse":
         reasons.append("the run is worse (the evidence pooled over its tests)")
     reasons.extend(lost)
-    if require_power and (unsure or run.word == "cannot tell"):
-        what = [*unsure, *(["the run"] if run.word == "cannot tell" else [])]
+    if lost and not tests:  # "cannot tell" over no shared test is said by the lost tests already
+        unsure_run = False
+    else:
+        unsure_run = run.word == "cannot tell"
+    if require_power and (unsure or unsure_run):
+        what = [*unsure, *(["the run"] if unsure_run else [])]
         reasons.append(f"cannot tell: {_names(what)} (--require-power)")
     if reasons:
         return Gate(failed=True, reasons=reasons, line="gate: fails: " + "; ".join(reasons))
     line = "gate: passes: nothing is worse"
-    if unsure or run.word == "cannot tell":
-        what = [*unsure, *(["the run"] if run.word == "cannot tell" else [])]
+    if unsure or unsure_run:
+        what = [*unsure, *(["the run"] if unsure_run else [])]
         line += f"; cannot tell: {_names(what)} (--require-power fails on that)"
     return Gate(failed=False, line=line)

@@ -361,8 +361,8 @@ def runs_line(comparison: Comparison) -> str:
     before, after = c.before_run_id or "before", c.after_run_id or "after"
     basis = ""
     if c.models_before is not None and c.models_after is not None:
-        basis = (f" ({before}: {c.models_before.kind}, {c.models_before.basis}; "
-                 f"{after}: {c.models_after.kind}, {c.models_after.basis})")
+        basis = (f" ({before} {c.models_before.kind}: {c.models_before.basis}; "
+                 f"{after} {c.models_after.kind}: {c.models_after.basis})")
     if c.pairing == "deterministic":
         return f"{DETERMINISTIC_WHY[:1].upper()}{DETERMINISTIC_WHY[1:]}; no chance statistics{basis}"
     if c.pairing == "mixed":
@@ -418,8 +418,8 @@ def dropped(comparison: Comparison, d: CaseDelta) -> bool:
 
 def regression_reason(comparison: Comparison, d: CaseDelta) -> str:
     """Why a case is a regression, in words every renderer shows: a broken safety claim, the score drop, the
-    sub-score drop behind the total, or that it passed before and fails now (and why); and, when the verdict is
-    not worse, what it is (a live drop chance may explain)."""
+    sub-score drop behind the total, or that it passed before and fails now (and why). Whether that is worse is the
+    verdict's to say (`verdict_lines`): a live drop may be chance."""
     moves = ", ".join(f"{m.name} {m.before:.2f} -> {m.after:.2f} ({m.delta:+.2f})"
                       for m in d.sub_score_moves if m.name in d.sub_score_regressions)
     parts = [b.text() for b in d.safety_breaches]
@@ -430,10 +430,7 @@ def regression_reason(comparison: Comparison, d: CaseDelta) -> str:
         parts.append(why + (f"; sub-score drop: {moves}" if moves else ""))
     elif moves:
         parts.append(f"{moves}, a drop of {comparison.threshold:.2f} or more behind a score of {_num(d.before)} -> {_num(d.after)}")
-    why = "; ".join(parts)
-    if d.word is not None and d.word != "worse":
-        why += f"; verdict: {d.word}"
-    return why
+    return "; ".join(parts)
 
 
 def warning_line(comparison: Comparison, d: CaseDelta) -> str:

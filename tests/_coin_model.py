@@ -1,0 +1,58 @@
+"""A live-like model whose truth is known: an OpenAI-compatible server on loopback (written here with the standard
+library, none of trialrun's code) that answers each request right with a known probability, from a seeded stream.
+
+trialrun reaches it as a live model (`openai-compatible:http://127.0.0.1:PORT/v1#coin`), so a run on it is live in
+every sense trialrun can observe, while the test knows the pass rate each test truly has.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+__all__ = ["coin_model"]
+
+
+@contextmanager
+def coin_model(chance: Callable[[str], float], *, seed: int, right: str = "Buy milk.",
+               wrong: str = "Buy bread.") -> Iterator[str]:
+    """Serve the coin model; yields its model spec. `chance(prompt)` is the probability that a request whose last
+    user message is `prompt` is answered `right` (else `wrong`)."""
+    draws = random.Random(seed)
+    lock = threading.Lock()
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self) -> None:  # noqa: N802 - the standard library's name
+            body = json.loads(self.rfile.read(int(self.headers.get("content-length", "0"))) or b"{}")
+            prompt = next((m.get("content") for m in reversed(body.get("messages", [])) if m.get("role") == "user"), "")
+            with lock:
+                answer = right if draws.random() < chance(str(prompt)) else wrong
+            reply = json.dumps({
+                "id": "chatcmpl-coin", "object": "chat.completion", "created": 0, "model": body.get("model", "coin"),
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": answer}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 3, "total_tokens": 13},
+            }).encode()
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(reply)))
+            self.end_headers()
+            self.wfile.write(reply)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, name="coin-model", daemon=True)
+    thread.start()
+    try:
+        yield f"openai-compatible:http://127.0.0.1:{server.server_address[1]}/v1#coin"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
