@@ -4,7 +4,7 @@ Every test here is one-sided: the question a gate asks is "is the later run wors
 
 - `fisher_worse`: Fisher's exact test of one test's passed/failed trials in two runs. Given the table's margins, the
   later run's passes follow the hypergeometric distribution; the p-value is the chance of as few passes or fewer.
-  The weights C(n_after, x) * C(n_before, s - x) are integers, so the tail is summed exactly.
+  The weights C(n_after, x) * C(n_before, s - x) are integers, so the tail is summed exactly (and divided once).
 - `stratified_worse`: the same question over every test at once, stratified by test: the exact conditional test
   of a common odds ratio of 1 (the exact Cochran-Mantel-Haenszel test; R's `mantelhaen.test(exact=TRUE)`). The
   statistic is the later run's passes summed over the tests; under "no test changed" its distribution, given each
@@ -20,9 +20,9 @@ Every test here is one-sided: the question a gate asks is "is the later run wors
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
-from fractions import Fraction
 from typing import NamedTuple
 
 __all__ = ["ALPHA", "Table", "fisher_worse", "stratified_worse", "StratifiedResult", "holm", "normal_cdf",
@@ -77,7 +77,7 @@ def fisher_worse(passed_before: int, run_before: int, passed_after: int, run_aft
         return math.comb(t.run_after, x) * math.comb(t.run_before, passes - x)
 
     tail = sum(weight(x) for x in range(low, t.passed_after + 1))
-    return float(Fraction(tail, math.comb(t.run_before + t.run_after, passes)))
+    return tail / math.comb(t.run_before + t.run_after, passes)  # int / int: correctly rounded
 
 
 class StratifiedResult(NamedTuple):
@@ -91,7 +91,7 @@ def _pmf(t: Table) -> tuple[int, list[float]]:
     passes, low, high = _support(t)
     weights = [math.comb(t.run_after, x) * math.comb(t.run_before, passes - x) for x in range(low, high + 1)]
     total = math.comb(t.run_before + t.run_after, passes)
-    return low, [float(Fraction(w, total)) for w in weights]
+    return low, [w / total for w in weights]
 
 
 def stratified_worse(tables: Sequence[Sequence[int]], *, exact_work: int = EXACT_WORK) -> StratifiedResult:
@@ -166,8 +166,10 @@ def normal_cdf(z: float) -> float:
     return 0.5 * math.erfc(-z / math.sqrt(2.0))
 
 
+@functools.lru_cache(maxsize=256)
 def normal_quantile(p: float) -> float:
-    """The z with normal_cdf(z) == p, by bisection (exact to about 1e-12; only a handful are ever needed).
+    """The z with normal_cdf(z) == p, by bisection (exact to about 1e-12; only a handful of levels are ever asked
+    for, so each is computed once).
 
     >>> round(normal_quantile(0.975), 6)
     1.959964

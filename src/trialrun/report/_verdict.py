@@ -31,7 +31,7 @@ from ._power import level_for, smallest_drop, trials_needed
 from ._safety import SafetyBreach
 from ._stats import ALPHA, Table, fisher_worse, holm, stratified_worse
 
-__all__ = ["Word", "Chance", "Judgement", "Gate", "TestPair", "Verdicts", "judge", "p_text", "DETERMINISTIC_WHY"]
+__all__ = ["Word", "Chance", "Judgement", "Gate", "SharedTest", "Verdicts", "judge", "p_text", "DETERMINISTIC_WHY"]
 
 Word = Literal["worse", "not worse", "cannot tell"]
 Basis = Literal["deterministic", "safety", "live", "any_drop"]
@@ -50,10 +50,10 @@ class Chance(BaseModel):
     change: tuple[float, float, float] = Field(description="pass@1 after - before: estimate, 95% low, high")
     pass_pow_k_change: tuple[float, float, float] | None = Field(default=None, description="pass^k, the run only")
     trials: int = Field(description="trials per test in the smaller run (the run: their mean over its tests)")
-    smallest_drop: float | None = Field(default=None, description="the smallest drop these trials tell with 80% "
-                                                                  "power (None: not even a drop to 0)")
-    trials_to_tell: int | None = Field(default=None, description="trials per test in each run that would tell a "
-                                                                 "drop of the threshold with 80% power")
+    smallest_drop: float | None = Field(default=None, description="cannot tell: the smallest drop these trials "
+                                        "tell with 80% power (None: not even a drop to 0, or the claim could tell)")
+    trials_to_tell: int | None = Field(default=None, description="cannot tell: trials per test in each run that "
+                                       "would tell a drop of the threshold with 80% power")
     tests: int = Field(default=1, description="live tests pooled (the run)")
 
 
@@ -75,7 +75,7 @@ class Gate(BaseModel):
 
 
 @dataclass
-class TestPair:
+class SharedTest:
     """What the verdict needs of one test both runs graded."""
 
     name: str
@@ -114,7 +114,7 @@ def _usable(t: Table | None) -> bool:
     return t is not None and t.run_before > 0 and t.run_after > 0
 
 
-def judge(pairs: list[TestPair], *, threshold: float, any_drop: bool = False, require_power: bool = False,
+def judge(pairs: list[SharedTest], *, threshold: float, any_drop: bool = False, require_power: bool = False,
           lost: list[str] | None = None) -> Verdicts:
     """Every test's word, the run's word and the gate's decision (see the module's docstring)."""
     live = [p for p in pairs if not p.deterministic and _usable(p.table)]
@@ -124,7 +124,7 @@ def judge(pairs: list[TestPair], *, threshold: float, any_drop: bool = False, re
     return Verdicts(tests, run, _gate(tests, run, require_power, lost or []))
 
 
-def _live_chances(live: list[TestPair], threshold: float) -> dict[str | None, Chance]:
+def _live_chances(live: list[SharedTest], threshold: float) -> dict[str | None, Chance]:
     """The chance statistics of each live test (by name) and of the run (None): one weighted-Holm family."""
     if not live:
         return {}
@@ -137,24 +137,30 @@ def _live_chances(live: list[TestPair], threshold: float) -> dict[str | None, Ch
     for pair, t, p, p_adj in zip(live, tables, own, adjusted[1:]):
         change = change_interval([t])
         assert change is not None
-        trials = min(t.run_before, t.run_after)
-        rate, level = t.passed_before / t.run_before, level_for(m, pooled=False)
-        out[pair.name] = Chance(test="fisher", p_value=p, p_holm=p_adj, change=change, trials=trials,
-                                smallest_drop=smallest_drop(rate, trials, level=level),
-                                trials_to_tell=trials_needed(rate, min(threshold, 1.0), level=level))
+        chance = Chance(test="fisher", p_value=p, p_holm=p_adj, change=change, trials=min(t.run_before, t.run_after))
+        out[pair.name] = _with_power(chance, t.passed_before / t.run_before, threshold, m, pooled=False)
     change, pow_k = change_interval(tables), change_interval(tables, pass_pow_k=True)
     assert change is not None
     trials = max(1, round(sum(min(t.run_before, t.run_after) for t in tables) / m))
     rate = sum(t.passed_before for t in tables) / sum(t.run_before for t in tables)
-    level = level_for(m, pooled=True)
-    out[None] = Chance(test=f"stratified {pooled.method}", p_value=pooled.p_value, p_holm=adjusted[0], change=change,
-                       pass_pow_k_change=pow_k, trials=trials, tests=m,
-                       smallest_drop=smallest_drop(rate, trials, tests=m, level=level),
-                       trials_to_tell=trials_needed(rate, min(threshold, 1.0), tests=m, level=level))
+    run = Chance(test=f"stratified {pooled.method}", p_value=pooled.p_value, p_holm=adjusted[0], change=change,
+                 pass_pow_k_change=pow_k, trials=trials, tests=m)
+    out[None] = _with_power(run, rate, threshold, m, pooled=True)
     return out
 
 
-def _test_word(pair: TestPair, chance: Chance | None, threshold: float, any_drop: bool) -> Judgement:
+def _with_power(chance: Chance, rate: float, threshold: float, tests: int, *, pooled: bool) -> Chance:
+    """For a claim that cannot tell: the smallest drop its trials tell, and the trials that would tell the threshold
+    (80% power, at the level the claim is first tested at; pooled: over `tests` tests alike)."""
+    if _live_word(chance, threshold) != "cannot tell":
+        return chance
+    level, over = level_for(tests, pooled=pooled), tests if pooled else 1
+    chance.smallest_drop = smallest_drop(rate, chance.trials, tests=over, level=level)
+    chance.trials_to_tell = trials_needed(rate, min(threshold, 1.0), tests=over, level=level)
+    return chance
+
+
+def _test_word(pair: SharedTest, chance: Chance | None, threshold: float, any_drop: bool) -> Judgement:
     counts = _counts(pair.table)
     if pair.breaches:
         return Judgement(word="worse", basis="safety", chance=chance,
@@ -196,7 +202,7 @@ def _chance_text(chance: Chance, threshold: float, *, pooled: bool) -> str:
     return text
 
 
-def _run_word(pairs: list[TestPair], tests: dict[str, Judgement], chance: Chance | None,
+def _run_word(pairs: list[SharedTest], tests: dict[str, Judgement], chance: Chance | None,
               threshold: float) -> Judgement:
     """The run's word: worse when any test is, or the pooled evidence says so; not worse when no test is worse and
     (if any test is live) the pooled interval excludes a drop bigger than the threshold; else cannot tell."""

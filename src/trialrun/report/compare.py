@@ -31,7 +31,7 @@ from ._comparison import REGRESSION_THRESHOLD, CaseDelta, Comparison, ConfigChan
 from ._models_used import case_determinism, pair_of, run_models
 from ._safety import breaches
 from ._stats import Table
-from ._verdict import DETERMINISTIC_WHY, TestPair, judge
+from ._verdict import DETERMINISTIC_WHY, SharedTest, judge
 from ._why import why_failed
 from .results import CaseResult, RunReport
 
@@ -177,7 +177,7 @@ def _judged(comparison: Comparison, old: dict[str, CaseResult], new: dict[str, C
         if d.trials_run_before is not None and d.trials_passed_before is not None and \
                 d.trials_run_after is not None and d.trials_passed_after is not None:
             table = Table(d.trials_passed_before, d.trials_run_before, d.trials_passed_after, d.trials_run_after)
-        pairs.append(TestPair(d.name, table, d.deterministic, d.regression, d.safety_breaches))
+        pairs.append(SharedTest(d.name, table, d.deterministic, d.regression, d.safety_breaches))
     verdicts = judge(pairs, threshold=c.threshold, any_drop=c.any_drop, require_power=c.require_power,
                      lost=_lost(c))
     for d in shared:
