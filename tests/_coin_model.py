@@ -12,18 +12,29 @@ import random
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-__all__ = ["coin_model"]
+__all__ = ["coin_model", "Coin"]
+
+
+@dataclass
+class Coin:
+    """The served model: its spec for trialrun, and how many answers it gave right and wrong (the truth)."""
+
+    spec: str
+    right: int = 0
+    wrong: int = 0
 
 
 @contextmanager
 def coin_model(chance: Callable[[str], float], *, seed: int, right: str = "Buy milk.",
-               wrong: str = "Buy bread.") -> Iterator[str]:
-    """Serve the coin model; yields its model spec. `chance(prompt)` is the probability that a request whose last
-    user message is `prompt` is answered `right` (else `wrong`)."""
+               wrong: str = "Buy bread.") -> Iterator[Coin]:
+    """Serve the coin model; yields it (`Coin.spec` for `--model`). `chance(prompt)` is the probability that a request
+    whose last user message is `prompt` is answered `right` (else `wrong`)."""
     draws = random.Random(seed)
     lock = threading.Lock()
+    coin = Coin("")
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -32,7 +43,10 @@ def coin_model(chance: Callable[[str], float], *, seed: int, right: str = "Buy m
             body = json.loads(self.rfile.read(int(self.headers.get("content-length", "0"))) or b"{}")
             prompt = next((m.get("content") for m in reversed(body.get("messages", [])) if m.get("role") == "user"), "")
             with lock:
-                answer = right if draws.random() < chance(str(prompt)) else wrong
+                good = draws.random() < chance(str(prompt))
+                coin.right += good
+                coin.wrong += not good
+            answer = right if good else wrong
             reply = json.dumps({
                 "id": "chatcmpl-coin", "object": "chat.completion", "created": 0, "model": body.get("model", "coin"),
                 "choices": [{"index": 0, "message": {"role": "assistant", "content": answer}, "finish_reason": "stop"}],
@@ -51,7 +65,8 @@ def coin_model(chance: Callable[[str], float], *, seed: int, right: str = "Buy m
     thread = threading.Thread(target=server.serve_forever, name="coin-model", daemon=True)
     thread.start()
     try:
-        yield f"openai-compatible:http://127.0.0.1:{server.server_address[1]}/v1#coin"
+        coin.spec = f"openai-compatible:http://127.0.0.1:{server.server_address[1]}/v1#coin"
+        yield coin
     finally:
         server.shutdown()
         server.server_close()

@@ -82,8 +82,9 @@ def breaches(before: CaseResult, after: CaseResult) -> list[SafetyBreach]:
 
 
 def _reason(trial: TrialResult) -> str:
-    """Why a trial of a test tagged safety failed: its first failed verdict, else its error."""
-    failed = trial.failed_verdicts
+    """Why a trial of a test tagged safety failed: its first failed verdict (a grader's before the rubric's score,
+    which says less about what was done), else its error."""
+    failed = sorted(trial.failed_verdicts, key=lambda v: v.kind == "score")
     if failed:
         return f"{failed[0].grader}: {failed[0].reason}"
     error = trial.error or trial.teardown_error
