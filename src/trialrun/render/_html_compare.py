@@ -62,9 +62,9 @@ def _verdict_panel(c: Comparison) -> str:
                f"<strong>The run</strong>: {escape(c.run.reason)}</p>")
         chance = c.run.chance
         if chance is not None:
-            run += (f'<dl class="kv" id="run-intervals"><dt>pass@1 change (95%)</dt><dd>{_span(chance.change)}</dd>'
-                    f"<dt>pass^k change (95%)</dt><dd>{_span(chance.pass_pow_k_change)}</dd>"
-                    f"<dt>p (one-sided, Holm)</dt><dd>{chance.p_value:.4f} ({chance.p_holm:.4f})</dd></dl>")
+            run += (f'<ul class="meta" id="run-intervals"><li>pass@1 change (95%): <strong>{_span(chance.change)}'
+                    f"</strong></li><li>pass^k change (95%): <strong>{_span(chance.pass_pow_k_change)}</strong></li>"
+                    f"<li>p, one-sided: {chance.p_value:.4f} (Holm-adjusted {chance.p_holm:.4f})</li></ul>")
     return (f'<section class="panel" aria-labelledby="verdict-h" id="verdict"><h3 id="verdict-h">Verdict</h3>'
             f'{gate_html}<p class="muted" id="runs-kind">{escape(runs_line(c))}</p>{run}</section>')
 

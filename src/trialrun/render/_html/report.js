@@ -598,7 +598,7 @@
 
   // -- the compare page ----------------------------------------------------------------------------------------
   var MOVE = {
-    regressed: { icon: "▼", label: "worse", cls: "fail" },
+    regressed: { icon: "▼", label: "lower", cls: "fail" },
     improved: { icon: "▲", label: "better", cls: "pass" },
     unchanged: { icon: "=", label: "same", cls: "same" },
     added: { icon: "+", label: "added", cls: "info" },
@@ -671,7 +671,7 @@
       { value: "regression", label: "Regressions", cls: "fail", match: function (d) { return !!d.regression; } },
       { value: "word-worse", label: "Verdict: worse", cls: "fail", match: function (d) { return d.word === "worse"; } },
       { value: "word-cannot-tell", label: "Cannot tell", match: function (d) { return d.word === "cannot tell"; } },
-      { value: "regressed", label: "Worse", cls: "fail", match: function (d) { return d.status === "regressed"; } },
+      { value: "regressed", label: "Lower", cls: "fail", match: function (d) { return d.status === "regressed"; } },
       { value: "improved", label: "Better", cls: "pass", match: function (d) { return d.status === "improved"; } },
       { value: "unchanged", label: "Same", match: function (d) { return d.status === "unchanged"; } },
       { value: "added", label: "Added", match: function (d) { return d.status === "added"; } },
