@@ -35,7 +35,7 @@ def trials_needed(rate: float, drop: float, *, tests: int = 1, level: float = AL
     >>> trials_needed(1.0, 0.10)   # one test that always passed, a drop to 0.9
     93
     >>> trials_needed(0.9, 0.35, tests=10)   # the issue's suite-wide drop, 0.9 -> 0.55 over 10 tests
-    4
+    3
     """
     if not 0 < drop <= 1:
         raise ValueError(f"drop must be in (0, 1], got {drop}")
@@ -56,8 +56,8 @@ def smallest_drop(rate: float, trials: int, *, tests: int = 1, level: float = AL
     """The smallest drop (to 0.01) that `trials` trials per test in each run tell with 80% power; None when not
     even a drop to 0 would be told.
 
-    >>> smallest_drop(1.0, 5)
-    0.62
+    >>> smallest_drop(1.0, 5)   # five trials of a test that always passed tell little but a collapse
+    0.92
     """
     if trials < 1:
         return None
