@@ -28,11 +28,14 @@ class Coin:
 
 
 @contextmanager
-def coin_model(chance: Callable[[str], float], *, seed: int, right: str = "Buy milk.",
-               wrong: str = "Buy bread.") -> Iterator[Coin]:
-    """Serve the coin model; yields it (`Coin.spec` for `--model`). `chance(prompt)` is the probability that a request
-    whose last user message is `prompt` is answered `right` (else `wrong`)."""
-    draws = random.Random(seed)
+def coin_model(chance: Callable[[str], float], *, seed: int, right: str = "Buy milk.", wrong: str = "Buy bread.",
+               per_prompt: bool = False) -> Iterator[Coin]:
+    """Serve the coin model; yields it (`Coin.spec` for `--model`). `chance(text)` is the probability that a request
+    is answered `right` (else `wrong`); `text` is its last user message, after its system message and a newline
+    when it has one. One seeded stream of draws serves every request; `per_prompt=True` gives each `text` a stream
+    of its own, so what each test draws does not depend on the order concurrent trials ask in."""
+    shared = random.Random(seed)
+    streams: dict[str, random.Random] = {}
     lock = threading.Lock()
     coin = Coin("")
 
@@ -41,9 +44,13 @@ def coin_model(chance: Callable[[str], float], *, seed: int, right: str = "Buy m
 
         def do_POST(self) -> None:  # noqa: N802 - the standard library's name
             body = json.loads(self.rfile.read(int(self.headers.get("content-length", "0"))) or b"{}")
-            prompt = next((m.get("content") for m in reversed(body.get("messages", [])) if m.get("role") == "user"), "")
+            messages = body.get("messages", [])
+            prompt = next((m.get("content") for m in reversed(messages) if m.get("role") == "user"), "")
+            system = next((m.get("content") for m in messages if m.get("role") == "system"), None)
+            text = f"{system}\n{prompt}" if system else str(prompt)
             with lock:
-                good = draws.random() < chance(str(prompt))
+                draws = streams.setdefault(text, random.Random(f"{seed}:{text}")) if per_prompt else shared
+                good = draws.random() < chance(text)
                 coin.right += good
                 coin.wrong += not good
             answer = right if good else wrong

@@ -301,9 +301,9 @@ def delta_lines(comparison: Comparison) -> list[str]:
         Pass rate: 3/5 -> 4/5   ▲ +1
 
     and what the seed does not cover: `Trials: 1 -> 3` when the runs' trials per test differ, a line above the table
-    when the runs selected different tests, pass/fail flips and sub-score moves on a test's line; then what kind of
-    runs these are, the word for each test and for the run (`verdict_lines`), the seed's warnings, the config
-    changes, and last what the gate decides and why.
+    when the runs selected different tests, pass/fail flips and sub-score moves on a test's line, the seed's
+    warnings and the config changes; then, below the skill's lines, what kind of runs these are, the word for each
+    test and for the run (`verdict_lines`), and last what the gate decides and why.
     """
     lines: list[str] = []
     if comparison.selection_differs:
@@ -342,13 +342,13 @@ def delta_lines(comparison: Comparison) -> list[str]:
         ):
             lines.append(f"{label}:    {_num(before)} -> {_num(after).ljust(column)}  {movement(_shown_delta(before, after))}".rstrip())
     lines.extend(note_lines(comparison))
-    lines.extend(verdict_lines(comparison))
     for d in comparison.cases:
         if d.regression or d.safety_breaches:
             lines.append(warning_line(comparison, d))
     if comparison.config_changes:
         lines.append("Config changes:")
         lines.extend(f"  {c.key}: {format_value(c.before)} -> {format_value(c.after)}" for c in comparison.config_changes)
+    lines.extend(verdict_lines(comparison))
     if comparison.gate is not None:
         lines.append(comparison.gate.line)
     return lines
@@ -358,11 +358,10 @@ def runs_line(comparison: Comparison) -> str:
     """What kind of runs these are, said once: deterministic ("every change is real"), live, mixed or unknown, and
     what that was decided from (the models each run's trials talked to)."""
     c = comparison
-    before, after = c.before_run_id or "before", c.after_run_id or "after"
     basis = ""
     if c.models_before is not None and c.models_after is not None:
-        basis = (f" ({before} {c.models_before.kind}: {c.models_before.basis}; "
-                 f"{after} {c.models_after.kind}: {c.models_after.basis})")
+        basis = (f" (before, {c.models_before.kind}: {c.models_before.basis}; "
+                 f"after, {c.models_after.kind}: {c.models_after.basis})")
     if c.pairing == "deterministic":
         return f"{DETERMINISTIC_WHY[:1].upper()}{DETERMINISTIC_WHY[1:]}; no chance statistics{basis}"
     if c.pairing == "mixed":
@@ -381,7 +380,7 @@ def verdict_lines(comparison: Comparison) -> list[str]:
           the run:     worse: 2 of 2 tests worse
     """
     c = comparison
-    lines = [runs_line(c)]
+    lines = ["", runs_line(c)]
     judged = [d for d in c.cases if d.word is not None]
     if not judged and c.run is None:
         return lines
@@ -425,7 +424,7 @@ def regression_reason(comparison: Comparison, d: CaseDelta) -> str:
     parts = [b.text() for b in d.safety_breaches]
     if dropped(comparison, d):
         parts.append(f"{_num(d.before)} -> {_num(d.after)} ({d.delta:+.2f}, a drop of {comparison.threshold:.2f} or more)")
-    elif d.newly_failing:
+    elif d.newly_failing and not parts:  # (a broken safety claim says why it fails already)
         why = f"passed -> failed (score {_num(d.before)} -> {_num(d.after)})" + (f": {d.failure_after}" if d.failure_after else "")
         parts.append(why + (f"; sub-score drop: {moves}" if moves else ""))
     elif moves:
