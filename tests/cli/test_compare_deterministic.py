@@ -134,3 +134,14 @@ def test_a_result_file_from_before_trials_recorded_their_models_is_read_by_its_c
     [said] = [line for line in result.output.splitlines() if line.startswith("Deterministic runs")]
     assert "read from the config snapshot's model scripted:model.yaml: 6 trials did not record their model" in said
     assert "worse: safety: never_ran('rm -rf') held in 3/3 trials before" in result.output  # by the grader's name
+
+
+def test_a_regraded_run_keeps_the_models_its_trials_talked_to(initialised: Path, cli: Callable[..., Result]) -> None:
+    """A regrade runs no agent: its trials keep the models the original trials talked to, so a regrade compared with
+    its original is still a deterministic pair."""
+    cli("run", "all", "-k", "2")
+    regraded = cli("regrade")
+    assert regraded.exit_code in (0, 1), regraded.output
+    latest = json.loads((initialised / "state" / "eval" / "latest.json").read_text())
+    assert latest["regraded_from"] and all(t["models"] == ["scripted"] for c in latest["cases"] for t in c["trials"])
+    assert "Deterministic runs: every change is real" in cli("compare").output

@@ -31,9 +31,9 @@ __all__ = ["ALPHA", "Table", "fisher_worse", "stratified_worse", "StratifiedResu
 #: The false-alarm rate of compare's verdict: the chance that a comparison of two runs that differ only by chance
 #: calls anything "worse" is at most this.
 ALPHA = 0.05
-#: Convolution steps the exact stratified test may take (about a second of pure Python); more uses the normal
+#: Convolution steps the exact stratified test may take (about a tenth of a second of pure Python); more uses the normal
 #: approximation.
-EXACT_WORK = 2_000_000
+EXACT_WORK = 300_000
 
 
 class Table(NamedTuple):
