@@ -215,12 +215,10 @@ def _run_word(pairs: list[SharedTest], tests: dict[str, Judgement], chance: Chan
     if worse:
         parts.append(f"{len(worse)} of {len(tests)} test{'s' if len(tests) != 1 else ''} worse")
     if chance is not None:
-        passed_b = sum(p.table.passed_before for p in pairs if p.table is not None and not p.deterministic)
-        passed_a = sum(p.table.passed_after for p in pairs if p.table is not None and not p.deterministic)
-        run_b = sum(p.table.run_before for p in pairs if p.table is not None and not p.deterministic)
-        run_a = sum(p.table.run_after for p in pairs if p.table is not None and not p.deterministic)
-        parts.append(f"{passed_b}/{run_b} -> {passed_a}/{run_a} trials passed over {chance.tests} live "
-                     f"test{'s' if chance.tests != 1 else ''}; {_chance_text(chance, threshold, pooled=True)}")
+        pooled = [p.table for p in pairs if not p.deterministic and p.table is not None and _usable(p.table)]
+        totals = [sum(t[i] for t in pooled) for i in range(4)]
+        parts.append(f"{_counts(Table(*totals))} over {chance.tests} live test{'s' if chance.tests != 1 else ''}; "
+                     f"{_chance_text(chance, threshold, pooled=True)}")
     elif not worse:
         parts.append(f"no test is worse ({len(tests)} compared)")
     word: Word = ("worse" if worse or live_word == "worse" else
