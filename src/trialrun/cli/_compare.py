@@ -18,7 +18,8 @@ from ._common import (EXIT_FAILED, EXIT_OK, _check_output_file, _console, _fail_
 @click.option("--suite", type=click.Path(dir_okay=False), help="Suite file (its folder holds the results by default).")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Configuration file.")
 @click.option("--threshold", type=click.FloatRange(min=0, min_open=True), default=0.10, show_default=True,
-              help="A drop of this much or more (greater than 0) is a regression.")
+              help="A drop of this much or more (greater than 0) is a regression; \"not worse\" must rule out a "
+                   "bigger drop.")
 @click.option("--fail-on-regression", is_flag=True,
               help="Exit 1 when anything is worse: a test whose every drop is real (deterministic runs), a broken "
                    "safety claim, a live test or the run worse beyond chance; or when the later run lost a test "

@@ -100,8 +100,7 @@ def _basis(kind: Determinism, total: Counter[str], trials: int, from_snapshot: i
            snapshot: dict[str, Any]) -> str:
     """`scripted model in 6 of 6 trials`, `... (read from the config snapshot's model ...)`, `no trial talked ...`."""
     if kind == "unknown":
-        return (f"no trial talked to a model trialrun observed ({trials} trial{'s' if trials != 1 else ''}); "
-                "judged as live")
+        return f"no trial talked to a model trialrun observed ({trials} trial{'s' if trials != 1 else ''})"
     seen = ", ".join(f"{name} model in {count} of {trials} trials" for name, count in sorted(total.items()))
     if from_snapshot:
         seen += (f" (read from the config snapshot's model {snapshot.get('model')}: {from_snapshot} trial"
