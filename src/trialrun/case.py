@@ -396,6 +396,14 @@ class TrialContext:
                   if inner is not None}
         return [t for t in self._transports if id(t) not in behind]
 
+    def model_kinds(self) -> list[str]:
+        """The kinds of model this trial talked to (`models.ModelKind`: scripted, replay, live, other), sorted: those
+        of the transports the agent talked to that saw a request. The trial's result keeps them (`models`), so a
+        comparison knows whether its runs were deterministic from what they did, not from what was configured."""
+        from .models._base import kind_of
+
+        return sorted({kind_of(transport) for transport in self._outer() if transport.exchanges})
+
     def exchanges(self) -> list[Exchange]:
         """The trial's recorded HTTP exchanges, numbered as `Turn.exchange` numbers them (from 1): each observed
         transport's in arrival order, one transport after another in the order they were created."""

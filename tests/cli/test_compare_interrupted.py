@@ -38,7 +38,7 @@ def test_a_run_interrupted_before_any_test_finished(project: Path, cli) -> None:
 
     gate = cli("compare", "--fail-on-regression")
     assert gate.exit_code == 1
-    assert f"--fail-on-regression: 5 tests did not finish in {after.run_id}" in gate.output
+    assert f"gate: fails: 5 tests did not finish in {after.run_id}" in gate.output
 
     data = json.loads(cli("compare", "--json").output)
     assert data["removed"] == [] and len(data["not_finished"]) == 5
@@ -77,7 +77,7 @@ def test_a_removed_test_fails_the_gate(project: Path, cli, write_suite) -> None:
     result = cli("compare", "--fail-on-regression")
     assert "list-dir:                  1.00 -> gone  - removed" in result.output.splitlines()
     assert result.exit_code == 1
-    assert "--fail-on-regression: 1 test removed (list-dir)" in result.output
+    assert "gate: fails: 1 test removed (list-dir)" in result.output
     assert cli("compare").exit_code == 0  # without the flag, compare only reports
 
 
@@ -92,7 +92,7 @@ def test_markdown_and_html_say_not_finished(project: Path, cli) -> None:
     assert "**Not finished (interrupted):** search-json, list-dir, refuse-dangerous-command, summarise-notes" in markdown
     run_id = after.run_id.replace("_", "\\_")
     assert f"> Run {run_id} was interrupted; 4 tests did not finish" in markdown
-    assert markdown.splitlines()[0].endswith("— no regressions; 4 tests not finished")
+    assert markdown.splitlines()[0].endswith("— nothing worse; 4 tests not finished")
     assert "removed" not in markdown.split("**Tests removed:** none")[0]
 
     page = (project / "cmp.html").read_text()
@@ -113,7 +113,7 @@ def test_an_empty_later_run_is_noted_and_fails_the_gate(project: Path, cli) -> N
     assert f"note: run {after.run_id} graded no tests" in lines
     assert "read-file:                 1.00 -> gone  - removed" in lines  # not interrupted: these really are gone
     assert result.exit_code == 1
-    assert "--fail-on-regression: 5 tests removed (read-file, search-json, list-dir, refuse-dangerous-command, summarise-notes)" in result.output
+    assert "gate: fails: 5 tests removed (read-file, search-json, list-dir, refuse-dangerous-command, summarise-notes)" in result.output
 
 
 def test_the_gate_does_not_pass_when_no_test_was_compared(project: Path, cli) -> None:
@@ -125,4 +125,4 @@ def test_the_gate_does_not_pass_when_no_test_was_compared(project: Path, cli) ->
     assert cli("compare").exit_code == 0  # compare itself shows what it can
     gate = cli("compare", "--fail-on-regression")
     assert gate.exit_code == 1
-    assert "--fail-on-regression: no test was graded by both runs, so nothing was compared" in gate.output
+    assert "gate: fails: no test was graded by both runs, so nothing was compared" in gate.output

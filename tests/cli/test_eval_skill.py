@@ -94,6 +94,19 @@ WARNING: regression in summarise-notes: 1.00 -> 0.17 (-0.83, a drop of 0.10 or m
 Config changes:
   model: scripted:model_v1.yaml -> scripted:model_v2.yaml
 """
+#: What trialrun adds below the skill's lines: the kind of runs (their trials talked to a scripted model only), the
+#: word for each test and the run, and the gate's decision.
+VERDICT = """
+Deterministic runs: every change is real; no chance statistics (before, deterministic: scripted model in 5 of 5 trials; after, deterministic: scripted model in 5 of 5 trials)
+Verdict:
+  read-file:                 not worse: 1/1 -> 1/1 trials passed
+  search-json:               not worse: 0/1 -> 1/1 trials passed
+  list-dir:                  not worse: 1/1 -> 1/1 trials passed
+  refuse-dangerous-command:  not worse: 0/1 -> 1/1 trials passed
+  summarise-notes:           worse: 1/1 -> 0/1 trials passed
+  the run:                   worse: 1 of 5 tests worse
+gate: fails: 1 test worse (summarise-notes)
+"""
 
 #: The same story under the skill's literal formula: the clamp hides refuse-dangerous-command's change in the total,
 #: so its line says the flip and the sub-score that moved.
@@ -117,7 +130,7 @@ def test_compare_loads_the_two_most_recent_runs(project: Path, cli) -> None:
     cli("run", "all", "--model", "scripted:model_v2.yaml")
     result = cli("compare")
     assert result.exit_code == 0
-    assert result.output.split("\n", 1)[1] == SEED_COMPARE
+    assert result.output.split("\n", 1)[1] == SEED_COMPARE + VERDICT  # the skill's lines first, exactly
     assert cli("compare", "--fail-on-regression").exit_code == 1
 
 
@@ -125,7 +138,7 @@ def test_compare_under_the_skill_rubric_tells_the_same_story(project: Path, cli)
     cli("run", "all", "--rubric", "skill")
     cli("run", "all", "--rubric", "skill", "--model", "scripted:model_v2.yaml")
     result = cli("compare")
-    assert result.output.split("\n", 1)[1] == SKILL_COMPARE
+    assert result.output.split("\n", 1)[1] == SKILL_COMPARE + VERDICT
 
 
 def test_compare_needs_two_runs(project: Path, cli) -> None:
@@ -260,10 +273,10 @@ def test_the_readme_compare_sample_is_what_compare_prints(project: Path, cli) ->
     for sample in samples:
         assert printed == sample.split("\n", 1)[1]
 
-    [chance] = [block for block in _readme_blocks() if block.startswith("Beyond chance:")]
+    [verdict] = [block for block in _readme_blocks()  # docs/cli.md's, of the same two runs with -k 5
+                 if block.startswith("Deterministic runs: every change is real") and "25 of 25 trials" in block]
     cli("run", "all", "-k", "5")
     cli("run", "all", "-k", "5", "--model", "scripted:model_v2.yaml")
     lines = cli("compare").output.splitlines()
-    assert all(line in lines for line in chance.splitlines()), chance
-    assert ("summarise-notes:           1.00 -> 0.17  ▼ -0.83, now fails  [5/5 -> 0/5 trials passed: beyond chance "
-            "(Fisher p=0.008); pass@1 1.00 [0.57, 1.00] -> 0.00 [0.00, 0.43]]") in lines
+    assert all(line in lines for line in verdict.splitlines()), verdict
+    assert "  summarise-notes:           worse: 5/5 -> 0/5 trials passed" in verdict.splitlines()

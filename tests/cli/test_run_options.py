@@ -171,7 +171,7 @@ def test_compare_writes_html_and_markdown_and_respects_no_summary(project: Path,
     assert result.exit_code == 0, result.output
     assert not summary.exists()  # --no-summary: the job summary is not touched
     markdown = (project / "compare.md").read_text()
-    assert markdown.startswith("## ⚠️ trialrun compare: ") and "1 regression" in markdown.splitlines()[0]
+    assert markdown.startswith("## ⚠️ trialrun compare: ") and markdown.splitlines()[0].endswith(" — 1 test worse")
     assert "**Regression in summarise-notes**: 1.00 → 0.17" in markdown
     assert "| `model` | `scripted:model_v1.yaml` | `scripted:model_v2.yaml` |" in markdown  # the config diff
     page = (project / "compare.html").read_text()

@@ -19,7 +19,7 @@ def _values() -> dict:
             "score_passed": None, "verdicts": [Verdict(True, "contains('v')", "output contains 'v'", kind="outcome")],
             "error": TrialError(type="RuntimeError", message="boom", phase="teardown"), "teardown_error": None,
             "duration_s": 0.25, "cost_usd": 0.5, "usage": tr.Usage(3, 4), "score": None, "status": "completed",
-            "output": {"answer": "v"}, "trajectory": trajectory, "killed": ["pid 7: sleep 9"]}
+            "output": {"answer": "v"}, "trajectory": trajectory, "killed": ["pid 7: sleep 9"], "models": ["scripted"]}
 
 
 def test_a_trusted_trial_result_is_what_model_construct_builds() -> None:

@@ -244,10 +244,12 @@ def test_comparison_warns_once_per_regression() -> None:
     assert comparison.regressions == ["read-file"]  # a drop of exactly 0.10
     markdown = comparison_markdown(comparison)
     lines = markdown.splitlines()
-    assert lines[0] == r"## ⚠️ trialrun compare: eval\_a → eval\_b — 1 regression"
+    # runs that recorded no trials are judged as live, where one trial each cannot tell; the removed test fails the gate
+    assert lines[0] == r"## ⚠️ trialrun compare: eval\_a → eval\_b — nothing worse; 1 test removed; cannot tell"
     assert markdown.count("> [!WARNING]") == 1
     warning = lines.index("> [!WARNING]")
-    assert lines[warning + 1] == "> **Regression in read-file**: 0.95 → 0.85 (-0.10, a drop of 0.10 or more)"
+    assert lines[warning + 1] == ("> **Regression in read-file**: 0.95 → 0.85 (-0.10, a drop of 0.10 or more) — "
+                                  "verdict: **cannot tell**")
 
 
 @pytest.mark.parametrize(
@@ -264,8 +266,11 @@ def test_comparison_warns_once_per_regression() -> None:
 )
 def test_comparison_case_rows(row: list[str]) -> None:
     table = _page(comparison_markdown(_comparison())).table("Case")
-    assert table[0] == ["Case", "Before", "After", "Δ", "Change"]
-    assert row in table[1:]
+    assert table[0] == ["Case", "Before", "After", "Δ", "Change", "Verdict", "pass@1 change (95%)"]
+    assert row in [r[:5] for r in table[1:]]
+    verdict = {r[0]: r[5:] for r in table[1:]}
+    assert verdict["read-file"][0] == "🟡 cannot tell" and verdict["read-file"][1].startswith("+0.00 [")
+    assert verdict["summarise"] == ["–", "–"] and verdict["old-test"] == ["–", "–"]
 
 
 def test_comparison_aggregates_added_removed_and_config() -> None:
@@ -290,15 +295,15 @@ def test_comparison_aggregates_added_removed_and_config() -> None:
 def test_multi_trial_comparison_shows_pass_rates() -> None:
     page = _page(comparison_markdown(_comparison(trials=3)))
     table = page.table("Case")
-    assert table[0] == ["Case", "Before", "After", "Δ", "Change", "pass@1", "pass^k"]
-    assert ["old-test", "0.60", "–", "–", "➖ removed", "0.00 → –", "0.00 → –"] in table
+    assert table[0] == ["Case", "Before", "After", "Δ", "Change", "Verdict", "pass@1", "pass^k", "pass@1 change (95%)"]
+    assert ["old-test", "0.60", "–", "–", "➖ removed", "–", "0.00 → –", "0.00 → –", "–"] in table
     assert [row[0] for row in page.table("Aggregate")[1:]] == ["Avg score", "Pass rate", "pass@1", "pass^k"]
 
 
 def test_comparison_without_regressions_or_changes() -> None:
     same = _report("eval_a", {"a": (0.5, False)}, {"model": "m"})
     markdown = comparison_markdown(compare(same, same), title="Before | after")
-    assert markdown.splitlines()[0] == r"## ✅ Before \| after — no regressions"
+    assert markdown.splitlines()[0] == r"## ❔ Before \| after — nothing worse; cannot tell"  # one live trial each
     assert "[!WARNING]" not in markdown and "No configuration changes." in markdown
     assert "**Tests added:** none · **Tests removed:** none" in markdown
 
@@ -351,7 +356,7 @@ def test_code_block_survives_backticks_in_case_names() -> None:
     comparison = compare(before, after)
     page = _page(comparison_markdown(comparison))
     assert page.pre == ["\n".join(delta_lines(comparison)) + "\n"]
-    assert ["```boom```", "0.90", "0.50", "▼ -0.40", "⚠️ regression"] in page.table("Case")
+    assert ["```boom```", "0.90", "0.50", "▼ -0.40", "⚠️ regression"] in [r[:5] for r in page.table("Case")]
 
 
 # -- $GITHUB_STEP_SUMMARY -----------------------------------------------------------------------------------

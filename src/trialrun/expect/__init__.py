@@ -7,7 +7,7 @@ May import: `_util`, `trajectory`, `_shell`, `wire`, `_scrub`, `models`, `agent`
 the runner or a report (cases hold graders, not the other way round).
 """
 
-from ._base import Grader, Verdict, check
+from ._base import Grader, Verdict, check, safety
 from .cost import max_cost_usd
 from .outcome import contains, ended, equals, matches, not_contains, satisfies
 from .trajectory import (
@@ -44,4 +44,5 @@ __all__ = [
     "never_ran",
     "no_model_calls",
     "max_cost_usd",
+    "safety",
 ]

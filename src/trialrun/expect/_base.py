@@ -16,7 +16,7 @@ from ..trajectory import Run, Trajectory
 #: import cases (cases hold graders; data flows one way).
 Context = Any
 
-__all__ = ["Verdict", "Grader", "as_grader", "check", "grade", "agrade", "output_text", "clip", "KINDS", "text_arg", "count_arg",
+__all__ = ["Verdict", "Grader", "as_grader", "safety", "check", "grade", "agrade", "output_text", "clip", "KINDS", "text_arg", "count_arg",
            "flag_arg", "number_label", "short_label"]
 
 KINDS = ("outcome", "trajectory", "cost")
@@ -32,6 +32,9 @@ class Verdict:
     score: float | None = None
     kind: str | None = None
     details: dict[str, Any] | None = None
+    #: A safety claim (`expect.safety`, and never_ran, not_called, no_denials): compare calls it a regression when it
+    #: held in every trial before and fails in any trial after, whatever the counts.
+    safety: bool = False
 
 
 GradeFn = Callable[[Run, "Context | None"], "Verdict | bool"]
@@ -80,18 +83,19 @@ def short_label(label: str, limit: int = 80) -> str:
 class Grader:
     """A named grading function of (run, ctx). Calling it always returns a Verdict."""
 
-    __slots__ = ("label", "fn", "kind", "built_as")
+    __slots__ = ("label", "fn", "kind", "built_as", "safety")
 
-    def __init__(self, label: str, fn: GradeFn, kind: str = "outcome") -> None:
+    def __init__(self, label: str, fn: GradeFn, kind: str = "outcome", *, safety: bool = False) -> None:
         self.label = label
         self.fn = fn
         self.kind = kind
         self.built_as = label  # the label its function writes into its verdicts (`renamed` tells them apart)
+        self.safety = safety  # its verdicts are safety claims (`expect.safety`)
 
     def renamed(self, label: str) -> Grader:
         """The same grader under another label (two of a case's graders named alike: `satisfies('<lambda>')`
         twice); its verdicts carry the new label, so results and comparisons can tell the two apart."""
-        other = Grader(label, self.fn, self.kind)
+        other = Grader(label, self.fn, self.kind, safety=self.safety)
         other.built_as = self.built_as
         return other
 
@@ -149,9 +153,23 @@ def as_grader(obj: Any, kind: str) -> Grader:
     return Grader(_label_of(obj), obj, kind)
 
 
+def safety(grader: Any) -> Grader:
+    """The grader as a safety claim: `expect.safety(expect.not_contains("password"))`. Its verdicts say so, and
+    `trialrun compare` calls it a regression when it held in every trial of the earlier run and fails in any trial
+    of the later one, however many trials passed (one leaked password is one too many). never_ran, not_called and
+    no_denials are safety claims already; in a suite file write `{"safety": {"not_contains": "password"}}`, or tag
+    the whole test `safety`."""
+    built = as_grader(grader, getattr(grader, "kind", "outcome"))
+    marked = Grader(built.label, built.fn, built.kind, safety=True)
+    marked.built_as = built.built_as
+    return marked
+
+
 def _finish(grader: Grader, result: Any) -> Verdict:
     verdict = _coerce(result, grader.label)
     verdict.kind = verdict.kind or grader.kind
+    if grader.safety:
+        verdict.safety = True
     if grader.label != grader.built_as and verdict.grader == grader.built_as:
         verdict.grader = grader.label
     return verdict
@@ -161,7 +179,8 @@ def _broken(grader: Grader, exc: Exception) -> Verdict:
     """A grader that raised: a failed verdict carrying the error (and where), never an exception."""
     where = traceback.extract_tb(exc.__traceback__)[-1:]
     at = f" at {where[0].filename}:{where[0].lineno}" if where else ""
-    return Verdict(False, grader.label, f"grader raised {type(exc).__name__}: {exc}{at}", kind=grader.kind)
+    return Verdict(False, grader.label, f"grader raised {type(exc).__name__}: {exc}{at}", kind=grader.kind,
+                   safety=grader.safety)
 
 
 def is_builtin(grader: Grader) -> bool:

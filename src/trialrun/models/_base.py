@@ -16,7 +16,7 @@ import sys
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from types import ModuleType
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 
@@ -28,6 +28,10 @@ from ..wire._types import Exchange, WireError
 
 __all__ = [
     "ModelTransport",
+    "ModelKind",
+    "MODEL_KINDS",
+    "DETERMINISTIC_KINDS",
+    "kind_of",
     "SENSITIVE_HEADERS",
     "REDACTED",
     "flavour",
@@ -164,6 +168,28 @@ def _left_encoded(module: ModuleType, headers: Any) -> dict[str, str]:
 
 _log = logging.getLogger("trialrun.models")
 
+#: What kind of model a transport is, as a trial records it (`TrialResult.models`) and compare reads it: a script
+#: (`ScriptedModel`), a recording replayed (`Cassette` in replay mode), the real provider (`LiveModel`, a cassette
+#: recording from it, any transport that reaches the network), or a transport trialrun cannot name ("other").
+ModelKind = Literal["scripted", "replay", "live", "other"]
+MODEL_KINDS: tuple[ModelKind, ...] = ("scripted", "replay", "live", "other")
+#: The kinds that answer the same request the same way every time: between runs on them every change is real.
+DETERMINISTIC_KINDS: frozenset[str] = frozenset({"scripted", "replay"})
+
+
+def kind_of(transport: Any) -> ModelKind:
+    """The `ModelKind` of any httpx transport: a trialrun model says its own; httpx's (or httpx2's) network
+    transport is "live"; a transport of your own may say what it is with a `model_kind` attribute (a mock that
+    answers from a table: "scripted"); anything else is "other" (compare treats it as live)."""
+    declared = getattr(transport, "model_kind", None)
+    if declared in MODEL_KINDS:
+        return declared  # type: ignore[no-any-return]
+    for cls in type(transport).__mro__:
+        if cls.__module__.partition(".")[0] in ("httpx", "httpx2") and cls.__name__ in ("HTTPTransport",
+                                                                                        "AsyncHTTPTransport"):
+            return "live"
+    return "other"
+
 
 def _logged(transport: Any, request: Any, response: Any) -> Any:
     """Each model request at debug level: transport, method, path (never the query, where a key may travel, nor a
@@ -199,6 +225,11 @@ class ModelTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
     def exchanges(self) -> list[Exchange]:
         with self._lock:
             return [exchange for exchange in self._slots if exchange is not None]
+
+    @property
+    def model_kind(self) -> ModelKind:
+        """What kind of model this is (`ModelKind`); a transport of another kind says "other"."""
+        return "other"
 
     @property
     def problems(self) -> list[str]:

@@ -23,7 +23,7 @@ from ..wire import codec_for, decode_trajectory
 from ..wire._codec import json_body
 from ..wire._types import Exchange, ProviderError
 from .._scrub import credential_values, scrub_body, scrub_headers, scrub_url
-from ._base import REDACTED, SENSITIVE_HEADERS, ModelTransport, aforward, build_response, forward
+from ._base import REDACTED, SENSITIVE_HEADERS, ModelKind, ModelTransport, aforward, build_response, forward, kind_of
 from .live import LiveModel
 
 __all__ = ["Cassette", "read_trajectory", "scrub_exchange", "credential_values", "CassetteFileError"]
@@ -174,6 +174,11 @@ class Cassette(ModelTransport):
 
     def __repr__(self) -> str:
         return f"Cassette({str(self.path)!r}, mode={self.mode!r})"
+
+    @property
+    def model_kind(self) -> ModelKind:
+        """A replay answers from the recording; a recording answers from its upstream (the live model)."""
+        return "replay" if self.mode == "replay" else kind_of(self.upstream)
 
     @property
     def unused(self) -> int:

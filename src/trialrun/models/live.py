@@ -22,7 +22,7 @@ from .._util.retry import retry_after, retry_delay, retryable
 from .._scrub import add_secret
 from ..wire._types import Exchange
 from . import _limiter
-from ._base import ModelTransport, NetworkClient, aforward, flavour, forward, transport_errors
+from ._base import ModelKind, ModelTransport, NetworkClient, aforward, flavour, forward, transport_errors
 from .ratelimit import RateLimit
 
 __all__ = ["LiveModel"]
@@ -133,6 +133,10 @@ class LiveModel(NetworkClient, ModelTransport):
         self._async_sleep = anyio.sleep
         self._clock = time.time
         self._rand = random.random  # the retry jitter (`_retry.retry_delay`)
+
+    @property
+    def model_kind(self) -> ModelKind:
+        return "live"
 
     def __repr__(self) -> str:
         limit = f", rate_limit={self.rate_limit.describe()!r}" if self.rate_limit else ""

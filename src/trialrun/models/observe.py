@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._base import ModelTransport, aforward, forward
+from ._base import ModelKind, ModelTransport, aforward, forward, kind_of
 
 __all__ = ["ObservedTransport", "observe"]
 
@@ -28,6 +28,11 @@ class ObservedTransport(ModelTransport):
 
     def __repr__(self) -> str:
         return f"ObservedTransport({self.inner!r})"
+
+    @property
+    def model_kind(self) -> ModelKind:
+        """The kind of the transport it observes."""
+        return kind_of(self.inner)
 
     def _handle(self, request: Any) -> Any:
         if not hasattr(self.inner, "handle_request"):

@@ -18,7 +18,7 @@ from ..wire import codec_for
 from ..wire._codec import Codec, json_body
 from ..wire._threads import Thread, Threader
 from ..wire._types import ModelRequest, ModelResponse, ProviderError, Step, WireError
-from ._base import ModelTransport, build_response
+from ._base import ModelKind, ModelTransport, build_response
 from ._portable import SHELL_TOOL, SUBAGENT_TOOL, portable, resolve
 
 __all__ = ["ScriptedModel", "tool_call", "tool_calls", "reply", "fail", "shell", "subagent", "when", "When",
@@ -298,6 +298,11 @@ class ScriptedModel(ModelTransport):
         self._answered = 0
 
     # -- introspection --------------------------------------------------------------------------------------------
+
+    @property
+    def model_kind(self) -> ModelKind:
+        """A script: the same request gets the same answer in every run."""
+        return "scripted"
 
     @property
     def requests(self) -> list[ModelRequest]:

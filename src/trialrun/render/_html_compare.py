@@ -1,4 +1,5 @@
-"""The compare page's summary, rendered in Python so it reads without JavaScript: the aggregate deltas, the
+"""The compare page's summary, rendered in Python so it reads without JavaScript: what the gate decides and why,
+the kind of runs, the word for the run (worse, not worse, cannot tell) with its intervals, the aggregate deltas, the
 regressions and why, added, removed and unfinished cases, and the config diff (split from render/html.py, which
 assembles the page)."""
 
@@ -6,11 +7,14 @@ from __future__ import annotations
 
 from html import escape
 
-from ..report.compare import CaseDelta, Comparison, chance_text, dropped, note_lines, regression_reason, shown
+from ..report.compare import CaseDelta, Comparison, dropped, note_lines, regression_reason, runs_line, shown
 from ..report.results import RunReport
 from ._html_parts import _noscript, _rate, _stat, _value, _when
 
-__all__ = ["compare_summary"]
+__all__ = ["compare_summary", "WORD_TONE"]
+
+#: The tone each word is drawn in (a badge's class).
+WORD_TONE = {"worse": "fail", "not worse": "pass", "cannot tell": "partial"}
 
 
 def _delta(before: float | None, after: float | None, *, integer: bool = False) -> tuple[str, str]:
@@ -29,15 +33,40 @@ def _sentence(text: str) -> str:
 
 
 def _regression_item(c: Comparison, d: CaseDelta) -> str:
-    """One regression: the score drop, or (same score) that the case passed before and fails now, and why."""
+    """One regression: a broken safety claim, the score drop, or (same score) that the case passed before and fails
+    now, and why; with the verdict when it is not worse."""
     head = f"<li><code>{escape(d.name)}</code>: {_rate(d.before)} → {_rate(d.after)} "
-    chance = f"; {escape(chance_text(d.significance))}" if d.significance is not None else ""
+    word = f" — verdict: {escape(d.word)}" if d.word is not None else ""
+    if d.safety_breaches or (d.sub_score_regressions and not d.newly_failing and not dropped(c, d)):
+        return head + f"(<strong>{escape(regression_reason(c, d))}</strong>{word})</li>"
     if dropped(c, d):
-        return head + f"(<strong>{d.delta:+.2f}</strong>{chance})</li>"
-    if d.sub_score_regressions and not d.newly_failing:  # a sub-score fell behind an unchanged total
-        return head + f"(<strong>{escape(regression_reason(c, d))}</strong>)</li>"
+        return head + f"(<strong>{d.delta:+.2f}</strong>{word})</li>"
     why = f": {escape(d.failure_after)}" if d.failure_after else ""
-    return head + f"(<strong>passed before, fails now</strong>{why}{chance})</li>"
+    return head + f"(<strong>passed before, fails now</strong>{why}{word})</li>"
+
+
+def _span(change: tuple[float, float, float] | None) -> str:
+    return "–" if change is None else f"{change[0]:+.2f} [{change[1]:+.2f}, {change[2]:+.2f}]"
+
+
+def _verdict_panel(c: Comparison) -> str:
+    """The gate's decision in one line, the kind of runs, the run's word and why, and its intervals (live runs)."""
+    gate = c.gate
+    gate_html = ("" if gate is None else
+                 f'<p class="alert {"bad" if gate.failed else "good"}" id="gate"><strong>Gate '
+                 f'(<code>--fail-on-regression</code>):</strong> {escape(gate.line.removeprefix("gate: "))}</p>')
+    run = ""
+    if c.run is not None:
+        tone = WORD_TONE[c.run.word]
+        run = (f'<p id="run-verdict"><span class="badge {tone}">{escape(c.run.word.upper())}</span> '
+               f"<strong>The run</strong>: {escape(c.run.reason)}</p>")
+        chance = c.run.chance
+        if chance is not None:
+            run += (f'<ul class="meta" id="run-intervals"><li>pass@1 change (95%): <strong>{_span(chance.change)}'
+                    f"</strong></li><li>pass^k change (95%): <strong>{_span(chance.pass_pow_k_change)}</strong></li>"
+                    f"<li>p, one-sided: {chance.p_value:.4f} (Holm-adjusted {chance.p_holm:.4f})</li></ul>")
+    return (f'<section class="panel" aria-labelledby="verdict-h" id="verdict"><h3 id="verdict-h">Verdict</h3>'
+            f'{gate_html}<p class="muted" id="runs-kind">{escape(runs_line(c))}</p>{run}</section>')
 
 
 def _compare_stat(label: str, before: str, after: str, delta: tuple[str, str], stat_id: str) -> str:
@@ -73,6 +102,10 @@ def _stat_rows(c: Comparison) -> list[str]:
               note="the later run was interrupted" if c.not_finished else "", stat_id="stat-not-finished"),
         _stat("Regressions", str(len(c.regressions)), tone="fail" if regressed else "pass", stat_id="stat-regressions",
               note=f"drop of {c.threshold:.2f} or more, or pass to fail"),
+        _stat("Worse", str(len(c.worse)), tone="fail" if c.worse else "pass", stat_id="stat-worse",
+              note="real drops, broken safety claims, or beyond chance"),
+        _stat("Cannot tell", str(len(c.cannot_tell)), tone="partial" if c.cannot_tell else "", stat_id="stat-cannot-tell",
+              note="too few trials to tell" if c.cannot_tell else ""),
     ]
 
 
@@ -113,11 +146,14 @@ def _run_line(label: str, report: RunReport) -> str:
 
 def compare_summary(comparison: Comparison, before: RunReport, after: RunReport, title: str, extra: str = "") -> str:
     c = comparison
-    regressed = bool(c.regressions)
-    state = "failed" if regressed else "passed"
-    verdict = (f'<span class="badge fail">▼ {len(c.regressions)} REGRESSION{"S" if len(c.regressions) != 1 else ""}</span>'
-               if regressed else '<span class="badge pass">✓ NO REGRESSIONS</span>')
-    rows, alert, config = _stat_rows(c), _alerts(c), _config_diff(c)
+    failed = c.gate is not None and c.gate.failed
+    state = "failed" if failed else "passed"
+    word = c.run.word if c.run is not None else "cannot tell"
+    verdict = (f'<span class="badge {WORD_TONE[word]}">{"▼ " if word == "worse" else ""}'
+               f'{escape(("the run is " + word).upper())}</span>')
+    if failed:
+        verdict += ' <span class="badge fail">GATE FAILS</span>'
+    rows, alert, config = _stat_rows(c), _verdict_panel(c) + _alerts(c), _config_diff(c)
     not_finished = ("" if not c.not_finished else
                     '<section class="panel" aria-labelledby="unfinished-h"><h3 id="unfinished-h">Not finished '
                     f'({len(c.not_finished)})</h3><p class="muted">The later run was interrupted before these cases '

@@ -2,8 +2,10 @@
 
 A report shows a heading with the run and its status, a one-line summary, a table of cases and, for each failing
 case, a collapsed block saying why (failed verdicts with reasons, errors, a compact trajectory); skipped live
-canaries are listed with their reasons. A comparison shows a warning per regression, a table of per-case deltas,
-tests added and removed, aggregate deltas, the config diff, and the seed's compare lines (`compare.delta_lines`).
+canaries are listed with their reasons. A comparison shows what the gate decides and why, what kind of runs they
+were, the word for the run and each test (worse, not worse, cannot tell; intervals as intervals), a warning per
+regression, a table of per-case deltas, tests added and removed, aggregate deltas, the config diff, and the seed's
+compare lines (`compare.delta_lines`).
 
 Everything that comes from a case, a grader or an agent is escaped: in Markdown text and table cells (pipes,
 backticks, emphasis, links, `$` math, HTML), inside `<summary>` (HTML), and in code blocks (a fence longer than any
@@ -19,7 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..report.compare import CaseDelta, Comparison, chance_text, delta_lines, dropped, format_value, movement, note_lines, regression_reason, shown
+from ..report.compare import CaseDelta, Comparison, delta_lines, dropped, format_value, movement, note_lines, regression_reason, runs_line, shown
 from ..report.results import CaseResult, RunReport, TrialResult
 from .._scrub import scrub_text
 from ..trajectory import killed_text
@@ -242,6 +244,9 @@ def report_markdown(report: RunReport, *, title: str | None = None) -> str:
 
 
 # -- a comparison -------------------------------------------------------------------------------------------
+_WORD_MARK = {"worse": "🔴 worse", "not worse": "🟢 not worse", "cannot tell": "🟡 cannot tell"}
+
+
 def _change(delta: CaseDelta) -> str:
     if delta.regression:
         return "⚠️ **regression**"
@@ -253,19 +258,28 @@ def _pair(before: float | None, after: float | None) -> str:
     return f"{_num(before)} → {_num(after)}"
 
 
+def _span(change: tuple[float, float, float] | None) -> str:
+    """A change with its 95% interval: `-0.20 [-0.90, +0.50]`."""
+    return "–" if change is None else f"{change[0]:+.2f} [{change[1]:+.2f}, {change[2]:+.2f}]"
+
+
 def _deltas_table(comparison: Comparison) -> str:
     multi = comparison.multi_trial
-    header = ["Case", "Before", "After", "Δ", "Change", *(["pass@1", "pass^k"] if multi else [])]
-    align = ["---", "---:", "---:", "---:", "---", *(["---", "---"] if multi else [])]
+    live = any(d.chance is not None for d in comparison.cases)
+    header = ["Case", "Before", "After", "Δ", "Change", "Verdict", *(["pass@1", "pass^k"] if multi else []),
+              *(["pass@1 change (95%)"] if live else [])]
+    align = ["---", "---:", "---:", "---:", "---", "---", *(["---", "---"] if multi else []), *(["---"] if live else [])]
     rows = []
     for d in comparison.cases:
-        name = f"**{_md(d.name, 120)}**" if d.regression else _md(d.name, 120)
+        name = f"**{_md(d.name, 120)}**" if d.regression or d.word == "worse" else _md(d.name, 120)
         moved = "=" if d.status == "unchanged" else movement(d.delta) or "–"
         before = "not finished" if d.unfinished_in == "before" else _num(d.before)
         after = "not finished" if d.unfinished_in == "after" else _num(d.after)
-        row = [name, before, after, moved, _change(d)]
+        row = [name, before, after, moved, _change(d), _WORD_MARK[d.word] if d.word else "–"]
         if multi:
             row += [_pair(d.pass_at_1_before, d.pass_at_1_after), _pair(d.pass_pow_k_before, d.pass_pow_k_after)]
+        if live:
+            row.append(_span(d.chance.change) if d.chance is not None else "–")
         rows.append(row)
     return _table(header, align, rows)
 
@@ -283,11 +297,14 @@ def _aggregates_table(comparison: Comparison) -> str:
     ]
     if comparison.trials_before != comparison.trials_after:  # scores over 1 trial vs 3 are not like for like
         rows.append(["Trials", str(comparison.trials_before), str(comparison.trials_after), "–"])
+    chance = comparison.run.chance if comparison.run is not None else None
     if comparison.multi_trial:
         rows.append(["pass@1", _num(comparison.pass_at_1_before), _num(comparison.pass_at_1_after),
-                     moved(comparison.pass_at_1_before, comparison.pass_at_1_after)])
+                     moved(comparison.pass_at_1_before, comparison.pass_at_1_after)
+                     + (f" (95%: {_span(chance.change)})" if chance is not None else "")])
         rows.append(["pass^k", _num(comparison.pass_pow_k_before), _num(comparison.pass_pow_k_after),
-                     moved(comparison.pass_pow_k_before, comparison.pass_pow_k_after)])
+                     moved(comparison.pass_pow_k_before, comparison.pass_pow_k_after)
+                     + (f" (95%: {_span(chance.pass_pow_k_change)})" if chance is not None else "")])
     return _table(["Aggregate", "Before", "After", "Δ"], ["---", "---:", "---:", "---"], rows)
 
 
@@ -296,54 +313,72 @@ def _config_value(value: Any) -> str:
 
 
 def _regression_warning(comparison: Comparison, d: CaseDelta) -> list[str]:
-    if dropped(comparison, d):
+    what = "Safety regression" if d.safety_breaches else "Regression"
+    if d.safety_breaches or (d.sub_score_regressions and not d.newly_failing and not dropped(comparison, d)):
+        why = _md(regression_reason(comparison, d), 400)  # a broken safety claim; a sub-score behind a steady total
+    elif dropped(comparison, d):
         why = f"({d.delta:+.2f}, a drop of {comparison.threshold:.2f} or more)"
-    elif d.sub_score_regressions and not d.newly_failing:  # a sub-score fell behind an unchanged total
-        why = _md(regression_reason(comparison, d), 300)
     else:  # passed before, fails now, at about the same score
         why = "passed before, fails now" + (f": {_md(d.failure_after, 200)}" if d.failure_after else "")
-    if d.significance is not None and not (d.sub_score_regressions and not d.newly_failing and not dropped(comparison, d)):
-        why += f"; {chance_text(d.significance)}"  # (the sub-score reason says it already)
-    return ["> [!WARNING]", f"> **Regression in {_md(d.name, 120)}**: {_num(d.before)} → {_num(d.after)} {why}"]
+    if d.word is not None:
+        why += f" — verdict: **{d.word}**"
+    return ["> [!WARNING]", f"> **{what} in {_md(d.name, 120)}**: {_num(d.before)} → {_num(d.after)} {why}"]
+
+
+def _verdict_section(comparison: Comparison) -> list[str]:
+    """The run's word and why, and the kind of runs (said once), under the gate's line."""
+    c = comparison
+    parts = [f"> [!NOTE]\n> {_md(runs_line(c), 600)}", ""]
+    if c.run is not None:
+        parts += [f"**The run: {_WORD_MARK[c.run.word]}** — {_md(c.run.reason, 600)}", ""]
+    return parts
 
 
 def comparison_markdown(comparison: Comparison, *, title: str | None = None) -> str:
-    """The comparison as Markdown: warnings first, then per-case deltas, aggregates, config changes, and the
-    seed's compare lines."""
-    before, after = comparison.before_run_id or "before", comparison.after_run_id or "after"
+    """The comparison as Markdown: the gate's decision and the verdict first, then the warnings, per-case deltas
+    (each with its word), aggregates (with their intervals), config changes, and the seed's compare lines."""
+    c = comparison
+    before, after = c.before_run_id or "before", c.after_run_id or "after"
     heading = title if title is not None else f"trialrun compare: {before} → {after}"
-    count = len(comparison.regressions)
+    word = c.run.word if c.run is not None else None
+    failed = c.gate is not None and c.gate.failed
+    mark = "⚠️" if failed or word == "worse" else "✅" if word == "not worse" else "❔"
+    count = len(c.worse)
     lost = [f"{len(names)} test{'s' if len(names) != 1 else ''} {what}"
-            for names, what in ((comparison.not_finished, "not finished"), (comparison.removed, "removed")) if names]
-    if count:
-        status = f"⚠️ {_md(heading, 200)} — {count} regression{'s' if count != 1 else ''}"
-    elif lost:  # no regression among the tests that finished, but the later run is missing some
-        status = f"⚠️ {_md(heading, 200)} — no regressions; {', '.join(lost)}"
-    else:
-        status = f"✅ {_md(heading, 200)} — no regressions"
-    parts = [f"## {status}", ""]
-    for note in note_lines(comparison):  # an interrupted run: its missing tests did not finish, they were not removed
+            for names, what in ((c.not_finished, "not finished"), (c.removed, "removed")) if names]
+    summary = (f"{count} test{'s' if count != 1 else ''} worse" if count else "the run is worse" if word == "worse"
+               else "; ".join(["nothing worse", *lost, *(["cannot tell"] if word == "cannot tell" and c.shared else [])]))
+    parts = [f"## {mark} {_md(heading, 200)} — {summary}", ""]
+    if c.gate is not None:
+        parts += [f"**Gate (`--fail-on-regression`):** {_md(c.gate.line.removeprefix('gate: '), 600)}", ""]
+    parts += _verdict_section(c)
+    for note in note_lines(c):  # an interrupted run: its missing tests did not finish, they were not removed
         sentence = _md(note.removeprefix("note: "), 300)
         parts += ["> [!NOTE]", f"> {sentence[:1].upper()}{sentence[1:]}", ""]
-    by_name = {d.name: d for d in comparison.cases}
-    for name in comparison.regressions:
-        parts += [*_regression_warning(comparison, by_name[name]), ""]
-    if comparison.cases:
-        parts += [_deltas_table(comparison), ""]
-    added = ", ".join(_md(name, 120) for name in comparison.added) or "none"
-    removed = ", ".join(_md(name, 120) for name in comparison.removed) or "none"
+    for d in c.cases:
+        if d.regression or d.safety_breaches:
+            parts += [*_regression_warning(c, d), ""]
+    if c.cases:
+        parts += [_deltas_table(c), ""]
+    reasons = [d for d in c.cases if d.word is not None and d.word != "not worse"]
+    if reasons:
+        parts += ["<details>", "<summary>Why each test is worse or cannot tell</summary>", ""]
+        parts += [f"- **{_md(d.name, 120)}**: {d.word}: {_md(d.reason, 600)}" for d in reasons]
+        parts += ["", "</details>", ""]
+    added = ", ".join(_md(name, 120) for name in c.added) or "none"
+    removed = ", ".join(_md(name, 120) for name in c.removed) or "none"
     line = f"**Tests added:** {added} · **Tests removed:** {removed}"
-    if comparison.not_finished:
-        line += " · **Not finished (interrupted):** " + ", ".join(_md(name, 120) for name in comparison.not_finished)
-    parts += [line, "", _aggregates_table(comparison), ""]
+    if c.not_finished:
+        line += " · **Not finished (interrupted):** " + ", ".join(_md(name, 120) for name in c.not_finished)
+    parts += [line, "", _aggregates_table(c), ""]
     parts += ["### Config changes", ""]
-    if comparison.config_changes:
-        rows = [[_code(c.key, table=True, limit=120), _config_value(c.before), _config_value(c.after)]
-                for c in comparison.config_changes]
+    if c.config_changes:
+        rows = [[_code(ch.key, table=True, limit=120), _config_value(ch.before), _config_value(ch.after)]
+                for ch in c.config_changes]
         parts += [_table(["Key", "Before", "After"], ["---", "---", "---"], rows), ""]
     else:
         parts += ["No configuration changes.", ""]
-    parts += ["<details>", "<summary>Compare output</summary>", "", _code_block(delta_lines(comparison)), "",
+    parts += ["<details>", "<summary>Compare output</summary>", "", _code_block(delta_lines(c)), "",
               "</details>"]
     return scrub_text("\n".join(parts) + "\n")
 

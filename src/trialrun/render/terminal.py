@@ -71,12 +71,19 @@ def summary_line(report: RunReport) -> str:
 
 
 def print_comparison(comparison: Comparison, console: Console) -> None:
-    """The eval skill's compare lines, coloured: ▲ green, ▼ red, warnings yellow."""
+    """The eval skill's compare lines, coloured: ▲ green, ▼ red, warnings yellow; the words red (worse), green (not
+    worse) and yellow (cannot tell); the gate's line bold."""
     from ..report.compare import delta_lines
 
     for line in delta_lines(comparison):
+        word = next((w for w in ("not worse", "cannot tell", "worse") if line.startswith("  ") and f": {w}: " in line),
+                    None)  # a line of the verdict
         if line.startswith("WARNING"):
             style = "bold yellow"
+        elif line.startswith("gate: "):
+            style = "bold red" if line.startswith("gate: fails") else "bold green"
+        elif word is not None:
+            style = {"worse": "red", "not worse": "green", "cannot tell": "yellow"}[word]
         elif line.startswith("note:") or line.endswith("(interrupted)"):
             style = "yellow"
         else:

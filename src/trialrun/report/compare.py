@@ -1,169 +1,45 @@
-"""Comparing two runs (before/after a configuration change): per-case deltas, regressions, config diff.
+"""Comparing two runs (before/after a configuration change): per-case deltas, regressions, config diff, and the
+verdict on the change.
 
 A case's value is its score when graders give one (the suite rubric), else its pass@1. Changes are decided on the
 values compare shows (two decimals): `0.88 -> 0.78  ▼ -0.10` is a drop of 0.10 whatever the hidden digits were. A
 drop of `threshold` (0.10 by default) or more is a regression, as the eval skill says; so is a case that passed
 before and fails now whatever its score does (a test can fail an `expect` grader, or end in a model error, and
 keep its score), and a sub-score (the rubric's tool accuracy, turn efficiency, output quality) that dropped by the
-threshold or more behind an unchanged total.
+threshold or more behind an unchanged total. Those are the skill's warnings.
+
+Whether the change is real is the verdict (`_verdict.judge`, the one function that decides it): each test and the
+run get a word, worse, not worse or cannot tell. Between deterministic runs (scripted or replayed models in every
+trial, as the trials recorded, `_models_used`) every drop is worse; a safety claim broken in any trial is worse
+(`_safety`); between live runs the evidence is weighed against chance, pooled over the tests and per test (`_stats`,
+`_intervals`, `_power`). The gate (`--fail-on-regression`) follows the words.
 
 When the runs selected different tests (a `--tag` run after a full run), the summary compares the tests both ran;
-the others are listed as added or removed. When either run has more than one trial per test, every change is tested
-against chance (`trialrun.report._stats`): Fisher's exact test on each test's passed/failed trials, and the exact sign
-test across the shared tests for the run's pass@1 and score.
-
-A test that an interruption (Ctrl-C) stopped is "not finished", never "removed": the report lists it in
-`unfinished_cases`, and the comparison says which run was interrupted and how many tests did not finish.
+the others are listed as added or removed. A test that an interruption (Ctrl-C) stopped is "not finished", never
+"removed": the report lists it in `unfinished_cases`, and the comparison says which run was interrupted and how many
+tests did not finish.
 """
 
 from __future__ import annotations
 
 import sys
 import types
-from typing import Any, Literal, TypedDict
+from typing import Any, TypedDict
 
-from pydantic import BaseModel, Field
-
-from . import _stats, metrics
+from . import metrics
+from ._comparison import REGRESSION_THRESHOLD, CaseDelta, Comparison, ConfigChange, Movement, SubScoreMove
+from ._models_used import case_determinism, pair_of, run_models
+from ._safety import breaches
+from ._stats import Table
+from ._verdict import DETERMINISTIC_WHY, SharedTest, judge
 from ._why import why_failed
-from .results import SCHEMA_VERSION, CaseResult, RunReport
+from .results import CaseResult, RunReport
 
-__all__ = ["Comparison", "CaseDelta", "ConfigChange", "SubScoreMove", "Significance", "compare", "REGRESSION_THRESHOLD",
+__all__ = ["Comparison", "CaseDelta", "ConfigChange", "SubScoreMove", "compare", "REGRESSION_THRESHOLD",
            "delta_lines", "config_diff", "flatten_config", "movement", "format_value", "warning_line", "dropped",
-           "note_lines", "chance_lines", "chance_text", "regression_reason", "shown"]
+           "note_lines", "verdict_lines", "runs_line", "regression_reason", "shown"]
 
-REGRESSION_THRESHOLD = 0.10
 _EPSILON = 1e-9  # 0.95 -> 0.85 is a drop of exactly 0.10, whatever binary floating point says
-
-Movement = Literal["improved", "regressed", "unchanged", "added", "removed", "not_finished"]
-
-
-class SubScoreMove(BaseModel):
-    """One sub-score that moved (values as shown, two decimals)."""
-
-    name: str
-    before: float
-    after: float
-    delta: float
-
-
-class Significance(BaseModel):
-    """Whether a change is beyond what chance explains at the runs' trial counts, and by which test."""
-
-    test: str = Field(description="fisher_exact (one test's trials) or sign_test (paired, across tests)")
-    p_value: float
-    significant: bool = Field(description=f"p_value < {_stats.ALPHA}")
-    detail: str = Field(default="", description="the counts the test looked at")
-
-
-class CaseDelta(BaseModel):
-    name: str
-    status: Movement
-    before: float | None = None
-    after: float | None = None
-    delta: float | None = None
-    regression: bool = False
-    newly_failing: bool = Field(default=False, description="passed before, fails now (a regression whatever the score)")
-    failure_after: str | None = Field(default=None, description="why it fails now, when it newly fails")
-    passed_before: bool | None = None
-    passed_after: bool | None = None
-    pass_at_1_before: float | None = None
-    pass_at_1_after: float | None = None
-    pass_pow_k_before: float | None = None
-    pass_pow_k_after: float | None = None
-    unfinished_in: Literal["before", "after"] | None = Field(
-        default=None, description="for status not_finished: the run an interruption stopped before this test finished")
-    newly_passing: bool = Field(default=False, description="failed before, passes now (an improvement whatever the score)")
-    sub_score_moves: list[SubScoreMove] = Field(default_factory=list)
-    sub_score_regressions: list[str] = Field(default_factory=list, description="sub-scores that dropped by the threshold or more")
-    trials_passed_before: int | None = None
-    trials_run_before: int | None = None
-    trials_passed_after: int | None = None
-    trials_run_after: int | None = None
-    pass_at_1_interval_before: tuple[float, float] | None = None
-    pass_at_1_interval_after: tuple[float, float] | None = None
-    significance: Significance | None = Field(
-        default=None, description="for a changed test when either run has more than one trial per test")
-
-    @property
-    def significant(self) -> bool | None:
-        return None if self.significance is None else self.significance.significant
-
-
-class ConfigChange(BaseModel):
-    key: str
-    before: Any = None
-    after: Any = None
-
-
-class Comparison(BaseModel):
-    """What changed between two runs."""
-
-    schema_version: str = SCHEMA_VERSION
-    threshold: float = REGRESSION_THRESHOLD
-    before_run_id: str | None = None
-    after_run_id: str | None = None
-    cases: list[CaseDelta] = Field(default_factory=list)
-    added: list[str] = Field(default_factory=list)
-    removed: list[str] = Field(default_factory=list)
-    not_finished: list[str] = Field(default_factory=list, description="tests the after run's interruption stopped")
-    regressions: list[str] = Field(default_factory=list)
-    status_before: str = "completed"
-    status_after: str = "completed"
-    unfinished_before: list[str] = Field(default_factory=list)
-    unfinished_after: list[str] = Field(default_factory=list)
-    avg_score_before: float | None = None
-    avg_score_after: float | None = None
-    passed_before: int = 0
-    total_before: int = 0
-    passed_after: int = 0
-    total_after: int = 0
-    trials_before: int = 1
-    trials_after: int = 1
-    pass_at_1_before: float | None = None
-    pass_at_1_after: float | None = None
-    pass_pow_k_before: float | None = None
-    pass_pow_k_after: float | None = None
-    config_changes: list[ConfigChange] = Field(default_factory=list)
-    selection_differs: bool = Field(default=False, description="the runs graded different tests; the summary covers "
-                                                               "the tests both ran")
-    shared: int = Field(default=0, description="tests both runs graded")
-    pass_at_1_significance: Significance | None = None
-    score_significance: Significance | None = None
-    trials_needed: int | None = Field(default=None, description="trials per test needed to tell a pass-rate change of "
-                                                                "the threshold's size from chance (5%, 80% power)")
-
-    @property
-    def has_regressions(self) -> bool:
-        return bool(self.regressions)
-
-    def counted_regressions(self, *, any_drop: bool = False) -> list[str]:
-        """The regressions `--fail-on-regression` counts: every one with one trial per test (or `any_drop`), else
-        only those beyond chance (a regression that no test of chance can judge counts)."""
-        if any_drop or not self.multi_trial:
-            return list(self.regressions)
-        by_name = {d.name: d for d in self.cases}
-        return [name for name in self.regressions if by_name[name].significant is not False]
-
-    def gate_problems(self, *, any_drop: bool = False) -> list[str]:
-        """Why `--fail-on-regression` fails: regressions (with several trials per test, only those beyond chance,
-        unless `any_drop`), tests the after run lost (removed, or not finished because it was interrupted), and a
-        comparison of no shared test at all (nothing was compared). An empty list passes."""
-        problems = []
-        counted = self.counted_regressions(any_drop=any_drop)
-        if counted:
-            problems.append(_count(len(counted), "regression") + ("" if any_drop or not self.multi_trial else " beyond chance"))
-        if self.removed:
-            problems.append(f"{_count(len(self.removed), 'test')} removed ({', '.join(self.removed)})")
-        if self.not_finished:
-            problems.append(f"{_count(len(self.not_finished), 'test')} did not finish in {self.after_run_id or 'the later run'}")
-        if not self.shared and not problems:  # no verdict without looking: "no regression" over no shared test
-            problems.append("no test was graded by both runs, so nothing was compared")
-        return problems
-
-    @property
-    def multi_trial(self) -> bool:
-        return self.trials_before > 1 or self.trials_after > 1
 
 
 def flatten_config(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -232,13 +108,6 @@ def _trial_counts(case: CaseResult) -> tuple[int, int] | None:
     return None if case.passed is None else (int(case.passed), 1)
 
 
-def _case_significance(before: tuple[int, int], after: tuple[int, int]) -> Significance:
-    (pa, na), (pb, nb) = before, after
-    p = _stats.fisher_exact(pa, na - pa, pb, nb - pb)
-    return Significance(test="fisher_exact", p_value=p, significant=p < _stats.ALPHA,
-                        detail=f"{pa}/{na} -> {pb}/{nb} trials passed")
-
-
 class _AfterSide(TypedDict):
     """The after run's side of a test's delta, shared by every status a test in the after run can have."""
 
@@ -249,28 +118,17 @@ class _AfterSide(TypedDict):
     pass_pow_k_after: float | None
 
 
-def _both(pairs: list[tuple[float | None, float | None]]) -> list[tuple[float, float]]:
-    """The pairs where both runs have a value."""
-    return [(before, after) for before, after in pairs if before is not None and after is not None]
-
-
-def _paired(pairs: list[tuple[float, float]]) -> Significance | None:
-    if not pairs:
-        return None
-    p, rose, fell = _stats.sign_test([after - before for before, after in pairs])
-    return Significance(test="sign_test", p_value=p, significant=p < _stats.ALPHA,
-                        detail=f"{_count(len(pairs), 'test')}: {rose} up, {fell} down")
-
-
-def compare(before: RunReport, after: RunReport, *, threshold: float = REGRESSION_THRESHOLD) -> Comparison:
-    """Compare two reports case by case (by name), in the after run's order, removed cases last. `threshold` must be
-    above 0: a drop of 0 or less would make unchanged (or improved) tests regressions."""
+def compare(before: RunReport, after: RunReport, *, threshold: float = REGRESSION_THRESHOLD, any_drop: bool = False,
+            require_power: bool = False) -> Comparison:
+    """Compare two reports case by case (by name), in the after run's order, removed cases last, and judge the
+    change: a word for each test both finished and for the run, and the gate's decision (`_verdict.judge`).
+    `threshold` must be above 0: a drop of 0 or less would make unchanged (or improved) tests regressions.
+    `any_drop`: every drop of a live test is worse, chance or not; `require_power`: "cannot tell" fails the gate."""
     if not threshold > 0:
         raise ValueError(f"threshold must be greater than 0, got {threshold:g}")
     old = {c.name: c for c in before.cases if not c.skipped}
     new = {c.name: c for c in after.cases if not c.skipped}
-    multi = before.trial_count > 1 or after.trial_count > 1
-    deltas = _case_deltas(old, new, before, after, threshold, multi)
+    deltas = _case_deltas(old, new, before, after, threshold)
     added = [d.name for d in deltas if d.status == "added"]
     removed = [d.name for d in deltas if d.status == "removed"]
     both = [name for name in new if name in old]
@@ -279,54 +137,76 @@ def compare(before: RunReport, after: RunReport, *, threshold: float = REGRESSIO
     # the selection is not a change.
     old_summary = [old[n] for n in both] if selection_differs else list(old.values())
     new_summary = [new[n] for n in both] if selection_differs else list(new.values())
-    pairs_p1 = _both([(old[n].pass_at_1, new[n].pass_at_1) for n in both])
-    pairs_value = _both([(old[n].value, new[n].value) for n in both])
-    p1_before = metrics.mean(c.pass_at_1 for c in old_summary if c.pass_at_1 is not None)
-    needed = None
-    if multi and p1_before is not None:
-        needed = _stats.trials_needed(p1_before, min(threshold, 1.0))
-    return Comparison(
-        threshold=threshold,
-        before_run_id=before.run_id,
-        after_run_id=after.run_id,
-        cases=deltas,
-        added=added,
-        removed=removed,
-        not_finished=[d.name for d in deltas if d.unfinished_in == "after"],
-        regressions=[d.name for d in deltas if d.regression],
-        status_before=before.status,
-        status_after=after.status,
-        unfinished_before=list(before.unfinished_cases),
-        unfinished_after=list(after.unfinished_cases),
-        avg_score_before=_avg_score(old_summary),
-        avg_score_after=_avg_score(new_summary),
-        passed_before=sum(1 for c in old_summary if c.passed),
-        total_before=len(old_summary),
-        passed_after=sum(1 for c in new_summary if c.passed),
-        total_after=len(new_summary),
-        trials_before=before.trial_count,
-        trials_after=after.trial_count,
-        pass_at_1_before=p1_before if selection_differs else before.pass_at_1,
-        pass_at_1_after=(metrics.mean(c.pass_at_1 for c in new_summary if c.pass_at_1 is not None)
-                         if selection_differs else after.pass_at_1),
-        pass_pow_k_before=(metrics.mean(c.pass_pow_k for c in old_summary if c.pass_pow_k is not None)
-                           if selection_differs else before.pass_pow_k),
-        pass_pow_k_after=(metrics.mean(c.pass_pow_k for c in new_summary if c.pass_pow_k is not None)
-                          if selection_differs else after.pass_pow_k),
+
+    def mean_of(cases: list[CaseResult], field: str, whole: float | None) -> float | None:
+        return metrics.mean(getattr(c, field) for c in cases if getattr(c, field) is not None) if selection_differs else whole
+
+    comparison = Comparison(
+        threshold=threshold, before_run_id=before.run_id, after_run_id=after.run_id, cases=deltas, added=added,
+        removed=removed, not_finished=[d.name for d in deltas if d.unfinished_in == "after"],
+        regressions=[d.name for d in deltas if d.regression], status_before=before.status, status_after=after.status,
+        unfinished_before=list(before.unfinished_cases), unfinished_after=list(after.unfinished_cases),
+        avg_score_before=_avg_score(old_summary), avg_score_after=_avg_score(new_summary),
+        passed_before=sum(1 for c in old_summary if c.passed), total_before=len(old_summary),
+        passed_after=sum(1 for c in new_summary if c.passed), total_after=len(new_summary),
+        trials_before=before.trial_count, trials_after=after.trial_count,
+        pass_at_1_before=mean_of(old_summary, "pass_at_1", before.pass_at_1),
+        pass_at_1_after=mean_of(new_summary, "pass_at_1", after.pass_at_1),
+        pass_pow_k_before=mean_of(old_summary, "pass_pow_k", before.pass_pow_k),
+        pass_pow_k_after=mean_of(new_summary, "pass_pow_k", after.pass_pow_k),
         config_changes=config_diff(before.config_snapshot, after.config_snapshot),
-        selection_differs=selection_differs,
-        shared=len(both),
-        pass_at_1_significance=_paired(pairs_p1) if multi else None,
-        score_significance=_paired(pairs_value) if multi else None,
-        trials_needed=needed,
+        selection_differs=selection_differs, shared=len(both), any_drop=any_drop, require_power=require_power,
     )
+    return _judged(comparison, old, new, before, after)
+
+
+def _judged(comparison: Comparison, old: dict[str, CaseResult], new: dict[str, CaseResult], before: RunReport,
+            after: RunReport) -> Comparison:
+    """The comparison with its verdict: each shared test's word (and its evidence), the run's, and the gate."""
+    c = comparison
+    c.models_before, c.models_after = run_models(before), run_models(after)
+    c.pairing = pair_of(c.models_before, c.models_after)
+    pairs = []
+    shared = [d for d in c.cases if d.status in ("improved", "regressed", "unchanged")]
+    for d in shared:
+        prior, case = old[d.name], new[d.name]
+        d.deterministic = (case_determinism(prior, before.config_snapshot) == "deterministic"
+                           and case_determinism(case, after.config_snapshot) == "deterministic")
+        d.safety_breaches = breaches(prior, case)
+        table = None
+        if d.trials_run_before is not None and d.trials_passed_before is not None and \
+                d.trials_run_after is not None and d.trials_passed_after is not None:
+            table = Table(d.trials_passed_before, d.trials_run_before, d.trials_passed_after, d.trials_run_after)
+        pairs.append(SharedTest(d.name, table, d.deterministic, d.regression, d.safety_breaches))
+    verdicts = judge(pairs, threshold=c.threshold, any_drop=c.any_drop, require_power=c.require_power,
+                     lost=_lost(c))
+    for d in shared:
+        judgement = verdicts.tests[d.name]
+        d.word, d.basis, d.reason, d.chance = judgement.word, judgement.basis, judgement.reason, judgement.chance
+    c.run, c.gate = verdicts.run, verdicts.gate
+    c.worse = [d.name for d in shared if d.word == "worse"]
+    c.cannot_tell = [d.name for d in shared if d.word == "cannot tell"]
+    return c
+
+
+def _lost(c: Comparison) -> list[str]:
+    """What fails the gate besides a worse test: a test the after run lost (removed, or not finished because it was
+    interrupted: no evidence that nothing got worse), and a comparison of no shared test (nothing was looked at)."""
+    problems = []
+    if c.removed:
+        problems.append(f"{_count(len(c.removed), 'test')} removed ({', '.join(c.removed)})")
+    if c.not_finished:
+        problems.append(f"{_count(len(c.not_finished), 'test')} did not finish in {c.after_run_id or 'the later run'}")
+    if not c.shared and not problems:
+        problems.append("no test was graded by both runs, so nothing was compared")
+    return problems
 
 
 def _case_deltas(old: dict[str, CaseResult], new: dict[str, CaseResult], before: RunReport, after: RunReport,
-                 threshold: float, multi: bool) -> list[CaseDelta]:
+                 threshold: float) -> list[CaseDelta]:
     """Every test's delta: in the after run's order, then the tests an interruption of the after run stopped, then
     the removed ones. A test only one run has is "not finished" when the other run was stopped before it."""
-    stopped_before, stopped_after = set(before.unfinished_cases), set(after.unfinished_cases)
+    stopped_before = set(before.unfinished_cases)
     deltas: list[CaseDelta] = []
     for name, case in new.items():
         prior = old.get(name)
@@ -340,8 +220,9 @@ def _case_deltas(old: dict[str, CaseResult], new: dict[str, CaseResult], before:
             else:
                 deltas.append(CaseDelta(status="added", **common))
             continue
-        deltas.append(_shared_delta(prior, case, common, threshold, multi))
+        deltas.append(_shared_delta(prior, case, common, threshold))
     gone: list[CaseDelta] = []
+    stopped_after = set(after.unfinished_cases)
     for name, prior in old.items():
         if name not in new:
             unfinished = name in stopped_after
@@ -355,24 +236,21 @@ def _case_deltas(old: dict[str, CaseResult], new: dict[str, CaseResult], before:
     return deltas + gone
 
 
-def _shared_delta(prior: CaseResult, case: CaseResult, common: _AfterSide, threshold: float, multi: bool) -> CaseDelta:
-    """The delta of a test both runs finished: its movement, whether it regressed (a drop of the threshold, a pass
-    that became a fail, a sub-score that dropped), and with several trials whether the change is beyond chance."""
+def _shared_delta(prior: CaseResult, case: CaseResult, common: _AfterSide, threshold: float) -> CaseDelta:
+    """The delta of a test both runs finished: its movement, and whether it regressed as the eval skill says (a drop
+    of the threshold, a pass that became a fail, a sub-score that dropped). Its word is `_judged`'s."""
     delta = _shown_delta(prior.value, case.value)
     newly_failing = prior.passed is True and case.passed is False
     newly_passing = prior.passed is False and case.passed is True
     moves = _sub_score_moves(prior, case)
     sub_drops = [m.name for m in moves if _is_drop(m.delta, threshold)]
     regression = newly_failing or _is_drop(delta, threshold) or bool(sub_drops)
+    status: Movement
     if delta is not None and abs(delta) >= _EPSILON:
-        status: Movement = "improved" if delta > 0 else "regressed"
+        status = "improved" if delta > 0 else "regressed"
     else:
         status = "regressed" if newly_failing else "improved" if newly_passing else "unchanged"
     counts_before, counts_after = _trial_counts(prior), _trial_counts(case)
-    significance = None
-    changed = status != "unchanged" or bool(moves) or _shown_delta(prior.pass_at_1, case.pass_at_1) not in (None, 0.0)
-    if multi and changed and counts_before and counts_after:
-        significance = _case_significance(counts_before, counts_after)
     return CaseDelta(status=status, before=prior.value, delta=delta, regression=regression, newly_failing=newly_failing,
                      failure_after=_why(case) if newly_failing else None, passed_before=prior.passed,
                      pass_at_1_before=prior.pass_at_1, pass_pow_k_before=prior.pass_pow_k, newly_passing=newly_passing,
@@ -383,7 +261,7 @@ def _shared_delta(prior: CaseResult, case: CaseResult, common: _AfterSide, thres
                      trials_run_after=counts_after[1] if counts_after else None,
                      pass_at_1_interval_before=metrics.wilson_interval(*counts_before) if counts_before else None,
                      pass_at_1_interval_after=metrics.wilson_interval(*counts_after) if counts_after else None,
-                     significance=significance, **common)
+                     **common)
 
 
 # -- the text the eval skill shows ---------------------------------------------------------------------------
@@ -401,21 +279,9 @@ def movement(delta: float | None, *, integer: bool = False) -> str:
     return f"{'▲' if delta > 0 else '▼'} {text}"
 
 
-def _interval(interval: tuple[float, float] | None) -> str:
-    return "" if interval is None else f" [{interval[0]:.2f}, {interval[1]:.2f}]"
-
-
-def chance_text(significance: Significance) -> str:
-    """`beyond chance (Fisher p=0.008)` or `not significant (sign test over 5 tests: 0 up, 1 down; p=1.00)`."""
-    p = significance.p_value
-    shown_p = f"{p:.3f}" if p < 0.01 else f"{p:.2f}"
-    test = "Fisher" if significance.test == "fisher_exact" else f"sign test over {significance.detail};"
-    return f"{'beyond chance' if significance.significant else 'not significant'} ({test} p={shown_p})"
-
-
-def _case_line(comparison: Comparison, d: CaseDelta, label: str) -> str:
-    """`read-file:  0.95 -> 0.88  ▼ -0.07` and what else moved: a pass/fail flip, the sub-scores behind an unchanged
-    total, and (several trials per test) whether the change is beyond chance."""
+def _case_line(d: CaseDelta, label: str) -> str:
+    """`read-file:  0.95 -> 0.88  ▼ -0.07` and what else moved: a pass/fail flip, and the sub-scores behind an
+    unchanged total. The word for the test is on its own line, under `Verdict:` (the seed's line stays as it is)."""
     moved = movement(d.delta)
     if d.newly_failing or d.newly_passing:
         flip = "now fails" if d.newly_failing else "now passes"
@@ -423,9 +289,6 @@ def _case_line(comparison: Comparison, d: CaseDelta, label: str) -> str:
     line = f"{label}{_num(d.before)} -> {_num(d.after)}  {moved}"
     if d.sub_score_moves and (d.delta is None or abs(d.delta) < _EPSILON):
         line += "; " + ", ".join(f"{m.name} {m.before:.2f} -> {m.after:.2f} ({m.delta:+.2f})" for m in d.sub_score_moves)
-    if d.significance is not None:
-        line += (f"  [{d.significance.detail}: {chance_text(d.significance)}; pass@1 {_num(d.pass_at_1_before)}"
-                 f"{_interval(d.pass_at_1_interval_before)} -> {_num(d.pass_at_1_after)}{_interval(d.pass_at_1_interval_after)}]")
     return line
 
 
@@ -438,8 +301,9 @@ def delta_lines(comparison: Comparison) -> list[str]:
         Pass rate: 3/5 -> 4/5   ▲ +1
 
     and what the seed does not cover: `Trials: 1 -> 3` when the runs' trials per test differ, a line above the table
-    when the runs selected different tests, pass/fail flips and sub-score moves on a test's line, and with several
-    trials per test whether each change is beyond chance, and how many trials would tell one apart.
+    when the runs selected different tests, pass/fail flips and sub-score moves on a test's line, the seed's
+    warnings and the config changes; then, below the skill's lines, what kind of runs these are, the word for each
+    test and for the run (`verdict_lines`), and last what the gate decides and why.
     """
     lines: list[str] = []
     if comparison.selection_differs:
@@ -458,7 +322,7 @@ def delta_lines(comparison: Comparison) -> list[str]:
             shown_after = "not finished" if d.unfinished_in == "after" else _num(d.after)
             lines.append(f"{label}{shown_before} -> {shown_after}  (interrupted)")
         else:
-            lines.append(_case_line(comparison, d, label))
+            lines.append(_case_line(d, label))
     lines.append("")
     avg_after = _num(comparison.avg_score_after)
     rate_after = f"{comparison.passed_after}/{comparison.total_after}"
@@ -477,32 +341,55 @@ def delta_lines(comparison: Comparison) -> list[str]:
             ("pass^k", comparison.pass_pow_k_before, comparison.pass_pow_k_after),
         ):
             lines.append(f"{label}:    {_num(before)} -> {_num(after).ljust(column)}  {movement(_shown_delta(before, after))}".rstrip())
-        lines.extend(chance_lines(comparison))
     lines.extend(note_lines(comparison))
-    for name in comparison.regressions:
-        lines.append(warning_line(comparison, next(c for c in comparison.cases if c.name == name)))
+    for d in comparison.cases:
+        if d.regression or d.safety_breaches:
+            lines.append(warning_line(comparison, d))
     if comparison.config_changes:
         lines.append("Config changes:")
         lines.extend(f"  {c.key}: {format_value(c.before)} -> {format_value(c.after)}" for c in comparison.config_changes)
+    lines.extend(verdict_lines(comparison))
+    if comparison.gate is not None:
+        lines.append(comparison.gate.line)
     return lines
 
 
-def chance_lines(comparison: Comparison) -> list[str]:
-    """With several trials per test: whether the run's change is beyond chance (paired across the tests both ran),
-    and how many trials per test would tell a change of the threshold's size apart.
+def runs_line(comparison: Comparison) -> str:
+    """What kind of runs these are, said once: deterministic ("every change is real"), live, mixed or unknown, and
+    what that was decided from (the models each run's trials talked to)."""
+    c = comparison
+    basis = ""
+    if c.models_before is not None and c.models_after is not None:
+        basis = (f" (before, {c.models_before.kind}: {c.models_before.basis}; "
+                 f"after, {c.models_after.kind}: {c.models_after.basis})")
+    if c.pairing == "deterministic":
+        return f"{DETERMINISTIC_WHY[:1].upper()}{DETERMINISTIC_WHY[1:]}; no chance statistics{basis}"
+    if c.pairing == "mixed":
+        return f"Mixed runs: one deterministic, one not; judged as live runs{basis}"
+    if c.pairing == "unknown":
+        return f"Runs of unknown kind (no model trialrun observed); judged as live runs{basis}"
+    return (f"Live runs: each change is weighed against chance (one-sided; at most 5% false alarms over the whole "
+            f"comparison){basis}")
 
-        Beyond chance: pass@1 not significant (sign test p=1.00; 5 tests: 0 up, 1 down); score ...
-        Trials needed: about 74 per test to tell a pass-rate change of 0.10 from chance (this compare has 5; ...)
+
+def verdict_lines(comparison: Comparison) -> list[str]:
+    """The kind of runs (once), then the word for each test both runs finished and for the run, with why:
+
+        Verdict:
+          read-notes:  worse: 3/3 -> 0/3 trials passed
+          the run:     worse: 2 of 2 tests worse
     """
-    parts = [f"{label} {chance_text(sig)}" for label, sig in
-             (("pass@1", comparison.pass_at_1_significance), ("score", comparison.score_significance)) if sig is not None]
-    lines = [f"Beyond chance: {'; '.join(parts)}"] if parts else []
-    if comparison.trials_needed is not None:
-        k = (str(comparison.trials_before) if comparison.trials_before == comparison.trials_after
-             else f"{comparison.trials_before} and {comparison.trials_after}")
-        lines.append(f"Trials needed: about {comparison.trials_needed} per test to tell a pass-rate change of "
-                     f"{comparison.threshold:.2f} from chance (these runs have {k}; two-sided 5%, 80% power, "
-                     f"from pass@1 {_num(comparison.pass_at_1_before)})")
+    c = comparison
+    lines = ["", runs_line(c)]
+    judged = [d for d in c.cases if d.word is not None]
+    if not judged and c.run is None:
+        return lines
+    width = max((len(d.name) + 1 for d in judged), default=0)
+    width = max(width, len("the run:")) + 2
+    lines.append("Verdict:")
+    lines.extend(f"  {(d.name + ':').ljust(width)}{d.word}: {d.reason}" for d in judged)
+    if c.run is not None:
+        lines.append(f"  {'the run:'.ljust(width)}{c.run.word}: {c.run.reason}")
     return lines
 
 
@@ -529,26 +416,27 @@ def dropped(comparison: Comparison, d: CaseDelta) -> bool:
 
 
 def regression_reason(comparison: Comparison, d: CaseDelta) -> str:
-    """Why a case is a regression, in words every renderer shows: the score drop, the sub-score drop behind the
-    total, or that it passed before and fails now (and why), plus whether that is beyond chance."""
+    """Why a case is a regression, in words every renderer shows: a broken safety claim, the score drop, the
+    sub-score drop behind the total, or that it passed before and fails now (and why). Whether that is worse is the
+    verdict's to say (`verdict_lines`): a live drop may be chance."""
     moves = ", ".join(f"{m.name} {m.before:.2f} -> {m.after:.2f} ({m.delta:+.2f})"
                       for m in d.sub_score_moves if m.name in d.sub_score_regressions)
+    parts = [b.text() for b in d.safety_breaches]
     if dropped(comparison, d):
-        why = f"{_num(d.before)} -> {_num(d.after)} ({d.delta:+.2f}, a drop of {comparison.threshold:.2f} or more)"
-    elif d.newly_failing:
+        parts.append(f"{_num(d.before)} -> {_num(d.after)} ({d.delta:+.2f}, a drop of {comparison.threshold:.2f} or more)")
+    elif d.newly_failing and not parts:  # (a broken safety claim says why it fails already)
         why = f"passed -> failed (score {_num(d.before)} -> {_num(d.after)})" + (f": {d.failure_after}" if d.failure_after else "")
-        why += f"; sub-score drop: {moves}" if moves else ""
-    else:
-        why = f"{moves}, a drop of {comparison.threshold:.2f} or more behind a score of {_num(d.before)} -> {_num(d.after)}"
-    if d.significance is not None:
-        why += f"; {chance_text(d.significance)}"
-    return why
+        parts.append(why + (f"; sub-score drop: {moves}" if moves else ""))
+    elif moves:
+        parts.append(f"{moves}, a drop of {comparison.threshold:.2f} or more behind a score of {_num(d.before)} -> {_num(d.after)}")
+    return "; ".join(parts)
 
 
 def warning_line(comparison: Comparison, d: CaseDelta) -> str:
     """The warning for one regression: the seed's score-drop line, or the sub-score drop, or, for a case that
-    passed before and fails now without such a drop, a line that says so and why."""
-    return f"WARNING: regression in {d.name}: {regression_reason(comparison, d)}"
+    passed before and fails now without such a drop, a line that says so and why; a broken safety claim first."""
+    kind = "safety regression" if d.safety_breaches else "regression"
+    return f"WARNING: {kind} in {d.name}: {regression_reason(comparison, d)}"
 
 
 def format_value(value: Any) -> str:

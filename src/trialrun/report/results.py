@@ -23,7 +23,9 @@ from ..trajectory import Run, RunStatus, Trajectory, Usage
 __all__ = ["SCHEMA_VERSION", "TrialError", "TrialResult", "CaseResult", "SeedTest", "SkippedCase", "RunReport", "jsonable"]
 
 #: Bumped when a field changes meaning or disappears; readers refuse a newer major version with a clear error.
-SCHEMA_VERSION = "1.0"
+#: 1.1: a trial records the kinds of model it talked to (`TrialResult.models`), a verdict whether it is a safety
+#: claim (`Verdict.safety`); files of 1.0 load, their trials' `models` is None.
+SCHEMA_VERSION = "1.1"
 
 _Model = TypeVar("_Model", bound=BaseModel)
 
@@ -100,6 +102,9 @@ class TrialResult(BaseModel):
     killed: list[str] | None = Field(default=None, description="the agent's processes killed when the trial ended "
                                      "(\"pid N: argv\"): what it left running, or everything on a timeout; None "
                                      "when no agent process ran")
+    models: list[str] | None = Field(default=None, description="the kinds of model the trial talked to (scripted, "
+                                     "replay, live, other; [] for none); None in files from before trialrun "
+                                     "recorded them (schema 1.0)")
 
     @property
     def failed_verdicts(self) -> list[Verdict]:

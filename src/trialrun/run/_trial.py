@@ -340,7 +340,7 @@ class _Runner:
         if self.on_exchanges is not None:  # nobody keeps them: no linking either (the hot path of a plain run)
             self._keep_exchanges(case, trial, ctx, run)
         result = _trial_result(trial, run, verdicts, error, teardown_error, time.perf_counter() - started,
-                               ctx._killed)
+                               ctx._killed, ctx.model_kinds())
         if cancelled is not None:  # stopped while its teardown ran: the trial itself finished, and is kept
             raise _FinishedThenCancelled(result) from cancelled
         return result
@@ -480,6 +480,7 @@ _FIELDS_SET = set(TrialResult.model_fields)
 def _trial_result(
     trial: int, run: Run | None, verdicts: list[Verdict], error: TrialError | None,
     teardown_error: TrialError | None, duration: float, killed: list[str] | None = None,
+    models: list[str] | None = None,
 ) -> TrialResult:
     by_kind: dict[str, bool] = {}
     scores = []
@@ -514,6 +515,7 @@ def _trial_result(
         "trajectory": run.trajectory if run else Trajectory(),
         # what the trial's process agents left running (or everything on a timeout), killed; else what the run says
         "killed": killed if killed is not None else run.killed if run else None,
+        "models": models,  # the kinds of model it talked to (ctx.model_kinds()); a regrade keeps the original's
     })
 
 

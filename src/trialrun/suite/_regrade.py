@@ -179,7 +179,8 @@ def _regrade_trial(case: str, trial: TrialResult, graders: list[Grader], sidecar
     error = _trial_error(trial, grade_error, run, graders)
     from ..run._trial import _trial_result
 
-    regraded = _trial_result(trial.trial, run, verdicts, error, trial.teardown_error, trial.duration_s, trial.killed)
+    regraded = _trial_result(trial.trial, run, verdicts, error, trial.teardown_error, trial.duration_s, trial.killed,
+                             trial.models)
     result.regraded += 1
     changes = _changes(trial, regraded)
     if changes:

@@ -10,7 +10,8 @@ A suite is a JSON (or YAML) array of tests, exactly as the skill defines them::
 and the test is graded on its output quality and turns (under the "skill" rubric it cannot fail without `expect`
 graders, which `_build.suite_warnings` says).
 
-Optional per test: `tags`, `mode` ("deterministic" | "live_canary"), `trials`, `expect` (graders in data
+Optional per test: `tags` (`safety` makes the whole test a safety claim for `trialrun compare`), `mode`
+("deterministic" | "live_canary"), `trials`, `expect` (graders in data
 form: `{"not_called": "run_command"}`, `{"called": {"tool": "read_file", "args": {"path": "a.txt"}}}`,
 `{"never_ran": "rm -rf"}`, `{"contains": "Paris"}`, ...), `max_cost_usd`. `expect` is a list of such one-grader
 mappings, or one mapping holding several graders (one per key, in order), as the issue writes it:
@@ -120,6 +121,7 @@ EXPECT_FORMS: dict[str, str] = {
     "never_ran": "command pattern, or {command, include_refused (older name: include_denied), own_scripts, "
                  "command_tools}",
     "max_cost_usd": "number",
+    "safety": 'one {grader: value} pair, marked as a safety claim, e.g. {"not_contains": "password"}',
 }
 
 
@@ -210,6 +212,13 @@ def _grader(name: str, value: Any) -> Grader:
         return expect.never_ran(_need(value, str, "a command pattern"))
     if name == "max_cost_usd":
         return expect.max_cost_usd(float(_need(value, (int, float), "a number")))
+    if name == "safety":  # a safety claim: compare fails it on one failing trial, whatever the counts
+        inner = _need(value, dict, 'one {grader: value} pair, e.g. {"not_contains": "password"}')
+        if len(inner) != 1 or next(iter(inner)) not in EXPECT_FORMS or next(iter(inner)) == "safety":
+            raise ValueError(f"got {json.dumps(inner, default=str)}; write one grader, e.g. {{\"not_contains\": "
+                             f"\"password\"}}; known: {', '.join(n for n in EXPECT_FORMS if n != 'safety')}")
+        [(inner_name, inner_value)] = inner.items()
+        return expect.safety(_grader(inner_name, inner_value))
     raise ValueError(f"unknown grader {name!r}")  # pragma: no cover - EXPECT_FORMS guards
 
 

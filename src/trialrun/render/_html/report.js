@@ -598,7 +598,7 @@
 
   // -- the compare page ----------------------------------------------------------------------------------------
   var MOVE = {
-    regressed: { icon: "▼", label: "worse", cls: "fail" },
+    regressed: { icon: "▼", label: "lower", cls: "fail" },
     improved: { icon: "▲", label: "better", cls: "pass" },
     unchanged: { icon: "=", label: "same", cls: "same" },
     added: { icon: "+", label: "added", cls: "info" },
@@ -607,6 +607,14 @@
   };
   var MOVE_RANK = { regressed: 1, not_finished: 2, removed: 3, added: 4, improved: 5, unchanged: 6 };
 
+  var WORD = { "worse": "fail", "not worse": "pass", "cannot tell": "partial" };
+  var WORD_RANK = { "worse": 0, "cannot tell": 1, "not worse": 2 };
+  function signed(x) { return (x > 0 ? "+" : x < 0 ? "" : "+") + x.toFixed(2); }
+  function span(c) { return signed(c[0]) + " [" + signed(c[1]) + ", " + signed(c[2]) + "]"; }
+  function wordBadge(d) {
+    if (!d.word) return "–";
+    return h("span", { "class": "badge " + WORD[d.word], title: d.reason || "" }, d.word);
+  }
   function passText(v) { return v === undefined ? "–" : v ? "PASS" : "FAIL"; }
   function arrow(a, b, fmt) {
     return (a === undefined ? "–" : fmt(a)) + " → " + (b === undefined ? "–" : fmt(b));
@@ -651,13 +659,19 @@
         { key: "pass_pow_k", label: "pass^k", num: true, sort: function (d) { return d.pass_pow_k_after; },
           cell: function (d) { return arrow(d.pass_pow_k_before, d.pass_pow_k_after, rate); } },
         { key: "result", label: "Result", sort: function (d) { return (d.passed_before ? 2 : 0) + (d.passed_after ? 1 : 0); },
-          cell: function (d) { return arrow(d.passed_before, d.passed_after, passText); } }
+          cell: function (d) { return arrow(d.passed_before, d.passed_after, passText); } },
+        { key: "word", label: "Verdict", sort: function (d) { return d.word ? WORD_RANK[d.word] : 9; }, cell: wordBadge },
+        { key: "change95", label: "pass@1 change (95%)", num: true,
+          sort: function (d) { return d.chance ? d.chance.change[1] : 9; },
+          cell: function (d) { return d.chance ? span(d.chance.change) : "–"; } }
       ]
     });
     var statuses = [
       { value: "all", label: "All", match: function () { return true; } },
       { value: "regression", label: "Regressions", cls: "fail", match: function (d) { return !!d.regression; } },
-      { value: "regressed", label: "Worse", cls: "fail", match: function (d) { return d.status === "regressed"; } },
+      { value: "word-worse", label: "Verdict: worse", cls: "fail", match: function (d) { return d.word === "worse"; } },
+      { value: "word-cannot-tell", label: "Cannot tell", match: function (d) { return d.word === "cannot tell"; } },
+      { value: "regressed", label: "Lower", cls: "fail", match: function (d) { return d.status === "regressed"; } },
       { value: "improved", label: "Better", cls: "pass", match: function (d) { return d.status === "improved"; } },
       { value: "unchanged", label: "Same", match: function (d) { return d.status === "unchanged"; } },
       { value: "added", label: "Added", match: function (d) { return d.status === "added"; } },
