@@ -19,8 +19,10 @@ from trialrun.trajectory import Run, Trajectory, Turn, Usage
 
 def _arm(log: list[tuple[str, str, int, str]] | None, label: str, answers: dict[str, float] | None = None, *,
          tests: tuple[str, ...] = ("a", "b", "c"), live: bool = False, seed: int = 1, sleep: float = 0.0,
-         cost: float | None = None, turns: bool = False) -> list[tr.Case]:
-    """An arm's cases: each trial logs (arm, test, trial, "start"/"end") and passes with its test's probability."""
+         cost: float | None = None, turns: bool = False, scripted: bool = False) -> list[tr.Case]:
+    """An arm's cases: each trial logs (arm, test, trial, "start"/"end") and passes with its test's probability.
+    `scripted`: the answer comes from a scripted model the trial really calls (so the run is deterministic by what
+    its trials did; a coin flipped in the invoke, with no model, is not)."""
     rng = random.Random(f"{label}-{seed}")
     lock = threading.Lock()
 
@@ -34,6 +36,11 @@ def _arm(log: list[tuple[str, str, int, str]] | None, label: str, answers: dict[
             if log is not None:
                 log.append((label, name, ctx.trial, "end"))
             text = "hello" if right else "bye"
+            if scripted:
+                with ctx.http_client(ctx.scripted([tr.reply(text)])) as client:
+                    answer = client.post("https://api.openai.com/v1/chat/completions",
+                                         json={"model": "m", "messages": [{"role": "user", "content": "hi"}]}).json()
+                return answer["choices"][0]["message"]["content"]
             if cost is None and not turns:
                 return text
             trajectory = Trajectory(turns=[Turn(text=text, usage=Usage(100, 20))]) if turns else Trajectory()
@@ -81,10 +88,20 @@ def test_rounds_are_kept_apart_with_trials_in_flight_at_once() -> None:
 
 
 def test_until_decided_with_deterministic_arms_runs_one_round() -> None:
-    run = tr.evaluate_arms({"v1": _arm(None, "v1"), "v2": _arm(None, "v2", {"a": 0.0})}, until_decided=True, seed=3)
+    run = tr.evaluate_arms({"v1": _arm(None, "v1", scripted=True), "v2": _arm(None, "v2", {"a": 0.0}, scripted=True)},
+                           until_decided=True, seed=3)
     assert run.rounds == 1 and run.stopped == "deterministic" and run.deterministic
     assert run.sequential == {}  # no chance statistics between deterministic arms
     assert run.reports["v2"].cases[0].passed is False and run.reports["v2"].trial_count == 1
+
+
+def test_arms_whose_trials_talked_to_no_model_are_not_taken_for_deterministic() -> None:
+    """Determinism is decided from what the first round's trials did: cases marked deterministic whose invoke flips
+    a coin without any observed model are judged as live (the sequential test runs), never stopped after a round."""
+    run = tr.evaluate_arms({"v1": _arm(None, "v1"), "v2": _arm(None, "v2", {"a": 0.0})}, until_decided=True, seed=3,
+                           max_trials=4)
+    assert not run.deterministic and run.stopped != "deterministic" and run.rounds > 1
+    assert set(run.sequential) == {"v2"}
 
 
 def test_until_decided_stops_early_on_a_decisive_drop() -> None:

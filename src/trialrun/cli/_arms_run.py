@@ -165,7 +165,7 @@ def _gate_problems(run: Any, arm: str, comparison: Any) -> list[str]:
     if verdict is not None and verdict.verdict == "worse":
         problems.append(f"worse than {run.baseline}: pass@1 change {verdict.change:+.2f}, between {verdict.low:+.2f} "
                         f"and {verdict.high:+.2f} (sequential test, alpha {verdict.alpha:g})")
-    problems += [f"{d.name}: {breach.text()}" for d in comparison.cases for breach in getattr(d, "safety_breaches", ())]
+    problems += [f"{d.name}: {breach.text()}" for d in comparison.cases for breach in d.safety_breaches]
     if comparison.removed:
         problems.append(f"{len(comparison.removed)} test(s) missing ({', '.join(comparison.removed)})")
     if comparison.not_finished:
@@ -174,12 +174,11 @@ def _gate_problems(run: Any, arm: str, comparison: Any) -> list[str]:
 
 
 def _compare_gate(comparison: Any) -> list[str]:
-    """What `trialrun compare --fail-on-regression` fails on for this comparison: its gate's reasons (or, from
-    a Comparison without a `gate`, its `gate_problems()`, the form before compare's verdict had one)."""
-    gate = getattr(comparison, "gate", None)
-    if gate is not None:
-        return list(gate.reasons) if gate.failed else []
-    return list(comparison.gate_problems())
+    """What `trialrun compare --fail-on-regression` fails on for this comparison: its gate's reasons."""
+    gate = comparison.gate
+    if gate is None:  # compare() always decides one; a Comparison built by hand may not have
+        raise ValueError("this comparison has no gate: it was not made by trialrun.report.compare.compare()")
+    return list(gate.reasons) if gate.failed else []
 
 
 def _verdict_lines(run: Any) -> list[str]:

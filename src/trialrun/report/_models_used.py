@@ -11,14 +11,15 @@ model's spec (`scripted:`, `replay:` against `openai:`, `record:`, ...), said to
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from ..models._base import DETERMINISTIC_KINDS
-from .results import CaseResult, RunReport
+from .results import CaseResult, RunReport, TrialResult
 
-__all__ = ["Determinism", "RunModels", "case_determinism", "run_models", "pair_of", "SPEC_KINDS"]
+__all__ = ["Determinism", "RunModels", "case_determinism", "trials_determinism", "run_models", "pair_of", "SPEC_KINDS"]
 
 Determinism = Literal["deterministic", "live", "unknown"]
 
@@ -51,12 +52,12 @@ def _live_judge(snapshot: dict[str, Any]) -> bool:
     return _spec_kind(snapshot.get("judge")) == "live"
 
 
-def _kinds(case: CaseResult, snapshot: dict[str, Any]) -> tuple[Counter[str], int, int]:
+def _kinds(trials: Iterable[TrialResult], snapshot: dict[str, Any]) -> tuple[Counter[str], int, int]:
     """(trials per kind, trials that said nothing and were read from the snapshot, trials with no model at all)."""
     fallback = _snapshot_kinds(snapshot)
     counts: Counter[str] = Counter()
     from_snapshot = silent = 0
-    for trial in case.trials:
+    for trial in trials:
         kinds = trial.models
         if kinds is None:
             kinds = fallback
@@ -69,7 +70,13 @@ def _kinds(case: CaseResult, snapshot: dict[str, Any]) -> tuple[Counter[str], in
 
 def case_determinism(case: CaseResult, snapshot: dict[str, Any]) -> Determinism:
     """deterministic, live or unknown, for one test's trials in a run with this config snapshot."""
-    counts, _, _ = _kinds(case, snapshot)
+    return trials_determinism(case.trials, snapshot)
+
+
+def trials_determinism(trials: Iterable[TrialResult], snapshot: dict[str, Any]) -> Determinism:
+    """deterministic, live or unknown, for these trials (of one test, or of an A/B arm's first round) in a run with
+    this config snapshot: the one rule `case_determinism` and the A/B runner's "one round decides" both use."""
+    counts, _, _ = _kinds(trials, snapshot)
     if not counts:
         return "unknown"
     if _live_judge(snapshot) or not set(counts) <= DETERMINISTIC_KINDS:
@@ -84,7 +91,7 @@ def run_models(report: RunReport) -> RunModels:
     from_snapshot = silent = trials = 0
     kinds: set[str] = set()
     for case in report.graded_cases:
-        counts, read, none = _kinds(case, snapshot)
+        counts, read, none = _kinds(case.trials, snapshot)
         total.update(counts)
         from_snapshot += read
         silent += none

@@ -8,8 +8,9 @@ every arm alike. Within a round each test's arms start in an order shuffled by t
 order can be replayed); `concurrency` trials are in flight at once within a round. Round i of an arm pairs with
 round i of the baseline: those pairs are what the sequential test (`report._sequential`) looks at.
 
-Deterministic arms (every case's model scripted or replayed) need no sequential test: with `until_decided`, one
-round decides, as every change between them is real.
+Deterministic arms need no sequential test: with `until_decided`, one round decides, as every change between them
+is real. Whether they are is decided after the first round from the models its trials really talked to
+(`report._models_used.trials_determinism`, the rule compare uses), never guessed from the configuration.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from datetime import datetime, timezone
 from typing import Any, Literal
 
 from ..case import Case, CaseError, Problem
+from ..report._models_used import trials_determinism
 from ..report._sequential import SequentialTest, SequentialVerdict
 from ..report._stats import ALPHA
 from ..report.results import CaseResult, RunReport, TrialResult
@@ -100,7 +102,6 @@ class _Plan:
     baseline: str
     tests: list[str]
     planned: dict[str, dict[str, int]]
-    deterministic: bool
 
 
 def _plan(arms: Mapping[str, Iterable[Case | Mapping[str, Any]]], trials: int, baseline: str | None,
@@ -130,8 +131,7 @@ def _plan(arms: Mapping[str, Iterable[Case | Mapping[str, Any]]], trials: int, b
         raise CaseError(problems)
     planned = {arm: {case.name: max_trials if max_trials is not None else (case.trials or trials) for case in selected}
                for arm, (_, selected, _) in checked.items()}
-    deterministic = all(case.mode == "deterministic" for _, selected, _ in checked.values() for case in selected)
-    return _Plan(checked, chosen, tests, planned, deterministic)
+    return _Plan(checked, chosen, tests, planned)
 
 
 async def aevaluate_arms(
@@ -167,7 +167,7 @@ async def aevaluate_arms(
     plan = _plan(arms, trials, baseline, names, tags, include_live_canary, max_trials if until_decided else None)
     seed = random.SystemRandom().randrange(2**32) if seed is None else seed
     ids = dict(run_ids or {})
-    state = _State(plan, seed, until_decided, max_trials, max_cost_usd, threshold)
+    state = _State(plan, seed, until_decided, max_trials, max_cost_usd, threshold, config_snapshots or {})
     runners = {arm: _Runner(concurrency, ids.get(arm), None, (on_exchanges or {}).get(arm)) for arm in plan.arms}
     remotes = {arm: _trial_runner(executor, plan.arms[arm][1], ids.get(arm), concurrency, (on_exchanges or {}).get(arm))
                for arm in plan.arms}
@@ -191,8 +191,11 @@ class _State:
     """The rounds of one A/B run: what each arm's trials gave, the orders, the sequential tests, and the stop."""
 
     def __init__(self, plan: _Plan, seed: int, until_decided: bool, max_trials: int | None,
-                 max_cost_usd: float | None, threshold: float) -> None:
+                 max_cost_usd: float | None, threshold: float, snapshots: Mapping[str, dict[str, Any]]) -> None:
         self.plan = plan
+        self.snapshots = snapshots
+        #: Whether every arm's trials talked only to scripted or replayed models: known after the first round.
+        self.deterministic = False
         self.seed = seed
         self.rng = random.Random(seed)
         self.until_decided = until_decided
@@ -247,12 +250,16 @@ class _State:
     def _after_round(self, number: int, spent: float | None, last_cost: float) -> Stop | None:
         """Feed the round to the sequential tests; why the run stops now (decided, or a cap reached: a round the
         last one's cost says would pass the cost cap is not started), or None to go on."""
-        if self.until_decided and not self.plan.deterministic:
+        if number == 1:
+            self.deterministic = all(
+                trials_determinism(results.values(), dict(self.snapshots.get(arm) or {})) == "deterministic"
+                for arm, results in self.results.items())
+        if self.until_decided and not self.deterministic:
             for arm, test in self.tests.items():
                 if self.started_of[arm] == number:
                     test.add_round(self._pairs(arm, number))
         if self.until_decided:
-            if self.plan.deterministic:
+            if self.deterministic:
                 return "deterministic"
             if all(test.decided for test in self.tests.values()):
                 return "decided"
@@ -293,7 +300,7 @@ class _State:
         reports = {arm: self._report(arm, started_at, duration_s, interrupted, run_ids.get(arm), snapshots.get(arm))
                    for arm in self.plan.arms}
         return ArmsRun(reports=reports, baseline=self.plan.baseline, seed=self.seed, rounds=self.rounds,
-                       round_orders=self.orders, deterministic=self.plan.deterministic, until_decided=self.until_decided,
+                       round_orders=self.orders, deterministic=self.deterministic, until_decided=self.until_decided,
                        stopped=self.stopped, max_trials=self.max_trials, max_cost_usd=self.max_cost_usd,
                        sequential={arm: test.result() for arm, test in self.tests.items() if test.rounds})
 
