@@ -19,6 +19,24 @@ from ._common import (EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, _check
                       _report_files, _say)
 
 
+class _WireApis(click.Choice):  # type: ignore[type-arg]
+    """The wire APIs trialrun has (the codec registry's names), read when first needed: `trialrun --help` does not
+    import the codecs."""
+
+    def __init__(self) -> None:
+        super().__init__(())
+
+    @property  # type: ignore[override]
+    def choices(self) -> tuple[str, ...]:
+        from ..wire import CODECS
+
+        return tuple(CODECS)
+
+    @choices.setter
+    def choices(self, value: object) -> None:
+        pass
+
+
 @click.command()
 @click.argument("test_ids", nargs=-1, metavar="[TEST_ID ...|all]")
 @click.option("--trials", "-k", type=click.IntRange(min=1), help="Run each test K times (pass@1 and pass^k).")
@@ -29,7 +47,7 @@ from ._common import (EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, _check
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Configuration file (default: ./trialrun.toml).")
 @click.option("--model", help="Model spec, e.g. scripted:model.yaml, replay:cassettes/, openai:gpt-4.1-mini.")
 @click.option("--agent", help="Agent under test: module:function taking (prompt, ctx), a ready-made agent (pi, codex, claude-code, opencode) or \"command: PROGRAM ARGS {prompt}\".")
-@click.option("--api", type=click.Choice(["openai-chat", "openai-responses", "anthropic", "gemini"]), help="Wire API of the reference agent.")
+@click.option("--api", type=_WireApis(), help="Wire API of the reference agent.")
 @click.option("--judge", help="Judge output_quality with this model spec instead of the heuristic.")
 @click.option("--rubric", type=click.Choice(["balanced", "skill"]), help="How sub-scores make the score (default: balanced).")
 @click.option("--strict", is_flag=True, help="Make every suite warning an error (exit 2 before anything runs).")

@@ -124,7 +124,7 @@ def writing(path: Path, what: str = "result file") -> Iterator[None]:
     its folder: "No space left on device" alone does not say what was lost."""
     try:
         yield
-    except ResultFileError:
+    except (ResultFileError, FileExistsError, LatestNotUpdated):  # (the caller's to handle: another name, a warning)
         raise
     except OSError as exc:
         raise ResultWriteError(path, exc, what) from exc
@@ -316,7 +316,7 @@ class ResultsStore:
         return remove_stale_temps(self.directory)
 
     def save(self, report: RunReport, *, stem: str | None = None,
-             trial_texts: Mapping[int, tuple[Any, str, object]] | None = None) -> Path:
+             trial_texts: Mapping[int, tuple[Any, str, object]] | None = None, point_latest: bool = True) -> Path:
         """Write the report as results_<YYYYMMDD_HHMMSS>.json (of its start, UTC; `_2`, `_3`... when taken), or as
         `<stem>.json` for a name `reserve` gave, then point latest.json at it. A result file is never replaced:
         a name taken meanwhile moves the report to the next free one. A report without a run_id gets
@@ -339,6 +339,8 @@ class ResultsStore:
             break
         else:  # pragma: no cover - ten thousand runs in one second
             raise FileExistsError(f"{self.directory}: no free result file name for {stamp}")
+        if not point_latest:  # (a regrade: no agent ran, the run it regraded stays the latest)
+            return path
         try:
             self._point_latest(path)
         except OSError as exc:
