@@ -26,6 +26,7 @@ its output_quality is 0 whoever judges (the judge is not asked).
 from __future__ import annotations
 
 import inspect
+import math
 import re
 from collections.abc import Awaitable, Callable, Sequence
 
@@ -110,7 +111,8 @@ def _no_answer(response: str, run: Run | None) -> str | None:
 def hand_quality(value: float) -> float:
     """A hand grade of output quality, checked: from 0 to QUALITY_MAX in steps of HAND_STEP (0.35, not 0.333).
     ValueError saying the scale otherwise."""
-    steps = round(value / HAND_STEP) if isinstance(value, (int, float)) and not isinstance(value, bool) else -1
+    number = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    steps = round(value / HAND_STEP) if number else -1
     if not 0 <= steps <= round(QUALITY_MAX / HAND_STEP) or abs(steps * HAND_STEP - value) > _EPSILON:
         raise ValueError(f"output quality is graded from 0 to {QUALITY_MAX:g} in steps of {HAND_STEP:g} (0 irrelevant "
                          f"or hallucinated, 0.25 partly right, 0.5 fully right), got {value!r}")
