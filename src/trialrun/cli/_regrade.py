@@ -41,7 +41,8 @@ def regrade_command(run_ref: str | None, suite: str | None, config_path: str | N
     from ..suite._regrade import regrade_report
     from ..suite.config import load_config
     from ..report._grading import carry_forward
-    from ..report.store import LATEST, LatestNotUpdated, ResultsStore, load_report, report_text, writing
+    from ..report.store import (LATEST, LatestNotUpdated, ResultsStore, ResultWriteError, load_report, report_text,
+                                 writing)
     from ..suite._tests_file import read_suite
 
     config = load_config(Path.cwd(), path=config_path).with_overrides(suite=Path(suite).resolve() if suite else None)
@@ -68,11 +69,12 @@ def regrade_command(run_ref: str | None, suite: str | None, config_path: str | N
     with store.write_lock():  # the run as it is now: a grade made while the regrade ran is carried too
         done.report, carried = carry_forward(load_report(path), done.report)
         try:
-            with writing(store.directory / f"results_{done.report.started_at:%Y%m%d_%H%M%S}.json"):
-                saved = store.save(done.report, point_latest=make_latest)
+            saved = store.save(done.report, point_latest=make_latest)
         except LatestNotUpdated as exc:  # saved all the same: its exchanges go beside it
             saved = exc.saved
             say(f"warning: {exc}")
+        except OSError as exc:  # a full disk: said with the file and the folder
+            raise ResultWriteError(Path(exc.filename) if exc.filename else store.directory / "results_*.json", exc) from exc
     with writing(sidecar_path(saved), "exchanges file"):
         copy_sidecar(sidecar_path(path), sidecar_path(saved), run_id=done.report.run_id)
     if as_json:

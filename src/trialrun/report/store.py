@@ -336,6 +336,8 @@ class ResultsStore:
             except FileExistsError:
                 report.run_id = run_id
                 continue
+            except OSError as exc:  # (a full disk: the error names the file it could not write)
+                raise type(exc)(exc.errno, exc.strerror, str(path)) from exc
             break
         else:  # pragma: no cover - ten thousand runs in one second
             raise FileExistsError(f"{self.directory}: no free result file name for {stamp}")

@@ -224,6 +224,10 @@ def addresses(host: str) -> list[str]:
     import ipaddress
 
     try:
+        return [str(ipaddress.ip_address(host.strip("[]")).compressed)]  # an address: itself, no name service
+    except ValueError:
+        pass
+    try:
         found = socket.getaddrinfo(host.strip("[]"), None, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError) as exc:
         raise HostUnresolved(errno.EINVAL, f"--host {host}: cannot be resolved ({exc})") from None
