@@ -337,6 +337,8 @@ class ResultsStore:
                 report.run_id = run_id
                 continue
             except OSError as exc:  # (a full disk: the error names the file it could not write)
+                if exc.errno is None or exc.filename is not None:
+                    raise
                 raise type(exc)(exc.errno, exc.strerror, str(path)) from exc
             break
         else:  # pragma: no cover - ten thousand runs in one second
