@@ -88,20 +88,25 @@ class Judgement(NamedTuple):
 
 def kinds_passed(verdicts: Iterable[Verdict]) -> dict[str, bool]:
     """How each kind of grade came out (a verdict without a kind is an outcome's), kinds in the verdicts' order: the
-    one roll-up, behind `TrialResult.outcome_passed`... and every view that lists the kinds."""
-    by_kind: dict[str, bool] = {}
-    for verdict in verdicts:
-        kind = verdict.kind or "outcome"
-        by_kind[kind] = by_kind.get(kind, True) and verdict.passed
-    return by_kind
+    roll-up behind `TrialResult.outcome_passed`... and every view that lists the kinds (`judge_trial`'s)."""
+    return judge_trial(list(verdicts), None, None).kinds
 
 
 def judge_trial(verdicts: Sequence[Verdict], error: TrialError | None, teardown_error: TrialError | None) -> Judgement:
     """THE rule for a trial (the runner, a Ray worker, a regrade, a hand grade and an override all call it): it
-    passed when nothing raised, its teardown included (the error says which phase), and every verdict passed."""
-    scores = [verdict.score for verdict in verdicts if verdict.score is not None]
-    every = all(verdict.passed for verdict in verdicts)
-    return Judgement(error is None and teardown_error is None and every, kinds_passed(verdicts),
+    passed when nothing raised, its teardown included (the error says which phase), and every verdict passed.
+    One pass over the verdicts: it runs for every trial of every run."""
+    by_kind: dict[str, bool] = {}
+    scores = []
+    every = True
+    for verdict in verdicts:
+        kind = verdict.kind or "outcome"
+        by_kind[kind] = by_kind.get(kind, True) and verdict.passed
+        if verdict.score is not None:
+            scores.append(verdict.score)
+        if not verdict.passed:
+            every = False
+    return Judgement(error is None and teardown_error is None and every, by_kind,
                      sum(scores) / len(scores) if scores else None)
 
 
