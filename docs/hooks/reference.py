@@ -146,8 +146,9 @@ def config_examples(doc: str) -> dict[str, list[str]]:
 def config_page() -> str:
     from trialrun.suite import config as module
     from trialrun.expect.rubric import RUBRICS
+    from trialrun.wire import CODECS
 
-    choices = {"api": module.APIS, "sandbox": module.SANDBOXES, "rubric": tuple(RUBRICS),
+    choices = {"api": tuple(CODECS), "sandbox": module.SANDBOXES, "rubric": tuple(RUBRICS),
                "model": tuple(f"{kind}:…" for kind in module.MODEL_KINDS),
                "judge": tuple(f"{kind}:…" for kind in module.MODEL_KINDS)}
     schema = module.Config.model_json_schema()

@@ -228,7 +228,7 @@ def test_a_recorded_agent_with_a_sub_agent_regrades_and_exports_every_conversati
     regraded = load_report(_results(tmp_path)[-1]).case("sub").trials[0]
     assert Counter(c.role for c in regraded.trajectory.conversations for _ in c.turns) == roles
     # export: a chat span per answered exchange, in its conversation; ATIF: one trajectory per conversation
-    exported = json.loads(_cli("export", "latest", "--format", "otel").stdout)
+    exported = json.loads(_cli("export", _results(tmp_path)[-1].name, "--format", "otel").stdout)  # the regrade's
     jsonschema.validate(exported, OTLP_TRACES)
     otel = exported["resourceSpans"][0]["scopeSpans"][0]["spans"]
     assert [p for span in otel for p in genai_problems(span)] == []

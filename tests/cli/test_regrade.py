@@ -75,9 +75,12 @@ def test_an_unchanged_suite_regrades_to_the_same_verdicts(project: Path, cli) ->
 
     jsonschema.validate(json.loads(regraded.read_text()), json.loads(cli("schema", "--results").stdout))
     assert sidecar_path(regraded).is_file()
-    shown = cli("report", "--exit-zero")
+    shown = cli("report", regraded.stem, "--exit-zero")
     assert f"(regraded from {before.run_id}; no agent ran)" in shown.output
-    compared = cli("compare")
+    # a regrade runs no agent: latest.json stays on the agent's last run (and the regrade says so)
+    assert "latest.json still points at the last run of the agent" in done.output
+    assert (project / RESULTS / "latest.json").resolve() == original.resolve()
+    compared = cli("compare", original.stem, regraded.stem)
     assert f"regraded_from: (none) -> {before.run_id}" in compared.output, compared.output
 
 

@@ -72,7 +72,7 @@ def test_grading_by_hand_skips_trials_that_errored(project: Path, cli) -> None:
     cli("run", "read-file", "-k", "4", "--agent", "flaky_agent:run", "--rubric", "skill")
     result = cli("grade", "latest", "read-file", "0")
     assert result.exit_code == 0, result.output
-    assert "read-file: output_quality 0; score 0.25 -> 0.00; failed" in result.output
+    assert "read-file: output_quality 0 in trials 1, 3; score 0.25 -> 0.00; failed" in result.output
     case = _latest(project)["cases"][0]
     assert [t["score"] for t in case["trials"]] == [0.0, None, 0.0, None]  # 0 + 0 + 0: the errored ones left alone
     assert case["sub_scores"] == pytest.approx({"tool_accuracy": 0.0, "turn_efficiency": 0.0, "output_quality": 0.0})
@@ -85,7 +85,7 @@ def test_grading_a_test_whose_every_trial_errored_says_they_errored(project: Pat
     cli("run", "read-file", "-k", "2", "--agent", "crash:run")
     result = cli("grade", "latest", "read-file", "0.5")
     assert result.exit_code == 2
-    assert "test 'read-file' has no rubric score to grade" in result.output
+    assert "test 'read-file' has nothing to grade" in result.output
     assert "2 of 2 trial(s) errored before they were graded" in result.output
     assert "not a suite test" not in result.output
 

@@ -198,3 +198,27 @@ def test_a_grade_form_with_markup_in_every_field_echoes_none_and_redirects_only_
         posted = client.post("/grade", data={**valid, "back": back}, follow_redirects=False)
         assert posted.headers["location"] == "/#grade", back
     assert {p.name: p.read_bytes() for p in folder.glob("results_*.json")} != before  # the valid ones did grade
+
+
+def test_the_override_form_with_markup_in_every_field_echoes_none_and_needs_a_reason(runs: Path, tmp_path: Path) -> None:
+    import shutil
+
+    folder = tmp_path / "eval"
+    shutil.copytree(runs, folder, symlinks=True)
+    stem = stems(folder)[-1]
+    before = (folder / f"{stem}.json").read_bytes()
+    client = TestClient(create_app(folder, token="t0ken"), base_url="http://127.0.0.1")
+    evil = '"><img src=x onerror=alert(1)>'
+    valid = {"token": "t0ken", "run": stem, "test": TEST, "trial": "1", "grader": "rubric", "verdict": "fail",
+             "reason": "", "back": "/"}
+    for field in ("run", "test", "trial", "grader", "verdict", "reason", "back"):
+        posted = client.post("/override", data={**valid, field: evil}, follow_redirects=False)
+        assert posted.status_code < 500 and "<img" not in posted.text, field
+        assert not posted.headers.get("location", "").startswith("//"), field
+    assert (folder / f"{stem}.json").read_bytes() != before  # the one with a reason (the markup one) was written
+    page = client.get(f"/trial/{stem}?test={TEST}&trial=1").text
+    assert "overridden by hand to FAIL" in page and "<img src=x" not in page  # shown, escaped
+    refused = client.post("/override", data=valid, follow_redirects=False)  # no reason
+    assert refused.status_code == 409 and "needs a reason" in refused.text
+    stray = client.post("/override", data={**valid, "token": "nope", "reason": "x"}, follow_redirects=False)
+    assert stray.status_code == 403

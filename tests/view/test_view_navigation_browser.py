@@ -165,15 +165,16 @@ def test_a_grade_set_in_the_page_lands_in_the_result_file_and_in_trialrun_report
         link.click()
         p.wait_for_url("**#exchange-1")
         assert p.locator("details.raw-exchange").first.get_attribute("open") is not None
-        current = p.locator('#grade-form input[name="quality"]:checked').get_attribute("value")
+        current = p.locator('#grade-form input[name="quality"]').input_value()
         chosen = "0" if current != "0" else "0.5"
-        p.check(f'#grade-form input[name="quality"][value="{chosen}"]')
+        p.fill('#grade-form input[name="quality"]', chosen)
+        p.select_option("#grade-trial", "all")
         p.fill("#grade-comment", "reads the notes but lists one item only")
         p.locator("#grade-form button").click()
         p.wait_for_url("**#grade")
         p.wait_for_selector("#hand-grade")
         note = p.locator("#hand-grade").inner_text()
-        assert f"output_quality {float(chosen):.2f}" in note and "reads the notes" in note
+        assert f"output quality {float(chosen):.2f}/0.5" in note and "reads the notes" in note
         assert f"was {float(current):.2f}" in note
         after = case()
         assert after["score"] != before["score"]

@@ -34,10 +34,9 @@ if TYPE_CHECKING:
     from ..endpoint import ModelEndpoint
     from .._contain.sandbox import Sandbox
 
-__all__ = ["ProcessAgent", "AgentNotFound", "Launch", "ResultReader", "DUMMY_KEY", "APIS"]
+__all__ = ["ProcessAgent", "AgentNotFound", "Launch", "ResultReader", "DUMMY_KEY"]
 
 DUMMY_KEY = "trialrun-dummy-key"
-APIS = ("openai-chat", "openai-responses", "anthropic", "gemini")
 #: Output: "stdout", "file:PATH" (relative to the workdir), or a function (stdout, ctx) -> output.
 Output = Union[str, Callable[[str, "TrialContext"], Any]]
 
@@ -185,8 +184,10 @@ class ProcessAgent:
         self.argv = shlex.split(argv) if isinstance(argv, str) else [str(a) for a in argv]
         if not self.argv:
             raise ValueError("ProcessAgent: argv is empty; give the command to run, e.g. ['pi', '-p', '{prompt}']")
-        if api not in APIS:
-            raise ValueError(f"ProcessAgent: api must be one of {', '.join(APIS)}, got {api!r}")
+        from ..wire import CODECS  # the wire APIs are the codecs trialrun has: one list, the registry's
+
+        if api not in CODECS:
+            raise ValueError(f"ProcessAgent: api must be one of {', '.join(CODECS)}, got {api!r}")
         bad_arg = next((a for a in self.argv if "\0" in a), None)
         if bad_arg is not None:
             raise ValueError(f"ProcessAgent: argv holds a NUL byte (no program can receive it): {bad_arg!r}")

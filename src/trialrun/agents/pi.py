@@ -31,11 +31,16 @@ __all__ = ["Pi", "pi", "CONTRACT"]
 
 _QUIET = {"PI_OFFLINE": "1", "PI_TELEMETRY": "0", "PI_SKIP_VERSION_CHECK": "1"}
 
+#: pi's provider `api` for each wire API trialrun speaks (its models.json); pi's contract offers exactly these.
+_WIRE = {"openai-chat": "openai-completions", "openai-responses": "openai-responses",
+         "anthropic": "anthropic-messages", "gemini": "google-generative-ai"}
+
+
 CONTRACT = AgentContract(
     name="pi",
     pin=pinned("pi"),
     summary="pi coding agent: runs whatever the model asks (no permission system of its own)",
-    apis=("openai-chat", "openai-responses", "anthropic", "gemini"),
+    apis=tuple(_WIRE),  # every wire API pi has a provider type for (the table below)
     endpoint=Endpoint("models.json names the endpoint as a provider (its `api` per wire)",
                       env=("PI_CODING_AGENT_DIR",), files=(".pi/agent/models.json", ".pi/agent/settings.json"),
                       quiet=_QUIET, flags=("-p", "--offline", "--no-session")),
@@ -82,8 +87,6 @@ def _failed(call: ToolCall, text: str) -> bool | None:
 
 
 _PROVIDER = "trialrun"
-_WIRE = {"openai-chat": "openai-completions", "openai-responses": "openai-responses",
-         "anthropic": "anthropic-messages", "gemini": "google-generative-ai"}
 
 
 class Pi(Preset):

@@ -44,7 +44,7 @@ def main(verbose: bool = False, debug: bool = False) -> None:
     trialrun report                  show the most recent run
     trialrun compare                 compare the last two runs (before/after a config change)
     trialrun view                    browse every run in a local web app (trialrun[view])
-    trialrun grade RUN TEST 0.25     set a test's output_quality by hand
+    trialrun grade RUN TEST 0.35     grade by hand: output quality, or --pass/--fail a verdict
     trialrun regrade [RUN]           grade a run again with the current suite (no agent runs)
     trialrun export RUN --format F   a run's trajectories as OpenTelemetry spans (otel) or ATIF (atif)
     trialrun schema                  the suite's JSON Schema

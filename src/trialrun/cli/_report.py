@@ -59,6 +59,7 @@ def report(run_ref: str | None, results_dir: str | None, suite: str | None, conf
     if as_json or show_table or not written:
         _emit_report(result, as_json=as_json, saved=None)
         if not as_json:
+            _agreement(result)
             _print_styled(_console(plain_ok=True), clean(path), "dim")
     _report_files(result, junit_path=junit_path, markdown_path=markdown_path, html_path=html_path, summary=False)
     if written and not as_json and not show_table:
@@ -66,6 +67,15 @@ def report(run_ref: str | None, results_dir: str | None, suite: str | None, conf
 
         _console().print(f"wrote {', '.join(written)}: {summary_line(result)} [dim]({path})[/]")
     sys.exit(EXIT_FAILED if result.failed_case_count and not exit_zero else EXIT_OK)
+
+
+def _agreement(result: Any) -> None:
+    """The judges against the run's hand grades, when it has any (`render._agreement`)."""
+    from ..report._agreement import agreement
+    from ..render._agreement import agreement_lines
+
+    for line in agreement_lines(agreement([result])):
+        _say(line, err=False)
 
 
 def _history_report(run_ref: str | None, results_dir: str | None, config_path: str | None, suite: str | None,

@@ -9,7 +9,7 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
@@ -18,6 +18,30 @@ from ._arms import ArmsArgs, RunParts, arm_options, wants_arms
 from ._common import (EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, _check_output_file, _check_results_dir,
                       _config_note, _console, _emit_report, _fail_cleanly, _load_config, _log_config, _print_styled,
                       _report_files, _say)
+
+
+if TYPE_CHECKING:  # (generic in click 8.2+ only; the project takes 8.1)
+    _Choice = click.Choice[str]
+else:
+    _Choice = click.Choice
+
+
+class _WireApis(_Choice):
+    """The wire APIs trialrun has (the codec registry's names), read when first needed: `trialrun --help` does not
+    import the codecs."""
+
+    def __init__(self) -> None:
+        super().__init__(())
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        from ..wire import CODECS
+
+        return tuple(CODECS)
+
+    @choices.setter
+    def choices(self, value: object) -> None:
+        pass
 
 
 @click.command()
@@ -30,7 +54,7 @@ from ._common import (EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, _check
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Configuration file (default: ./trialrun.toml).")
 @click.option("--model", help="Model spec, e.g. scripted:model.yaml, replay:cassettes/, openai:gpt-4.1-mini.")
 @click.option("--agent", help="Agent under test: module:function taking (prompt, ctx), a ready-made agent (pi, codex, claude-code, opencode) or \"command: PROGRAM ARGS {prompt}\".")
-@click.option("--api", type=click.Choice(["openai-chat", "openai-responses", "anthropic", "gemini"]), help="Wire API of the reference agent.")
+@click.option("--api", type=_WireApis(), help="Wire API of the reference agent.")
 @click.option("--judge", help="Judge output_quality with this model spec instead of the heuristic.")
 @click.option("--rubric", type=click.Choice(["balanced", "skill"]), help="How sub-scores make the score (default: balanced).")
 @click.option("--strict", is_flag=True, help="Make every suite warning an error (exit 2 before anything runs).")

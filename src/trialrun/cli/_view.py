@@ -13,8 +13,8 @@ from ._common import EXIT_USAGE, _fail_cleanly, _PathProblem, _say, _store
 @click.argument("results_dir", required=False, type=click.Path(file_okay=False))
 @click.option("--port", type=click.IntRange(min=1, max=65535), default=8765, show_default=True, help="Port to listen on.")
 @click.option("--host", default="127.0.0.1", show_default=True,
-              help="Address to bind. Anything but loopback is reachable from other machines: a warning is printed and "
-                   "every page then needs the session token in the printed URL.")
+              help="Address or name to bind. Unless every address it resolves to is loopback, it is reachable from "
+                   "other machines: a warning is printed and every page then needs the session token in the printed URL.")
 @click.option("--open", "open_browser", is_flag=True, help="Open the page in a browser once it is served.")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Configuration file.")
 @_fail_cleanly
@@ -30,12 +30,12 @@ def view(results_dir: str | None, port: int, open_browser: bool, config_path: st
     store = _store(results_dir, config_path)
     if not store.directory.is_dir():
         raise _PathProblem(f"results dir {store.directory}: no such folder (run `trialrun run` first)")
-    from ..view import PortBusy
+    from ..view import HostUnresolved, PortBusy
 
     try:
         serve(store.directory, port=port, host=host, open_browser=open_browser)
-    except (ImportError, PortBusy) as exc:
-        _say(f"error: {exc.strerror if isinstance(exc, PortBusy) else exc}")
+    except (ImportError, PortBusy, HostUnresolved) as exc:
+        _say(f"error: {exc.strerror if isinstance(exc, OSError) else exc}")
         sys.exit(EXIT_USAGE)
     except KeyboardInterrupt:
         pass

@@ -4,7 +4,7 @@
                       extra tools do not lower it)
     turn_efficiency = 1.0 if turns <= max_turns else max_turns / turns   (1.0 when there is no budget; 0 when
                       there is one and no model traffic was observed: no turns seen is not 0 turns taken)
-    output_quality  = 0, 0.25 or 0.5 against success_criteria
+    output_quality  = 0, 0.25 or 0.5 against success_criteria (by hand: 0 to 0.5 in steps of 0.05)
 
 The sub-scores are the skill's under every rubric; the rubric (`RUBRICS`) only says how they make the total:
 
@@ -26,6 +26,7 @@ its output_quality is 0 whoever judges (the judge is not asked).
 from __future__ import annotations
 
 import inspect
+import math
 import re
 from collections.abc import Awaitable, Callable, Sequence
 
@@ -34,10 +35,15 @@ from ..trajectory import CallOutcome, Run, observed_nothing
 from ._base import Grader, Verdict, clip, flag_arg, number_label, output_text, short_label
 from ._calls import INVISIBLE, agent_outcomes, counting, invisible, not_counted, split
 
-__all__ = ["rubric", "score_parts", "heuristic_quality", "key_terms", "QUALITY_LEVELS", "combine", "RUBRICS",
+__all__ = ["rubric", "score_parts", "heuristic_quality", "key_terms", "QUALITY_LEVELS", "QUALITY_MAX", "HAND_STEP",
+           "hand_quality", "nearest_level", "combine", "RUBRICS",
            "DEFAULT_RUBRIC", "passes", "turn_count", "offered_tools"]
 
 QUALITY_LEVELS = (0.0, 0.25, 0.5)
+#: A person grading by hand may say more than a judge's three levels: any multiple of HAND_STEP from 0 to
+#: QUALITY_MAX ("0.4: right, but missed one file"); the judges' levels are among them.
+QUALITY_MAX = 0.5
+HAND_STEP = 0.05
 #: How the sub-scores make the total: the name (trialrun.toml's `rubric`, `--rubric`) -> what it computes.
 RUBRICS = {
     "balanced": "(tool_accuracy + turn_efficiency + 2 * output_quality) / 3",
@@ -100,6 +106,22 @@ def _no_answer(response: str, run: Run | None) -> str | None:
     if not response.strip():
         return "the response is empty"
     return None
+
+
+def hand_quality(value: float) -> float:
+    """A hand grade of output quality, checked: from 0 to QUALITY_MAX in steps of HAND_STEP (0.35, not 0.333).
+    ValueError saying the scale otherwise."""
+    number = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    steps = round(value / HAND_STEP) if number else -1
+    if not 0 <= steps <= round(QUALITY_MAX / HAND_STEP) or abs(steps * HAND_STEP - value) > _EPSILON:
+        raise ValueError(f"output quality is graded from 0 to {QUALITY_MAX:g} in steps of {HAND_STEP:g} (0 irrelevant "
+                         f"or hallucinated, 0.25 partly right, 0.5 fully right), got {value!r}")
+    return round(steps * HAND_STEP, 2)
+
+
+def nearest_level(value: float) -> float:
+    """The judges' level (0, 0.25, 0.5) nearest a finer grade: how a hand grade is compared with a judge's."""
+    return min(QUALITY_LEVELS, key=lambda level: abs(level - value))
 
 
 def score_parts(expected_tools: Sequence[str], used_tools: Sequence[str], max_turns: int | None, turns: int) -> tuple[float, float]:
@@ -269,7 +291,7 @@ def rubric(
         if isinstance(result, bool) or not isinstance(result, (int, float)) or not -_EPSILON <= result <= 0.5 + _EPSILON:
             # another scale (7 of 10, 1 for "yes") rounded to the nearest level would invent full marks
             raise ValueError(f"the judge returned {result!r}; expected 0, 0.25 or 0.5 (a number from 0 to 0.5)")
-        quality = min(QUALITY_LEVELS, key=lambda level: abs(level - float(result)))
+        quality = nearest_level(float(result))
         return verdict(run, quality, f"judged {quality:g} against: {clip(success_criteria, 80)}")
 
     # agrade awaits an async grader's verdict; GradeFn (expect/_base.py) does not say so yet

@@ -120,6 +120,9 @@ svg.trend a.pt-link:focus-visible circle { stroke: var(--text); stroke-width: 3;
 form.grade { display: flex; flex-wrap: wrap; gap: 8px; align-items: center; }
 form.grade textarea { font: inherit; flex: 1 1 16em; min-width: 0; max-width: 100%; min-height: 2.4em; padding: 4px 8px; border: 1px solid var(--border); border-radius: 6px; background: var(--bg); color: var(--text); }
 form.grade fieldset { border: 0; padding: 0; margin: 0; display: flex; gap: 10px; flex-wrap: wrap; }
+form.grade label { display: inline-flex; gap: 6px; align-items: center; min-width: 0; max-width: 100%; }
+form.grade select { min-width: 0; max-width: 100%; text-overflow: ellipsis; }
+form.grade input[type=number] { width: 5em; font: inherit; }
 @media (max-width: 760px) {
   /* the chart is drawn 720 units wide and shrunk to the screen: its text is set larger so it reads at ~11 px */
   svg.trend .axis, svg.trend .cfg-label { font-size: 23px; }

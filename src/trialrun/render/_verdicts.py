@@ -31,11 +31,23 @@ def _flags(trial: TrialResult) -> str:
     return " ".join(chips)
 
 
+def _override_note(details: dict[str, Any] | None) -> str:
+    """A verdict's override, audited: `overridden by ana at … to pass (the grader said FAILED)`."""
+    override = details.get("override") if isinstance(details, dict) else None
+    if not isinstance(override, dict):
+        return ""
+    return (f' <span class="badge skip overridden" title="{escape(str(override.get("reason", "")))}">overridden by '
+            f'{escape(str(override.get("by", "?")))} at {escape(when_text(str(override.get("at", ""))))}: grader said '
+            f'{"pass" if override.get("was") else "fail"}</span>')
+
+
 def _verdict_rows(trial: TrialResult) -> str:
     rows = []
     for v in trial.verdicts:
-        rows.append(f'<tr class="{"ok" if v.passed else "bad"}" data-kind="{escape(v.kind or "outcome")}">'
-                    f'<td><span class="badge {"pass" if v.passed else "fail"}">{"✓ pass" if v.passed else "✗ fail"}</span></td>'
+        rows.append(f'<tr class="{"ok" if v.passed else "bad"}" data-kind="{escape(v.kind or "outcome")}" '
+                    f'data-grader="{escape(v.grader)}">'
+                    f'<td><span class="badge {"pass" if v.passed else "fail"}">{"✓ pass" if v.passed else "✗ fail"}</span>'
+                    f'{_override_note(v.details)}</td>'
                     f'<td>{escape(v.kind or "outcome")}</td><td><code>{escape(v.grader)}</code></td>'
                     f'<td class="reason">{escape(v.reason)}</td><td class="num">{"" if v.score is None else rate(v.score)}</td></tr>')
     if not rows:
@@ -80,10 +92,12 @@ def judgement(trial: TrialResult) -> str:
             parts.append(_score(v.details, v.score))
             audit = v.details.get("hand_grade")
             if isinstance(audit, dict):
-                previous = audit.get("previous")
+                previous, machine = audit.get("previous"), audit.get("machine")
+                said = (f"; the {escape(str(machine.get('by', 'judge')))} said {rate(machine['quality'])}"
+                        if isinstance(machine, dict) and isinstance(machine.get("quality"), (int, float)) else "")
                 parts.append(f'<p class="hand-grade">Graded by hand by {escape(str(audit.get("by", "?")))} at '
                              f'{escape(when_text(str(audit.get("at", ""))))}'
-                             + (f" (output quality was {rate(previous)})" if isinstance(previous, (int, float)) else "")
+                             + (f" (output quality was {rate(previous)}{said})" if isinstance(previous, (int, float)) else "")
                              + (f": {escape(str(audit['comment']))}" if audit.get("comment") else "") + ".</p>")
             break
     for label, error in (("Error", trial.error), ("Teardown error", trial.teardown_error)):

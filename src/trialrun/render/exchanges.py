@@ -215,7 +215,7 @@ def _links(entry: RunEntry, name: str, trial: TrialResult) -> str:
 def trial_page(entry: RunEntry, name: str, trial: TrialResult, log: TrialExchanges, *, token: str = "") -> str:
     """Trial `trial` of test `name` in a run: how it was judged (every verdict and why), the hand-grade form, its
     turns, each with its raw exchange (collapsed by default; side and sub conversations folded)."""
-    from ._grade_form import grade_form, hand_grade_note, trial_quality
+    from ._grade_form import grade_form, hand_grade_note, override_form, trial_quality
     from ._verdicts import judgement
 
     trajectory = trial.trajectory
@@ -237,10 +237,10 @@ def trial_page(entry: RunEntry, name: str, trial: TrialResult, log: TrialExchang
         other = ('<section class="conv" id="other-exchanges"><h2>Other exchanges</h2><p class="muted">Exchanges no turn '
                  "was read from: error answers (a retried 429), requests that are not model calls, or turns the agent "
                  "reported itself.</p>" + "".join(exchange_details(r, label="Exchange") for r in others) + "</section>")
-    case = next((c for c in entry.report.cases if c.name == name), None)
-    graded = hand_grade_note(case) if case is not None else ""
+    graded = hand_grade_note(trial)
     back = f"/trial/{_q(entry.stem)}?{urlencode({'test': name, 'trial': trial.trial})}"
-    form = grade_form([entry], name, token, back=back, current=trial_quality(trial)) if token else ""
+    form = (grade_form([entry], name, token, back=back, current=trial_quality(trial), trial=trial.trial)
+            + override_form(entry, name, trial, token, back=back)) if token else ""
     body = (_head("trialrun · trial", f"{name} · trial {trial.trial}", meta, "passed" if trial.passed else "failed")
             + f'<main class="wrap" id="main">{_links(entry, name, trial)}{note}{graded}{judgement(trial)}{form}'
             + (f'<p class="muted">Prompt: {escape(trajectory.prompt)}</p>' if trajectory.prompt else "")

@@ -284,11 +284,20 @@ def runs_page(history: History, *, served: bool = True, state: str = "") -> str:
     body = (_head("trialrun · history", "Runs", meta)
             + f'<main class="wrap" id="main"><h2>Suite trend</h2>{suite_chart(history, served=served)}{_skipped(history)}'
             + (_picker(history) if served else "")
-            + f"<h2>Runs</h2>{_runs_table(history, served=served, state=state)}{_tests_list(history, served=served)}</main>"
+            + f"<h2>Runs</h2>{_runs_table(history, served=served, state=state)}{_tests_list(history, served=served)}"
+            + f"{_judges(history)}</main>"
             + '<footer class="wrap foot">Made by trialrun.'
             + ("" if served else " Self-contained: this page loads nothing from the network.") + "</footer>")
     return _page("trialrun · runs", body, served=served, script=_LIVE_JS + _RUNS_JS if served else "",
                  nav=site_nav(str(history.directory)) if served else "")
+
+
+def _judges(history: History) -> str:
+    """How the judges of output quality agreed with the hand grades, over every run of the folder."""
+    from ..report._agreement import agreement
+    from ._agreement import agreement_html
+
+    return agreement_html(agreement(entry.report for entry in history.runs), f"over the {len(history.runs)} runs here")
 
 
 def history_html(history: History) -> str:

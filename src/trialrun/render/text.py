@@ -25,7 +25,7 @@ from typing import Any
 
 from .._scrub import scrub_json, scrub_text
 from ..report._why import failing_trials, first_cause, first_reason, why_failed
-from ..report.results import CaseResult, TrialError, TrialResult
+from ..report.results import CaseResult, TrialError, TrialResult, kinds_passed
 from ..trajectory import Conversation, Denial, ToolCall, Trajectory, Turn, killed_text
 
 __all__ = [
@@ -208,11 +208,7 @@ def error_text(error: TrialError, *, width: int = 100, label: str = "error") -> 
 
 def _grades(trial: TrialResult) -> str:
     """How each kind of grade came out, e.g. `outcome passed, trajectory FAILED` (kinds in the verdicts' order)."""
-    by_kind: dict[str, bool] = {}
-    for verdict in trial.verdicts:
-        kind = verdict.kind or "outcome"
-        by_kind[kind] = by_kind.get(kind, True) and verdict.passed
-    return ", ".join(f"{kind} {'passed' if passed else 'FAILED'}" for kind, passed in by_kind.items())
+    return ", ".join(f"{kind} {'passed' if passed else 'FAILED'}" for kind, passed in kinds_passed(trial.verdicts).items())
 
 
 def _header(trial: TrialResult) -> str:

@@ -12,7 +12,8 @@ import json
 import math
 import os
 from datetime import datetime, timezone
-from typing import Any, TypeVar, get_args
+from collections.abc import Iterable, Sequence
+from typing import Any, NamedTuple, TypeVar, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
@@ -20,7 +21,7 @@ from . import metrics
 from ..expect._base import Verdict
 from ..trajectory import Run, RunStatus, Trajectory, Usage
 
-__all__ = ["SCHEMA_VERSION", "TrialError", "TrialResult", "CaseResult", "SeedTest", "SkippedCase", "RunReport", "jsonable"]
+__all__ = ["SCHEMA_VERSION", "TrialError", "TrialResult", "Judgement", "judge_trial", "kinds_passed", "KIND_FIELDS", "CaseResult", "SeedTest", "SkippedCase", "RunReport", "jsonable"]
 
 #: Bumped when a field changes meaning or disappears; readers refuse a newer major version with a clear error.
 #: 1.1: a trial records the kinds of model it talked to (`TrialResult.models`), a verdict whether it is a safety
@@ -78,6 +79,44 @@ class TrialError(BaseModel):
         return f"{self.phase}: {self.type}: {self.message}"
 
 
+class Judgement(NamedTuple):
+    """What a trial's verdicts and errors come to: whether it passed, how each kind of grade came out (in the
+    verdicts' order), and its score (the mean of the verdicts' scores; None without any)."""
+
+    passed: bool
+    kinds: dict[str, bool]
+    score: float | None
+
+
+def kinds_passed(verdicts: Iterable[Verdict]) -> dict[str, bool]:
+    """How each kind of grade came out (a verdict without a kind is an outcome's), kinds in the verdicts' order: the
+    roll-up behind `TrialResult.outcome_passed`... and every view that lists the kinds (`judge_trial`'s)."""
+    return judge_trial(list(verdicts), None, None).kinds
+
+
+def judge_trial(verdicts: Sequence[Verdict], error: TrialError | None, teardown_error: TrialError | None) -> Judgement:
+    """THE rule for a trial (the runner, a Ray worker, a regrade, a hand grade and an override all call it): it
+    passed when nothing raised, its teardown included (the error says which phase), and every verdict passed.
+    One pass over the verdicts: it runs for every trial of every run."""
+    by_kind: dict[str, bool] = {}
+    scores = []
+    every = True
+    for verdict in verdicts:
+        kind = verdict.kind or "outcome"
+        by_kind[kind] = by_kind.get(kind, True) and verdict.passed
+        if verdict.score is not None:
+            scores.append(verdict.score)
+        if not verdict.passed:
+            every = False
+    return Judgement(error is None and teardown_error is None and every, by_kind,
+                     sum(scores) / len(scores) if scores else None)
+
+
+#: The TrialResult field each kind of grade's roll-up is kept in.
+KIND_FIELDS = {"outcome": "outcome_passed", "trajectory": "trajectory_passed", "cost": "cost_passed",
+               "score": "score_passed"}
+
+
 class TrialResult(BaseModel):
     """One trial of one case: what ran, how each kind of grade came out, and why."""
 
@@ -109,6 +148,15 @@ class TrialResult(BaseModel):
     @property
     def failed_verdicts(self) -> list[Verdict]:
         return [v for v in self.verdicts if not v.passed]
+
+    def judged(self, verdicts: list[Verdict] | None = None) -> TrialResult:
+        """A copy whose passed, per-kind flags and score follow its verdicts (or `verdicts`), by `judge_trial`:
+        what an edit of a verdict (a hand grade, an override) leaves behind."""
+        verdicts = self.verdicts if verdicts is None else verdicts
+        judgement = judge_trial(verdicts, self.error, self.teardown_error)
+        update: dict[str, Any] = {"verdicts": verdicts, "passed": judgement.passed, "score": judgement.score}
+        update.update({field: judgement.kinds.get(kind) for kind, field in KIND_FIELDS.items()})
+        return self.model_copy(update=update)
 
     def as_run(self) -> Run:
         """The trial as a `Run` (what graders take): a status trialrun does not know (a newer version's) is left
@@ -412,71 +460,3 @@ class RunReport(BaseModel):
             regraded_from=regraded_from,
             cases=cases,
         )
-
-
-def regrade_output_quality(report: RunReport, name: str, quality: float,
-                            audit: dict[str, Any] | None = None) -> RunReport:
-    """A copy of `report` where test `name`'s output_quality is set by hand in every trial (the eval skill's manual
-    assessment): its rubric verdicts, scores, pass/fail, the case's aggregates and the run's totals follow.
-    `audit` (who, when, a comment) is kept in each rubric verdict's details as `hand_grade`, with the value it
-    replaced (`previous`), so a hand grade is never a silent edit."""
-    from ..expect.rubric import QUALITY_LEVELS, combine, passes
-
-    if quality not in QUALITY_LEVELS:
-        raise ValueError(f"output quality must be one of {', '.join(f'{q:g}' for q in QUALITY_LEVELS)}, got {quality:g}")
-    data = report.model_copy(deep=True)
-    try:
-        case = data.case(name)
-    except KeyError:
-        raise KeyError(f"no test {name!r} in run {report.run_id} (tests: {', '.join(c.name for c in report.cases)})") from None
-    if case.skipped:
-        raise ValueError(f"test {name!r} was skipped in run {report.run_id}; there is nothing to grade")
-
-    def rubric_verdicts(trial: TrialResult) -> list[Verdict]:
-        return [v for v in trial.verdicts if v.kind == "score" and v.details and "sub_scores" in v.details]
-
-    if not any(rubric_verdicts(trial) for trial in case.trials):
-        errored = sum(1 for trial in case.trials if trial.error is not None)
-        if errored:
-            raise ValueError(f"test {name!r} has no rubric score to grade in run {report.run_id}: "
-                             f"{errored} of {len(case.trials)} trial(s) errored before they were graded")
-        raise ValueError(f"test {name!r} has no rubric score to grade (it is not a suite test)")
-    trials = []
-    for trial in case.trials:
-        if not rubric_verdicts(trial):  # errored before grading: it keeps scoring 0, whatever the hand grade says
-            trials.append(trial)
-            continue
-        for verdict in rubric_verdicts(trial):
-            subs = dict(verdict.details["sub_scores"])  # type: ignore[index]
-            subs["output_quality"] = quality
-            # a verdict saved before rubrics had names was scored by the skill's formula
-            formula = str(verdict.details.get("rubric", "skill"))  # type: ignore[union-attr]
-            total = combine(subs["tool_accuracy"], subs["turn_efficiency"], quality, formula)
-            threshold = float(verdict.details.get("threshold", 0.7))  # type: ignore[union-attr]
-            previous = verdict.details["sub_scores"].get("output_quality")  # type: ignore[index]
-            verdict.details = {**(verdict.details or {}), "sub_scores": subs, "quality_by": "hand"}
-            if audit is not None:
-                verdict.details["hand_grade"] = {**audit, "previous": previous, "quality": quality}
-            verdict.score = total
-            verdict.passed = passes(total, threshold)
-            verdict.reason = (
-                f"score {total:.2f} ({'>=' if verdict.passed else '<'} {threshold:g}): tool_accuracy {subs['tool_accuracy']:.2f}, "
-                f"turn_efficiency {subs['turn_efficiency']:.2f}, output_quality {quality:g} (graded by hand)"
-            )
-        scores = [v.score for v in trial.verdicts if v.score is not None]
-        by_kind: dict[str, bool] = {}
-        for verdict in trial.verdicts:
-            by_kind[verdict.kind or "outcome"] = by_kind.get(verdict.kind or "outcome", True) and verdict.passed
-        trials.append(trial.model_copy(update={
-            "score": sum(scores) / len(scores) if scores else None,
-            "score_passed": by_kind.get("score"),
-            "passed": trial.error is None and all(v.passed for v in trial.verdicts),
-        }))
-    rebuilt = CaseResult.from_trials(case.name, trials, tags=case.tags, mode=case.mode, description=case.description,
-                                     metadata=case.metadata, title=case.title, unfinished_trials=case.unfinished_trials)
-    cases = [rebuilt if c.name == name else c for c in data.cases]
-    return RunReport.build(
-        cases, trial_count=data.trial_count, started_at=data.started_at, duration_s=data.duration_s, status=data.status,
-        unfinished=data.unfinished_cases, run_id=data.run_id, config_snapshot=data.config_snapshot,
-        regraded_from=data.regraded_from,
-    )

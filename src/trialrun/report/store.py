@@ -7,13 +7,22 @@ error that names the file; the other runs in the folder stay usable.
 A run's name is reserved when it starts, by creating its journal (`results_<stamp>.jsonl`, see `journal`)
 exclusively, and a result file is never replaced: two runs started in the same second get `_2`, `_3`... A journal
 left without its result file (the run was killed) is read as an interrupted run, and `recover` saves it.
+
+Every read-modify-write of the folder's result files (a hand grade from the CLI or the viewer, a regrade, a recover)
+holds the folder's write lock (`ResultsStore.write_lock`: an flock on `.trialrun.lock`, across processes), so no
+edit is lost to another one's rewrite. A result file is rewritten only in place: never one that is a symbolic link,
+nor one whose real folder is not the store's. A write that fails (a full disk) says which file in which folder.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from collections.abc import Mapping
@@ -28,10 +37,12 @@ from .journal import SUFFIX as JOURNAL_SUFFIX
 from .journal import Journal, JournalError, is_live, read_journal
 from .results import SCHEMA_VERSION, CaseResult, RunReport
 
-__all__ = ["ResultsStore", "ResultFileError", "LatestNotUpdated", "load_report"]
+__all__ = ["ResultsStore", "ResultFileError", "ResultWriteError", "StoreBusy", "LatestNotUpdated", "load_report"]
 
 _FILE = re.compile(r"^results_(\d{8}_\d{6})(?:_(\d+))?\.json(l?)$")
 LATEST = "latest.json"
+#: The folder's write lock (`ResultsStore.write_lock`).
+LOCK = ".trialrun.lock"
 
 
 def report_text(report: RunReport, trial_texts: Mapping[int, tuple[Any, str, object]] | None = None) -> str:
@@ -88,6 +99,35 @@ class ResultFileError(ValueError):
         self.path = path
         prefix = f"{path}: " if path is not None else ""
         self.reason = message[len(prefix):] if prefix and message.startswith(prefix) else message
+
+
+class ResultWriteError(ResultFileError):
+    """A result file that could not be written (a full disk, a read-only folder): the message names the file and
+    its folder, and says that the file is as it was (writes are atomic)."""
+
+    def __init__(self, path: Path, cause: OSError, what: str = "result file") -> None:
+        why = cause.strerror or str(cause)
+        full = " (the disk is full: free some space and try again)" if cause.errno == errno.ENOSPC else ""
+        state = "it is as it was" if os.path.lexists(path) else "nothing was written"
+        super().__init__(f"could not write the {what} {path.name} in the folder {path.parent}: {why}{full}; {state}",
+                         path=path)
+        self.errno = cause.errno
+
+
+class StoreBusy(ResultFileError):
+    """Another process held the folder's write lock for longer than a writer waits."""
+
+
+@contextmanager
+def writing(path: Path, what: str = "result file") -> Iterator[None]:
+    """Turn an OSError of a write of `path` (a full disk, no permission) into a ResultWriteError naming the file and
+    its folder: "No space left on device" alone does not say what was lost."""
+    try:
+        yield
+    except (ResultFileError, FileExistsError, LatestNotUpdated):  # (the caller's to handle: another name, a warning)
+        raise
+    except OSError as exc:
+        raise ResultWriteError(path, exc, what) from exc
 
 
 def _bad(path: Path, reason: str) -> ResultFileError:
@@ -189,6 +229,25 @@ def _key(path: Path) -> tuple[str, int]:
     return (match.group(1), int(match.group(2) or 0)) if match else ("", 0)
 
 
+def _take(fd: int, lock: Path, timeout_s: float) -> None:
+    """flock `fd` exclusively, waiting up to `timeout_s` for whoever holds it (a grade takes milliseconds)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows: this process's writers only
+        return
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                raise StoreBusy(f"{lock.parent}: another trialrun has been writing here for over {timeout_s:g}s "
+                                f"(it holds {lock.name}); nothing was changed, try again when it has finished",
+                                path=lock) from None
+            time.sleep(0.02)
+
+
 class LatestNotUpdated(OSError):
     """The run was saved, but latest.json could not be pointed at it (a folder in its place, a read-only file)."""
 
@@ -257,7 +316,7 @@ class ResultsStore:
         return remove_stale_temps(self.directory)
 
     def save(self, report: RunReport, *, stem: str | None = None,
-             trial_texts: Mapping[int, tuple[Any, str, object]] | None = None) -> Path:
+             trial_texts: Mapping[int, tuple[Any, str, object]] | None = None, point_latest: bool = True) -> Path:
         """Write the report as results_<YYYYMMDD_HHMMSS>.json (of its start, UTC; `_2`, `_3`... when taken), or as
         `<stem>.json` for a name `reserve` gave, then point latest.json at it. A result file is never replaced:
         a name taken meanwhile moves the report to the next free one. A report without a run_id gets
@@ -277,24 +336,64 @@ class ResultsStore:
             except FileExistsError:
                 report.run_id = run_id
                 continue
+            except OSError as exc:  # (a full disk: the error names the file it could not write)
+                if exc.errno is None or exc.filename is not None:
+                    raise
+                raise type(exc)(exc.errno, exc.strerror, str(path)) from exc
             break
         else:  # pragma: no cover - ten thousand runs in one second
             raise FileExistsError(f"{self.directory}: no free result file name for {stamp}")
+        if not point_latest:  # (a regrade: no agent ran, the run it regraded stays the latest)
+            return path
         try:
             self._point_latest(path)
         except OSError as exc:
             raise LatestNotUpdated(path, self.directory / LATEST, exc) from exc
         return path
 
+    @contextmanager
+    def write_lock(self, timeout_s: float = 60.0) -> Iterator[None]:
+        """Hold the folder's write lock (an flock on `.trialrun.lock`, created as needed) around a read-modify-write
+        of its result files: two graders, a grader and a regrade, or two recovers, in any processes, then never
+        lose each other's edit. StoreBusy after `timeout_s`; ResultWriteError when the lock cannot be made. Where
+        there is no flock (Windows) the lock holds within this process only."""
+        lock = self.directory / LOCK
+        with writing(lock, "lock file"):
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0), 0o666)
+        try:
+            _take(fd, lock, timeout_s)
+            yield
+        finally:
+            os.close(fd)  # releases the lock
+
+    def writable(self, path: Path) -> Path:
+        """`path`, checked to be a result file this store may rewrite in place: not a symbolic link (a grade through
+        one would rewrite a file anywhere), in this store's folder (its real one), not a journal."""
+        if path.suffix == JOURNAL_SUFFIX:
+            raise ResultFileError(f"{path}: the journal of a run that did not finish; save it as a result file "
+                                  f"first with `trialrun recover`", path=path)
+        if os.path.islink(path):
+            raise ResultFileError(f"{path}: is a symbolic link (to {os.readlink(path)}); a result file is rewritten "
+                                  "only in place, never through a link: give the file it links to", path=path)
+        if Path(os.path.realpath(path)).parent != Path(os.path.realpath(self.directory)):
+            raise ResultFileError(f"{path}: is not in the results folder {self.directory} (a link on its way "
+                                  "leads out of it); a result file is rewritten only in its own folder", path=path)
+        return path
+
     def recover(self, journal: Path) -> Path:
         """Save the run a dead journal records as its result file (`"status": "interrupted"`), and remove the
-        journal. latest.json follows when no newer run exists."""
-        report = load_report(journal)
-        stem = journal.name.removesuffix(JOURNAL_SUFFIX)
-        newer = [p for p in self.files() if p.suffix == ".json" and _key(p) > _key(journal)]
-        path = self.directory / f"{stem}.json"
-        write_new(path, report.model_dump_json(indent=2) + "\n")
-        journal.unlink()
+        journal. latest.json follows when no newer run exists. Under the write lock: two recovers at once save it
+        once."""
+        with self.write_lock():
+            stem = journal.name.removesuffix(JOURNAL_SUFFIX)
+            path = self.directory / f"{stem}.json"
+            if path.exists() and not os.path.lexists(journal):  # another process recovered it meanwhile
+                return path
+            report = load_report(journal)
+            newer = [p for p in self.files() if p.suffix == ".json" and _key(p) > _key(journal)]
+            with writing(path):
+                write_new(path, report.model_dump_json(indent=2) + "\n")
+            journal.unlink()
         if not newer:
             try:
                 self._point_latest(path)
@@ -303,15 +402,16 @@ class ResultsStore:
         return path
 
     def rewrite(self, path: Path, report: RunReport) -> None:
-        """Replace an existing result file (e.g. after a manual grade), atomically; a copied latest.json follows."""
-        if path.suffix == JOURNAL_SUFFIX:
-            raise ResultFileError(f"{path}: the journal of a run that did not finish; save it as a result file "
-                                  f"first with `trialrun recover`", path=path)
+        """Replace an existing result file of this folder (e.g. after a manual grade), atomically and in place
+        (`writable`); a copied latest.json follows. The caller holds `write_lock` from its read to here."""
+        self.writable(path)
         text = report_text(report)
-        write_atomic(path, text)
+        with writing(path):
+            write_atomic(path, text)
         latest = self.directory / LATEST
         if report.run_id is not None and not latest.is_symlink() and _run_id(latest) == report.run_id:
-            write_atomic(latest, text)
+            with writing(latest):
+                write_atomic(latest, text)
 
     def _point_latest(self, path: Path) -> None:
         """latest.json becomes a symlink to the new file (renamed into place, so atomic), or a copy where the file

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..case import Case, TrialContext, remove_workdir
 from ..expect._base import Grader, Verdict, agrade, grade, is_builtin
-from ..report.results import TrialError, TrialResult, _trusted, jsonable
+from ..report.results import TrialError, TrialResult, _trusted, judge_trial, jsonable
 from ..trajectory import Run, Trajectory
 
 
@@ -482,20 +482,10 @@ def _trial_result(
     teardown_error: TrialError | None, duration: float, killed: list[str] | None = None,
     models: list[str] | None = None,
 ) -> TrialResult:
-    by_kind: dict[str, bool] = {}
-    scores = []
-    every = True
-    for verdict in verdicts:  # one pass: what each kind came to, the scores, and whether every verdict passed
-        kind = verdict.kind or "outcome"
-        by_kind[kind] = by_kind.get(kind, True) and verdict.passed
-        if verdict.score is not None:
-            scores.append(verdict.score)
+    for verdict in verdicts:
         if verdict.details:  # a user's grader may put anything there; the report must still save
             verdict.details = jsonable(verdict.details)
-        if not verdict.passed:
-            every = False
-    # an exception anywhere in the trial fails it, teardown included (the error says which phase)
-    passed = error is None and teardown_error is None and every
+    passed, by_kind, score = judge_trial(verdicts, error, teardown_error)  # the one rule
     return _trusted(TrialResult, _FIELDS_SET, {
         "trial": trial,
         "passed": passed,
@@ -509,7 +499,7 @@ def _trial_result(
         "duration_s": duration,
         "cost_usd": run.cost_usd if run else None,
         "usage": run.usage if run else None,
-        "score": sum(scores) / len(scores) if scores else None,
+        "score": score,
         "status": run.status if run else None,
         "output": jsonable(run.output) if run else None,
         "trajectory": run.trajectory if run else Trajectory(),

@@ -75,7 +75,6 @@ __all__ = ["Config", "ConfigError", "load_config", "DEFAULT_SUITE", "CONFIG_FILE
 CONFIG_FILE = "trialrun.toml"
 DEFAULT_SUITE = "state/eval/tests.json"
 MODEL_KINDS = ("scripted", "replay", "record", "openai", "anthropic", "openai-compatible")
-APIS = ("openai-chat", "openai-responses", "anthropic", "gemini")
 COMMAND_PREFIX = "command:"
 #: The [agent_options] a command agent takes, and those every ready-made agent takes (each in its own vocabulary).
 COMMAND_OPTIONS = ("env", "timeout_s", "output", "max_body")
@@ -290,7 +289,9 @@ class Config(BaseModel):
     @field_validator("api")
     @classmethod
     def _api(cls, value: str | None) -> str | None:
-        return None if value is None else _one_of(value, APIS)
+        from ..wire import CODECS  # the wire APIs are the codecs trialrun has: one list, the registry's
+
+        return None if value is None else _one_of(value, CODECS)
 
     @field_validator("rubric")
     @classmethod

@@ -1,6 +1,7 @@
 """`trialrun view`: a local web app over a results folder (Starlette + uvicorn, the `trialrun[view]` extra).
 
-It binds 127.0.0.1 (`--host` another address: then every page needs the session token) and reads the folder on
+It binds 127.0.0.1 (`--host` another address or name: it is resolved, and unless EVERY address it resolves to is a
+loopback one, every route needs the session token; the viewer listens on the address resolved) and reads the folder on
 every request (a result file is loaded again only when it changed), so a run saved meanwhile, or one in progress
 (its journal), shows up without a restart. Every page has the header of `render/_chrome.py`. Pages:
 
@@ -11,8 +12,10 @@ every request (a result file is loaded again only when it changed), so a run sav
     /diff?test=&a=&ta=&b=&tb=  one test's trajectory in trial ta of run a and trial tb of run b, aligned turn by
                             turn, first divergence marked (by default a failing trial beside a passing one)
     /search?q=              tests by id, title or tag; runs by label, model or date
-    POST /grade             the hand-grade form (output quality 0/0.25/0.5, a comment): the page's session token
-                            required; written as `trialrun grade` writes it; the only write the viewer makes
+    POST /grade             the hand-grade form (output quality 0 to 0.5 in steps of 0.05, one trial or all, a
+                            comment): the page's session token required; written as `trialrun grade` writes it
+    POST /override          a verdict set to pass or fail by hand, with a reason (or the override taken back): the
+                            same checks and the same code; these two are the only writes the viewer makes
     /api/runs               the folder's listing state (the runs list reloads when it changes)
     /live/<stem>            a run in progress; /api/live/<stem> its progress as JSON (polled by the page)
     /trial/<stem>?test=&trial=  one trial: its verdicts and how its score was made, the grade form, its turns,
@@ -37,7 +40,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote, urlencode
 
-__all__ = ["create_app", "serve", "PortBusy", "is_loopback", "MISSING_EXTRA", "SECURITY_HEADERS"]
+__all__ = ["create_app", "serve", "PortBusy", "HostUnresolved", "is_loopback", "addresses", "same_origin",
+           "MISSING_EXTRA", "SECURITY_HEADERS"]
 
 MISSING_EXTRA = "trialrun view needs the 'view' extra: pip install 'trialrun[view]' (Starlette and uvicorn)"
 
@@ -97,7 +101,7 @@ def _gate(app: Any, token: str) -> Any:
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
         if hmac.compare_digest(query.get("token", [""])[0].encode(), token.encode()):
             rest = urlencode([(k, v) for k, vs in query.items() if k != "token" for v in vs], doseq=True)
-            where = quote(scope.get("path", "/")) + (f"?{rest}" if rest else "")
+            where = same_origin(scope.get("path", "/")) + (f"?{rest}" if rest else "")
             await _answer(send, 303, b"", [(b"location", where.encode()), (b"set-cookie", cookie + b"; HttpOnly; "
                                                                        b"SameSite=Strict; Path=/")])
             return
@@ -105,6 +109,12 @@ def _gate(app: Any, token: str) -> Any:
                                  b"(it ends in ?token=...).\n", [(b"content-type", b"text/plain; charset=utf-8")])
 
     return gated
+
+
+def same_origin(path: str) -> str:
+    """`path` as a redirect that stays on this site: one leading slash, the rest quoted. `//evil.example/` and
+    `/\\evil.example/` are paths here, but a browser reads them as another host in a Location header."""
+    return "/" + quote(path, safe="/:@!$&'()*+,;=-._~").lstrip("/")
 
 
 async def _answer(send: Any, status: int, body: bytes, headers: list[tuple[bytes, bytes]]) -> None:
@@ -173,11 +183,14 @@ def create_app(directory: str | os.PathLike[str], *, host: str = "127.0.0.1", to
         Route("/compare", pages.compare), Route("/diff", pages.diff), Route("/live/{stem}", pages.live),
         Route("/api/live/{stem}", pages.live_api), Route("/api/runs", pages.runs_api), Route("/trial/{stem}", pages.trial),
         Route("/search", pages.search), Route("/grade", pages.grade, methods=["POST"]),
+        Route("/override", pages.override, methods=["POST"]),
     ])
+    routes = [route.path for route in app.routes]
     if require_token:
         app = _gate(app, token)
     secured = _secured(_trusted(app, _hosts(host)))  # only this machine's names
     secured.token = token
+    secured.routes = routes
     return secured
 
 
@@ -202,8 +215,38 @@ def _listen(host: str, port: int) -> socket.socket:
     return sock
 
 
+class HostUnresolved(OSError):
+    """`--host` names nothing this machine can resolve: said with the name and why."""
+
+
+def addresses(host: str) -> list[str]:
+    """Every address `host` (a name or an address) resolves to, IPv4 first; HostUnresolved when it resolves to none."""
+    import ipaddress
+
+    try:
+        return [str(ipaddress.ip_address(host.strip("[]")).compressed)]  # an address: itself, no name service
+    except ValueError:
+        pass
+    try:
+        found = socket.getaddrinfo(host.strip("[]"), None, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError) as exc:
+        raise HostUnresolved(errno.EINVAL, f"--host {host}: cannot be resolved ({exc})") from None
+    unique = list(dict.fromkeys(str(info[4][0]).split("%")[0] for info in found))
+    if not unique:  # pragma: no cover - getaddrinfo raises instead
+        raise HostUnresolved(errno.EINVAL, f"--host {host}: resolves to no address")
+    return sorted(unique, key=lambda a: ipaddress.ip_address(a).version)
+
+
 def is_loopback(host: str) -> bool:
-    return host in ("127.0.0.1", "localhost", "::1") or host.startswith("127.")
+    """Whether `host` is this machine only: EVERY address it resolves to is a loopback one (127.0.0.0/8, ::1). A
+    name that looks local but resolves elsewhere (`127.x` pointing at 0.0.0.0) is not; nor is one that does not
+    resolve."""
+    import ipaddress
+
+    try:
+        return all(ipaddress.ip_address(address).is_loopback for address in addresses(host))
+    except HostUnresolved:
+        return False
 
 
 def serve(directory: str | os.PathLike[str], *, port: int = 8765, host: str = "127.0.0.1",
@@ -214,9 +257,13 @@ def serve(directory: str | os.PathLike[str], *, port: int = 8765, host: str = "1
         import uvicorn
     except ImportError as exc:
         raise ImportError(MISSING_EXTRA) from exc
-    open_to_others = not is_loopback(host)
-    app = create_app(directory, host=host, require_token=open_to_others)
-    sock = _listen(host, port)
+    import ipaddress
+
+    resolved = addresses(host)  # resolved once: the address checked is the address bound
+    open_to_others = not all(ipaddress.ip_address(address).is_loopback for address in resolved)
+    bound = resolved[0]
+    app = create_app(directory, host=bound if bound in ("0.0.0.0", "::") else host, require_token=open_to_others)
+    sock = _listen(bound, port)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="off")
     server = uvicorn.Server(config)
     shown = f"[{host}]" if ":" in host else host
@@ -227,7 +274,8 @@ def serve(directory: str | os.PathLike[str], *, port: int = 8765, host: str = "1
     async def startup(sockets: Any = None) -> None:
         await original_startup(sockets=sockets)
         if open_to_others:
-            print(f"trialrun view: WARNING: serving on {host}, reachable from other machines; every page needs the "
+            where = host if host.strip("[]") == bound else f"{host} ({bound})"
+            print(f"trialrun view: WARNING: serving on {where}, reachable from other machines; every page needs the "
                   "token in this URL (anyone who has it can read the results and grade them)", flush=True)
         print(f"trialrun view: serving {directory} at {url} (Ctrl-C to stop)", flush=True)
         if open_browser:

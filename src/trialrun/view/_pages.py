@@ -66,7 +66,8 @@ class Pages:
         """A styled page saying what was not found (or, with another status, what was refused), linking home."""
         from ..render._search import not_found_page
 
-        title = {404: "Not found", 400: "Bad request", 403: "Refused", 409: "Not graded", 413: "Too large"}
+        title = {404: "Not found", 400: "Bad request", 403: "Refused", 409: "Not graded", 413: "Too large",
+                 507: "Not written"}
         return self.html(not_found_page(str(self.root), what, title.get(status, "Not found")), status)
 
     def missing_run(self, h: History, stem: str, otherwise: str = "") -> Response:
@@ -205,9 +206,9 @@ class Pages:
         return self.json(progress.as_json())
 
     # -- the one write ---------------------------------------------------------------------------------------
-    async def grade(self, request: Request) -> Response:
-        """The hand-grade form: checked (token, same origin, a form body of bounded size), then written by the
-        code `trialrun grade` runs, in the thread pool."""
+    async def grade(self, request: Request, override: bool = False) -> Response:
+        """The hand-grade form (and, `override`, the verdict-override form): checked (token, same origin, a form
+        body of bounded size), then written by the code `trialrun grade` runs, in the thread pool."""
         # A browser sends Origin: null from a page with Referrer-Policy no-referrer (every page here): the token is
         # what proves the form came from this viewer; a named origin must still be this one.
         origin = request.headers.get("origin")
@@ -221,26 +222,42 @@ class Pages:
         form = {k: v[0] for k, v in parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True).items()}
         if not hmac.compare_digest(form.get("token", "").encode(), self.token.encode()):
             return self.not_found("the grade form's token is missing or not this session's: reload the page", 403)
-        return await run_in_threadpool(self._write_grade, form)
+        return await run_in_threadpool(self._write, form, override)
 
-    def _write_grade(self, form: dict[str, str]) -> Response:
-        from ..report._hand_grade import grade_by_hand, who
-        from ..expect.rubric import QUALITY_LEVELS
-        from ..report.store import ResultsStore
+    async def override(self, request: Request) -> Response:
+        """The verdict-override form: the same checks as the grade form's, then `override_by_hand`."""
+        return await self.grade(request, override=True)
+
+    def _write(self, form: dict[str, str], override: bool) -> Response:
+        """A hand grade (output quality) or an override, written by the code `trialrun grade` runs."""
+        from ..report._hand_grade import grade_by_hand, override_by_hand, who
+        from ..expect.rubric import hand_quality
+        from ..report.store import ResultFileError, ResultsStore
 
         h = self.history()
         entry = h.run(form.get("run", ""))
         if entry is None:
             return self.missing_run(h, form.get("run", ""))
-        quality = next((q for q in QUALITY_LEVELS if form.get("quality") in (f"{q:g}", str(q))), None)
-        if quality is None:
-            return self.not_found(f"output quality must be one of 0, 0.25, 0.5 (got {form.get('quality', '')!r})", 400)
+        trial = _int(form.get("trial"), None) if form.get("trial", "all") != "all" else None
         try:
-            grade_by_hand(ResultsStore(self.root), entry.path, form.get("test", ""), quality, by=who(),
-                          comment=form.get("comment", ""), via="view")
+            if override:
+                verdict = {"pass": True, "fail": False, "clear": None}.get(form.get("verdict", ""), "")
+                if verdict == "":
+                    return self.not_found("an override sets a verdict to pass or fail (or clears it)", 400)
+                override_by_hand(ResultsStore(self.root), entry.path, form.get("test", ""), form.get("grader", ""),
+                                 verdict, by=who(), reason=form.get("reason", ""), via="view", trial=trial)  # type: ignore[arg-type]
+            else:
+                try:
+                    quality = hand_quality(float(form.get("quality", "")))
+                except ValueError as exc:
+                    return self.not_found(str(exc).replace("could not convert string to float", "not a number"), 400)
+                grade_by_hand(ResultsStore(self.root), entry.path, form.get("test", ""), quality, by=who(),
+                              comment=form.get("comment", ""), via="view", trial=trial)
+        except ResultFileError as exc:  # a link, a file outside the folder, a full disk: said, nothing changed
+            return self.not_found(str(exc), 507 if getattr(exc, "errno", None) is not None else 409)
         except (KeyError, ValueError, TypeError) as exc:  # TypeError: a hand-edited file's verdict of the wrong shape
             return self.not_found(str(exc.args[0] if exc.args else exc), 409)
         back = form.get("back", "/")
         if not back.startswith("/") or back.startswith("//") or any(not 33 <= ord(c) <= 126 or c == "\\" for c in back):
             back = "/"
-        return Response(status_code=303, headers={"Location": back + "#grade"})
+        return Response(status_code=303, headers={"Location": back + ("#judgement" if override else "#grade")})
