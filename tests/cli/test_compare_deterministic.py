@@ -140,8 +140,11 @@ def test_a_regraded_run_keeps_the_models_its_trials_talked_to(initialised: Path,
     """A regrade runs no agent: its trials keep the models the original trials talked to, so a regrade compared with
     its original is still a deterministic pair."""
     cli("run", "all", "-k", "2")
+    original = json.loads((initialised / "state" / "eval" / "latest.json").read_text())
     regraded = cli("regrade")
     assert regraded.exit_code in (0, 1), regraded.output
-    latest = json.loads((initialised / "state" / "eval" / "latest.json").read_text())
-    assert latest["regraded_from"] and all(t["models"] == ["scripted"] for c in latest["cases"] for t in c["trials"])
-    assert "Deterministic runs: every change is real" in cli("compare").output
+    files = [json.loads(p.read_text()) for p in (initialised / "state" / "eval").glob("results_*.json")]
+    again = next(f for f in files if f.get("regraded_from"))  # a regrade is not made latest: it ran no agent
+    assert again["regraded_from"] == original["run_id"]
+    assert all(t["models"] == ["scripted"] for c in again["cases"] for t in c["trials"])
+    assert "Deterministic runs: every change is real" in cli("compare", original["run_id"], again["run_id"]).output
