@@ -58,8 +58,9 @@ def _viewer(runs: Path, host: str, port: int) -> subprocess.Popen[str]:
 
 
 def _first_answer(url: str) -> httpx.Response:
-    """The viewer's first answer at `url`, once it listens (within 10 s)."""
-    deadline = time.monotonic() + 10
+    """The viewer's first answer at `url`, once it listens (within 30 s: a loaded 2-core machine took over 10 s to
+    start the viewer's interpreter and its web stack)."""
+    deadline = time.monotonic() + 30
     while True:
         try:
             return httpx.get(url)
