@@ -68,18 +68,18 @@ class _PathProblem(Exception):
 
 
 def _fail_cleanly(fn: F) -> F:
-    """User-caused errors become a message on stderr and exit code 2, never a traceback. A file that cannot be
-    read or written (OSError) is one of them: the message names the path."""
+    """User-caused errors become `error: ...` on stderr and exit code 2, never a traceback. A file that cannot be
+    read or written (OSError) is one of them: the message names the path; a click error raised by the command's
+    own checks is another (only what click itself finds while parsing, before the command runs, keeps click's
+    `Usage: ... Error:` form)."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
-        except click.ClickException as exc:  # click prints it: make its text as safe as ours
-            from .._scrub import scrub_text
-
-            exc.message = clean(scrub_text(exc.message))  # type: ignore[misc]  # Final in click's stubs, a plain attribute at run time
-            raise
+        except click.ClickException as exc:  # one of our own checks: said in our one style, not click's Usage/Error
+            _say(f"error: {exc.format_message()}")
+            sys.exit(EXIT_USAGE)
         except _user_errors() as exc:
             _say(f"error: {exc}")
             sys.exit(EXIT_USAGE)
