@@ -135,7 +135,7 @@ def test_missing_run_id(project: Path, cli) -> None:
 
 def test_report_without_results(project: Path, cli) -> None:
     result = cli("report")
-    assert result.exit_code == 2 and "no result files yet; run `trialrun run` first" in result.output
+    assert result.exit_code == 2 and "no runs here; nothing to show; run `trialrun run` first" in result.output
 
 
 def test_a_newer_run_written_by_hand_is_not_trusted_as_latest(project: Path, cli) -> None:
@@ -158,3 +158,21 @@ def test_a_newer_run_written_by_hand_is_not_trusted_as_latest(project: Path, cli
     assert json.loads((folder / "results_29990101_000000.json").read_text())["cases"][0]["passed"] is False
     # named explicitly, the hand-written file is still readable
     assert cli("report", "results_29990101_000000").exit_code == 1
+
+
+@pytest.mark.parametrize("command", [("run", "all"), ("report",), ("compare",), ("view",)])
+def test_a_folder_that_is_not_a_project_says_where_it_looked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             command: tuple[str, ...]) -> None:
+    """Run from the wrong folder (no trialrun.toml here or above): each command names the folder it looked in and
+    suggests `trialrun init`, --config and --suite, in the one error style (exit 2, no click Usage)."""
+    from click.testing import CliRunner
+
+    from trialrun.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, list(command))
+    assert result.exit_code == 2, result.output
+    line = result.output.strip().splitlines()[-1]
+    assert line.startswith("error: ") and str(tmp_path / "state" / "eval") in line
+    assert f"no trialrun.toml or [tool.trialrun] was found in {tmp_path} or above" in line
+    assert "`trialrun init` makes a project here" in line and "--suite FILE" in line and "Usage:" not in result.output

@@ -51,7 +51,7 @@ def report(run_ref: str | None, results_dir: str | None, suite: str | None, conf
         path = Path(run_ref)
         _note_journals([path])
     else:
-        store = _store(results_dir, config_path, suite)
+        store = _store(results_dir, config_path, suite, runs=None if run_ref else 1)
         path = store.resolve(run_ref)
         _warn_skipped(store, [path])
     result = load_report(path)

@@ -15,7 +15,7 @@ import click
 
 from .._util.display import clean
 from ._common import (EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, _check_output_file, _check_results_dir,
-                      _config_note, _console, _emit_report, _fail_cleanly, _load_config, _log_config, _print_styled,
+                      _check_suite_exists, _config_note, _console, _emit_report, _fail_cleanly, _load_config, _log_config, _print_styled,
                       _report_files, _say)
 
 
@@ -104,6 +104,7 @@ def _preflight(config: Any, test_ids: tuple[str, ...], names: tuple[str, ...], t
     from ..suite._build import build_cases, check_api_keys, ignored_by_custom_agent, suite_warnings
     from ..suite._tests_file import SuiteError, read_suite
 
+    _check_suite_exists(config)
     suite_file = read_suite(config.suite_path())
     chosen = _chosen(suite_file, config, test_ids, names, tags)
     include = include_live_canary or config.model_spec.live
