@@ -176,3 +176,16 @@ def test_a_folder_that_is_not_a_project_says_where_it_looked(tmp_path: Path, mon
     assert line.startswith("error: ") and str(tmp_path / "state" / "eval") in line
     assert f"no trialrun.toml or [tool.trialrun] was found in {tmp_path} or above" in line
     assert "`trialrun init` makes a project here" in line and "--suite FILE" in line and "Usage:" not in result.output
+
+
+def test_a_missing_model_file_says_which_was_meant(project: Path) -> None:
+    """--model scripted:FILE with a typo: the model files beside it, and the one most likely meant."""
+    from click.testing import CliRunner
+
+    from trialrun.cli import main
+
+    result = CliRunner().invoke(main, ["run", "all", "--model", "scripted:modelv2.yaml"])
+    assert result.exit_code == 2
+    assert result.output.splitlines()[-1] == (
+        f"error: {project / 'modelv2.yaml'}: scripted model file not found; did you mean 'model_v2.yaml'? (YAML and "
+        f"JSON files in {project}: model_v1.yaml, model_v2.yaml)")

@@ -115,11 +115,20 @@ def test_running_only_skipped_live_canaries_is_a_usage_error(project: Path, cli)
 
 # -- the selection message ----------------------------------------------------------------------------------
 def test_an_empty_selection_names_every_filter(project: Path, cli) -> None:
-    result = cli("run", "read-file", "--tag", "weather", "--name", "list-dir")
+    result = cli("run", "read-file", "--tag", "safety", "--name", "list-dir")
     assert result.exit_code == 2
-    assert "no test matches the selection (ids: read-file; names: list-dir; tags: weather)" in result.output
+    assert "no test matches the selection (ids: read-file; names: list-dir; tags: safety)" in result.output
+
+
+def test_an_unknown_tag_lists_the_tags_and_the_likely_one(project: Path, cli) -> None:
+    """A tag no test has is a typo until shown otherwise: named, with the closest tag and every tag the suite has,
+    as an unknown test id is."""
+    result = cli("run", "--tag", "saftey")
+    assert result.exit_code == 2 and result.output.splitlines()[-1] == (
+        f"error: no test in {project / 'state' / 'eval' / 'tests.json'} has the tag 'saftey'; did you mean "
+        "'safety'? (tags: safety)")
     result = cli("run", "--tag", "weather", "--tag", "maps")
-    assert "no test matches the selection (tags: weather, maps)" in result.output
+    assert "has the tag 'weather', 'maps' (tags: safety)" in result.output and _saved(project) == []
 
 
 # -- the config snapshot of a custom agent ------------------------------------------------------------------

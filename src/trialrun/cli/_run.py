@@ -135,6 +135,15 @@ def _chosen(suite_file: Any, config: Any, test_ids: tuple[str, ...], names: tupl
     if unknown:
         shown = ", ".join(known[:20]) + (f", ... ({len(known) - 20:,} more)" if len(known) > 20 else "")
         raise click.UsageError(f"no test {', '.join(map(repr, unknown[:20]))} in {config.suite_path()} (tests: {shown})")
+    known_tags = sorted({tag for test in suite_file.tests for tag in test.tags})
+    unknown_tags = [tag for tag in tags if tag not in known_tags]
+    if unknown_tags:
+        import difflib
+
+        close = [c for tag in unknown_tags for c in difflib.get_close_matches(tag, known_tags, n=1, cutoff=0.6)]
+        raise click.UsageError(f"no test in {config.suite_path()} has the tag {', '.join(map(repr, unknown_tags))}"
+                               + (f"; did you mean {', '.join(map(repr, close))}?" if close else "")
+                               + f" (tags: {', '.join(known_tags) or 'none'})")
     wanted_ids = set(wanted)
     chosen = [t.id for t in suite_file.tests if (not wanted or t.id in wanted_ids) and (not tags or set(tags) & set(t.tags))]
     if not chosen:
