@@ -60,3 +60,14 @@ def test_readme_example_runs_and_prints_what_it_says(number: int, tmp_path: Path
     exec(compile(block, f"{file} (runnable python block {number + 1})", "exec"), {"__name__": f"readme_block_{number}"})
     printed = [line.strip() for line in capsys.readouterr().out.splitlines() if line.strip()]
     assert printed == _printed_claims(block)
+
+
+def test_the_readme_says_how_long_its_test_command_takes() -> None:
+    """The comment above the test command says how long it runs and how to leave out the slow half (a marker the
+    suite declares), so that nobody takes a quiet terminal for a hang."""
+    text = README.read_text(encoding="utf-8")
+    command = text.index("pip install -q -e '.[test]' && python -m pytest")
+    comment = text[text.rindex("# Run the tests", 0, command):command]
+    assert re.search(r"about \d+ minutes on \d+ cores", comment), comment
+    marker = re.search(r"-m '(not (\w+))'", comment)
+    assert marker and f'"{marker.group(2)}:' in (ROOT / "pyproject.toml").read_text(encoding="utf-8")
