@@ -189,3 +189,24 @@ def test_a_missing_model_file_says_which_was_meant(project: Path) -> None:
     assert result.output.splitlines()[-1] == (
         f"error: {project / 'modelv2.yaml'}: scripted model file not found; did you mean 'model_v2.yaml'? (YAML and "
         f"JSON files in {project}: model_v1.yaml, model_v2.yaml)")
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    (("compare", "one-run"), "error: give two runs (A B) or none for the two most recent"),
+    (("run", "all", "--label", "nokey"), "error: Invalid value for --label: 'nokey' is not KEY=VALUE"),
+    (("report", "--history"), "error: --history writes the runs list as HTML: give --html FILE"),
+    (("run", "no-such-test"), "error: no test 'no-such-test' in "),
+    (("agents", "clause"), "error: Invalid value for NAMES: no ready-made agent 'clause'"),
+])
+def test_our_own_checks_speak_in_one_error_style(project: Path, args: tuple[str, ...], said: str) -> None:
+    """A check trialrun makes prints `error: ...` and exits 2, like every other user error; click's `Usage: ...
+    Error: ...` is left to what click itself finds while parsing (an unknown option)."""
+    from click.testing import CliRunner
+
+    from trialrun.cli import main
+
+    result = CliRunner().invoke(main, list(args))
+    assert result.exit_code == 2 and said in result.output, result.output
+    assert "Usage:" not in result.output and "Error:" not in result.output
+    parsing = CliRunner().invoke(main, ["run", "--no-such-option"])
+    assert parsing.exit_code == 2 and "No such option" in parsing.output
