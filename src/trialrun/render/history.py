@@ -14,6 +14,7 @@ from html import escape
 from urllib.parse import quote
 
 from ..report._history import History, LiveRun, RunEntry, config_line, diff_pair, suite_trend, test_history
+from ._cells import result_word, run_k, shows_pass_pow_k
 from ._chrome import _head, _page, plural, site_nav, when, when_text
 from ._diff_page import diff_href, diff_page, trial_href
 from ._html_parts import _money, _rate
@@ -103,6 +104,15 @@ class Series:
     values: Sequence[float | None]
 
 
+#: A metric's colour class, the same on every chart of every page (a score is never blue here and green there):
+#: pass rate and pass@1 (how often a trial passes), score, pass^k.
+_COLOURS = {"pass rate": "s0", "pass@1": "s0", "score": "s1", "pass^k": "s2"}
+
+
+def _colour(name: str, index: int) -> str:
+    return _COLOURS.get(name, f"s{index % 3}")
+
+
 def trend_svg(labels: Sequence[str], series: Sequence[Series], *, config_changed: Sequence[bool] = (),
               regressions: Sequence[bool] = (), title: str = "trend", chart_id: str = "",
               links: Sequence[str] = ()) -> str:
@@ -139,7 +149,7 @@ def trend_svg(labels: Sequence[str], series: Sequence[Series], *, config_changed
     parts.append(f'<text class="axis" x="{left + plot_w / 2:.1f}" y="{height - 6}" text-anchor="middle">run (oldest first)</text>')
     marks: list[str] = []  # regressions drawn last, over every line
     for s_index, s in enumerate(series):
-        cls = f"s{s_index % 3}"
+        cls = _colour(s.name, s_index)
         points = [(i, v) for i, v in enumerate(s.values) if v is not None]
         if len(points) > 1:
             path = " ".join(f"{x(i):.1f},{y(v):.1f}" for i, v in points)
@@ -154,7 +164,8 @@ def trend_svg(labels: Sequence[str], series: Sequence[Series], *, config_changed
             (marks if bad else parts).append(circle)
     parts.extend(marks)
     parts.append("</svg>")
-    legend = "".join(f'<span><span class="k s{i % 3}"></span>{escape(s.name)}</span>' for i, s in enumerate(series))
+    legend = "".join(f'<span><span class="k {_colour(s.name, i)}"></span>{escape(s.name)}</span>'
+                     for i, s in enumerate(series))
     extra = ""
     if any(config_changed):
         extra += "<span>dashed line: config changed</span>"
@@ -167,12 +178,19 @@ def suite_chart(history: History, *, served: bool = True) -> str:
     trend = suite_trend(history)
     if not trend:
         return '<p class="muted">No runs yet.</p>'
-    return trend_svg([t.stem for t in trend], [Series("pass rate", [t.pass_rate for t in trend]),
-                                               Series("score", [t.score for t in trend]),
-                                               Series("pass^k", [t.pass_pow_k for t in trend])],
+    pow_k = [t.pass_pow_k if _shows_pass_pow_k(history, t.stem) else None for t in trend]  # (k = 1: pass@1 again)
+    series = [Series("pass rate", [t.pass_rate for t in trend]), Series("score", [t.score for t in trend])]
+    series += [Series("pass^k", pow_k)] if any(v is not None for v in pow_k) else []
+    return trend_svg([t.stem for t in trend], series,
                      config_changed=[t.config_changed for t in trend], regressions=[t.regressions > 0 for t in trend],
-                     title="Suite trend: pass rate, score and pass^k per run", chart_id="suite-trend",
+                     title=f"Suite trend: pass rate, score{' and pass^k' if len(series) > 2 else ''} per run",
+                     chart_id="suite-trend",
                      links=[f"/run/{_q(t.stem)}" for t in trend] if served else ())
+
+
+def _shows_pass_pow_k(history: History, stem: str) -> bool:
+    entry = history.run(stem)
+    return entry is not None and shows_pass_pow_k(run_k(entry.report))
 
 
 def test_chart(history: History, name: str, *, served: bool = True) -> str:
@@ -225,7 +243,8 @@ def _runs_table(history: History, *, served: bool, state: str = "") -> str:
             f'<tr class="row run-row" data-run="{escape(entry.stem)}"><td>{link}{status}{regress}</td><td>{escape(entry.label)}</td>'
             f"<td><code>{escape(entry.model)}</code></td><td>{escape(entry.rubric)}</td>"
             f'<td class="num">{r.passed_case_count}/{graded}</td><td class="num">{_rate(r.score)}</td>'
-            f'<td class="num">{_rate(r.pass_pow_k)}</td><td class="num">{_money(r.cost_usd)}</td>'
+            f'<td class="num">{_rate(r.pass_pow_k) if shows_pass_pow_k(run_k(r)) else "–"}</td>'
+            f'<td class="num">{_money(r.cost_usd)}</td>'
             f'<td class="num">{r.trial_count}</td><td class="changes">{_changes_cell(changes or "no change")}</td></tr>')
     head = ("<tr><th>Started</th><th>Label</th><th>Model</th><th>Rubric</th><th class=num>Pass rate</th>"
             "<th class=num>Score</th><th class=num>pass^k</th><th class=num>Cost</th><th class=num>k</th>"
@@ -323,7 +342,8 @@ def test_page(history: History, name: str, *, token: str = "") -> str:
         marks = "".join([' <span class="badge info">config changed</span>' if p.config_changed else "",
                          ' <span class="badge fail">regression</span>' if p.regression else "",
                          ' <span class="badge skip hand-graded">graded by hand</span>' if hand_graded(entry, name) else ""])
-        status = "" if p.passed is None else ("PASS" if p.passed else "FAIL")
+        graded = next((c for c in entry.report.cases if c.name == name), None)
+        status = "" if p.passed is None or graded is None else escape(result_word(graded))
         rows.append(f'<tr class="row{" regression" if p.regression else ""}" data-run="{escape(p.stem)}">'
                     f'<td><a href="/run/{_q(p.stem)}#case={_q(name)}">{escape(when(p.when))}</a>{marks}</td>'
                     f'<td>{status}</td><td class="num score">{_rate(p.score)}</td><td class="num">{_rate(p.pass_at_1)}</td>'
