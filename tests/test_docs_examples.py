@@ -1,4 +1,4 @@
-"""The docs' tutorials (examples/tutorials, included into docs/tutorials/*.md by snippets) run as shown: each
+"""The docs' tutorials (examples/tutorials, written into docs/tutorials/*.md and kept equal to them) run as shown: each
 framework's agent passes its case with a real framework driven through a scripted model, and the failing case the
 tutorial shows fails on the grader the tutorial says, for the reason it says."""
 
@@ -68,7 +68,8 @@ PAGES = Path(__file__).resolve().parents[1] / "docs" / "tutorials"
 def _shown_output(page: str, file: str) -> list[str]:
     """The output block a tutorial page shows right after including `file`'s run section."""
     text = (PAGES / page).read_text(encoding="utf-8")
-    found = re.search(rf'--8<-- "examples/tutorials/{re.escape(file)}:run"\n```\n\n```\n(.*?)\n```', text, re.S)
+    found = re.search(rf'<!-- example: examples/tutorials/{re.escape(file)}:run -->\n```python\n.*?^```\n\n```\n(.*?)\n```',
+                      text, re.S | re.M)
     assert found, f"{page} shows no output after {file}'s run section"
     return [line.rstrip() for line in found.group(1).splitlines() if not line.startswith("$ ")]
 
