@@ -38,8 +38,9 @@ from .judge import llm_judge
 __all__ = ["build_cases", "load_suite", "load_script_file", "config_snapshot", "model_transport", "check_api_keys", "ignored_by_custom_agent",
            "suite_warnings", "process_agent", "judge_setup"]
 
-#: config_snapshot keys that describe what only the reference agent receives; left out for a custom agent.
-REFERENCE_AGENT_KEYS = ("api", "model_name", "tools", "system_prompt_sha256", "policy")
+#: config_snapshot keys that describe what only the reference agent receives; left out for a custom agent (which
+#: gets the model name and the API too, as `ctx.model_name` and `ctx.api`).
+REFERENCE_AGENT_KEYS = ("tools", "system_prompt_sha256", "policy")
 
 
 def build_cases(
@@ -92,12 +93,14 @@ def _build_cases(
         if custom is not None and not inspect.iscoroutinefunction(custom):
             def invoke_sync(ctx: TrialContext) -> Any:  # the runner runs a sync agent in a worker thread
                 ctx.prompt, ctx.model = test.prompt, model_transport(spec, test.id, config, ctx, scripts)
+                ctx.model_name, ctx.api = model_name, api
                 return custom(test.prompt, ctx)
 
             return invoke_sync
 
         async def invoke(ctx: TrialContext) -> Any:
             ctx.prompt, ctx.model = test.prompt, model_transport(spec, test.id, config, ctx, scripts)
+            ctx.model_name, ctx.api = model_name, api
             if process is not None:  # awaited here, so a timeout or Ctrl-C cancels it and kills its processes
                 return await process.arun(test.prompt, ctx)
             if custom is not None:
