@@ -138,7 +138,7 @@ def test_a_custom_agents_snapshot_leaves_out_what_it_never_receives(project: Pat
     snapshot = _latest(project)["config_snapshot"]
     assert snapshot["agent"] == "mymod:run"
     assert not set(REFERENCE_AGENT_KEYS) & set(snapshot)
-    assert {"tools", "policy", "system_prompt_sha256"} == set(REFERENCE_AGENT_KEYS)
+    assert {"tools", "policy", "system_prompt_sha256", "system_prompt"} == set(REFERENCE_AGENT_KEYS)
     # what does reach it (ctx.model_name, ctx.api) is recorded: a changed model name changes what it sends
     assert (snapshot["model_name"], snapshot["api"]) == ("gpt-4.1-mini", "openai-chat")
     assert snapshot["model"] == "scripted:model_v1.yaml" and snapshot["trials"] == 1

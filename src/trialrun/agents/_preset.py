@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
+from ..report._text_diff import file_snapshot_text
 from ..trajectory import ToolCall, ToolResult
 from ._contract import AgentContract, matching
 from ._pins import agents_dir, find_program
@@ -217,6 +218,8 @@ class Preset(ProcessAgent):
             "skills_loaded": [name for name, _ in self.skill_dirs()],
             "skills_sha256": file_digest(self.skills),
             "instructions_sha256": file_digest([self.instructions]) if self.instructions else None,
+            # the text itself (bounded), so that compare shows what changed in it, not only two hashes
+            "instructions_text": file_snapshot_text(self.instructions) if self.instructions else None,
             "agent_settings_sha256": settings_digest(self.settings_for_snapshot()),
             "permission_mode": self.permission_mode,
             "allow": self.allow,

@@ -346,8 +346,13 @@ def comparison_markdown(comparison: Comparison, *, title: str | None = None) -> 
     parts += ["### Config changes", ""]
     if comparison.config_changes:
         rows = [[_code(c.key, table=True, limit=120), _config_value(c.before), _config_value(c.after)]
-                for c in comparison.config_changes]
-        parts += [_table(["Key", "Before", "After"], ["---", "---", "---"], rows), ""]
+                for c in comparison.config_changes if c.diff is None]
+        if rows:
+            parts += [_table(["Key", "Before", "After"], ["---", "---", "---"], rows), ""]
+        for c in comparison.config_changes:
+            if c.diff is not None:  # a text of several lines: what changed in it
+                fence = "`" * max(3, 1 + max((len(run) for run in _BACKTICKS.findall(c.diff)), default=0))
+                parts += [f"{_code(c.key, table=False, limit=120)} changed:", "", f"{fence}diff", c.diff, fence, ""]
     else:
         parts += ["No configuration changes.", ""]
     parts += ["<details>", "<summary>Compare output</summary>", "", _code_block(delta_lines(comparison)), "",

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .._util.safe_read import UnreadableFile
+from ._text_diff import diff_size
 from .compare import Comparison, ConfigChange, compare, format_value
 from .journal import read_lines
 from .results import RunReport
@@ -232,7 +233,8 @@ def read_journal(path: Path) -> LiveRun | None:
 
 def config_line(changes: list[ConfigChange], *, limit: int = 160) -> str:
     """The config changes since the previous run in one line: `model: a -> b; trials: 1 -> 3` (cut at `limit`)."""
-    text = "; ".join(f"{c.key}: {format_value(c.before)} -> {format_value(c.after)}" for c in changes)
+    text = "; ".join(f"{c.key}: {format_value(c.before)} -> {format_value(c.after)}" if c.diff is None
+                     else f"{c.key}: changed ({diff_size(c.diff)})" for c in changes)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

@@ -94,6 +94,8 @@ class ConfigChange(BaseModel):
     key: str
     before: Any = None
     after: Any = None
+    #: For a text of several lines (instructions, a system prompt): what changed in it, as a short unified diff.
+    diff: str | None = None
 
 
 class Comparison(BaseModel):
@@ -179,8 +181,11 @@ def flatten_config(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 
 def config_diff(before: dict[str, Any], after: dict[str, Any]) -> list[ConfigChange]:
     """Changed, added and removed keys of two config snapshots (nested keys joined with dots)."""
+    from ._text_diff import text_diff
+
     a, b = flatten_config(before), flatten_config(after)
-    return [ConfigChange(key=k, before=a.get(k), after=b.get(k)) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+    return [ConfigChange(key=k, before=a.get(k), after=b.get(k), diff=text_diff(a.get(k), b.get(k)))
+            for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
 
 
 def _why(case: CaseResult) -> str:
@@ -483,7 +488,7 @@ def delta_lines(comparison: Comparison) -> list[str]:
         lines.append(warning_line(comparison, next(c for c in comparison.cases if c.name == name)))
     if comparison.config_changes:
         lines.append("Config changes:")
-        lines.extend(f"  {c.key}: {format_value(c.before)} -> {format_value(c.after)}" for c in comparison.config_changes)
+        lines.extend(line for c in comparison.config_changes for line in config_change_lines(c))
     return lines
 
 
@@ -549,6 +554,14 @@ def warning_line(comparison: Comparison, d: CaseDelta) -> str:
     """The warning for one regression: the seed's score-drop line, or the sub-score drop, or, for a case that
     passed before and fails now without such a drop, a line that says so and why."""
     return f"WARNING: regression in {d.name}: {regression_reason(comparison, d)}"
+
+
+def config_change_lines(change: ConfigChange) -> list[str]:
+    """A config change as compare prints it: `  key: before -> after`, or for a text of several lines the key and
+    its unified diff, indented."""
+    if change.diff is None:
+        return [f"  {change.key}: {format_value(change.before)} -> {format_value(change.after)}"]
+    return [f"  {change.key}: changed:", *(f"    {line}" for line in change.diff.splitlines())]
 
 
 def format_value(value: Any) -> str:

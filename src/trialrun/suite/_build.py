@@ -27,6 +27,7 @@ from ..agent import Agent, PriceTable, prices
 from ..case import Case, TrialContext
 from ..expect._base import Grader
 from ..expect.rubric import key_terms, rubric
+from ..report._text_diff import snapshot_text
 from ._build_agent import (_check_agent_signature, _import, _policy, _sandbox, _tools_factory, ignored_by_custom_agent,
                            process_agent)
 from ._build_model import (FileScript, _check_cassettes, _judge_api, _judge_transport, check_api_keys, judge_setup,
@@ -40,7 +41,7 @@ __all__ = ["build_cases", "load_suite", "load_script_file", "config_snapshot", "
 
 #: config_snapshot keys that describe what only the reference agent receives; left out for a custom agent (which
 #: gets the model name and the API too, as `ctx.model_name` and `ctx.api`).
-REFERENCE_AGENT_KEYS = ("tools", "system_prompt_sha256", "policy")
+REFERENCE_AGENT_KEYS = ("tools", "system_prompt_sha256", "system_prompt", "policy")
 
 
 def build_cases(
@@ -242,6 +243,7 @@ def config_snapshot(config: Config, suite: SuiteFile, labels: dict[str, str] | N
         "sandbox": _sandbox_name(config),
         "tools": tool_names,
         "system_prompt_sha256": hashlib.sha256(config.system.encode()).hexdigest()[:16] if config.system else None,
+        "system_prompt": snapshot_text(config.system) if config.system else None,  # (bounded) what changed in it
         "policy": policy.summary() if policy else None,
         "judge": config.judge or "heuristic",
         "pass_threshold": config.pass_threshold,
