@@ -102,13 +102,13 @@ def test_the_trajectory_diff_marks_the_first_divergence(context: Any, base: str,
     p = page.page
     first = p.locator("tr.first-divergence")
     assert first.count() == 1
-    assert (first.get_attribute("data-turn"), first.get_attribute("data-divergence")) == ("2", "arguments")
-    assert p.locator('tr[data-turn="1"]').get_attribute("class") == ""  # turn 1 is the same in both
+    assert (first.get_attribute("data-step"), first.get_attribute("data-divergence")) == ("2", "arguments")
+    assert p.locator('tr[data-step="1"]').get_attribute("class") == ""  # step 1 is the same in both
     changed = first.locator(".call-line.changed")
     assert [changed.nth(i).get_attribute("data-side") for i in range(changed.count())] == ["before", "after"]
     assert V3_CHANGE[0] in changed.nth(0).inner_text() and V3_CHANGE[1] in changed.nth(1).inner_text()
-    assert p.locator("#diff-summary").inner_text() == (
-        "First divergence at turn 2, call 1: the same tool was called with different arguments.")
+    assert p.locator("#diff-summary").inner_text().startswith(
+        "First divergence at step 2 (before turn 2 / after turn 2): the same tool was called with other arguments.")
     raw = p.locator("details#raw-exchanges")
     assert raw.get_attribute("open") is None  # collapsed by default
     raw.locator("summary").click()
@@ -120,7 +120,7 @@ def test_the_trajectory_diff_marks_the_first_divergence(context: Any, base: str,
     # v1 -> v2: a different tool from the first call on
     page = _open(context, f"{base}/diff?{urlencode({'test': REGRESSED, 'a': stems[1], 'b': stems[2]})}")
     first = page.page.locator("tr.first-divergence")
-    assert (first.get_attribute("data-turn"), first.get_attribute("data-divergence")) == ("1", "tool")
+    assert first.get_attribute("data-step") == "1" and first.get_attribute("data-divergence") in ("removed", "inserted")
 
 
 def test_a_run_in_progress_updates_as_its_journal_grows(context: Any, results: Path, tmp_path: Path) -> None:

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from html import escape
 from urllib.parse import quote
 
-from ..report._history import History, LiveRun, RunEntry, config_line, diff_pair, suite_trend, test_history
+from ..report._history import (History, LiveRun, RunEntry, config_line, diff_pair, flaky_pair, suite_trend,
+                                test_history)
 from ._cells import result_word, run_k, shows_pass_pow_k
 from ._chrome import _head, _page, plural, site_nav, when, when_text
 from ._diff_page import diff_href, diff_page, trial_href
@@ -333,16 +334,21 @@ def test_page(history: History, name: str, *, token: str = "") -> str:
     for p in points:
         entry = history.run(p.stem)
         assert entry is not None  # test_history reads the history's own runs
-        diff = ""
+        diff, pair = "", None
         if previous is not None:
             pair = diff_pair(name, previous, entry)
             diff = (f'<a class="diff-link" href="{escape(diff_href(name, *pair.before, *pair.after))}">diff trial '
                     f"{pair.after[1]} vs {'previous run' if pair.before[0] != entry.stem else 'this run'}'s trial "
                     f"{pair.before[1]}</a>")
+        graded = next((c for c in entry.report.cases if c.name == name), None)
+        flaky = flaky_pair(graded.trials) if graded is not None else None
+        if flaky is not None and (pair is None or (pair.before, pair.after) != ((entry.stem, flaky[0]), (entry.stem, flaky[1]))):
+            href = diff_href(name, entry.stem, flaky[0], entry.stem, flaky[1])
+            diff += (f'{" · " if diff else ""}<a class="flaky-diff-link" href="{escape(href)}">failing trial {flaky[1]} '
+                     f"beside passing trial {flaky[0]} (this run)</a>")
         marks = "".join([' <span class="badge info">config changed</span>' if p.config_changed else "",
                          ' <span class="badge fail">regression</span>' if p.regression else "",
                          ' <span class="badge skip hand-graded">graded by hand</span>' if hand_graded(entry, name) else ""])
-        graded = next((c for c in entry.report.cases if c.name == name), None)
         status = "" if p.passed is None or graded is None else escape(result_word(graded))
         rows.append(f'<tr class="row{" regression" if p.regression else ""}" data-run="{escape(p.stem)}">'
                     f'<td><a href="/run/{_q(p.stem)}#case={_q(name)}">{escape(when(p.when))}</a>{marks}</td>'

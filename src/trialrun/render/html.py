@@ -31,6 +31,7 @@ from ..report.results import CaseResult, RunReport, TrialError, TrialResult, jso
 from ..trajectory import Denial, ToolCall, ToolResult, Trajectory, Turn, Usage
 from ._html_parts import _badge, _money, _noscript, _rate, _seconds, _stat, _value, _when
 from .text import conversation_title, partly_run
+from ..report._history import flaky_pair
 from ..report._why import failed_by
 from ._cells import run_k, shows_pass_pow_k, sub_scores_text
 
@@ -50,7 +51,9 @@ def report_html(report: RunReport, *, title: str | None = None, trial_link: str 
 
     `trial_link`: a URL with `{test}` and `{trial}` that each expanded trial links to (`trialrun view` passes its
     trial page, which shows the raw exchanges; the static report has none). `links` ("hl": a test's history with
-    `{test}`, "dl": a test's diff): more links the page's script draws; `nav`: the viewer's header, put first."""
+    `{test}`, "dl": a test's diff, "fl": a diff of two trials of this run with `{test}`, `{ta}` and `{tb}`, for a
+    flaky case's failing trial beside its passing one): more links the page's script draws; `nav`: the viewer's
+    header, put first."""
     page_title = title or f"trialrun report · {report.timestamp}"
     body = _run_summary(report, page_title)
     payload = report_payload(report)
@@ -197,6 +200,7 @@ class _Packer:
             "pass_at_1": _num(case.pass_at_1),
             "pass_pow_k": _num(case.pass_pow_k) if shows_pass_pow_k(n) else None,
             "why": failed_by(case) or None,  # what failed it, beside a score that may look fine
+            "fp": flaky_pair(case.trials),  # (passing, failing) trial of a flaky case: the viewer's diff link
             "ci": None if interval is None else [_num(interval[0], 3), _num(interval[1], 3)],
             "score": _num(case.score),
             "sub_scores": {k: _num(v) for k, v in (case.sub_scores or {}).items()},

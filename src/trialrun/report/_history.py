@@ -10,6 +10,7 @@ journal's format touches only it.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -23,7 +24,7 @@ from .results import RunReport
 from .store import ResultFileError, ResultsStore, load_report
 
 __all__ = ["snapshot_label", "snapshot_model", "snapshot_rubric", "RunEntry", "History", "LiveRun", "TestPoint", "TrendPoint", "load_history", "read_journal",
-           "config_line", "test_history", "suite_trend"]
+           "config_line", "test_history", "suite_trend", "flaky_pair"]
 
 JOURNAL_SUFFIX = ".jsonl"
 
@@ -294,6 +295,14 @@ class DiffPair:
 def _trials(entry: RunEntry, name: str) -> list[Any]:
     case = next((c for c in entry.report.cases if c.name == name), None)
     return list(case.trials) if case is not None else []
+
+
+def flaky_pair(trials: Sequence[Any]) -> tuple[int, int] | None:
+    """(a passing trial, a failing trial) of one test in one run (the first of each), when it has both: a flaky
+    test, whose failing trial is best read beside a passing one; None otherwise."""
+    passing = next((t.trial for t in trials if t.passed), None)
+    failing = next((t.trial for t in trials if not t.passed), None)
+    return None if passing is None or failing is None else (passing, failing)
 
 
 def diff_pair(name: str, before: RunEntry, after: RunEntry) -> DiffPair:

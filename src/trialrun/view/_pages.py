@@ -113,7 +113,8 @@ class Pages:
             return self.missing_run(h, request.path_params["stem"])
         link = f"/trial/{_q(entry.stem)}?test={{test}}&trial={{trial}}"
         nav = site_nav(str(self.root), [(when(entry.report.started_at), None)])
-        return self.html(report_html(entry.report, trial_link=link, links={"hl": "/test/{test}"}, nav=nav))
+        flaky = f"/diff?test={{test}}&a={_q(entry.stem)}&ta={{ta}}&b={_q(entry.stem)}&tb={{tb}}"
+        return self.html(report_html(entry.report, trial_link=link, links={"hl": "/test/{test}", "fl": flaky}, nav=nav))
 
     def trial(self, request: Request) -> Response:
         from ..report._exchange_log import read_trial_exchanges, sidecar_path

@@ -338,6 +338,11 @@
     }
     parts.push(h("div", { "class": "case-grid" }, facts, curve(c)));
     var links = DATA.kind === "run" ? servedLinks(c.name, false) : null;
+    if (links && c.fp && DATA.fl) {  // a flaky case: its failing trial beside its passing one, one click away
+      links.insertBefore(h("a", { "class": "flaky-diff-link", href: DATA.fl.replace("{test}", encodeURIComponent(c.name))
+        .replace("{ta}", String(c.fp[0])).replace("{tb}", String(c.fp[1])) },
+        "Failing trial " + c.fp[1] + " beside passing trial " + c.fp[0] + " →"), links.firstChild);
+    }
     if (links && (c.trials || []).length && DATA.tl) {
       links.appendChild(h("span", null, "Trial pages: ", (c.trials || []).map(function (t, i) {
         return [i ? " · " : "", h("a", { "class": "trial-page-link", href: DATA.tl.replace("{test}", encodeURIComponent(c.name))
