@@ -64,8 +64,8 @@ def crumb_case(stem: str, name: str) -> Crumb:
 
 
 def site_nav(folder: str, crumbs: Sequence[Crumb] = (), *, query: str = "") -> str:
-    """The header of every served page: home, the results folder, the search box (tests by id, title or tag; runs
-    by label, model or date), and the breadcrumbs from the runs list to this page."""
+    """The header of every served page: home, the results folder, the search box (trials by what the agent did and
+    why they failed; tests; runs), and the breadcrumbs from the runs list to this page."""
     trail = [("Runs", "/"), *crumbs]
     items = "".join(
         f'<li><a href="{escape(href)}">{escape(text)}</a></li>' if href is not None and i < len(trail) - 1
@@ -75,7 +75,8 @@ def site_nav(folder: str, crumbs: Sequence[Crumb] = (), *, query: str = "") -> s
             f'<span class="folder" title="the results folder">{escape(folder)}</span>'
             '<form class="search" role="search" method="get" action="/search">'
             f'<input type="search" name="q" id="search-q" value="{escape(query)}" '
-            'placeholder="Search tests and runs" aria-label="Search tests (id, title, tag) and runs (label, model, date)">'
+            'placeholder="Search: rm -rf, a tool, a reason..." aria-label="Search trials (commands, tool calls, outputs, '
+            'failure reasons), tests and runs">'
             '<button type="submit">Search</button></form></div>'
             f'<ol class="crumbs wrap" id="crumbs">{items}</ol></nav>')
 
@@ -118,6 +119,8 @@ table.tdiff pre { white-space: pre-wrap; margin: 2px 0; font-size: 0.85em; }
 .call-line { margin: 0 0 4px; }
 .call-line.changed { outline: 2px solid var(--fail-line); border-radius: 4px; }
 progress#live-progress { width: 100%; max-width: 520px; height: 12px; }
+mark { background: #fff3b0; color: #1f2328; padding: 0 1px; border-radius: 2px; }
+mark.hit { outline: 1px solid #d4a72c; }
 svg.trend a.pt-link circle { cursor: pointer; }
 svg.trend a.pt-link:focus-visible circle { stroke: var(--text); stroke-width: 3; }
 .runs details.changes-more summary { cursor: pointer; }

@@ -8,9 +8,11 @@ every request (a result file is loaded again only when it changed), so a run sav
     /run/<stem>             one run (the HTML report)
     /test/<name>            one test across runs: score and pass@1 chart, config changes, regressions
     /compare?a=<stem>&b=    two runs compared (the compare page of `trialrun compare --html`)
-    /diff?test=&a=&ta=&b=&tb=  one test's trajectory in trial ta of run a and trial tb of run b, aligned turn by
-                            turn, first divergence marked (by default a failing trial beside a passing one)
-    /search?q=              tests by id, title or tag; runs by label, model or date
+    /diff?test=&a=&ta=&b=&tb=  one test's trajectory in trial ta of run a and trial tb of run b, aligned step by
+                            step by content, first divergence and the verdicts that flipped marked (by default a
+                            failing trial beside a passing one)
+    /search?q=&failed=1&test=&run=&tag=   trials by commands, tool calls, outputs, failure reasons (filtered);
+                            tests by id, title or tag; runs by label, model or date
     POST /grade             the hand-grade form (output quality 0/0.25/0.5, a comment): the page's session token
                             required; written as `trialrun grade` writes it; the only write the viewer makes
     /api/runs               the folder's listing state (the runs list reloads when it changes)

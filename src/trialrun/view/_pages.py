@@ -100,8 +100,12 @@ class Pages:
 
     def search(self, request: Request) -> Response:
         from ..render._search import search_page
+        from ..report._search import Filters
 
-        return self.html(search_page(self.history(), request.query_params.get("q", "")))
+        params = request.query_params
+        filters = Filters(failed=params.get("failed") == "1", test=params.get("test", ""), run=params.get("run", ""),
+                          tag=params.get("tag", ""))
+        return self.html(search_page(self.history(), params.get("q", ""), filters))
 
     def run(self, request: Request) -> Response:
         from ..render._chrome import site_nav, when
