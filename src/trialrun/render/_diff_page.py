@@ -19,6 +19,7 @@ from ..report._history import RunEntry
 from ..report._trajdiff import AlignedStep, Step, TrajectoryDiff, align, verdict_flips
 from ..report.results import TrialResult
 from ._chrome import crumb_case, crumb_run, q, site_nav, when
+from ._html_parts import breakable
 
 __all__ = ["diff_page", "diff_href", "trial_href"]
 
@@ -67,9 +68,9 @@ def _flips(before: TrialResult, after: TrialResult) -> str:
             return '<span class="muted">(not graded)</span>'
         return '<span class="badge pass">✓ pass</span>' if passed else '<span class="badge fail">✗ fail</span>'
 
-    rows = "".join(f'<tr data-grader="{escape(f.grader)}"><th scope="row"><code>{escape(f.grader)}</code></th>'
-                   f'<td>{state(f.before)} <span class="reason">{escape(f.reason_before)}</span></td>'
-                   f'<td>{state(f.after)} <span class="reason">{escape(f.reason_after)}</span></td></tr>' for f in flips)
+    rows = "".join(f'<tr data-grader="{escape(f.grader)}"><th scope="row"><code>{breakable(f.grader)}</code></th>'
+                   f'<td>{state(f.before)} <span class="reason">{breakable(f.reason_before)}</span></td>'
+                   f'<td>{state(f.after)} <span class="reason">{breakable(f.reason_after)}</span></td></tr>' for f in flips)
     return (f'<section class="panel" id="verdict-flips"><h2>Verdicts that flipped ({len(flips)})</h2>'
             '<div class="table-wrap"><div class="scroll"><table class="kv flips"><thead><tr><th>Grader</th><th>Before</th>'
             f"<th>After</th></tr></thead><tbody>{rows}</tbody></table></div></div></section>")
@@ -143,7 +144,7 @@ def diff_page(name: str, before: RunEntry, ta: int, after: RunEntry, tb: int, *,
                     f'<th class="turn" scope="row">{t.index + 1}{kind}</th>{_step_cell(t.before, t, "before")}'
                     f'{_step_cell(t.after, t, "after")}</tr>')
     table = ('<div class="table-wrap"><table class="tdiff" id="trajectory-diff"><thead><tr><th class="turn">Step</th>'
-             f'<th>Before ({escape(before.stem)}, trial {ta})</th><th>After ({escape(after.stem)}, trial {tb})</th>'
+             f'<th>Before ({breakable(before.stem)}, trial {ta})</th><th>After ({breakable(after.stem)}, trial {tb})</th>'
              f'</tr></thead><tbody>{"".join(rows)}</tbody></table></div>')
     tone = "good" if first is None else "bad"
     body = (_head("trialrun · trajectory diff", name, meta, "passed" if first is None else "failed")

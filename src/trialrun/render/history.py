@@ -18,7 +18,7 @@ from ..report._history import (History, LiveRun, RunEntry, config_line, diff_pai
 from ._cells import result_word, run_k, shows_pass_pow_k
 from ._chrome import _head, _page, plural, site_nav, when, when_text
 from ._diff_page import diff_href, diff_page, trial_href
-from ._html_parts import _money, _rate
+from ._html_parts import _money, _rate, breakable
 
 __all__ = ["runs_page", "history_html", "test_page", "diff_page", "live_page", "trend_svg", "Series"]
 
@@ -224,9 +224,9 @@ def _live_row(live: LiveRun) -> str:
 def _changes_cell(text: str) -> str:
     """The config changes since the previous run: whole when short, else a line and the rest behind a toggle."""
     if len(text) <= 120:
-        return escape(text)
-    return (f'<details class="changes-more"><summary>{escape(text[:110])}… ({len(text):,} characters)</summary>'
-            f"{escape(text)}</details>")
+        return breakable(text)
+    return (f'<details class="changes-more"><summary>{breakable(text[:110])}… ({len(text):,} characters)</summary>'
+            f"{breakable(text)}</details>")
 
 
 def _runs_table(history: History, *, served: bool, state: str = "") -> str:
@@ -241,8 +241,9 @@ def _runs_table(history: History, *, served: bool, state: str = "") -> str:
         regress = (f' <span class="badge fail">{plural(len(entry.comparison.regressions), "regression")}</span>'
                    if entry.comparison and entry.comparison.regressions else "")
         rows.append(
-            f'<tr class="row run-row" data-run="{escape(entry.stem)}"><td>{link}{status}{regress}</td><td>{escape(entry.label)}</td>'
-            f"<td><code>{escape(entry.model)}</code></td><td>{escape(entry.rubric)}</td>"
+            f'<tr class="row run-row" data-run="{escape(entry.stem)}"><td>{link}{status}{regress}</td>'
+            f'<td class="label">{breakable(entry.label)}</td>'
+            f'<td class="model"><code>{breakable(entry.model)}</code></td><td>{escape(entry.rubric)}</td>'
             f'<td class="num">{r.passed_case_count}/{graded}</td><td class="num">{_rate(r.score)}</td>'
             f'<td class="num">{_rate(r.pass_pow_k) if shows_pass_pow_k(run_k(r)) else "–"}</td>'
             f'<td class="num">{_money(r.cost_usd)}</td>'

@@ -325,7 +325,12 @@
       ["Mode", c.mode || null],
       ["Tags", c.tags ? c.tags.join(", ") : null]
     ].concat(otherMeta.map(function (k) {
-      var v = meta[k]; return [k, typeof v === "string" ? v : JSON.stringify(v)];
+      var v = meta[k];
+      if (k === "line" && typeof v === "number") {  // where the suite file defines the test, not a bare "line 7"
+        var run = (DATA.runs || [])[0] || {}, suite = (run.config || {})["suite.path"];
+        return ["Defined at", (typeof suite === "string" ? suite : "the suite file") + ":" + v + " (its line in the suite file)"];
+      }
+      return [k, typeof v === "string" ? v : JSON.stringify(v)];
     })));
     var parts = [];
     if (c.title) parts.push(h("p", { "class": "case-title" }, c.title));
