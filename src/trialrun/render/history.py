@@ -341,8 +341,8 @@ def test_page(history: History, name: str, *, token: str = "") -> str:
             diff = (f'<a class="diff-link" href="{escape(diff_href(name, *pair.before, *pair.after))}">diff trial '
                     f"{pair.after[1]} vs {'previous run' if pair.before[0] != entry.stem else 'this run'}'s trial "
                     f"{pair.before[1]}</a>")
-        graded = next((c for c in entry.report.cases if c.name == name), None)
-        flaky = flaky_pair(graded.trials) if graded is not None else None
+        this = next((c for c in entry.report.cases if c.name == name), None)
+        flaky = flaky_pair(this.trials) if this is not None else None
         if flaky is not None and (pair is None or (pair.before, pair.after) != ((entry.stem, flaky[0]), (entry.stem, flaky[1]))):
             href = diff_href(name, entry.stem, flaky[0], entry.stem, flaky[1])
             diff += (f'{" · " if diff else ""}<a class="flaky-diff-link" href="{escape(href)}">failing trial {flaky[1]} '
@@ -350,7 +350,7 @@ def test_page(history: History, name: str, *, token: str = "") -> str:
         marks = "".join([' <span class="badge info">config changed</span>' if p.config_changed else "",
                          ' <span class="badge fail">regression</span>' if p.regression else "",
                          ' <span class="badge skip hand-graded">graded by hand</span>' if hand_graded(entry, name) else ""])
-        status = "" if p.passed is None or graded is None else escape(result_word(graded))
+        status = "" if p.passed is None or this is None else escape(result_word(this))
         rows.append(f'<tr class="row{" regression" if p.regression else ""}" data-run="{escape(p.stem)}">'
                     f'<td><a href="/run/{_q(p.stem)}#case={_q(name)}">{escape(when(p.when))}</a>{marks}</td>'
                     f'<td>{status}</td><td class="num score">{_rate(p.score)}</td><td class="num">{_rate(p.pass_at_1)}</td>'

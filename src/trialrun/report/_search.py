@@ -76,9 +76,9 @@ def _texts(trial: TrialResult) -> Iterator[Found]:
         yield Found("command", command)
     for call in trajectory.all_tool_calls:
         arguments: object = call.arguments if call.arguments or call.raw_arguments is None else call.raw_arguments
-        command = _command_of(call.name, arguments, trajectory)
-        if command is not None:
-            yield Found("command", command)
+        ran = _command_of(call.name, arguments, trajectory)
+        if ran is not None:
+            yield Found("command", ran)
         shown = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False, sort_keys=True)
         yield Found("tool call", f"{call.name}({shown})")
     for result in trajectory.all_tool_results:

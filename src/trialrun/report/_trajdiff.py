@@ -106,7 +106,7 @@ class TrajectoryDiff:
     def describe(self) -> str:
         """One sentence: where and how the trajectories first diverge."""
         first = self.first
-        calls = sum(1 for s in self.steps if (s.before or s.after) and (s.before or s.after).call is not None)  # type: ignore[union-attr]
+        calls = len([row for row in self.steps if any(s is not None and s.call is not None for s in (row.before, row.after))])
         if first is None:
             return f"The two trials did the same {calls} call(s) with the same results and replies."
         where = " / ".join(f"{side} turn {step.turn}" for side, step in (("before", first.before), ("after", first.after))
@@ -118,7 +118,8 @@ class TrajectoryDiff:
             "removed": "a call only the before trial made",
             "inserted": "a call only the after trial made",
         }[first.divergence or "removed"]
-        if first.divergence in ("removed", "inserted") and (first.before or first.after).call is None:  # type: ignore[union-attr]
+        only = first.before or first.after
+        if first.divergence in ("removed", "inserted") and only is not None and only.call is None:
             what = what.replace("a call", "a reply")
         counts = self.counts()
         tally = ", ".join(f"{counts[k]} {k}" for k in ("same", "arguments", "result", "text", "removed", "inserted")
@@ -185,14 +186,14 @@ def align_steps(before: list[Step], after: list[Step]) -> list[tuple[Step | None
             options = []
             if i < n and j < m and before[i].kind == after[j].kind:
                 exact = keys_a[i] == keys_b[j]
-                edits, pairs = cost[i + 1][j + 1]
-                options.append((edits + (0 if exact else 1), pairs - (1 if exact else 0)))
+                edits, exacts = cost[i + 1][j + 1]
+                options.append((edits + (0 if exact else 1), exacts - (1 if exact else 0)))
             if i < n:
-                edits, pairs = cost[i + 1][j]
-                options.append((edits + 1, pairs))
+                edits, exacts = cost[i + 1][j]
+                options.append((edits + 1, exacts))
             if j < m:
-                edits, pairs = cost[i][j + 1]
-                options.append((edits + 1, pairs))
+                edits, exacts = cost[i][j + 1]
+                options.append((edits + 1, exacts))
             cost[i][j] = min(options)
     pairs: list[tuple[Step | None, Step | None]] = []
     i = j = 0
