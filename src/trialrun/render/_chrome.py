@@ -122,6 +122,7 @@ table.tdiff .diff-kind { color: var(--fail); font-weight: 700; font-size: 0.8rem
 table.tdiff tr.inserted td[data-side="after"], table.tdiff tr.removed td[data-side="before"] { box-shadow: inset 4px 0 0 var(--fail-line); }
 table.tdiff tr.inserted td.absent, table.tdiff tr.removed td.absent { background: repeating-linear-gradient(135deg, transparent 0 6px, var(--border-soft) 6px 7px); }
 table.tdiff .turn-no { color: var(--muted); font-size: 0.78rem; }
+#verdict-flips h2 { margin-top: 0; }
 #verdict-flips .reason { display: block; color: var(--muted); font-size: 0.85rem; overflow-wrap: break-word; }
 table.tdiff pre { white-space: pre-wrap; margin: 2px 0; font-size: 0.85em; }
 .call-line { margin: 0 0 4px; }
