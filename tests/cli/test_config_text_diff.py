@@ -38,7 +38,7 @@ def test_the_reference_agents_system_prompt_change_is_a_diff(project: Path, cli:
     assert "`system_prompt` changed:\n\n```diff\n@@ -2,2 +2,2 @@" in (project / "cmp.md").read_text()
     assert '<span class="add">+Never delete files; ask first.</span>' in (project / "cmp.html").read_text()
     runs_list = cli("report", "--history", "--html", "runs.html")
-    assert runs_list.exit_code == 0 and "system_prompt: changed (+1 −1 lines)" in (project / "runs.html").read_text()
+    assert runs_list.exit_code == 0 and "system_prompt: changed (+1 −1 lines)" in (project / "runs.html").read_text().replace("<wbr>", "")
 
 
 def test_texts_are_kept_within_a_bound(tmp_path: Path) -> None:

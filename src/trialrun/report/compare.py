@@ -22,7 +22,7 @@ import sys
 import types
 from typing import Any, Literal, TypedDict
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_serializer
 
 from . import _stats, metrics
 from ._why import why_failed
@@ -96,6 +96,14 @@ class ConfigChange(BaseModel):
     after: Any = None
     #: For a text of several lines (instructions, a system prompt): what changed in it, as a short unified diff.
     diff: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_empty_diff(self, handler: Any) -> Any:
+        """`diff` only where there is one: a change of a short value reads as before and after, as it always did."""
+        data = handler(self)
+        if isinstance(data, dict) and data.get("diff") is None:
+            data.pop("diff", None)
+        return data
 
 
 class Comparison(BaseModel):
