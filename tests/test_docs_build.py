@@ -1,4 +1,4 @@
-"""The docs site builds with `mkdocs build --strict` (any warning fails: a broken link, a snippet whose file is
+"""The docs site builds with `mkdocs build --strict` (any warning fails: a broken link, a page whose example code differs from its file,
 gone, an API name that no longer resolves, a config key the reference does not show), offline, and its generated
 reference pages say what the code says."""
 
