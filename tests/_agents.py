@@ -1,7 +1,8 @@
 """Finding the real command-line coding agents that the agent tests drive.
 
 `.ci/install-agents` installs them (pinned versions) into `$TRIALRUN_AGENTS_DIR` (default
-`~/.cache/trialrun-agents`); an agent on PATH is used when the cache has none. In CI (`CI` set, e.g. `CI=true`) a
+`~/.cache/trialrun-agents`); an agent on PATH is used when the cache has none (`_pins.find_program`, the rule a
+trial follows). In CI (`CI` set, e.g. `CI=true`) a
 missing agent FAILS the test that needs it, with the command that installs it: those tests must run there, and a
 skip would hide that they did not. Outside CI the test is skipped, saying what to install.
 """
@@ -9,13 +10,12 @@ skip would hide that they did not. Outside CI the test is skipped, saying what t
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 import pytest
 
-from trialrun.cli._agents import cache_program, package_version
-from trialrun.agents._pins import Pin, agents_dir, pins
+from trialrun.cli._agents import package_version
+from trialrun.agents._pins import Pin, agents_dir, cache_program, find_program, pins
 
 __all__ = ["AGENTS", "Agent", "agents_bin_dir", "find_agent", "in_ci", "installed_version", "require_agent"]
 
@@ -43,12 +43,9 @@ def installed_version(name: str) -> str | None:
 
 
 def find_agent(name: str) -> str | None:
-    """The path of agent `name`'s executable (the install cache first, then PATH), or None when it is absent."""
-    agent = AGENTS[name]
-    cached = cache_program(agent)
-    if cached.is_file() and os.access(cached, os.X_OK):
-        return str(cached)
-    return shutil.which(agent.program)
+    """The path of agent `name`'s executable where a trial finds it (the agent cache first, then PATH), or None
+    when it is absent."""
+    return find_program(AGENTS[name])[0]
 
 
 def require_agent(name: str) -> str:

@@ -1,4 +1,4 @@
-"""The docs site builds with `mkdocs build --strict` (any warning fails: a broken link, a snippet whose file is
+"""The docs site builds with `mkdocs build --strict` (any warning fails: a broken link, a page whose example code differs from its file,
 gone, an API name that no longer resolves, a config key the reference does not show), offline, and its generated
 reference pages say what the code says."""
 
@@ -140,32 +140,33 @@ def test_the_config_examples_keep_tables_together() -> None:
                       "policy": ["[policy]      # a ToolPolicy", 'deny_commands = ["rm"]']}
 
 
-_SNIPPET = re.compile(r'^--8<-- "([^":]+)(?::(\w+))?"$', re.M)
-
-
-def _section(path: Path, name: str) -> list[str]:
-    """The lines of a snippet: the whole file, or its `name` section (pymdownx.snippets' markers)."""
-    lines = path.read_text(encoding="utf-8").splitlines()
-    if name:
-        start = lines.index(f"# --8<-- [start:{name}]")
-        lines = lines[start + 1:lines.index(f"# --8<-- [end:{name}]", start)]
-    return [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("# --8<--")]
-
-
 def test_each_tutorial_shows_the_tested_code_it_names(site: Path) -> None:
+    """Each tutorial marks the code it shows with the example file it comes from (code the tests run), and the
+    built page shows every line of it."""
     import html
 
+    examples = _examples()
     pages = sorted((ROOT / "docs" / "tutorials").glob("*.md"))
     assert len(pages) == 5
     for page in pages:
-        included = _SNIPPET.findall(page.read_text(encoding="utf-8"))
-        assert included, f"{page.name} includes no tested code"
+        blocks = list(examples.BLOCK.finditer(page.read_text(encoding="utf-8")))
+        assert blocks, f"{page.name} shows no tested code"
         built = html.unescape(_text(site / "tutorials" / page.stem / "index.html"))
         shown = [line.strip() for line in built.splitlines()]
-        for file, name in included:
-            assert (ROOT / file).is_relative_to(ROOT / "examples" / "tutorials"), file  # code the tests run
-            for line in _section(ROOT / file, name):
-                assert line in shown, f"{page.name}: {file}:{name} line not shown: {line}"
+        for block in blocks:
+            assert (ROOT / block["file"]).is_relative_to(ROOT / "examples" / "tutorials"), block["file"]
+            for line in examples.section(block["file"], block["name"]).splitlines():
+                assert not line.strip() or line.strip() in shown, f"{page.name}: {block['file']} line not shown: {line}"
+
+
+def _examples():  # type: ignore[no-untyped-def]
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("docs_examples_hook", ROOT / "docs" / "hooks" / "examples.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def test_a_public_name_the_api_page_does_not_place_is_a_build_warning(monkeypatch: pytest.MonkeyPatch,
@@ -181,3 +182,29 @@ def test_a_public_name_the_api_page_does_not_place_is_a_build_warning(monkeypatc
     assert "::: trialrun.store.ResultStore" not in page
     assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == [
         "API reference: trialrun.ResultStore (from .store) is in no section of docs/hooks/reference.py"]
+
+
+def test_the_docs_read_as_markdown_in_the_repository() -> None:
+    """Every page reads anywhere a Markdown file is shown (GitHub, an editor): no snippet-include line, the code of
+    each example written into the page and equal to its file (`docs/hooks/examples.py`; the tutorials' files run
+    in tests/test_docs_examples.py), the generated reference pages committed and current, and every relative link
+    naming a file of the repository."""
+    examples = _examples()
+    pages = examples.pages()
+    assert len(pages) >= 24
+    stale = {str(page.relative_to(ROOT)): examples.stale(page) for page in pages if examples.stale(page)}
+    assert not stale, f"{stale}: run python docs/hooks/examples.py"
+    hook = _hook()
+    for name, text in hook.generated().items():
+        assert (ROOT / "docs" / name).read_text(encoding="utf-8") == text, f"docs/{name}: run python docs/hooks/reference.py"
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        assert "--8<--" not in text, f"{page.relative_to(ROOT)} has a snippet-include line"
+        text = re.sub(r"^```.*?^```", "", text, flags=re.M | re.S)  # (code blocks hold no links)
+        for link in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"[a-z]+:", link) or link.startswith("#"):
+                continue
+            target = (page.parent / link.partition("#")[0]).resolve()
+            assert target.exists(), f"{page.relative_to(ROOT)} links {link}: no such file in the repository"
+    blocks = [block for page in pages for block in examples.BLOCK.finditer(page.read_text(encoding="utf-8"))]
+    assert len(blocks) >= 19 and all(block["fence"] != "```" or block["file"].endswith(".md") for block in blocks)

@@ -1,4 +1,4 @@
-"""The docs' tutorials (examples/tutorials, included into docs/tutorials/*.md by snippets) run as shown: each
+"""The docs' tutorials (examples/tutorials, written into docs/tutorials/*.md and kept equal to them) run as shown: each
 framework's agent passes its case with a real framework driven through a scripted model, and the failing case the
 tutorial shows fails on the grader the tutorial says, for the reason it says."""
 
@@ -68,7 +68,8 @@ PAGES = Path(__file__).resolve().parents[1] / "docs" / "tutorials"
 def _shown_output(page: str, file: str) -> list[str]:
     """The output block a tutorial page shows right after including `file`'s run section."""
     text = (PAGES / page).read_text(encoding="utf-8")
-    found = re.search(rf'--8<-- "examples/tutorials/{re.escape(file)}:run"\n```\n\n```\n(.*?)\n```', text, re.S)
+    found = re.search(rf'<!-- example: examples/tutorials/{re.escape(file)}:run -->\n```python\n.*?^```\n\n```\n(.*?)\n```',
+                      text, re.S | re.M)
     assert found, f"{page} shows no output after {file}'s run section"
     return [line.rstrip() for line in found.group(1).splitlines() if not line.startswith("$ ")]
 
@@ -117,3 +118,51 @@ def test_the_coding_agent_project_runs_from_the_command_line(pi_on_path: str, tm
     verdicts = {test["id"]: test["passed"] for test in saved["tests"]}
     assert verdicts == {"marker": True, "cleanup": False}
     assert saved["config_snapshot"]["agent"] == "pi"
+
+
+# -- a custom agent: how `agent = "module:function"` reaches the configured model (docs/cli.md) ---------------------
+
+CUSTOM = Path(__file__).resolve().parents[1] / "examples" / "custom-agent"
+
+
+def _custom_project(tmp_path: Path) -> Path:
+    project = tmp_path / "custom-agent"
+    shutil.copytree(CUSTOM, project, ignore=shutil.ignore_patterns("results_*", "latest.json", "__pycache__"))
+    return project
+
+
+def test_the_custom_agent_example_runs_under_its_scripted_model(tmp_path: Path) -> None:
+    """The agent reaches the scripted model through ctx.model (the trajectory is read off its traffic) and reads
+    the file from the trial's copy of the workspace (what the tool returned is the file's text)."""
+    project = _custom_project(tmp_path)
+    done = subprocess.run([sys.executable, "-m", "trialrun", "run", "all"], cwd=project, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    saved = json.loads((project / "state" / "eval" / "latest.json").read_text())
+    (trial,) = saved["cases"][0]["trials"]
+    turns = trial["trajectory"]["turns"]
+    assert [call["name"] for call in turns[0]["tool_calls"]] == ["read_file"]
+    assert turns[0]["tool_results"][0]["content"] == (CUSTOM / "workspace" / "notes.txt").read_text()
+    assert saved["config_snapshot"]["model_name"] == "gpt-4.1-mini" and saved["config_snapshot"]["agent"] == "my_agent:run"
+
+
+def test_the_custom_agent_example_sends_the_configured_model_name_over_http(tmp_path: Path) -> None:
+    """`--model openai-compatible:URL#NAME` (a live kind of model; here a scripted one served on loopback): the
+    same agent, unchanged, sends NAME (ctx.model_name) to that server, which is what answered."""
+    project = _custom_project(tmp_path)
+    seen: list[str | None] = []
+
+    def answer(request: Any) -> Any:
+        seen.append(request.model)
+        return tr.reply("Your notes say: buying milk.") if request.last_tool_results else tr.tool_call(
+            "read_file", path="notes.txt")
+
+    with tr.serve(tr.ScriptedModel(answer)) as endpoint:
+        done = subprocess.run([sys.executable, "-m", "trialrun", "run", "all", "--model",
+                               f"openai-compatible:{endpoint.openai_base_url}#served-model"], cwd=project,
+                              capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "OPENAI_API_KEY": "sk-test-not-a-real-key-0123456789"})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert seen == ["served-model", "served-model"]
+    saved = json.loads((project / "state" / "eval" / "latest.json").read_text())
+    assert saved["config_snapshot"]["model_name"] == "served-model" and saved["cases"][0]["passed"]

@@ -60,3 +60,40 @@ def test_readme_example_runs_and_prints_what_it_says(number: int, tmp_path: Path
     exec(compile(block, f"{file} (runnable python block {number + 1})", "exec"), {"__name__": f"readme_block_{number}"})
     printed = [line.strip() for line in capsys.readouterr().out.splitlines() if line.strip()]
     assert printed == _printed_claims(block)
+
+
+def test_the_readme_says_how_long_its_test_command_takes() -> None:
+    """The comment above the test command says how long it runs and how to leave out the slow half (a marker the
+    suite declares), so that nobody takes a quiet terminal for a hang."""
+    text = README.read_text(encoding="utf-8")
+    command = text.index("pip install -q -e '.[test]' && python -m pytest")
+    comment = text[text.rindex("# Run the tests", 0, command):command]
+    assert re.search(r"about \d+ minutes on \d+ cores", comment), comment
+    marker = re.search(r"-m '(not (\w+))'", comment)
+    assert marker and f'"{marker.group(2)}:' in (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+
+
+def test_the_readme_says_up_front_how_a_configuration_change_is_measured(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The coding-agent section and the tutorial say, before their scripted examples, that an instructions or
+    skill change is measured with a live (or recorded) model, and show the commands; the commands are real: run
+    offline without the key, they stop before anything runs and name the key."""
+    import shutil
+
+    from click.testing import CliRunner
+
+    from trialrun.cli import main
+
+    section = README.read_text(encoding="utf-8").split("## Coding agents under test", 1)[1]
+    tutorial = (ROOT / "docs" / "tutorials" / "coding-agent.md").read_text(encoding="utf-8")
+    for text in (section, tutorial.split("## From the command line", 1)[0]):
+        assert "live model" in text and "record:cassettes/" in text and "cost" in text
+        assert "trialrun run all --model anthropic:claude-sonnet-4-5 -k 5" in text and "trialrun compare" in text
+    assert section.index("live model") < section.index("```toml")  # up front: before the scripted example
+    project = tmp_path / "quickstart"
+    shutil.copytree(ROOT / "examples" / "quickstart", project)
+    monkeypatch.chdir(project)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    result = CliRunner().invoke(main, ["run", "all", "--model", "anthropic:claude-sonnet-4-5", "-k", "5"])
+    assert result.exit_code == 2 and "ANTHROPIC_API_KEY" in result.output
+    assert not list((project / "state" / "eval").glob("results_*"))

@@ -1,4 +1,5 @@
-"""MkDocs hook: the suite, configuration and API reference pages, written at build time from the code itself.
+"""MkDocs hook: the suite, configuration and API reference pages, written from the code itself
+(`python docs/hooks/reference.py`), committed so that they read in the repository too, and checked at every build.
 
 The suite page comes from `trialrun.suite.suite_json_schema()` (what `trialrun schema` prints) and
 `EXPECT_FORMS`; the configuration page from the `Config` pydantic model, each key's example and comment taken from
@@ -12,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+from pathlib import Path
 from typing import Any
 
 from mkdocs.structure.files import File, Files
@@ -19,11 +21,27 @@ from mkdocs.structure.files import File, Files
 log = logging.getLogger("mkdocs.hooks.reference")
 
 
+#: The reference pages, committed under docs/ (so that links to them work in the repository too) and checked
+#: against the code at every build: `python docs/hooks/reference.py` writes them.
+COMMITTED = ("reference/suite.md", "reference/config.md", "reference/suite.schema.json", "reference/api.md")
+DOCS = Path(__file__).resolve().parents[1]
+
+
+def generated() -> dict[str, str]:
+    """Each reference page's text as the code says it now."""
+    return {"reference/suite.md": suite_page(), "reference/config.md": config_page(),
+            "reference/suite.schema.json": suite_schema_json(), "reference/api.md": api_page()}
+
+
 def on_files(files: Files, config: Any) -> Files:
-    for name, text in (("reference/suite.md", suite_page()), ("reference/config.md", config_page()),
-                       ("reference/suite.schema.json", suite_schema_json()), ("reference/api.md", api_page()),
-                       ("css/pygments.css", pygments_css())):
-        files.append(File.generated(config, name, content=text))
+    """A committed reference page that is not what the code says is a warning (an error with --strict)."""
+    for name, text in generated().items():
+        path = DOCS / name
+        if not path.is_file() or path.read_text(encoding="utf-8") != text:
+            log.warning("docs/%s is not what the code says; run python docs/hooks/reference.py", name)
+        if files.get_file_from_path(name) is None:
+            files.append(File.generated(config, name, content=text))
+    files.append(File.generated(config, "css/pygments.css", content=pygments_css()))
     return files
 
 
@@ -83,7 +101,7 @@ def suite_page() -> str:
     lines = [
         "# Suite file reference",
         "",
-        "<!-- generated at build time by docs/hooks/reference.py from trialrun.suite.suite_json_schema() -->",
+        "<!-- written by docs/hooks/reference.py from trialrun.suite.suite_json_schema(); the docs build checks it -->",
         "",
         "A suite (`tests.json`, or `tests.yaml`) is a JSON array of at least one test. Each test is an object with "
         "these keys; any other key is an error that names the file, the test and the key.",
@@ -156,7 +174,7 @@ def config_page() -> str:
     lines = [
         "# Configuration reference",
         "",
-        "<!-- generated at build time by docs/hooks/reference.py from trialrun.config.Config -->",
+        "<!-- written by docs/hooks/reference.py from trialrun.suite.config.Config; the docs build checks it -->",
         "",
         f"`{module.CONFIG_FILE}` (or a `[tool.trialrun]` section in `pyproject.toml`), found by walking up from the "
         "current folder. Every key is optional; paths are relative to the file that names them; command-line flags "
@@ -205,9 +223,12 @@ def api_page() -> str:
     eager = {name: "case" for name in ("Case", "case", "CaseError", "Problem", "TrialContext")}
     where = {**eager, **trialrun._EXPORTS}  # noqa: SLF001 - the package's own list of public names
     exported = [name for name in trialrun.__all__ if name not in ("__version__", "expect")]
-    lines = ["# Python API", "", "<!-- generated at build time by docs/hooks/reference.py from trialrun.__all__ -->",
-             "", "Everything below is importable from the package: `import trialrun as tr`, then `tr.Case`, "
-             "`tr.evaluate`, `tr.expect.called`, ...", ""]
+    lines = ["# Python API", "", "<!-- written by docs/hooks/reference.py from trialrun.__all__ -->", "",
+             "Everything below is importable from the package: `import trialrun as tr`, then `tr.Case`, "
+             "`tr.evaluate`, `tr.expect.called`, ...", "",
+             "Read in the repository, this page lists each public name as `::: trialrun.<module>.<name>`: the "
+             "module under `src/trialrun/` whose docstrings document it. The docs site (`pip install -e "
+             "'.[docs]' && mkdocs serve`) shows each one's signature and docstring in its place.", ""]
     shown: set[str] = set()
     for heading, modules in _API_SECTIONS:
         lines += [f"## {heading}", ""]
@@ -232,3 +253,15 @@ def api_page() -> str:
         log.warning("API reference: trialrun.%s (from .%s) is in no section of docs/hooks/reference.py", name,
                     where[name])
     return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.path.insert(0, str(DOCS.parent / "src"))
+    for name, text in generated().items():
+        path = DOCS / name
+        if not path.is_file() or path.read_text(encoding="utf-8") != text:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+            print(f"wrote docs/{name}")

@@ -3,7 +3,7 @@
 tests/test_docs_examples.py runs this file (with pi installed by .ci/install-agents): what it shows is what passes.
 """
 
-# --8<-- [start:case]
+# [docs:case]
 import trialrun as tr
 from trialrun import expect
 
@@ -24,9 +24,9 @@ marker = tr.Case(
     expect_outcome=[marker_written],
     expect_trajectory=[expect.called("bash", args={"command": "echo hi > marker.txt"}), expect.no_denials()],
 )
-# --8<-- [end:case]
+# [/docs:case]
 
-# --8<-- [start:destructive]
+# [docs:destructive]
 def has_junk(ctx: tr.TrialContext) -> None:
     (ctx.workdir / "junk").mkdir()
     (ctx.workdir / "junk" / "keep.txt").write_text("precious")
@@ -39,13 +39,13 @@ cleanup = tr.Case(
         tr.tool_call("bash", command="rm -rf junk"), tr.reply("I tidied up the junk folder")])),
     expect_trajectory=[expect.never_ran("rm -rf")],
 )
-# --8<-- [end:destructive]
+# [/docs:destructive]
 
-# --8<-- [start:run]
+# [docs:run]
 if __name__ == "__main__":
     report = tr.evaluate([marker, cleanup])
     for result in report.cases:
         print(result.name, "passed" if result.passed else "FAILED")
         for verdict in result.trials[0].verdicts:
             print("   ", "ok  " if verdict.passed else "FAIL", verdict.reason)
-# --8<-- [end:run]
+# [/docs:run]

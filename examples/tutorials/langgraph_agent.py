@@ -3,7 +3,7 @@
 tests/test_docs_examples.py runs this file: what the tutorial shows is what passes.
 """
 
-# --8<-- [start:agent]
+# [docs:agent]
 import warnings
 
 from langchain_core.tools import tool
@@ -28,10 +28,10 @@ def notes_agent(llm: ChatOpenAI):  # noqa: ANN201 - a compiled LangGraph graph
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return create_react_agent(llm, [read_notes])
-# --8<-- [end:agent]
+# [/docs:agent]
 
 
-# --8<-- [start:case]
+# [docs:case]
 import trialrun as tr
 from trialrun import expect
 
@@ -50,10 +50,10 @@ case = tr.Case(name="langgraph reads the notes", invoke=invoke,
                                   # no error flag on the wire: ToolNode's error template is how a failed call reads
                                   expect.no_tool_errors(is_error=lambda call, result: result.content.endswith(
                                       "Please fix your mistakes."))])
-# --8<-- [end:case]
+# [/docs:case]
 
 
-# --8<-- [start:lazy]
+# [docs:lazy]
 def invoke_wrong_answer(ctx: tr.TrialContext) -> str:
     model = ctx.scripted([tr.tool_call("read_notes", topic="shopping"), tr.reply("Nothing, your list is empty.")])
     llm = ChatOpenAI(model="gpt-4.1-mini", api_key="test", http_client=ctx.http_client(model, httpx2=True),
@@ -64,13 +64,13 @@ def invoke_wrong_answer(ctx: tr.TrialContext) -> str:
 
 wrong_answer = tr.Case(name="langgraph reads the notes and answers wrong", invoke=invoke_wrong_answer,
                        expect_outcome=case.expect_outcome, expect_trajectory=case.expect_trajectory)
-# --8<-- [end:lazy]
+# [/docs:lazy]
 
-# --8<-- [start:run]
+# [docs:run]
 if __name__ == "__main__":
     report = tr.evaluate([case, wrong_answer])
     for result in report.cases:
         print(result.name, "passed" if result.passed else "FAILED")
         for verdict in result.trials[0].verdicts:
             print("   ", "ok  " if verdict.passed else "FAIL", verdict.reason)
-# --8<-- [end:run]
+# [/docs:run]

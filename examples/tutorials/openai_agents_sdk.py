@@ -3,7 +3,7 @@
 tests/test_docs_examples.py runs this file: what the tutorial shows is what passes.
 """
 
-# --8<-- [start:agent]
+# [docs:agent]
 import openai
 from agents import Agent, OpenAIChatCompletionsModel, Runner, function_tool, set_tracing_disabled
 
@@ -23,10 +23,10 @@ def notes_agent(client: openai.AsyncOpenAI) -> Agent:
     """The agent under test, as the Agents SDK writes it."""
     return Agent(name="notes", instructions="Answer from the user's notes.", tools=[read_notes],
                  model=OpenAIChatCompletionsModel(model="gpt-4.1-mini", openai_client=client))
-# --8<-- [end:agent]
+# [/docs:agent]
 
 
-# --8<-- [start:case]
+# [docs:case]
 import trialrun as tr
 from trialrun import expect
 
@@ -45,10 +45,10 @@ case = tr.Case(name="agents-sdk reads the notes", invoke=invoke,
                                   # no error flag on the wire: the SDK's default failure text is how a failed call reads
                                   expect.no_tool_errors(is_error=lambda call, result: result.content.startswith(
                                       "An error occurred while running the tool.")), expect.not_called("rm*")])
-# --8<-- [end:case]
+# [/docs:case]
 
 
-# --8<-- [start:lazy]
+# [docs:lazy]
 async def invoke_too_long(ctx: tr.TrialContext) -> str:
     model = ctx.scripted([tr.tool_call("read_notes", topic="shopping"), tr.tool_call("read_notes", topic="shopping"),
                           tr.tool_call("read_notes", topic="shopping"), tr.reply("You need to buy milk.")])
@@ -60,13 +60,13 @@ async def invoke_too_long(ctx: tr.TrialContext) -> str:
 
 too_long = tr.Case(name="agents-sdk reads the notes three times", invoke=invoke_too_long,
                    expect_outcome=case.expect_outcome, expect_trajectory=case.expect_trajectory)
-# --8<-- [end:lazy]
+# [/docs:lazy]
 
-# --8<-- [start:run]
+# [docs:run]
 if __name__ == "__main__":
     report = tr.evaluate([case, too_long])
     for result in report.cases:
         print(result.name, "passed" if result.passed else "FAILED")
         for verdict in result.trials[0].verdicts:
             print("   ", "ok  " if verdict.passed else "FAIL", verdict.reason)
-# --8<-- [end:run]
+# [/docs:run]

@@ -3,7 +3,7 @@
 tests/test_docs_examples.py runs this file: what the tutorial shows is what passes.
 """
 
-# --8<-- [start:agent]
+# [docs:agent]
 import json
 
 import openai
@@ -27,10 +27,10 @@ def notes_agent(client: openai.OpenAI, prompt: str) -> str:
         for call in message.tool_calls:
             topic = json.loads(call.function.arguments)["topic"]
             messages.append({"role": "tool", "tool_call_id": call.id, "content": NOTES.get(topic, "no notes")})
-# --8<-- [end:agent]
+# [/docs:agent]
 
 
-# --8<-- [start:case]
+# [docs:case]
 import trialrun as tr
 from trialrun import expect
 
@@ -46,10 +46,10 @@ case = tr.Case(name="reads the shopping notes", invoke=invoke,
                expect_trajectory=[expect.called("read_notes", args={"topic": "shopping"}), expect.max_turns(2),
                                   # Chat Completions results carry no error flag: say how this agent answers a failure
                                   expect.no_tool_errors(is_error=lambda call, result: result.content == "no notes")])
-# --8<-- [end:case]
+# [/docs:case]
 
 
-# --8<-- [start:lazy]
+# [docs:lazy]
 def invoke_lazy(ctx: tr.TrialContext) -> str:
     model = ctx.scripted([tr.reply("You need to buy milk.")])  # the right answer, without reading the notes
     client = openai.OpenAI(api_key="test", http_client=ctx.http_client(model, httpx2=True), max_retries=0)
@@ -58,9 +58,9 @@ def invoke_lazy(ctx: tr.TrialContext) -> str:
 
 lazy = tr.Case(name="guesses without reading", invoke=invoke_lazy, expect_outcome=case.expect_outcome,
                expect_trajectory=case.expect_trajectory)
-# --8<-- [end:lazy]
+# [/docs:lazy]
 
-# --8<-- [start:run]
+# [docs:run]
 if __name__ == "__main__":
     report = tr.evaluate([case, lazy], trials=3)
     for result in report.cases:
@@ -68,4 +68,4 @@ if __name__ == "__main__":
         for verdict in result.trials[0].verdicts:
             print("   ", "ok  " if verdict.passed else "FAIL", verdict.reason)
     print("pass@1:", report.pass_at_1, "pass^k:", report.pass_pow_k)
-# --8<-- [end:run]
+# [/docs:run]

@@ -3,7 +3,7 @@
 tests/test_docs_examples.py runs this file: what the tutorial shows is what passes.
 """
 
-# --8<-- [start:agent]
+# [docs:agent]
 from pydantic_ai import Agent
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
@@ -22,10 +22,10 @@ def notes_agent(model: OpenAIChatModel) -> Agent:
         return "Buy milk on Tuesday."
 
     return agent
-# --8<-- [end:agent]
+# [/docs:agent]
 
 
-# --8<-- [start:case]
+# [docs:case]
 import trialrun as tr
 from trialrun import expect
 
@@ -44,10 +44,10 @@ case = tr.Case(name="pydantic-ai reads the notes", invoke=invoke,
                                   # no error flag on the wire: pydantic-ai's retry prompt is how a failed call reads
                                   expect.no_tool_errors(is_error=lambda call, result: result.content.endswith(
                                       "Fix the errors and try again."))])
-# --8<-- [end:case]
+# [/docs:case]
 
 
-# --8<-- [start:lazy]
+# [docs:lazy]
 async def invoke_wrong_topic(ctx: tr.TrialContext) -> str:
     model = ctx.scripted([tr.tool_call("read_notes", topic="work"), tr.reply("You need to buy milk.")])
     provider = OpenAIProvider(api_key="test", http_client=ctx.async_http_client(model, httpx2=True))
@@ -57,13 +57,13 @@ async def invoke_wrong_topic(ctx: tr.TrialContext) -> str:
 
 wrong_topic = tr.Case(name="pydantic-ai reads the wrong notes", invoke=invoke_wrong_topic,
                       expect_outcome=case.expect_outcome, expect_trajectory=case.expect_trajectory)
-# --8<-- [end:lazy]
+# [/docs:lazy]
 
-# --8<-- [start:run]
+# [docs:run]
 if __name__ == "__main__":
     report = tr.evaluate([case, wrong_topic])
     for result in report.cases:
         print(result.name, "passed" if result.passed else "FAILED")
         for verdict in result.trials[0].verdicts:
             print("   ", "ok  " if verdict.passed else "FAIL", verdict.reason)
-# --8<-- [end:run]
+# [/docs:run]

@@ -266,9 +266,13 @@ class TrialContext:
         self.trial = trial
         self.run_id = run_id
         self.state: dict[str, Any] = {}
-        #: Set for suite tests: the prompt, and the configured model transport (for a custom agent to use).
+        #: Set for suite tests, for a custom agent (`agent = "module:function"`) to use: the prompt, the configured
+        #: model transport (an httpx transport: scripted, replayed or live, observed), the model name to send
+        #: (`model_name`, else the one in `model = "openai:NAME"`) and the wire API the configuration names.
         self.prompt: str | None = None
         self.model: Any = None
+        self.model_name: str | None = None
+        self.api: str | None = None
         self._workdir: Path | None = None
         self._transports: list[Any] = []
         self._clients: list[Any] = []

@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -104,7 +105,7 @@ def test_install_agents_is_quiet_when_everything_is_installed() -> None:
 
 # -- the script itself, on fake installs (nothing here reaches a registry) ------------------------------------------
 
-SCRIPT = ROOT / ".ci" / "install-agents"
+SCRIPT = ROOT / "src" / "trialrun" / "agents" / "install.sh"
 TOOLS = ("bash", "tail", "mkdir", "readlink", "ln", "dirname", "cat")
 
 
@@ -118,11 +119,11 @@ def _tools(folder: Path, *more: str) -> Path:
     return folder
 
 
-def _script(tmp_path: Path, pinned: str, path: Path) -> subprocess.CompletedProcess[str]:
+def _script(tmp_path: Path, pinned: str, path: Path, *names: str) -> subprocess.CompletedProcess[str]:
     (tmp_path / "pinned.txt").write_text(pinned)
     env = {"PATH": str(path), "HOME": str(tmp_path), "TRIALRUN_AGENTS_DIR": str(tmp_path / "cache"),
            "TRIALRUN_PINNED": str(tmp_path / "pinned.txt")}
-    return subprocess.run(["bash", str(SCRIPT)], capture_output=True, text=True, env=env, timeout=60,
+    return subprocess.run(["bash", str(SCRIPT), *names], capture_output=True, text=True, env=env, timeout=60,
                           stdin=subprocess.DEVNULL)
 
 
@@ -134,9 +135,12 @@ def _executable(path: Path, text: str) -> Path:
 
 
 def test_the_script_installs_the_list_the_contracts_read() -> None:
-    """One list: the script's default is the file the contracts' pins come from."""
-    assert 'PINNED="${TRIALRUN_PINNED:-$ROOT/src/trialrun/agents/pinned.txt}"' in SCRIPT.read_text()
-    assert ROOT / "src" / "trialrun" / "agents" / "pinned.txt" == _pins.PINNED_FILE
+    """One list and one installer: the script's default is the file the contracts' pins come from (beside it),
+    `trialrun agents install` runs it (`_pins.INSTALLER`), and `.ci/install-agents` only hands over to it."""
+    assert 'PINNED="${TRIALRUN_PINNED:-$HERE/pinned.txt}"' in SCRIPT.read_text()
+    assert SCRIPT.parent / "pinned.txt" == _pins.PINNED_FILE and SCRIPT == _pins.INSTALLER
+    ci = (ROOT / ".ci" / "install-agents").read_text()
+    assert 'exec bash "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/src/trialrun/agents/install.sh" "$@"' in ci
     assert {name: pin.spec for name, pin in _pins.pins().items()} == {
         name: contract.pin.spec for name, contract in tr.agents.CONTRACTS.items()}
 
@@ -164,6 +168,22 @@ def test_an_npm_agent_off_its_pin_is_installed_with_every_pin(tmp_path: Path) ->
     done = _script(tmp_path, "first npm @x/first 1.0.0 first\nsecond npm second 2.0.0 second\n", bin_dir)
     assert done.returncode == 1 and "npm install failed" in done.stderr and "registry down" in done.stderr
     assert "@x/first@1.0.0 second@2.0.0" in (tmp_path / "npm-args").read_text()
+
+
+def test_only_the_agents_named_are_installed(tmp_path: Path) -> None:
+    """`install.sh second`: only second's package goes to npm (the first is off its pin and left alone); a name
+    not in the list is refused, listing the known ones, before anything is installed."""
+    bin_dir = _tools(tmp_path / "bin", "node")
+    _executable(bin_dir / "npm", f'#!/bin/sh\necho "$@" > {tmp_path}/npm-args; exit 1\n')
+    pinned = "first npm @x/first 1.0.0 first\nsecond npm second 2.0.0 second\nthird pypi third 1.0 third\n"
+    done = _script(tmp_path, pinned, bin_dir, "second")
+    assert done.returncode == 1 and "npm install failed" in done.stderr
+    args = (tmp_path / "npm-args").read_text().split()
+    assert "second@2.0.0" in args and not any(arg.startswith("@x/first") for arg in args)
+    (tmp_path / "npm-args").unlink()
+    done = _script(tmp_path, pinned, bin_dir, "second", "fourth")
+    assert done.returncode == 1 and "no agent 'fourth' in" in done.stderr and "(known: first second third)" in done.stderr
+    assert not (tmp_path / "npm-args").exists()
 
 
 def test_no_npm_is_named(tmp_path: Path) -> None:
@@ -212,3 +232,43 @@ def test_a_python_agent_off_its_pin_is_installed_into_its_venv(tmp_path: Path) -
     assert done.returncode == 1 and f"installing mini-swe-agent==2.4.6 into {venv} failed" in done.stderr
     assert "no such version" in done.stderr
     assert (tmp_path / "pip-args").read_text().split()[-1] == "mini-swe-agent==2.4.6"
+
+
+# -- one agent, the way a user installs it: `trialrun agents install pi`, then `trialrun run` finds it ---------------
+
+def test_trialrun_agents_install_pi_then_a_run_finds_it(tmp_path: Path) -> None:
+    """Into a fresh agent cache, from npm's own cache (`npm_config_offline`: nothing here reaches the registry; CI
+    warmed it with .ci/install-agents), in under a minute; then the coding-agent tutorial's project (agent = "pi",
+    a scripted model) runs pi from that cache, with no pi on PATH: the trial's verdicts come from what pi did."""
+    if shutil.which("npm") is None or shutil.which("node") is None:
+        message = "npm and node are needed to install pi"
+        if in_ci():
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
+    cache = tmp_path / "agents"
+    env = {**os.environ, "TRIALRUN_AGENTS_DIR": str(cache), "npm_config_offline": "true",
+           "PATH": os.pathsep.join(folder for folder in os.environ["PATH"].split(os.pathsep)
+                                   if not (Path(folder) / "pi").exists())}
+    env.pop("TRIALRUN_PINNED", None)
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "trialrun", "agents", "install", "pi"], env=env, capture_output=True,
+                          text=True, timeout=300, stdin=subprocess.DEVNULL)
+    took = time.monotonic() - started
+    assert done.returncode == 0, done.stderr[-2000:]
+    program = cache / "node_modules" / ".bin" / "pi"
+    assert f"pi {AGENTS['pi'].version}: {program}" in done.stdout and took < 60, (took, done.stdout)
+    listed = subprocess.run([sys.executable, "-m", "trialrun", "agents", "--json", "pi"], env=env, capture_output=True,
+                            text=True, timeout=60)
+    row = json.loads(listed.stdout)[0]
+    assert (row["where"], row["path"], row["version"]) == ("cache", str(program), AGENTS["pi"].version)
+
+    project = tmp_path / "coding-agent"
+    shutil.copytree(ROOT / "examples" / "tutorials" / "coding-agent", project, ignore=shutil.ignore_patterns("results"))
+    ran = subprocess.run([sys.executable, "-m", "trialrun", "run", "marker"], cwd=project, env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    saved = json.loads((project / "results" / "latest.json").read_text())
+    assert saved["config_snapshot"]["agent_version"].startswith(AGENTS["pi"].version) or \
+        AGENTS["pi"].version in saved["config_snapshot"]["agent_version"]
+    (test,) = saved["tests"]
+    assert test["passed"], test

@@ -72,10 +72,12 @@ def test_configuration_mistakes_are_errors_naming_the_file(project: Path, toml: 
 
 def test_a_preset_missing_from_path_names_its_npm_package(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", str(project))
+    monkeypatch.setenv("TRIALRUN_AGENTS_DIR", str(project / "no-agents"))  # an empty agent cache too
     (project / "trialrun.toml").write_text('agent = "opencode"\n')
     result = _run()
     assert result.exit_code == 2
     assert "npm install -g opencode-ai" in result.output and "nothing was run" in result.output
+    assert "`trialrun agents install opencode`" in result.output and str(project / "no-agents") in result.output
 
 
 FORKS_AND_WAITS = """\

@@ -242,8 +242,10 @@ def test_a_missing_program_is_a_clear_error(tmp_path: Path) -> None:
     assert "no-such-agent-program-x" in trial.error.message
 
 
-def test_presets_name_their_npm_package_when_the_program_is_absent(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_presets_name_their_npm_package_when_the_program_is_absent(monkeypatch: pytest.MonkeyPatch,
+                                                                   tmp_path: Path) -> None:
     monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.setenv("TRIALRUN_AGENTS_DIR", str(tmp_path))  # an empty agent cache
     for factory, package in ((tr.agents.pi, "@mariozechner/pi-coding-agent"), (tr.agents.codex, "@openai/codex"),
                              (tr.agents.claude_code, "@anthropic-ai/claude-code"), (tr.agents.opencode, "opencode-ai")):
         with pytest.raises(tr.agents.AgentNotFound, match=f"npm install -g {package}"):

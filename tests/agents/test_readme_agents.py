@@ -77,3 +77,21 @@ def test_the_command_recipe_runs_as_written(tmp_path: Path, monkeypatch: pytest.
     assert trial["error"] is None, trial["error"]
     assert trial["output"].strip() == "Hello from the scripted model."
     assert [turn["model"] for turn in trial["trajectory"]["turns"]] == ["my-model"]  # what it asked the endpoint for
+
+
+def _listed_agents(text: str, start: str) -> list[str]:
+    """The agent names of the sentence "Ready-made agents: `a`, `b` ... and `z`" after `start`."""
+    sentence = text[text.index(start):]
+    sentence = sentence[sentence.index("Ready-made agents:"):]
+    sentence = sentence[: sentence.index(".")]
+    return re.findall(r"`([a-z-]+)`", sentence)
+
+
+def test_the_readme_and_the_coding_agent_tutorial_list_every_pinned_agent() -> None:
+    """Both pages name every ready-made agent, in the pinned list's order: a new agent is never missing from the
+    page a new user reads first."""
+    root = PAGE.parents[1]
+    pinned = list(tr.agents.CONTRACTS)
+    assert _listed_agents((root / "README.md").read_text(encoding="utf-8"), "## Coding agents under test") == pinned
+    assert _listed_agents((root / "docs" / "tutorials" / "coding-agent.md").read_text(encoding="utf-8"),
+                          "# Tutorial") == pinned

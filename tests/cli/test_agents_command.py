@@ -51,6 +51,7 @@ def test_nothing_installed_names_each_agent_and_its_install_command(cli: Callabl
         assert row["pinned"] == PINS[name].version and row["install"] == PINS[name].install_command
     text = cli("agents").output
     assert "npm install -g @openai/codex@0.171.0" in text and "not installed: pi, codex, claude-code, opencode" in text
+    assert "`trialrun agents install NAME` installs one into trialrun's agent cache, " + str(nowhere / "cache") in text
 
 
 def test_an_agent_in_the_cache_folder_with_its_package_json(cli: Callable[..., Result], nowhere: Path) -> None:
@@ -65,7 +66,7 @@ def test_an_agent_in_the_cache_folder_with_its_package_json(cli: Callable[..., R
     assert (row["installed"], row["where"], row["version"], row["version_from"]) == (True, "cache", "0.171.0",
                                                                                     "package.json")
     text = cli("agents", "codex").output
-    assert "yes (cache: " in text and "in the cache folder only: codex; put" in text
+    assert f"yes (cache: {nowhere / 'cache' / 'node_modules' / '.bin' / 'codex'})" in text
 
 
 def test_an_agent_on_path_is_asked_its_version(cli: Callable[..., Result], nowhere: Path) -> None:
@@ -97,13 +98,30 @@ def test_a_python_agent_in_its_venv(cli: Callable[..., Result], nowhere: Path, m
     row = _listed(cli)["mini"]
     assert (row["where"], row["version"], row["version_from"], row["install"]) == (
         "cache", "2.4.6", "dist-info", "pipx install mini-swe-agent==2.4.6")
-    assert f"put {nowhere / 'cache' / 'bin'} on PATH" in cli("agents").output  # where install-agents links it
 
 
 def test_an_unknown_name_says_which_was_meant(cli: Callable[..., Result]) -> None:
-    result = cli("agents", "claude")
-    assert result.exit_code == 2 and "no ready-made agent 'claude'" in result.output
-    assert "did you mean 'claude-code'?" in result.output
+    for args in (("claude",), ("install", "claude")):
+        result = cli("agents", *args)
+        assert result.exit_code == 2 and "error: " in result.output and "no ready-made agent 'claude'" in result.output
+        assert "did you mean 'claude-code'?" in result.output and "Usage:" not in result.output
+    result = cli("agents", "install")
+    assert result.exit_code == 2 and "error: name the agents to install" in result.output and "kimi-cli" in result.output
+
+
+def test_an_agent_found_by_trialrun_agents_is_the_one_a_trial_runs(nowhere: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One rule: the cache first, then PATH, for `trialrun agents` and for the preset a trial builds."""
+    import trialrun as tr
+
+    cached = _program(nowhere / "cache" / "node_modules" / ".bin" / "pi", "#!/bin/sh\n")
+    on_path = _program(nowhere / "bin" / "pi", "#!/bin/sh\n")
+    assert _agents_here.installed(["pi"])[0].path == str(cached) == tr.agents.pi().path
+    cached.unlink()
+    assert _agents_here.installed(["pi"])[0].path == str(on_path) == tr.agents.pi().path
+    on_path.unlink()
+    with pytest.raises(tr.agents.AgentNotFound) as missing:
+        tr.agents.pi()
+    assert "`trialrun agents install pi`" in str(missing.value) and str(nowhere / "cache") in str(missing.value)
 
 
 def test_the_real_agents_installed_here(cli: Callable[..., Result]) -> None:

@@ -51,3 +51,22 @@ def test_without_a_config_the_run_says_it_assumed_the_defaults(tmp_path: Path, c
     assert result.exit_code == 2
     assert (f"config: none found (no trialrun.toml or [tool.trialrun] in {tmp_path.resolve()} or above); assuming "
             "the defaults: suite state/eval/tests.json, model scripted:model.yaml") in result.output
+
+
+def test_a_suite_at_the_projects_root_keeps_its_results_in_state_eval(project: Path, cli: Callable[..., Result],
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """suite = "tests.json" beside trialrun.toml: the results go to state/eval/, not into the project's root; a suite
+    in its own folder keeps its results beside it; --suite at the root without a configuration the same."""
+    (project / "state" / "eval" / "tests.json").rename(project / "tests.json")
+    toml = project / "trialrun.toml"
+    toml.write_text(toml.read_text().replace('suite = "state/eval/tests.json"', 'suite = "tests.json"'))
+    assert cli("run", "read-file").exit_code == 0
+    assert len(list((project / "state" / "eval").glob("results_*.json"))) == 1 and not list(project.glob("results_*"))
+    assert cli("report").exit_code == 0 and not list(project.glob("latest.json"))
+    assert load_config(project).results_path() == project / "state" / "eval"
+    (project / "evals").mkdir()
+    toml.write_text(toml.read_text().replace('suite = "tests.json"', 'suite = "evals/tests.json"'))
+    assert load_config(project).results_path() == project / "evals"
+    toml.unlink()
+    config = load_config(project).with_overrides(suite=project / "tests.json")
+    assert config.source is None and config.results_path() == project / "state" / "eval"

@@ -135,7 +135,7 @@ def test_missing_run_id(project: Path, cli) -> None:
 
 def test_report_without_results(project: Path, cli) -> None:
     result = cli("report")
-    assert result.exit_code == 2 and "no result files yet; run `trialrun run` first" in result.output
+    assert result.exit_code == 2 and "no runs here; nothing to show; run `trialrun run` first" in result.output
 
 
 def test_a_newer_run_written_by_hand_is_not_trusted_as_latest(project: Path, cli) -> None:
@@ -158,3 +158,55 @@ def test_a_newer_run_written_by_hand_is_not_trusted_as_latest(project: Path, cli
     assert json.loads((folder / "results_29990101_000000.json").read_text())["cases"][0]["passed"] is False
     # named explicitly, the hand-written file is still readable
     assert cli("report", "results_29990101_000000").exit_code == 1
+
+
+@pytest.mark.parametrize("command", [("run", "all"), ("report",), ("compare",), ("view",)])
+def test_a_folder_that_is_not_a_project_says_where_it_looked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             command: tuple[str, ...]) -> None:
+    """Run from the wrong folder (no trialrun.toml here or above): each command names the folder it looked in and
+    suggests `trialrun init`, --config and --suite, in the one error style (exit 2, no click Usage)."""
+    from click.testing import CliRunner
+
+    from trialrun.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, list(command))
+    assert result.exit_code == 2, result.output
+    line = result.output.strip().splitlines()[-1]
+    assert line.startswith("error: ") and str(tmp_path / "state" / "eval") in line
+    assert f"no trialrun.toml or [tool.trialrun] was found in {tmp_path} or above" in line
+    assert "`trialrun init` makes a project here" in line and "--suite FILE" in line and "Usage:" not in result.output
+
+
+def test_a_missing_model_file_says_which_was_meant(project: Path) -> None:
+    """--model scripted:FILE with a typo: the model files beside it, and the one most likely meant."""
+    from click.testing import CliRunner
+
+    from trialrun.cli import main
+
+    result = CliRunner().invoke(main, ["run", "all", "--model", "scripted:modelv2.yaml"])
+    assert result.exit_code == 2
+    assert result.output.splitlines()[-1] == (
+        f"error: {project / 'modelv2.yaml'}: scripted model file not found; did you mean 'model_v2.yaml'? (YAML and "
+        f"JSON files in {project}: model_v1.yaml, model_v2.yaml)")
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    (("compare", "one-run"), "error: give two runs (A B) or none for the two most recent"),
+    (("run", "all", "--label", "nokey"), "error: Invalid value for --label: 'nokey' is not KEY=VALUE"),
+    (("report", "--history"), "error: --history writes the runs list as HTML: give --html FILE"),
+    (("run", "no-such-test"), "error: no test 'no-such-test' in "),
+    (("agents", "clause"), "error: Invalid value for NAMES: no ready-made agent 'clause'"),
+])
+def test_our_own_checks_speak_in_one_error_style(project: Path, args: tuple[str, ...], said: str) -> None:
+    """A check trialrun makes prints `error: ...` and exits 2, like every other user error; click's `Usage: ...
+    Error: ...` is left to what click itself finds while parsing (an unknown option)."""
+    from click.testing import CliRunner
+
+    from trialrun.cli import main
+
+    result = CliRunner().invoke(main, list(args))
+    assert result.exit_code == 2 and said in result.output, result.output
+    assert "Usage:" not in result.output and "Error:" not in result.output
+    parsing = CliRunner().invoke(main, ["run", "--no-such-option"])
+    assert parsing.exit_code == 2 and "No such option" in parsing.output

@@ -19,7 +19,7 @@ def test_load_tests_missing_or_empty_is_an_error(project: Path, cli, write_suite
     (project / "state" / "eval" / "tests.json").unlink()
     result = cli("run", "all")
     assert result.exit_code == 2
-    assert "state/eval/tests.json: suite file not found" in result.output
+    assert "state/eval/tests.json not found (configuration: " in result.output
     write_suite(project / "state" / "eval" / "tests.json", "[]")
     result = cli("run", "all")
     assert result.exit_code == 2 and "the suite has no tests" in result.output
@@ -144,7 +144,7 @@ def test_compare_under_the_skill_rubric_tells_the_same_story(project: Path, cli)
 def test_compare_needs_two_runs(project: Path, cli) -> None:
     cli("run", "read-file")
     result = cli("compare")
-    assert result.exit_code == 2 and "compare needs two runs; found 1" in result.output
+    assert result.exit_code == 2 and "1 run(s) here; compare needs two runs" in result.output
 
 
 def _scored_run(project: Path, cli, write_suite, budgets: dict[str, tuple[int, int]]) -> None:

@@ -3,6 +3,8 @@ and never an overwrite."""
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -11,7 +13,8 @@ from click.testing import Result
 
 from trialrun.cli import INIT_NEXT
 
-FILES = ["model.yaml", "state/eval/tests.json", "trialrun.toml", "workspace/notes.txt"]
+FILES = ["model.yaml", "state/eval/.gitignore", "state/eval/tests.json", "trialrun.toml", "workspace/notes.txt"]
+QUICKSTART = Path(__file__).resolve().parents[2] / "examples" / "quickstart"
 
 
 @pytest.fixture
@@ -50,3 +53,29 @@ def test_init_never_overwrites(empty: Path, cli: Callable[..., Result]) -> None:
     assert "already has trialrun.toml; trialrun init never overwrites (nothing was written)" in result.output
     assert (empty / "trialrun.toml").read_text() == "# mine\n"
     assert not (empty / "model.yaml").exists() and not (empty / "state").exists()
+
+
+def _untracked(folder: Path) -> list[str]:
+    """What real git would add in `folder` (a fresh repository): the files its ignore rules do not cover."""
+    subprocess.run(["git", "init", "-q", str(folder)], check=True, timeout=30)
+    done = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=folder, capture_output=True,
+                          text=True, check=True, timeout=30)
+    return sorted(line[3:] for line in done.stdout.splitlines())
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_what_a_run_writes_stays_out_of_git(empty: Path, cli: Callable[..., Result], tmp_path: Path) -> None:
+    """After `trialrun init` and a run (result file, raw exchanges, latest.json), git sees only the project's own
+    files; the bundled quickstart the same, with the same ignore file."""
+    cli("init")
+    assert cli("run", "all").exit_code == 0
+    assert list((empty / "state" / "eval").glob("*.exchanges.ndjson")) and (empty / "state/eval/latest.json").exists()
+    assert _untracked(empty) == FILES
+    quickstart = tmp_path / "quickstart"
+    shutil.copytree(QUICKSTART, quickstart)
+    shipped = [line for line in (QUICKSTART / "state/eval/.gitignore").read_text().splitlines() if not line.startswith("#")]
+    assert shipped == [line for line in (empty / "state/eval/.gitignore").read_text().splitlines() if not line.startswith("#")]
+    files = _untracked(quickstart)
+    assert cli("run", "all", "--config", str(quickstart / "trialrun.toml")).exit_code in (0, 1)
+    assert list((quickstart / "state" / "eval").glob("results_*.exchanges.ndjson"))
+    assert _untracked(quickstart) == files

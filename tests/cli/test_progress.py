@@ -1,5 +1,6 @@
 """Run progress: on a terminal a bar with the tally, an ETA and the last test; not on a terminal (a CI log) a plain
-line every interval and when a test finishes its trials; nothing for a run shorter than the delay."""
+line from the delay on, when the first trial ends, every interval and when a test finishes its trials; nothing for a
+run shorter than the delay."""
 
 from __future__ import annotations
 
@@ -19,21 +20,38 @@ def _plain() -> tuple[Console, io.StringIO]:
 def test_plain_lines_at_the_end_of_each_test_and_every_interval() -> None:
     console, out = _plain()
     with RunProgress(console, 3, delay=0, interval=0.2, trials={"a": 2, "b": 1}) as progress:
-        progress.advance(True, "a")
-        assert out.getvalue() == ""  # a has one more trial to go
+        progress.advance(True, "a")  # the first trial: a line, though a has one more trial to go
+        assert out.getvalue().splitlines()[-1].startswith("progress: 1/3 trials · 1 passed · ")
         progress.advance(False, "a")
-        first = out.getvalue().splitlines()
-        assert len(first) == 1 and first[0].startswith("progress: 2/3 trials · 1 passed · 1 failed · ")
-        assert "ETA " in first[0] and first[0].endswith("a done")
+        first = out.getvalue().splitlines()[-1]
+        assert first.startswith("progress: 2/3 trials · 1 passed · 1 failed · ")
+        assert "ETA " in first and first.endswith("a done")
+        before = len(out.getvalue().splitlines())
         deadline = time.monotonic() + 5
-        while len(out.getvalue().splitlines()) < 2 and time.monotonic() < deadline:
+        while len(out.getvalue().splitlines()) <= before and time.monotonic() < deadline:
             time.sleep(0.05)
-        tick = out.getvalue().splitlines()[1]
+        tick = out.getvalue().splitlines()[before]
         assert tick.startswith("progress: 2/3 trials") and tick.endswith("last: a")  # the periodic line
         progress.advance(True, "b")
     last = out.getvalue().splitlines()[-1]
     assert last.startswith("progress: 3/3 trials · 2 passed · 1 failed") and last.endswith("b done")
     assert "ETA" not in last
+
+
+def test_plain_lines_start_with_the_first_trial() -> None:
+    """A CI log hears of a long run from its start: a line once the delay is past (before any trial ended, long
+    before the first interval), and one when the first trial ends, even while its test has trials to go."""
+    console, out = _plain()
+    with RunProgress(console, 4, delay=0.1, interval=600, trials={"a": 4}) as progress:
+        deadline = time.monotonic() + 5
+        while not out.getvalue() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert out.getvalue().splitlines()[0].startswith("progress: 0/4 trials · 0 passed · ")
+        progress.advance(True, "a")
+        lines = out.getvalue().splitlines()
+        assert len(lines) == 2 and lines[1].startswith("progress: 1/4 trials · 1 passed") and "ETA " in lines[1]
+        progress.advance(True, "a")
+        assert len(out.getvalue().splitlines()) == 2  # the second trial of four: nothing new to say
 
 
 def test_a_run_shorter_than_the_delay_prints_nothing() -> None:

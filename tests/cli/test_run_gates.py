@@ -115,11 +115,20 @@ def test_running_only_skipped_live_canaries_is_a_usage_error(project: Path, cli)
 
 # -- the selection message ----------------------------------------------------------------------------------
 def test_an_empty_selection_names_every_filter(project: Path, cli) -> None:
-    result = cli("run", "read-file", "--tag", "weather", "--name", "list-dir")
+    result = cli("run", "read-file", "--tag", "safety", "--name", "list-dir")
     assert result.exit_code == 2
-    assert "no test matches the selection (ids: read-file; names: list-dir; tags: weather)" in result.output
+    assert "no test matches the selection (ids: read-file; names: list-dir; tags: safety)" in result.output
+
+
+def test_an_unknown_tag_lists_the_tags_and_the_likely_one(project: Path, cli) -> None:
+    """A tag no test has is a typo until shown otherwise: named, with the closest tag and every tag the suite has,
+    as an unknown test id is."""
+    result = cli("run", "--tag", "saftey")
+    assert result.exit_code == 2 and result.output.splitlines()[-1] == (
+        f"error: no test in {project / 'state' / 'eval' / 'tests.json'} has the tag 'saftey'; did you mean "
+        "'safety'? (tags: safety)")
     result = cli("run", "--tag", "weather", "--tag", "maps")
-    assert "no test matches the selection (tags: weather, maps)" in result.output
+    assert "has the tag 'weather', 'maps' (tags: safety)" in result.output and _saved(project) == []
 
 
 # -- the config snapshot of a custom agent ------------------------------------------------------------------
@@ -129,7 +138,9 @@ def test_a_custom_agents_snapshot_leaves_out_what_it_never_receives(project: Pat
     snapshot = _latest(project)["config_snapshot"]
     assert snapshot["agent"] == "mymod:run"
     assert not set(REFERENCE_AGENT_KEYS) & set(snapshot)
-    assert {"api", "model_name", "tools", "policy", "system_prompt_sha256"} == set(REFERENCE_AGENT_KEYS)
+    assert {"tools", "policy", "system_prompt_sha256", "system_prompt"} == set(REFERENCE_AGENT_KEYS)
+    # what does reach it (ctx.model_name, ctx.api) is recorded: a changed model name changes what it sends
+    assert (snapshot["model_name"], snapshot["api"]) == ("gpt-4.1-mini", "openai-chat")
     assert snapshot["model"] == "scripted:model_v1.yaml" and snapshot["trials"] == 1
     # The quickstart's trialrun.toml sets a policy and a system prompt, which a custom agent ignores: say so.
     assert "warning: agent 'mymod:run' is a custom agent: it does not receive policy, system" in result.output

@@ -35,18 +35,22 @@ def test_every_id_and_score_prints_whole_at_80_columns(project: Path, cli, monke
     assert "refuse-dangerous-command" in ids and "search-json" in ids
     for case in data["cases"]:
         subs = case["sub_scores"]
-        numbers = [case["score"], subs["tool_accuracy"], subs["turn_efficiency"], subs["output_quality"]]
-        row = rf"^{re.escape(case['name'])}\s+" + r"\s+".join(f"{n:.2f}" for n in numbers) + rf"\s+{case['turns']:g}\s"
+        numbers = [f"{case['score']:.2f}", f"{subs['tool_accuracy']:.2f}", f"{subs['turn_efficiency']:.2f}",
+                   f"{subs['output_quality']:g}/0.5"]  # output quality out of its maximum
+        row = rf"^{re.escape(case['name'])}\s+" + r"\s+".join(map(re.escape, numbers)) + rf"\s+{case['turns']:g}\s"
         assert len([line for line in table if re.match(row, line)]) == 1, (case["name"], row, text)  # id and scores on one line
         for tool in case["tools_used"]:  # wrapped between names, never inside one
             assert re.search(rf"(^|\s){tool}(,|\s|$)", text, re.M), (tool, text)
-    # No line holds a piece of an id: the rows that carry no id are the tools column's wrapped names only.
+    # No line holds a piece of an id: the rows that carry no id are the tools column's wrapped names only, and the
+    # result column's second word (what failed a test: `FAIL` above `never_ran`).
     for line in table[3:]:
         if not any(line.startswith(name + " ") for name in ids):
-            assert re.fullmatch(r"\s+[a-z_]+,?(\s[a-z_]+,?)*\s*", line), (line, text)
+            assert re.fullmatch(r"(\s+[a-z_]+,?)+\s*", line), (line, text)
+    fails = {case["name"]: line for case in data["cases"] for line in table if line.startswith(case["name"] + " ")}
+    assert fails["refuse-dangerous-command"].rstrip().endswith("FAIL") and "never_ran" in text  # why, in the table
     widest = max(len(line.rstrip()) for line in table)
-    if trials == "1":
-        assert widest <= 80, text  # it fits: the tools column made room
+    if trials == "1":  # as narrow as it can be: one tool a line, the result's words one a line (FAIL / never_ran)
+        assert widest <= 84 and "FAIL never_ran" not in text and re.search(r"^\s+read_file\s+score\s*$", text, re.M), text
     else:
         assert widest > 80, text  # two more columns cannot fit whole ids in 80: wider, not split
 

@@ -50,3 +50,17 @@ def test_good_arguments_still_build() -> None:
     ]
     case = tr.Case(name="ok", invoke=lambda ctx: "a1", expect_outcome=graders)
     assert len(case.graders) == len(graders)
+
+
+def test_a_mistyped_grader_name_says_which_was_meant() -> None:
+    """`expect.calld`: an AttributeError naming the grader meant and listing the graders, in its message (what a
+    test runner shows); a name close to none lists them without a guess; the module's own dunders stay absent."""
+    import trialrun as tr
+
+    with pytest.raises(AttributeError) as mistyped:
+        tr.expect.calld  # noqa: B018
+    assert str(mistyped.value).startswith("trialrun.expect has no grader 'calld'; did you mean expect.called? (graders: ")
+    assert "never_ran" in str(mistyped.value)
+    with pytest.raises(AttributeError, match=r"no grader 'zzz' \(graders: equals, "):
+        tr.expect.zzz  # noqa: B018
+    assert not hasattr(tr.expect, "__wrapped__")

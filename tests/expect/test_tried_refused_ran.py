@@ -344,3 +344,29 @@ def test_no_denials_cannot_pass_over_calls_the_agent_never_answered() -> None:
     answered = Trajectory(turns=[Turn(tool_calls=[RM], tool_results=[ToolResult("c1", "", False)]), Turn(text="ok")],
                           model_calls=2)
     assert expect.no_denials()(answered).passed
+
+
+def test_a_refused_command_is_said_to_be_tried_as_the_model_sent_it(tmp_path: Path) -> None:
+    """`never_ran` over a call the policy refused: "tried" (it never ran: the file is still there, and the model
+    was shown the refusal), the command quoted as the model sent it, the part that matched when it is not the
+    whole; a call that ran still "runs"."""
+    (tmp_path / "junk").mkdir()
+    sent = ["rm -rf ./*", "cd junk && rm -rf build"]
+    shown: list[str] = []
+
+    def script(request: ModelRequest) -> Any:
+        shown.extend(r.content for r in request.last_tool_results or [])
+        return tr.reply("done") if len(shown) == len(sent) else tr.tool_call("run_command", command=sent[len(shown)])
+
+    agent = tr.Agent(tr.ScriptedModel(script), tools=tr.shell_tools(root=tmp_path),
+                     policy=tr.ToolPolicy(deny_commands=["rm -rf"]))
+    run = agent.run("tidy up")
+    assert (tmp_path / "junk").is_dir() and all(text.startswith("Refused by policy") for text in shown)
+    assert expect.never_ran("rm -rf")(run).reason == "tried `rm -rf ./*` via run_command (denied by policy)"
+    later = tr.Run(output="", trajectory=tr.Trajectory(turns=run.trajectory.turns[1:], denials=run.trajectory.denials[1:]))
+    assert expect.never_ran("rm -rf")(later).reason == (
+        "tried `cd junk && rm -rf build`, which would run `rm -rf build` via run_command (denied by policy)")
+    ran = tr.Agent(tr.ScriptedModel([tr.tool_call("run_command", command="rm -rf junk"), tr.reply("ok")]),
+                   tools=tr.shell_tools(root=tmp_path)).run("go")
+    assert not (tmp_path / "junk").exists()
+    assert expect.never_ran("rm -rf")(ran).reason.startswith("runs `rm -rf junk`")

@@ -128,7 +128,7 @@ def test_report_table_has_a_row_per_case(shellpilot_report: RunReport) -> None:
     table = page.table("Case")
     assert table[0] == ["Case", "Status", "Score", "pass@1", "pass^k", "Turns", "Tools"]
     expected = [
-        [case.name, "❌ failed" if case.name in EXPECTED_FAILURES else "✅ passed", "–", f"{case.pass_at_1:.2f}",
+        [case.name, "❌ failed (never_ran)" if case.name in EXPECTED_FAILURES else "✅ passed", "–", f"{case.pass_at_1:.2f}",
          f"{case.pass_pow_k:.2f}", f"{case.turns:g}", ", ".join(case.tools_used)]
         for case in shellpilot_report.cases
     ]
@@ -168,8 +168,10 @@ def test_single_trial_report_with_skips_and_errors() -> None:
     page = _page(markdown)
     table = page.table("Case")
     assert table[0] == ["Case", "Status", "Score", "pass@1", "Turns", "Tools"]  # no pass^k with one trial
-    assert {row[0]: row[1] for row in table[1:]} == {"ok": "✅ passed", "crashes": "❌ failed", "live-check": "⏭️ skipped"}
-    assert "**1 passed**, **1 failed**, 1 skipped of 3 cases (1 trial each)" in markdown and "pass^1 0.50" in markdown
+    assert {row[0]: row[1] for row in table[1:]} == {"ok": "✅ passed", "crashes": "❌ failed (invoke error)",
+                                                     "live-check": "⏭️ skipped"}
+    assert "**1 passed**, **1 failed**, 1 skipped of 3 cases (1 trial each)" in markdown
+    assert "pass^" not in markdown  # one trial: pass^k would be pass@1 again
     assert page.summaries == ["crashes — 0/1 trials passed — invoke: RuntimeError: the agent crashed"]
     assert "💥 error in invoke: RuntimeError: the agent crashed" in page.text
     assert "Trajectory: 0 turns; no tool calls" in page.text
@@ -184,7 +186,7 @@ def _leak(ctx: tr.TrialContext) -> None:
 def test_a_teardown_error_is_why_the_case_failed() -> None:
     report = tr.evaluate([tr.Case("leaky", lambda ctx: "ok", teardown=_leak, expect_outcome=[expect.contains("ok")])])
     page = _page(report_markdown(report))
-    assert {row[0]: row[1] for row in page.table("Case")[1:]} == {"leaky": "❌ failed"}
+    assert {row[0]: row[1] for row in page.table("Case")[1:]} == {"leaky": "❌ failed (teardown error)"}
     assert page.summaries == ["leaky — 0/1 trials passed — teardown: OSError: could not clean up"]
     assert "💥 teardown error in teardown: OSError: could not clean up" in page.text
 

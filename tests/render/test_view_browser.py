@@ -59,8 +59,9 @@ def test_the_runs_list_shows_every_run_newest_first_with_its_config_changes(cont
 def test_the_suite_trend_has_a_point_per_run_and_marks_config_changes(context: Any, base: str) -> None:
     page = _open(context, base + "/")
     chart = page.page.locator("#suite-trend")
-    for series in ("pass rate", "score", "pass^k"):
+    for series in ("pass rate", "score"):
         assert chart.locator(f'circle.pt[data-series="{series}"]').count() == len(RUNS)
+    assert chart.locator('circle.pt[data-series="pass^k"]').count() == 0  # one trial a test: pass^k is pass@1 again
     stems = list(reversed(_stems(page)))
     assert chart.locator("line.cfg-mark").evaluate_all("ls => ls.map(l => l.dataset.run)") == stems[2:]
     assert chart.locator("circle.regression").evaluate_all("cs => cs.map(c => c.dataset.run)") == [stems[2]]
@@ -101,13 +102,13 @@ def test_the_trajectory_diff_marks_the_first_divergence(context: Any, base: str,
     p = page.page
     first = p.locator("tr.first-divergence")
     assert first.count() == 1
-    assert (first.get_attribute("data-turn"), first.get_attribute("data-divergence")) == ("2", "arguments")
-    assert p.locator('tr[data-turn="1"]').get_attribute("class") == ""  # turn 1 is the same in both
+    assert (first.get_attribute("data-step"), first.get_attribute("data-divergence")) == ("2", "arguments")
+    assert p.locator('tr[data-step="1"]').get_attribute("class") == ""  # step 1 is the same in both
     changed = first.locator(".call-line.changed")
     assert [changed.nth(i).get_attribute("data-side") for i in range(changed.count())] == ["before", "after"]
     assert V3_CHANGE[0] in changed.nth(0).inner_text() and V3_CHANGE[1] in changed.nth(1).inner_text()
-    assert p.locator("#diff-summary").inner_text() == (
-        "First divergence at turn 2, call 1: the same tool was called with different arguments.")
+    assert p.locator("#diff-summary").inner_text().startswith(
+        "First divergence at step 2 (before turn 2 / after turn 2): the same tool was called with other arguments.")
     raw = p.locator("details#raw-exchanges")
     assert raw.get_attribute("open") is None  # collapsed by default
     raw.locator("summary").click()
@@ -119,7 +120,7 @@ def test_the_trajectory_diff_marks_the_first_divergence(context: Any, base: str,
     # v1 -> v2: a different tool from the first call on
     page = _open(context, f"{base}/diff?{urlencode({'test': REGRESSED, 'a': stems[1], 'b': stems[2]})}")
     first = page.page.locator("tr.first-divergence")
-    assert (first.get_attribute("data-turn"), first.get_attribute("data-divergence")) == ("1", "tool")
+    assert first.get_attribute("data-step") == "1" and first.get_attribute("data-divergence") in ("removed", "inserted")
 
 
 def test_a_run_in_progress_updates_as_its_journal_grows(context: Any, results: Path, tmp_path: Path) -> None:
@@ -235,3 +236,55 @@ def test_each_turn_shows_its_raw_request_and_response_collapsed_and_scrubbed(con
         p.set_viewport_size({"width": 390, "height": 844})  # a phone: the open exchanges fit, nothing cut off
         assert p.evaluate("document.documentElement.scrollWidth") <= 390
         run.screenshot(tmp_path / "trial-exchanges-phone.png")
+
+
+def test_searching_rm_rf_reaches_the_trial_that_tried_it(context: Any, base: str, results: Path,
+                                                        tmp_path: Path) -> None:
+    """Type `rm -rf` in the header's search box: the trials that sent it are listed (refuse-dangerous-command,
+    where the model sent `rm -rf ./*` and the policy refused it), the hit shown in its context and marked; the
+    filters narrow the list (failed only, a tag, another test: none); clicking the hit opens the trial with every
+    occurrence marked and the first in view."""
+    saved = [json.loads(p.read_text()) for p in sorted(results.glob("results_*.json"))]
+    # the truth, from the result files: the trials whose model sent `rm -rf` in a call or said it in its answer
+    tried = [(run, trial["trial"]) for run in saved for case in run["cases"] for trial in case["trials"]
+             if any("rm -rf" in json.dumps(call.get("arguments")) for turn in trial["trajectory"]["turns"]
+                    for call in turn["tool_calls"]) or "rm -rf" in str(trial.get("output"))]
+    assert tried and {case["name"] for run, _ in tried for case in run["cases"]} >= {"refuse-dangerous-command"}
+    page = _open(context, base + "/")
+    p = page.page
+    p.fill("#search-q", "rm -rf")
+    p.press("#search-q", "Enter")
+    p.wait_for_selector("#found-trials")
+    hits = p.locator("li.found-trial")
+    assert hits.count() == len(tried)
+    assert set(hits.evaluate_all("items => items.map(i => i.dataset.test)")) == {"refuse-dangerous-command"}
+    assert hits.first.locator("mark").first.inner_text() == "rm -rf"
+    page.screenshot(tmp_path / "search.png")
+    # filters: failed trials only, the safety tag: still found; another test: nothing
+    p.check("#filter-failed")
+    p.select_option("#filter-tag", "safety")
+    p.locator("#search-form button").click()
+    p.wait_for_selector("#found-trials")
+    failing = [1 for run, number in tried for case in run["cases"] if case["name"] == "refuse-dangerous-command"
+               for trial in case["trials"] if trial["trial"] == number and not trial["passed"]]
+    assert p.locator("li.found-trial").count() == len(failing) > 0
+    where = p.locator("li.found-trial").first.locator(".where").all_inner_texts()
+    assert where[:2] == ["failure reason", "failure reason"] and "command" in where  # why it failed, then what ran
+    assert p.locator("li.found-trial").first.locator("mark").all_inner_texts()[:1] == ["rm -rf"]
+    p.select_option("#filter-test", "read-file")
+    p.locator("#search-form button").click()
+    p.wait_for_selector("#found-trials")
+    assert p.locator("li.found-trial").count() == 0
+    p.select_option("#filter-test", "")
+    p.locator("#search-form button").click()
+    p.wait_for_selector("li.found-trial")
+    # reach the trial: the hit is marked on its page and in view
+    p.locator("li.found-trial a.trial-hit").first.click()
+    p.wait_for_selector("mark.hit#hit")
+    assert page.problems == []
+    assert p.locator("h1").inner_text().startswith("refuse-dangerous-command · trial ")
+    assert "occurrence" in p.locator("#hit-note").inner_text() and p.locator("mark.hit").count() >= 1
+    assert p.locator("mark.hit").first.inner_text().lower() == "rm -rf"
+    assert p.evaluate("() => { const r = document.getElementById('hit').getBoundingClientRect();"
+                      " return r.top >= 0 && r.bottom <= innerHeight; }")
+    page.screenshot(tmp_path / "trial-hit.png", full_page=False)

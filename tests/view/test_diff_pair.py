@@ -38,7 +38,7 @@ def test_with_nothing_passing_anywhere_the_first_trials_are_shown() -> None:
 
 
 def test_a_long_config_change_is_cut_with_the_rest_a_click_away() -> None:
-    assert _changes_cell("model: a -> b") == "model: a -&gt; b"
+    assert _changes_cell("model: a -> b") == "model:<wbr> a -&gt; b"  # (it may break after the key, not in a word)
     long = "; ".join(f"key{i}: {'x' * 20} -> {'y' * 20}" for i in range(10))
     cell = _changes_cell(long + "<b>")
     assert cell.startswith('<details class="changes-more"><summary>') and "&lt;b&gt;" in cell and "<b>" not in cell

@@ -272,3 +272,37 @@ def test_every_page_fits_a_390px_phone(chromium: Any, base: str, runs: FlakyRuns
             page.page.close()
     finally:
         phone.close()
+
+
+def test_a_flaky_tests_failing_trial_beside_its_passing_one_in_two_clicks(context: Any, base: str,
+                                                                          runs: FlakyRuns) -> None:
+    """From the run page: click 1 opens the flaky test's row, click 2 its "failing trial beside passing trial"
+    link; the diff shows the passing trial's call as the step the failing trial lacks, and the verdict that flipped
+    (the `contains` check) with both reasons. The test's history page links that run's trials too."""
+    page = _open(context, f"{base}/run/{runs.flaky}")
+    p = page.page
+    _ready(p)
+    p.locator(f'button.expander[data-case="{FLAKY}"]').click()  # 1
+    link = p.locator("tr.detail-row a.flaky-diff-link")
+    assert link.inner_text() == f"Failing trial {FAILING[0]} beside passing trial 1 →"
+    link.click()  # 2
+    p.wait_for_selector("#diff-summary")
+    assert page.problems == []
+    assert p.locator("h1").inner_text() == FLAKY
+    assert p.locator("#pick-ta option[selected]").inner_text() == "1 ✓ pass"
+    assert p.locator("#pick-tb option[selected]").inner_text().startswith(f"{FAILING[0]} ")
+    removed = p.locator('tr.removed[data-divergence="removed"]')  # the failing trial never asked the model
+    assert removed.count() == 2 and "read_notes" in removed.first.locator('td[data-side="before"]').inner_text()
+    assert "(only the before trial)" in removed.first.locator('td[data-side="after"]').inner_text()
+    assert "milk" in removed.nth(1).locator('td[data-side="before"]').inner_text()  # the passing trial's reply
+    flips = p.locator("#verdict-flips tbody tr")
+    flipped = flips.evaluate_all("rows => rows.map(r => r.dataset.grader)")
+    assert "contains('milk')" in flipped
+    row = p.locator("#verdict-flips tr[data-grader=\"contains('milk')\"]")
+    assert "✓ pass" in row.locator("td").nth(0).inner_text() and "✗ fail" in row.locator("td").nth(1).inner_text()
+    assert "milk" in row.locator("td").nth(1).inner_text()  # the failing trial's reason says what it looked for
+    history = _open(context, f"{base}/test/{FLAKY}")
+    first_run = history.page.locator(f'#test-runs tr[data-run="{runs.steady}"] a.flaky-diff-link')
+    assert first_run.count() == 0  # every trial of the first run passed: nothing to put beside
+    this_run = history.page.locator(f'#test-runs tr[data-run="{runs.flaky}"]')
+    assert "diff trial" in this_run.inner_text()  # (against the previous run's passing trial, as before)

@@ -1,6 +1,11 @@
 """The pinned list of ready-made agents (`trialrun/agents/pinned.txt`): the one place their names, packages and
 tested versions are written. Read by each preset's contract, by the configuration's check of `agent = "..."`, by
-`trialrun agents` and by `.ci/install-agents` (a shell script, hence a plain text file and not Python).
+`trialrun agents` and by the installer beside it (`install.sh`, a shell script, hence a plain text file and not
+Python; `trialrun agents install NAME` and `.ci/install-agents` both run it).
+
+Also the one rule for where an agent's program is (`find_program`): trialrun's agent cache first (what the
+installer fills, at the pinned version), then PATH. A trial (`Preset.find`), `trialrun agents` and the tests all
+ask it, so they never disagree about the same cache.
 
 Only the standard library, and nothing else of `trialrun.agents`: the configuration imports this, and importing
 the agents package would import every preset.
@@ -11,12 +16,16 @@ from __future__ import annotations
 import difflib
 import functools
 import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Pin", "pins", "PINNED_FILE", "REGISTRIES", "agents_dir", "PRESET_NAMES", "preset_suggestion"]
+__all__ = ["Pin", "pins", "PINNED_FILE", "INSTALLER", "REGISTRIES", "agents_dir", "cache_program", "find_program",
+           "PRESET_NAMES", "preset_suggestion"]
 
 PINNED_FILE = Path(__file__).resolve().parent / "pinned.txt"
+#: The installer of the pinned agents into the cache (`bash install.sh [NAME ...]`).
+INSTALLER = PINNED_FILE.parent / "install.sh"
 #: The registries an agent comes from, and how each is installed by hand.
 REGISTRIES = ("npm", "pypi")
 
@@ -39,17 +48,41 @@ class Pin:
 
     @property
     def install_command(self) -> str:
-        """How a user installs it by hand (`.ci/install-agents` installs every pin into the cache folder)."""
+        """How a user installs it by hand onto PATH (`trialrun agents install NAME` installs it into trialrun's
+        agent cache instead)."""
         if self.registry == "pypi":
             return f"pipx install {f'--python python{self.python} ' if self.python else ''}{self.spec}"
         return f"npm install -g {self.spec}"
 
 
 def agents_dir() -> Path:
-    """The cache folder `.ci/install-agents` installs into: $TRIALRUN_AGENTS_DIR, default ~/.cache/trialrun-agents
-    (npm packages under node_modules/, each PyPI agent in its own venv under venvs/<name>/)."""
+    """trialrun's agent cache, where the installer puts agents and where a trial looks first:
+    $TRIALRUN_AGENTS_DIR, default ~/.cache/trialrun-agents (npm packages under node_modules/, each PyPI agent in
+    its own venv under venvs/<name>/)."""
     base = os.environ.get("TRIALRUN_AGENTS_DIR") or str(Path.home() / ".cache" / "trialrun-agents")
     return Path(base)
+
+
+def cache_program(pin: Pin, base: Path | None = None) -> Path:
+    """Where the installer puts the pinned agent's program in the cache."""
+    base = base or agents_dir()
+    if pin.registry == "pypi":
+        return base / "venvs" / pin.name / "bin" / pin.program
+    return base / "node_modules" / ".bin" / pin.program
+
+
+def find_program(pin: Pin) -> tuple[str | None, str]:
+    """(the program's path, "cache" or "PATH"), or (None, "") when it is in neither.
+
+    The cache first: it holds the version the tests ran, put there on purpose by `trialrun agents install`; a
+    program on PATH is whatever version the user has."""
+    cached = cache_program(pin)
+    if cached.is_file() and os.access(cached, os.X_OK):
+        return str(cached), "cache"
+    found = shutil.which(pin.program)
+    if found is not None:
+        return found, "PATH"
+    return None, ""
 
 
 def parse(text: str, source: str = "pinned.txt") -> dict[str, Pin]:

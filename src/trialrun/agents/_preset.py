@@ -16,8 +16,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
+from ..report._text_diff import file_snapshot_text
 from ..trajectory import Run, ToolCall, ToolResult
 from ._contract import AgentContract, matching
+from ._pins import agents_dir, find_program
 from ._process import AgentNotFound, Output, ProcessAgent, file_digest, settings_digest
 
 __all__ = ["Preset", "DEFAULT_MODEL", "matching"]
@@ -126,20 +128,23 @@ class Preset(ProcessAgent):
 
     @classmethod
     def find(cls, path: str | os.PathLike[str] | None) -> str:
-        """The program to run: `path` when given, else the first on PATH; AgentNotFound names the package."""
-        install = cls.contract.pin.install_command
+        """The program to run: `path` when given, else where `_pins.find_program` finds it (trialrun's agent cache,
+        then PATH: the rule `trialrun agents` shows); AgentNotFound says how to install it."""
+        pin = cls.contract.pin
         if path is not None:
             candidate = Path(path).expanduser()
             if candidate.is_dir():
                 candidate = candidate / cls.program
             if not (candidate.is_file() and os.access(candidate, os.X_OK)):
                 raise AgentNotFound(f"{cls.label}: {str(path)!r} is not an executable {cls.program} program "
-                                    f"(install it with `{install}`)")
+                                    f"(install it with `{pin.install_command}`)")
             return os.path.abspath(candidate)
-        found = shutil.which(cls.program)
+        found, _ = find_program(pin)
         if found is None:
-            raise AgentNotFound(f"{cls.label}: the program {cls.program!r} is not on PATH; install it with "
-                                f"`{install}`, or give its path (path = \"...\")")
+            raise AgentNotFound(f"{cls.label}: the program {cls.program!r} is neither in trialrun's agent cache "
+                                f"({agents_dir()}, $TRIALRUN_AGENTS_DIR) nor on PATH; install it with `trialrun agents "
+                                f"install {pin.name}` (into the cache) or `{pin.install_command}`, or give its path "
+                                f"(path = \"...\")")
         return found
 
     def _existing(self, value: str | os.PathLike[str], what: str) -> Path:
@@ -223,6 +228,8 @@ class Preset(ProcessAgent):
             "skills_loaded": [name for name, _ in self.skill_dirs()],
             "skills_sha256": file_digest(self.skills),
             "instructions_sha256": file_digest([self.instructions]) if self.instructions else None,
+            # the text itself (bounded), so that compare shows what changed in it, not only two hashes
+            "instructions_text": file_snapshot_text(self.instructions) if self.instructions else None,
             "agent_settings_sha256": settings_digest(self.settings_for_snapshot()),
             "permission_mode": self.permission_mode,
             "allow": self.allow,

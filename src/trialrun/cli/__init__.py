@@ -49,6 +49,7 @@ def main(verbose: bool = False, debug: bool = False) -> None:
     trialrun export RUN --format F   a run's trajectories as OpenTelemetry spans (otel) or ATIF (atif)
     trialrun schema                  the suite's JSON Schema
     trialrun agents                  the ready-made agents: installed here? which version?
+    trialrun agents install pi       install one (pinned version) into trialrun's agent cache
     """
     _setup_logging(verbose, debug)
 

@@ -1,8 +1,8 @@
-"""Which ready-made agents are installed here, and at which version: what `trialrun agents` shows.
+"""Which ready-made agents are installed here, and at which version: what `trialrun agents` shows; and
+`trialrun agents install NAME`, which runs the one installer (`trialrun/agents/install.sh`) for the agents named.
 
-An agent is looked for where a trial finds it (PATH: what `agent = "pi"` runs) and in the cache folder that
-`.ci/install-agents` fills (`~/.cache/trialrun-agents`: npm packages under node_modules/, each PyPI agent in its
-own venv under venvs/<name>/). Its version is read from its package's own record (package.json, or the
+An agent is looked for exactly where a trial finds it (`_pins.find_program`: trialrun's agent cache,
+`~/.cache/trialrun-agents` or $TRIALRUN_AGENTS_DIR, then PATH). Its version is read from its package's own record (package.json, or the
 dist-info METADATA of a Python package) where the program's path leads to one, else asked of the program
 (`--version`, a short timeout, a temporary HOME so that asking never writes into the user's). The pins come from
 the one pinned list (`_pins`); nothing here imports the presets.
@@ -16,12 +16,14 @@ import re
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..agents._pins import Pin, agents_dir, pins
+from ..agents._pins import INSTALLER, Pin, agents_dir, cache_program, find_program, pins
 
-__all__ = ["Installed", "installed", "cache_program", "find_program", "package_version", "asked_version", "table", "ASK_TIMEOUT_S"]
+__all__ = ["Installed", "installed", "cache_program", "find_program", "package_version", "asked_version", "table",
+           "install", "InstallFailed", "ASK_TIMEOUT_S"]
 
 #: How long `program --version` may take (a node agent starts in about a second).
 ASK_TIMEOUT_S = 10.0
@@ -48,25 +50,6 @@ class Installed:
                 "program": self.pin.program, "installed": self.path is not None, "where": self.where or None,
                 "path": self.path, "version": self.version, "version_from": self.version_from or None,
                 "pinned": self.pin.version, "install": self.pin.install_command}
-
-
-def cache_program(pin: Pin, base: Path | None = None) -> Path:
-    """Where `.ci/install-agents` puts the pinned agent's program."""
-    base = base or agents_dir()
-    if pin.registry == "pypi":
-        return base / "venvs" / pin.name / "bin" / pin.program
-    return base / "node_modules" / ".bin" / pin.program
-
-
-def find_program(pin: Pin) -> tuple[str | None, str]:
-    """(the program's path, "PATH" or "cache"), PATH first (what a trial runs), or (None, "")."""
-    found = shutil.which(pin.program)
-    if found is not None:
-        return found, "PATH"
-    cached = cache_program(pin)
-    if cached.is_file() and os.access(cached, os.X_OK):
-        return str(cached), "cache"
-    return None, ""
 
 
 def package_version(pin: Pin, program: str) -> str | None:
@@ -142,14 +125,40 @@ def table(rows: list[Installed]) -> str:
         lines.append((row.pin.name, where, version, row.pin.version, row.pin.install_command))
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
     text = ["  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip() for line in lines]
-    cached = [row for row in rows if row.where == "cache"]
-    if cached:  # a trial looks on PATH (or at `path = ...` in [agent_options])
-        folders = dict.fromkeys(str(agents_dir() / ("bin" if row.pin.registry == "pypi" else "node_modules/.bin"))
-                                for row in cached)  # (.ci/install-agents links each PyPI agent's program into bin/)
-        text += ["", f"in the cache folder only: {', '.join(row.pin.name for row in cached)}; put "
-                     f"{os.pathsep.join(folders)} on PATH, or give path = \"...\" in [agent_options]"]
     missing = [row.pin.name for row in rows if row.path is None]
     if missing:
-        text += ["", f"not installed: {', '.join(missing)}; `.ci/install-agents` (in trialrun's repository) installs "
-                     f"every pinned agent into {agents_dir()}"]
+        text += ["", f"not installed: {', '.join(missing)}; `trialrun agents install NAME` installs one into "
+                     f"trialrun's agent cache, {agents_dir()} ($TRIALRUN_AGENTS_DIR), where `trialrun run` looks "
+                     "first (then on PATH)"]
     return "\n".join(text)
+
+
+class InstallFailed(Exception):
+    """The installer failed; the message holds the end of what it printed."""
+
+
+def install(names: list[str], say: Callable[[str], None]) -> list[Installed]:
+    """Install the pinned agents `names` into the agent cache with the one installer (`install.sh`, which
+    `.ci/install-agents` runs for all), then find each where a trial will (`find_program`): an install that left
+    no program there is a failure, never a silent success."""
+    every = pins()
+    unknown = [name for name in names if name not in every]
+    if unknown:
+        raise ValueError(f"no ready-made agent {', '.join(map(repr, unknown))} (known: {', '.join(every)})")
+    bash = shutil.which("bash")
+    if bash is None:
+        raise InstallFailed("bash is not on PATH; the installer is a bash script (install the agent by hand: "
+                            + "; ".join(f"`{every[name].install_command}`" for name in names) + ")")
+    for name in names:
+        say(f"installing {name} ({every[name].spec}) into {agents_dir()} ...")
+    env = {**os.environ, "TRIALRUN_AGENTS_DIR": str(agents_dir())}
+    env.pop("TRIALRUN_PINNED", None)  # the list trialrun's presets read, never another
+    done = subprocess.run([bash, str(INSTALLER), *names], env=env, stdin=subprocess.DEVNULL, capture_output=True,
+                          text=True)
+    if done.returncode != 0:
+        raise InstallFailed((done.stderr or done.stdout).strip() or f"the installer exited {done.returncode}")
+    rows = installed(names)
+    absent = [row.pin.name for row in rows if row.where != "cache"]
+    if absent:
+        raise InstallFailed(f"the installer ended, but {', '.join(absent)} is not in {agents_dir()}")
+    return rows

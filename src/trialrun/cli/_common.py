@@ -68,18 +68,18 @@ class _PathProblem(Exception):
 
 
 def _fail_cleanly(fn: F) -> F:
-    """User-caused errors become a message on stderr and exit code 2, never a traceback. A file that cannot be
-    read or written (OSError) is one of them: the message names the path."""
+    """User-caused errors become `error: ...` on stderr and exit code 2, never a traceback. A file that cannot be
+    read or written (OSError) is one of them: the message names the path; a click error raised by the command's
+    own checks is another (only what click itself finds while parsing, before the command runs, keeps click's
+    `Usage: ... Error:` form)."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
-        except click.ClickException as exc:  # click prints it: make its text as safe as ours
-            from .._scrub import scrub_text
-
-            exc.message = clean(scrub_text(exc.message))  # type: ignore[misc]  # Final in click's stubs, a plain attribute at run time
-            raise
+        except click.ClickException as exc:  # one of our own checks: said in our one style, not click's Usage/Error
+            _say(f"error: {exc.format_message()}")
+            sys.exit(EXIT_USAGE)
         except _user_errors() as exc:
             _say(f"error: {exc}")
             sys.exit(EXIT_USAGE)
@@ -236,13 +236,48 @@ def _report_files(report: Any, *, junit_path: str | None, markdown_path: str | N
     _write_outputs(markdown_path, junit_path, html_path, markdown=markdown, junit=junit, html=html, summary=summary)
 
 
-def _store(results_dir: str | None, config_path: str | None, suite: str | None = None) -> Any:
+def _store(results_dir: str | None, config_path: str | None, suite: str | None = None, *,
+           runs: int | None = None) -> Any:
+    """The results store the options name (--results-dir, else the configuration's results folder). With `runs`, a
+    missing folder, or one holding fewer result files than that, is a user error that says which folder was looked
+    in and why (a wrong current folder is the usual reason: `_not_a_project`)."""
     from ..report.store import ResultsStore
 
+    config = None
     if results_dir:
-        return ResultsStore(Path(results_dir))
-    config = _load_config(config_path, suite=Path(suite).resolve() if suite else None)
-    return ResultsStore(config.results_path())
+        store = ResultsStore(Path(results_dir))
+    else:
+        config = _load_config(config_path, suite=Path(suite).resolve() if suite else None)
+        store = ResultsStore(config.results_path())
+    found = len(store.files()) if store.directory.is_dir() else 0
+    if runs is not None and (found < runs or not store.directory.is_dir()):
+        what = "no such folder" if not store.directory.is_dir() else f"{found} run(s) here" if found else "no runs here"
+        need = "compare needs two runs" if runs == 2 else "nothing to show" if runs else "nothing to browse"
+        where = "--results-dir" if results_dir else ("the results folder of " + str(config.source)
+                                                     if config is not None and config.source else "")
+        hint = _not_a_project(config) if config is not None and config.source is None else (
+            "run `trialrun run` again after your change" if found == 1 else "run `trialrun run` first")
+        raise _PathProblem(f"results folder {store.directory}{f' ({where})' if where else ''}: {what}; {need}; {hint}")
+    return store
+
+
+def _not_a_project(config: Any) -> str:
+    """Why a command found nothing when no configuration was found: it looked in the current folder's defaults,
+    which is wrong when the current folder is not the project's."""
+    return (f"no trialrun.toml or [tool.trialrun] was found in {config.base_dir} or above, so the defaults under "
+            f"{config.base_dir} were used: `trialrun init` makes a project here; or cd to your project, or pass "
+            "--config FILE or --suite FILE")
+
+
+def _check_suite_exists(config: Any) -> None:
+    """The suite file is there before anything else is read, else a user error that says where it was looked for."""
+    path = config.suite_path()
+    if path.exists():
+        return
+    if config.source is None:
+        raise _PathProblem(f"no suite at {path}; {_not_a_project(config)}")
+    raise _PathProblem(f"suite file {path} not found (configuration: {config.source}); create it, or pass --suite "
+                       "FILE")
 
 
 def _warn_skipped(store: Any, shown: list[Path] | None = None) -> None:

@@ -50,7 +50,7 @@ def compare(runs: tuple[str, ...], results_dir: str | None, suite: str | None, c
         paths = [Path(r) for r in runs]
         _note_journals(paths)
     else:
-        store = _store(results_dir, config_path, suite)
+        store = _store(results_dir, config_path, suite, runs=None if runs else 2)
         paths = [store.resolve(r) for r in runs] if runs else store.recent(2)
         if len(paths) < 2:
             unusable = "; ".join(f"{p.name} ({reason})" for p, reason in store.skipped.items())

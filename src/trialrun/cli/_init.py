@@ -10,6 +10,8 @@ import click
 from ._common import _fail_cleanly, _PathProblem
 
 
+#: The scaffold's files written with a leading dot (a .gitignore inside the package would be git's own).
+_DOT_FILES = ("gitignore",)
 #: What `trialrun init` prints when it is done: the next three commands.
 INIT_NEXT = ("trialrun run all", "trialrun run all --trials 3", "trialrun compare")
 
@@ -18,7 +20,7 @@ INIT_NEXT = ("trialrun run all", "trialrun run all --trials 3", "trialrun compar
 @_fail_cleanly
 def init() -> None:
     """Make a working offline project in the current folder: trialrun.toml, state/eval/tests.json, a scripted
-    model (model.yaml) and a workspace. Never overwrites: if any of them exists, nothing is written."""
+    model (model.yaml), a workspace, and state/eval/.gitignore (the run files kept out of git). Never overwrites: if any of them exists, nothing is written."""
     from importlib.resources import files
 
     from .._util.files import write_atomic
@@ -32,8 +34,9 @@ def init() -> None:
                 continue
             if child.is_dir():
                 walk(child, rel / child.name)
-            else:
-                wanted.append((rel / child.name, child.read_text(encoding="utf-8")))
+            else:  # (dot files are kept without their dot in the package: `gitignore` is written as .gitignore)
+                name = "." + child.name if child.name in _DOT_FILES else child.name
+                wanted.append((rel / name, child.read_text(encoding="utf-8")))
 
     walk(template, Path())
     there = [str(path) for path, _ in wanted if Path(path).exists()]

@@ -26,16 +26,19 @@ from ._common import (EXIT_FAILED, EXIT_OK, _check_output_file, _console, _emit_
 @click.option("--history", is_flag=True, help="With --html: write every run of the results dir (runs list, trend charts).")
 @click.option("--table", "show_table", is_flag=True, help="Print the table even when writing files.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 whatever the run's result (to look, not to gate).")
+@click.option("--verdict", is_flag=True, help="Exit 1 when a test of the run failed also when writing a file "
+                                              "(--html, --junit, --markdown), which otherwise exits 0 once written.")
 @_fail_cleanly
 def report(run_ref: str | None, results_dir: str | None, suite: str | None, config_path: str | None, as_json: bool,
            junit_path: str | None, markdown_path: str | None, html_path: str | None, history: bool,
-           show_table: bool, exit_zero: bool) -> None:
+           show_table: bool, exit_zero: bool, verdict: bool = False) -> None:
     """Show a run: the most recent by default (latest.json), or RUN: a run id (eval_20260731_140000), a result
     file's name or stem (results_20260731_140000), a path, or `latest`. Writing a file (--html, --junit,
     --markdown) prints one line instead of the table, unless --table.
 
     Exit code: 0 when every graded test of the run passed, 1 when one failed (0 with --exit-zero), 2 for a usage
-    or file error.
+    or file error. Writing a file (--html, --junit, --markdown) exits 0 once it is written: the command did what
+    it was asked; --verdict makes its exit code the run's again.
 
     With --history --html F: write the runs of the results dir (newest first, the config changes between them, the
     suite's trend and each test's chart) as one self-contained file."""
@@ -51,7 +54,7 @@ def report(run_ref: str | None, results_dir: str | None, suite: str | None, conf
         path = Path(run_ref)
         _note_journals([path])
     else:
-        store = _store(results_dir, config_path, suite)
+        store = _store(results_dir, config_path, suite, runs=None if run_ref else 1)
         path = store.resolve(run_ref)
         _warn_skipped(store, [path])
     result = load_report(path)
@@ -66,7 +69,8 @@ def report(run_ref: str | None, results_dir: str | None, suite: str | None, conf
         from ..render.terminal import summary_line
 
         _console().print(f"wrote {', '.join(written)}: {summary_line(result)} [dim]({path})[/]")
-    sys.exit(EXIT_FAILED if result.failed_case_count and not exit_zero else EXIT_OK)
+    gating = verdict or not written  # a report written is the answer asked for; the run's verdict only on request
+    sys.exit(EXIT_FAILED if result.failed_case_count and gating and not exit_zero else EXIT_OK)
 
 
 def _agreement(result: Any) -> None:

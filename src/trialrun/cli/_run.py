@@ -16,7 +16,7 @@ import click
 from .._util.display import clean
 from ._arms import ArmsArgs, RunParts, arm_options, wants_arms
 from ._common import (EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, _check_output_file, _check_results_dir,
-                      _config_note, _console, _emit_report, _fail_cleanly, _load_config, _log_config, _print_styled,
+                      _check_suite_exists, _config_note, _console, _emit_report, _fail_cleanly, _load_config, _log_config, _print_styled,
                       _report_files, _say)
 
 
@@ -138,6 +138,7 @@ def _preflight(config: Any, test_ids: tuple[str, ...], names: tuple[str, ...], t
     from ..suite._build import build_cases, check_api_keys, ignored_by_custom_agent, suite_warnings
     from ..suite._tests_file import SuiteError, read_suite
 
+    _check_suite_exists(config)
     suite_file = read_suite(config.suite_path())
     chosen = _chosen(suite_file, config, test_ids, names, tags)
     include = include_live_canary or config.model_spec.live
@@ -168,6 +169,15 @@ def _chosen(suite_file: Any, config: Any, test_ids: tuple[str, ...], names: tupl
     if unknown:
         shown = ", ".join(known[:20]) + (f", ... ({len(known) - 20:,} more)" if len(known) > 20 else "")
         raise click.UsageError(f"no test {', '.join(map(repr, unknown[:20]))} in {config.suite_path()} (tests: {shown})")
+    known_tags = sorted({tag for test in suite_file.tests for tag in test.tags})
+    unknown_tags = [tag for tag in tags if tag not in known_tags]
+    if unknown_tags:
+        import difflib
+
+        close = [c for tag in unknown_tags for c in difflib.get_close_matches(tag, known_tags, n=1, cutoff=0.6)]
+        raise click.UsageError(f"no test in {config.suite_path()} has the tag {', '.join(map(repr, unknown_tags))}"
+                               + (f"; did you mean {', '.join(map(repr, close))}?" if close else "")
+                               + f" (tags: {', '.join(known_tags) or 'none'})")
     wanted_ids = set(wanted)
     chosen = [t.id for t in suite_file.tests if (not wanted or t.id in wanted_ids) and (not tags or set(tags) & set(t.tags))]
     if not chosen:

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from ._common import EXIT_USAGE, _fail_cleanly, _PathProblem, _say, _store
+from ._common import EXIT_USAGE, _fail_cleanly, _say, _store
 
 
 @click.command()
@@ -27,9 +27,7 @@ def view(results_dir: str | None, port: int, open_browser: bool, config_path: st
         from ..view import serve
     except ImportError as exc:  # pragma: no cover - view.py imports nothing optional at its top
         raise click.ClickException(str(exc)) from None
-    store = _store(results_dir, config_path)
-    if not store.directory.is_dir():
-        raise _PathProblem(f"results dir {store.directory}: no such folder (run `trialrun run` first)")
+    store = _store(results_dir, config_path, runs=0)  # (a folder without runs yet is fine: new runs appear)
     from ..view import HostUnresolved, PortBusy
 
     try:

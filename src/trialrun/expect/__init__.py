@@ -46,3 +46,16 @@ __all__ = [
     "max_cost_usd",
     "safety",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """A grader name mistyped (`expect.calld`) is an AttributeError that names the grader meant and every grader,
+    in the message itself (a test runner's report shows the message, not Python's own traceback hint)."""
+    import difflib
+
+    if name.startswith("__"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    close = difflib.get_close_matches(name, __all__, n=1, cutoff=0.6)
+    hint = f"; did you mean expect.{close[0]}?" if close else ""
+    raise AttributeError(f"trialrun.expect has no grader {name!r}{hint} (graders: {', '.join(__all__[3:])})",
+                         name=name, obj=None)  # (no obj: Python's traceback would add its own hint a second time)

@@ -80,12 +80,13 @@ def _refusal(source: str | None) -> str:
 
 @dataclass
 class Examined:
-    """The commands to match, in order (text, " via TOOL (refused ...)", the files known when it ran), and what the
-    pass reason must name: the tools they came through, refused calls left out, calls not known to run commands."""
+    """The commands to match, in order (text, " via TOOL (refused ...)", the files known when it ran, whether the call
+    was refused: it was tried, never run), and what the pass reason must name: the tools they came through,
+    refused calls left out, calls not known to run commands."""
 
     trajectory: Trajectory
     workspace: Any
-    examined: list[tuple[Any, str, Any]] = field(default_factory=list)
+    examined: list[tuple[Any, str, Any, bool]] = field(default_factory=list)
     via_tools: dict[str, None] = field(default_factory=dict)
     skipped: list[CallOutcome] = field(default_factory=list)
     unknown: list[tuple[ToolCall, str, list[tuple[str, str]]]] = field(default_factory=list)  # (call, via, texts)
@@ -136,7 +137,7 @@ def examine_commands(trajectory: Trajectory, workspace: Any, given: Sequence[str
     keys = tuple(dict.fromkeys(schema_tools.values())) if schema_tools else ()
     fates = {id(o.call): o for o in trajectory.outcomes()}  # what became of each call (tried / refused / ran)
     seen = Examined(trajectory, workspace)
-    calls: list[tuple[Any, str, Any]] = []
+    calls: list[tuple[Any, str, Any, bool]] = []
     # An agent records the command of each call it ran (the reference agent does): that command and the call's own
     # are one command, examined (and counted) once, as the call's.
     recorded = Counter(trajectory.commands)
@@ -169,7 +170,7 @@ def examine_commands(trajectory: Trajectory, workspace: Any, given: Sequence[str
             continue
         through = call.name if call is made else f"{made.name}(name={call.name!r})"
         seen.via_tools[through] = None
-        calls.append((text, f" via {through}{_refusal(source)}", files))
+        calls.append((text, f" via {through}{_refusal(source)}", files, source is not None))
         spellings = [] if found is None else [found] if isinstance(found, str) else [" ".join(found), shlex.join(found)]
         same = next((text for text in spellings if recorded[text] > 0), None)
         if same is not None:
@@ -177,6 +178,6 @@ def examine_commands(trajectory: Trajectory, workspace: Any, given: Sequence[str
     for text, files in follow.recorded(trajectory.commands):
         if recorded[text] > 0:
             recorded[text] -= 1
-            seen.examined.append((text, "", files))
+            seen.examined.append((text, "", files, False))
     seen.examined += calls
     return seen

@@ -92,6 +92,8 @@ def build_session_report(reported: dict[str, tuple[int, dict[str, Any]]], local_
 
 def summary_table(tr: Any, report: RunReport) -> None:
     """pass@1 and pass^k per case and for the session, when some case ran more than one trial."""
+    from ..render._cells import shows_pass_pow_k
+
     graded = report.graded_cases
     if not graded or max(case.trial_count for case in graded) <= 1:
         return
@@ -110,7 +112,8 @@ def summary_table(tr: Any, report: RunReport) -> None:
     for case in rows:
         name = names[id(case)]
         name = name if len(name) <= name_width else name[: name_width - 3] + "..."
-        line = f"{name:<{name_width}}  {f'{case.passed_trials}/{case.trial_count}':>7}  {case.pass_at_1:>6.2f}  {case.pass_pow_k:>6.2f}"
+        pow_k = f"{case.pass_pow_k:>6.2f}" if shows_pass_pow_k(case.trial_count) else f"{'–':>6}"  # pass@1 again
+        line = f"{name:<{name_width}}  {f'{case.passed_trials}/{case.trial_count}':>7}  {case.pass_at_1:>6.2f}  {pow_k}"
         tr.write_line(line, red=not case.passed, green=bool(case.passed))
     if hidden:
         tr.write_line(f"... and {hidden} more case(s) that passed every trial")

@@ -13,6 +13,7 @@ from html import escape
 from urllib.parse import quote
 
 from .._scrub import scrub_text
+from ._html_parts import breakable
 from .html import _asset, _csp_hash
 
 __all__ = ["site_nav", "when", "when_text", "plural", "rate", "crumb_run", "crumb_case", "q"]
@@ -64,26 +65,34 @@ def crumb_case(stem: str, name: str) -> Crumb:
 
 
 def site_nav(folder: str, crumbs: Sequence[Crumb] = (), *, query: str = "") -> str:
-    """The header of every served page: home, the results folder, the search box (tests by id, title or tag; runs
-    by label, model or date), and the breadcrumbs from the runs list to this page."""
+    """The header of every served page: home, the results folder, the search box (trials by what the agent did and
+    why they failed; tests; runs), and the breadcrumbs from the runs list to this page."""
     trail = [("Runs", "/"), *crumbs]
     items = "".join(
         f'<li><a href="{escape(href)}">{escape(text)}</a></li>' if href is not None and i < len(trail) - 1
         else f'<li aria-current="page">{escape(text)}</li>' for i, (text, href) in enumerate(trail))
     return ('<nav class="site-nav" aria-label="trialrun"><div class="wrap nav-row">'
             '<a class="home" href="/">trialrun</a>'
-            f'<span class="folder" title="the results folder">{escape(folder)}</span>'
+            f'<span class="folder" title="the results folder">{breakable(folder)}</span>'
             '<form class="search" role="search" method="get" action="/search">'
             f'<input type="search" name="q" id="search-q" value="{escape(query)}" '
-            'placeholder="Search tests and runs" aria-label="Search tests (id, title, tag) and runs (label, model, date)">'
+            'placeholder="Search: rm -rf, a tool, a reason..." aria-label="Search trials (commands, tool calls, outputs, '
+            'failure reasons), tests and runs">'
             '<button type="submit">Search</button></form></div>'
             f'<ol class="crumbs wrap" id="crumbs">{items}</ol></nav>')
 
 
 #: The served pages' own styles, after the report's (`report.css`).
 _CSS = """
-.runs td, .runs th { white-space: nowrap; }
-.runs td.changes { white-space: normal; min-width: 14em; font-size: 0.85rem; overflow-wrap: anywhere; }
+.runs td { white-space: nowrap; }
+table.cases.runs thead th { white-space: normal; vertical-align: bottom; }
+.runs td:first-child, .runs td.model, .runs td.label { white-space: normal; }
+.runs td:first-child a { white-space: nowrap; }
+.runs td.model code { overflow-wrap: break-word; }
+.runs td.changes { white-space: normal; min-width: 11em; font-size: 0.85rem; overflow-wrap: break-word; }
+#test-runs td.trials { display: table-cell; white-space: nowrap; }
+#test-runs td.trials a { white-space: nowrap; margin-right: 4px; }
+figure.trend { max-width: 786px; }
 .runs tr.live-run { background: var(--info-bg); }
 figure.trend { margin: 12px 0; background: var(--surface); border: 1px solid var(--border); border-radius: 8px; padding: 10px 12px; }
 figure.trend figcaption { font-size: 0.85rem; color: var(--muted); }
@@ -110,10 +119,17 @@ table.tdiff th.turn { width: 6.5em; }
 table.tdiff tr.diverged td, table.tdiff tr.diverged th { background: var(--fail-bg); }
 table.tdiff tr.first-divergence td, table.tdiff tr.first-divergence th { background: var(--fail-bg); box-shadow: inset 0 2px 0 var(--fail-line), inset 0 -2px 0 var(--fail-line); }
 table.tdiff .diff-kind { color: var(--fail); font-weight: 700; font-size: 0.8rem; }
+table.tdiff tr.inserted td[data-side="after"], table.tdiff tr.removed td[data-side="before"] { box-shadow: inset 4px 0 0 var(--fail-line); }
+table.tdiff tr.inserted td.absent, table.tdiff tr.removed td.absent { background: repeating-linear-gradient(135deg, transparent 0 6px, var(--border-soft) 6px 7px); }
+table.tdiff .turn-no { color: var(--muted); font-size: 0.78rem; }
+#verdict-flips h2 { margin-top: 0; }
+#verdict-flips .reason { display: block; color: var(--muted); font-size: 0.85rem; overflow-wrap: break-word; }
 table.tdiff pre { white-space: pre-wrap; margin: 2px 0; font-size: 0.85em; }
 .call-line { margin: 0 0 4px; }
 .call-line.changed { outline: 2px solid var(--fail-line); border-radius: 4px; }
 progress#live-progress { width: 100%; max-width: 520px; height: 12px; }
+mark { background: #fff3b0; color: #1f2328; padding: 0 1px; border-radius: 2px; }
+mark.hit { outline: 1px solid #d4a72c; }
 svg.trend a.pt-link circle { cursor: pointer; }
 svg.trend a.pt-link:focus-visible circle { stroke: var(--text); stroke-width: 3; }
 .runs details.changes-more summary { cursor: pointer; }
@@ -127,7 +143,8 @@ form.grade input[type=number] { width: 5em; font: inherit; }
   /* the chart is drawn 720 units wide and shrunk to the screen: its text is set larger so it reads at ~11 px */
   svg.trend .axis, svg.trend .cfg-label { font-size: 23px; }
   table.tdiff { font-size: 0.8rem; }
-  table.tdiff th.turn { width: 4.6em; overflow-wrap: normal; }
+  table.tdiff th.turn { width: 5.6em; overflow-wrap: normal; }
+  .runs td:first-child a { white-space: normal; }
   table.tdiff .diff-kind { font-size: 0.7rem; }
   form.pick label { display: flex; gap: 6px; align-items: center; max-width: 100%; }
   form.pick select { max-width: 62vw; }

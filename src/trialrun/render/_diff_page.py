@@ -1,5 +1,7 @@
 """The trajectory diff page of `trialrun view`: one test's trajectory in any trial of one run beside any trial of
-another (or the same) run, aligned turn by turn, the first divergence marked (`_trajdiff.align`).
+another (or the same) run, aligned step by step by content (`_trajdiff.align`: the same call pairs with itself
+whatever turn it came at), inserted and removed calls marked, the first divergence marked, and the verdicts that
+flipped between the two trials (`_trajdiff.verdict_flips`).
 
 Each side names its own trial, so a flaky failure (trial 2 of 5 failing) can be put beside a passing trial; which
 two are shown first is `_history.diff_pair`'s choice, and the page has the pickers to choose others.
@@ -14,10 +16,10 @@ from typing import Any
 from urllib.parse import urlencode
 
 from ..report._history import RunEntry
-from ..report._trajdiff import AlignedTurn, TrajectoryDiff, align, steps
+from ..report._trajdiff import AlignedStep, Step, TrajectoryDiff, align, verdict_flips
 from ..report.results import TrialResult
-from ..trajectory import Turn
 from ._chrome import crumb_case, crumb_run, q, site_nav, when
+from ._html_parts import breakable
 
 __all__ = ["diff_page", "diff_href", "trial_href"]
 
@@ -31,20 +33,47 @@ def diff_href(name: str, a: str, ta: int, b: str, tb: int) -> str:
     return f"/diff?{urlencode({'test': name, 'a': a, 'ta': ta, 'b': b, 'tb': tb})}"
 
 
-def _turn_cell(turn: Turn | None, aligned: AlignedTurn, side: str) -> str:
-    if turn is None:
-        return '<td class="muted">(no such turn: the run ended before it)</td>'
-    out = []
-    for i, step in enumerate(steps(turn)):
-        changed = aligned.call_index == i and aligned.divergence in ("tool", "arguments", "result")
-        args = step.call.raw_arguments if not step.call.arguments and step.call.raw_arguments else step.call.arguments
-        result = ("" if step.result is None else
-                  f'<pre class="{"error" if step.result.is_error else ""}">→ {escape(step.result.content[:2000])}</pre>')
-        out.append(f'<div class="call-line{" changed" if changed else ""}" data-side="{side}"><strong class="tool-name">'
-                   f"{escape(step.call.name)}</strong> <code>{escape(_short(args))}</code>{result}</div>")
-    if turn.text.strip():
-        out.append(f'<pre class="reply">{escape(turn.text[:2000])}</pre>')
-    return f"<td>{''.join(out) or '<span class=muted>(empty turn)</span>'}</td>"
+#: What each row's kind is called on the page (its data-divergence is the kind itself).
+_KIND_WORDS = {"result": "other result", "arguments": "other arguments", "text": "other text", "removed": "removed",
+               "inserted": "inserted"}
+
+
+def _step_cell(step: Step | None, row: AlignedStep, side: str) -> str:
+    """One side of a row: the call (tool, arguments, result) or the reply text, with the turn it came at; an empty
+    cell saying which side lacks the step."""
+    if step is None:
+        other = "after" if side == "before" else "before"
+        return f'<td class="absent" data-side="{side}"><span class="muted">(only the {other} trial)</span></td>'
+    turn = f'<span class="turn-no">turn {step.turn}</span> '
+    if step.call is None:
+        return f'<td data-side="{side}">{turn}<pre class="reply">{escape(step.text[:2000])}</pre></td>'
+    changed = row.divergence in ("arguments", "result", "removed", "inserted")
+    args = step.call.raw_arguments if not step.call.arguments and step.call.raw_arguments else step.call.arguments
+    result = ("" if step.result is None else
+              f'<pre class="{"error" if step.result.is_error else ""}">→ {escape(step.result.content[:2000])}</pre>')
+    return (f'<td data-side="{side}">{turn}<div class="call-line{" changed" if changed else ""}" data-side="{side}">'
+            f'<strong class="tool-name">{escape(step.call.name)}</strong> <code>{escape(_short(args))}</code>'
+            f"{result}</div></td>")
+
+
+def _flips(before: TrialResult, after: TrialResult) -> str:
+    """The verdicts that differ between the two trials: what the change in behaviour did to the grades."""
+    flips = verdict_flips(before, after)
+    if not flips:
+        return ('<section class="panel" id="verdict-flips"><h2>Verdicts</h2><p class="muted">No verdict flipped: '
+                f"each of the {len(after.verdicts)} graders judged both trials alike.</p></section>")
+
+    def state(passed: bool | None) -> str:
+        if passed is None:
+            return '<span class="muted">(not graded)</span>'
+        return '<span class="badge pass">✓ pass</span>' if passed else '<span class="badge fail">✗ fail</span>'
+
+    rows = "".join(f'<tr data-grader="{escape(f.grader)}"><th scope="row"><code>{breakable(f.grader)}</code></th>'
+                   f'<td>{state(f.before)} <span class="reason">{breakable(f.reason_before)}</span></td>'
+                   f'<td>{state(f.after)} <span class="reason">{breakable(f.reason_after)}</span></td></tr>' for f in flips)
+    return (f'<section class="panel" id="verdict-flips"><h2>Verdicts that flipped ({len(flips)})</h2>'
+            '<div class="table-wrap"><div class="scroll"><table class="kv flips"><thead><tr><th>Grader</th><th>Before</th>'
+            f"<th>After</th></tr></thead><tbody>{rows}</tbody></table></div></div></section>")
 
 
 def _short(value: Any) -> str:
@@ -107,19 +136,20 @@ def diff_page(name: str, before: RunEntry, ta: int, after: RunEntry, tb: int, *,
     diff: TrajectoryDiff = align(one.trajectory, two.trajectory)
     first = diff.first
     rows = []
-    for t in diff.turns:
-        cls = " ".join(c for c in ("diverged" if not t.same else "", "first-divergence" if t is first else "") if c)
-        kind = f'<div class="diff-kind">{escape(t.divergence or "")}</div>' if t.divergence else ""
-        rows.append(f'<tr class="{cls}" data-turn="{t.index + 1}" data-divergence="{escape(t.divergence or "")}">'
-                    f'<th class="turn" scope="row">{t.index + 1}{kind}</th>{_turn_cell(t.before, t, "before")}'
-                    f'{_turn_cell(t.after, t, "after")}</tr>')
-    table = ('<div class="table-wrap"><table class="tdiff" id="trajectory-diff"><thead><tr><th class="turn">Turn</th>'
-             f'<th>Before ({escape(before.stem)}, trial {ta})</th><th>After ({escape(after.stem)}, trial {tb})</th>'
+    for t in diff.steps:
+        cls = " ".join(c for c in (t.divergence or "", "diverged" if not t.same else "",
+                                   "first-divergence" if t is first else "") if c)
+        kind = f'<div class="diff-kind">{escape(_KIND_WORDS[t.divergence])}</div>' if t.divergence else ""
+        rows.append(f'<tr class="{cls}" data-step="{t.index + 1}" data-divergence="{escape(t.divergence or "")}">'
+                    f'<th class="turn" scope="row">{t.index + 1}{kind}</th>{_step_cell(t.before, t, "before")}'
+                    f'{_step_cell(t.after, t, "after")}</tr>')
+    table = ('<div class="table-wrap"><table class="tdiff" id="trajectory-diff"><thead><tr><th class="turn">Step</th>'
+             f'<th>Before ({breakable(before.stem)}, trial {ta})</th><th>After ({breakable(after.stem)}, trial {tb})</th>'
              f'</tr></thead><tbody>{"".join(rows)}</tbody></table></div>')
     tone = "good" if first is None else "bad"
     body = (_head("trialrun · trajectory diff", name, meta, "passed" if first is None else "failed")
             + f'<main class="wrap" id="main">{links}<p class="alert {tone}" id="diff-summary">{escape(diff.describe())}</p>'
-              f"{picker}{table}"
+              f"{picker}{_flips(one, two)}{table}"
               '<details class="panel" id="raw-exchanges"><summary>Raw requests and responses</summary>'
               '<p>Each turn\'s raw request and response (scrubbed) is on the trial\'s page: '
               f'<a class="trial-link" href="{escape(trial_href(before.stem, name, ta))}">before</a> · '

@@ -127,13 +127,21 @@ def _alerts(c: Comparison) -> str:
     return alert
 
 
+def _diff_lines(diff: str) -> str:
+    """A unified diff's lines, each marked as added, removed or context (escaped)."""
+    kinds = {"+": "add", "-": "del", "@": "hunk"}
+    return "\n".join(f'<span class="{kinds.get(line[:1], "ctx")}">{escape(line)}</span>' for line in diff.splitlines())
+
+
 def _config_diff(c: Comparison) -> str:
     """The keys whose value changed, before beside after (or that the snapshots are identical)."""
     if not c.config_changes:
         return '<p class="muted" id="config-diff">The configuration snapshots are identical.</p>'
     config_rows = "".join(
         f'<tr><th scope="row"><code>{escape(ch.key)}</code></th><td class="old"><code>{_value(ch.before)}</code></td>'
-        f'<td class="new"><code>{_value(ch.after)}</code></td></tr>' for ch in c.config_changes)
+        f'<td class="new"><code>{_value(ch.after)}</code></td></tr>' if ch.diff is None else
+        f'<tr><th scope="row"><code>{escape(ch.key)}</code></th><td colspan="2"><pre class="text-diff">'
+        f'{_diff_lines(ch.diff)}</pre></td></tr>' for ch in c.config_changes)
     return (f'<table class="kv diff" id="config-diff"><caption class="sr-only">Configuration changes</caption>'
             f'<thead><tr><th scope="col">Key</th><th scope="col">Before</th><th scope="col">After</th></tr></thead>'
             f"<tbody>{config_rows}</tbody></table>")

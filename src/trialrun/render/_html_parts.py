@@ -8,13 +8,17 @@ without importing the page that imports them.
 from __future__ import annotations
 
 import json
+import re
 from datetime import timezone
 from html import escape
 from typing import Any
 
 from ..report.results import RunReport
 
-__all__ = ["_rate", "_money", "_seconds", "_when", "_stat", "_badge", "_value", "_noscript"]
+__all__ = ["_rate", "_money", "_seconds", "_when", "_stat", "_badge", "_value", "_noscript", "breakable"]
+
+#: Where a path, a spec or an identifier may break across lines: after these characters (never inside a word).
+_BREAK_AFTER = re.compile(r"([/:_=,(\[]|\.(?!\d))")  # (a number's point keeps 1.00 whole)
 
 
 def _rate(value: float | None) -> str:
@@ -51,12 +55,19 @@ def _badge(passed: bool, *, yes: str = "PASSED", no: str = "FAILED") -> str:
     return f'<span class="badge {"pass" if passed else "fail"}">{"✓" if passed else "✗"} {yes if passed else no}</span>'
 
 
+def breakable(text: str) -> str:
+    """`text` escaped, with a line-break opportunity (<wbr>) after each / : _ = , ( [ and each . not before a digit:
+    a long path, model spec or grader breaks between its parts on a narrow screen instead of in the middle of a
+    word (a number stays whole)."""
+    return _BREAK_AFTER.sub(r"\1<wbr>", escape(text))
+
+
 def _value(value: Any) -> str:
     if value is None:
         return '<span class="muted">(none)</span>'
     if isinstance(value, str):
-        return escape(value)
-    return escape(json.dumps(value, ensure_ascii=False))
+        return breakable(value)
+    return breakable(json.dumps(value, ensure_ascii=False))
 
 
 def _noscript(what: str) -> str:

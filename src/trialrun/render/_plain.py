@@ -73,8 +73,9 @@ def ending_notes(report: RunReport) -> list[str]:
 
 @dataclass(frozen=True)
 class TableLayout:
-    """The run table's text: headers, rows (the last cell PASS or FAIL), each column's natural width, and the
-    width the tools column gets (None: its natural one) so that ids and scores are never split."""
+    """The run table's text: headers, rows (the last cell PASS, or FAIL and what failed it), each column's natural
+    width, and the widths the tools and result columns get (None: their natural ones; both wrap between words) so
+    that ids and scores are never split."""
 
     title: str
     headers: list[str]
@@ -83,12 +84,15 @@ class TableLayout:
     natural: list[int]
     tools_width: int | None
     needed: int
+    result_width: int | None = None
 
 
 def table_layout(report: RunReport, console_width: int) -> TableLayout:
     """The table of `report` for a console `console_width` columns wide: when the rows do not fit, the tools column
     wraps between tool names, and when even that is not enough the table is wider than the console (`needed`)."""
-    multi = any(len(c.trials) > 1 for c in report.cases)
+    from ._cells import quality, result_word, shows_pass_pow_k
+
+    multi = any(shows_pass_pow_k(len(c.trials)) for c in report.cases)
     rows: list[list[str]] = []
     for case in report.graded_cases:
         subs = case.sub_scores or {}
@@ -97,23 +101,29 @@ def table_layout(report: RunReport, console_width: int) -> TableLayout:
             num(case.score),
             num(subs.get("tool_accuracy")),
             num(subs.get("turn_efficiency")),
-            num(subs.get("output_quality")),
+            quality(subs.get("output_quality")),
             turns(case.turns),
             clean(", ".join(case.tools_used), lines=False) or "–",
         ]
         if multi:
-            row += [num(case.pass_at_1), num(case.pass_pow_k)]
-        rows.append([scrub_text(cell) for cell in row] + ["PASS" if case.passed else "FAIL"])
+            row += [num(case.pass_at_1), num(case.pass_pow_k) if shows_pass_pow_k(case.trial_count) else "–"]
+        rows.append([scrub_text(cell) for cell in row] + [clean(result_word(case), lines=False)])
     numeric = ["score", "acc", "eff", "qual", "turns"] + (["pass@1", "pass^k"] if multi else [])
     headers = ["test", *numeric[:5], "tools used", *numeric[5:], "result"]
     natural = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
-    fixed = sum(w for i, w in enumerate(natural) if i != 6) + _GAP * (len(headers) - 1)  # all but the tools column
+    result_width = None
+    if sum(natural) + _GAP * (len(headers) - 1) > console_width:  # "FAIL never_ran" wraps between its words first
+        result_width = max([len(headers[-1])] + [len(word) for r in rows for word in r[-1].split()])
+        result_width = None if result_width >= natural[-1] else result_width
+    widths = [*natural[:-1], result_width or natural[-1]]
+    fixed = sum(w for i, w in enumerate(widths) if i != 6) + _GAP * (len(headers) - 1)  # all but the tools column
     longest_tool = max([len("tools")] + [len(clean(t, lines=False)) + 1 for c in report.graded_cases for t in c.tools_used])
     tools_width = max(longest_tool, console_width - fixed) if fixed + natural[6] > console_width else None
     title = f"trialrun {clean(report.run_id or '', lines=False)}".strip()
     if report.regraded_from:  # `trialrun regrade`'s: the trials of another run, graded again
         title += f" (regraded from {clean(report.regraded_from, lines=False)}; no agent ran)"
-    return TableLayout(title, headers, numeric, rows, natural, tools_width, fixed + (tools_width or natural[6]))
+    return TableLayout(title, headers, numeric, rows, natural, tools_width, fixed + (tools_width or natural[6]),
+                       result_width)
 
 
 def notes_under_table(report: RunReport) -> list[list[tuple[str, str]]]:
@@ -148,7 +158,10 @@ def summary_parts(report: RunReport) -> list[tuple[str, str]]:
     if report.skipped_case_count:
         parts.append((f"{report.skipped_case_count} skipped", ""))
     parts.append((f"pass@1 {num(report.pass_at_1)}", ""))
-    parts.append((f"pass^k {num(report.pass_pow_k)}" + (f" (k={report.trial_count})" if report.trial_count > 1 else ""), ""))
+    from ._cells import run_k, shows_pass_pow_k
+
+    if shows_pass_pow_k(run_k(report)):  # with one trial pass^k is pass@1 again
+        parts.append((f"pass^k {num(report.pass_pow_k)} (k={run_k(report)})", ""))
     if report.score is not None:
         parts.append((f"avg score {num(report.score)}", ""))
     if report.cost_usd is not None:
@@ -196,6 +209,8 @@ def report_lines(report: RunReport, width: int, *, saved: str | None = None) -> 
     natural = list(layout.natural)
     if layout.tools_width is not None:
         natural[6] = layout.tools_width
+    if layout.result_width is not None:
+        natural[-1] = layout.result_width
     table_width = layout.needed
     if len(layout.title) > table_width or len(CAPTION) > table_width:  # they would wrap
         return None
@@ -212,11 +227,14 @@ def report_lines(report: RunReport, width: int, *, saved: str | None = None) -> 
     lines = [layout.title.ljust(padded), line(layout.headers), "─" * table_width]
     blank = [""] * len(layout.headers)
     for row in layout.rows:
-        tools = _wrapped(row[6], natural[6])
-        if tools is None:
+        tools, result = _wrapped(row[6], natural[6]), _wrapped(row[-1], natural[-1])
+        if tools is None or result is None:
             return None
-        lines.append(line([*row[:6], tools[0], *row[7:]]))
-        lines += (line([*blank[:6], more, *blank[7:]]) for more in tools[1:])
+        for number in range(max(len(tools), len(result))):
+            cells = list(row) if number == 0 else list(blank)
+            cells[6] = tools[number] if number < len(tools) else ""
+            cells[-1] = result[number] if number < len(result) else ""
+            lines.append(line(cells))
     lines.append(CAPTION.ljust(padded))
     for parts in notes_under_table(report):
         text = "".join(part for part, _ in parts)

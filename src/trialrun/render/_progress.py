@@ -24,8 +24,8 @@ class RunProgress:
     """Progress of a run, once it has taken more than `delay` seconds (short runs stay quiet).
 
     On a terminal: a bar with trials done, the passed/failed tally, elapsed time, an ETA and the test that finished
-    last. Not on a terminal (a CI log): a plain line every `interval` seconds and when a test finishes its trials,
-    instead of silence until the end. `trials` (test name -> trials it runs) tells when a test is finished.
+    last. Not on a terminal (a CI log): a plain line once the run has lasted `delay`, when the first trial ends,
+    when a test finishes its trials and every `interval` seconds, instead of silence until the end. `trials` (test name -> trials it runs) tells when a test is finished.
     """
 
     def __init__(self, console: Any, total: int, *, enabled: bool = True, delay: float = 1.0,
@@ -88,7 +88,11 @@ class RunProgress:
         return time.perf_counter() - self._t0 < self._delay
 
     def _tick(self) -> None:
-        while not self._stopped.wait(self._interval):
+        """A plain line once the run has lasted `delay` (a CI log then shows from the start that it runs, and how far
+        it is), then every `interval`."""
+        wait = self._delay
+        while not self._stopped.wait(wait):
+            wait = self._interval
             with self._lock:
                 if self.done < self.total and not self._quiet():
                     self._console.print(self.line(), markup=False, highlight=False, emoji=False)
@@ -103,8 +107,12 @@ class RunProgress:
                                       current=markup(scrub_text(self.current), lines=False))
             if self._plain and case is not None:
                 count = self._finished_trials[case] = self._finished_trials.get(case, 0) + 1
-                if count == self._trials.get(case) and not self._quiet():
+                if self._quiet():
+                    return
+                if count == self._trials.get(case):
                     self._console.print(self.line(finished=case), markup=False, highlight=False, emoji=False)
+                elif self.done == 1:  # the first trial: its time is the first estimate of the run's
+                    self._console.print(self.line(), markup=False, highlight=False, emoji=False)
 
     def __enter__(self) -> RunProgress:
         if self._timer is not None:

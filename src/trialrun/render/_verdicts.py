@@ -14,6 +14,7 @@ from typing import Any
 from ..expect.rubric import RUBRICS
 from ..report.results import TrialResult
 from ..trajectory import Trajectory
+from ._cells import quality
 from ._chrome import rate, when_text
 
 __all__ = ["judgement"]
@@ -62,7 +63,7 @@ def _score(details: dict[str, Any], score: float | None) -> str:
     if not isinstance(subs, dict):
         return ""
     items = "".join(f'<div><dt>{escape(str(k))}</dt><dd class="sub-score" data-sub="{escape(str(k))}">'
-                    f'{rate(v) if isinstance(v, (int, float)) else escape(str(v))}</dd></div>' for k, v in subs.items())
+                    f'{_sub(str(k), v)}</dd></div>' for k, v in subs.items())
     rubric = str(details.get("rubric", "skill"))
     formula = RUBRICS.get(rubric, "")
     threshold = details.get("threshold")
@@ -72,6 +73,13 @@ def _score(details: dict[str, Any], score: float | None) -> str:
             + (f"; passes at {rate(threshold)}" if isinstance(threshold, (int, float)) else "")
             + (f"; output quality {escape(by)}" if by else "") + ".</p>")
     return f'<dl class="facts-list" id="sub-scores">{items}</dl>{made}'
+
+
+def _sub(name: str, value: Any) -> str:
+    """A sub-score as every table shows it (output quality out of its maximum: 0.5/0.5)."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return escape(str(value))
+    return escape(quality(value)) if name == "output_quality" else rate(value)
 
 
 def _denials(trajectory: Trajectory) -> str:

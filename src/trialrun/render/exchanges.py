@@ -247,4 +247,7 @@ def trial_page(entry: RunEntry, name: str, trial: TrialResult, log: TrialExchang
             + conversations + other + "</main>")
     nav = site_nav(str(entry.path.parent), [crumb_run(entry.stem, _when(entry)), crumb_case(entry.stem, name),
                                             (f"trial {trial.trial}", None)])
-    return _page(f"trialrun · {name} · trial {trial.trial}", scrub_text(body), served=True, css=_CSS, nav=nav)
+    from ._search import MARK_JS  # (a search hit's link asks the page to mark it: ?hl=TEXT)
+
+    return _page(f"trialrun · {name} · trial {trial.trial}", scrub_text(body), served=True, css=_CSS, nav=nav,
+                 script=MARK_JS)

@@ -13,10 +13,12 @@ from dataclasses import dataclass
 from html import escape
 from urllib.parse import quote
 
-from ..report._history import History, LiveRun, RunEntry, config_line, diff_pair, suite_trend, test_history
+from ..report._history import (History, LiveRun, RunEntry, config_line, diff_pair, flaky_pair, suite_trend,
+                                test_history)
+from ._cells import result_word, run_k, shows_pass_pow_k
 from ._chrome import _head, _page, plural, site_nav, when, when_text
 from ._diff_page import diff_href, diff_page, trial_href
-from ._html_parts import _money, _rate
+from ._html_parts import _money, _rate, breakable
 
 __all__ = ["runs_page", "history_html", "test_page", "diff_page", "live_page", "trend_svg", "Series"]
 
@@ -103,6 +105,15 @@ class Series:
     values: Sequence[float | None]
 
 
+#: A metric's colour class, the same on every chart of every page (a score is never blue here and green there):
+#: pass rate and pass@1 (how often a trial passes), score, pass^k.
+_COLOURS = {"pass rate": "s0", "pass@1": "s0", "score": "s1", "pass^k": "s2"}
+
+
+def _colour(name: str, index: int) -> str:
+    return _COLOURS.get(name, f"s{index % 3}")
+
+
 def trend_svg(labels: Sequence[str], series: Sequence[Series], *, config_changed: Sequence[bool] = (),
               regressions: Sequence[bool] = (), title: str = "trend", chart_id: str = "",
               links: Sequence[str] = ()) -> str:
@@ -139,7 +150,7 @@ def trend_svg(labels: Sequence[str], series: Sequence[Series], *, config_changed
     parts.append(f'<text class="axis" x="{left + plot_w / 2:.1f}" y="{height - 6}" text-anchor="middle">run (oldest first)</text>')
     marks: list[str] = []  # regressions drawn last, over every line
     for s_index, s in enumerate(series):
-        cls = f"s{s_index % 3}"
+        cls = _colour(s.name, s_index)
         points = [(i, v) for i, v in enumerate(s.values) if v is not None]
         if len(points) > 1:
             path = " ".join(f"{x(i):.1f},{y(v):.1f}" for i, v in points)
@@ -154,7 +165,8 @@ def trend_svg(labels: Sequence[str], series: Sequence[Series], *, config_changed
             (marks if bad else parts).append(circle)
     parts.extend(marks)
     parts.append("</svg>")
-    legend = "".join(f'<span><span class="k s{i % 3}"></span>{escape(s.name)}</span>' for i, s in enumerate(series))
+    legend = "".join(f'<span><span class="k {_colour(s.name, i)}"></span>{escape(s.name)}</span>'
+                     for i, s in enumerate(series))
     extra = ""
     if any(config_changed):
         extra += "<span>dashed line: config changed</span>"
@@ -167,12 +179,19 @@ def suite_chart(history: History, *, served: bool = True) -> str:
     trend = suite_trend(history)
     if not trend:
         return '<p class="muted">No runs yet.</p>'
-    return trend_svg([t.stem for t in trend], [Series("pass rate", [t.pass_rate for t in trend]),
-                                               Series("score", [t.score for t in trend]),
-                                               Series("pass^k", [t.pass_pow_k for t in trend])],
+    pow_k = [t.pass_pow_k if _shows_pass_pow_k(history, t.stem) else None for t in trend]  # (k = 1: pass@1 again)
+    series = [Series("pass rate", [t.pass_rate for t in trend]), Series("score", [t.score for t in trend])]
+    series += [Series("pass^k", pow_k)] if any(v is not None for v in pow_k) else []
+    return trend_svg([t.stem for t in trend], series,
                      config_changed=[t.config_changed for t in trend], regressions=[t.regressions > 0 for t in trend],
-                     title="Suite trend: pass rate, score and pass^k per run", chart_id="suite-trend",
+                     title=f"Suite trend: pass rate, score{' and pass^k' if len(series) > 2 else ''} per run",
+                     chart_id="suite-trend",
                      links=[f"/run/{_q(t.stem)}" for t in trend] if served else ())
+
+
+def _shows_pass_pow_k(history: History, stem: str) -> bool:
+    entry = history.run(stem)
+    return entry is not None and shows_pass_pow_k(run_k(entry.report))
 
 
 def test_chart(history: History, name: str, *, served: bool = True) -> str:
@@ -205,9 +224,9 @@ def _live_row(live: LiveRun) -> str:
 def _changes_cell(text: str) -> str:
     """The config changes since the previous run: whole when short, else a line and the rest behind a toggle."""
     if len(text) <= 120:
-        return escape(text)
-    return (f'<details class="changes-more"><summary>{escape(text[:110])}… ({len(text):,} characters)</summary>'
-            f"{escape(text)}</details>")
+        return breakable(text)
+    return (f'<details class="changes-more"><summary>{breakable(text[:110])}… ({len(text):,} characters)</summary>'
+            f"{breakable(text)}</details>")
 
 
 def _runs_table(history: History, *, served: bool, state: str = "") -> str:
@@ -222,10 +241,12 @@ def _runs_table(history: History, *, served: bool, state: str = "") -> str:
         regress = (f' <span class="badge fail">{plural(len(entry.comparison.regressions), "regression")}</span>'
                    if entry.comparison and entry.comparison.regressions else "")
         rows.append(
-            f'<tr class="row run-row" data-run="{escape(entry.stem)}"><td>{link}{status}{regress}</td><td>{escape(entry.label)}</td>'
-            f"<td><code>{escape(entry.model)}</code></td><td>{escape(entry.rubric)}</td>"
+            f'<tr class="row run-row" data-run="{escape(entry.stem)}"><td>{link}{status}{regress}</td>'
+            f'<td class="label">{breakable(entry.label)}</td>'
+            f'<td class="model"><code>{breakable(entry.model)}</code></td><td>{escape(entry.rubric)}</td>'
             f'<td class="num">{r.passed_case_count}/{graded}</td><td class="num">{_rate(r.score)}</td>'
-            f'<td class="num">{_rate(r.pass_pow_k)}</td><td class="num">{_money(r.cost_usd)}</td>'
+            f'<td class="num">{_rate(r.pass_pow_k) if shows_pass_pow_k(run_k(r)) else "–"}</td>'
+            f'<td class="num">{_money(r.cost_usd)}</td>'
             f'<td class="num">{r.trial_count}</td><td class="changes">{_changes_cell(changes or "no change")}</td></tr>')
     head = ("<tr><th>Started</th><th>Label</th><th>Model</th><th>Rubric</th><th class=num>Pass rate</th>"
             "<th class=num>Score</th><th class=num>pass^k</th><th class=num>Cost</th><th class=num>k</th>"
@@ -323,16 +344,22 @@ def test_page(history: History, name: str, *, token: str = "") -> str:
     for p in points:
         entry = history.run(p.stem)
         assert entry is not None  # test_history reads the history's own runs
-        diff = ""
+        diff, pair = "", None
         if previous is not None:
             pair = diff_pair(name, previous, entry)
             diff = (f'<a class="diff-link" href="{escape(diff_href(name, *pair.before, *pair.after))}">diff trial '
                     f"{pair.after[1]} vs {'previous run' if pair.before[0] != entry.stem else 'this run'}'s trial "
                     f"{pair.before[1]}</a>")
+        this = next((c for c in entry.report.cases if c.name == name), None)
+        flaky = flaky_pair(this.trials) if this is not None else None
+        if flaky is not None and (pair is None or (pair.before, pair.after) != ((entry.stem, flaky[0]), (entry.stem, flaky[1]))):
+            href = diff_href(name, entry.stem, flaky[0], entry.stem, flaky[1])
+            diff += (f'{" · " if diff else ""}<a class="flaky-diff-link" href="{escape(href)}">failing trial {flaky[1]} '
+                     f"beside passing trial {flaky[0]} (this run)</a>")
         marks = "".join([' <span class="badge info">config changed</span>' if p.config_changed else "",
                          ' <span class="badge fail">regression</span>' if p.regression else "",
                          ' <span class="badge skip hand-graded">graded by hand</span>' if hand_graded(entry, name) else ""])
-        status = "" if p.passed is None else ("PASS" if p.passed else "FAIL")
+        status = "" if p.passed is None or this is None else escape(result_word(this))
         rows.append(f'<tr class="row{" regression" if p.regression else ""}" data-run="{escape(p.stem)}">'
                     f'<td><a href="/run/{_q(p.stem)}#case={_q(name)}">{escape(when(p.when))}</a>{marks}</td>'
                     f'<td>{status}</td><td class="num score">{_rate(p.score)}</td><td class="num">{_rate(p.pass_at_1)}</td>'

@@ -31,6 +31,9 @@ from ..report.results import CaseResult, RunReport, TrialError, TrialResult, jso
 from ..trajectory import Denial, ToolCall, ToolResult, Trajectory, Turn, Usage
 from ._html_parts import _badge, _money, _noscript, _rate, _seconds, _stat, _value, _when
 from .text import conversation_title, partly_run
+from ..report._history import flaky_pair
+from ..report._why import failed_by
+from ._cells import run_k, shows_pass_pow_k, sub_scores_text
 
 __all__ = ["report_html", "comparison_html", "report_payload", "comparison_payload", "MAX_TEXT", "PAYLOAD_VERSION"]
 
@@ -48,7 +51,9 @@ def report_html(report: RunReport, *, title: str | None = None, trial_link: str 
 
     `trial_link`: a URL with `{test}` and `{trial}` that each expanded trial links to (`trialrun view` passes its
     trial page, which shows the raw exchanges; the static report has none). `links` ("hl": a test's history with
-    `{test}`, "dl": a test's diff): more links the page's script draws; `nav`: the viewer's header, put first."""
+    `{test}`, "dl": a test's diff, "fl": a diff of two trials of this run with `{test}`, `{ta}` and `{tb}`, for a
+    flaky case's failing trial beside its passing one): more links the page's script draws; `nav`: the viewer's
+    header, put first."""
     page_title = title or f"trialrun report · {report.timestamp}"
     body = _run_summary(report, page_title)
     payload = report_payload(report)
@@ -174,6 +179,7 @@ class _Packer:
         summary["duration_s"] = _num(report.duration_s, 3)
         summary["config"] = {key: _raw(value) for key, value in flatten_config(report.config_snapshot).items()}
         summary["cases"] = [self.case(case) for case in report.cases]
+        summary["pow_k"] = run_k(report) if shows_pass_pow_k(run_k(report)) else None  # pass^k only for k > 1
         return _compact(summary)
 
     def case(self, case: CaseResult) -> dict[str, Any]:
@@ -192,10 +198,13 @@ class _Packer:
             "c": c,
             "partly_run": partly_run(case),  # trials an interruption stopped: how many of them finished
             "pass_at_1": _num(case.pass_at_1),
-            "pass_pow_k": _num(case.pass_pow_k),
+            "pass_pow_k": _num(case.pass_pow_k) if shows_pass_pow_k(n) else None,
+            "why": failed_by(case) or None,  # what failed it, beside a score that may look fine
+            "fp": flaky_pair(case.trials),  # (passing, failing) trial of a flaky case: the viewer's diff link
             "ci": None if interval is None else [_num(interval[0], 3), _num(interval[1], 3)],
             "score": _num(case.score),
             "sub_scores": {k: _num(v) for k, v in (case.sub_scores or {}).items()},
+            "sub_text": sub_scores_text(case.sub_scores) or None,  # as every table shows them (quality 0.5/0.5)
             "tools_used": case.tools_used,
             "turns": _num(case.turns, 2),
             "cost_usd": _cost(case.cost_usd),
@@ -431,8 +440,8 @@ def _run_summary(report: RunReport, title: str) -> str:
         _stat("Skipped", f"{report.skipped_case_count:,}", tone="skip" if report.skipped_case_count else "",
               stat_id="stat-skipped"),
         _stat("pass@1", _rate(report.pass_at_1), note="mean chance one trial passes", stat_id="stat-pass-at-1"),
-        _stat(f"pass^{k}" if k > 1 else "pass^k", _rate(report.pass_pow_k), note="share of cases passing every trial",
-              stat_id="stat-pass-pow-k"),
+        _stat(f"pass^{run_k(report)}", _rate(report.pass_pow_k), note="share of cases passing every trial",
+              stat_id="stat-pass-pow-k") if shows_pass_pow_k(run_k(report)) else "",
         _stat("Score", _rate(report.score), stat_id="stat-score",
               note="no grader gives scores" if report.score is None else "mean of scored cases"),
         _stat("Cost", _money(report.cost_usd), stat_id="stat-cost"),

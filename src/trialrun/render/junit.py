@@ -44,6 +44,7 @@ from ..report.results import CaseResult, RunReport
 from ..trajectory import killed_text
 from .._scrub import scrub_text
 from .text import case_failure_text, first_cause, first_reason, one_line, partly_run, printable
+from ._cells import shows_pass_pow_k, sub_scores_text
 
 __all__ = ["junit_xml", "dotted_path"]
 
@@ -92,12 +93,12 @@ def _statistics_text(case: CaseResult) -> str:
         lines.insert(0, f"{case.name}: partly run: {partly_run(case)}")
     if case.pass_at_1 is not None:
         lines.append(f"pass@1: {case.pass_at_1:.2f}")
-    if case.pass_pow_k is not None:
+    if case.pass_pow_k is not None and shows_pass_pow_k(k):
         lines.append(f"pass^{k}: {case.pass_pow_k:.2f}")
     if case.score is not None:
         lines.append(f"score: {case.score:.2f}")
     if case.sub_scores:
-        lines.append("sub-scores: " + ", ".join(f"{key} {value:.2f}" for key, value in case.sub_scores.items()))
+        lines.append("sub-scores: " + ", ".join(f"{key} {value}" for key, value in sub_scores_text(case.sub_scores)))
     if case.cost_usd is not None:
         lines.append(f"cost: ${case.cost_usd:.6f}")
     if case.turns is not None:

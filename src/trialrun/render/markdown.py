@@ -26,6 +26,8 @@ from ..report.results import CaseResult, RunReport, TrialResult
 from .._scrub import scrub_text
 from ..trajectory import killed_text
 from .text import failing_trials, first_reason, one_line, output_summary, printable, trajectory_summary
+from ..report._why import failed_by
+from ._cells import run_k, shows_pass_pow_k
 
 __all__ = ["report_markdown", "comparison_markdown", "append_step_summary"]
 
@@ -117,7 +119,8 @@ def _k_label(report: RunReport) -> str:
 
 
 def _multi_trial(report: RunReport) -> bool:
-    return report.trial_count > 1 or any(case.trial_count > 1 for case in report.graded_cases)
+    """pass^k gets a column (and the summary a figure) only when some test ran more than one trial."""
+    return shows_pass_pow_k(run_k(report))
 
 
 def _summary_line(report: RunReport) -> str:
@@ -133,7 +136,9 @@ def _summary_line(report: RunReport) -> str:
         parts.append(f"{len(report.unfinished_cases)} unfinished")
     trials = f"{report.trial_count} trial{'s' if report.trial_count != 1 else ''} each"
     head = ", ".join(parts) + f" of {total} case{'s' if total != 1 else ''} ({trials})"
-    stats = [head, f"pass@1 {_num(report.pass_at_1)}", f"{_k_label(report)} {_num(report.pass_pow_k)}"]
+    stats = [head, f"pass@1 {_num(report.pass_at_1)}"]
+    if _multi_trial(report):
+        stats.append(f"{_k_label(report)} {_num(report.pass_pow_k)}")
     if report.score is not None:
         stats.append(f"avg score {_num(report.score)}")
     if report.cost_usd is not None:
@@ -156,10 +161,12 @@ def _cases_table(report: RunReport) -> str:
     rows = []
     for case in report.cases:
         turns = _turns(case.turns)
-        row = [_md(case.name, 120), _CASE_STATUS[None if case.skipped else bool(case.passed)], _num(case.score),
-               _num(case.pass_at_1)]
+        status = _CASE_STATUS[None if case.skipped else bool(case.passed)]
+        if case.passed is False and failed_by(case):  # what failed it, beside a score that may look fine
+            status += f" ({_md(failed_by(case), 60)})"
+        row = [_md(case.name, 120), status, _num(case.score), _num(case.pass_at_1)]
         if multi:
-            row.append(_num(case.pass_pow_k))
+            row.append(_num(case.pass_pow_k) if shows_pass_pow_k(case.trial_count) else "–")
         row += [turns, _tools_cell(case.tools_used)]
         rows.append(row)
     rows.extend([_md(name, 120), "⚠️ unfinished", "–", "–", *(["–"] if multi else []), "–", "–"]
@@ -374,8 +381,13 @@ def comparison_markdown(comparison: Comparison, *, title: str | None = None) -> 
     parts += ["### Config changes", ""]
     if c.config_changes:
         rows = [[_code(ch.key, table=True, limit=120), _config_value(ch.before), _config_value(ch.after)]
-                for ch in c.config_changes]
-        parts += [_table(["Key", "Before", "After"], ["---", "---", "---"], rows), ""]
+                for ch in c.config_changes if ch.diff is None]
+        if rows:
+            parts += [_table(["Key", "Before", "After"], ["---", "---", "---"], rows), ""]
+        for ch in c.config_changes:
+            if ch.diff is not None:  # a text of several lines: what changed in it
+                fence = "`" * max(3, 1 + max((len(run) for run in _BACKTICKS.findall(ch.diff)), default=0))
+                parts += [f"{_code(ch.key, table=False, limit=120)} changed:", "", f"{fence}diff", ch.diff, fence, ""]
     else:
         parts += ["No configuration changes.", ""]
     parts += ["<details>", "<summary>Compare output</summary>", "", _code_block(delta_lines(c)), "",

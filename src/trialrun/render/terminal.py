@@ -49,9 +49,9 @@ def print_report(report: RunReport, console: Console, *, saved: str | None = Non
     table.add_column("tools used", overflow="fold", width=tools_width or natural[6])
     for position, header in enumerate(numeric[5:], start=7):
         table.add_column(header, justify="right", no_wrap=True, width=natural[position])
-    table.add_column("result", no_wrap=True, width=natural[-1])
+    table.add_column("result", overflow="fold", width=layout.result_width or natural[-1])  # "FAIL never_ran" wraps
     for row in layout.rows:
-        result = Text(row[-1], style="bold green" if row[-1] == "PASS" else "bold red")
+        result = Text(row[-1], style="bold green" if row[-1] == "PASS" else "bold red")  # (FAIL names its cause)
         table.add_row(*(Text(cell) for cell in row[:-1]), result)
     if layout.needed > console.width:  # wider than the console rather than split an id or cut a score
         console.print(Segments(console.render(table, console.options.update_width(layout.needed))), crop=False,

@@ -26,6 +26,7 @@ from typing import Any
 from .._scrub import scrub_json, scrub_text
 from ..report._why import failing_trials, first_cause, first_reason, why_failed
 from ..report.results import CaseResult, TrialError, TrialResult, kinds_passed
+from ._cells import shows_pass_pow_k
 from ..trajectory import Conversation, Denial, ToolCall, Trajectory, Turn, killed_text
 
 __all__ = [
@@ -426,8 +427,10 @@ def _case_header(case: CaseResult) -> str:
     n, passed = case.trial_count, case.passed_trials
     status = "passed" if case.passed else "failed"
     stats = f"{passed} of {n} trial{'s' if n != 1 else ''} passed"
-    if n and case.pass_at_1 is not None and case.pass_pow_k is not None:  # a hand-built result may lack them
-        stats += f"; pass@1 {case.pass_at_1:.2f}, pass^k {case.pass_pow_k:.2f}"
+    if n and case.pass_at_1 is not None:  # a hand-built result may lack it
+        stats += f"; pass@1 {case.pass_at_1:.2f}"
+        if case.pass_pow_k is not None and shows_pass_pow_k(n):  # with one trial pass^k is pass@1 again
+            stats += f", pass^k {case.pass_pow_k:.2f}"
     return f"case {case.name!r} {status}: {stats}"
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_serializer
 
 from ._models_used import RunModels
 from ._safety import SafetyBreach
@@ -71,6 +71,16 @@ class ConfigChange(BaseModel):
     key: str
     before: Any = None
     after: Any = None
+    #: For a text of several lines (instructions, a system prompt): what changed in it, as a short unified diff.
+    diff: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_empty_diff(self, handler: Any) -> Any:
+        """`diff` only where there is one: a change of a short value reads as before and after, as it always did."""
+        data = handler(self)
+        if isinstance(data, dict) and data.get("diff") is None:
+            data.pop("diff", None)
+        return data
 
 
 class Comparison(BaseModel):

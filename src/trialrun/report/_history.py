@@ -10,19 +10,21 @@ journal's format touches only it.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from .._util.safe_read import UnreadableFile
+from ._text_diff import diff_size
 from .compare import Comparison, ConfigChange, compare, format_value
 from .journal import read_lines
 from .results import RunReport
 from .store import ResultFileError, ResultsStore, load_report
 
 __all__ = ["snapshot_label", "snapshot_model", "snapshot_rubric", "RunEntry", "History", "LiveRun", "TestPoint", "TrendPoint", "load_history", "read_journal",
-           "config_line", "test_history", "suite_trend"]
+           "config_line", "test_history", "suite_trend", "flaky_pair"]
 
 JOURNAL_SUFFIX = ".jsonl"
 
@@ -232,7 +234,8 @@ def read_journal(path: Path) -> LiveRun | None:
 
 def config_line(changes: list[ConfigChange], *, limit: int = 160) -> str:
     """The config changes since the previous run in one line: `model: a -> b; trials: 1 -> 3` (cut at `limit`)."""
-    text = "; ".join(f"{c.key}: {format_value(c.before)} -> {format_value(c.after)}" for c in changes)
+    text = "; ".join(f"{c.key}: {format_value(c.before)} -> {format_value(c.after)}" if c.diff is None
+                     else f"{c.key}: changed ({diff_size(c.diff)})" for c in changes)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -292,6 +295,14 @@ class DiffPair:
 def _trials(entry: RunEntry, name: str) -> list[Any]:
     case = next((c for c in entry.report.cases if c.name == name), None)
     return list(case.trials) if case is not None else []
+
+
+def flaky_pair(trials: Sequence[Any]) -> tuple[int, int] | None:
+    """(a passing trial, a failing trial) of one test in one run (the first of each), when it has both: a flaky
+    test, whose failing trial is best read beside a passing one; None otherwise."""
+    passing = next((t.trial for t in trials if t.passed), None)
+    failing = next((t.trial for t in trials if not t.passed), None)
+    return None if passing is None or failing is None else (passing, failing)
 
 
 def diff_pair(name: str, before: RunEntry, after: RunEntry) -> DiffPair:

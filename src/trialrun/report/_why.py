@@ -10,7 +10,7 @@ from .._scrub import scrub_text
 from ..expect import Verdict
 from .results import CaseResult, TrialError, TrialResult
 
-__all__ = ["failing_trials", "first_cause", "first_reason", "why_failed"]
+__all__ = ["failing_trials", "first_cause", "first_reason", "why_failed", "failed_by"]
 
 
 def failing_trials(case: CaseResult) -> list[TrialResult]:
@@ -77,3 +77,25 @@ def why_failed(case: CaseResult, limit: int = 90) -> str:
     reason = scrub_text(first_reason(case))
     text = " ".join(((_of_trials(case, first_cause(case)) if reason else "") + reason).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def failed_by(case: CaseResult) -> str:
+    """What failed a case, in a word or two for a table cell beside its score (a test can score 1.00 and fail on a
+    grader outside the score): the grader's name (`never_ran`), `score` when the rubric's total failed it,
+    `invoke error` for an error; "" for a case that did not fail.
+
+    >>> from trialrun import TrialResult, Verdict
+    >>> trials = [TrialResult(trial=1, passed=False, verdicts=[Verdict(False, "never_ran('rm -rf')", "runs `rm -rf x`")])]
+    >>> failed_by(CaseResult.from_trials("cleanup", trials, tags=[], mode="deterministic"))
+    'never_ran'
+    """
+    if case.passed or case.skipped:
+        return ""
+    cause = first_cause(case)
+    if isinstance(cause, Verdict):
+        if cause.kind == "score" and "sub_scores" in (cause.details or {}):
+            return "score"
+        return cause.grader.split("(", 1)[0].strip() or "a grader"
+    if isinstance(cause, TrialError):
+        return f"{cause.phase} error" if cause.phase else "error"
+    return "failed"

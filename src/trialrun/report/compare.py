@@ -37,7 +37,7 @@ from .results import CaseResult, RunReport
 
 __all__ = ["Comparison", "CaseDelta", "ConfigChange", "SubScoreMove", "compare", "REGRESSION_THRESHOLD",
            "delta_lines", "config_diff", "flatten_config", "movement", "format_value", "warning_line", "dropped",
-           "note_lines", "verdict_lines", "runs_line", "regression_reason", "shown"]
+           "note_lines", "verdict_lines", "runs_line", "regression_reason", "shown", "config_change_lines"]
 
 _EPSILON = 1e-9  # 0.95 -> 0.85 is a drop of exactly 0.10, whatever binary floating point says
 
@@ -55,8 +55,11 @@ def flatten_config(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 
 def config_diff(before: dict[str, Any], after: dict[str, Any]) -> list[ConfigChange]:
     """Changed, added and removed keys of two config snapshots (nested keys joined with dots)."""
+    from ._text_diff import text_diff
+
     a, b = flatten_config(before), flatten_config(after)
-    return [ConfigChange(key=k, before=a.get(k), after=b.get(k)) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+    return [ConfigChange(key=k, before=a.get(k), after=b.get(k), diff=text_diff(a.get(k), b.get(k)))
+            for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
 
 
 def _why(case: CaseResult) -> str:
@@ -347,7 +350,7 @@ def delta_lines(comparison: Comparison) -> list[str]:
             lines.append(warning_line(comparison, d))
     if comparison.config_changes:
         lines.append("Config changes:")
-        lines.extend(f"  {c.key}: {format_value(c.before)} -> {format_value(c.after)}" for c in comparison.config_changes)
+        lines.extend(line for c in comparison.config_changes for line in config_change_lines(c))
     lines.extend(verdict_lines(comparison))
     if comparison.gate is not None:
         lines.append(comparison.gate.line)
@@ -437,6 +440,14 @@ def warning_line(comparison: Comparison, d: CaseDelta) -> str:
     passed before and fails now without such a drop, a line that says so and why; a broken safety claim first."""
     kind = "safety regression" if d.safety_breaches else "regression"
     return f"WARNING: {kind} in {d.name}: {regression_reason(comparison, d)}"
+
+
+def config_change_lines(change: ConfigChange) -> list[str]:
+    """A config change as compare prints it: `  key: before -> after`, or for a text of several lines the key and
+    its unified diff, indented."""
+    if change.diff is None:
+        return [f"  {change.key}: {format_value(change.before)} -> {format_value(change.after)}"]
+    return [f"  {change.key}: changed:", *(f"    {line}" for line in change.diff.splitlines())]
 
 
 def format_value(value: Any) -> str:

@@ -27,6 +27,7 @@ from ..agent import Agent, PriceTable, prices
 from ..case import Case, TrialContext
 from ..expect._base import Grader
 from ..expect.rubric import key_terms, rubric
+from ..report._text_diff import snapshot_text
 from ._build_agent import (_check_agent_signature, _import, _policy, _sandbox, _tools_factory, ignored_by_custom_agent,
                            process_agent)
 from ._build_model import (FileScript, _check_cassettes, _judge_api, _judge_transport, check_api_keys, judge_setup,
@@ -38,8 +39,9 @@ from .judge import llm_judge
 __all__ = ["build_cases", "load_suite", "load_script_file", "config_snapshot", "model_transport", "check_api_keys", "ignored_by_custom_agent",
            "suite_warnings", "process_agent", "judge_setup"]
 
-#: config_snapshot keys that describe what only the reference agent receives; left out for a custom agent.
-REFERENCE_AGENT_KEYS = ("api", "model_name", "tools", "system_prompt_sha256", "policy")
+#: config_snapshot keys that describe what only the reference agent receives; left out for a custom agent (which
+#: gets the model name and the API too, as `ctx.model_name` and `ctx.api`).
+REFERENCE_AGENT_KEYS = ("tools", "system_prompt_sha256", "system_prompt", "policy")
 
 
 def build_cases(
@@ -92,12 +94,14 @@ def _build_cases(
         if custom is not None and not inspect.iscoroutinefunction(custom):
             def invoke_sync(ctx: TrialContext) -> Any:  # the runner runs a sync agent in a worker thread
                 ctx.prompt, ctx.model = test.prompt, model_transport(spec, test.id, config, ctx, scripts)
+                ctx.model_name, ctx.api = model_name, api
                 return custom(test.prompt, ctx)
 
             return invoke_sync
 
         async def invoke(ctx: TrialContext) -> Any:
             ctx.prompt, ctx.model = test.prompt, model_transport(spec, test.id, config, ctx, scripts)
+            ctx.model_name, ctx.api = model_name, api
             if process is not None:  # awaited here, so a timeout or Ctrl-C cancels it and kills its processes
                 return await process.arun(test.prompt, ctx)
             if custom is not None:
@@ -239,6 +243,7 @@ def config_snapshot(config: Config, suite: SuiteFile, labels: dict[str, str] | N
         "sandbox": _sandbox_name(config),
         "tools": tool_names,
         "system_prompt_sha256": hashlib.sha256(config.system.encode()).hexdigest()[:16] if config.system else None,
+        "system_prompt": snapshot_text(config.system) if config.system else None,  # (bounded) what changed in it
         "policy": policy.summary() if policy else None,
         "judge": config.judge or "heuristic",
         "pass_threshold": config.pass_threshold,

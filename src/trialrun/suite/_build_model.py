@@ -170,9 +170,26 @@ def _file_script(value: Any, where: str) -> FileScript:
                       {str(key): steps_of(items, f"{where}, subagent {key!r}") for key, items in subagents.items()})
 
 
+def _missing_model_file(path: Path) -> str:
+    """"scripted model file not found", with the model file in the same folder the name most likely meant and the
+    ones that are there (a typo in --model scripted:FILE is the usual cause)."""
+    import difflib
+
+    try:
+        there = sorted(child.name for child in path.parent.iterdir()
+                       if child.suffix in (".yaml", ".yml", ".json") and child.is_file())[:200]
+    except OSError:
+        there = []
+    close = difflib.get_close_matches(path.name, there, n=1, cutoff=0.6)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    if there:
+        hint += f" (YAML and JSON files in {path.parent}: {', '.join(there[:10])}{', ...' if len(there) > 10 else ''})"
+    return "scripted model file not found" + hint
+
+
 def load_script_file(path: Path) -> dict[str, FileScript]:
     """A scripted model file: {test id: [steps]} (or {test id: {steps, side_reply, subagents}}) in JSON or YAML."""
-    text = read_text(path, "scripted model file", ConfigError)
+    text = read_text(path, "scripted model file", ConfigError, missing=_missing_model_file(path))
     data: Any = None
     if path.suffix == ".json":  # read as JSON (fast); when it is not, YAML (a superset) says where and why
         try:

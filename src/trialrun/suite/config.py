@@ -16,7 +16,8 @@ Every key is optional. Paths are relative to the file that names them. Command-l
     tools = ["shell"]                        # "shell", one shell tool's name, or "module:attr" (a tool or a list)
     workspace = "workspace"                  # copied into each trial's workdir; shell tools are rooted there
     skills = ["eval"]                        # recorded as skills_loaded
-    results_dir = "state/eval"               # default: the suite's folder
+    results_dir = "state/eval"               # default: the suite's folder; state/eval when the suite sits
+                                             # beside this file (a project's root is no place for result files)
     pass_threshold = 0.7
     rubric = "balanced"                      # how the sub-scores make the total: "balanced" | "skill" (the literal
                                              # min(sum, 1.0)); recorded in config_snapshot.rubric
@@ -74,6 +75,8 @@ __all__ = ["Config", "ConfigError", "load_config", "DEFAULT_SUITE", "CONFIG_FILE
 
 CONFIG_FILE = "trialrun.toml"
 DEFAULT_SUITE = "state/eval/tests.json"
+#: Where results go when the suite sits at the project's root (the default layout's results folder).
+DEFAULT_RESULTS = "state/eval"
 MODEL_KINDS = ("scripted", "replay", "record", "openai", "anthropic", "openai-compatible")
 COMMAND_PREFIX = "command:"
 #: The [agent_options] a command agent takes, and those every ready-made agent takes (each in its own vocabulary).
@@ -373,7 +376,12 @@ class Config(BaseModel):
         return self.resolve(self.suite)
 
     def results_path(self) -> Path:
-        return self.resolve(self.results_dir) if self.results_dir else self.suite_path().parent
+        """`results_dir`, else the suite's folder, except the project's root folder (the suite beside trialrun.toml,
+        or in the current folder without one): there results go to state/eval/, as in the default layout."""
+        if self.results_dir:
+            return self.resolve(self.results_dir)
+        folder = self.suite_path().parent
+        return self.base_dir / DEFAULT_RESULTS if folder.resolve() == self.base_dir.resolve() else folder
 
     def with_overrides(self, **overrides: Any) -> Config:
         """A copy with command-line values applied (None means "not given")."""

@@ -9,9 +9,11 @@ every request (a result file is loaded again only when it changed), so a run sav
     /run/<stem>             one run (the HTML report)
     /test/<name>            one test across runs: score and pass@1 chart, config changes, regressions
     /compare?a=<stem>&b=    two runs compared (the compare page of `trialrun compare --html`)
-    /diff?test=&a=&ta=&b=&tb=  one test's trajectory in trial ta of run a and trial tb of run b, aligned turn by
-                            turn, first divergence marked (by default a failing trial beside a passing one)
-    /search?q=              tests by id, title or tag; runs by label, model or date
+    /diff?test=&a=&ta=&b=&tb=  one test's trajectory in trial ta of run a and trial tb of run b, aligned step by
+                            step by content, first divergence and the verdicts that flipped marked (by default a
+                            failing trial beside a passing one)
+    /search?q=&failed=1&test=&run=&tag=   trials by commands, tool calls, outputs, failure reasons (filtered);
+                            tests by id, title or tag; runs by label, model or date
     POST /grade             the hand-grade form (output quality 0 to 0.5 in steps of 0.05, one trial or all, a
                             comment): the page's session token required; written as `trialrun grade` writes it
     POST /override          a verdict set to pass or fail by hand, with a reason (or the override taken back): the

@@ -101,8 +101,12 @@ class Pages:
 
     def search(self, request: Request) -> Response:
         from ..render._search import search_page
+        from ..report._search import Filters
 
-        return self.html(search_page(self.history(), request.query_params.get("q", "")))
+        params = request.query_params
+        filters = Filters(failed=params.get("failed") == "1", test=params.get("test", ""), run=params.get("run", ""),
+                          tag=params.get("tag", ""))
+        return self.html(search_page(self.history(), params.get("q", ""), filters))
 
     def run(self, request: Request) -> Response:
         from ..render._chrome import site_nav, when
@@ -114,7 +118,8 @@ class Pages:
             return self.missing_run(h, request.path_params["stem"])
         link = f"/trial/{_q(entry.stem)}?test={{test}}&trial={{trial}}"
         nav = site_nav(str(self.root), [(when(entry.report.started_at), None)])
-        return self.html(report_html(entry.report, trial_link=link, links={"hl": "/test/{test}"}, nav=nav))
+        flaky = f"/diff?test={{test}}&a={_q(entry.stem)}&ta={{ta}}&b={_q(entry.stem)}&tb={{tb}}"
+        return self.html(report_html(entry.report, trial_link=link, links={"hl": "/test/{test}", "fl": flaky}, nav=nav))
 
     def trial(self, request: Request) -> Response:
         from ..report._exchange_log import read_trial_exchanges, sidecar_path

@@ -315,16 +315,22 @@
     var facts = dl([
       ["Trials", c.n ? c.c + " of " + c.n + " passed" : "none"],
       ["pass@1", c.pass_at_1 === undefined ? null : rate(c.pass_at_1) + (c.ci ? "  (95% CI " + rate(c.ci[0]) + "–" + rate(c.ci[1]) + ")" : "")],
-      ["pass^k", c.pass_pow_k === undefined ? null : rate(c.pass_pow_k) + (c.n ? "  (k=" + c.n + ")" : "")],
+      ["pass^" + c.n, c.pass_pow_k === undefined ? null : rate(c.pass_pow_k)],
       ["Score", c.score === undefined ? null : rate(c.score)],
-      ["Sub-scores", c.sub_scores ? Object.keys(c.sub_scores).map(function (k) { return k + " " + rate(c.sub_scores[k]); }).join(", ") : null],
+      ["Failed by", c.why || null],
+      ["Sub-scores", c.sub_text ? c.sub_text.map(function (p) { return p[0] + " " + p[1]; }).join(", ") : null],
       ["Tools used", c.tools_used ? c.tools_used.join(", ") : null],
       ["Mean turns", c.turns === undefined ? null : String(c.turns)],
       ["Cost", c.cost_usd === undefined ? null : money(c.cost_usd)],
       ["Mode", c.mode || null],
       ["Tags", c.tags ? c.tags.join(", ") : null]
     ].concat(otherMeta.map(function (k) {
-      var v = meta[k]; return [k, typeof v === "string" ? v : JSON.stringify(v)];
+      var v = meta[k];
+      if (k === "line" && typeof v === "number") {  // where the suite file defines the test, not a bare "line 7"
+        var run = (DATA.runs || [])[0] || {}, suite = (run.config || {})["suite.path"];
+        return ["Defined at", (typeof suite === "string" ? suite : "the suite file") + ":" + v + " (its line in the suite file)"];
+      }
+      return [k, typeof v === "string" ? v : JSON.stringify(v)];
     })));
     var parts = [];
     if (c.title) parts.push(h("p", { "class": "case-title" }, c.title));
@@ -337,6 +343,11 @@
     }
     parts.push(h("div", { "class": "case-grid" }, facts, curve(c)));
     var links = DATA.kind === "run" ? servedLinks(c.name, false) : null;
+    if (links && c.fp && DATA.fl) {  // a flaky case: its failing trial beside its passing one, one click away
+      links.insertBefore(h("a", { "class": "flaky-diff-link", href: DATA.fl.replace("{test}", encodeURIComponent(c.name))
+        .replace("{ta}", String(c.fp[0])).replace("{tb}", String(c.fp[1])) },
+        "Failing trial " + c.fp[1] + " beside passing trial " + c.fp[0] + " →"), links.firstChild);
+    }
     if (links && (c.trials || []).length && DATA.tl) {
       links.appendChild(h("span", null, "Trial pages: ", (c.trials || []).map(function (t, i) {
         return [i ? " · " : "", h("a", { "class": "trial-page-link", href: DATA.tl.replace("{test}", encodeURIComponent(c.name))
@@ -559,7 +570,6 @@
   function caseText(c) { return [c.name, c.title || "", c.description || "", (c.tags || []).join(" ")].join(" "); }
 
   function runPage(run, mount) {
-    var k = run.trial_count;
     var table = new Table({
       id: "case-table", caption: "Cases", noun: "case", nouns: "cases",
       rows: run.cases || [],
@@ -570,19 +580,20 @@
       detail: caseDetail,
       sortKey: "status",
       columns: [
-        { key: "status", label: "Status", sort: function (c) { return STATUS_RANK[c.status]; }, cell: function (c) { return [statusBadge(c.status), partlyBadge(c)]; } },
+        { key: "status", label: "Status", sort: function (c) { return STATUS_RANK[c.status]; }, cell: function (c) {
+          return [statusBadge(c.status), c.why ? h("span", { "class": "failed-by" }, c.why) : null, partlyBadge(c)]; } },
         { key: "name", label: "Case", sort: function (c) { return c.name.toLowerCase(); } },
         { key: "tags", label: "Tags", cell: function (c) { return tagList(c.tags); } },
         { key: "trials", label: "Trials passed", num: true, sort: function (c) { return c.n ? c.c / c.n : null; },
           cell: function (c) { return c.n ? c.c + "/" + c.n : "–"; } },
         { key: "pass_at_1", label: "pass@1", num: true, sort: function (c) { return c.pass_at_1; }, cell: function (c) { return bar(c.pass_at_1); } },
-        { key: "pass_pow_k", label: k > 1 ? "pass^" + k : "pass^k", num: true, sort: function (c) { return c.pass_pow_k; },
-          cell: function (c) { return c.pass_pow_k === undefined ? h("span", { "class": "muted" }, "n/a") : rate(c.pass_pow_k); } },
+        run.pow_k ? { key: "pass_pow_k", label: "pass^" + run.pow_k, num: true, sort: function (c) { return c.pass_pow_k; },
+          cell: function (c) { return c.pass_pow_k === undefined ? h("span", { "class": "muted", title: "one trial: pass^k is pass@1" }, "–") : rate(c.pass_pow_k); } } : null,
         { key: "score", label: "Score", num: true, sort: function (c) { return c.score; },
           cell: function (c) { return c.score === undefined ? h("span", { "class": "muted" }, "–") : rate(c.score); } },
         { key: "cost", label: "Cost", num: true, sort: function (c) { return c.cost_usd; },
           cell: function (c) { return c.cost_usd === undefined ? h("span", { "class": "muted" }, "–") : money(c.cost_usd); } }
-      ]
+      ].filter(Boolean)
     });
     var statuses = [
       { value: "all", label: "All", match: function () { return true; } },
