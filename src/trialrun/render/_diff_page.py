@@ -1,5 +1,6 @@
 """The trajectory diff page of `trialrun view`: one test's trajectory in any trial of one run beside any trial of
-another (or the same) run, aligned turn by turn, the first divergence marked (`_trajdiff.align`).
+another (or the same) run, aligned turn by turn, the first divergence marked (`_trajdiff.align`); below it the files
+each trial left, side by side (`_files`): two trials that took other paths may still have left the same code.
 
 Each side names its own trial, so a flaky failure (trial 2 of 5 failing) can be put beside a passing trial; which
 two are shown first is `_history.diff_pair`'s choice, and the page has the pickers to choose others.
@@ -18,6 +19,7 @@ from ..report._trajdiff import AlignedTurn, TrajectoryDiff, align, steps
 from ..report.results import TrialResult
 from ..trajectory import Turn
 from ._chrome import crumb_case, crumb_run, q, site_nav, when
+from ._files import files_side_by_side
 
 __all__ = ["diff_page", "diff_href", "trial_href"]
 
@@ -120,7 +122,8 @@ def diff_page(name: str, before: RunEntry, ta: int, after: RunEntry, tb: int, *,
     body = (_head("trialrun · trajectory diff", name, meta, "passed" if first is None else "failed")
             + f'<main class="wrap" id="main">{links}<p class="alert {tone}" id="diff-summary">{escape(diff.describe())}</p>'
               f"{picker}{table}"
-              '<details class="panel" id="raw-exchanges"><summary>Raw requests and responses</summary>'
+              + files_side_by_side(one, two, (f"Before (trial {ta})", f"After (trial {tb})"))
+            + '<details class="panel" id="raw-exchanges"><summary>Raw requests and responses</summary>'
               '<p>Each turn\'s raw request and response (scrubbed) is on the trial\'s page: '
               f'<a class="trial-link" href="{escape(trial_href(before.stem, name, ta))}">before</a> · '
               f'<a class="trial-link" href="{escape(trial_href(after.stem, name, tb))}">after</a>.</p></details></main>')
