@@ -8,10 +8,9 @@ every trial makes many of them; pydantic still validates and serialises them whe
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
-if TYPE_CHECKING:
-    from ._util.workspace_diff import WorkspaceDiff
+from ._util.workspace_diff import WorkspaceDiff
 
 __all__ = ["Usage", "ToolCall", "ToolResult", "Turn", "Denial", "Conversation", "Trajectory", "Run", "RunStatus",
            "Outcome", "CallOutcome", "observed_nothing", "killed_text"]

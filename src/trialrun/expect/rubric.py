@@ -257,6 +257,19 @@ def _label(expected_tools: Sequence[str], max_turns: int | None, threshold: floa
     return f"rubric({', '.join(parts)})"
 
 
+def _check_options(formula: str, threshold: float, include_refused: bool, quality_from: Grader | None) -> None:
+    """The rubric's options, checked when it is built (a wrong one fails before anything runs)."""
+    if formula not in RUBRICS:
+        raise ValueError(f"unknown rubric {formula!r}; known: {', '.join(RUBRICS)}")
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 < threshold <= 1:
+        raise ValueError(f"expect.rubric: threshold must be above 0 and at most 1, got {threshold!r} (a pass mark "
+                         "of 0 passes every test whatever the agent does; one over 1 passes none)")
+    flag_arg("rubric", "include_refused", include_refused)
+    if quality_from is not None and not isinstance(quality_from, Grader):
+        raise TypeError(f"expect.rubric: quality_from must be a grader (such as expect.verify(...)), got "
+                        f"{type(quality_from).__name__}")
+
+
 def rubric(
     *,
     expected_tools: Sequence[str] = (),
@@ -274,15 +287,7 @@ def rubric(
     calls too with include_refused=True). `quality_from`: a grader (a test's `expect.verify`) whose verdict is the
     output quality instead of the heuristic or the judge: 0.5 when it passes, 0 when it fails (it runs once a
     trial, however many ask)."""
-    if formula not in RUBRICS:
-        raise ValueError(f"unknown rubric {formula!r}; known: {', '.join(RUBRICS)}")
-    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 < threshold <= 1:
-        raise ValueError(f"expect.rubric: threshold must be above 0 and at most 1, got {threshold!r} (a pass mark "
-                         "of 0 passes every test whatever the agent does; one over 1 passes none)")
-    flag_arg("rubric", "include_refused", include_refused)
-    if quality_from is not None and not isinstance(quality_from, Grader):
-        raise TypeError(f"expect.rubric: quality_from must be a grader (such as expect.verify(...)), got "
-                        f"{type(quality_from).__name__}")
+    _check_options(formula, threshold, include_refused, quality_from)
     label = _label(expected_tools, max_turns, threshold, formula, success_criteria, judge, include_refused,
                    quality_from)
 

@@ -32,6 +32,7 @@ from typing import Any
 
 from ..trajectory import Run
 from ._base import Grader, Verdict, clip, number_label, text_arg
+from .outcome import _flags
 
 __all__ = ["verify", "file_exists", "file_contains", "file_matches", "file_unchanged", "changed_only",
            "VERIFY_TIMEOUT_S", "MAX_READ_BYTES", "verify_of"]
@@ -265,7 +266,7 @@ def file_contains(path: str, text: str, *, max_bytes: int = MAX_READ_BYTES) -> G
     if not text:
         raise ValueError("expect.file_contains: every file contains the empty text, so it could never fail; give the "
                          "text the file must contain")
-    label = f"file_contains({path!r}, {text!r})"
+    label = f"file_contains({path!r}, {text!r}{_bytes(max_bytes)})"
 
     def found(content: str) -> str | None:
         at = content.find(text)
@@ -283,13 +284,19 @@ def file_matches(path: str, regex: str | re.Pattern[str], *, flags: int = 0, max
         except re.error as exc:
             raise ValueError(f"expect.file_matches: {regex!r} is not a regular expression: {exc}") from None
     pattern = regex
-    label = f"file_matches({path!r}, {pattern.pattern!r})"
+    label = f"file_matches({path!r}, {pattern.pattern!r}{_flags(pattern)}{_bytes(max_bytes)})"
 
     def found(content: str) -> str | None:
         hit = pattern.search(content)
         return None if hit is None else f"at line {content.count(chr(10), 0, hit.start()) + 1}: {clip(repr(hit.group(0)), 80)}"
 
     return Grader(label, _file_grader(label, path, found, f"match /{pattern.pattern}/", max_bytes), "outcome")
+
+
+def _bytes(max_bytes: int) -> str:
+    if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1:
+        raise ValueError(f"expect: max_bytes must be a whole number of bytes, 1 or more, got {max_bytes!r}")
+    return "" if max_bytes == MAX_READ_BYTES else f", max_bytes={max_bytes}"
 
 
 def _file_grader(label: str, path: str, found: Any, what: str, max_bytes: int) -> Any:
