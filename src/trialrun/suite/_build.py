@@ -153,8 +153,11 @@ def _task_folders(suite: SuiteFile, tests: list[SuiteTest]) -> dict[str, Path]:
             continue
         folder = (suite.path.parent / test.workspace).resolve()
         if not folder.is_dir():
-            problems.append(f"{_where(suite, test)}, field 'workspace': {test.workspace!r} is not a folder (looked for "
-                            f"{folder})")
+            siblings = [p.name for p in folder.parent.iterdir() if p.is_dir()] if folder.parent.is_dir() else []
+            close = difflib.get_close_matches(folder.name, siblings, n=1)
+            hint = f" (did you mean {str(Path(test.workspace).parent / close[0])!r}?)" if close else ""
+            problems.append(f"{_where(suite, test)}, field 'workspace': {test.workspace!r} is not a folder{hint} "
+                            f"(looked for {folder})")
         folders[test.id] = folder
     if problems:
         raise SuiteError(problems)
