@@ -194,3 +194,22 @@ def test_regrade_judges_the_stored_diff_and_names_the_verifier_it_could_not_run(
     assert fix["file_exists('app.py')"].passed and "by the stored workspace diff" in fix["file_exists('app.py')"].reason
     assert fix["verify('python3 test_app.py')"].details["regrade"] == "kept"
     assert "as the run judged it: not run again" in next(v for k, v in fix.items() if k.startswith("rubric")).reason
+
+
+def test_verify_runs_in_the_sandbox_the_reference_agent_s_commands_run_in(coding: Path, cli, tmp_path: Path) -> None:
+    import os
+
+    from trialrun._contain.sandbox import bwrap_problem
+
+    if bwrap_problem() is not None and not os.environ.get("CI"):
+        pytest.skip(f"bubblewrap: {bwrap_problem()}")
+    host = tmp_path / "on-the-host.txt"  # under /tmp, which the sandbox replaces with an empty one
+    host.write_text("x")
+    config = coding / REFERENCE
+    config.write_text(config.read_text().replace('tools = ["shell"]', 'tools = ["shell"]\nsandbox = "bwrap"'))
+    tests = _suite(coding)
+    tests[2]["expect"]["verify"] = f"test ! -e {host} && /usr/bin/python3 test_hello.py"
+    _write(coding, tests)
+    assert cli("run", "greet", "--config", REFERENCE).exit_code == 0
+    verify = _latest(coding).cases[0].trials[0].verdicts[1]
+    assert verify.passed and "in the sandbox (bwrap)" in verify.reason, verify.reason

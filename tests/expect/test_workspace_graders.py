@@ -70,7 +70,9 @@ def test_a_hung_verifier_costs_its_timeout_and_no_more_and_leaves_nothing_runnin
     [(ok, why)] = _verdicts(trial)
     assert not ok and "did not finish within its timeout of 1.5s and was stopped" in why
     assert trial.verdicts[0].details["timed_out"] is True and trial.verdicts[0].details["killed"]
-    assert 1.5 <= took < 1.5 + 2.0, took  # the timeout, and the kill: not the 600 s it asked for
+    spent = trial.verdicts[0].details["duration_s"]
+    assert 1.5 <= spent < 1.5 + 1.0, spent  # the timeout, and the kill: not the 600 s it asked for
+    assert took < 1.5 + 5.0, took  # the whole trial (a first trial also starts the run's threads)
     alive = [pid for pid in os.listdir("/proc") if pid.isdigit() and marker.encode() in _cmdline(pid)]
     assert alive == []
 
