@@ -1,5 +1,6 @@
 """The files a trial left (its workspace diff, `TrialResult.files`), shown: as text for `trialrun report --files`,
-as HTML for the viewer's trial page, and side by side for the trajectory diff page ("files left").
+as HTML for the viewer's trial page, and side by side for the trajectory diff page ("files left"); the pages show
+nothing of it for trials that had no workdir.
 
 Every text here came from a folder an agent controlled: the HTML escapes all of it (the pages scrub it too), and the
 text form puts it through `printable` (credentials scrubbed, control characters shown, never executed by a
@@ -96,11 +97,11 @@ def _not_examined(diff: WorkspaceDiff) -> str:
 
 
 def files_html(trial: TrialResult) -> str:
-    """The trial page's "Files left" section: what changed, each file's diff (binary and large files named)."""
+    """The trial page's "Files left" section: what changed, each file's diff (binary and large files named); nothing
+    for a trial that had no workdir (most agents that are not coding agents)."""
     diff = trial.files
     if diff is None:
-        return (f'<section class="panel files-left" id="files-left"><h2>Files left</h2><p class="muted">'
-                f"{escape(NO_WORKDIR)}.</p></section>")
+        return ""
     blocks = "".join(_file_block(item, open_=len(diff.files) <= 8) for item in diff.files)
     return (f'<section class="panel files-left" id="files-left"><h2>Files left</h2>'
             f'<p class="files-summary">{escape(diff.summary())}</p>{blocks}{_not_examined(diff)}</section>')
@@ -110,9 +111,8 @@ def files_side_by_side(before: TrialResult, after: TrialResult, labels: tuple[st
     """The diff page's "Files left": every path either trial changed, one row each, the two trials' changes side by
     side, rows where they left the same thing marked so."""
     a, b = before.files, after.files
-    if a is None and b is None:
-        return (f'<section class="panel files-left" id="files-left"><h2>Files left</h2><p class="muted">'
-                f"{escape(NO_WORKDIR)} (either trial).</p></section>")
+    if a is None and b is None:  # neither trial had a workdir: nothing to put side by side
+        return ""
     by_a = {item.path: item for item in (a.files if a else [])}
     by_b = {item.path: item for item in (b.files if b else [])}
     paths = sorted(set(by_a) | set(by_b))
