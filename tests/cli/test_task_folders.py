@@ -213,3 +213,20 @@ def test_verify_runs_in_the_sandbox_the_reference_agent_s_commands_run_in(coding
     assert cli("run", "greet", "--config", REFERENCE).exit_code == 0
     verify = _latest(coding).cases[0].trials[0].verdicts[1]
     assert verify.passed and "in the sandbox (bwrap)" in verify.reason, verify.reason
+
+
+def test_a_link_that_leads_back_into_the_task_folder_is_refused(coding: Path, cli) -> None:
+    """Copied as it is, an absolute link to a file of the task folder would let a trial write to the folder."""
+    import os
+
+    before = _hashes(coding / "tasks")
+    os.symlink(coding / "tasks" / "greet" / "config.json", coding / "tasks" / "greet" / "settings.json")
+    result = cli("run", "all", "--config", REFERENCE)
+    assert result.exit_code == 2
+    assert ("field 'workspace': settings.json is a symbolic link to an absolute path inside the task folder itself"
+            in " ".join(result.output.split()))
+    (coding / "tasks" / "greet" / "settings.json").unlink()
+    os.symlink("config.json", coding / "tasks" / "greet" / "settings.json")  # a relative one stays in the copy
+    assert cli("run", "greet", "--config", REFERENCE).exit_code == 0
+    (coding / "tasks" / "greet" / "settings.json").unlink()
+    assert _hashes(coding / "tasks") == before

@@ -158,10 +158,31 @@ def _task_folders(suite: SuiteFile, tests: list[SuiteTest]) -> dict[str, Path]:
             hint = f" (did you mean {str(Path(test.workspace).parent / close[0])!r}?)" if close else ""
             problems.append(f"{_where(suite, test)}, field 'workspace': {test.workspace!r} is not a folder{hint} "
                             f"(looked for {folder})")
+        elif (link := _link_back(folder)) is not None:
+            problems.append(f"{_where(suite, test)}, field 'workspace': {link} is a symbolic link to an absolute path "
+                            f"inside the task folder itself: a trial's copy would write to the folder through it (make "
+                            "the link relative)")
         folders[test.id] = folder
     if problems:
         raise SuiteError(problems)
     return folders
+
+
+def _link_back(folder: Path) -> str | None:
+    """A symbolic link in the task folder that leads back into it by an absolute path (copied as it is, it would
+    let a trial change the folder itself), as a path relative to the folder; None when there is none."""
+    import os
+
+    real = os.path.realpath(folder)
+    for top, dirs, names in os.walk(folder):
+        for name in dirs + names:
+            path = os.path.join(top, name)
+            if not os.path.islink(path) or not os.path.isabs(os.readlink(path)):
+                continue
+            target = os.path.realpath(path)
+            if target == real or target.startswith(real.rstrip(os.sep) + os.sep):
+                return os.path.relpath(path, folder)
+    return None
 
 
 def workspace_setup(test: SuiteTest, folder: Path | None) -> Callable[[TrialContext], None] | None:
