@@ -183,7 +183,7 @@ def test_regrade_judges_the_stored_diff_and_names_the_verifier_it_could_not_run(
     tests[0]["expect"]["changed_only"] = ["README.md"]  # now app.py is a change it does not allow
     tests[0]["expect"]["file_exists"] = "app.py"
     _write(coding, tests)
-    result = cli("regrade", "--config", REFERENCE)
+    result = cli("regrade", "--config", REFERENCE, "--make-latest")
     assert result.exit_code == 1
     text = " ".join(result.output.split())
     assert "verify('python3 test_app.py'): kept its verdict from" in text

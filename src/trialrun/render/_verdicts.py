@@ -18,7 +18,8 @@ from ._chrome import rate, when_text
 
 __all__ = ["judgement"]
 
-_BY = {"hand": "graded by hand", "judge": "graded by a judge model", "heuristic": "graded by the heuristic"}
+_BY = {"hand": "graded by hand", "judge": "graded by a judge model", "heuristic": "graded by the heuristic",
+       "verify": "from the test's verify command"}
 
 
 def _flags(trial: TrialResult) -> str:
