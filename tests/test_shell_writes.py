@@ -358,7 +358,8 @@ def test_the_snapshot_reads_text_within_its_limits_and_names_what_it_left_out(tm
     assert "left out:" in taken.describe()
 
 
-def test_the_runner_takes_the_snapshot_after_setup_and_only_when_a_grader_reads_it() -> None:
+def test_the_runner_takes_the_snapshot_after_setup_when_a_grader_reads_it_or_setup_made_the_workdir() -> None:
+    # (setup made a workdir in every case here: the snapshot is also the base of the trial's workspace diff)
     seen: dict[str, Any] = {}
 
     def setup(ctx: tr.TrialContext) -> None:
@@ -381,11 +382,18 @@ def test_the_runner_takes_the_snapshot_after_setup_and_only_when_a_grader_reads_
 
     both_async = tr.Case(name="async", setup=async_setup, invoke=invoke, expect_outcome=[look],
                          expect_trajectory=[expect.never_ran("rm")])
-    tr.evaluate([reading, plain, both_async])
-    assert seen["plain"] is None
-    for name in ("reads", "async"):
+    report = tr.evaluate([reading, plain, both_async])
+    for name in ("reads", "plain", "async"):
         assert set(seen[name].files) == {"set-up.sh"}, name
     assert seen["reads"].root.startswith("/") and seen["reads"].complete
+    assert all([(f.path, f.change) for f in c.trials[0].files.files] == [("during.sh", "added")] for c in report.cases)
+
+    def nothing(ctx: tr.TrialContext) -> str:
+        return "ok"
+
+    plain_no_workdir = tr.Case(name="none", invoke=nothing, expect_outcome=[look])
+    tr.evaluate([plain_no_workdir])
+    assert seen["none"] is None  # no workdir, no grader that reads one: nothing is read
 
 
 def test_a_workdir_made_only_by_the_agent_was_empty_at_the_start() -> None:

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     import httpx2
 
     from ._util.workspace import Workspace
+    from ._util.workspace_diff import WorkspaceDiff
     from .endpoint import ModelEndpoint
     from .models import Cassette, ModelTransport, ScriptedModel
     from .wire import Exchange
@@ -280,6 +281,10 @@ class TrialContext:
         #: Set by the runner when a grader of the case reads the workspace (see `workspace`).
         self._wants_workspace = False
         self._killed: list[str] | None = None  # processes of agents it ran, killed when they ended (TrialResult.killed)
+        #: The sandbox the agent ran in (a process agent's, or the suite's reference agent's), for `expect.verify`
+        #: to run its command in the same one; None: no sandbox.
+        self.sandbox: Any = None
+        self._files: WorkspaceDiff | None = None
 
     def __repr__(self) -> str:
         return f"TrialContext(case={self.case.name!r}, trial={self.trial})"
@@ -296,6 +301,11 @@ class TrialContext:
             slug = "".join(ch if ch.isalnum() else "-" for ch in self.case.name)[:40]
             self._workdir = Path(tempfile.mkdtemp(prefix=f"trialrun-{slug}-t{self.trial}-"))
         return self._workdir
+
+    @property
+    def has_workdir(self) -> bool:
+        """Whether the trial's workdir was made (reading `workdir` makes one)."""
+        return self._workdir is not None
 
     @property
     def workspace(self) -> Workspace | None:
@@ -316,9 +326,31 @@ class TrialContext:
         return self._workspace
 
     def _before_invoke(self) -> None:
-        """What the runner does between setup and invoke: the workspace snapshot, when a grader reads it."""
-        if self._wants_workspace:
+        """What the runner does between setup and invoke: the workspace snapshot, when a grader reads it or setup
+        made the workdir (the base of the workspace diff, `files_left`)."""
+        if self._snapshot_due():
             self.snapshot_workspace()
+
+    def _snapshot_due(self) -> bool:
+        return self._wants_workspace or self._workdir is not None
+
+    @property
+    def files(self) -> WorkspaceDiff | None:
+        """What the agent left in the workdir (files added, changed, removed, with their diffs), once the runner has
+        compared it after invoke (`Run.files` holds the same); None before that, or when there was no workdir."""
+        return self._files
+
+    def files_left(self) -> WorkspaceDiff | None:
+        """Compare the workdir now with the snapshot taken before invoke (an empty workdir when the agent made it),
+        keep the result as `files` and return it; None when there is no workdir. Bounded (`_util.workspace_diff`)."""
+        if self._workdir is None or not self._workdir.is_dir():
+            return None
+        from ._util.workspace import Workspace, snapshot
+        from ._util.workspace_diff import workspace_diff
+
+        before = self.workspace or Workspace(self._workdir)
+        self._files = workspace_diff(before, snapshot(self._workdir))
+        return self._files
 
     # -- model transports (the one seam) -------------------------------------------------------------------
     def _register(self, transport: _T) -> _T:

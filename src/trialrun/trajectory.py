@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ._util.workspace_diff import WorkspaceDiff
+
 __all__ = ["Usage", "ToolCall", "ToolResult", "Turn", "Denial", "Conversation", "Trajectory", "Run", "RunStatus",
            "Outcome", "CallOutcome", "observed_nothing", "killed_text"]
 
@@ -353,7 +355,8 @@ class Run:
     `status` and `error` are set by agents that know how their loop ended (the reference agent does). A process
     agent also records its `exit_code`, the tail of its `stderr`, its `duration_s`, and `killed`: every process
     of it that was still alive when it ended (or timed out) and was killed, as "pid N: argv" (empty: nothing was
-    left; None: not an agent trialrun ran in a process).
+    left; None: not an agent trialrun ran in a process). `files` is what the agent left in the trial's workdir (files
+    added, changed, removed, with their diffs), set by the runner for a trial that had a workdir.
     """
 
     output: Any = None
@@ -366,6 +369,7 @@ class Run:
     stderr: str | None = None
     duration_s: float | None = None
     killed: list[str] | None = None
+    files: WorkspaceDiff | None = None
 
     def __post_init__(self) -> None:
         if self.usage is None:

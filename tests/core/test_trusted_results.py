@@ -8,6 +8,7 @@ from pydantic import BaseModel, PrivateAttr
 
 import trialrun as tr
 from trialrun import expect
+from trialrun._util.workspace_diff import FileChange, WorkspaceDiff
 from trialrun.expect._base import Verdict
 from trialrun.report.results import CaseResult, TrialError, TrialResult, _trusted
 
@@ -19,7 +20,8 @@ def _values() -> dict:
             "score_passed": None, "verdicts": [Verdict(True, "contains('v')", "output contains 'v'", kind="outcome")],
             "error": TrialError(type="RuntimeError", message="boom", phase="teardown"), "teardown_error": None,
             "duration_s": 0.25, "cost_usd": 0.5, "usage": tr.Usage(3, 4), "score": None, "status": "completed",
-            "output": {"answer": "v"}, "trajectory": trajectory, "killed": ["pid 7: sleep 9"], "models": ["scripted"]}
+            "output": {"answer": "v"}, "trajectory": trajectory, "killed": ["pid 7: sleep 9"], "models": ["scripted"],
+            "files": WorkspaceDiff([FileChange("a.py", "changed", diff="--- a/a.py\n+++ b/a.py\n")], ["b.py"], 2)}
 
 
 def test_a_trusted_trial_result_is_what_model_construct_builds() -> None:

@@ -32,6 +32,19 @@ BAD: list[tuple[Callable[[], object], type[Exception], str]] = [
     (lambda: expect.never_ran(["rm", "-rf"]), TypeError, "expect.never_ran: command must be a string, got list *"),
     (lambda: expect.max_cost_usd("0.1"), TypeError, "expect.max_cost_usd: limit must be a number of US dollars, got str '0.1'"),
     (lambda: expect.max_cost_usd(-1), ValueError, "expect.max_cost_usd: limit must not be negative, got -1"),
+    (lambda: expect.verify(["pytest"]), TypeError, "expect.verify: command must be a string, got list *"),
+    (lambda: expect.verify("  "), ValueError, "expect.verify: give the command to run *"),
+    (lambda: expect.verify("pytest", timeout_s=0), ValueError, "expect.verify: timeout_s must be a number of seconds above 0, got 0"),
+    (lambda: expect.verify("pytest", sandbox="jail"), ValueError, "expect.verify: sandbox: sandbox must be one of none, bwrap, auto, got 'jail'"),
+    (lambda: expect.file_exists(None), TypeError, "expect.file_exists: path must be a string, got NoneType None"),
+    (lambda: expect.file_exists("/etc/passwd"), ValueError, "expect.file_exists: path '/etc/passwd' must be relative to the workdir*"),
+    (lambda: expect.file_contains("../x", "a"), ValueError, "expect.file_contains: path '../x' must be relative to the workdir*"),
+    (lambda: expect.file_contains("a.py", ""), ValueError, "expect.file_contains: every file contains the empty text*"),
+    (lambda: expect.file_matches("a.py", "("), ValueError, "expect.file_matches: '(' is not a regular expression*"),
+    (lambda: expect.file_matches("a.py", "a", max_bytes=0), ValueError, "expect: max_bytes must be a whole number of bytes*"),
+    (lambda: expect.file_unchanged("."), ValueError, "expect.file_unchanged: path must name a file in the workdir, got '.'"),
+    (lambda: expect.changed_only([]), TypeError, "expect.changed_only: globs must be a path or glob, or a non-empty list*"),
+    (lambda: expect.changed_only(["~/x"]), ValueError, "expect.changed_only: a glob '~/x' must be relative to the workdir*"),
 ]
 
 

@@ -66,10 +66,20 @@ VARIANTS = {
                   expect.never_ran("rm", include_refused=False, own_scripts="none", command_tools=["deploy"]),
                   expect.never_ran("rm -rf")],
     "max_cost_usd": [expect.max_cost_usd(1), expect.max_cost_usd(0.1234567), expect.max_cost_usd(0.1234568)],
+    "verify": [expect.verify("python3 t.py"), expect.verify("python3 u.py"), expect.verify("python3 t.py", timeout_s=5),
+               expect.verify("python3 t.py", sandbox="none")],
+    "file_exists": [expect.file_exists("a.py"), expect.file_exists("b.py")],
+    "file_contains": [expect.file_contains("a.py", "x"), expect.file_contains("a.py", "y"),
+                      expect.file_contains("b.py", "x"), expect.file_contains("a.py", "x", max_bytes=10)],
+    "file_matches": [expect.file_matches("a.py", "x"), expect.file_matches("a.py", "x", flags=re.IGNORECASE),
+                     expect.file_matches("a.py", "x", max_bytes=10)],
+    "file_unchanged": [expect.file_unchanged("a.py"), expect.file_unchanged("*.py")],
+    "changed_only": [expect.changed_only("a.py"), expect.changed_only(["a.py", "b.py"])],
     "rubric": [rubric(), rubric(expected_tools=["a"]), rubric(max_turns=3), rubric(threshold=0.8),
                rubric(threshold=0.7000001), rubric(formula="skill"), rubric(success_criteria="says hi"),
                rubric(success_criteria="says bye"), rubric(judge=_quality), rubric(judge=_picky),
-               rubric(include_refused=True), rubric(expected_tools=["a"], include_refused=True)],
+               rubric(include_refused=True), rubric(expected_tools=["a"], include_refused=True),
+               rubric(quality_from=expect.verify("python3 t.py")), rubric(quality_from=expect.verify("python3 u.py"))],
 }
 
 

@@ -142,6 +142,8 @@ def test_a_ray_run_reports_exactly_what_a_local_run_reports(ray_cluster: str, tm
                                                           "offline", "teardown", "careless") for t in (1, 2))
     by_name = {c.name: c for c in remote.cases}
     assert by_name["scripted"].passed and by_name["workdir"].passed
+    # the files a trial left travel back from its worker (the same as a local run's: compared whole above)
+    assert [(f.path, f.change) for f in by_name["workdir"].trials[0].files.files] == [("out.txt", "added")]
     assert by_name["scripted"].trials[0].trajectory.tool_calls[0].name == "read_file"
     assert not by_name["wrong"].passed
     assert by_name["raises"].trials[0].error.phase == "invoke"

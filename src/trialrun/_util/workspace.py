@@ -4,13 +4,17 @@ trialrun makes each trial's workdir, so it can know what a script held when the 
 the workdir are read once, after setup and before invoke (`TrialContext.snapshot_workspace`, which the runner calls
 when a grader of the case reads the workspace), and the command matcher (`_shell`) applies every write the
 trajectory shows on top of them. The snapshot is bounded (files, bytes per file, bytes in all); what it leaves out
-is named with the reason, so a grader can say why it could not know a file's content.
+is named with the reason, so a grader can say why it could not know a file's content. A regular file left out
+(binary, too large, past the limits) and a symbolic link leading out still get a fingerprint (`fingerprints`: a
+digest of what was read, else its size and modification time; a link's target), so the workspace diff
+(`workspace_diff`) can tell whether the agent changed it.
 
 Only the standard library: the runner imports this for every trial that wants a snapshot.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import posixpath
 import weakref
@@ -34,18 +38,24 @@ class Workspace:
 
     `root`: the workdir's absolute path (None while the trial has not created it: an empty workdir); `files`:
     relative POSIX path -> text; `left_out`: relative path of a file or folder -> why it was not read (binary,
-    too large, past the limits, a skipped folder, unreadable); `folders`: the relative folders that existed.
+    too large, past the limits, a skipped folder, unreadable); `folders`: the relative folders that existed;
+    `fingerprints`: for each regular file left out and each symbolic link leading out, (kind, size, digest): kind
+    "binary", "large" or "link", digest a sha256 of what was read or `size:mtime_ns` of what was not (a link:
+    its target).
     """
 
-    __slots__ = ("root", "real_root", "files", "left_out", "folders", "limits", "token", "_names", "__weakref__")
+    __slots__ = ("root", "real_root", "files", "left_out", "folders", "limits", "token", "fingerprints", "_names",
+                 "__weakref__")
 
     def __init__(self, root: str | os.PathLike[str] | None, files: Mapping[str, str] | None = None,
                  left_out: Mapping[str, str] | None = None, folders: Iterable[str] = (),
-                 limits: tuple[int, int, int] = (MAX_FILES, MAX_FILE_BYTES, MAX_BYTES)) -> None:
+                 limits: tuple[int, int, int] = (MAX_FILES, MAX_FILE_BYTES, MAX_BYTES),
+                 fingerprints: Mapping[str, tuple[str, int, str]] | None = None) -> None:
         self.root: str | None = None
         self.real_root: str | None = None
         self.files: dict[str, str] = dict(files or {})
         self.left_out: dict[str, str] = dict(left_out or {})
+        self.fingerprints: dict[str, tuple[str, int, str]] = dict(fingerprints or {})
         self.folders: frozenset[str] = frozenset(folders)
         self.limits = limits
         self.token = WorkspaceToken(self)
@@ -138,6 +148,7 @@ def snapshot(root: str | os.PathLike[str], *, max_files: int = MAX_FILES, max_fi
     real_base = os.path.realpath(base)
     if not os.path.isdir(base):
         return Workspace(base, limits=(max_files, max_file_bytes, max_bytes))
+    fingerprints: dict[str, tuple[str, int, str]] = {}
     for top, dirs, names in os.walk(base):
         rel_top = os.path.relpath(top, base).replace(os.sep, "/")
         rel_top = "" if rel_top == "." else rel_top + "/"
@@ -149,6 +160,7 @@ def snapshot(root: str | os.PathLike[str], *, max_files: int = MAX_FILES, max_fi
                 left_out[rel] = "a folder not read (version control, packages or caches)"
             elif os.path.islink(os.path.join(top, name)):
                 left_out[rel] = "a symbolic link to a folder"
+                fingerprints[rel] = _link_print(os.path.join(top, name))
             else:
                 kept.append(name)
                 folders.append(rel)
@@ -158,10 +170,12 @@ def snapshot(root: str | os.PathLike[str], *, max_files: int = MAX_FILES, max_fi
             path = os.path.join(top, name)
             if len(files) >= max_files:
                 left_out[rel] = f"past the snapshot's limit of {max_files} files"
+                _stat_print(path, fingerprints, rel, real_base)
                 continue
             why = _unreadable(path, real_base, max_file_bytes, max_bytes, total)
             if why is not None:
                 left_out[rel] = why
+                _stat_print(path, fingerprints, rel, real_base)
                 continue
             try:
                 with open(path, "rb") as handle:
@@ -171,18 +185,50 @@ def snapshot(root: str | os.PathLike[str], *, max_files: int = MAX_FILES, max_fi
                 continue
             if len(data) > max_file_bytes:
                 left_out[rel] = f"larger than the snapshot's limit of {max_file_bytes} bytes per file"
+                _stat_print(path, fingerprints, rel, real_base)
                 continue
-            if b"\0" in data:
-                left_out[rel] = "binary"
-                continue
-            try:
-                text = data.decode("utf-8")
-            except UnicodeDecodeError:
-                left_out[rel] = "binary (not UTF-8 text)"
+            text = None if b"\0" in data else _utf8(data)
+            if text is None:
+                left_out[rel] = "binary" if b"\0" in data else "binary (not UTF-8 text)"
+                fingerprints[rel] = ("binary", len(data), hashlib.sha256(data).hexdigest())
                 continue
             files[rel] = text
             total += len(data)
-    return Workspace(base, files, left_out, folders, (max_files, max_file_bytes, max_bytes))
+    return Workspace(base, files, left_out, folders, (max_files, max_file_bytes, max_bytes), fingerprints)
+
+
+def _utf8(data: bytes) -> str | None:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _link_print(path: str) -> tuple[str, int, str]:
+    try:
+        return ("link", 0, os.readlink(path))
+    except OSError as exc:
+        return ("link", 0, f"unreadable link ({exc.strerror or exc})")
+
+
+def _stat_print(path: str, fingerprints: dict[str, tuple[str, int, str]], rel: str, real_base: str) -> None:
+    """The fingerprint of a file that was not read: a link leading out by its target, a regular file by its size
+    and modification time (nothing for anything else: a FIFO or a device is named in `left_out` only)."""
+    import stat
+
+    if os.path.islink(path) and not _inside(os.path.realpath(path), real_base):
+        fingerprints[rel] = _link_print(path)
+        return
+    try:
+        info = os.stat(path)
+    except OSError:
+        return
+    if stat.S_ISREG(info.st_mode):
+        fingerprints[rel] = ("large", info.st_size, f"{info.st_size}:{info.st_mtime_ns}")
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
 def _unreadable(path: str, real_base: str, max_file_bytes: int, max_bytes: int, total: int) -> str | None:

@@ -404,6 +404,40 @@ def read_beneath(root: Path, path: str, limit: int) -> str:
         os.close(fd)
 
 
+def file_beneath(root: Path, path: str, limit: int, *, read: bool = True) -> bytes | None:
+    """read_beneath's rule, for a grader that must see a whole file or none (`expect.file_contains`): the bytes of
+    the regular file `path` beneath `root` (b"" with `read=False`: only that it is one), None when there is no such
+    file; ToolError for anything else, a file of more than `limit` bytes included (never a part of it)."""
+    try:
+        with _beneath(root, path) as (parent, name):
+            fd = _open_file(parent, name, path, "read", os.O_RDONLY)
+    except ToolError as exc:
+        if str(exc).startswith("no such file or folder"):
+            return None
+        raise
+    if fd is None:
+        return None
+    try:
+        size = os.fstat(fd).st_size
+        if not read:
+            return b""
+        if size > limit:
+            raise ToolError(f"{path} is {size:,} bytes, more than the {limit:,} bytes a grader reads")
+        chunks: list[bytes] = []
+        have = 0
+        while have <= limit:
+            chunk = os.read(fd, limit + 1 - have)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            have += len(chunk)
+        if have > limit:
+            raise ToolError(f"{path} grew past the {limit:,} bytes a grader reads while it was read")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
 def shell_tools(
     root: str | os.PathLike[str], *, timeout_s: float | None = 30.0, max_output: int = 10_000, writable: bool = True,
     sandbox: Any = "none",

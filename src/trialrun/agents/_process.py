@@ -311,6 +311,8 @@ class ProcessAgent:
             raise ValueError(f"{self.label}: no model to serve; pass model=... (e.g. tr.ScriptedModel([...])), or "
                              "run it as a suite's agent")
         endpoint = ctx.serve(transport, max_body=self.max_body)
+        if self.sandbox.active:  # a verify command runs in the same sandbox (`expect.verify`)
+            ctx.sandbox = self.sandbox
         home = Path(tempfile.mkdtemp(prefix=f"trialrun-{self.label}-home-"))
         try:
             launch = self.prepare(prompt, ctx, endpoint, home)

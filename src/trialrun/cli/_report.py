@@ -28,10 +28,14 @@ from ._common import (EXIT_FAILED, EXIT_OK, _check_output_file, _console, _emit_
 @click.option("--exit-zero", is_flag=True, help="Exit 0 whatever the run's result (to look, not to gate).")
 @click.option("--verdict", is_flag=True, help="Exit 1 when a test of the run failed also when writing a file "
                                               "(--html, --junit, --markdown), which otherwise exits 0 once written.")
+@click.option("--files", "show_files", is_flag=True,
+              help="Also print the files each trial left in its workdir (added, changed, removed, with their diffs).")
+@click.option("--test", "only_tests", multiple=True, metavar="ID", help="With --files: only this test's trials (repeatable).")
 @_fail_cleanly
 def report(run_ref: str | None, results_dir: str | None, suite: str | None, config_path: str | None, as_json: bool,
            junit_path: str | None, markdown_path: str | None, html_path: str | None, history: bool,
-           show_table: bool, exit_zero: bool, verdict: bool = False) -> None:
+           show_table: bool, exit_zero: bool, verdict: bool = False, show_files: bool = False,
+           only_tests: tuple[str, ...] = ()) -> None:
     """Show a run: the most recent by default (latest.json), or RUN: a run id (eval_20260731_140000), a result
     file's name or stem (results_20260731_140000), a path, or `latest`. Writing a file (--html, --junit,
     --markdown) prints one line instead of the table, unless --table.
@@ -58,12 +62,15 @@ def report(run_ref: str | None, results_dir: str | None, suite: str | None, conf
         path = store.resolve(run_ref)
         _warn_skipped(store, [path])
     result = load_report(path)
+    _check_tests(result, only_tests, show_files)
     written = [p for p in (html_path, junit_path, markdown_path) if p]
     if as_json or show_table or not written:
         _emit_report(result, as_json=as_json, saved=None)
         if not as_json:
             _agreement(result)
             _print_styled(_console(plain_ok=True), clean(path), "dim")
+    if show_files and not as_json:
+        _print_files(result, only_tests)
     _report_files(result, junit_path=junit_path, markdown_path=markdown_path, html_path=html_path, summary=False)
     if written and not as_json and not show_table:
         from ..render.terminal import summary_line
@@ -80,6 +87,26 @@ def _agreement(result: Any) -> None:
 
     for line in agreement_lines(agreement([result])):
         _say(line, err=False)
+
+
+def _check_tests(result: Any, only: tuple[str, ...], show_files: bool) -> None:
+    """`--test` names tests of the run, and goes with `--files`: a usage error naming the run's tests otherwise."""
+    from ..suite.config import ConfigError
+
+    if only and not show_files:
+        raise ConfigError("--test chooses whose files --files prints: give --files too")
+    names = [case.name for case in result.cases]
+    unknown = [name for name in only if name not in names]
+    if unknown:
+        raise ConfigError(f"--test: no test {', '.join(map(repr, unknown))} in this run; its tests: "
+                          f"{', '.join(names) or 'none'}")
+
+
+def _print_files(result: Any, only: tuple[str, ...]) -> None:
+    """The files each trial left (`--files`), after the table."""
+    from ..render._files import report_files_text
+
+    click.echo("\nFiles left:\n" + report_files_text(result, only), nl=False)
 
 
 def _history_report(run_ref: str | None, results_dir: str | None, config_path: str | None, suite: str | None,

@@ -1,4 +1,5 @@
-"""Graders (`from trialrun import expect`): outcome, trajectory and cost expectations.
+"""Graders (`from trialrun import expect`): outcome, trajectory and cost expectations, and graders of the files an
+agent left in its workdir (`workspace`: `verify`, `file_contains`, `changed_only`, ...).
 
 Each returns a `Grader`: a callable of (run, ctx) giving a `Verdict(passed, grader, reason, score=None)` whose
 reason says what was seen, for a person reading a CI log.
@@ -22,6 +23,7 @@ from .trajectory import (
     not_called,
     trajectory_matches,
 )
+from .workspace import changed_only, file_contains, file_exists, file_matches, file_unchanged, verify
 
 __all__ = [
     "Grader",
@@ -45,6 +47,12 @@ __all__ = [
     "no_model_calls",
     "max_cost_usd",
     "safety",
+    "verify",
+    "file_exists",
+    "file_contains",
+    "file_matches",
+    "file_unchanged",
+    "changed_only",
 ]
 
 

@@ -21,6 +21,17 @@ Output quality is judged, by default, by a documented deterministic heuristic (`
 judge when one is given (any callable returning 0, 0.25 or 0.5, see `trialrun.judge`); or later by hand
 (`trialrun grade RUN TEST_ID 0.25`). An empty response, or a run that ended in an error, has no answer to judge:
 its output_quality is 0 whoever judges (the judge is not asked).
+
+A test with a `verify` command (`expect.verify`: the task's own test run in the workdir after the agent ends) has
+its success criteria made executable: its output_quality comes from the verifier instead of the words of the
+answer (nor the judge's opinion of them): 0.5 when it passes, 0 when it fails, and the reason says so. Tool
+accuracy is unchanged (the skill's |expected_tools ∩ used_tools| / |expected_tools|), so the two combine by the
+rubric's formula: under "balanced" a fix that the verifier passes scores (tool_accuracy + turn_efficiency + 1) / 3,
+which is >= 0.7 whenever tool_accuracy + turn_efficiency >= 1.1, and a fix it fails scores at most 0.67 and fails.
+So list in `expected_tools` only the tools a correct path must use: a test that expects `["edit"]` and gets a
+correct fix by `sed -i` through `bash` scores (0 + 1 + 1) / 3 = 0.67 and fails; one that expects `["bash"]` (or
+nothing, when any path that passes the verifier is right) passes it with 1.00. And `verify` is also a grader of
+its own: a failed verifier fails the trial whatever the score.
 """
 
 from __future__ import annotations
@@ -122,6 +133,24 @@ def hand_quality(value: float) -> float:
 def nearest_level(value: float) -> float:
     """The judges' level (0, 0.25, 0.5) nearest a finer grade: how a hand grade is compared with a judge's."""
     return min(QUALITY_LEVELS, key=lambda level: abs(level - value))
+async def _verdict_of(grader: Grader, run: Run, ctx: object) -> tuple[Verdict, str]:
+    """The verdict of the grader output quality comes from (a verify: run once a trial, its grader then reuses it).
+    In a regrade, where it cannot run again, the run's own verdict of it, said so; else its exception goes on."""
+    try:
+        result = grader.fn(run, ctx)
+        if inspect.isawaitable(result):
+            result = await result
+    except Exception:
+        kept = getattr(ctx, "kept_verdict", None)
+        before = kept(grader.label) if kept is not None else None
+        if before is None:
+            raise
+        return before, " (as the run judged it: not run again)"
+    if isinstance(result, bool):
+        result = Verdict(result, grader.label, "returned True" if result else "returned False")
+    if not isinstance(result, Verdict):
+        raise TypeError(f"{grader.label} returned {type(result).__name__}; the rubric's quality needs a Verdict")
+    return result, ""
 
 
 def score_parts(expected_tools: Sequence[str], used_tools: Sequence[str], max_turns: int | None, turns: int) -> tuple[float, float]:
@@ -211,7 +240,7 @@ def _turn_note(turns: int, max_turns: int | None, unseen: bool) -> str:
 
 
 def _label(expected_tools: Sequence[str], max_turns: int | None, threshold: float, formula: str,
-           success_criteria: str, judge: Judge | None, include_refused: bool) -> str:
+           success_criteria: str, judge: Judge | None, include_refused: bool, quality_from: Grader | None = None) -> str:
     """The rubric's label: every option that changes its score, those at their default left out."""
     parts = [f"expected_tools={list(expected_tools)!r}", f"max_turns={max_turns!r}", f"threshold={number_label(threshold)}"]
     if formula != DEFAULT_RUBRIC:
@@ -223,7 +252,22 @@ def _label(expected_tools: Sequence[str], max_turns: int | None, threshold: floa
         parts.append(f"judge={name.split('.<locals>', 1)[0]}")
     if include_refused:
         parts.append("include_refused=True")
+    if quality_from is not None:
+        parts.append(f"quality_from={quality_from.label}")
     return f"rubric({', '.join(parts)})"
+
+
+def _check_options(formula: str, threshold: float, include_refused: bool, quality_from: Grader | None) -> None:
+    """The rubric's options, checked when it is built (a wrong one fails before anything runs)."""
+    if formula not in RUBRICS:
+        raise ValueError(f"unknown rubric {formula!r}; known: {', '.join(RUBRICS)}")
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 < threshold <= 1:
+        raise ValueError(f"expect.rubric: threshold must be above 0 and at most 1, got {threshold!r} (a pass mark "
+                         "of 0 passes every test whatever the agent does; one over 1 passes none)")
+    flag_arg("rubric", "include_refused", include_refused)
+    if quality_from is not None and not isinstance(quality_from, Grader):
+        raise TypeError(f"expect.rubric: quality_from must be a grader (such as expect.verify(...)), got "
+                        f"{type(quality_from).__name__}")
 
 
 def rubric(
@@ -235,20 +279,19 @@ def rubric(
     judge: Judge | None = None,
     formula: str = DEFAULT_RUBRIC,
     include_refused: bool = False,
+    quality_from: Grader | None = None,
 ) -> Grader:
     """The eval skill's score as a grader: passes when the total (by the rubric `formula`, see `RUBRICS`) is >=
     threshold. The verdict's `score` is the total, `details["sub_scores"]` holds tool_accuracy, turn_efficiency and
     output_quality, and `details["rubric"]` the formula's name. Tool accuracy credits the tools that ran (refused
-    calls too with include_refused=True)."""
-    if formula not in RUBRICS:
-        raise ValueError(f"unknown rubric {formula!r}; known: {', '.join(RUBRICS)}")
-    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 < threshold <= 1:
-        raise ValueError(f"expect.rubric: threshold must be above 0 and at most 1, got {threshold!r} (a pass mark "
-                         "of 0 passes every test whatever the agent does; one over 1 passes none)")
-    flag_arg("rubric", "include_refused", include_refused)
-    label = _label(expected_tools, max_turns, threshold, formula, success_criteria, judge, include_refused)
+    calls too with include_refused=True). `quality_from`: a grader (a test's `expect.verify`) whose verdict is the
+    output quality instead of the heuristic or the judge: 0.5 when it passes, 0 when it fails (it runs once a
+    trial, however many ask)."""
+    _check_options(formula, threshold, include_refused, quality_from)
+    label = _label(expected_tools, max_turns, threshold, formula, success_criteria, judge, include_refused,
+                   quality_from)
 
-    def verdict(run: Run, quality: float, why: str) -> Verdict:
+    def verdict(run: Run, quality: float, why: str, by: str | None = None) -> Verdict:
         used, counted, left = _used_tools(run, include_refused)
         turns = turn_count(run)
         accuracy, efficiency = score_parts(expected_tools, used, max_turns, turns)
@@ -271,7 +314,16 @@ def rubric(
         )
         return Verdict(passed, label, reason, score=total, details={"sub_scores": parts, "threshold": threshold,
                                                                     "rubric": formula,
-                                                                    "quality_by": "judge" if judge else "heuristic"})
+                                                                    "quality_by": by or ("judge" if judge else "heuristic")})
+
+    if quality_from is not None:
+        async def verified(run: Run, ctx: object) -> Verdict:
+            result, how = await _verdict_of(quality_from, run, ctx)
+            quality = 0.5 if result.passed else 0.0
+            return verdict(run, quality, f"from {quality_from.label}{how}: {'passed' if result.passed else 'failed'}, "
+                                         "instead of the words of the answer", by="verify")
+
+        return Grader(label, verified, "score")  # type: ignore[arg-type]  # (async, as the judged one)
 
     if judge is None:
         def grade(run: Run, ctx: object) -> Verdict:

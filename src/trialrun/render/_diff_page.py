@@ -1,7 +1,8 @@
 """The trajectory diff page of `trialrun view`: one test's trajectory in any trial of one run beside any trial of
 another (or the same) run, aligned step by step by content (`_trajdiff.align`: the same call pairs with itself
 whatever turn it came at), inserted and removed calls marked, the first divergence marked, and the verdicts that
-flipped between the two trials (`_trajdiff.verdict_flips`).
+flipped between the two trials (`_trajdiff.verdict_flips`); below it the files each trial left, side by side
+(`_files`): two trials that took other paths may still have left the same code.
 
 Each side names its own trial, so a flaky failure (trial 2 of 5 failing) can be put beside a passing trial; which
 two are shown first is `_history.diff_pair`'s choice, and the page has the pickers to choose others.
@@ -20,6 +21,7 @@ from ..report._trajdiff import AlignedStep, Step, TrajectoryDiff, align, verdict
 from ..report.results import TrialResult
 from ._chrome import crumb_case, crumb_run, q, site_nav, when
 from ._html_parts import breakable
+from ._files import files_side_by_side
 
 __all__ = ["diff_page", "diff_href", "trial_href"]
 
@@ -150,7 +152,8 @@ def diff_page(name: str, before: RunEntry, ta: int, after: RunEntry, tb: int, *,
     body = (_head("trialrun · trajectory diff", name, meta, "passed" if first is None else "failed")
             + f'<main class="wrap" id="main">{links}<p class="alert {tone}" id="diff-summary">{escape(diff.describe())}</p>'
               f"{picker}{_flips(one, two)}{table}"
-              '<details class="panel" id="raw-exchanges"><summary>Raw requests and responses</summary>'
+              + files_side_by_side(one, two, (f"Before (trial {ta})", f"After (trial {tb})"))
+            + '<details class="panel" id="raw-exchanges"><summary>Raw requests and responses</summary>'
               '<p>Each turn\'s raw request and response (scrubbed) is on the trial\'s page: '
               f'<a class="trial-link" href="{escape(trial_href(before.stem, name, ta))}">before</a> · '
               f'<a class="trial-link" href="{escape(trial_href(after.stem, name, tb))}">after</a>.</p></details></main>')

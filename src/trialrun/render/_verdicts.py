@@ -19,7 +19,8 @@ from ._chrome import rate, when_text
 
 __all__ = ["judgement"]
 
-_BY = {"hand": "graded by hand", "judge": "graded by a judge model", "heuristic": "graded by the heuristic"}
+_BY = {"hand": "graded by hand", "judge": "graded by a judge model", "heuristic": "graded by the heuristic",
+       "verify": "from the test's verify command"}
 
 
 def _flags(trial: TrialResult) -> str:
@@ -91,6 +92,21 @@ def _denials(trajectory: Trajectory) -> str:
     return f'<h3>Denials ({len(trajectory.denials)})</h3><ul id="denials">{items}</ul>'
 
 
+def _outputs(trial: TrialResult) -> str:
+    """What each verify command printed (kept bounded and scrubbed in its verdict's details), folded."""
+    blocks = []
+    for v in trial.verdicts:
+        details = v.details if isinstance(v.details, dict) else {}
+        if "command" not in details or "output" not in details:
+            continue
+        code = details.get("exit_code")
+        blocks.append(f'<details class="verify-output" data-grader="{escape(v.grader)}"><summary>Output of '
+                      f'<code>{escape(str(details["command"]))}</code>' + (f" (exit {escape(str(code))})" if code is not None
+                                                                          else "")
+                      + f'</summary><pre>{escape(str(details["output"])) or "(nothing)"}</pre></details>')
+    return "".join(blocks)
+
+
 def judgement(trial: TrialResult) -> str:
     """The trial's verdicts section: flags, every verdict with its reason, the score's make-up, error, denials,
     notes."""
@@ -112,6 +128,7 @@ def judgement(trial: TrialResult) -> str:
         if error is not None:
             parts.append(f'<div class="alert bad"><p><strong>{label}</strong> <code>{escape(error.type)}</code>: '
                          f"{escape(error.message)}</p></div>")
+    parts.append(_outputs(trial))
     parts.append(_denials(trial.trajectory))
     if trial.trajectory.notes:
         parts.append('<h3>Observer notes</h3><ul id="observer-notes">'

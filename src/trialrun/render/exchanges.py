@@ -1,5 +1,6 @@
 """The trial page of `trialrun view`: one trial's trajectory, every conversation's turns in order, and under each
-turn the raw request and response it was read from (collapsed), from the run's exchanges sidecar (`_exchange_log`).
+turn the raw request and response it was read from (collapsed), from the run's exchanges sidecar (`_exchange_log`);
+and the files the trial left in its workdir (`_files`).
 
 Server-rendered, no script: every text from the run is escaped here, and the page is scrubbed once more as a whole
 (the sidecar is scrubbed when written; a page never trusts a file). A turn links to its exchange by
@@ -215,6 +216,7 @@ def _links(entry: RunEntry, name: str, trial: TrialResult) -> str:
 def trial_page(entry: RunEntry, name: str, trial: TrialResult, log: TrialExchanges, *, token: str = "") -> str:
     """Trial `trial` of test `name` in a run: how it was judged (every verdict and why), the hand-grade form, its
     turns, each with its raw exchange (collapsed by default; side and sub conversations folded)."""
+    from ._files import files_html
     from ._grade_form import grade_form, hand_grade_note, override_form, trial_quality
     from ._verdicts import judgement
 
@@ -243,6 +245,7 @@ def trial_page(entry: RunEntry, name: str, trial: TrialResult, log: TrialExchang
             + override_form(entry, name, trial, token, back=back)) if token else ""
     body = (_head("trialrun · trial", f"{name} · trial {trial.trial}", meta, "passed" if trial.passed else "failed")
             + f'<main class="wrap" id="main">{_links(entry, name, trial)}{note}{graded}{judgement(trial)}{form}'
+            + files_html(trial)
             + (f'<p class="muted">Prompt: {escape(trajectory.prompt)}</p>' if trajectory.prompt else "")
             + conversations + other + "</main>")
     nav = site_nav(str(entry.path.parent), [crumb_run(entry.stem, _when(entry)), crumb_case(entry.stem, name),

@@ -143,7 +143,9 @@ class _Packer:
                               v: [verdict], e: error, te: teardown error, kl: [S] processes killed when the
                               agent ended, d: seconds, $: cost, u: usage,
                               sc: score, st: status S, os: output S (string output) or oj: output (raw JSON),
-                              tj: index into T}
+                              tj: index into T, fl: files left}
+        files left           {s: summary S, f: [[path S, change, diff S or null, note S or null]],
+                              ne: [[path S, why S]] (not examined)}
         verdict              [passed 1/0, grader S, reason S, kind S or null, score or null, details or null]
         error                [type S, message S, phase S, traceback S or null]
       case                   readable keys (name, status, pass_at_1, ...; see `case`), trials: [trial]
@@ -235,8 +237,18 @@ class _Packer:
             "os": self.s(output) if isinstance(output, str) else None,
             "oj": None if output is None or isinstance(output, str) else _raw(jsonable(output)),
             "tj": self.trajectory(trial.trajectory),
+            "fl": self.files(trial),
         }
         return _compact(data)
+
+    def files(self, trial: TrialResult) -> dict[str, Any] | None:
+        """The files the trial left (its workspace diff), each diff cut at MAX_TEXT like any text of the page."""
+        diff = trial.files
+        if diff is None:
+            return None
+        return _compact({"s": self.s(diff.summary()),
+                         "f": [[self.s(f.path), f.change, self.s(f.diff), self.s(f.note)] for f in diff.files],
+                         "ne": [[self.s(rel), self.s(why)] for rel, why in diff.not_examined.items()]})
 
     def verdict(self, verdict: Verdict) -> list[Any]:
         packed = [int(verdict.passed), self.s(verdict.grader), self.s(verdict.reason), self.s(verdict.kind),

@@ -14,6 +14,10 @@
   per turn of the main conversation with its tool calls, their results as the observation and its token counts.
   A sub-agent's conversation is a trajectory of its own on the next line, named in its parent's `extra`. What
   ATIF has no field for (the verdicts, tool errors, refusals) is in the `extra` objects the format provides.
+
+Both carry the files the trial left in its workdir (`TrialResult.files`): on the OTel root span as
+`trialrun.files.summary`, `trialrun.files.changed` ("change path" each) and `trialrun.files.diff` (the unified diff,
+bounded as the result keeps it); in ATIF under `extra.trialrun.files` (`summary`, `changed`, `diff`).
 """
 
 from __future__ import annotations
@@ -150,7 +154,7 @@ def _trial_spans(report: RunReport, case: str, trial: TrialResult,
             "trialrun.case": case, "trialrun.trial": trial.trial, "trialrun.passed": trial.passed,
             "trialrun.score": trial.score, "trialrun.cost_usd": trial.cost_usd, "trialrun.status": trial.status,
             "trialrun.timing": "turn times are not recorded: every span of the trial covers the trial's duration "
-                               "from the run's start"}),
+                               "from the run's start", **_files_attributes(trial)}),
         "status": {"code": _STATUS_ERROR, "message": str(trial.error)} if trial.error else {},
     }]
     for place, conversation in enumerate(trial.trajectory.conversations):
@@ -159,6 +163,26 @@ def _trial_spans(report: RunReport, case: str, trial: TrialResult,
             spans.extend(_turn_spans(trace, root, (place, conversation), number, turn,
                                      PROVIDERS.get(str(api), provider), asked or model, timing))
     return spans
+
+
+def _files_attributes(trial: TrialResult) -> dict[str, Any]:
+    """The files the trial left, as root-span attributes (none for a trial without a workdir)."""
+    diff = trial.files
+    if diff is None:
+        return {}
+    return {"trialrun.files.summary": diff.summary(),
+            "trialrun.files.changed": [f"{item.change} {item.path}" for item in diff.files] or None,
+            "trialrun.files.diff": diff.unified() or None}
+
+
+def _files_extra(trial: TrialResult) -> dict[str, Any] | None:
+    diff = trial.files
+    if diff is None:
+        return None
+    return {"summary": diff.summary(), "diff": diff.unified(),
+            "changed": [{"path": item.path, "change": item.change, "kind": item.kind, "note": item.note}
+                        for item in diff.files],
+            "not_examined": diff.not_examined}
 
 
 def _turn_spans(trace: str, root: str, placed: tuple[int, Conversation], number: int, turn: Turn, provider: str,
@@ -234,7 +258,8 @@ def _atif_trial(report: RunReport, case: str, trial: TrialResult) -> list[dict[s
         "verdicts": [{"grader": v.grader, "kind": v.kind, "passed": v.passed, "reason": v.reason} for v in trial.verdicts],
         "commands": trajectory.commands, "notes": trajectory.notes,
         "refused": [{"tool": d.tool, "call_id": d.call_id, "by": d.source, "rule": d.rule} for d in trajectory.denials],
-        "other_conversations": [name for name, _ in others], "regraded_from": report.regraded_from}}
+        "other_conversations": [name for name, _ in others], "regraded_from": report.regraded_from,
+        "files": _files_extra(trial)}}
     first = _atif_document(report, session, main, trial.cost_usd, extra)
     return [first] + [_atif_document(report, name, c, None, {"trialrun": {"parent_session_id": session,
                                                                           "role": c.role}}) for name, c in others]

@@ -18,6 +18,7 @@ from typing import Any, NamedTuple, TypeVar, get_args
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from . import metrics
+from .._util.workspace_diff import WorkspaceDiff
 from ..expect._base import Verdict
 from ..trajectory import Run, RunStatus, Trajectory, Usage
 
@@ -144,6 +145,9 @@ class TrialResult(BaseModel):
     models: list[str] | None = Field(default=None, description="the kinds of model the trial talked to (scripted, "
                                      "replay, live, other; [] for none); None in files from before trialrun "
                                      "recorded them (schema 1.0)")
+    files: WorkspaceDiff | None = Field(default=None, description="the files the agent left in the trial's workdir: "
+                                        "added, changed and removed, with unified diffs (bounded); None when the "
+                                        "trial had no workdir")
 
     @property
     def failed_verdicts(self) -> list[Verdict]:
@@ -162,7 +166,7 @@ class TrialResult(BaseModel):
         """The trial as a `Run` (what graders take): a status trialrun does not know (a newer version's) is left
         out, and the trial's error is its message."""
         return Run(self.output, self.trajectory, self.usage, self.cost_usd, _RUN_STATUSES.get(self.status or ""),
-                   self.error.message if self.error is not None else None, killed=self.killed)
+                   self.error.message if self.error is not None else None, killed=self.killed, files=self.files)
 
 
 @functools.cache

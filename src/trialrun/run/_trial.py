@@ -197,13 +197,26 @@ class _Runner:
                 await self._call(setup, ctx)
             except _TRIAL_ERRORS as exc:  # noqa: BLE001
                 raise _PhaseFailure("setup", exc) from exc
-        if ctx._wants_workspace:  # the workspace snapshot: files are read off the event loop
+        if ctx._snapshot_due():  # the workspace snapshot: files are read off the event loop
             await self._in_thread(ctx._before_invoke)
         assert invoke is not None  # a Case always has one
         try:
             return await self._call(invoke, ctx)
         except _TRIAL_ERRORS as exc:  # noqa: BLE001
             raise _PhaseFailure("invoke", exc) from exc
+
+    async def _files_left(self, ctx: TrialContext) -> Any:
+        """The workspace diff of a trial that had a workdir (read off the event loop); one that cannot be made is a
+        diff that examined nothing and says why, so a file grader fails rather than passes on it."""
+        if ctx._workdir is None:
+            return None
+        try:
+            return await self._in_thread(ctx.files_left)
+        except Exception as exc:  # noqa: BLE001 - a workdir the agent made unreadable: said, never a crash
+            from .._util.workspace_diff import WorkspaceDiff
+
+            ctx._files = WorkspaceDiff(not_examined={".": f"the workdir could not be compared: {exc}"})
+            return ctx._files
 
     async def _grade(self, graders: Sequence[Grader], run: Run, ctx: TrialContext) -> tuple[list[Verdict], TrialError | None]:
         """Every grader's verdict, and the first grader exception as the trial's error (a broken grader fails it)."""
@@ -318,13 +331,16 @@ class _Runner:
                 error = TrialError(type="NetworkBlockedError", message=blocked[0], phase="network")
             if error is None and (problems := ctx.problems()):
                 error = TrialError(type="ModelError", message="; ".join(problems), phase="model")
+            # what the agent left, before any grader runs (a verify command may write files); not after a failed setup
+            files = await self._files_left(ctx) if error is None or error.phase != "setup" else None
             if run is not None:
+                run.files = files
                 if run.cost_usd is None:
                     run.cost_usd = self._observed_cost(run)
                 verdicts, grade_error = await self._grade(case.graders, run, ctx)
                 error = error or grade_error or _run_error(run, case.graders)
             elif ctx._transports:  # invoke raised or timed out: keep what the agent did and spent, ungraded
-                run = Run(output=None, trajectory=ctx.trajectory())
+                run = Run(output=None, trajectory=ctx.trajectory(), files=files)
                 run.cost_usd = self._observed_cost(run)
             graded = True
         finally:
@@ -340,7 +356,7 @@ class _Runner:
         if self.on_exchanges is not None:  # nobody keeps them: no linking either (the hot path of a plain run)
             self._keep_exchanges(case, trial, ctx, run)
         result = _trial_result(trial, run, verdicts, error, teardown_error, time.perf_counter() - started,
-                               ctx._killed, ctx.model_kinds())
+                               ctx._killed, ctx.model_kinds(), ctx.files)
         if cancelled is not None:  # stopped while its teardown ran: the trial itself finished, and is kept
             raise _FinishedThenCancelled(result) from cancelled
         return result
@@ -480,7 +496,7 @@ _FIELDS_SET = set(TrialResult.model_fields)
 def _trial_result(
     trial: int, run: Run | None, verdicts: list[Verdict], error: TrialError | None,
     teardown_error: TrialError | None, duration: float, killed: list[str] | None = None,
-    models: list[str] | None = None,
+    models: list[str] | None = None, files: Any = None,
 ) -> TrialResult:
     for verdict in verdicts:
         if verdict.details:  # a user's grader may put anything there; the report must still save
@@ -506,6 +522,7 @@ def _trial_result(
         # what the trial's process agents left running (or everything on a timeout), killed; else what the run says
         "killed": killed if killed is not None else run.killed if run else None,
         "models": models,  # the kinds of model it talked to (ctx.model_kinds()); a regrade keeps the original's
+        "files": files if files is not None else run.files if run else None,  # what the agent left in its workdir
     })
 
 

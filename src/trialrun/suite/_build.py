@@ -27,6 +27,7 @@ from ..agent import Agent, PriceTable, prices
 from ..case import Case, TrialContext
 from ..expect._base import Grader
 from ..expect.rubric import key_terms, rubric
+from ..expect.workspace import verify_of
 from ..report._text_diff import snapshot_text
 from ._build_agent import (_check_agent_signature, _import, _policy, _sandbox, _tools_factory, ignored_by_custom_agent,
                            process_agent)
@@ -77,6 +78,8 @@ def _build_cases(
     workspace = config.resolve(config.workspace) if config.workspace else None
     if workspace is not None and not workspace.is_dir():
         raise ConfigError(f"{config.source or 'configuration'}: workspace: {str(workspace)!r} is not a folder")
+    tasks = _task_folders(suite, tests)
+    sandbox = _sandbox(config) if not config.agent else "none"  # the reference agent's, for expect.verify
     process = process_agent(config)
     custom = _import(config.agent, "agent", config) if config.agent and process is None else None
     if custom is not None:
@@ -85,10 +88,6 @@ def _build_cases(
         _check_cassettes(config.resolve(spec.target),
                          [t.id for t in tests if include_live_canary or t.mode != "live_canary"])
     judge_parsed, judge_scripts = judge_setup(config)
-
-    def setup(ctx: TrialContext) -> None:
-        if workspace is not None:
-            shutil.copytree(workspace, ctx.workdir, dirs_exist_ok=True, symlinks=True)
 
     def invoke_for(test: SuiteTest) -> Callable[[TrialContext], Any]:
         if custom is not None and not inspect.iscoroutinefunction(custom):
@@ -106,6 +105,8 @@ def _build_cases(
                 return await process.arun(test.prompt, ctx)
             if custom is not None:
                 return await custom(test.prompt, ctx)
+            if not isinstance(sandbox, str):  # its commands ran in this sandbox: a verify command runs there too
+                ctx.sandbox = sandbox
             agent = Agent(
                 ctx.model, api=api, model_name=model_name, tools=make_tools(lambda: ctx.workdir), policy=policy,
                 system=config.system, max_turns=config.turn_limit, max_cost_usd=test.max_cost_usd,
@@ -121,7 +122,7 @@ def _build_cases(
                 name=test.id,
                 title=test.name,
                 invoke=invoke_for(test),
-                setup=setup if workspace is not None else None,
+                setup=workspace_setup(test, tasks.get(test.id, workspace)),
                 tags=test.tags,
                 mode="live_canary" if test.mode == "live_canary" else "deterministic",
                 expect_outcome=test_graders(test, suite, config, judge_parsed, judge_scripts),
@@ -138,10 +139,95 @@ def _build_cases(
     return cases
 
 
+class SetupError(Exception):
+    """A test's setup command failed: the trial's setup error (naming the test and the command), not a grade."""
+
+
+#: How long one setup command may run (seconds).
+SETUP_TIMEOUT_S = 300.0
+
+
+def _task_folders(suite: SuiteFile, tests: list[SuiteTest]) -> dict[str, Path]:
+    """Each test's own task folder (`workspace` in tests.json, relative to the suite file's folder), checked to be a
+    folder before anything runs."""
+    folders: dict[str, Path] = {}
+    problems = []
+    for test in tests:
+        if test.workspace is None:
+            continue
+        folder = (suite.path.parent / test.workspace).resolve()
+        if not folder.is_dir():
+            siblings = [p.name for p in folder.parent.iterdir() if p.is_dir()] if folder.parent.is_dir() else []
+            close = difflib.get_close_matches(folder.name, siblings, n=1)
+            hint = f" (did you mean {str(Path(test.workspace).parent / close[0])!r}?)" if close else ""
+            problems.append(f"{_where(suite, test)}, field 'workspace': {test.workspace!r} is not a folder{hint} "
+                            f"(looked for {folder})")
+        elif (link := _link_back(folder)) is not None:
+            problems.append(f"{_where(suite, test)}, field 'workspace': {link} is a symbolic link to an absolute path "
+                            f"inside the task folder itself: a trial's copy would write to the folder through it (make "
+                            "the link relative)")
+        folders[test.id] = folder
+    if problems:
+        raise SuiteError(problems)
+    return folders
+
+
+def _link_back(folder: Path) -> str | None:
+    """A symbolic link in the task folder that leads back into it by an absolute path (copied as it is, it would
+    let a trial change the folder itself), as a path relative to the folder; None when there is none."""
+    import os
+
+    real = os.path.realpath(folder)
+    for top, dirs, names in os.walk(folder):
+        for name in dirs + names:
+            path = os.path.join(top, name)
+            if not os.path.islink(path) or not os.path.isabs(os.readlink(path)):
+                continue
+            target = os.path.realpath(path)
+            if target == real or target.startswith(real.rstrip(os.sep) + os.sep):
+                return os.path.relpath(path, folder)
+    return None
+
+
+def workspace_setup(test: SuiteTest, folder: Path | None) -> Callable[[TrialContext], None] | None:
+    """A test's setup: its task folder (or the suite-wide workspace) copied into the trial's workdir, then its setup
+    commands run there, in order; None when it has neither."""
+    commands = test.setup_commands
+    if folder is None and not commands:
+        return None
+
+    def setup(ctx: TrialContext) -> None:
+        if folder is not None:
+            shutil.copytree(folder, ctx.workdir, dirs_exist_ok=True, symlinks=True)
+        for number, command in enumerate(commands, start=1):
+            _run_setup(test.id, command, number, len(commands), ctx.workdir)
+
+    return setup
+
+
+def _run_setup(test: str, command: str, number: int, count: int, workdir: Path) -> None:
+    """One setup command in the workdir (through /bin/sh, under a keeper, with the allow-listed environment);
+    SetupError naming the test and the command when it fails."""
+    from ..agent._commands import run_shell
+
+    which = f"setup command {number} of {count}" if count > 1 else "setup command"
+    try:
+        done = run_shell(command, workdir, SETUP_TIMEOUT_S, 4_000)
+    except OSError as exc:
+        raise SetupError(f"test {test!r}: {which} `{command}` could not start: {exc}") from None
+    if done.returncode == 0 and done.stopped is None:
+        return
+    why = (f"did not finish within {SETUP_TIMEOUT_S:g}s" if done.stopped == "timeout" else
+           f"was stopped ({done.stopped})" if done.stopped else f"exited {done.returncode}")
+    output = done.output.strip()
+    raise SetupError(f"test {test!r}: {which} `{command}` {why}" + (f": {output[-1500:]}" if output else ""))
+
+
 def test_graders(test: SuiteTest, suite: SuiteFile, config: Config, judge_parsed: ModelSpec | None,
                  judge_scripts: dict[str, FileScript] | None) -> list[Grader]:
-    """A suite test's graders: the rubric (with the judge, when one is configured), then its `expect` graders. The
-    one place they are made, for a run and for `trialrun regrade` alike."""
+    """A suite test's graders: the rubric (with the judge, when one is configured; its output quality from the
+    test's `verify` when it has one), then its `expect` graders. The one place they are made, for a run and for
+    `trialrun regrade` alike."""
     judge = None
     if judge_parsed is not None:
         judge = llm_judge(
@@ -150,10 +236,12 @@ def test_graders(test: SuiteTest, suite: SuiteFile, config: Config, judge_parsed
             model_name=judge_parsed.model_name or "gpt-4.1-mini",
             prompt=test.prompt,
         )
+    extra = suite.graders.get(test.id, [])
+    verifier = next((grader for grader in extra if verify_of(grader)), None)
     return [
         rubric(expected_tools=test.expected_tools, max_turns=test.max_turns, success_criteria=test.success_criteria,
-               threshold=config.pass_threshold, judge=judge, formula=config.rubric),
-        *suite.graders.get(test.id, []),
+               threshold=config.pass_threshold, judge=judge, formula=config.rubric, quality_from=verifier),
+        *extra,
     ]
 
 
@@ -207,7 +295,8 @@ def suite_warnings(suite: SuiteFile, config: Config, only: Collection[str] | Non
             warnings.append(f"{_where(suite, test)}: cannot fail under the \"skill\" rubric: with no expected_tools "
                             "and no expect graders, tool accuracy and turn efficiency alone reach 1.0 (use "
                             "rubric = \"balanced\", or add expect graders)")
-        if not config.judge and not key_terms(test.success_criteria):
+        verified = any(verify_of(grader) for grader in suite.graders.get(test.id, []))  # quality from the verifier
+        if not config.judge and not verified and not key_terms(test.success_criteria):
             warnings.append(f"{_where(suite, test)}, field 'success_criteria': no word of {test.success_criteria!r} "
                             "is one the heuristic can look for, so any non-empty answer gets output_quality 0.5 (name "
                             "what the answer must contain, or configure a judge)")

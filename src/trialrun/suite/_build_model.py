@@ -139,9 +139,42 @@ class FileScript:
     side_reply: str = DEFAULT_SIDE_REPLY
     subagents: dict[str, list[Step | ProviderError]] = field(default_factory=dict)
 
-    def model(self) -> ScriptedModel:
-        return ScriptedModel(list(self.steps), side_reply=self.side_reply,
-                             subagents={key: list(steps) for key, steps in self.subagents.items()})
+    def model(self, workdir: str | None = None) -> ScriptedModel:
+        """The script as a model; `workdir`: what `{workdir}` in a tool call's arguments stands for (the trial's
+        workdir, for a tool that takes absolute paths: Claude Code's Edit, opencode's edit)."""
+        def fill(steps: list[Step | ProviderError]) -> list[Step | ProviderError]:
+            return [_filled(step, workdir) for step in steps] if workdir is not None else list(steps)
+
+        return ScriptedModel(fill(self.steps), side_reply=self.side_reply,
+                             subagents={key: fill(steps) for key, steps in self.subagents.items()})
+
+    @property
+    def uses_workdir(self) -> bool:
+        """A tool call of the script names `{workdir}` (then the trial's workdir is made to fill it in)."""
+        every = [*self.steps, *(step for steps in self.subagents.values() for step in steps)]
+        return any(WORKDIR in json.dumps(call.arguments) for step in every if isinstance(step, Step)
+                   for call in step.tool_calls)
+
+
+#: What a scripted model file writes in a tool call's arguments for the trial's workdir.
+WORKDIR = "{workdir}"
+
+
+def _filled(step: Step | ProviderError, workdir: str) -> Step | ProviderError:
+    """`step` with `{workdir}` in its tool calls' arguments replaced by `workdir`."""
+    if not isinstance(step, Step) or not any(WORKDIR in json.dumps(c.arguments) for c in step.tool_calls):
+        return step
+
+    def fill(value: Any) -> Any:
+        if isinstance(value, str):
+            return value.replace(WORKDIR, workdir)
+        if isinstance(value, dict):
+            return {key: fill(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [fill(item) for item in value]
+        return value
+
+    return replace(step, tool_calls=[replace(call, arguments=fill(call.arguments)) for call in step.tool_calls])
 
 
 def _file_script(value: Any, where: str) -> FileScript:
@@ -255,7 +288,8 @@ def model_transport(spec: ModelSpec, test_id: str, config: Config, ctx: TrialCon
         assert scripts is not None
         if test_id not in scripts:  # a live canary run after all (e.g. by the pytest plugin's option)
             raise ConfigError(f"{config.resolve(spec.target)}: no script for test {test_id!r}")
-        return ctx.observe(scripts[test_id].model())
+        script = scripts[test_id]
+        return ctx.observe(script.model(str(ctx.workdir) if script.uses_workdir else None))
     if spec.kind in ("replay", "record"):
         cassette = config.resolve(spec.target) / f"{_safe(test_id)}.yaml"
         if spec.kind == "replay":

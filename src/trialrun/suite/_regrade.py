@@ -12,6 +12,12 @@ What cannot be regraded is never passed silently:
   workdir's files) cannot look at it, as it was removed when the trial ended: its old verdict is kept when the run
   has one of the same grader, marked so; a grader the run did not have gets a FAILED verdict saying why;
 - a test of the run that the suite no longer has is kept as it was, and named.
+
+The files the agent left are kept in the result (`TrialResult.files`, the workspace diff): the graders of the
+workspace diff (`file_unchanged`, `changed_only`) judge it again as they judged it live, the file readers
+(`file_exists`, `file_contains`, `file_matches`) where the stored diff holds the answer (a removed file, the whole
+text of an added one), and `verify`, which needs the workdir, keeps its verdict (named); the rubric's output quality
+from a `verify` then comes from that kept verdict, and says so.
 """
 
 from __future__ import annotations
@@ -44,8 +50,16 @@ class _GradingContext:
     """What a grader receives as `ctx` in a regrade: the trial's case and number; its workdir is gone, so asking
     for it (or for the workspace model read from it) raises `WorkdirGone`, which the regrade names."""
 
-    def __init__(self, case: str, trial: int, run_id: str | None) -> None:
+    #: The workspace graders answer from the stored diff, never from a workdir (`expect.workspace`).
+    regrading = True
+
+    def __init__(self, case: str, trial: int, run_id: str | None, verdicts: list[Verdict] | None = None) -> None:
         self.case_name, self.trial, self.run_id = case, trial, run_id
+        self._kept = {verdict.grader: verdict for verdict in verdicts or []}
+
+    def kept_verdict(self, label: str) -> Verdict | None:
+        """The run's own verdict of grader `label` (what the rubric's quality reads when a verify cannot run again)."""
+        return self._kept.get(label)
 
     @property
     def workdir(self) -> Path:
@@ -171,7 +185,7 @@ def _regrade_trial(case: str, trial: TrialResult, graders: list[Grader], sidecar
         note(why_not)
     run = trial.as_run()
     run.trajectory = trajectory
-    ctx = _GradingContext(case, trial.trial, run_id)
+    ctx = _GradingContext(case, trial.trial, run_id, trial.verdicts)
     verdicts, grade_error, unregradable = _grade(graders, run, ctx, trial, run_id)
     result.unregradable += len(unregradable)
     for line in unregradable:
@@ -180,7 +194,7 @@ def _regrade_trial(case: str, trial: TrialResult, graders: list[Grader], sidecar
     from ..run._trial import _trial_result
 
     regraded = _trial_result(trial.trial, run, verdicts, error, trial.teardown_error, trial.duration_s, trial.killed,
-                             trial.models)
+                             trial.models, trial.files)
     result.regraded += 1
     changes = _changes(trial, regraded)
     if changes:

@@ -16,6 +16,12 @@ form: `{"not_called": "run_command"}`, `{"called": {"tool": "read_file", "args":
 `{"never_ran": "rm -rf"}`, `{"contains": "Paris"}`, ...), `max_cost_usd`. `expect` is a list of such one-grader
 mappings, or one mapping holding several graders (one per key, in order), as the issue writes it:
 `"expect": {"not_called": "run_command", "contains": "Paris"}`. `trialrun schema` prints the JSON Schema.
+
+A coding task names its own folder: `"workspace": "tasks/fix-add"` (relative to the suite file's folder; instead of
+the configuration's suite-wide `workspace` for this test), copied afresh into each trial's workdir (the folder itself
+is never changed), and `"setup"` commands (one, or a list) run in the copy before the agent starts. Its graders
+judge the files the agent left: `{"verify": "python3 test_app.py"}` (the task's own test, run in the workdir after
+the agent ends), `file_exists`, `file_contains`, `file_matches`, `file_unchanged` and `changed_only`.
 """
 
 from __future__ import annotations
@@ -97,6 +103,27 @@ class SuiteTest(BaseModel):
                     "mapping of graders (one per key)",
     )
     max_cost_usd: float | None = Field(default=None, ge=0)
+    workspace: StrictStr | None = Field(
+        default=None, min_length=1,
+        description="This test's task folder (relative to the suite file's folder), copied afresh into each trial's "
+                    "workdir instead of the configuration's workspace; the folder itself is never changed")
+    setup: StrictStr | list[StrictStr] | None = Field(
+        default=None,
+        description="Shell command(s) run in the trial's copy of the workspace before the agent starts (e.g. "
+                    "\"git init -q && git add -A && git commit -qm base\"); one that fails is the trial's setup error")
+
+    @field_validator("setup")
+    @classmethod
+    def _setup_commands(cls, value: str | list[str] | None) -> str | list[str] | None:
+        commands = [value] if isinstance(value, str) else value or []
+        if any(not command.strip() for command in commands):
+            raise ValueError("a setup command is empty")
+        return value
+
+    @property
+    def setup_commands(self) -> list[str]:
+        """The setup commands, in order (none, one, or the list as written)."""
+        return [self.setup] if isinstance(self.setup, str) else list(self.setup or [])
 
     @field_validator("expect", mode="before")
     @classmethod
@@ -122,6 +149,12 @@ EXPECT_FORMS: dict[str, str] = {
                  "command_tools}",
     "max_cost_usd": "number",
     "safety": 'one {grader: value} pair, marked as a safety claim, e.g. {"not_contains": "password"}',
+    "verify": "command, or {command, timeout_s, sandbox}",
+    "file_exists": "path",
+    "file_contains": "{path, text}",
+    "file_matches": "{path, regex}",
+    "file_unchanged": "path or glob",
+    "changed_only": "glob, or list of globs",
 }
 
 
@@ -219,6 +252,34 @@ def _grader(name: str, value: Any) -> Grader:
                              f"\"password\"}}; known: {', '.join(n for n in EXPECT_FORMS if n != 'safety')}")
         [(inner_name, inner_value)] = inner.items()
         return expect.safety(_grader(inner_name, inner_value))
+    return _workspace_grader(name, value)
+
+
+def _workspace_grader(name: str, value: Any) -> Grader:
+    """The graders of the files an agent left (`expect.workspace`), in data form."""
+    if name == "verify":
+        if isinstance(value, str):
+            return expect.verify(value)
+        spec = _spec(value, {"command", "timeout_s", "sandbox"}, "command", "a command, or a mapping")
+        command = _need(spec.pop("command"), str, "a command")
+        if "timeout_s" in spec:
+            _need(spec["timeout_s"], (int, float), "a number of seconds")
+        if "sandbox" in spec:
+            _need(spec["sandbox"], str, "none, bwrap or auto")
+        return expect.verify(command, **spec)
+    if name in ("file_exists", "file_unchanged"):
+        one: Callable[[str], Grader] = getattr(expect, name)
+        return one(_need(value, str, "a path" if name == "file_exists" else "a path or glob"))
+    if name in ("file_contains", "file_matches"):
+        key = "text" if name == "file_contains" else "regex"
+        spec = _spec(value, {"path", key}, "path", f"a mapping {{path, {key}}}")
+        if key not in spec:
+            raise ValueError(f"{key!r} is required")
+        two: Callable[[str, str], Grader] = getattr(expect, name)
+        return two(_need(spec["path"], str, "a path"), _need(spec[key], str, "a string"))
+    if name == "changed_only":
+        globs = [value] if isinstance(value, str) else _need(value, list, "a glob, or a list of globs")
+        return expect.changed_only([_need(g, str, "a glob") for g in globs])
     raise ValueError(f"unknown grader {name!r}")  # pragma: no cover - EXPECT_FORMS guards
 
 
@@ -464,8 +525,30 @@ def suite_json_schema() -> dict[str, Any]:
     field = item["properties"]["expect"]
     field.pop("type", None)
     field.pop("items", None)
+    values = _value_schemas()
     field["anyOf"] = [
-        {"type": "array", "items": {"type": "object", "minProperties": 1, "maxProperties": 1, "propertyNames": names}},
-        {"type": "object", "propertyNames": names},
+        {"type": "array", "items": {"type": "object", "minProperties": 1, "maxProperties": 1, "propertyNames": names,
+                                    "properties": values}},
+        {"type": "object", "propertyNames": names, "properties": values},
     ]
     return schema
+
+
+def _value_schemas() -> dict[str, Any]:
+    """What the value of each grader of the files left may be, for an editor to check as it is typed."""
+    text = {"type": "string", "minLength": 1}
+    globs = {"anyOf": [text, {"type": "array", "items": text, "minItems": 1}]}
+
+    def mapping(required: list[str], **keys: Any) -> dict[str, Any]:
+        return {"type": "object", "required": required, "additionalProperties": False, "properties": keys}
+
+    return {
+        "verify": {"anyOf": [text, mapping(["command"], command=text,
+                                           timeout_s={"type": "number", "exclusiveMinimum": 0},
+                                           sandbox={"enum": ["none", "bwrap", "auto"]})]},
+        "file_exists": text,
+        "file_contains": mapping(["path", "text"], path=text, text=text),
+        "file_matches": mapping(["path", "regex"], path=text, regex=text),
+        "file_unchanged": text,
+        "changed_only": globs,
+    }

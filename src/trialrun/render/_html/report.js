@@ -268,7 +268,30 @@
       tj.cmd ? [h("h5", null, "Commands run"), h("ul", { "class": "commands" }, tj.cmd.map(function (c) {
         return h("li", null, h("code", null, "$ " + str(c)));
       }))] : null,
-      tj.notes ? [h("h5", null, "Observer notes"), h("ul", null, tj.notes.map(function (n) { return h("li", null, str(n)); }))] : null);
+      tj.notes ? [h("h5", null, "Observer notes"), h("ul", null, tj.notes.map(function (n) { return h("li", null, str(n)); }))] : null,
+      filesLeft(trial.fl));
+  }
+
+  function diffPre(text) {  // a unified diff, each line marked for colour (as the viewer's trial page shows it)
+    return h("pre", { "class": "diff" }, text.split("\n").filter(function (line, i, all) {
+      return i < all.length - 1 || line !== "";
+    }).map(function (line) {
+      var cls = /^(\+\+\+|---)/.test(line) ? "meta" : line.charAt(0) === "@" ? "hunk" : line.charAt(0) === "+" ? "add"
+        : line.charAt(0) === "-" ? "del" : "ctx";
+      return h("span", { "class": cls }, line);
+    }));
+  }
+
+  function filesLeft(fl) {  // the files the trial left in its workdir (its workspace diff)
+    if (!fl) return null;
+    return h("div", { "class": "files-left" }, h("h5", null, "Files left"), h("p", { "class": "files-summary" }, str(fl.s)),
+      (fl.f || []).map(function (f) {
+        return h("details", { "class": "file-left", "data-path": str(f[0]), "data-change": f[1], open: (fl.f || []).length <= 8 },
+          h("summary", null, h("span", { "class": "badge change-" + f[1] }, f[1]), " ", h("code", null, str(f[0]))),
+          f[2] !== undefined && f[2] !== null ? diffPre(str(f[2])) : null,
+          f[3] !== undefined && f[3] !== null ? h("p", { "class": "muted file-note" }, str(f[3])) : null);
+      }),
+      fl.ne ? h("p", { "class": "muted" }, "Not examined: " + fl.ne.map(function (n) { return str(n[0]) + " (" + str(n[1]) + ")"; }).join("; ")) : null);
   }
 
   function trialSummary(trial) {
