@@ -32,6 +32,7 @@ from ._head import _Head
 if TYPE_CHECKING:
     from ..case import TrialContext
     from ..endpoint import ModelEndpoint
+    from ..mcp import McpEndpoint
     from .._contain.sandbox import Sandbox
 
 __all__ = ["ProcessAgent", "AgentNotFound", "Launch", "ResultReader", "DUMMY_KEY", "APIS"]
@@ -291,6 +292,24 @@ class ProcessAgent:
         return {"agent": self.label, "agent_command": self.argv, "api": self.api, "model_name": self.model_name,
                 "sandbox": self.sandbox.describe()}
 
+    # -- MCP servers (the trial's `ctx.mcp`): written into the agent's own configuration ---------------------------
+    #: How the agent is given the trial's MCP servers (None: it cannot take any; a suite that declares some is refused
+    #: before anything runs). A plain command gets a JSON file of `{"mcpServers": {...}}` named by TRIALRUN_MCP_CONFIG.
+    mcp_support: str | None = "TRIALRUN_MCP_CONFIG names a JSON file of {\"mcpServers\": {...}} for the command to read"
+
+    def check_mcp(self) -> None:
+        """ValueError when this agent cannot be given MCP servers (said at configuration time)."""
+        if self.mcp_support is None:
+            raise ValueError(f"{self.label} cannot be given MCP servers (its preset knows no way to configure them); "
+                             "remove [mcp_servers], or use an agent that takes them")
+
+    def with_mcp(self, launch: Launch, servers: Sequence[McpEndpoint], home: Path) -> Launch:
+        """`launch` given the trial's MCP servers: a preset writes them into its agent's own configuration."""
+        path = home / "trialrun-mcp.json"
+        path.write_text(json.dumps({"mcpServers": {s.name: s.config() for s in servers}}, indent=2))
+        launch.env["TRIALRUN_MCP_CONFIG"] = str(path)
+        return launch
+
     def base_environment(self, home: Path | None) -> dict[str, str]:
         """The environment the agent starts from: the caller's (a sandbox keeps only an allow-list of it)."""
         return self.sandbox.environment(home) if self.sandbox.active else dict(os.environ)
@@ -313,6 +332,9 @@ class ProcessAgent:
         home = Path(tempfile.mkdtemp(prefix=f"trialrun-{self.label}-home-"))
         try:
             launch = self.prepare(prompt, ctx, endpoint, home)
+            if ctx.mcp_servers:
+                self.check_mcp()
+                launch = self.with_mcp(launch, ctx.mcp_servers, home)
             env = self.base_environment(home)
             env["PWD"] = str(ctx.workdir)  # some agents (opencode) take their folder from $PWD, not getcwd()
             env.update(endpoint_env(endpoint, self.api, self.model_name))

@@ -3,12 +3,14 @@
 Each returns a `Grader`: a callable of (run, ctx) giving a `Verdict(passed, grader, reason, score=None)` whose
 reason says what was seen, for a person reading a CI log.
 
-May import: `_util`, `trajectory`, `_shell`, `wire`, `_scrub`, `models`, `agent` (the price table); never a case,
+May import: `_util`, `trajectory`, `_shell`, `wire`, `_scrub`, `models`, `mcp` (reading its record), `agent` (the
+price table); never a case,
 the runner or a report (cases hold graders, not the other way round).
 """
 
 from ._base import Grader, Verdict, check
 from .cost import max_cost_usd
+from .mcp import mcp_as_asked, mcp_called, mcp_not_called
 from .outcome import contains, ended, equals, matches, not_contains, satisfies
 from .trajectory import (
     called,
@@ -44,4 +46,7 @@ __all__ = [
     "never_ran",
     "no_model_calls",
     "max_cost_usd",
+    "mcp_called",
+    "mcp_not_called",
+    "mcp_as_asked",
 ]
