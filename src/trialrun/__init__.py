@@ -41,7 +41,7 @@ _EXPORTS: dict[str, str] = {
     "ToolPolicy": "agent", "Decision": "agent", "prices": "agent", "Price": "agent", "PriceTable": "agent",
     "mcp_tools": "agent", "amcp_tools": "agent",
     # the second seam: MCP servers for a trial
-    "ScriptedMCPServer": "mcp", "McpEndpoint": "mcp",
+    "ScriptedMCPServer": "mcp", "McpEndpoint": "mcp", "McpCassette": "mcp",
     # agents in another process (CLI coding agents)
     "ProcessAgent": "agents",
 }
@@ -84,7 +84,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
     from .agent import prices as prices, shell_tools as shell_tools, tool as tool
     from .agents import ProcessAgent as ProcessAgent
     from .agent import amcp_tools as amcp_tools, mcp_tools as mcp_tools
-    from .mcp import McpEndpoint as McpEndpoint, ScriptedMCPServer as ScriptedMCPServer
+    from .mcp import McpCassette as McpCassette, McpEndpoint as McpEndpoint, ScriptedMCPServer as ScriptedMCPServer
     from .report.compare import CaseDelta as CaseDelta, Comparison as Comparison
     from .endpoint import ModelEndpoint as ModelEndpoint, serve as serve
     from .run.executor import RayExecutor as RayExecutor

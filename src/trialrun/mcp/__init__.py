@@ -20,12 +20,12 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 __all__ = ["ScriptedMCPServer", "ScriptError", "McpEndpoint", "McpNotInstalled", "TrialMcp", "Answer", "ToolCallIn",
-           "script_json_schema"]
+           "McpCassette", "script_json_schema"]
 
 _EXPORTS = {
     "ScriptedMCPServer": "_script", "Answer": "_script", "ToolCallIn": "_script", "ScriptError": "_check",
     "McpEndpoint": "_trial_servers", "TrialMcp": "_trial_servers", "McpNotInstalled": "_sdk",
-    "script_json_schema": "_file",
+    "script_json_schema": "_file", "McpCassette": "cassette",
 }
 
 
@@ -39,6 +39,7 @@ def __getattr__(name: str) -> Any:
 
 if TYPE_CHECKING:
     from ._check import ScriptError as ScriptError
+    from .cassette import McpCassette as McpCassette
     from ._file import script_json_schema as script_json_schema
     from ._sdk import McpNotInstalled as McpNotInstalled
     from ._script import Answer as Answer, ScriptedMCPServer as ScriptedMCPServer, ToolCallIn as ToolCallIn

@@ -23,7 +23,7 @@ from typing import Any
 
 from .. import _version
 from .._util.files import gc_paused
-from ..agent import Agent, PriceTable, prices
+from ..agent import Agent, PriceTable, amcp_tools, prices
 from ..case import Case, TrialContext
 from ..expect._base import Grader
 from ..expect.rubric import key_terms, rubric
@@ -83,6 +83,7 @@ def _build_cases(
         _check_cassettes(config.resolve(spec.target),
                          [t.id for t in tests if include_live_canary or t.mode != "live_canary"])
     judge_parsed, judge_scripts = judge_setup(config)
+    mcp = _suite_mcp(config, process)
 
     def setup(ctx: TrialContext) -> None:
         if workspace is not None:
@@ -92,18 +93,22 @@ def _build_cases(
         if custom is not None and not inspect.iscoroutinefunction(custom):
             def invoke_sync(ctx: TrialContext) -> Any:  # the runner runs a sync agent in a worker thread
                 ctx.prompt, ctx.model = test.prompt, model_transport(spec, test.id, config, ctx, scripts)
+                if mcp is not None:
+                    mcp.serve(ctx, test.id)
                 return custom(test.prompt, ctx)
 
             return invoke_sync
 
         async def invoke(ctx: TrialContext) -> Any:
             ctx.prompt, ctx.model = test.prompt, model_transport(spec, test.id, config, ctx, scripts)
+            served = mcp.serve(ctx, test.id) if mcp is not None else []
             if process is not None:  # awaited here, so a timeout or Ctrl-C cancels it and kills its processes
                 return await process.arun(test.prompt, ctx)
             if custom is not None:
                 return await custom(test.prompt, ctx)
+            tools = make_tools(lambda: ctx.workdir) + [t for server in served for t in await amcp_tools(server)]
             agent = Agent(
-                ctx.model, api=api, model_name=model_name, tools=make_tools(lambda: ctx.workdir), policy=policy,
+                ctx.model, api=api, model_name=model_name, tools=tools, policy=policy,
                 system=config.system, max_turns=config.turn_limit, max_cost_usd=test.max_cost_usd,
             )
             return await agent.arun(test.prompt)
@@ -132,6 +137,20 @@ def _build_cases(
         for case in cases:
             case.mode = "live_canary"
     return cases
+
+
+def _suite_mcp(config: Config, process: Any) -> Any:
+    """The suite's MCP servers (`[mcp_servers.NAME]`), checked now: None when it declares none."""
+    if not config.mcp_servers:
+        return None
+    from ._mcp_config import SuiteMcp
+
+    try:
+        suite_mcp = SuiteMcp(config.mcp_servers, lambda path: config.resolve(path), str(config.source or "configuration"))
+        suite_mcp.check_agent(process)
+    except ValueError as exc:
+        raise ConfigError(f"{config.source or 'configuration'}: {exc}") from None
+    return suite_mcp
 
 
 def test_graders(test: SuiteTest, suite: SuiteFile, config: Config, judge_parsed: ModelSpec | None,
@@ -259,6 +278,10 @@ def config_snapshot(config: Config, suite: SuiteFile, labels: dict[str, str] | N
         snapshot["pass_env"] = sorted(config.pass_env)
     if process is not None:  # what the agent itself was configured with: version, settings and skills hashes
         snapshot.update(process.snapshot())
+    if config.mcp_servers:  # each server's source and transport (never an env or header value)
+        from ._mcp_config import specs
+
+        snapshot["mcp_servers"] = {s.name: {"source": s.source, "transport": s.transport} for s in specs(config.mcp_servers)}
     if (limit := _rate_limit_snapshot(config)) is not None:
         snapshot["rate_limit"] = limit
     if labels:
