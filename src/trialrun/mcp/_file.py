@@ -5,7 +5,9 @@
     tools:
       - name: search_notes
         description: Search the user's notes
-        params: {query: string, limit: integer?}     # or input_schema: {a JSON Schema}
+        params:                                      # or input_schema: {a JSON Schema}
+          query: string
+          limit: integer?                            # optional
         rules:
           - when: {query: dentist}
             answer: "Dentist: Tuesday 10:00"

@@ -8,7 +8,8 @@ sidecar, shown in `trialrun view`'s raw view, exported, kept by a cassette. One 
     url      mcp://<server>/<JSON-RPC method>      (`mcp://notes/tools/call`)
     request  headers x-trialrun-mcp-{transport, connection, at (seconds into the trial), direction}; body: the
              message as it was sent
-    response status 200 (a result), 500 (a JSON-RPC error), 0 (no answer); body: the answer as it was sent
+    response status 200 (a result), 500 (a JSON-RPC error), 204 (a message that is not answered: a notification),
+             504 (a request that had no answer when the record was read); body: the answer as it was sent
 
 Bounded: at most `max_messages` messages and `max_bytes` of them are kept; past that, each further message is
 counted, not kept, and the trial gets a problem that says so (a server that floods fails its trial, clearly).
@@ -24,10 +25,13 @@ from typing import Any
 
 from ..wire._types import Exchange
 
-__all__ = ["McpLog", "Connection", "MCP_SCHEME", "KINDS", "is_mcp", "DEFAULT_MAX_MESSAGES", "DEFAULT_MAX_BYTES"]
+__all__ = ["McpLog", "Connection", "MCP_SCHEME", "KINDS", "is_mcp", "DEFAULT_MAX_MESSAGES", "DEFAULT_MAX_BYTES",
+           "NO_ANSWER", "NOT_ANSWERED"]
 
 MCP_SCHEME = "mcp://"
 KINDS = ("REQUEST", "NOTIFY", "SERVER-REQUEST", "SERVER-NOTIFY", "RESPONSE", "UNREADABLE")
+#: The status of a request that had no answer, and of a message nobody answers (a notification).
+NO_ANSWER, NOT_ANSWERED = 504, 204
 DEFAULT_MAX_MESSAGES = 20_000
 DEFAULT_MAX_BYTES = 64 << 20
 
@@ -55,7 +59,8 @@ class _Entry:
         headers = {"x-trialrun-mcp-transport": self.transport, "x-trialrun-mcp-connection": str(self.connection),
                    "x-trialrun-mcp-at": f"{self.at:.3f}", "x-trialrun-mcp-direction": self.direction}
         answered = {"content-type": "application/json"} if self.status else {}
-        return Exchange(self.kind, f"{MCP_SCHEME}{self.server}/{self.method}", headers, self.body, self.status,
+        status = self.status or (NO_ANSWER if self.kind.endswith("REQUEST") else NOT_ANSWERED)
+        return Exchange(self.kind, f"{MCP_SCHEME}{self.server}/{self.method}", headers, self.body, status,
                         answered, self.answer)
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..trajectory import McpCall, ToolCall, Trajectory
 from ..wire._types import Exchange
-from ._record import MCP_SCHEME, is_mcp
+from ._record import MCP_SCHEME, NO_ANSWER, is_mcp
 
 __all__ = ["calls_of", "tools_listed", "unanswered", "join", "named_as", "result_text"]
 
@@ -71,7 +71,7 @@ def calls_of(exchanges: Sequence[Exchange], first: int = 1) -> list[McpCall]:
             server, str(params.get("name", "")), dict(arguments), result_text(result),
             bool(isinstance(result, dict) and result.get("isError")),
             (str(error.get("message", error)) if isinstance(error, dict) else str(error)) if error is not None else None,
-            exchange.status != 0, number))
+            exchange.status != NO_ANSWER, number))
     return calls
 
 
@@ -105,7 +105,7 @@ def unanswered(exchanges: Sequence[Exchange]) -> list[str]:
                 cancelled.add((_server_and_method(exchange)[0], json.dumps(params.get("requestId"))))
     lines = []
     for exchange in exchanges:
-        if exchange.method != "REQUEST" or not is_mcp(exchange) or exchange.status != 0:
+        if exchange.method != "REQUEST" or not is_mcp(exchange) or exchange.status != NO_ANSWER:
             continue
         server, method = _server_and_method(exchange)
         message = _json(exchange.request_body)
