@@ -36,7 +36,24 @@ def _client(server: Any) -> Any:
     if not command:
         raise ValueError(f"an MCP server is ctx.mcp(...)'s endpoint, a URL, or {{'command': ..., 'args': [...]}}; "
                          f"got {server!r}")
-    return mcp.Client(mcp.StdioServerParameters(command=command[0], args=list(command[1:])), mode="legacy")
+    params = mcp.StdioServerParameters(command=command[0], args=list(command[1:]))
+    return mcp.Client(mcp.stdio_client(params, errlog=_stderr()), mode="legacy")
+
+
+def _stderr() -> Any:
+    """Where a stdio server's stderr goes: the process's own stderr, or nowhere when that is not a file (a test
+    runner's capture): the SDK hands it to the server's process, which needs a file descriptor."""
+    import os
+    import sys
+
+    for stream in (sys.stderr, sys.__stderr__):
+        try:
+            if stream is not None:
+                stream.fileno()
+                return stream
+        except (OSError, ValueError, AttributeError):
+            continue
+    return open(os.devnull, "w")  # noqa: SIM115 - lives as long as the process (one, made once per call here)
 
 
 class McpTool(Tool):

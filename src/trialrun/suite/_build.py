@@ -70,8 +70,6 @@ def _build_cases(
     _apply_prices(config, prices)
     policy = _policy(config)
     make_tools, tool_names = _tools_factory(config)
-    if not config.agent:  # the reference agent's tools are known: an expected tool it lacks is a typo, not a score
-        _check_expected_tools(suite, tests, tool_names)
     workspace = config.resolve(config.workspace) if config.workspace else None
     if workspace is not None and not workspace.is_dir():
         raise ConfigError(f"{config.source or 'configuration'}: workspace: {str(workspace)!r} is not a folder")
@@ -84,6 +82,9 @@ def _build_cases(
                          [t.id for t in tests if include_live_canary or t.mode != "live_canary"])
     judge_parsed, judge_scripts = judge_setup(config)
     mcp = _suite_mcp(config, process)
+    offered = tool_names + (mcp.tool_names() or [] if mcp is not None else [])
+    if not config.agent and (mcp is None or mcp.tool_names() is not None):  # the reference agent's tools are known:
+        _check_expected_tools(suite, tests, offered)  # an expected tool it lacks is a typo, not a score
 
     def setup(ctx: TrialContext) -> None:
         if workspace is not None:

@@ -144,6 +144,13 @@ class SuiteMcp:
                 raise ValueError(f"mcp_servers.{spec.name}.replay: {str(resolve(spec.table['replay']))!r} is not a "
                                  "folder of recordings (record them first: record = \"...\" with command or url)")
 
+    def tool_names(self) -> list[str] | None:
+        """The tools the servers offer, when every one is scripted (a real or replayed one's are known only when it
+        runs): what the reference agent will be offered besides its own."""
+        if len(self.scripts) != len(self.specs):
+            return None
+        return [tool.name for script in self.scripts.values() for tool in script.tools]
+
     def check_agent(self, agent: Any) -> None:
         """ValueError when the configured process agent cannot be given MCP servers."""
         if self.specs and agent is not None:

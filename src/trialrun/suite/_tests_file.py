@@ -120,6 +120,9 @@ EXPECT_FORMS: dict[str, str] = {
     "never_ran": "command pattern, or {command, include_refused (older name: include_denied), own_scripts, "
                  "command_tools}",
     "max_cost_usd": "number",
+    "mcp_called": "{server, tool, args, times, at_least, at_most, exact_args}",
+    "mcp_not_called": "{server, tool, args, reached}, or a server name (no tool of it called)",
+    "mcp_as_asked": "true, or {server, tool}",
 }
 
 
@@ -210,7 +213,33 @@ def _grader(name: str, value: Any) -> Grader:
         return expect.never_ran(_need(value, str, "a command pattern"))
     if name == "max_cost_usd":
         return expect.max_cost_usd(float(_need(value, (int, float), "a number")))
+    if name.startswith("mcp_"):
+        return _mcp_grader(name, value)
     raise ValueError(f"unknown grader {name!r}")  # pragma: no cover - EXPECT_FORMS guards
+
+
+def _mcp_grader(name: str, value: Any) -> Grader:
+    """The MCP graders' data forms (`{"mcp_called": {"server": "notes", "tool": "search_notes", "args": {...}}}`)."""
+    if name == "mcp_as_asked":
+        if value is True:
+            return expect.mcp_as_asked()
+        spec = dict(_need(value, dict, "true, or {server, tool}"))
+        unknown = sorted(set(spec) - {"server", "tool"})
+        if unknown:
+            raise ValueError(f"unknown key(s) {', '.join(map(repr, unknown))}")
+        return expect.mcp_as_asked(**spec)
+    if name == "mcp_not_called" and isinstance(value, str):
+        return expect.mcp_not_called(value)
+    keys = ({"server", "tool", "args", "times", "at_least", "at_most", "exact_args"} if name == "mcp_called"
+            else {"server", "tool", "args", "reached"})
+    spec = _spec(value, keys, "server")
+    if name == "mcp_called":
+        if "tool" not in spec:
+            raise ValueError("'tool' is required")
+        return expect.mcp_called(_need(spec.pop("server"), str, "a server name"), _need(spec.pop("tool"), str, "a tool"),
+                                 spec.pop("args", None), **spec)
+    return expect.mcp_not_called(_need(spec.pop("server"), str, "a server name"), spec.pop("tool", None),
+                                 spec.pop("args", None), **spec)
 
 
 @dataclass(slots=True)
@@ -455,8 +484,24 @@ def suite_json_schema() -> dict[str, Any]:
     field = item["properties"]["expect"]
     field.pop("type", None)
     field.pop("items", None)
+    shapes = _mcp_schemas()  # the MCP graders' values, checked by editors too
     field["anyOf"] = [
-        {"type": "array", "items": {"type": "object", "minProperties": 1, "maxProperties": 1, "propertyNames": names}},
-        {"type": "object", "propertyNames": names},
+        {"type": "array", "items": {"type": "object", "minProperties": 1, "maxProperties": 1, "propertyNames": names,
+                                    "properties": shapes}},
+        {"type": "object", "propertyNames": names, "properties": shapes},
     ]
     return schema
+
+
+def _mcp_schemas() -> dict[str, Any]:
+    text, args = {"type": "string", "minLength": 1}, {"type": "object"}
+    count = {"type": "integer", "minimum": 0}
+    called = {"type": "object", "additionalProperties": False, "required": ["server", "tool"], "properties": {
+        "server": text, "tool": text, "args": args, "times": count, "at_least": count, "at_most": count,
+        "exact_args": {"type": "boolean"}}}
+    not_called = {"anyOf": [text, {"type": "object", "additionalProperties": False, "required": ["server"],
+                                   "properties": {"server": text, "tool": text, "args": args,
+                                                  "reached": {"type": "boolean"}}}]}
+    as_asked = {"anyOf": [{"const": True}, {"type": "object", "additionalProperties": False,
+                                            "properties": {"server": text, "tool": text}}]}
+    return {"mcp_called": called, "mcp_not_called": not_called, "mcp_as_asked": as_asked}
