@@ -145,6 +145,8 @@ class McpHost:
             await target.serve_stream(reader, writer)
         except (asyncio.TimeoutError, ConnectionError, ValueError):
             pass
+        except asyncio.CancelledError:  # its trial ended (`unregister`): the connection ends here, quietly
+            pass
         finally:
             writer.close()
 
@@ -159,7 +161,6 @@ class McpHost:
                         "headers": [(b"content-type", b"text/plain")]})
             await send({"type": "http.response.body", "body": b"no such MCP server (has its trial ended?)"})
             return
-        self._track(parts[1])
         await target.asgi(scope, receive, send)
 
 
