@@ -12,7 +12,9 @@ sidecar, shown in `trialrun view`'s raw view, exported, kept by a cassette. One 
              504 (a request that had no answer when the record was read); body: the answer as it was sent
 
 Bounded: at most `max_messages` messages and `max_bytes` of them are kept; past that, each further message is
-counted, not kept, and the trial gets a problem that says so (a server that floods fails its trial, clearly).
+counted, not kept, and the trial gets a problem that says so; a server that sends more than `MAX_NOTIFICATIONS`
+notifications on one connection is flooding it: the connection is marked `cut` (the proxy ends it) and the trial
+fails saying so.
 """
 
 from __future__ import annotations
@@ -26,13 +28,15 @@ from typing import Any
 from ..wire._types import Exchange
 
 __all__ = ["McpLog", "Connection", "MCP_SCHEME", "KINDS", "is_mcp", "DEFAULT_MAX_MESSAGES", "DEFAULT_MAX_BYTES",
-           "NO_ANSWER", "NOT_ANSWERED"]
+           "NO_ANSWER", "NOT_ANSWERED", "MAX_NOTIFICATIONS"]
 
 MCP_SCHEME = "mcp://"
 KINDS = ("REQUEST", "NOTIFY", "SERVER-REQUEST", "SERVER-NOTIFY", "RESPONSE", "UNREADABLE")
 #: The status of a request that had no answer, and of a message nobody answers (a notification).
 NO_ANSWER, NOT_ANSWERED = 504, 204
 DEFAULT_MAX_MESSAGES = 20_000
+#: Notifications a server may send on one connection: more is a flood (the connection is cut, the trial fails).
+MAX_NOTIFICATIONS = 2_000
 DEFAULT_MAX_BYTES = 64 << 20
 
 
@@ -120,6 +124,9 @@ class Connection:
         self.transport = transport
         self.number = number
         self._pending: dict[tuple[str, Any], _Entry] = {}
+        self.notifications = 0
+        #: The connection must end (the server flooded it): the proxy that carries it stops.
+        self.cut = False
 
     def to_server(self, raw: bytes) -> Any:
         """A message the client sent (as sent); returns it parsed (None when it was not JSON)."""
@@ -158,6 +165,12 @@ class Connection:
         method, has_id = item.get("method"), "id" in item
         if isinstance(method, str):
             kind = ("SERVER-" if from_server else "") + ("REQUEST" if has_id else "NOTIFY")
+            if kind == "SERVER-NOTIFY":
+                self.notifications += 1
+                if self.notifications > MAX_NOTIFICATIONS and not self.cut:
+                    self.cut = True
+                    log.problems.append(f"MCP server {self.server!r} flooded its connection: more than "
+                                        f"{MAX_NOTIFICATIONS:,} notifications; the connection was closed")
             entry = _Entry(self.server, self.transport, self.number, at, kind, method, body, direction=direction)
             log.entries.append(entry)
             if has_id:

@@ -86,6 +86,6 @@ async def pump(source: asyncio.StreamReader, sink: Callable[[bytes], Awaitable[N
     (a flood: the connection ends, and the trial has a problem saying so)."""
     while (line := await read_message(source, conn, who)) is not None:
         record(line)
-        if conn.log.dropped:
+        if conn.log.dropped or conn.cut:
             return
         await sink(line + b"\n")

@@ -94,25 +94,28 @@ def tools_listed(exchanges: Sequence[Exchange]) -> dict[str, list[str]]:
 
 
 def unanswered(exchanges: Sequence[Exchange]) -> list[str]:
-    """The tool calls a server never answered and the client did not cancel (the server hung, or died on them),
-    one line each: each fails its trial."""
-    cancelled = set()
+    """The tool calls a server never answered (it hung, or died on them), one line each: each fails its trial. A call
+    the client cancelled is one too (a client gives up on a server that does not answer): the line says so."""
+    cancelled: dict[tuple[str, str], str] = {}
     for exchange in exchanges:
         if exchange.method == "NOTIFY" and exchange.url.endswith("/notifications/cancelled"):
             message = _json(exchange.request_body)
             params = message.get("params") if isinstance(message, dict) else None
             if isinstance(params, dict):
-                cancelled.add((_server_and_method(exchange)[0], json.dumps(params.get("requestId"))))
+                at = exchange.request_headers.get("x-trialrun-mcp-at", "?")
+                cancelled[(_server_and_method(exchange)[0], json.dumps(params.get("requestId")))] = at
     lines = []
     for exchange in exchanges:
         if exchange.method != "REQUEST" or not is_mcp(exchange) or exchange.status != NO_ANSWER:
             continue
         server, method = _server_and_method(exchange)
         message = _json(exchange.request_body)
-        key = json.dumps(message.get("id")) if isinstance(message, dict) else None
-        if method == "tools/call" and (server, key) not in cancelled:
+        key = json.dumps(message.get("id")) if isinstance(message, dict) else "null"
+        if method == "tools/call":
             at = exchange.request_headers.get("x-trialrun-mcp-at", "?")
-            lines.append(f"MCP server {server!r} never answered tools/call id {key} (sent {at}s into the trial)")
+            gave_up = cancelled.get((server, key))
+            lines.append(f"MCP server {server!r} never answered tools/call id {key} (sent {at}s into the trial"
+                         + (f"; the client gave up and cancelled it at {gave_up}s)" if gave_up else ")"))
     return lines
 
 
