@@ -28,6 +28,7 @@ from .._scrub import add_secret, is_secret_name
 from ..trajectory import Denial, Run, ToolCall, ToolResult, Trajectory, killed_text
 from .._contain.keeper import AsyncKeeper, keeper_argv, kill_session
 from ._head import _Head
+from ._mcp import COMMAND_SUPPORT, refusal, servers_file
 
 if TYPE_CHECKING:
     from ..case import TrialContext
@@ -292,22 +293,12 @@ class ProcessAgent:
         return {"agent": self.label, "agent_command": self.argv, "api": self.api, "model_name": self.model_name,
                 "sandbox": self.sandbox.describe()}
 
-    # -- MCP servers (the trial's `ctx.mcp`): written into the agent's own configuration ---------------------------
-    #: How the agent is given the trial's MCP servers (None: it cannot take any; a suite that declares some is refused
-    #: before anything runs). A plain command gets a JSON file of `{"mcpServers": {...}}` named by TRIALRUN_MCP_CONFIG.
-    mcp_support: str | None = "TRIALRUN_MCP_CONFIG names a JSON file of {\"mcpServers\": {...}} for the command to read"
-
-    def check_mcp(self) -> None:
-        """ValueError when this agent cannot be given MCP servers (said at configuration time)."""
-        if self.mcp_support is None:
-            raise ValueError(f"{self.label} cannot be given MCP servers (its preset knows no way to configure them); "
-                             "remove [mcp_servers], or use an agent that takes them")
+    #: How the agent is given the trial's MCP servers (`_mcp`; None: it cannot, and a trial with some is refused).
+    mcp_support: str | None = COMMAND_SUPPORT
 
     def with_mcp(self, launch: Launch, servers: Sequence[McpEndpoint], home: Path) -> Launch:
         """`launch` given the trial's MCP servers: a preset writes them into its agent's own configuration."""
-        path = home / "trialrun-mcp.json"
-        path.write_text(json.dumps({"mcpServers": {s.name: s.config() for s in servers}}, indent=2))
-        launch.env["TRIALRUN_MCP_CONFIG"] = str(path)
+        launch.env["TRIALRUN_MCP_CONFIG"] = str(servers_file(servers, home))
         return launch
 
     def base_environment(self, home: Path | None) -> dict[str, str]:
@@ -332,9 +323,8 @@ class ProcessAgent:
         home = Path(tempfile.mkdtemp(prefix=f"trialrun-{self.label}-home-"))
         try:
             launch = self.prepare(prompt, ctx, endpoint, home)
-            if ctx.mcp_servers:
-                self.check_mcp()
-                launch = self.with_mcp(launch, ctx.mcp_servers, home)
+            if ctx.mcp_servers:  # written into the agent's own configuration (refused by one that takes none)
+                launch = self.with_mcp(launch, ctx.mcp_servers, home) if refusal(self, True) is None else launch
             env = self.base_environment(home)
             env["PWD"] = str(ctx.workdir)  # some agents (opencode) take their folder from $PWD, not getcwd()
             env.update(endpoint_env(endpoint, self.api, self.model_name))

@@ -29,6 +29,7 @@ from ..expect._base import Grader
 from ..expect.rubric import key_terms, rubric
 from ._build_agent import (_check_agent_signature, _import, _policy, _sandbox, _tools_factory, ignored_by_custom_agent,
                            process_agent)
+from ._mcp_config import SuiteMcp
 from ._build_model import (FileScript, _check_cassettes, _judge_api, _judge_transport, check_api_keys, judge_setup,
                            load_script_file, model_transport)
 from ._tests_file import SuiteError, SuiteFile, SuiteTest, read_suite
@@ -81,10 +82,7 @@ def _build_cases(
         _check_cassettes(config.resolve(spec.target),
                          [t.id for t in tests if include_live_canary or t.mode != "live_canary"])
     judge_parsed, judge_scripts = judge_setup(config)
-    mcp = _suite_mcp(config, process)
-    offered = tool_names + (mcp.tool_names() or [] if mcp is not None else [])
-    if not config.agent and (mcp is None or mcp.tool_names() is not None):  # the reference agent's tools are known:
-        _check_expected_tools(suite, tests, offered)  # an expected tool it lacks is a typo, not a score
+    mcp = _suite_mcp(config, process, suite, tests, tool_names)
 
     def setup(ctx: TrialContext) -> None:
         if workspace is not None:
@@ -94,22 +92,21 @@ def _build_cases(
         if custom is not None and not inspect.iscoroutinefunction(custom):
             def invoke_sync(ctx: TrialContext) -> Any:  # the runner runs a sync agent in a worker thread
                 ctx.prompt, ctx.model = test.prompt, model_transport(spec, test.id, config, ctx, scripts)
-                if mcp is not None:
-                    mcp.serve(ctx, test.id)
+                mcp.serve(ctx, test.id)
                 return custom(test.prompt, ctx)
 
             return invoke_sync
 
         async def invoke(ctx: TrialContext) -> Any:
             ctx.prompt, ctx.model = test.prompt, model_transport(spec, test.id, config, ctx, scripts)
-            served = mcp.serve(ctx, test.id) if mcp is not None else []
+            served = mcp.serve(ctx, test.id)
             if process is not None:  # awaited here, so a timeout or Ctrl-C cancels it and kills its processes
                 return await process.arun(test.prompt, ctx)
             if custom is not None:
                 return await custom(test.prompt, ctx)
-            tools = make_tools(lambda: ctx.workdir) + [t for server in served for t in await amcp_tools(server)]
             agent = Agent(
-                ctx.model, api=api, model_name=model_name, tools=tools, policy=policy,
+                ctx.model, api=api, model_name=model_name, tools=make_tools(lambda: ctx.workdir) + await
+                _mcp_tools(served), policy=policy,
                 system=config.system, max_turns=config.turn_limit, max_cost_usd=test.max_cost_usd,
             )
             return await agent.arun(test.prompt)
@@ -140,18 +137,22 @@ def _build_cases(
     return cases
 
 
-def _suite_mcp(config: Config, process: Any) -> Any:
-    """The suite's MCP servers (`[mcp_servers.NAME]`), checked now: None when it declares none."""
-    if not config.mcp_servers:
-        return None
-    from ._mcp_config import SuiteMcp
-
+def _suite_mcp(config: Config, process: Any, suite: SuiteFile, tests: list[SuiteTest], tool_names: list[str]) -> SuiteMcp:
+    """The suite's MCP servers (`[mcp_servers.NAME]`, maybe none), checked now; the reference agent's tools then
+    known (its own and the scripted servers'), an expected tool it lacks is a typo, not a score."""
     try:
         suite_mcp = SuiteMcp(config.mcp_servers, lambda path: config.resolve(path), str(config.source or "configuration"))
         suite_mcp.check_agent(process)
     except ValueError as exc:
         raise ConfigError(f"{config.source or 'configuration'}: {exc}") from None
+    if not config.agent and (served := suite_mcp.tool_names()) is not None:
+        _check_expected_tools(suite, tests, tool_names + served)
     return suite_mcp
+
+
+async def _mcp_tools(servers: list[Any]) -> list[Any]:
+    """The tools of the trial's MCP servers, for the reference agent."""
+    return [tool for server in servers for tool in await amcp_tools(server)]
 
 
 def test_graders(test: SuiteTest, suite: SuiteFile, config: Config, judge_parsed: ModelSpec | None,

@@ -154,7 +154,9 @@ class SuiteMcp:
     def check_agent(self, agent: Any) -> None:
         """ValueError when the configured process agent cannot be given MCP servers."""
         if self.specs and agent is not None:
-            agent.check_mcp()
+            from ..agents._mcp import check_mcp
+
+            check_mcp(agent)
 
     def serve(self, ctx: Any, test_id: str) -> list[Any]:
         """Every server, for this trial (`ctx.mcp`); their endpoints."""

@@ -1,0 +1,42 @@
+"""How an agent in another process is given the trial's MCP servers (`TrialContext.mcp`): the part every agent
+shares. A preset writes the servers into its own agent's configuration (`with_mcp` in its module); a plain command
+gets a JSON file in the common `{"mcpServers": {...}}` form, named by TRIALRUN_MCP_CONFIG, for it to read."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..mcp import McpEndpoint
+
+__all__ = ["COMMAND_SUPPORT", "refusal", "check_mcp", "servers_file"]
+
+#: What a plain command agent gets (ProcessAgent.mcp_support).
+COMMAND_SUPPORT = "TRIALRUN_MCP_CONFIG names a JSON file of {\"mcpServers\": {...}} for the command to read"
+
+
+def refusal(agent: Any, raising: bool = False) -> str | None:
+    """Why `agent` cannot be given MCP servers (said at configuration time), or None when it can; `raising`: as a
+    ValueError instead."""
+    if agent.mcp_support is not None:
+        return None
+    why = (f"{agent.label} cannot be given MCP servers (its preset knows no way to configure them); remove "
+           "[mcp_servers], or use an agent that takes them")
+    if raising:
+        raise ValueError(why)
+    return why
+
+
+def check_mcp(agent: Any) -> None:
+    """ValueError when `agent` cannot be given MCP servers."""
+    refusal(agent, True)
+
+
+def servers_file(servers: Sequence[McpEndpoint], home: Path) -> Path:
+    """The servers in the common `mcpServers` form, written under the trial's private `home`."""
+    path = home / "trialrun-mcp.json"
+    path.write_text(json.dumps({"mcpServers": {s.name: s.config() for s in servers}}, indent=2))
+    return path
