@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ..mcp import McpEndpoint
 
-__all__ = ["COMMAND_SUPPORT", "refusal", "check_mcp", "servers_file"]
+__all__ = ["COMMAND_SUPPORT", "refusal", "check_mcp", "servers_file", "given_mcp"]
 
 #: What a plain command agent gets (ProcessAgent.mcp_support).
 COMMAND_SUPPORT = "TRIALRUN_MCP_CONFIG names a JSON file of {\"mcpServers\": {...}} for the command to read"
@@ -40,3 +40,15 @@ def servers_file(servers: Sequence[McpEndpoint], home: Path) -> Path:
     path = home / "trialrun-mcp.json"
     path.write_text(json.dumps({"mcpServers": {s.name: s.config() for s in servers}}, indent=2))
     return path
+
+
+def given_mcp(agent: Any, launch: Any, ctx: Any, endpoint: Any, home: Path) -> Any:
+    """`launch` given the trial's MCP servers in the agent's own configuration (ValueError for an agent that takes
+    none); an agent in a sandbox reaches them through its model endpoint, its one way out (`McpEndpoint.through`)."""
+    servers = ctx.mcp_servers
+    if not servers:
+        return launch
+    check_mcp(agent)
+    if agent.sandbox.active:
+        servers = [server.through(endpoint) for server in servers]
+    return agent.with_mcp(launch, servers, home)

@@ -28,7 +28,7 @@ from .._scrub import add_secret, is_secret_name
 from ..trajectory import Denial, Run, ToolCall, ToolResult, Trajectory, killed_text
 from .._contain.keeper import AsyncKeeper, keeper_argv, kill_session
 from ._head import _Head
-from ._mcp import COMMAND_SUPPORT, refusal, servers_file
+from ._mcp import COMMAND_SUPPORT, given_mcp, servers_file
 
 if TYPE_CHECKING:
     from ..case import TrialContext
@@ -323,8 +323,7 @@ class ProcessAgent:
         home = Path(tempfile.mkdtemp(prefix=f"trialrun-{self.label}-home-"))
         try:
             launch = self.prepare(prompt, ctx, endpoint, home)
-            if ctx.mcp_servers:  # written into the agent's own configuration (refused by one that takes none)
-                launch = self.with_mcp(launch, ctx.mcp_servers, home) if refusal(self, True) is None else launch
+            launch = given_mcp(self, launch, ctx, endpoint, home)  # the trial's MCP servers, in its configuration
             env = self.base_environment(home)
             env["PWD"] = str(ctx.workdir)  # some agents (opencode) take their folder from $PWD, not getcwd()
             env.update(endpoint_env(endpoint, self.api, self.model_name))

@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ..endpoint import MCP_PATH
 from ..trajectory import McpServerSeen, Trajectory
 from ..wire._types import Exchange
 from ._check import ScriptError
@@ -42,6 +43,23 @@ class McpEndpoint:
     @property
     def args(self) -> list[str]:
         return list(self.command[1:]) if self.command else []
+
+    def through(self, endpoint: Any) -> McpEndpoint:
+        """This server as an agent in a sandbox reaches it, through the model endpoint (its one way out, which is
+        told to pass MCP traffic on: `ModelEndpoint.pass_mcp`): the same server, the same record."""
+        from ._host import host
+        from ._relay import relay_command
+
+        served = host()
+        if self.transport == "http":
+            served.http_url(self.token)  # (the host's HTTP side started: the passage forwards to it)
+        endpoint.pass_mcp(lambda: (served.http_port, served.relay_port))
+        address = endpoint.url.removeprefix("http://")
+        if self.transport == "http":
+            return McpEndpoint(self.name, "http", self.kind, self.token, url=f"{endpoint.url}{MCP_PATH}{self.token}",
+                               state=self.state)
+        return McpEndpoint(self.name, "stdio", self.kind, self.token, state=self.state,
+                           command=relay_command(address, self.token, f"{MCP_PATH}relay"))
 
     def config(self) -> dict[str, Any]:
         """`{"command": ..., "args": [...]}` or `{"type": "http", "url": ...}` (the `mcpServers` form most agents
