@@ -91,7 +91,8 @@ def _cases(agent_program: Callable[[str], str]) -> tuple[list[tr.Case], dict[str
                                  expect_trajectory=[tr.expect.mcp_called("notes", "search_notes", {"query": "dentist"}),
                                                     tr.expect.mcp_as_asked(),
                                                     tr.expect.mcp_called("notes", "search_notes", {"query": "cat"}),
-                                                    tr.expect.mcp_not_called("notes", "search_notes")]))
+                                                    tr.expect.mcp_not_called("notes", "search_notes"),
+                                                    tr.expect.mcp_only_declared()]))
     return cases, truths
 
 
@@ -122,6 +123,7 @@ def test_mcp_called_agrees_with_the_server_the_model_and_the_marker(results: dic
     assert call.joined and call.content.endswith(token) and call.model_arguments == {"query": "dentist"}
     assert call.model_name in {name for name, _ in truth.offered}  # joined across the agent's own naming
     assert verdicts["mcp_as_asked()"].passed, verdicts["mcp_as_asked()"].reason
+    assert verdicts["mcp_only_declared()"].passed, verdicts["mcp_only_declared()"].reason
     # the graders that must fail here do
     assert not verdicts["mcp_called('notes', 'search_notes', args={'query': 'cat'})"].passed
     assert not verdicts["mcp_not_called('notes', 'search_notes')"].passed
@@ -134,3 +136,4 @@ def test_each_agent_names_the_mcp_tool_its_own_way(results: dict) -> None:
     assert names == {"claude-code": [("mcp__notes__search_notes", None)], "codex": [("search_notes", "mcp__notes")],
                      "gemini-cli": [("mcp_notes_search_notes", None)], "opencode": [("notes_search_notes", None)]}, \
         json.dumps(names)
+

@@ -74,6 +74,7 @@ VARIANTS = {
     "mcp_not_called": [expect.mcp_not_called("s"), expect.mcp_not_called("s", "t"),
                        expect.mcp_not_called("s", "t", {"a": 1}), expect.mcp_not_called("s", "t", reached=False)],
     "mcp_as_asked": [expect.mcp_as_asked(), expect.mcp_as_asked("s"), expect.mcp_as_asked("s", "t")],
+    "mcp_only_declared": [expect.mcp_only_declared()],
     "rubric": [rubric(), rubric(expected_tools=["a"]), rubric(max_turns=3), rubric(threshold=0.8),
                rubric(threshold=0.7000001), rubric(formula="skill"), rubric(success_criteria="says hi"),
                rubric(success_criteria="says bye"), rubric(judge=_quality), rubric(judge=_picky),

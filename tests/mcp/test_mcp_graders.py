@@ -193,3 +193,26 @@ def test_graders_are_checked_when_built() -> None:
         expect.mcp_called("notes", 3)  # type: ignore[arg-type]
     with pytest.raises(ValueError):
         expect.mcp_called("notes", "t", at_least=0)
+
+
+def test_mcp_only_declared_sees_an_mcp_tool_of_a_server_nobody_declared() -> None:
+    """An agent that picked up another MCP server (here: a tool offered under Claude Code's MCP naming for a server
+    'github' the trial never declared) fails; the same agent with only the declared server's tools passes."""
+    def create_issue(title: str) -> str:
+        """File an issue."""
+        return "filed"
+
+    def make(extra: bool) -> Any:
+        async def invoke(ctx: tr.TrialContext) -> Any:
+            tools = [*await tr.amcp_tools(ctx.mcp(_server([]))),
+                     *([tr.tool(create_issue, name="mcp__github__create_issue")] if extra else [])]
+            return await tr.Agent(ctx.scripted([tr.reply("ok")]), tools=tools).arun("hi")
+        return invoke
+
+    good, bad = (_one(tr.Case(name=f"c{n}", invoke=make(extra), expect_trajectory=[expect.mcp_only_declared()]))
+                 for n, extra in enumerate((False, True)))
+    assert good.verdicts[0].passed and "2 offered or called tools" in good.verdicts[0].reason
+    assert not bad.verdicts[0].passed
+    assert "mcp__github__create_issue" in bad.verdicts[0].reason and "(declared: notes)" in bad.verdicts[0].reason
+    nothing = tr.check([expect.mcp_only_declared()], tr.Trajectory())[0]
+    assert not nothing.passed and "no model request was observed" in nothing.reason

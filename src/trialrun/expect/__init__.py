@@ -10,7 +10,7 @@ the runner or a report (cases hold graders, not the other way round).
 
 from ._base import Grader, Verdict, check
 from .cost import max_cost_usd
-from .mcp import mcp_as_asked, mcp_called, mcp_not_called
+from .mcp import mcp_as_asked, mcp_called, mcp_not_called, mcp_only_declared
 from .outcome import contains, ended, equals, matches, not_contains, satisfies
 from .trajectory import (
     called,
@@ -49,4 +49,5 @@ __all__ = [
     "mcp_called",
     "mcp_not_called",
     "mcp_as_asked",
+    "mcp_only_declared",
 ]

@@ -18,7 +18,7 @@ from ._calls import fmt_args as _fmt_args
 from ._match import args_match as _args_match
 from ._match import name_matcher as _name_matcher
 
-__all__ = ["mcp_called", "mcp_not_called", "mcp_as_asked"]
+__all__ = ["mcp_called", "mcp_not_called", "mcp_as_asked", "mcp_only_declared"]
 
 
 def _label(name: str, *parts: str) -> str:
@@ -204,5 +204,33 @@ def mcp_as_asked(server: str | None = None, tool: str | None = None) -> Grader:
                                          f"{', '.join(repr(s.name) for s in servers)} received none")
         return Verdict(True, label, f"each of the {_count(len(calls), 'MCP tool call')} received matches the model "
                                     "call it answers, arguments and all")
+
+    return Grader(label, grade, "trajectory")
+
+
+def mcp_only_declared() -> Grader:
+    """The agent was offered (and called) MCP tools of the trial's declared servers only: every tool the model was
+    offered under an MCP name (`mcp__SERVER__TOOL`, `mcp_SERVER_TOOL`) is a declared server's, so an agent that picked
+    up another server (from its workspace's configuration, say) is seen. Fails when no model request was observed
+    (nothing offered was examined); the reason says what it examined."""
+    label = "mcp_only_declared()"
+
+    def grade(run: Run, ctx: object) -> Verdict:
+        trajectory = run.trajectory
+        if not trajectory.model_calls:
+            return Verdict(False, label, "no model request was observed, so no offered tool could be examined")
+        from ..mcp.read import declared_name
+
+        declared = trajectory.mcp_servers
+        names = list(dict.fromkeys([*trajectory.offered_tools, *(c.name for c in trajectory.all_tool_calls)]))
+        mcp_named = [n for n in names if n.lower().startswith("mcp_")]
+        foreign = [name for name in mcp_named if not any(declared_name(name, s.name, s.tools) for s in declared)]
+        if foreign:
+            shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
+            return Verdict(False, label, f"the agent was offered MCP tools of servers the trial did not declare: {shown} "
+                                         f"(declared: {', '.join(s.name for s in declared) or 'none'})")
+        return Verdict(True, label, f"examined {_count(len(names), 'offered or called tool')}: "
+                                    f"{_count(len(mcp_named), 'MCP-named tool')}, each a declared server's "
+                                    f"({', '.join(s.name for s in declared) or 'none declared'})")
 
     return Grader(label, grade, "trajectory")

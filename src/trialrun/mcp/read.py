@@ -20,7 +20,7 @@ from ..trajectory import McpCall, ToolCall, Trajectory
 from ..wire._types import Exchange
 from ._record import MCP_SCHEME, NO_ANSWER, is_mcp
 
-__all__ = ["calls_of", "tools_listed", "unanswered", "join", "named_as", "result_text"]
+__all__ = ["calls_of", "tools_listed", "unanswered", "join", "named_as", "declared_name", "result_text"]
 
 _SEPARATORS = re.compile(r"[^0-9A-Za-z]+")
 
@@ -135,6 +135,15 @@ def named_as(call: ToolCall, server: str, tool: str) -> bool:
         if norm.endswith("_" + tool_n) and _prefix_is(norm[: -len(tool_n)], server_n):
             return True
     return False
+
+
+def declared_name(name: str, server: str, tools: Sequence[str]) -> bool:
+    """Whether a tool offered as `name` is `server`'s: one of its listed `tools` in some agent's naming, or, when
+    it listed none, an MCP name that starts with the server's (`mcp__notes__...`, `mcp_notes_...`)."""
+    if tools:
+        return any(named_as(ToolCall(name), server, tool) for tool in tools)
+    norm = _norm(name)
+    return norm.startswith(f"mcp_{_norm(server)}_")
 
 
 def _prefix_is(prefix: str, server: str) -> bool:

@@ -123,6 +123,7 @@ EXPECT_FORMS: dict[str, str] = {
     "mcp_called": "{server, tool, args, times, at_least, at_most, exact_args}",
     "mcp_not_called": "{server, tool, args, reached}, or a server name (no tool of it called)",
     "mcp_as_asked": "true, or {server, tool}",
+    "mcp_only_declared": "true",
 }
 
 
@@ -220,6 +221,10 @@ def _grader(name: str, value: Any) -> Grader:
 
 def _mcp_grader(name: str, value: Any) -> Grader:
     """The MCP graders' data forms (`{"mcp_called": {"server": "notes", "tool": "search_notes", "args": {...}}}`)."""
+    if name == "mcp_only_declared":
+        if value is not True:
+            raise ValueError(f"got {value!r}, write {{\"{name}\": true}}")
+        return expect.mcp_only_declared()
     if name == "mcp_as_asked":
         if value is True:
             return expect.mcp_as_asked()
@@ -504,4 +509,5 @@ def _mcp_schemas() -> dict[str, Any]:
                                                   "reached": {"type": "boolean"}}}]}
     as_asked = {"anyOf": [{"const": True}, {"type": "object", "additionalProperties": False,
                                             "properties": {"server": text, "tool": text}}]}
-    return {"mcp_called": called, "mcp_not_called": not_called, "mcp_as_asked": as_asked}
+    return {"mcp_called": called, "mcp_not_called": not_called, "mcp_as_asked": as_asked,
+            "mcp_only_declared": {"const": True}}
