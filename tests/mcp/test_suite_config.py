@@ -116,3 +116,39 @@ def test_a_wrong_mcp_grader_in_tests_json_is_exit_2(project: Path, cli: Callable
 
 def test_the_schema_accepts_the_example() -> None:
     jsonschema.validate(json.loads((EXAMPLE / "tests.json").read_text()), suite_json_schema())
+
+
+def test_the_trial_page_and_the_exports_show_what_the_servers_received(project: Path,
+                                                                      cli: Callable[..., Result]) -> None:
+    from starlette.testclient import TestClient
+
+    from _export_schemas import OTLP_TRACES
+    from trialrun.view import create_app
+
+    assert cli("run", "all").exit_code == 0
+    (saved,) = project.glob("results_*.json")
+    page = TestClient(create_app(project), base_url="http://127.0.0.1").get(
+        f"/trial/{saved.stem}", params={"test": "dentist", "trial": 1})
+    assert page.status_code == 200
+    html = page.text
+    # beside the model's call: what the server received, linked to its raw MCP exchange, which is on the page
+    note = html[html.index('<p class="mcp-call">'):]
+    note = note[:note.index("</p>")]
+    assert "<code>notes</code> received <code>search_notes {&quot;query&quot;: &quot;dentist&quot;}</code>" in note \
+        or '<code>notes</code> received <code>search_notes {"query": "dentist"}</code>' in note, note
+    number = int(note.split('href="#exchange-')[1].split('"')[0])
+    assert f'id="exchange-{number}"' in html and 'id="mcp"' in html
+    assert "mcp://notes/tools/call" in html and "MCP message" in html
+    otel = cli("export", saved.name, "--format", "otel", "-o", str(project / "spans.json"))
+    assert otel.exit_code == 0, otel.output
+    data = json.loads((project / "spans.json").read_text())
+    jsonschema.validate(data, OTLP_TRACES)
+    spans = data["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    mcp = [s for s in spans if s["name"].startswith("tools/call ")]
+    assert sorted(s["name"] for s in mcp) == ["tools/call free_slots", "tools/call search_notes"]
+    attrs = {a["key"]: a["value"] for a in mcp[0]["attributes"]}
+    assert attrs["mcp.method.name"] == {"stringValue": "tools/call"} and "trialrun.mcp.server" in attrs
+    atif = cli("export", saved.name, "--format", "atif")
+    documents = [json.loads(line) for line in atif.stdout.splitlines()]
+    calls = [c for d in documents for c in d["extra"]["trialrun"]["mcp_calls"]]
+    assert {(c["server"], c["tool"]) for c in calls} == {("notes", "search_notes"), ("calendar", "free_slots")}
