@@ -12,6 +12,7 @@ All trials run in ONE evaluate, concurrently.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -20,7 +21,8 @@ import pytest
 import trialrun as tr
 from trialrun.wire import ModelRequest
 
-AGENTS = ("claude-code", "codex", "gemini-cli", "opencode")
+AGENTS = ("claude-code", "codex", "gemini-cli", "opencode", "qwen-code", "kilo-code", "copilot-cli", "continue-cli",
+          "kimi-cli")
 TRANSPORTS = ("stdio", "http")
 
 
@@ -58,7 +60,7 @@ def _script(agent: tr.agents.Preset, truth: _Truth) -> Callable[[ModelRequest], 
         last = results[-1].content
         if "Reference: " in last and not truth.shown:
             truth.shown.append(last)
-            token = last.split("Reference: ")[1].split()[0].strip("<>/\"'")
+            token = re.search(r"Reference: (ZEBRA\d+)", last).group(1)  # whatever the agent wrapped it in
             arguments = {argument: f"touch {token}.marker"}
             if agent.label in ("claude-code", "opencode"):
                 arguments["description"] = "trialrun test step"
@@ -99,7 +101,7 @@ def _cases(agent_program: Callable[[str], str]) -> tuple[list[tr.Case], dict[str
 @pytest.fixture(scope="module")
 def results(agent_path: Any) -> dict[str, tuple[tr.TrialResult, _Truth, str]]:
     cases, truths = _cases(agent_path)
-    report = tr.evaluate(cases, concurrency=4)
+    report = tr.evaluate(cases, concurrency=6)
     return {case.name: (case.trials[0], *truths[case.name]) for case in report.cases}
 
 
@@ -134,6 +136,18 @@ def test_mcp_called_agrees_with_the_server_the_model_and_the_marker(results: dic
 def test_each_agent_names_the_mcp_tool_its_own_way(results: dict) -> None:
     names = {label: results[f"{label}-stdio"][1].offered for label in AGENTS}
     assert names == {"claude-code": [("mcp__notes__search_notes", None)], "codex": [("search_notes", "mcp__notes")],
-                     "gemini-cli": [("mcp_notes_search_notes", None)], "opencode": [("notes_search_notes", None)]}, \
-        json.dumps(names)
+                     "gemini-cli": [("mcp_notes_search_notes", None)], "opencode": [("notes_search_notes", None)],
+                     "qwen-code": [("mcp__notes__search_notes", None)], "kilo-code": [("notes_search_notes", None)],
+                     "copilot-cli": [("notes-search_notes", None)], "continue-cli": [("search_notes", None)],
+                     "kimi-cli": [("search_notes", None)]}, json.dumps(names)
+
+
+def test_agents_that_cannot_take_mcp_servers_say_so(agent_path: Any) -> None:
+    for label in ("pi", "mini-swe-agent"):
+        agent = tr.agents.preset(label, path=agent_path(label))
+        assert agent.mcp_support is None
+        with pytest.raises(ValueError, match=f"{label} cannot be given MCP servers"):
+            from trialrun.agents._mcp import check_mcp
+
+            check_mcp(agent)
 
