@@ -6,6 +6,7 @@ how to re-record."""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -138,3 +139,38 @@ def test_replaying_a_cassette_that_is_not_there_says_how_to_record_it(tmp_path: 
     with pytest.raises(Exception) as raised:
         tr.McpCassette(tmp_path / "missing.yaml")
     assert "record it first" in str(raised.value)
+
+
+def test_a_suite_records_a_real_server_then_replays_it_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """trialrun.toml's `record = FOLDER` keeps each test's traffic; `replay = FOLDER` answers from it with no server
+    (the command is gone, and the ticket file does not grow); a test without a recording is exit 2 before anything
+    runs."""
+    from click.testing import CliRunner
+
+    from trialrun.cli import main
+
+    tickets = tmp_path / "tickets.txt"
+    (tmp_path / "tests.json").write_text(json.dumps([{
+        "id": "file-ticket", "prompt": "File a ticket about the printer", "expected_tools": ["file_ticket"],
+        "max_turns": 2, "success_criteria": "Says the ticket was filed",
+        "expect": {"mcp_called": {"server": "tickets", "tool": "file_ticket", "args": {"title": "printer"}},
+                   "mcp_as_asked": True}}]))
+    (tmp_path / "model.yaml").write_text("file-ticket:\n  - tool_call: {name: file_ticket, arguments: {title: printer}}\n"
+                                         "  - reply: The ticket was filed.\n")
+    base = 'suite = "tests.json"\nmodel = "scripted:model.yaml"\ntools = []\n[mcp_servers.tickets]\n'
+    record = (f'command = {json.dumps([sys.executable, str(SERVER)])}\nenv = {{TICKETS = {json.dumps(str(tickets))}}}\n'
+              'record = "recordings"\n')
+    monkeypatch.chdir(tmp_path)
+    runner = CliRunner()
+    (tmp_path / "trialrun.toml").write_text(base + record)
+    first = runner.invoke(main, ["run", "all"], catch_exceptions=False)
+    assert first.exit_code == 0, first.output
+    assert tickets.read_text() == "printer\tnormal\n" and (tmp_path / "recordings" / "file-ticket.yaml").is_file()
+    (tmp_path / "trialrun.toml").write_text(base + 'replay = "recordings"\n')
+    again = runner.invoke(main, ["run", "all"], catch_exceptions=False)
+    assert again.exit_code == 0, again.output
+    assert tickets.read_text() == "printer\tnormal\n"  # replayed: nothing filed again
+    (tmp_path / "recordings" / "file-ticket.yaml").unlink()
+    missing = runner.invoke(main, ["run", "all"], catch_exceptions=False)
+    assert missing.exit_code == 2 and "no MCP recording for 1 test(s)" in missing.output, missing.output
+    assert "file-ticket.yaml" in missing.output

@@ -145,6 +145,11 @@ def _suite_mcp(config: Config, process: Any, suite: SuiteFile, tests: list[Suite
         suite_mcp.check_agent(process)
     except ValueError as exc:
         raise ConfigError(f"{config.source or 'configuration'}: {exc}") from None
+    missing = suite_mcp.missing_recordings([t.id for t in tests])
+    if missing:  # as a replay: model without a cassette for a test: a setup problem, not a test failure
+        raise ConfigError(f"{config.source or 'configuration'}: no MCP recording for {len(missing)} test(s) that will "
+                          f"run: {', '.join(missing)} (record them first: record = \"...\" with command or url); "
+                          "nothing was run")
     if not config.agent and (served := suite_mcp.tool_names()) is not None:
         _check_expected_tools(suite, tests, tool_names + served)
     return suite_mcp

@@ -151,6 +151,14 @@ class SuiteMcp:
             return None
         return [tool.name for script in self.scripts.values() for tool in script.tools]
 
+    def missing_recordings(self, test_ids: list[str]) -> list[str]:
+        """The recordings a replayed server lacks for tests that will run (each file named)."""
+        from ..mcp.cassette import cassette_file
+
+        return [str(cassette_file(self.resolve(spec.table["replay"]), test_id)) for spec in self.specs
+                if spec.source == "replay" for test_id in test_ids
+                if not cassette_file(self.resolve(spec.table["replay"]), test_id).is_file()]
+
     def check_agent(self, agent: Any) -> None:
         """ValueError when the configured process agent cannot be given MCP servers."""
         if self.specs and agent is not None:
