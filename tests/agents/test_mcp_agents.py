@@ -151,3 +151,44 @@ def test_agents_that_cannot_take_mcp_servers_say_so(agent_path: Any) -> None:
 
             check_mcp(agent)
 
+
+
+def test_a_real_server_recorded_then_replayed_to_claude_code_offline(agent_path: Any, tmp_path: Any) -> None:
+    """The tests' own SDK server recorded once through Claude Code, then replayed to Claude Code in the bubblewrap
+    sandbox (no network at all, the server not run): the model is shown the same answer, byte for byte."""
+    import sys
+    from pathlib import Path
+
+    server = Path(__file__).resolve().parents[1] / "mcp" / "servers" / "tickets_server.py"
+    tickets = tmp_path / "tickets.txt"
+    cassette = tmp_path / "tickets.yaml"
+    shown: dict[str, str] = {}
+
+    def script(label: str) -> Callable[[ModelRequest], Any]:
+        def answer(request: ModelRequest) -> Any:
+            if not request.tools:
+                return tr.reply("Trial run")
+            results = request.last_tool_results
+            if results:
+                shown[label] = results[-1].content
+                return tr.reply("filed")
+            return tr.tool_call("mcp__tickets__file_ticket", {"title": "printer jam"})
+        return answer
+
+    def case(label: str, mcp: Any, sandbox: str) -> tr.Case:
+        agent = tr.agents.claude_code(path=agent_path("claude-code"), sandbox=sandbox)
+
+        def invoke(ctx: tr.TrialContext) -> Any:
+            ctx.mcp(mcp, name="tickets")
+            return agent("File a ticket about the printer", ctx, model=ctx.scripted(script(label)))
+
+        return tr.Case(name=label, invoke=invoke, timeout_s=240,
+                       expect_trajectory=[tr.expect.mcp_called("tickets", "file_ticket", {"title": "printer jam"})])
+
+    real = {"command": [sys.executable, str(server)], "env": {"TICKETS": str(tickets)}}
+    recorded = tr.evaluate([case("record", tr.McpCassette(cassette, mode="record", real=real), "none")])
+    assert recorded.cases[0].passed, recorded.cases[0].trials[0].error
+    replayed = tr.evaluate([case("replay", tr.McpCassette(cassette), "bwrap")])
+    assert replayed.cases[0].passed, replayed.cases[0].trials[0].error
+    assert "filed at" in shown["record"] and shown["replay"] == shown["record"]
+    assert tickets.read_text() == "printer jam\tnormal\n"  # filed once: the replay ran no server
