@@ -29,3 +29,31 @@ def test_a_framework_reaches_the_scripted_server_over_both_transports(name: str)
         assert call.joined and call.model_name == "search_notes" and call.content == "Dentist: Tuesday 10:00"
         assert [s.transport for s in trial.trajectory.mcp_servers] == [result.name.rsplit(" ", 1)[1]]
     assert example["received"] == [{"query": "dentist"}] * 2  # the server's own record: one call per trial
+
+
+@pytest.mark.parametrize("failing", [False, True])
+def test_the_servers_answer_gives_the_error_flag_the_wire_lacks(failing: bool) -> None:
+    """Chat Completions carries no error flag, so `no_tool_errors` cannot tell a failed tool from a good one by the
+    wire alone (it fails closed, saying so); the MCP server's isError, joined to the call, tells."""
+    import openai
+    from agents import Agent, OpenAIChatCompletionsModel, Runner, set_tracing_disabled
+    from agents.mcp import MCPServerStdio
+
+    set_tracing_disabled(True)
+    answer = {"error": "the notes are locked"} if failing else "Dentist: Tuesday 10:00"
+    notes = tr.ScriptedMCPServer("notes").tool("search_notes", params={"query": "string"}, answer=answer)
+
+    async def invoke(ctx: tr.TrialContext) -> str:
+        server = ctx.mcp(notes)
+        model = ctx.scripted([tr.tool_call("search_notes", query="dentist"), tr.reply("done")])
+        client = openai.AsyncOpenAI(api_key="t", http_client=ctx.async_http_client(model, httpx2=True), max_retries=0)
+        async with MCPServerStdio({"command": server.command[0], "args": server.args}) as mcp:
+            agent = Agent(name="n", mcp_servers=[mcp], model=OpenAIChatCompletionsModel(model="m", openai_client=client))
+            return str((await Runner.run(agent, "when?")).final_output)
+
+    trial = tr.evaluate([tr.Case(name="flag", invoke=invoke, expect_trajectory=[tr.expect.no_tool_errors()])]
+                        ).cases[0].trials[0]
+    [verdict] = trial.verdicts
+    [result] = trial.trajectory.tool_results
+    assert trial.trajectory.error_flags_unknown == {}  # the server's answer said, for the one call
+    assert result.is_error is failing and verdict.passed is not failing, verdict.reason
