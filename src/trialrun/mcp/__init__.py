@@ -10,8 +10,8 @@ The servers run on one thread of trialrun's process (`_host`), built on the offi
 `mcp` package: `pip install 'trialrun[mcp]'`; never imported by `import trialrun`). An agent in another process
 reaches a stdio server through a relay command (`_relay`), an HTTP one at a loopback URL.
 
-May import: `_util`, `trajectory`, `wire` (the exchange shape), `_scrub`, `models` (the cassette files); never a
-case, the runner or a report.
+May import: `_util`, `trajectory`, `wire` (the exchange shape), `_scrub`, `models` (the cassette files), `endpoint`
+(its passage for a sandboxed agent's MCP traffic); never a case, the runner or a report.
 """
 
 from __future__ import annotations
