@@ -207,6 +207,7 @@ _API_SECTIONS = (
     ("Results", ("report.results", "report.compare")),
     ("What an agent did", ("trajectory",)),
     ("The model seam", ("models", "endpoint")),
+    ("MCP servers", ("mcp",)),
     ("The reference agent", ("agent",)),
     ("Agents in another process", ("agents",)),
 )

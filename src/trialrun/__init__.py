@@ -32,7 +32,7 @@ _EXPORTS: dict[str, str] = {
     # what an agent did
     "Run": "trajectory", "Trajectory": "trajectory", "Turn": "trajectory", "ToolCall": "trajectory",
     "ToolResult": "trajectory", "Usage": "trajectory", "Denial": "trajectory", "Conversation": "trajectory",
-    "CallOutcome": "trajectory",
+    "CallOutcome": "trajectory", "McpCall": "trajectory", "McpServerSeen": "trajectory",
     # the model seam
     "ModelTransport": "models", "ScriptedModel": "models", "tool_call": "models", "tool_calls": "models",
     "reply": "models", "fail": "models", "shell": "models", "subagent": "models", "when": "models", "Cassette": "models", "LiveModel": "models", "RateLimit": "models", "ObservedTransport": "models",
@@ -40,13 +40,16 @@ _EXPORTS: dict[str, str] = {
     # the reference agent
     "Agent": "agent", "Tool": "agent", "ToolError": "agent", "tool": "agent", "shell_tools": "agent",
     "ToolPolicy": "agent", "Decision": "agent", "prices": "agent", "Price": "agent", "PriceTable": "agent",
+    "mcp_tools": "agent", "amcp_tools": "agent",
+    # the second seam: MCP servers for a trial
+    "ScriptedMCPServer": "mcp", "McpEndpoint": "mcp", "McpCassette": "mcp",
     # agents in another process (CLI coding agents)
     "ProcessAgent": "agents",
 }
 # the public subpackages and modules, by stage (suite files -> cases -> run -> report -> render), and the first
 # layout's module names, which still import as the same modules (`_util/moved.py`)
 _SUBMODULES = frozenset({"suite", "models", "wire", "trajectory", "endpoint", "expect", "agent", "agents",
-                         "run", "report", "render"})
+                         "run", "report", "render", "mcp"})
 _MOVED = _moved.MOVED
 
 __all__ = ["__version__", "expect", "Case", "case", "CaseError", "Problem", "TrialContext", *_EXPORTS]
@@ -72,7 +75,7 @@ def __dir__() -> list[str]:
 _moved.install()
 
 if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eagerly (`X as X`: re-exported)
-    from . import agents as agents, expect as expect
+    from . import agents as agents, expect as expect, mcp as mcp
     from .report import compare as compare, journal as journal, metrics as metrics, results as results
     from .report import store as store
     from .run import executor as executor, runner as runner
@@ -81,6 +84,8 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
     from .agent import Tool as Tool, ToolError as ToolError, ToolPolicy as ToolPolicy
     from .agent import prices as prices, shell_tools as shell_tools, tool as tool
     from .agents import ProcessAgent as ProcessAgent
+    from .agent import amcp_tools as amcp_tools, mcp_tools as mcp_tools
+    from .mcp import McpCassette as McpCassette, McpEndpoint as McpEndpoint, ScriptedMCPServer as ScriptedMCPServer
     from .report.compare import CaseDelta as CaseDelta, Comparison as Comparison
     from .endpoint import ModelEndpoint as ModelEndpoint, serve as serve
     from .run.executor import RayExecutor as RayExecutor
@@ -96,3 +101,4 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
     from .run.runner import EvaluationInterrupted as EvaluationInterrupted, aevaluate as aevaluate, evaluate as evaluate
     from .trajectory import Conversation as Conversation, Denial as Denial, Run as Run, ToolCall as ToolCall, ToolResult as ToolResult
     from .trajectory import CallOutcome as CallOutcome, Trajectory as Trajectory, Turn as Turn, Usage as Usage
+    from .trajectory import McpCall as McpCall, McpServerSeen as McpServerSeen

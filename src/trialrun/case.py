@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from ._util.workspace import Workspace
     from ._util.workspace_diff import WorkspaceDiff
     from .endpoint import ModelEndpoint
+    from .mcp import McpEndpoint, TrialMcp
     from .models import Cassette, ModelTransport, ScriptedModel
     from .wire import Exchange
 
@@ -285,6 +286,7 @@ class TrialContext:
         #: to run its command in the same one; None: no sandbox.
         self.sandbox: Any = None
         self._files: WorkspaceDiff | None = None
+        self._mcp: TrialMcp | None = None  # its MCP servers (`mcp`), made with the first
 
     def __repr__(self) -> str:
         return f"TrialContext(case={self.case.name!r}, trial={self.trial})"
@@ -419,6 +421,33 @@ class TrialContext:
         self._clients.append(endpoint)  # stopped with the clients
         return endpoint
 
+    # -- MCP servers (the second seam) ------------------------------------------------------------------------
+    def mcp(self, server: Any, *, name: str | None = None, transport: str = "stdio") -> McpEndpoint:
+        """Serve an MCP server for this trial, every message recorded (stopped after the trial): a
+        `ScriptedMCPServer`, a script file, a real server (`{"command": "..."}` or `{"url": "..."}`, behind the
+        recording proxy) or an MCP cassette. `transport`: "stdio" (`endpoint.command`, for the agent to start) or
+        "http" (`endpoint.url`). Process agents write every server of the trial into their agent's configuration."""
+        if self._mcp is None:
+            from .mcp import TrialMcp
+
+            self._mcp = TrialMcp()
+            self._clients.append(self._mcp)  # stopped with the clients
+        return self._mcp.add(server, name=name, transport=transport, workdir=lambda: self.workdir)
+
+    @property
+    def mcp_servers(self) -> list[McpEndpoint]:
+        """The trial's MCP servers (`mcp`), in the order they were added."""
+        return list(self._mcp.endpoints) if self._mcp is not None else []
+
+    def _attach_mcp(self, trajectory: Trajectory) -> None:
+        """What the trial's MCP servers received, into `trajectory`, joined to the model's calls (the runner does
+        this before grading)."""
+        if self._mcp is not None:
+            self._mcp.attach(trajectory, len(self._model_exchanges()) + 1)
+
+    def _mcp_problems(self) -> list[str]:
+        return self._mcp.problems() if self._mcp is not None else []
+
     @property
     def transports(self) -> list[Any]:
         return list(self._transports)
@@ -442,7 +471,12 @@ class TrialContext:
 
     def exchanges(self) -> list[Exchange]:
         """The trial's recorded HTTP exchanges, numbered as `Turn.exchange` numbers them (from 1): each observed
-        transport's in arrival order, one transport after another in the order they were created."""
+        transport's in arrival order, one transport after another in the order they were created; then its MCP
+        servers' exchanges (`trialrun.mcp`), numbered as `McpCall.exchange` numbers them."""
+        model = self._model_exchanges()
+        return model + self._mcp.exchanges() if self._mcp is not None else model
+
+    def _model_exchanges(self) -> list[Exchange]:
         return [exchange for transport in self._outer() for exchange in transport.exchanges]
 
     def credentials(self) -> frozenset[bytes]:

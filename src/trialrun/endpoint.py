@@ -32,10 +32,12 @@ import httpx
 
 from ._util.per_process import PerProcess
 
-__all__ = ["ModelEndpoint", "serve", "DEFAULT_MAX_BODY"]
+__all__ = ["ModelEndpoint", "serve", "DEFAULT_MAX_BODY", "MCP_PATH"]
 
 #: The largest request body the endpoint reads (32 MiB: a coding agent's largest requests are a few MiB).
 DEFAULT_MAX_BODY = 32 << 20
+#: Where an endpoint that passes MCP traffic on (`pass_mcp`) takes it: `/trialrun-mcp/<token>` and the relays'.
+MCP_PATH = "/trialrun-mcp/"
 
 _HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "content-encoding", "te", "trailer", "upgrade"}
 _DRAIN_S = 2.0  # how long a refused body is read and dropped, so the client sees the 413 instead of a reset
@@ -51,6 +53,11 @@ class _Handler(BaseHTTPRequestHandler):
     server: _Server
 
     def _serve(self) -> None:
+        if self.server.mcp_ports is not None and self.path.startswith(MCP_PATH):
+            from .mcp._passage import pass_on
+
+            pass_on(self, self.server.mcp_ports)  # a sandboxed agent's MCP traffic: to trialrun's MCP host
+            return
         try:
             body = self._body(self.server.max_body)
         except _BadRequest as exc:
@@ -174,6 +181,7 @@ class _Server(ThreadingHTTPServer):
         self.max_body = max_body
         self.host_header = f"{address[0]}:{self.server_address[1]}"
         self.notes: list[str] = []
+        self.mcp_ports: Callable[[], tuple[int, int]] | None = None  # (HTTP, relay) of the MCP host, when passed on
 
     def note(self, message: str) -> None:
         """Kept on the endpoint, and on the transport's trajectory when it keeps notes (every trialrun model)."""
@@ -305,6 +313,12 @@ class ModelEndpoint:
             self._listeners.append(self._server.socket)
         _ACCEPTOR.get().ask("serve", self, self._server.socket)
         return self
+
+    def pass_mcp(self, ports: Callable[[], tuple[int, int]]) -> None:
+        """Also carry the trial's MCP traffic, under `MCP_PATH` (its one way out for an agent in a sandbox): HTTP
+        requests to trialrun's MCP host (`ports()`: its HTTP and relay ports on the real loopback), and relays that
+        ask to be upgraded, joined to its relay port. Never recorded as model exchanges: the MCP host records them."""
+        self._server.mcp_ports = ports
 
     def add_listener(self, listener: socket.socket) -> None:
         """Also serve the connections made to `listener`, a listening socket made elsewhere (in a sandbox's own

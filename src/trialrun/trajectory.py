@@ -13,7 +13,7 @@ from typing import Any, Literal
 from ._util.workspace_diff import WorkspaceDiff
 
 __all__ = ["Usage", "ToolCall", "ToolResult", "Turn", "Denial", "Conversation", "Trajectory", "Run", "RunStatus",
-           "Outcome", "CallOutcome", "observed_nothing", "killed_text"]
+           "Outcome", "CallOutcome", "McpCall", "McpServerSeen", "observed_nothing", "killed_text"]
 
 
 @dataclass(slots=True)
@@ -135,6 +135,50 @@ class CallOutcome:
     role: str = "main"
 
 
+@dataclass(slots=True)
+class McpCall:
+    """One `tools/call` an MCP server received, and what it answered: the tool's side of a tool call (trialrun read
+    it off the server's own traffic, `trialrun.mcp`).
+
+    `server` is the name the trial declared the server under; `tool` and `arguments` are what the server RECEIVED.
+    `content` is the result's text (its text blocks joined; other blocks named), `is_error` the result's isError,
+    `error` the JSON-RPC error the server answered instead of a result (a protocol error), `answered` whether any
+    answer came back. `exchange` numbers its MCP exchange among the trial's exchanges (after the model's).
+    When the call is joined to the model's tool call it answers (`trialrun.mcp.join`): `joined` is True,
+    `model_name` is that call's name in the agent's naming (`mcp__notes__search_notes`), `call_id` its id (None
+    on a wire without ids) and `model_arguments` what the MODEL asked for, which an agent may have rewritten.
+    """
+
+    server: str
+    tool: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+    content: str = ""
+    is_error: bool = False
+    error: str | None = None
+    answered: bool = True
+    exchange: int | None = None
+    joined: bool = False
+    model_name: str | None = None
+    call_id: str | None = None
+    model_arguments: dict[str, Any] | None = None
+
+
+@dataclass(slots=True)
+class McpServerSeen:
+    """An MCP server a trial declared, and what reached it: `transport` ("stdio" | "http"), `kind` ("scripted",
+    "proxy": a real server behind the recording proxy, "replay": a cassette), `connections` (sessions a client
+    opened), `messages` (JSON-RPC messages both ways), `listed` (a client asked for its tools) and `tools` (the tools
+    it offered). A server nobody connected to has `connections == 0`: graders on its calls say so."""
+
+    name: str
+    transport: str = "stdio"
+    kind: str = "scripted"
+    connections: int = 0
+    messages: int = 0
+    listed: bool = False
+    tools: list[str] = field(default_factory=list)
+
+
 #: The roles a conversation can have (see `Conversation`).
 ROLES = ("main", "side", "sub")
 
@@ -184,6 +228,9 @@ class Trajectory:
     tools that run shell commands, found from their schemas (name -> the argument holding the command); a preset adds
     its agent's own (its contract's), and names in `quiet_tools` the tools its contract says run no command.
 
+    `mcp_servers` are the MCP servers the trial declared (what reached each), `mcp_calls` the tool calls they
+    received, in order, each joined to the model's call it answers where one matches (`trialrun.mcp`).
+
     `error_flags_unknown` names the tool results whose `is_error` says nothing (call id -> why): the wire
     decoders add every result that came over an API without an error flag (OpenAI Chat Completions and
     Responses); a preset that reads its agent's own result format (exit codes, error shapes, its JSON events)
@@ -203,6 +250,8 @@ class Trajectory:
     command_tools: dict[str, str] = field(default_factory=dict)
     quiet_tools: list[str] = field(default_factory=list)
     error_flags_unknown: dict[str, str] = field(default_factory=dict)
+    mcp_servers: list[McpServerSeen] = field(default_factory=list)
+    mcp_calls: list[McpCall] = field(default_factory=list)
 
     @property
     def conversations(self) -> list[Conversation]:

@@ -26,7 +26,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("wire",),               # the providers' HTTP traffic <-> trajectories
     ("_scrub",),             # credentials out of everything written or printed (it reads SSE through wire)
     ("models",),             # the model seam: scripted, cassette, live, guard
-    ("endpoint",),           # the seam served on a loopback port
+    ("endpoint", "mcp"),     # the seam served on a loopback port; the second seam (MCP servers, recorded)
     ("agent",),              # the reference agent
     ("expect",),             # the graders
     ("case", "_case_checks"),  # a case and its trial context, and the checks of its fields

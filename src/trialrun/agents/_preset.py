@@ -63,6 +63,9 @@ class Preset(ProcessAgent):
     #: The agent's own permission modes (empty: it has none), and what `permission_mode` means for it.
     permission_modes: ClassVar[tuple[str, ...]] = ()
     permission_mode_is: ClassVar[str] = "permission_mode must be"
+    #: How the agent is given the trial's MCP servers: a preset that writes them says so (see `with_mcp`); None here,
+    #: so an agent whose preset does not is refused at configuration time rather than silently given none.
+    mcp_support: str | None = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """The class attributes the rest of trialrun reads, taken from the subclass's contract."""

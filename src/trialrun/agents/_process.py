@@ -28,10 +28,12 @@ from .._scrub import add_secret, is_secret_name
 from ..trajectory import Denial, Run, ToolCall, ToolResult, Trajectory, killed_text
 from .._contain.keeper import AsyncKeeper, keeper_argv, kill_session
 from ._head import _Head
+from ._mcp import COMMAND_SUPPORT, given_mcp, servers_file
 
 if TYPE_CHECKING:
     from ..case import TrialContext
     from ..endpoint import ModelEndpoint
+    from ..mcp import McpEndpoint
     from .._contain.sandbox import Sandbox
 
 __all__ = ["ProcessAgent", "AgentNotFound", "Launch", "ResultReader", "DUMMY_KEY"]
@@ -292,6 +294,14 @@ class ProcessAgent:
         return {"agent": self.label, "agent_command": self.argv, "api": self.api, "model_name": self.model_name,
                 "sandbox": self.sandbox.describe()}
 
+    #: How the agent is given the trial's MCP servers (`_mcp`; None: it cannot, and a trial with some is refused).
+    mcp_support: str | None = COMMAND_SUPPORT
+
+    def with_mcp(self, launch: Launch, servers: Sequence[McpEndpoint], home: Path) -> Launch:
+        """`launch` given the trial's MCP servers: a preset writes them into its agent's own configuration."""
+        launch.env["TRIALRUN_MCP_CONFIG"] = str(servers_file(servers, home))
+        return launch
+
     def base_environment(self, home: Path | None) -> dict[str, str]:
         """The environment the agent starts from: the caller's (a sandbox keeps only an allow-list of it)."""
         return self.sandbox.environment(home) if self.sandbox.active else dict(os.environ)
@@ -316,6 +326,7 @@ class ProcessAgent:
         home = Path(tempfile.mkdtemp(prefix=f"trialrun-{self.label}-home-"))
         try:
             launch = self.prepare(prompt, ctx, endpoint, home)
+            launch = given_mcp(self, launch, ctx, endpoint, home)  # the trial's MCP servers, in its configuration
             env = self.base_environment(home)
             env["PWD"] = str(ctx.workdir)  # some agents (opencode) take their folder from $PWD, not getcwd()
             env.update(endpoint_env(endpoint, self.api, self.model_name))

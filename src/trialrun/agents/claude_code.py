@@ -23,8 +23,11 @@ from ._process import DUMMY_KEY, Launch
 from ._preset import Preset
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from ..case import TrialContext
     from ..endpoint import ModelEndpoint
+    from ..mcp import McpEndpoint
 
 __all__ = ["ClaudeCode", "claude_code", "CONTRACT", "REFUSALS"]
 
@@ -136,6 +139,19 @@ class ClaudeCode(Preset):
 
     def settings_for_snapshot(self) -> Any:
         return {**super().settings_for_snapshot(), "settings": self.settings()}
+
+    mcp_support = ("--mcp-config FILE --strict-mcp-config (the trial's servers and no others), their tools allowed "
+                   "by --allowedTools mcp__NAME, connected before its first request (MCP_CONNECTION_NONBLOCKING=false); the "
+                   "model sees them as mcp__NAME__TOOL")
+
+    def with_mcp(self, launch: Launch, servers: Sequence[McpEndpoint], home: Path) -> Launch:
+        path = home / ".claude" / "trialrun-mcp.json"
+        path.write_text(json.dumps({"mcpServers": {s.name: s.config() for s in servers}}, indent=2))
+        # before its own flags: both options take several values, up to the next option
+        launch.argv[1:1] = ["--mcp-config", str(path), "--strict-mcp-config", "--allowedTools",
+                            *(f"mcp__{s.name}" for s in servers)]
+        launch.env["MCP_CONNECTION_NONBLOCKING"] = "false"  # connect before the first model request, not during it
+        return launch
 
 
 def claude_code(**options: Any) -> ClaudeCode:

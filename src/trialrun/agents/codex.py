@@ -28,8 +28,11 @@ from ._process import DUMMY_KEY, Launch
 from ._preset import Preset
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from ..case import TrialContext
     from ..endpoint import ModelEndpoint
+    from ..mcp import McpEndpoint
 
 __all__ = ["Codex", "codex", "CONTRACT", "REFUSALS"]
 
@@ -167,6 +170,22 @@ class Codex(Preset):
 
     def settings_for_snapshot(self) -> Any:
         return {**super().settings_for_snapshot(), "config": self.config_toml("<endpoint>")}
+
+    mcp_support = "[mcp_servers.NAME] tables in CODEX_HOME/config.toml (command and args, or url)"
+
+    def with_mcp(self, launch: Launch, servers: Sequence[McpEndpoint], home: Path) -> Launch:
+        lines = []
+        for server in servers:
+            lines += [f"[mcp_servers.{_toml(server.name)}]", "startup_timeout_sec = 30", "required = true",
+                      "default_tools_approval_mode = \"approve\""]
+            if server.url is not None:
+                lines.append(f"url = {_toml(server.url)}")
+            else:
+                lines += [f"command = {_toml(server.command[0] if server.command else '')}",
+                          f"args = {_toml(server.args)}"]
+        with (home / ".codex" / "config.toml").open("a", encoding="utf-8") as config:
+            config.write("\n".join(lines) + "\n")
+        return launch
 
 
 def _sandbox_helper(program: str) -> Path | None:

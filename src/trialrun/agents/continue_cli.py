@@ -31,8 +31,11 @@ from ._process import DUMMY_KEY, Launch
 from ._preset import Preset
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from ..case import TrialContext
     from ..endpoint import ModelEndpoint
+    from ..mcp import McpEndpoint
 
 __all__ = ["ContinueCli", "continue_cli", "CONTRACT"]
 
@@ -118,6 +121,17 @@ class ContinueCli(Preset):
 
     def settings_for_snapshot(self) -> Any:
         return {**super().settings_for_snapshot(), "config": self.config_yaml("<endpoint>")}
+
+    mcp_support = "mcpServers in its config.yaml (name with command and args, or a streamable-http url)"
+
+    def with_mcp(self, launch: Launch, servers: Sequence[McpEndpoint], home: Path) -> Launch:
+        path = home / ".continue" / "config.yaml"
+        config = json.loads(path.read_text(encoding="utf-8"))  # (written as JSON, which is YAML)
+        config["mcpServers"] = [{"name": s.name, "type": "streamable-http", "url": s.url} if s.url is not None
+                                else {"name": s.name, "command": s.command[0] if s.command else "", "args": s.args}
+                                for s in servers]
+        path.write_text(json.dumps(config, indent=2))
+        return launch
 
 
 def continue_cli(**options: Any) -> ContinueCli:

@@ -21,6 +21,7 @@ their failure and success texts.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections import Counter
@@ -35,8 +36,11 @@ from ._process import DUMMY_KEY, Launch, ResultReader
 from ._preset import Preset
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from ..case import TrialContext
     from ..endpoint import ModelEndpoint
+    from ..mcp import McpEndpoint
 
 __all__ = ["CopilotCli", "copilot_cli", "REFUSALS", "CONTRACT"]
 
@@ -198,6 +202,18 @@ class CopilotCli(Preset):
 
     def settings_for_snapshot(self) -> Any:
         return {**super().settings_for_snapshot(), "flags": self.flags()}
+
+    mcp_support = ("--additional-mcp-config @FILE (mcpServers: local command and args, or http url), every tool of "
+                   "them (\"tools\": [\"*\"]), its own built-in MCP servers off (--disable-builtin-mcps)")
+
+    def with_mcp(self, launch: Launch, servers: Sequence[McpEndpoint], home: Path) -> Launch:
+        path = home / ".copilot" / "trialrun-mcp.json"
+        path.write_text(json.dumps({"mcpServers": {
+            s.name: ({"type": "http", "url": s.url} if s.url is not None else
+                     {"type": "local", "command": s.command[0] if s.command else "", "args": s.args}) | {"tools": ["*"]}
+            for s in servers}}, indent=2))
+        launch.argv[1:1] = [f"--additional-mcp-config=@{path}", "--disable-builtin-mcps"]
+        return launch
 
 
 def copilot_cli(**options: Any) -> CopilotCli:

@@ -32,8 +32,11 @@ from ._process import DUMMY_KEY, Launch
 from ._preset import Preset
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from ..case import TrialContext
     from ..endpoint import ModelEndpoint
+    from ..mcp import McpEndpoint
 
 __all__ = ["GeminiCli", "gemini_cli", "REFUSALS", "CONTRACT"]
 
@@ -137,6 +140,19 @@ class GeminiCli(Preset):
 
     def settings_for_snapshot(self) -> Any:
         return {**super().settings_for_snapshot(), "settings": self.settings(), "policy": self.policy()}
+
+    mcp_support = ("mcpServers in HOME/.gemini/settings.json (command and args, or httpUrl), each trusted (its tools "
+                   "need no confirmation); the model sees them as mcp_NAME_TOOL")
+
+    def with_mcp(self, launch: Launch, servers: Sequence[McpEndpoint], home: Path) -> Launch:
+        path = home / ".gemini" / "settings.json"
+        settings = json.loads(path.read_text(encoding="utf-8"))
+        settings["mcpServers"] = {
+            s.name: ({"httpUrl": s.url} if s.url is not None else {"command": s.command[0] if s.command else "",
+                                                                  "args": s.args}) | {"trust": True, "timeout": 60000}
+            for s in servers}
+        path.write_text(json.dumps(settings, indent=2))
+        return launch
 
 
 def gemini_cli(**options: Any) -> GeminiCli:

@@ -17,6 +17,7 @@ refusal is an ERROR whose message is one of `REFUSALS`.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,8 +29,11 @@ from ._process import DUMMY_KEY, Launch
 from ._preset import Preset
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from ..case import TrialContext
     from ..endpoint import ModelEndpoint
+    from ..mcp import McpEndpoint
 
 __all__ = ["KimiCli", "kimi_cli", "REFUSALS", "CONTRACT"]
 
@@ -138,6 +142,16 @@ class KimiCli(Preset):
 
     def settings_for_snapshot(self) -> Any:
         return {**super().settings_for_snapshot(), "config": self.config_toml("<endpoint>")}
+
+    mcp_support = "--mcp-config-file FILE (mcpServers: command and args, or url with transport http)"
+
+    def with_mcp(self, launch: Launch, servers: Sequence[McpEndpoint], home: Path) -> Launch:
+        path = home / ".kimi" / "trialrun-mcp.json"
+        path.write_text(json.dumps({"mcpServers": {
+            s.name: {"url": s.url, "transport": "http"} if s.url is not None else
+            {"command": s.command[0] if s.command else "", "args": s.args} for s in servers}}, indent=2))
+        launch.argv[1:1] = ["--mcp-config-file", str(path)]
+        return launch
 
 
 def kimi_cli(**options: Any) -> KimiCli:

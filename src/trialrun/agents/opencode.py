@@ -33,8 +33,11 @@ from ._process import DUMMY_KEY, Launch, ResultReader
 from ._preset import Preset
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from ..case import TrialContext
     from ..endpoint import ModelEndpoint
+    from ..mcp import McpEndpoint
 
 __all__ = ["Opencode", "opencode", "REFUSALS", "CONTRACT"]
 
@@ -205,6 +208,17 @@ class Opencode(Preset):
         env = {"HOME": str(home), "OPENCODE_CONFIG": str(config_file), **{k: str(v) for k, v in xdg.items()},
                **self.contract.endpoint.quiet}
         return Launch(argv, env, home)
+
+    mcp_support = ("the mcp table of its opencode.json (local: the command; remote: the url); the model sees the "
+                   "tools as NAME_TOOL")
+
+    def with_mcp(self, launch: Launch, servers: Sequence[McpEndpoint], home: Path) -> Launch:
+        path = home / "opencode.json"
+        config = json.loads(path.read_text(encoding="utf-8"))
+        config["mcp"] = {s.name: {"type": "remote", "url": s.url, "enabled": True} if s.url is not None
+                         else {"type": "local", "command": list(s.command or ()), "enabled": True} for s in servers}
+        path.write_text(json.dumps(config, indent=2))
+        return launch
 
     def _output(self, stdout: str, ctx: TrialContext) -> Any:
         events = _events(stdout)  # the output is what the session said, as `opencode run` prints it without --format

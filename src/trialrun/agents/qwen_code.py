@@ -34,8 +34,11 @@ from ._process import DUMMY_KEY, Launch, ResultReader
 from ._preset import Preset
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from ..case import TrialContext
     from ..endpoint import ModelEndpoint
+    from ..mcp import McpEndpoint
 
 __all__ = ["QwenCode", "qwen_code", "REFUSALS", "CONTRACT"]
 
@@ -190,6 +193,20 @@ class QwenCode(Preset):
 
     def settings_for_snapshot(self) -> Any:
         return {**super().settings_for_snapshot(), "settings": self.settings()}
+
+    mcp_support = ("mcpServers in HOME/.qwen/settings.json (command and args, or httpUrl), each trusted and its tools "
+                   "declared up front (alwaysLoadTools); the model sees them as mcp__NAME__TOOL")
+
+    def with_mcp(self, launch: Launch, servers: Sequence[McpEndpoint], home: Path) -> Launch:
+        path = home / ".qwen" / "settings.json"
+        settings = json.loads(path.read_text(encoding="utf-8"))
+        settings["mcpServers"] = {
+            s.name: ({"httpUrl": s.url} if s.url is not None else {"command": s.command[0] if s.command else "",
+                                                                  "args": s.args})
+            | {"trust": True, "timeout": 60000, "alwaysLoadTools": True}  # declared up front, not behind tool_search
+            for s in servers}
+        path.write_text(json.dumps(settings, indent=2))
+        return launch
 
 
 def qwen_code(**options: Any) -> QwenCode:

@@ -4,12 +4,14 @@ agent left in its workdir (`workspace`: `verify`, `file_contains`, `changed_only
 Each returns a `Grader`: a callable of (run, ctx) giving a `Verdict(passed, grader, reason, score=None)` whose
 reason says what was seen, for a person reading a CI log.
 
-May import: `_util`, `trajectory`, `_shell`, `wire`, `_scrub`, `models`, `agent` (the price table); never a case,
+May import: `_util`, `trajectory`, `_shell`, `wire`, `_scrub`, `models`, `mcp` (reading its record), `agent` (the
+price table); never a case,
 the runner or a report (cases hold graders, not the other way round).
 """
 
 from ._base import Grader, Verdict, check, safety
 from .cost import max_cost_usd
+from .mcp import mcp_as_asked, mcp_called, mcp_not_called, mcp_only_declared
 from .outcome import contains, ended, equals, matches, not_contains, satisfies
 from .trajectory import (
     called,
@@ -53,6 +55,10 @@ __all__ = [
     "file_matches",
     "file_unchanged",
     "changed_only",
+    "mcp_called",
+    "mcp_not_called",
+    "mcp_as_asked",
+    "mcp_only_declared",
 ]
 
 

@@ -22,6 +22,7 @@ from .._scrub import scrub_text
 from ..report.results import TrialResult
 from ..trajectory import Conversation, Turn
 from ._chrome import crumb_case, crumb_run, site_nav
+from ._mcp_parts import is_mcp_record, joined_calls, mcp_note, mcp_section
 from ._chrome import _head, _page
 from .history import _q, _when
 
@@ -44,6 +45,7 @@ table.headers th { width: 34%; font-weight: 600; }
 .no-link { font-size: 0.85rem; }
 details.conv-fold > summary { cursor: pointer; font-size: 1.1rem; font-weight: 600; margin: 8px 0; }
 a.exchange-link { font-weight: normal; font-size: 0.85rem; margin-left: 8px; }
+p.mcp-call { font-size: 0.85rem; margin: 4px 0; }
 @media (min-width: 761px) {
 #judgement table.verdicts { width: 100%; border-collapse: collapse; font-size: 0.9rem; }
 #judgement table.verdicts th, #judgement table.verdicts td { text-align: left; padding: 4px 8px; border-bottom: 1px solid var(--border-soft); vertical-align: top; overflow-wrap: anywhere; }
@@ -150,7 +152,8 @@ def _details(record: dict[str, Any], label: str) -> str:
             "</details>")
 
 
-def _turn(turn: Turn, index: int, records: dict[int, dict[str, Any]], log: TrialExchanges) -> str:
+def _turn(turn: Turn, index: int, records: dict[int, dict[str, Any]], log: TrialExchanges,
+          joined: dict[int, Any] | None = None) -> str:
     meta = " · ".join(x for x in (turn.model or "", f"{turn.usage.input_tokens:,} in / {turn.usage.output_tokens:,} out tokens"
                                   if turn.usage else "") if x)
     link = (f'<a class="exchange-link" href="#exchange-{turn.exchange}">raw exchange {turn.exchange}</a>'
@@ -164,7 +167,7 @@ def _turn(turn: Turn, index: int, records: dict[int, dict[str, Any]], log: Trial
         result = results.get(call.id) if call.id else None
         parts.append(f'<div class="call"><strong class="tool-name">{escape(call.name)}</strong><pre>{escape(args)}</pre>'
                      + ("" if result is None else f'<pre class="{"error" if result.is_error else "result"}">→ '
-                        f"{escape(result.content[:4000])}</pre>") + "</div>")
+                        f"{escape(result.content[:4000])}</pre>") + mcp_note(call, joined or {}) + "</div>")
     if turn.exchange is None:
         parts.append('<p class="muted no-link">This turn is not linked to an exchange (the agent reported its own '
                      "trajectory, or the run was made before turns recorded theirs); the trial's exchanges are listed "
@@ -178,13 +181,14 @@ def _turn(turn: Turn, index: int, records: dict[int, dict[str, Any]], log: Trial
     return f'<li class="turn" data-turn="{index}">{"".join(parts)}</li>'
 
 
-def _conversation(conversation: Conversation, number: int, records: dict[int, dict[str, Any]], log: TrialExchanges) -> str:
+def _conversation(conversation: Conversation, number: int, records: dict[int, dict[str, Any]], log: TrialExchanges,
+                  joined: dict[int, Any] | None = None) -> str:
     if conversation.role == "main":
         title = "Main conversation"
     else:
         kind = "Side request" if conversation.role == "side" else "Sub-agent"
         title = f"{kind} {number}" + (f": {conversation.prompt[:80]}" if conversation.prompt else "")
-    turns = "".join(_turn(turn, i, records, log) for i, turn in enumerate(conversation.turns, start=1))
+    turns = "".join(_turn(turn, i, records, log, joined) for i, turn in enumerate(conversation.turns, start=1))
     inner = f'<ol class="turns">{turns}</ol>' if turns else '<p class="muted">(no turns)</p>'
     if conversation.role == "main":
         return f'<section class="conv" data-role="main"><h2>{escape(title)}</h2>{inner}</section>'
@@ -231,9 +235,11 @@ def trial_page(entry: RunEntry, name: str, trial: TrialResult, log: TrialExchang
     if log.notes:  # exchanges of the wrong shape, left out: each named by line and field
         note += ('<div class="alert warn" id="exchanges-left-out"><p>Exchanges the file holds in a form that cannot be '
                  "shown:</p><ul>" + "".join(f"<li>{escape(n)}</li>" for n in log.notes) + "</ul></div>")
-    conversations = "".join(_conversation(c, i, records, log) for i, c in enumerate(trajectory.conversations))
+    joined = joined_calls(trajectory)  # the MCP servers' side of the model's calls, under each call
+    conversations = "".join(_conversation(c, i, records, log, joined) for i, c in enumerate(trajectory.conversations))
     linked = {turn.exchange for turn in trajectory.all_turns if turn.exchange is not None}
-    others = [records[n] for n in sorted(records) if n not in linked]
+    mcp = [records[n] for n in sorted(records) if is_mcp_record(records[n])]
+    others = [records[n] for n in sorted(records) if n not in linked and not is_mcp_record(records[n])]
     other = ""
     if others:
         other = ('<section class="conv" id="other-exchanges"><h2>Other exchanges</h2><p class="muted">Exchanges no turn '
@@ -247,7 +253,7 @@ def trial_page(entry: RunEntry, name: str, trial: TrialResult, log: TrialExchang
             + f'<main class="wrap" id="main">{_links(entry, name, trial)}{note}{graded}{judgement(trial)}{form}'
             + files_html(trial)
             + (f'<p class="muted">Prompt: {escape(trajectory.prompt)}</p>' if trajectory.prompt else "")
-            + conversations + other + "</main>")
+            + conversations + mcp_section(trajectory, mcp, exchange_details) + other + "</main>")
     nav = site_nav(str(entry.path.parent), [crumb_run(entry.stem, _when(entry)), crumb_case(entry.stem, name),
                                             (f"trial {trial.trial}", None)])
     from ._search import MARK_JS  # (a search hit's link asks the page to mark it: ?hl=TEXT)

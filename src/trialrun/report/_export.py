@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,7 @@ __all__ = ["export_text", "otel_traces", "atif_trajectories", "ATIF_VERSION", "P
 ATIF_VERSION = "ATIF-v1.4"
 #: `gen_ai.provider.name` of each wire API (the registry's well-known values).
 PROVIDERS = {"openai-chat": "openai", "openai-responses": "openai", "anthropic": "anthropic", "gemini": "gcp.gemini"}
-_INTERNAL, _CLIENT = 1, 3  # opentelemetry.proto.trace.v1.Span.SpanKind
+_INTERNAL, _SERVER, _CLIENT = 1, 2, 3  # opentelemetry.proto.trace.v1.Span.SpanKind
 _STATUS_ERROR = 2  # opentelemetry.proto.trace.v1.Status.StatusCode
 
 
@@ -162,6 +163,26 @@ def _trial_spans(report: RunReport, case: str, trial: TrialResult,
             api, asked = requests.get(turn.exchange or 0, (None, None))
             spans.extend(_turn_spans(trace, root, (place, conversation), number, turn,
                                      PROVIDERS.get(str(api), provider), asked or model, timing))
+    return spans + _mcp_spans(trace, root, trial, timing)
+
+
+def _mcp_spans(trace: str, root: str, trial: TrialResult, timing: dict[str, str]) -> list[dict[str, Any]]:
+    """A server-side span for each tool call an MCP server of the trial received (`Trajectory.mcp_calls`)."""
+    spans = []
+    for index, call in enumerate(trial.trajectory.mcp_calls):
+        failed = call.is_error or call.error is not None or not call.answered
+        spans.append({
+            "traceId": trace, "spanId": _id(trace, "mcp", index, size=8), "parentSpanId": root,
+            "name": f"tools/call {call.tool}", "kind": _SERVER, **timing,
+            "attributes": _attributes({
+                "mcp.method.name": "tools/call", "gen_ai.tool.name": call.tool, "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.call.arguments": json.dumps(call.arguments, ensure_ascii=False),
+                "gen_ai.tool.call.result": call.content, "gen_ai.tool.call.id": call.call_id,
+                "error.type": "tool_error" if call.is_error else "protocol_error" if call.error else None,
+                "trialrun.mcp.server": call.server, "trialrun.mcp.joined": call.joined,
+                "trialrun.mcp.model_name": call.model_name, "trialrun.exchange": call.exchange}),
+            "status": {"code": _STATUS_ERROR, "message": call.error or "the tool's result is an error"} if failed else {},
+        })
     return spans
 
 
@@ -259,7 +280,9 @@ def _atif_trial(report: RunReport, case: str, trial: TrialResult) -> list[dict[s
         "commands": trajectory.commands, "notes": trajectory.notes,
         "refused": [{"tool": d.tool, "call_id": d.call_id, "by": d.source, "rule": d.rule} for d in trajectory.denials],
         "other_conversations": [name for name, _ in others], "regraded_from": report.regraded_from,
-        "files": _files_extra(trial)}}
+        "files": _files_extra(trial),
+        "mcp_servers": [asdict(server) for server in trajectory.mcp_servers],
+        "mcp_calls": [asdict(call) for call in trajectory.mcp_calls]}}
     first = _atif_document(report, session, main, trial.cost_usd, extra)
     return [first] + [_atif_document(report, name, c, None, {"trialrun": {"parent_session_id": session,
                                                                           "role": c.role}}) for name, c in others]

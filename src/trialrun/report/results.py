@@ -73,7 +73,7 @@ class TrialError(BaseModel):
 
     type: str
     message: str
-    phase: str = Field(description="setup | invoke | grade | teardown | model | network")
+    phase: str = Field(description="setup | invoke | grade | teardown | model | mcp | network")
     traceback: str | None = None
 
     def __str__(self) -> str:

@@ -333,14 +333,19 @@ class _Runner:
                 error = TrialError(type="ModelError", message="; ".join(problems), phase="model")
             # what the agent left, before any grader runs (a verify command may write files); not after a failed setup
             files = await self._files_left(ctx) if error is None or error.phase != "setup" else None
+            if error is None and (problems := ctx._mcp_problems()):  # a script with no answer, a hostile server
+                error = TrialError(type="McpError", message="; ".join(problems), phase="mcp")
             if run is not None:
                 run.files = files
+                ctx._attach_mcp(run.trajectory)  # what the MCP servers received, joined to the model's calls
                 if run.cost_usd is None:
                     run.cost_usd = self._observed_cost(run)
                 verdicts, grade_error = await self._grade(case.graders, run, ctx)
                 error = error or grade_error or _run_error(run, case.graders)
-            elif ctx._transports:  # invoke raised or timed out: keep what the agent did and spent, ungraded
-                run = Run(output=None, trajectory=ctx.trajectory(), files=files)
+            elif ctx._transports or ctx._mcp is not None:  # invoke raised or timed out: keep what the agent did
+                run = Run(output=None, trajectory=ctx.trajectory() if ctx._transports else Trajectory(),  # ungraded
+                          files=files)
+                ctx._attach_mcp(run.trajectory)
                 run.cost_usd = self._observed_cost(run)
             graded = True
         finally:

@@ -23,7 +23,7 @@ from typing import Any
 
 from .. import _version
 from .._util.files import gc_paused
-from ..agent import Agent, PriceTable, prices
+from ..agent import Agent, PriceTable, amcp_tools, prices
 from ..case import Case, TrialContext
 from ..expect._base import Grader
 from ..expect.rubric import key_terms, rubric
@@ -31,6 +31,7 @@ from ..expect.workspace import verify_of
 from ..report._text_diff import snapshot_text
 from ._build_agent import (_check_agent_signature, _import, _policy, _sandbox, _tools_factory, ignored_by_custom_agent,
                            process_agent)
+from ._mcp_config import SuiteMcp
 from ._build_model import (FileScript, _check_cassettes, _judge_api, _judge_transport, check_api_keys, judge_setup,
                            load_script_file, model_transport)
 from ._tests_file import SuiteError, SuiteFile, SuiteTest, read_suite
@@ -73,8 +74,6 @@ def _build_cases(
     _apply_prices(config, prices)
     policy = _policy(config)
     make_tools, tool_names = _tools_factory(config)
-    if not config.agent:  # the reference agent's tools are known: an expected tool it lacks is a typo, not a score
-        _check_expected_tools(suite, tests, tool_names)
     workspace = config.resolve(config.workspace) if config.workspace else None
     if workspace is not None and not workspace.is_dir():
         raise ConfigError(f"{config.source or 'configuration'}: workspace: {str(workspace)!r} is not a folder")
@@ -88,12 +87,14 @@ def _build_cases(
         _check_cassettes(config.resolve(spec.target),
                          [t.id for t in tests if include_live_canary or t.mode != "live_canary"])
     judge_parsed, judge_scripts = judge_setup(config)
+    mcp = _suite_mcp(config, process, suite, tests, tool_names)
 
     def invoke_for(test: SuiteTest) -> Callable[[TrialContext], Any]:
         if custom is not None and not inspect.iscoroutinefunction(custom):
             def invoke_sync(ctx: TrialContext) -> Any:  # the runner runs a sync agent in a worker thread
                 ctx.prompt, ctx.model = test.prompt, model_transport(spec, test.id, config, ctx, scripts)
                 ctx.model_name, ctx.api = model_name, api
+                mcp.serve(ctx, test.id)
                 return custom(test.prompt, ctx)
 
             return invoke_sync
@@ -101,6 +102,7 @@ def _build_cases(
         async def invoke(ctx: TrialContext) -> Any:
             ctx.prompt, ctx.model = test.prompt, model_transport(spec, test.id, config, ctx, scripts)
             ctx.model_name, ctx.api = model_name, api
+            served = mcp.serve(ctx, test.id)
             if process is not None:  # awaited here, so a timeout or Ctrl-C cancels it and kills its processes
                 return await process.arun(test.prompt, ctx)
             if custom is not None:
@@ -108,7 +110,8 @@ def _build_cases(
             if not isinstance(sandbox, str):  # its commands ran in this sandbox: a verify command runs there too
                 ctx.sandbox = sandbox
             agent = Agent(
-                ctx.model, api=api, model_name=model_name, tools=make_tools(lambda: ctx.workdir), policy=policy,
+                ctx.model, api=api, model_name=model_name, tools=make_tools(lambda: ctx.workdir) + await
+                _mcp_tools(served), policy=policy,
                 system=config.system, max_turns=config.turn_limit, max_cost_usd=test.max_cost_usd,
             )
             return await agent.arun(test.prompt)
@@ -221,6 +224,27 @@ def _run_setup(test: str, command: str, number: int, count: int, workdir: Path) 
            f"was stopped ({done.stopped})" if done.stopped else f"exited {done.returncode}")
     output = done.output.strip()
     raise SetupError(f"test {test!r}: {which} `{command}` {why}" + (f": {output[-1500:]}" if output else ""))
+def _suite_mcp(config: Config, process: Any, suite: SuiteFile, tests: list[SuiteTest], tool_names: list[str]) -> SuiteMcp:
+    """The suite's MCP servers (`[mcp_servers.NAME]`, maybe none), checked now; the reference agent's tools then
+    known (its own and the scripted servers'), an expected tool it lacks is a typo, not a score."""
+    try:
+        suite_mcp = SuiteMcp(config.mcp_servers, lambda path: config.resolve(path), str(config.source or "configuration"))
+        suite_mcp.check_agent(process)
+    except ValueError as exc:
+        raise ConfigError(f"{config.source or 'configuration'}: {exc}") from None
+    missing = suite_mcp.missing_recordings([t.id for t in tests])
+    if missing:  # as a replay: model without a cassette for a test: a setup problem, not a test failure
+        raise ConfigError(f"{config.source or 'configuration'}: no MCP recording for {len(missing)} test(s) that will "
+                          f"run: {', '.join(missing)} (record them first: record = \"...\" with command or url); "
+                          "nothing was run")
+    if not config.agent and (served := suite_mcp.tool_names()) is not None:
+        _check_expected_tools(suite, tests, tool_names + served)
+    return suite_mcp
+
+
+async def _mcp_tools(servers: list[Any]) -> list[Any]:
+    """The tools of the trial's MCP servers, for the reference agent."""
+    return [tool for server in servers for tool in await amcp_tools(server)]
 
 
 def test_graders(test: SuiteTest, suite: SuiteFile, config: Config, judge_parsed: ModelSpec | None,
@@ -353,6 +377,10 @@ def config_snapshot(config: Config, suite: SuiteFile, labels: dict[str, str] | N
         snapshot["pass_env"] = sorted(config.pass_env)
     if process is not None:  # what the agent itself was configured with: version, settings and skills hashes
         snapshot.update(process.snapshot())
+    if config.mcp_servers:  # each server's source and transport (never an env or header value)
+        from ._mcp_config import specs
+
+        snapshot["mcp_servers"] = {s.name: {"source": s.source, "transport": s.transport} for s in specs(config.mcp_servers)}
     if (limit := _rate_limit_snapshot(config)) is not None:
         snapshot["rate_limit"] = limit
     if labels:

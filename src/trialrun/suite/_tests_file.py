@@ -155,6 +155,10 @@ EXPECT_FORMS: dict[str, str] = {
     "file_matches": "{path, regex}",
     "file_unchanged": "path or glob",
     "changed_only": "glob, or list of globs",
+    "mcp_called": "{server, tool, args, times, at_least, at_most, exact_args}",
+    "mcp_not_called": "{server, tool, args, reached}, or a server name (no tool of it called)",
+    "mcp_as_asked": "true, or {server, tool}",
+    "mcp_only_declared": "true",
 }
 
 
@@ -252,6 +256,8 @@ def _grader(name: str, value: Any) -> Grader:
                              f"\"password\"}}; known: {', '.join(n for n in EXPECT_FORMS if n != 'safety')}")
         [(inner_name, inner_value)] = inner.items()
         return expect.safety(_grader(inner_name, inner_value))
+    if name.startswith("mcp_"):
+        return _mcp_grader(name, value)
     return _workspace_grader(name, value)
 
 
@@ -281,6 +287,34 @@ def _workspace_grader(name: str, value: Any) -> Grader:
         globs = [value] if isinstance(value, str) else _need(value, list, "a glob, or a list of globs")
         return expect.changed_only([_need(g, str, "a glob") for g in globs])
     raise ValueError(f"unknown grader {name!r}")  # pragma: no cover - EXPECT_FORMS guards
+
+
+def _mcp_grader(name: str, value: Any) -> Grader:
+    """The MCP graders' data forms (`{"mcp_called": {"server": "notes", "tool": "search_notes", "args": {...}}}`)."""
+    if name == "mcp_only_declared":
+        if value is not True:
+            raise ValueError(f"got {value!r}, write {{\"{name}\": true}}")
+        return expect.mcp_only_declared()
+    if name == "mcp_as_asked":
+        if value is True:
+            return expect.mcp_as_asked()
+        spec = dict(_need(value, dict, "true, or {server, tool}"))
+        unknown = sorted(set(spec) - {"server", "tool"})
+        if unknown:
+            raise ValueError(f"unknown key(s) {', '.join(map(repr, unknown))}")
+        return expect.mcp_as_asked(**spec)
+    if name == "mcp_not_called" and isinstance(value, str):
+        return expect.mcp_not_called(value)
+    keys = ({"server", "tool", "args", "times", "at_least", "at_most", "exact_args"} if name == "mcp_called"
+            else {"server", "tool", "args", "reached"})
+    spec = _spec(value, keys, "server")
+    if name == "mcp_called":
+        if "tool" not in spec:
+            raise ValueError("'tool' is required")
+        return expect.mcp_called(_need(spec.pop("server"), str, "a server name"), _need(spec.pop("tool"), str, "a tool"),
+                                 spec.pop("args", None), **spec)
+    return expect.mcp_not_called(_need(spec.pop("server"), str, "a server name"), spec.pop("tool", None),
+                                 spec.pop("args", None), **spec)
 
 
 @dataclass(slots=True)
@@ -525,7 +559,7 @@ def suite_json_schema() -> dict[str, Any]:
     field = item["properties"]["expect"]
     field.pop("type", None)
     field.pop("items", None)
-    values = _value_schemas()
+    values = {**_value_schemas(), **_mcp_schemas()}  # each grader's value, checked by editors too
     field["anyOf"] = [
         {"type": "array", "items": {"type": "object", "minProperties": 1, "maxProperties": 1, "propertyNames": names,
                                     "properties": values}},
@@ -552,3 +586,16 @@ def _value_schemas() -> dict[str, Any]:
         "file_unchanged": text,
         "changed_only": globs,
     }
+def _mcp_schemas() -> dict[str, Any]:
+    text, args = {"type": "string", "minLength": 1}, {"type": "object"}
+    count = {"type": "integer", "minimum": 0}
+    called = {"type": "object", "additionalProperties": False, "required": ["server", "tool"], "properties": {
+        "server": text, "tool": text, "args": args, "times": count, "at_least": count, "at_most": count,
+        "exact_args": {"type": "boolean"}}}
+    not_called = {"anyOf": [text, {"type": "object", "additionalProperties": False, "required": ["server"],
+                                   "properties": {"server": text, "tool": text, "args": args,
+                                                  "reached": {"type": "boolean"}}}]}
+    as_asked = {"anyOf": [{"const": True}, {"type": "object", "additionalProperties": False,
+                                            "properties": {"server": text, "tool": text}}]}
+    return {"mcp_called": called, "mcp_not_called": not_called, "mcp_as_asked": as_asked,
+            "mcp_only_declared": {"const": True}}

@@ -39,6 +39,9 @@ Every key is optional. Paths are relative to the file that names them. Command-l
     exchanges_max_bytes = 4194304            # cap on one trial's kept bodies (bodies past it are cut, saying so)
     pass_env = ["GOPATH", "NODE_OPTIONS"]    # environment variables the reference agent's run_command keeps
                                              # besides its allow-list (PATH, HOME, LANG, ...), also in the sandbox
+    [mcp_servers.notes]                      # an MCP server every trial gets (docs/mcp.md): script = FILE (a
+    script = "notes_mcp.yaml"                # scripted server) | command = "..." | url = "..." (a real one,
+    transport = "stdio"                      # recorded) | replay = DIR; transport = "stdio" | "http"
     [policy]                                 # a ToolPolicy
     deny_commands = ["rm -rf", "curl | sh"]
     [agent_options]                          # for a ready-made or command agent
@@ -236,6 +239,7 @@ class Config(BaseModel):
     exchanges_max_bytes: StrictInt = 4 * 2**20
     pass_env: list[StrictStr] = Field(default_factory=list)
     arms: dict[str, Any] = Field(default_factory=dict, description="the A/B arms: name -> overlay (checked by _arms)")
+    mcp_servers: dict[str, Any] = Field(default_factory=dict)
     source: Path | None = Field(default=None, exclude=True, description="the file this came from")
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
 
@@ -263,6 +267,13 @@ class Config(BaseModel):
         if problems:
             raise ValueError("; ".join(problems))
         return value
+
+    @field_validator("mcp_servers")
+    @classmethod
+    def _mcp_servers(cls, value: dict[str, Any]) -> dict[str, Any]:
+        from ._mcp_config import check_mcp_servers
+
+        return check_mcp_servers(value)
 
     @field_validator("pass_env")
     @classmethod
