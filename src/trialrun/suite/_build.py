@@ -66,17 +66,11 @@ def _build_cases(
     spec = config.model_spec
     api = config.effective_api
     model_name = config.effective_model_name
-    scripts = load_script_file(config.resolve(spec.target)) if spec.kind == "scripted" else None
-    if scripts is not None:
-        missing = [t.id for t in tests if t.id not in scripts and (include_live_canary or t.mode != "live_canary")]
-        if missing:
-            raise ConfigError(f"{config.resolve(spec.target)}: no script for test(s) {', '.join(map(repr, missing))}")
+    scripts = _checked_scripts(config, spec, tests, include_live_canary)
     _apply_prices(config, prices)
     policy = _policy(config)
     make_tools, tool_names = _tools_factory(config)
-    workspace = config.resolve(config.workspace) if config.workspace else None
-    if workspace is not None and not workspace.is_dir():
-        raise ConfigError(f"{config.source or 'configuration'}: workspace: {str(workspace)!r} is not a folder")
+    workspace = _suite_workspace(config)
     tasks = _task_folders(suite, tests)
     sandbox = _sandbox(config) if not config.agent else "none"  # the reference agent's, for expect.verify
     process = process_agent(config)
@@ -224,6 +218,25 @@ def _run_setup(test: str, command: str, number: int, count: int, workdir: Path) 
            f"was stopped ({done.stopped})" if done.stopped else f"exited {done.returncode}")
     output = done.output.strip()
     raise SetupError(f"test {test!r}: {which} `{command}` {why}" + (f": {output[-1500:]}" if output else ""))
+def _checked_scripts(config: Config, spec: ModelSpec, tests: list[SuiteTest],
+                     include_live_canary: bool) -> dict[str, FileScript] | None:
+    """The scripted model file's scripts (None for another kind of model), every test that will run given one."""
+    scripts = load_script_file(config.resolve(spec.target)) if spec.kind == "scripted" else None
+    if scripts is not None:
+        missing = [t.id for t in tests if t.id not in scripts and (include_live_canary or t.mode != "live_canary")]
+        if missing:
+            raise ConfigError(f"{config.resolve(spec.target)}: no script for test(s) {', '.join(map(repr, missing))}")
+    return scripts
+
+
+def _suite_workspace(config: Config) -> Path | None:
+    """The suite-wide workspace folder (`workspace` in trialrun.toml), checked to be a folder; None without one."""
+    workspace = config.resolve(config.workspace) if config.workspace else None
+    if workspace is not None and not workspace.is_dir():
+        raise ConfigError(f"{config.source or 'configuration'}: workspace: {str(workspace)!r} is not a folder")
+    return workspace
+
+
 def _suite_mcp(config: Config, process: Any, suite: SuiteFile, tests: list[SuiteTest], tool_names: list[str]) -> SuiteMcp:
     """The suite's MCP servers (`[mcp_servers.NAME]`, maybe none), checked now; the reference agent's tools then
     known (its own and the scripted servers'), an expected tool it lacks is a typo, not a score."""
