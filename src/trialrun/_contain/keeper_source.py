@@ -1,37 +1,134 @@
-"""The keeper's own code (see `_containment`), run by a Python of its own as `python -I -S -c KEEPER ...`: built-in
-modules only, so that it starts fast and never imports trialrun or anything installed."""
+"""The keeper's own code (see `keeper`), run by a Python of its own as `python -I -S -c KEEPER ...`: the standard
+library only, so that it starts fast and never imports trialrun or anything installed."""
 
 __all__ = ["KEEPER"]
 
-#: The keeper. `python -I -S -c KEEPER MODE -- ARGV...` keeps one command (its stdin: the control socket). MODE
-#: "agent": when the agent exits, kill what it left. MODE "command": when the command exits, report it and keep what
-#: it left (a `server &` for the next command) until told to stop or until that ends by itself.
-#: `python -I -S -c KEEPER serve` is the keeper server: each request on its stdin (a length, then mode, folder,
-#: argv and environment, with the control socket and the output pipes attached) is kept by a fork of it, which
-#: costs about a millisecond where a new interpreter costs ten or more. Built-in modules only.
+#: The keeper. `python -I -S -c KEEPER MODE CGROUP -- ARGV...` keeps one command (its stdin: the control socket).
+#: MODE "agent": when the agent exits, kill what it left. MODE "command": when the command exits, report it and keep
+#: what it left (a `server &` for the next command) until told to stop or until that ends by itself. CGROUP: a cgroup
+#: v2 folder to make and move into before the command starts ("-": none).
+#:
+#: `python -I -S -c KEEPER serve` is the keeper server: each request on its stdin (a length, then mode, cgroup,
+#: folder, argv and environment, with the control socket and the output pipes attached) is kept by a fork of it,
+#: which costs about a millisecond where a new interpreter costs ten or more. The server is also the keepers'
+#: warden, the second line: a child subreaper itself, so what a keeper that is killed leaves is re-parented to it,
+#: never past it; it is told at once (SIGCHLD, with WUNTRACED for a stop) when a keeper is killed or stopped, and then
+#: kills everything of that keeper (what was below it and what it adopted from it) and says so on that keeper's
+#: control socket (it keeps a copy of each), before `done`.
+#:
+#: Public modules only: `ctypes` for prctl (PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE) and `signal`, about 7 ms more
+#: at the server's start than the `_ctypes`/`_signal` privates, once per trialrun process (`bench/containment.py`);
+#: where ctypes is missing (a Python built without libffi) the keeper kills by process group and the warden has no
+#: subreaper, and the cgroup and the marker sweep (`scope`) are what remains.
 KEEPER = r"""
-import os, select, sys, time, _signal
-try:  # prctl(PR_SET_CHILD_SUBREAPER), found once (the server's forks inherit it)
-    import _ctypes
-    PRCTL, call = _ctypes.dlsym(_ctypes.dlopen(None), "prctl"), _ctypes.call_function
-except Exception:
-    PRCTL = call = None
-def keep(mode, argv, env, ctl, out=None):
-    me = os.getpid()
-    def say(line):
+import os, select, signal, sys, time
+try:
+    import ctypes
+    _prctl = ctypes.CDLL(None, use_errno=True).prctl
+    _prctl.restype = ctypes.c_int
+    _prctl.argtypes = (ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong)
+except Exception:  # no ctypes, or no prctl (not Linux)
+    _prctl = None
+def prctl(option, value):
+    return _prctl is not None and _prctl(option, value, 0, 0, 0) == 0
+def guard():
+    # a child subreaper (36), and not dumpable (4: no ptrace attach, no /proc/PID/mem by the agent, same user or not)
+    prctl(4, 0)
+    return prctl(36, 1)
+def table():
+    parents, alive = {}, []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open("/proc/" + name + "/stat", "rb") as f:
+                    fields = f.read().rpartition(b")")[2].split()
+            except OSError:
+                continue
+            parents[int(name)] = int(fields[1])
+            if fields[0] != b"Z":
+                alive.append(int(name))
+    return parents, alive
+def below(roots, stops=()):
+    # the live processes whose line of parents reaches one of `roots` before any of `stops` (neither included)
+    parents, alive = table()
+    found = []
+    for pid in alive:
+        if pid in roots or pid in stops:
+            continue
+        up, hops = parents.get(pid), 0
+        while up is not None and hops < 1000 and up not in stops:
+            if up in roots:
+                found.append(pid)
+                break
+            up, hops = parents.get(up), hops + 1
+    return found
+def argv_of(pid):
+    try:
+        with open("/proc/" + str(pid) + "/cmdline", "rb") as f:
+            text = f.read(600).replace(b"\0", b" ")
+    except OSError:
+        text = b""
+    return " ".join(text.decode("utf-8", "replace").split())[:300] or "?"
+def say_to(fd, line):
+    try:
+        os.write(fd, line.encode("utf-8", "replace") + b"\n")
+    except OSError:
+        pass
+def join(cgroup):
+    # a cgroup of the command's own: made here and entered before the command starts (what it starts is born in it)
+    try:
+        os.mkdir(cgroup)
+    except OSError as exc:
+        return "no " + (exc.strerror or str(exc))
+    try:
+        if not os.path.exists(cgroup + "/cgroup.kill"):
+            raise OSError(0, "no cgroup.kill (Linux before 5.14)")
+        with open(cgroup + "/cgroup.procs", "w") as f:
+            f.write("0")
+    except OSError as exc:
         try:
-            os.write(ctl, line.encode("utf-8", "replace") + b"\n")
+            os.rmdir(cgroup)
         except OSError:
             pass
-    way = "subreaper" if PRCTL is not None and call(PRCTL, (36, 1, 0, 0, 0)) == 0 else "process group"
+        return "no " + (exc.strerror or str(exc))
+    return "ok"
+def members(cgroup):
+    try:
+        with open(cgroup + "/cgroup.procs") as f:
+            return [int(p) for p in f.read().split()]
+    except OSError:
+        return []
+def kill_cgroup(cgroup):
+    try:
+        with open(cgroup + "/cgroup.kill", "w") as f:
+            f.write("1")
+    except OSError:
+        pass
+def remove_cgroup(cgroup):
+    for _ in range(100):
+        try:
+            os.rmdir(cgroup)
+            return
+        except FileNotFoundError:
+            return
+        except OSError:  # something in it still (or for a moment after the kill)
+            kill_cgroup(cgroup)
+            time.sleep(0.01)
+def keep(mode, cgroup, argv, env, ctl, out=None):
+    me = os.getpid()
+    def say(line):
+        say_to(ctl, line)
+    way = "subreaper" if guard() else "process group"
+    if cgroup != "-":
+        say("cgroup " + join(cgroup))
     wake, woken = os.pipe()
     os.set_blocking(wake, False)
     os.set_blocking(woken, False)
-    _signal.set_wakeup_fd(woken)
+    signal.set_wakeup_fd(woken)
     stop = []
-    _signal.signal(17, lambda *a: None)
-    for number in (1, 2, 15):
-        _signal.signal(number, lambda *a: stop.append(1))
+    signal.signal(signal.SIGCHLD, lambda *a: None)
+    for number in (signal.SIGHUP, signal.SIGINT, signal.SIGTERM):
+        signal.signal(number, lambda *a: stop.append(1))
     actions = [(os.POSIX_SPAWN_OPEN, 0, "/dev/null", os.O_RDONLY, 0)]
     if out is not None:
         actions += [(os.POSIX_SPAWN_DUP2, out[0], 1), (os.POSIX_SPAWN_DUP2, out[1], 2)]
@@ -84,37 +181,9 @@ def keep(mode, argv, env, ctl, out=None):
                     stop.append(0)
     except Exception as exc:  # never leave the command's processes without their keeper: kill them below
         say(f"crash {exc!r}")
-    def below():
-        parents, alive = {}, []
-        for name in os.listdir("/proc"):
-            if name.isdigit():
-                try:
-                    with open("/proc/" + name + "/stat", "rb") as f:
-                        fields = f.read().rpartition(b")")[2].split()
-                except OSError:
-                    continue
-                parents[int(name)] = int(fields[1])
-                if fields[0] != b"Z":
-                    alive.append(int(name))
-        found = []
-        for pid in alive:
-            up, hops = parents.get(pid), 0
-            while up is not None and hops < 1000:
-                if up == me:
-                    found.append(pid)
-                    break
-                up, hops = parents.get(up), hops + 1
-        return found
-    def argv_of(pid):
-        try:
-            with open("/proc/" + str(pid) + "/cmdline", "rb") as f:
-                text = f.read(600).replace(b"\0", b" ")
-        except OSError:
-            text = b""
-        return " ".join(text.decode("utf-8", "replace").split())[:300] or "?"
     deadline, seen = time.monotonic() + 5, set()
     while reap():
-        targets = below() if way == "subreaper" and os.path.isdir("/proc/self") else [-leader]
+        targets = below({me}) if way == "subreaper" and os.path.isdir("/proc/self") else [-leader]
         # every one named before any is killed: a process that dies with its parent (bwrap --die-with-parent,
         # PR_SET_PDEATHSIG) would be gone, unnamed, by the time its turn came
         for pid in targets:
@@ -133,21 +202,100 @@ def keep(mode, argv, env, ctl, out=None):
         drain()
     say(f"done {status}")
     os._exit(0 if status is None else status if status >= 0 else 128 - status)
+class Warden:
+    # the keeper server's second line: what a keeper that was killed or stopped leaves is killed here
+    def __init__(self):
+        self.me = os.getpid()
+        self.keepers = {}  # pid -> [its control socket (a copy), its cgroup or "-", taken over]
+        self.events = []   # (pid, status) of keepers, reaped meanwhile
+    def add(self, pid, ctl, cgroup):
+        self.keepers[pid] = [ctl, cgroup, False]
+    def reap(self):
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG | os.WUNTRACED)
+            except ChildProcessError:
+                return
+            if pid <= 0:
+                return
+            if pid in self.keepers:  # anything else is a process adopted from a keeper, reaped now
+                self.events.append((pid, status))
+    def tend(self):
+        self.reap()
+        while self.events:
+            pid, status = self.events.pop(0)
+            entry = self.keepers.get(pid)
+            if entry is None:
+                continue
+            if os.WIFSTOPPED(status):  # stopped: not reaped, so its pid is still its own to kill
+                if not entry[2]:
+                    self.take_over(pid, "stopped by signal %d" % os.WSTOPSIG(status), alive=True)
+                continue
+            if os.WIFSIGNALED(status) and not entry[2]:
+                self.take_over(pid, "killed by signal %d" % os.WTERMSIG(status), alive=False)
+            del self.keepers[pid]
+            os.close(entry[0])
+            if entry[1] != "-":
+                remove_cgroup(entry[1])
+    def take_over(self, keeper, how, alive):
+        # everything below the lost keeper (a stopped one's tree is whole), everything adopted from it (this server
+        # is a subreaper), and what its cgroup holds: each named on its control socket, then killed, until none is
+        # left (5 s at most), then `done`
+        entry = self.keepers[keeper]
+        entry[2] = True
+        ctl, cgroup = entry[0], entry[1]
+        say_to(ctl, "lost " + how)
+        live = {pid for pid, e in self.keepers.items() if not e[2]}
+        seen, deadline = {keeper}, time.monotonic() + 5
+        while True:
+            found = [("w", pid) for pid in below({keeper, self.me}, live)]
+            if cgroup != "-":
+                found += [("c", pid) for pid in members(cgroup)]
+            for tag, pid in found:
+                if pid not in seen:
+                    seen.add(pid)
+                    say_to(ctl, f"{tag} {pid} {argv_of(pid)}")
+            for _, pid in found:
+                try:
+                    os.kill(pid, 9)
+                except OSError:
+                    pass
+            if alive:
+                try:
+                    os.kill(keeper, 9)
+                except OSError:
+                    pass
+            if cgroup != "-" and found:
+                kill_cgroup(cgroup)
+            self.reap()
+            if not found or time.monotonic() > deadline:
+                break
+            time.sleep(0.01)
+        say_to(ctl, "done None")
 def serve():
-    import _socket
-    server = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM, 0, 0)
-    def reap(*_):  # the keepers it forked (reaped here, not by the kernel: their CPU time counts as its children's)
-        try:
-            while os.waitpid(-1, os.WNOHANG)[0]:
-                pass
-        except ChildProcessError:
-            pass
-    _signal.signal(17, reap)
+    import socket
+    guard()
+    warden = Warden()
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM, 0, 0)
+    wake, woken = os.pipe()
+    os.set_blocking(wake, False)
+    os.set_blocking(woken, False)
+    signal.set_wakeup_fd(woken)
+    signal.signal(signal.SIGCHLD, lambda *a: None)
     while True:
         try:
-            head, fds, _, _ = server.recvmsg(8, _socket.CMSG_SPACE(12), getattr(_socket, "MSG_CMSG_CLOEXEC", 0))
+            ready = select.select([server, wake], [], [])[0]
         except InterruptedError:
             continue
+        if wake in ready:
+            try:
+                os.read(wake, 4096)
+            except OSError:
+                pass
+            warden.tend()
+        if server not in ready:
+            continue
+        head, fds, _, _ = server.recvmsg(8, socket.CMSG_SPACE(12), getattr(socket, "MSG_CMSG_CLOEXEC", 0))
         while head and len(head) < 8:
             head += server.recv(8 - len(head))
         if len(head) < 8:
@@ -166,21 +314,26 @@ def serve():
                 os.close(fd)
             continue
         fields = body.split(b"\0")
-        mode, cwd, count = fields[0].decode(), fields[1], int(fields[2])
-        argv = fields[3:3 + count]
-        env = dict(item.split(b"=", 1) for item in fields[3 + count:] if b"=" in item)
-        if os.fork() == 0:
+        mode, cgroup, cwd, count = fields[0].decode(), os.fsdecode(fields[1]), fields[2], int(fields[3])
+        argv = fields[4:4 + count]
+        env = dict(item.split(b"=", 1) for item in fields[4 + count:] if b"=" in item)
+        pid = os.fork()
+        if pid == 0:
             try:
+                signal.set_wakeup_fd(-1)
+                for fd in (wake, woken, *(other[0] for other in warden.keepers.values())):
+                    os.close(fd)  # the server's, and the other keepers' sockets: not this keeper's to hold
                 os.dup2(passed[0], 0)
                 os.setsid()
                 os.chdir(cwd)
-                keep(mode, argv, env, 0, (passed[1], passed[2]))
+                keep(mode, cgroup, argv, env, 0, (passed[1], passed[2]))
             except BaseException as exc:
                 try:
                     os.write(0, f"fail 0 {exc!r}\n".encode())
                 finally:
                     os._exit(127)
-        for fd in passed:
+        warden.add(pid, passed[0], cgroup)  # its control socket kept: the warden's words go there
+        for fd in passed[1:]:
             os.close(fd)
 if sys.argv[1] == "serve":
     serve()
@@ -190,5 +343,5 @@ else:
             given = dict(v.split(b"=", 1) for v in f.read().split(b"\0") if b"=" in v)
     except OSError:
         given = os.environb
-    keep(sys.argv[1], sys.argv[3:], given, 0)
+    keep(sys.argv[1], sys.argv[2], sys.argv[4:], given, 0)
 """

@@ -118,11 +118,8 @@ class _Kept:
         """Stop it and wait for the keeper's report: what was killed."""
         with self.lock:
             self.stop()
-            if self.keeper is not None:
-                killed = self.keeper.finish()
-                if not self.keeper.reports.done and self.keeper.reports.keeper:  # it did not answer: its session
-                    killed += kill_session(self.keeper.reports.keeper)
-                return killed
+            if self.keeper is not None:  # (when it cannot answer, trialrun sweeps its scope: `SyncKeeper.finish`)
+                return self.keeper.finish()
             assert self.process is not None
             try:
                 self.process.wait(10)
@@ -168,15 +165,25 @@ def stop_commands(root: str | os.PathLike[str] | None = None) -> int:
 
 
 def left_under(root: str | os.PathLike[str]) -> bool:
-    """Whether a command that shell tools started under `root` may still hold processes (asked without waiting)."""
+    """Whether a command that shell tools started under `root` may still hold processes, or lost its keeper (asked
+    without waiting)."""
     base = Path(root).resolve()
     with _LOCK:
-        return any(where == base or base in where.parents for where in _KEEPERS.values())
+        return any(where == base or base in where.parents for where in (*_KEEPERS.values(), *_LOST))
 
 
 def stop_listing(root: str | os.PathLike[str]) -> list[str]:
-    """`stop_commands(root)`, saying what was killed ("pid N: argv"): a trial's note of what its commands left."""
-    return [line for killed in _stop(root) for line in killed]
+    """`stop_commands(root)`, saying what was killed ("pid N: argv"): a trial's note of what its commands left, and
+    of what was killed when a command's keeper was lost (`_LOST`)."""
+    base = Path(root).resolve()
+    with _LOCK:
+        lost = [line for where in list(_LOST) if where == base or base in where.parents for line in _LOST.pop(where)]
+    return lost + [line for killed in _stop(root) for line in killed]
+
+
+#: What was killed, by workspace, when a command's keeper was killed or stopped (by the command itself): kept for
+#: the trial's note (TrialResult.killed) until `stop_listing` hands it over.
+_LOST: dict[Path, list[str]] = {}
 
 
 def _stop(root: str | os.PathLike[str] | None) -> list[list[str]]:
@@ -290,8 +297,9 @@ class Finished:
 
     returncode: int
     output: str
-    stopped: str | None = None  # "timeout" | "workspace removed"
+    stopped: str | None = None  # "timeout" | "workspace removed" | "keeper lost"
     killed: tuple[str, ...] = ()
+    lost: str | None = None  # how its keeper was lost ("killed by SIGKILL", "stopped by SIGSTOP"), when it was
 
 
 def run_shell(
@@ -336,9 +344,16 @@ def run_shell(
                 stopped = _pump(kept, out, err, cwd, None if timeout_s is None else time.monotonic() + timeout_s)
             finally:
                 kept.running = False
+        lost = keeper.reports.lost if keeper is not None else None
+        if lost is not None:  # the command killed or stopped its keeper: its warden (or trialrun) killed the rest
+            stopped = "keeper lost"
         killed = tuple(kept.finish()) if stopped is not None else ()
+        lost = keeper.reports.lost if keeper is not None else None
+        if lost is not None:
+            with _LOCK:
+                _LOST.setdefault(cwd.resolve(), []).extend(killed)
         status = keeper.reports.status if keeper is not None else kept.process.returncode if kept.process else None
-        return Finished(status if status is not None else -9, _render(out, err, max_output), stopped, killed)
+        return Finished(status if status is not None else -9, _render(out, err, max_output), stopped, killed, lost)
     except BaseException:  # KeyboardInterrupt, or anything else that means nobody reads the result
         if kept is not None:
             kept.stop()

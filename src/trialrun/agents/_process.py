@@ -340,10 +340,12 @@ class ProcessAgent:
         cleanup: Callable[[], None] | None = None
         if self.sandbox.active:  # the keeper around bwrap: it sees (in /proc) and kills what is inside too
             command, env, cleanup = self.sandbox.wrap(command, env, workdir=workdir, home=home, endpoint=endpoint)
-        kept = keeper_argv(command)
-        argv = command if kept is None else kept
-        child = _Started(time.monotonic(), AsyncKeeper() if kept is not None else None, cleanup)
-        keeper = child.keeper
+        keeper = AsyncKeeper() if keeper_argv(command) is not None else None  # None: no Python to run a keeper
+        argv = command
+        if keeper is not None:  # (its own interpreter only where no keeper server can run: see `pipes` below)
+            argv = keeper_argv(command, cgroup=keeper.scope.cgroup) or command
+            env = keeper.scope.env(env)
+        child = _Started(time.monotonic(), keeper, cleanup)
         pipes = None
         if keeper is not None:  # the usual way: a fork of the keeper server
             pipes = keeper.launch(command, env=env, cwd=workdir)
@@ -372,6 +374,7 @@ class ProcessAgent:
         keeper, process, cleanup = child.keeper, child.process, child.cleanup
         reading = asyncio.ensure_future(asyncio.gather(_read(child.streams[0], out.feed),
                                                        _read(child.streams[1], err.feed)))
+        reading.add_done_callback(_retrieved)  # cancelled when nobody reads any more: never an unretrieved error
         try:
             if keeper is not None:
                 timed_out = not await keeper.exited(self.timeout_s)
@@ -414,7 +417,12 @@ class ProcessAgent:
         except OSError as exc:
             output_problem = f"{self.label}: cannot read its output {self.output}: {exc.strerror or exc}"
         self.interpret(run, stdout)
-        if timed_out:
+        lost = child.keeper.reports.lost if child.keeper is not None else None
+        if lost is not None:  # whatever the agent did, a trial whose containment was attacked is no pass
+            run.status, run.error = "error", (f"{self.label}: its keeper was {lost} before the agent ended (something "
+                                              f"it ran attacked its containment); "
+                                              f"{killed_text(killed) or 'nothing of it was left running'}")
+        elif timed_out:
             run.status, run.error = "error", (f"{self.label} timed out after {self.timeout_s:g}s; it and every "
                                               f"process it started were killed ({killed_text(killed) or 'none left'})"
                                               f"{self._tail_note(run)}")
@@ -501,24 +509,20 @@ async def _within(future: asyncio.Future[None], timeout_s: float | None) -> bool
 async def _contain(keeper: AsyncKeeper | None, process: asyncio.subprocess.Process | None,
                    cleanup: Callable[[], None] | None) -> list[str]:
     """Kill whatever of the agent is still alive and say what that was. The keeper does the killing in its own
-    process (instant here); without one, or when it does not answer, the agent's session is killed by a /proc scan
-    on a worker thread, never on the event loop. Runs to its end even when cancelled again meanwhile."""
+    process (instant here); when neither it nor its warden answers, trialrun takes over (`AsyncKeeper.finished`, on
+    a worker thread); without a keeper at all, the agent's session is killed by a /proc scan on a worker thread,
+    never on the event loop. Runs to its end even when cancelled again meanwhile."""
     async def contain() -> list[str]:
-        killed: list[str] = []
         try:
             if keeper is not None:
                 keeper.stop()
-                if await keeper.finished():
-                    killed = keeper.reports.note()
-                    keeper.close()
-                    return killed
+                await keeper.finished()
                 killed = keeper.reports.note()
                 keeper.close()
-            session = process.pid if process is not None else keeper.reports.keeper if keeper is not None else None
-            if session is None:
                 return killed
-            loop = asyncio.get_running_loop()
-            return killed + await loop.run_in_executor(None, kill_session, session)
+            if process is None:
+                return []
+            return await asyncio.get_running_loop().run_in_executor(None, kill_session, process.pid)
         finally:
             if cleanup is not None:
                 cleanup()
@@ -530,6 +534,13 @@ async def _contain(keeper: AsyncKeeper | None, process: asyncio.subprocess.Proce
         except asyncio.CancelledError:
             if task.done():
                 raise
+
+
+def _retrieved(future: asyncio.Future[Any]) -> None:
+    """A done callback that takes a future's outcome (a cancelled `gather` keeps a CancelledError as its exception,
+    which asyncio would print as "exception was never retrieved" when nobody awaited it)."""
+    if not future.cancelled():
+        future.exception()
 
 
 def _remove_tree(folder: Path) -> None:

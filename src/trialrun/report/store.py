@@ -28,7 +28,7 @@ from .journal import SUFFIX as JOURNAL_SUFFIX
 from .journal import Journal, JournalError, is_live, read_journal
 from .results import SCHEMA_VERSION, CaseResult, RunReport
 
-__all__ = ["ResultsStore", "ResultFileError", "LatestNotUpdated", "load_report"]
+__all__ = ["ResultsStore", "ResultFileError", "LatestNotUpdated", "load_report", "has_finished", "NOTHING_FINISHED"]
 
 _FILE = re.compile(r"^results_(\d{8}_\d{6})(?:_(\d+))?\.json(l?)$")
 LATEST = "latest.json"
@@ -77,6 +77,16 @@ def _assembled(report: RunReport, trial_texts: Mapping[int, tuple[Any, str, obje
     envelope = scrub_text(json.dumps(data, indent=2, ensure_ascii=False))
     slot = re.compile('"' + re.escape(json.dumps(mark)[1:-1]) + r'(\d+)"')
     return slot.sub(lambda match: texts[int(match.group(1))], envelope) + "\n"
+
+
+def has_finished(report: RunReport) -> bool:
+    """Whether any trial of the run finished: a run interrupted before that has nothing to show or compare, so it is
+    never made `latest` nor picked as one of "the last two runs" (it stays in the folder, and `recover` saves it)."""
+    return any(case.trials for case in report.cases)
+
+
+#: Why such a run is passed over (in `ResultsStore.skipped`, which the commands say).
+NOTHING_FINISHED = "interrupted before any test finished (nothing to show or compare)"
 
 
 class ResultFileError(ValueError):
@@ -207,10 +217,14 @@ class ResultsStore:
         self.skipped: dict[Path, str] = {}
 
     def _usable(self, path: Path) -> bool:
+        """`path` loads, and some trial of it finished (else it is in `skipped`, with why)."""
         try:
-            load_report(path)
+            report = load_report(path)
         except ResultFileError as exc:
             self.skipped[path] = exc.reason
+            return False
+        if not has_finished(report):
+            self.skipped[path] = NOTHING_FINISHED
             return False
         return True
 
@@ -288,14 +302,14 @@ class ResultsStore:
 
     def recover(self, journal: Path) -> Path:
         """Save the run a dead journal records as its result file (`"status": "interrupted"`), and remove the
-        journal. latest.json follows when no newer run exists."""
+        journal. latest.json follows when no newer run exists and some trial of it finished."""
         report = load_report(journal)
         stem = journal.name.removesuffix(JOURNAL_SUFFIX)
         newer = [p for p in self.files() if p.suffix == ".json" and _key(p) > _key(journal)]
         path = self.directory / f"{stem}.json"
         write_new(path, report.model_dump_json(indent=2) + "\n")
         journal.unlink()
-        if not newer:
+        if not newer and has_finished(report):
             try:
                 self._point_latest(path)
             except OSError as exc:
