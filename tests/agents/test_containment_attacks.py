@@ -10,12 +10,14 @@ its keeper: the sandbox's PID namespace holds), through a small shell agent, thr
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from collections.abc import Callable, Iterator
@@ -240,3 +242,92 @@ def test_where_this_machine_allows_it_the_agent_runs_in_a_cgroup_of_its_own(tmp_
         assert line.startswith(own.rstrip("/") + "/trialrun-") if own != "0::/" else line.startswith("0::/trialrun-")
         folder = base / line.rpartition("/")[2]
         assert not folder.exists()  # removed after the trial
+
+
+def test_without_a_keeper_server_trialrun_itself_sweeps_after_a_killed_keeper(tmp_path: Path, number: str,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where no keeper server can run, each agent's keeper is an interpreter of its own, a child of trialrun, and
+    no warden stands behind it: its report stream ends without its last words, and trialrun takes over."""
+    from trialrun._contain.keeper import _Server
+
+    monkeypatch.setattr(_Server, "send", classmethod(lambda cls, fds, body: False))
+    trial, took = _trial(tmp_path, attack(number, "KILL").replace(" serve $", " agent "), "none")
+    assert alive(number) == []
+    assert took < QUICK_S, (took, trial.error)
+    assert trial.error is not None and "its keeper was gone without a word" in trial.error.message, trial.error
+    listed = _daemons_listed(trial, number)
+    assert len(listed) == 2 and all("(found " in entry for entry in listed), trial.killed
+    base = _scope.cgroup_base()
+    if base is not None:  # its cgroup is removed by trialrun (no warden to do it)
+        assert not list(base.glob(f"trialrun-{os.getpid()}-*"))
+
+
+UNPRIVILEGED = '''
+import json, sys
+import trialrun as tr
+from trialrun._contain import keeper, scope
+agent = tr.ProcessAgent(["sh", sys.argv[1]], timeout_s=60)
+case = tr.Case(name="c", invoke=lambda ctx: agent("p", ctx, model=tr.ScriptedModel([tr.reply("x")])),
+               expect_outcome=[tr.expect.contains("started")])
+trial = tr.evaluate([case]).cases[0].trials[0]
+print(json.dumps({"killed": trial.killed, "error": trial.error.message if trial.error else None,
+                  "cgroup": str(scope.cgroup_base()), "why": scope.cgroup_problem(),
+                  "keepers": keeper.keeper_argv(["true"]) is not None}))
+'''
+
+
+def _python_for_nobody() -> list[str] | None:
+    """A Python `nobody` can run that imports this trialrun and its dependencies: the system's, when it is this
+    Python's version (this one may live under a folder only root may enter, as pyenv's does under /root)."""
+    system = Path("/usr/bin/python3")
+    if not system.exists():
+        return None
+    version = subprocess.run([str(system), "-c", "import sys; print(sys.version_info[:2])"], capture_output=True,
+                             text=True).stdout.strip()
+    return [str(system)] if version == str(sys.version_info[:2]) else None
+
+
+@pytest.mark.parametrize("server_too", [False, True], ids=["keeper", "keeper and server"])
+def test_as_an_unprivileged_user_without_a_cgroup_the_attacks_are_contained_too(tmp_path: Path, number: str,
+                                                                                server_too: bool) -> None:
+    """As `nobody` (no cgroup it may write: the machine delegates none to it), the keeper server and the sweep by
+    session, tree and marker hold; the cgroup is refused cleanly, and why is said."""
+    python = _python_for_nobody()
+    if os.getuid() != 0 or shutil.which("setpriv") is None or python is None:
+        pytest.skip("needs root (to become nobody), setpriv and a system python3 of this version")
+    import trialrun
+
+    folder = Path(tempfile.mkdtemp(prefix="trialrun-nobody-"))
+    try:
+        os.chmod(folder, 0o777)
+        script = folder / "agent.sh"
+        script.write_text(attack(number, "KILL", server_too=server_too, empty_env=server_too))
+        os.chmod(script, 0o755)
+        paths = [str(Path(trialrun.__file__).resolve().parents[1]), *(p for p in sys.path if p.endswith("-packages"))]
+        done = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *python, "-c",
+                               UNPRIVILEGED, str(script)], capture_output=True, text=True, timeout=120, cwd=folder,
+                              env={**os.environ, "HOME": str(folder), "TMPDIR": str(folder),
+                                   "PYTHONPATH": os.pathsep.join(paths)})
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    seen = json.loads(done.stdout.splitlines()[-1])
+    assert alive(number) == [], (seen, done.stderr[-2000:])
+    assert seen["keepers"] and seen["cgroup"] == "None" and "is not this user's to write" in (seen["why"] or ""), seen
+    listed = [k for k in seen["killed"] or [] if f"300.{number}" in k]
+    assert len(listed) == 2 and not any("cgroup" in k for k in listed), seen
+    assert "its keeper was " in seen["error"], seen
+
+
+def test_where_no_keeper_can_run_what_left_the_session_is_found_by_its_marker(tmp_path: Path, number: str,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """An embedded interpreter (no Python to start a keeper): the agent runs in a session of its own, and what it
+    left, in a session of its own too, forked twice, is found by the marker in its environment."""
+    from trialrun._contain import keeper as _keeper
+
+    monkeypatch.setattr(_keeper, "_python", lambda: None)
+    trial, took = _trial(tmp_path, daemon(number) + "sleep 0.3\necho started\n", "none")
+    assert alive(number) == []
+    assert trial.passed, (trial.error, trial.verdicts)
+    listed = _daemons_listed(trial, number)
+    assert len(listed) == 2 and all(entry.endswith("(found by the trial's marker)") for entry in listed), trial.killed

@@ -38,8 +38,9 @@ agent PID 1; a cgroup's `cgroup.kill` is atomic, but a user can write a cgroup o
 (refused to `nobody` here), rarely in CI or a container: so it is a line where it can be had, not the only one. The
 keeper works for any user on any Linux, at +0.3 ms of CPU a trial. Fallbacks: without a subreaper (not Linux, or a
 Python without ctypes) the keeper kills the agent's process group and says so (`way LEADER KEEPER process group`);
-without a Python to run a keeper (an embedded interpreter) trialrun kills the agent's session by a /proc scan, off
-the event loop, and warns once that a `setsid` child may escape.
+without a Python to run a keeper (an embedded interpreter) trialrun kills the agent's session, what carries its
+marker and what descends from those by a /proc scan (`Scope.sweep`), off the event loop, and warns once that a child
+that left its session and cleared its environment may escape.
 """
 
 from __future__ import annotations
@@ -56,10 +57,9 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 
 from .keeper_source import KEEPER
-from .scope import Scope, argv_of, processes, refused, state_of
+from .scope import Scope, processes, refused, state_of
 
-__all__ = ["KEEPER", "keeper_argv", "Reports", "AsyncKeeper", "SyncKeeper", "kill_session",
-           "session_members"]
+__all__ = ["KEEPER", "keeper_argv", "Reports", "AsyncKeeper", "SyncKeeper", "session_members"]
 
 
 def _python() -> str | None:
@@ -68,8 +68,8 @@ def _python() -> str | None:
     python = sys.executable
     if not python or not os.access(python, os.X_OK):
         _warn_once("trialrun: no Python executable to run a keeper (sys.executable is "
-                   f"{python!r}): an agent's processes are killed by session, and one that leaves its session "
-                   "with setsid may outlive its trial")
+                   f"{python!r}): an agent's processes are killed by session and by a marker in their environment, "
+                   "and one that leaves its session and clears its environment may outlive its trial")
         return None
     return os.path.realpath(python)
 
@@ -135,13 +135,13 @@ class _Server:
                 return
             if server.process.poll() is None and state_of(server.process.pid) not in ("T", "t"):
                 return
-            server.process.kill()
-            try:
-                server.process.wait(5)
-            except subprocess.TimeoutExpired:
-                pass
-            server.sock.close()
             cls.current = None
+        server.process.kill()
+        server.sock.close()
+        try:
+            server.process.wait(5)
+        except subprocess.TimeoutExpired:
+            pass
 
 
 def _forget_server() -> None:
@@ -276,6 +276,9 @@ def _signal_words(text: str) -> str:
         return text
 
 
+_GONE = "gone without a word (killed?)"
+
+
 class _Keeping:
     """What both ends of a keeper share: the socket pair, the scope (marker and cgroup), the report, and, once the
     keeper said who it is, pid file descriptors of it and of the command, which say when either ends (without
@@ -307,7 +310,7 @@ class _Keeping:
             return None
         state = state_of(keeper, self._pidfd(keeper))
         if state is None or state in ("Z", "X"):
-            return f"ended ({self.reports.lost})" if self.reports.lost else "gone without its last words"
+            return self.reports.lost or _GONE
         if state == "T":
             return "stopped"
         if state == "t":
@@ -433,7 +436,9 @@ class AsyncKeeper(_Keeping):
                 break
         if self.reports.said_done:
             return True
-        why = why or self.unanswered() or f"did not answer in {timeout_s:g} s"
+        if self._reading.done():  # its end of the socket closed without its last words: it is gone, or going
+            why = _GONE
+        why = why or self.unanswered() or f"unanswering for {timeout_s:g} s"
         await asyncio.get_running_loop().run_in_executor(None, self.take_over, why)
         return False
 
@@ -497,7 +502,9 @@ class SyncKeeper(_Keeping):
             elif now - start > 0.25 and (why := self.unanswered()) is not None:
                 break
         if not self.reports.said_done and self.ours.fileno() >= 0:
-            self.take_over(why or self.unanswered() or f"did not answer in {timeout_s:g} s")
+            if self.reports.done:  # its end of the socket closed without its last words
+                why = _GONE
+            self.take_over(why or self.unanswered() or f"unanswering for {timeout_s:g} s")
         self.close()
         return self.reports.note()
 
@@ -526,31 +533,6 @@ def _warn_once(message: str) -> None:
         warnings.warn(message, RuntimeWarning, stacklevel=3)
 
 
-# -- the fallback: a session kill (where no keeper can run) -----------------------------------------------------
 def session_members(sid: int) -> list[int]:
     """The live processes of session `sid` (from /proc; empty where there is no /proc)."""
     return [pid for pid, (_, session, _) in processes().items() if session == sid]
-
-
-def kill_session(sid: int, *, rounds: int = 20) -> list[str]:
-    """SIGKILL every process of session `sid` (the leader too) until none is left; returns what was hit. Blocking
-    (a /proc scan a round): call it off the event loop."""
-    import time
-
-    hit: dict[int, str] = {}
-    for _ in range(rounds):
-        members = session_members(sid)
-        if not members:
-            break
-        for pid in members:
-            hit.setdefault(pid, argv_of(pid))
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-        time.sleep(0.01)
-    try:  # without /proc: at least the process group the session started with
-        os.killpg(sid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    return [f"pid {pid}: {argv}" for pid, argv in hit.items()]

@@ -107,24 +107,26 @@ class Scope:
 
     __slots__ = ("marker", "cgroup")
 
-    def __init__(self) -> None:
+    def __init__(self, *, cgroup: bool = True) -> None:
+        """`cgroup` False: no cgroup (there is no keeper to make and enter it)."""
         self.marker = secrets.token_hex(8)
-        base = cgroup_base() if not _problem else None
+        base = cgroup_base() if cgroup and not _problem else None
         self.cgroup = str(base / f"trialrun-{os.getpid()}-{next(_counter)}") if base is not None else None
 
     def env(self, env: Mapping[str, str]) -> dict[str, str]:
         """`env` with the marker."""
         return {**env, MARKER: self.marker}
 
-    def sweep(self, keeper: int | None, pidfd: int | None = None) -> list[str]:
+    def sweep(self, keeper: int | None, pidfd: int | None = None, *, session: int | None = None) -> list[str]:
         """Kill what is left of this scope when its keeper and its warden did not (blocking: /proc is read each
         round): each process as "pid N: argv (how it was found)". `keeper`: its pid (None when unknown); `pidfd`, a
-        pid file descriptor of it, makes killing it safe from pid reuse."""
+        pid file descriptor of it, makes killing it safe from pid reuse. `session`: the session the command was
+        started in, when there is no keeper (the keeper's own, else)."""
         named: dict[int, str] = {}
         deadline = time.monotonic() + 5
         while True:
             alive = keeper is not None and _alive(keeper, pidfd)
-            found = self._find(keeper, alive)
+            found = self._find(keeper, alive, keeper if session is None else session)
             for pid, how in found.items():
                 if pid not in named:
                     named[pid] = f"pid {pid}: {argv_of(pid)} ({how})"
@@ -140,7 +142,7 @@ class Scope:
         self.remove()
         return list(named.values())
 
-    def _find(self, keeper: int | None, keeper_alive: bool) -> dict[int, str]:
+    def _find(self, keeper: int | None, keeper_alive: bool, session: int | None) -> dict[int, str]:
         """This scope's live processes (not the keeper), each with how it was found: in its cgroup, in its keeper's
         session (the keeper made one), carrying its marker, and below any of those (or below the keeper while it
         lives: a stopped keeper's tree is whole)."""
@@ -149,10 +151,11 @@ class Scope:
         if self.cgroup is not None:
             for pid in _members(self.cgroup):
                 found.setdefault(pid, "found in the trial's cgroup")
-        if keeper is not None:
-            for pid, (_, session, _) in table.items():
-                if session == keeper:
-                    found.setdefault(pid, "found in its keeper's session")
+        if session is not None:
+            how = "found in its keeper's session" if session == keeper else "found in its session"
+            for pid, (_, sid, _) in table.items():
+                if sid == session:
+                    found.setdefault(pid, how)
         marker = f"{MARKER}={self.marker}".encode()
         for pid in table:
             if pid not in found and _carries(pid, marker):
@@ -162,10 +165,10 @@ class Scope:
         roots = set(found) | ({keeper} if keeper is not None and keeper_alive else set())
         while True:
             more = {}
-            for pid, (parent, session, _) in table.items():
+            for pid, (parent, sid, _) in table.items():
                 if pid in found:
                     continue
-                if session in roots and session != keeper:
+                if sid in roots and sid != keeper:
                     more[pid] = "found in a session a process of the trial made"
                     continue
                 up, hops = parent, 0

@@ -34,7 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._contain.keeper import SyncKeeper, kill_session
+from .._contain.keeper import SyncKeeper
+from .._contain.scope import Scope
 
 __all__ = ["CallScope", "CURRENT_CALL", "Finished", "run_shell", "stop_commands", "cut_note", "command_env", "COMMAND_ENV"]
 
@@ -96,12 +97,13 @@ _KEEPERS: dict[_Kept, Path] = {}
 class _Kept:
     """One command under its keeper, seen from here (or, where no keeper can run, in its own session)."""
 
-    __slots__ = ("keeper", "process", "pipes", "lock", "running")
+    __slots__ = ("keeper", "process", "pipes", "lock", "running", "scope")
 
     def __init__(self, keeper: SyncKeeper | None, process: subprocess.Popen[bytes] | None,
-                 pipes: tuple[int, int]) -> None:
+                 pipes: tuple[int, int], scope: Scope | None = None) -> None:
         self.keeper = keeper
         self.process = process  # only without a keeper
+        self.scope = scope  # only without a keeper: its marker, and the sweep that kills what it left
         self.pipes = pipes  # its stdout and stderr (read ends)
         self.running = True  # its output is being read (by the thread that holds `lock`)
         self.lock = threading.RLock()
@@ -112,21 +114,28 @@ class _Kept:
             self.keeper.stop()
         elif self.process is not None:
             _kill_group(self.process.pid)
-            kill_session(self.process.pid)
+            self._sweep()
+
+    def _sweep(self) -> list[str]:
+        """(without a keeper) Kill its session, what carries its marker, and what descends from those."""
+        assert self.process is not None and self.scope is not None
+        return self.scope.sweep(None, session=self.process.pid)
 
     def finish(self) -> list[str]:
         """Stop it and wait for the keeper's report: what was killed."""
         with self.lock:
-            self.stop()
             if self.keeper is not None:  # (when it cannot answer, trialrun sweeps its scope: `SyncKeeper.finish`)
+                self.keeper.stop()
                 return self.keeper.finish()
             assert self.process is not None
+            _kill_group(self.process.pid)
+            killed = self._sweep()
             try:
                 self.process.wait(10)
             except subprocess.TimeoutExpired:
-                kill_session(self.process.pid)
+                killed += self._sweep()
                 self.process.wait()
-            return []
+            return killed
 
     def over(self) -> bool:
         """The command ended and nothing it started is left (its keeper ended; without one, its group is empty)."""
@@ -331,10 +340,11 @@ def run_shell(
         else:  # no Python to run a keeper: a session of its own, killed by a /proc scan (setsid escapes it)
             keeper.close()
             keeper = None
+            marked = Scope(cgroup=False)
             process = subprocess.Popen(wrapped, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                       stderr=subprocess.PIPE, start_new_session=True, env=environment)
+                                       stderr=subprocess.PIPE, start_new_session=True, env=marked.env(environment))
             assert process.stdout is not None and process.stderr is not None
-            kept = _Kept(None, process, (process.stdout.fileno(), process.stderr.fileno()))
+            kept = _Kept(None, process, (process.stdout.fileno(), process.stderr.fileno()), marked)
         _register(kept, cwd)
         if scope is not None and not scope.hold(key, kept.stop):
             kept.stop()  # the call was abandoned while the command started

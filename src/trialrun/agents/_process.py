@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import functools
 import hashlib
 import json
 import os
@@ -26,7 +27,8 @@ from typing import TYPE_CHECKING, Any, Protocol, Union
 
 from .._scrub import add_secret, is_secret_name
 from ..trajectory import Denial, Run, ToolCall, ToolResult, Trajectory, killed_text
-from .._contain.keeper import AsyncKeeper, keeper_argv, kill_session
+from .._contain.keeper import AsyncKeeper, keeper_argv
+from .._contain.scope import Scope
 from ._head import _Head
 
 if TYPE_CHECKING:
@@ -107,12 +109,13 @@ class _Tail:
 
 @dataclass
 class _Started:
-    """An agent's process once launched: when, its keeper (None without one), the direct child when there is no
-    keeper server to fork it, its stdout and stderr, and the sandbox's cleanup."""
+    """An agent's process once launched: when, its keeper (None without one), the sandbox's cleanup, its scope, the
+    direct child when there is no keeper server to fork it, its stdout and stderr."""
 
     began: float
     keeper: AsyncKeeper | None
     cleanup: Callable[[], None] | None
+    scope: Scope
     process: asyncio.subprocess.Process | None = None
     exited: asyncio.Future[None] | None = None
     streams: list[asyncio.StreamReader] = field(default_factory=list)
@@ -321,9 +324,9 @@ class ProcessAgent:
             return await self._execute(launch, env, ctx, endpoint, home)
         finally:  # off the event loop and the trial's time: an agent's caches in its HOME can be many files
             try:  # (codex: 60-70, 5-15 ms)
-                asyncio.get_running_loop().run_in_executor(None, _remove_tree, home)
+                asyncio.get_running_loop().run_in_executor(None, functools.partial(shutil.rmtree, home, True))
             except RuntimeError:  # the loop's executor is shutting down: here, then
-                _remove_tree(home)
+                shutil.rmtree(home, ignore_errors=True)
 
     async def _execute(self, launch: Launch, env: dict[str, str], ctx: TrialContext, endpoint: ModelEndpoint,
                        home: Path) -> Run:
@@ -341,11 +344,10 @@ class ProcessAgent:
         if self.sandbox.active:  # the keeper around bwrap: it sees (in /proc) and kills what is inside too
             command, env, cleanup = self.sandbox.wrap(command, env, workdir=workdir, home=home, endpoint=endpoint)
         keeper = AsyncKeeper() if keeper_argv(command) is not None else None  # None: no Python to run a keeper
-        argv = command
-        if keeper is not None:  # (its own interpreter only where no keeper server can run: see `pipes` below)
-            argv = keeper_argv(command, cgroup=keeper.scope.cgroup) or command
-            env = keeper.scope.env(env)
-        child = _Started(time.monotonic(), keeper, cleanup)
+        scope = keeper.scope if keeper is not None else Scope(cgroup=False)
+        argv = command if keeper is None else keeper_argv(command, cgroup=scope.cgroup) or command
+        env = scope.env(env)  # (argv: only where no keeper server can run)
+        child = _Started(time.monotonic(), keeper, cleanup, scope)
         pipes = None
         if keeper is not None:  # the usual way: a fork of the keeper server
             pipes = keeper.launch(command, env=env, cwd=workdir)
@@ -371,7 +373,7 @@ class ProcessAgent:
                     err: _Tail) -> tuple[bool, list[str]]:
         """Read the agent's output until it ends or times out, then kill what it left: whether it timed out, and
         what was killed (noted in `ctx` even when the wait is cancelled)."""
-        keeper, process, cleanup = child.keeper, child.process, child.cleanup
+        keeper, process, cleanup, scope = child.keeper, child.process, child.cleanup, child.scope
         reading = asyncio.ensure_future(asyncio.gather(_read(child.streams[0], out.feed),
                                                        _read(child.streams[1], err.feed)))
         reading.add_done_callback(_retrieved)  # cancelled when nobody reads any more: never an unretrieved error
@@ -383,10 +385,10 @@ class ProcessAgent:
                 timed_out = not await _within(child.exited, self.timeout_s)
         except BaseException:  # cancelled (a case timeout, Ctrl-C): nobody reads any more; kill, note, go on
             reading.cancel()
-            ctx._note_killed(await _contain(keeper, process, cleanup))
+            ctx._note_killed(await _contain(keeper, process, cleanup, scope))
             raise
         # always: what the agent left running (`nohup server &`), and everything on a timeout
-        killed = await _contain(keeper, process, cleanup)
+        killed = await _contain(keeper, process, cleanup, scope)
         left = getattr(cleanup, "left", None)  # a sandbox's command that ended by itself (`Ending`)
         if left is not None:  # its PID namespace ended what it held, named by the shell inside: the keeper outside
             killed = left     # saw only those same processes dying, under other pids (nothing leaves the namespace)
@@ -420,8 +422,7 @@ class ProcessAgent:
         lost = child.keeper.reports.lost if child.keeper is not None else None
         if lost is not None:  # whatever the agent did, a trial whose containment was attacked is no pass
             run.status, run.error = "error", (f"{self.label}: its keeper was {lost} before the agent ended (something "
-                                              f"it ran attacked its containment); "
-                                              f"{killed_text(killed) or 'nothing of it was left running'}")
+                                              f"it ran attacked its containment); {killed_text(killed) or 'none left'}")
         elif timed_out:
             run.status, run.error = "error", (f"{self.label} timed out after {self.timeout_s:g}s; it and every "
                                               f"process it started were killed ({killed_text(killed) or 'none left'})"
@@ -507,11 +508,10 @@ async def _within(future: asyncio.Future[None], timeout_s: float | None) -> bool
 
 
 async def _contain(keeper: AsyncKeeper | None, process: asyncio.subprocess.Process | None,
-                   cleanup: Callable[[], None] | None) -> list[str]:
-    """Kill whatever of the agent is still alive and say what that was. The keeper does the killing in its own
-    process (instant here); when neither it nor its warden answers, trialrun takes over (`AsyncKeeper.finished`, on
-    a worker thread); without a keeper at all, the agent's session is killed by a /proc scan on a worker thread,
-    never on the event loop. Runs to its end even when cancelled again meanwhile."""
+                   cleanup: Callable[[], None] | None, scope: Scope) -> list[str]:
+    """Kill whatever of the agent is still alive and say what that was: by its keeper (when neither it nor its
+    warden answers, trialrun takes over: `AsyncKeeper.finished`), or, without one, by its scope's sweep; blocking
+    work on a worker thread, never on the event loop. Runs to its end even when cancelled again meanwhile."""
     async def contain() -> list[str]:
         try:
             if keeper is not None:
@@ -519,10 +519,13 @@ async def _contain(keeper: AsyncKeeper | None, process: asyncio.subprocess.Proce
                 await keeper.finished()
                 killed = keeper.reports.note()
                 keeper.close()
+                if process is not None:  # a keeper of its own, not a server's fork: no warden removes its cgroup
+                    keeper.scope.remove()
                 return killed
             if process is None:
                 return []
-            return await asyncio.get_running_loop().run_in_executor(None, kill_session, process.pid)
+            return await asyncio.get_running_loop().run_in_executor(
+                None, functools.partial(scope.sweep, None, session=process.pid))
         finally:
             if cleanup is not None:
                 cleanup()
@@ -537,14 +540,9 @@ async def _contain(keeper: AsyncKeeper | None, process: asyncio.subprocess.Proce
 
 
 def _retrieved(future: asyncio.Future[Any]) -> None:
-    """A done callback that takes a future's outcome (a cancelled `gather` keeps a CancelledError as its exception,
-    which asyncio would print as "exception was never retrieved" when nobody awaited it)."""
+    """Take a future's outcome: a cancelled `gather` keeps a CancelledError, printed as "never retrieved" otherwise."""
     if not future.cancelled():
         future.exception()
-
-
-def _remove_tree(folder: Path) -> None:
-    shutil.rmtree(folder, ignore_errors=True)
 
 
 def _fill(arg: str, values: Mapping[str, str]) -> str:
