@@ -331,3 +331,47 @@ def test_where_no_keeper_can_run_what_left_the_session_is_found_by_its_marker(tm
     assert trial.passed, (trial.error, trial.verdicts)
     listed = _daemons_listed(trial, number)
     assert len(listed) == 2 and all(entry.endswith("(found by the trial's marker)") for entry in listed), trial.killed
+
+
+def test_the_process_running_trials_is_left_as_it_was_no_subreaper_and_its_children_its_own(tmp_path: Path) -> None:
+    """trialrun runs inside its caller's process (this pytest session): it never makes that process a child
+    subreaper (which would adopt the orphans of the user's own tests) nor waits on a child it did not start (which
+    would take a Popen's exit status from it). After process-agent trials, and a sweep: a user's double-forked
+    child goes past this process as before, and a user's child exits with its own status."""
+    import ctypes
+
+    assert _trial(tmp_path, "echo started\n", "none")[0].passed
+    assert _trial(tmp_path, attack("000000001", "STOP", server_too=True), "none")[0].error is not None  # a sweep ran
+    libc = ctypes.CDLL(None, use_errno=True)
+    flag = ctypes.c_int(-1)
+    assert libc.prctl(37, ctypes.byref(flag), 0, 0, 0) == 0  # PR_GET_CHILD_SUBREAPER
+    assert flag.value == 0
+    mine = subprocess.Popen(["sh", "-c", "exit 7"])
+    orphan = subprocess.run(["sh", "-c", "sleep 5 & echo $!"], capture_output=True, text=True).stdout.strip()
+    try:
+        time.sleep(0.3)
+        parent = int(Path(f"/proc/{orphan}/stat").read_text().rpartition(")")[2].split()[1])
+        assert parent != os.getpid()  # not adopted by this process
+        assert _trial(tmp_path, "echo started\n", "none")[0].passed
+        assert mine.wait(10) == 7  # its status, not taken by anyone in trialrun
+    finally:
+        os.kill(int(orphan), signal.SIGKILL)
+
+
+def test_the_keeper_is_a_subreaper_through_public_ctypes_and_uses_no_private_module() -> None:
+    """On this Python (CI runs every supported one): the keeper says it became a child subreaper, which it can only
+    through `ctypes` (the public module); its code imports none of CPython's private modules."""
+    import ast
+
+    from trialrun._contain.keeper import KEEPER, SyncKeeper
+
+    imported = {alias.name for node in ast.walk(ast.parse(KEEPER)) if isinstance(node, (ast.Import, ast.ImportFrom))
+                for alias in node.names} | {node.module for node in ast.walk(ast.parse(KEEPER))
+                                            if isinstance(node, ast.ImportFrom) and node.module}
+    assert imported and not any(name.startswith("_") for name in imported), imported
+    keeper = SyncKeeper()
+    assert keeper.launch(["true"], env=dict(os.environ), cwd="/") is not None
+    keeper.started()
+    keeper.finish()
+    assert keeper.reports.way == "subreaper", keeper.reports.way
+    assert keeper.reports.cgroup == ("ok" if _scope.cgroup_base() is not None else None), keeper.reports.cgroup
