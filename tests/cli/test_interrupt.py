@@ -73,6 +73,8 @@ def folder(project: Path) -> Path:
     (project / "slow_import_agent.py").write_text(SLOW_IMPORT)
     (project / "process_agent.sh").write_text(PROCESS_AGENT)
     (project / "process_agent.sh").chmod(0o755)
+    hang = {"tool_call": {"name": "run_command", "arguments": {"command": f"echo x > {project}/started.txt; sleep 60"}}}
+    (project / "hang.yaml").write_text(json.dumps({"read-file": [hang, {"reply": "done"}]}))  # the reference agent
     for _ in range(2):
         done = subprocess.run([sys.executable, "-m", "trialrun", "run", "all", "--agent", "interrupt_agents:quick"],
                               cwd=project, capture_output=True, text=True, env=_env(), timeout=300)
@@ -110,10 +112,11 @@ def _run(*extra: str) -> list[str]:
 
 
 @pytest.mark.parametrize("agent", ["command: ./process_agent.sh {prompt}", "interrupt_agents:sync_agent",
-                                   "interrupt_agents:async_agent"], ids=["process", "sync", "async"])
-def test_ctrl_c_before_any_trial_finished_exits_130_and_latest_stays(folder: Path, agent: str) -> None:
+                                   "interrupt_agents:async_agent", None], ids=["process", "sync", "async", "reference"])
+def test_ctrl_c_before_any_trial_finished_exits_130_and_latest_stays(folder: Path, agent: str | None) -> None:
     latest = _latest(folder)
-    code, out, err = _interrupt(folder, _run("--agent", agent, "-k", "2"))
+    how = ["--agent", agent] if agent else ["--model", "scripted:hang.yaml", "--name", "read-file"]  # run_command
+    code, out, err = _interrupt(folder, _run(*how, "-k", "2"))
     assert code == 130, (out, err)
     assert not any(noise in err for noise in NOISE), err
     journals = list(_results(folder).glob("results_*.jsonl"))

@@ -16,10 +16,12 @@ __all__ = ["KEEPER"]
 #: kills everything of that keeper (what was below it and what it adopted from it) and says so on that keeper's
 #: control socket (it keeps a copy of each), before `done`.
 #:
-#: Public modules only: `ctypes` for prctl (PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE) and `signal`, about 7 ms more
-#: at the server's start than the `_ctypes`/`_signal` privates, once per trialrun process (`bench/containment.py`);
-#: where ctypes is missing (a Python built without libffi) the keeper kills by process group and the warden has no
-#: subreaper, and the cgroup and the marker sweep (`scope`) are what remains.
+#: Public modules only: `ctypes` for prctl (PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE) and `signal`, where it used the
+#: `_ctypes` and `_signal` privates. They cost a new keeper interpreter about 10 ms more CPU (`bench/containment.py`,
+#: keeper1 over bare `true`: +14 to +16 ms before, +24 to +27 ms after, two interleaved runs of 40 rounds, load 12):
+#: the keeper server pays it once per trialrun process, its forks (every trial's keeper) nothing, so no realistic run
+#: is 10% faster with the privates. Where ctypes is missing (a Python built without libffi) the keeper kills by
+#: process group and the warden adopts nothing, and the cgroup and the sweep (`scope`) are what remains.
 KEEPER = r"""
 import os, select, signal, sys, time
 try:

@@ -80,9 +80,10 @@ def _assembled(report: RunReport, trial_texts: Mapping[int, tuple[Any, str, obje
 
 
 def has_finished(report: RunReport) -> bool:
-    """Whether any trial of the run finished: a run interrupted before that has nothing to show or compare, so it is
-    never made `latest` nor picked as one of "the last two runs" (it stays in the folder, and `recover` saves it)."""
-    return any(case.trials for case in report.cases)
+    """Whether the run has anything to show: False only for a run interrupted before any of its tests finished (no
+    case but skipped ones), which is never made `latest` nor picked as one of "the last two runs" (it stays in the
+    folder, and `recover` saves it). A completed run that graded nothing is a result (`compare`'s gate fails on it)."""
+    return report.status != "interrupted" or any(not case.skipped for case in report.cases)
 
 
 #: Why such a run is passed over (in `ResultsStore.skipped`, which the commands say).
