@@ -239,9 +239,12 @@ def test_where_this_machine_allows_it_the_agent_runs_in_a_cgroup_of_its_own(tmp_
         assert _scope.cgroup_problem(), "no cgroup, and no reason said"
         assert line == own
     else:
-        assert line.startswith(own.rstrip("/") + "/trialrun-") if own != "0::/" else line.startswith("0::/trialrun-")
+        assert line.startswith(own.rstrip("/") + "/trialrun-"), (line, own, base, _scope.cgroup_problem())
         folder = base / line.rpartition("/")[2]
-        assert not folder.exists()  # removed after the trial
+        deadline = time.monotonic() + 5
+        while folder.exists() and time.monotonic() < deadline:  # the warden removes it once it reaped the keeper
+            time.sleep(0.05)
+        assert not folder.exists()
 
 
 def test_without_a_keeper_server_trialrun_itself_sweeps_after_a_killed_keeper(tmp_path: Path, number: str,
@@ -374,4 +377,4 @@ def test_the_keeper_is_a_subreaper_through_public_ctypes_and_uses_no_private_mod
     keeper.started()
     keeper.finish()
     assert keeper.reports.way == "subreaper", keeper.reports.way
-    assert keeper.reports.cgroup == ("ok" if _scope.cgroup_base() is not None else None), keeper.reports.cgroup
+    assert keeper.reports.cgroup is None  # a command (run_command's) gets none: see SyncKeeper

@@ -298,9 +298,10 @@ class _Keeping:
         if pid not in self.pidfds:
             try:
                 self.pidfds[pid] = os.pidfd_open(pid)
-            except OSError:  # gone already (or an old kernel)
-                return None
-        return self.pidfds[pid]
+            except OSError:  # gone already (or an old kernel): never opened later, when the pid may be another's
+                self.pidfds[pid] = -1
+        fd = self.pidfds[pid]
+        return fd if fd >= 0 else None
 
     def unanswered(self) -> str | None:
         """Why the keeper can no longer be waited on (stopped, traced, gone without its last words), or None while
@@ -333,7 +334,8 @@ class _Keeping:
         self.ours.close()
         self.theirs.close()
         for fd in self.pidfds.values():
-            os.close(fd)
+            if fd >= 0:
+                os.close(fd)
         self.pidfds.clear()
 
 
@@ -371,6 +373,7 @@ class AsyncKeeper(_Keeping):
                 data = b""
             self.reports.feed(data)
             if self._watched is None and self.reports.leader is not None:
+                self._pidfd(self.reports.keeper)  # now: killing it later must not hit a pid that was reused
                 self._watch(self.reports.leader)
             if not data:
                 return
@@ -447,7 +450,7 @@ class AsyncKeeper(_Keeping):
             self._reading.cancel()
         if self._check is not None:
             self._check.cancel()
-        if self._watched is not None and self._watched in self.pidfds:
+        if self._watched is not None and self.pidfds.get(self._watched, -1) >= 0:
             try:
                 asyncio.get_running_loop().remove_reader(self.pidfds[self._watched])
             except RuntimeError:  # no loop any more
