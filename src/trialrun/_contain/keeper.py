@@ -188,7 +188,7 @@ class Reports:
     """What a keeper (and, when the keeper was lost, its warden) said, parsed line by line as it arrives."""
 
     __slots__ = ("_buffer", "leader", "keeper", "way", "failure", "status", "held", "killed", "stuck", "done",
-                 "said_done", "lost", "cgroup", "_on_exit")
+                 "said_done", "lost", "cgroup", "cgroup_path", "_on_exit")
 
     def __init__(self, on_exit: Callable[[], None] | None = None) -> None:
         self._buffer = b""
@@ -203,7 +203,8 @@ class Reports:
         self.done = False  # the report is over (its last line, or the end of the stream)
         self.said_done = False  # its last line came: the keeper (or its warden) finished its work
         self.lost: str | None = None  # the keeper was lost: "killed by SIGKILL", "stopped by SIGSTOP", ...
-        self.cgroup: str | None = None  # "ok", or "no REASON" (the keeper could not make or enter its cgroup)
+        self.cgroup: str | None = None  # "ok", or "no" (the keeper could not make or enter its cgroup), None: none asked
+        self.cgroup_path: str | None = None  # the cgroup it entered (a spare keeper's, made ahead, has its own name)
         self._on_exit = on_exit
 
     @property
@@ -237,9 +238,11 @@ class Reports:
             leader, keeper, self.way = rest.split(" ", 2)
             self.leader, self.keeper = int(leader), int(keeper)
         elif kind == "cgroup":
-            self.cgroup = rest
-            if rest != "ok":
-                refused(f"a keeper could not make or enter its cgroup: {rest.removeprefix('no ')}")
+            self.cgroup, _, detail = rest.partition(" ")
+            if self.cgroup == "ok":
+                self.cgroup_path = detail or None
+            else:
+                refused(f"a keeper could not make or enter its cgroup: {detail}")
         elif kind == "lost":
             self.lost = _signal_words(rest)
             self._exit()
@@ -303,6 +306,11 @@ class _Keeping:
         fd = self.pidfds[pid]
         return fd if fd >= 0 else None
 
+    def _follow_cgroup(self) -> None:
+        """The scope's cgroup is the one the keeper says it entered (or none, when it could not)."""
+        if self.reports.cgroup is not None and self.scope.cgroup is not None:
+            self.scope.cgroup = self.reports.cgroup_path if self.reports.cgroup == "ok" else None
+
     def unanswered(self) -> str | None:
         """Why the keeper can no longer be waited on (stopped, traced, gone without its last words), or None while
         it can (it runs, or its last words came)."""
@@ -322,6 +330,7 @@ class _Keeping:
         """The keeper and its warden did not finish (`why`): find and kill what is left of the command (blocking:
         call it off the event loop); what was killed is added to the report."""
         self.taken = why
+        self._follow_cgroup()
         keeper = self.reports.keeper
         killed = self.scope.sweep(keeper, self._pidfd(keeper))
         _Server.replace_if_stuck()
@@ -372,6 +381,7 @@ class AsyncKeeper(_Keeping):
             except OSError:
                 data = b""
             self.reports.feed(data)
+            self._follow_cgroup()
             if self._watched is None and self.reports.leader is not None:
                 self._pidfd(self.reports.keeper)  # now: killing it later must not hit a pid that was reused
                 self._watch(self.reports.leader)

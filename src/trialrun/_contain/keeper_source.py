@@ -116,13 +116,17 @@ def remove_cgroup(cgroup):
         except OSError:  # something in it still (or for a moment after the kill)
             kill_cgroup(cgroup)
             time.sleep(0.01)
-def keep(mode, cgroup, argv, env, ctl, out=None):
+def keep(mode, cgroup, argv, env, ctl, out=None, joined=None):
     me = os.getpid()
     def say(line):
         say_to(ctl, line)
     way = "subreaper" if guard() else "process group"
-    if cgroup != "-":
-        say("cgroup " + join(cgroup))
+    if joined is None and cgroup != "-":
+        joined = join(cgroup)
+    if joined is not None:
+        say("cgroup " + joined + (" " + cgroup if joined == "ok" else ""))
+        if joined != "ok":
+            cgroup = "-"
     wake, woken = os.pipe()
     os.set_blocking(wake, False)
     os.set_blocking(woken, False)
@@ -210,6 +214,8 @@ class Warden:
         self.me = os.getpid()
         self.keepers = {}  # pid -> [its control socket (a copy), its cgroup or "-", taken over]
         self.events = []   # (pid, status) of keepers, reaped meanwhile
+        self.gone = set()  # the other children reaped since the server last looked (adopted ones, a killed spare)
+        self.spare = None  # the spare keeper's pid (a child that is no orphan: never swept)
     def add(self, pid, ctl, cgroup):
         self.keepers[pid] = [ctl, cgroup, False]
     def reap(self):
@@ -220,8 +226,10 @@ class Warden:
                 return
             if pid <= 0:
                 return
-            if pid in self.keepers:  # anything else is a process adopted from a keeper, reaped now
+            if pid in self.keepers:
                 self.events.append((pid, status))
+            elif not os.WIFSTOPPED(status):
+                self.gone.add(pid)
     def tend(self):
         self.reap()
         while self.events:
@@ -247,7 +255,7 @@ class Warden:
         entry[2] = True
         ctl, cgroup = entry[0], entry[1]
         say_to(ctl, "lost " + how)
-        live = {pid for pid, e in self.keepers.items() if not e[2]}
+        live = {pid for pid, e in self.keepers.items() if not e[2]} | {self.spare}
         seen, deadline = {keeper}, time.monotonic() + 5
         while True:
             found = [("w", pid) for pid in below({keeper, self.me}, live)]
@@ -274,8 +282,44 @@ class Warden:
                 break
             time.sleep(0.01)
         say_to(ctl, "done None")
-def serve():
+def read_request(sock):
+    # a request: a length (8 digits) with the three descriptors attached, then the body; None at the end of `sock`
     import socket
+    head, fds, _, _ = sock.recvmsg(8, socket.CMSG_SPACE(12), getattr(socket, "MSG_CMSG_CLOEXEC", 0))
+    while head and len(head) < 8:
+        head += sock.recv(8 - len(head))
+    if len(head) < 8:
+        return None
+    passed = [n for level, kind, data in fds for n in memoryview(data).cast("i")]
+    for fd in passed:  # never inherited by the command (MSG_CMSG_CLOEXEC is Linux's only)
+        os.set_inheritable(fd, False)
+    size, body = int(head), b""
+    while len(body) < size:
+        more = sock.recv(size - len(body))
+        if not more:
+            return None
+        body += more
+    return head, body, passed
+def parse(body):
+    fields = body.split(b"\0")
+    mode, cgroup, cwd, count = fields[0].decode(), os.fsdecode(fields[1]), fields[2], int(fields[3])
+    env = dict(item.split(b"=", 1) for item in fields[4 + count:] if b"=" in item)
+    return mode, cgroup, cwd, fields[4:4 + count], env
+def run_kept(request, cgroup, joined=None):
+    # (in a fork of the server) keep the request's command
+    head, body, passed = request
+    mode, _, cwd, argv, env = parse(body)
+    try:
+        os.dup2(passed[0], 0)
+        os.chdir(cwd)
+        keep(mode, cgroup, argv, env, 0, (passed[1], passed[2]), joined)
+    except BaseException as exc:
+        try:
+            os.write(0, f"fail 0 {exc!r}\n".encode())
+        finally:
+            os._exit(127)
+def serve():
+    import array, socket
     guard()
     warden = Warden()
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM, 0, 0)
@@ -284,6 +328,43 @@ def serve():
     os.set_blocking(woken, False)
     signal.set_wakeup_fd(woken)
     signal.signal(signal.SIGCHLD, lambda *a: None)
+    spare, spares = [], [0]  # a keeper forked ahead, in a fresh cgroup: [pid, its socket, its cgroup]
+    def forked():
+        # in a new child: let go of what is the server's (its socket is fd 0: /dev/null there until the request's)
+        signal.set_wakeup_fd(-1)
+        blank = os.open("/dev/null", os.O_RDONLY)
+        os.dup2(blank, 0)
+        os.close(blank)
+        for fd in (wake, woken, *(other[0] for other in warden.keepers.values())):
+            os.close(fd)
+        os.setsid()
+    def make_spare(like):
+        # entering a cgroup can take milliseconds (the kernel waits out an RCU grace period): a spare keeper does it
+        # while nobody waits, and the next request that wants a cgroup takes it
+        spares[0] += 1
+        name = like.rsplit("-", 1)[0] + "-s" + str(spares[0])
+        ours, theirs = socket.socketpair()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                ours.close()
+                forked()
+                joined = join(name)
+                request = read_request(theirs)
+                if request is None:  # the server is gone: leave the cgroup, and remove it
+                    try:
+                        with open(os.path.dirname(name) + "/cgroup.procs", "w") as f:
+                            f.write("0")
+                        os.rmdir(name)
+                    except OSError:
+                        pass
+                    os._exit(0)
+                run_kept(request, name if joined == "ok" else "-", joined)
+            finally:
+                os._exit(127)
+        theirs.close()
+        spare[:] = [pid, ours, name]
+        warden.spare = pid
     while True:
         try:
             ready = select.select([server, wake], [], [])[0]
@@ -295,48 +376,48 @@ def serve():
             except OSError:
                 pass
             warden.tend()
+            if spare and spare[0] in warden.gone:  # the spare itself died (killed): none now
+                spare[1].close()
+                remove_cgroup(spare[2])
+                spare.clear()
+                warden.spare = None
+            warden.gone.clear()
         if server not in ready:
             continue
-        head, fds, _, _ = server.recvmsg(8, socket.CMSG_SPACE(12), getattr(socket, "MSG_CMSG_CLOEXEC", 0))
-        while head and len(head) < 8:
-            head += server.recv(8 - len(head))
-        if len(head) < 8:
+        request = read_request(server)
+        if request is None:
             os._exit(0)  # trialrun is gone
-        passed = [n for level, kind, data in fds for n in memoryview(data).cast("i")]
-        for fd in passed:  # never inherited by the command (MSG_CMSG_CLOEXEC is Linux's only)
-            os.set_inheritable(fd, False)
-        size, body = int(head), b""
-        while len(body) < size:
-            more = server.recv(size - len(body))
-            if not more:
-                os._exit(0)
-            body += more
+        head, body, passed = request
         if len(passed) != 3:
             for fd in passed:
                 os.close(fd)
             continue
-        fields = body.split(b"\0")
-        mode, cgroup, cwd, count = fields[0].decode(), os.fsdecode(fields[1]), fields[2], int(fields[3])
-        argv = fields[4:4 + count]
-        env = dict(item.split(b"=", 1) for item in fields[4 + count:] if b"=" in item)
-        pid = os.fork()
-        if pid == 0:
+        cgroup = parse(body)[1]
+        if cgroup != "-" and spare:  # the spare takes it: the request goes on to it, with its descriptors
+            pid, sock, cgroup = spare
+            spare.clear()
+            warden.spare = None
             try:
-                signal.set_wakeup_fd(-1)
-                for fd in (wake, woken, *(other[0] for other in warden.keepers.values())):
-                    os.close(fd)  # the server's, and the other keepers' sockets: not this keeper's to hold
-                os.dup2(passed[0], 0)
-                os.setsid()
-                os.chdir(cwd)
-                keep(mode, cgroup, argv, env, 0, (passed[1], passed[2]))
-            except BaseException as exc:
+                sent = sock.sendmsg([head + body], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", passed))])
+                sock.sendall((head + body)[sent:])
+            except OSError:  # (it died meanwhile: killed) a fork of the server keeps it instead
+                pid, cgroup = None, parse(body)[1]
+            sock.close()
+        else:
+            pid = None
+        if pid is None:
+            pid = os.fork()
+            if pid == 0:
                 try:
-                    os.write(0, f"fail 0 {exc!r}\n".encode())
+                    forked()
+                    run_kept(request, cgroup)
                 finally:
                     os._exit(127)
         warden.add(pid, passed[0], cgroup)  # its control socket kept: the warden's words go there
         for fd in passed[1:]:
             os.close(fd)
+        if cgroup != "-" and not spare:
+            make_spare(cgroup)
 if sys.argv[1] == "serve":
     serve()
 else:
