@@ -14,7 +14,9 @@ __all__ = ["KEEPER"]
 #: warden, the second line: a child subreaper itself, so what a keeper that is killed leaves is re-parented to it,
 #: never past it; it is told at once (SIGCHLD, with WUNTRACED for a stop) when a keeper is killed or stopped, and then
 #: kills everything of that keeper (what was below it and what it adopted from it) and says so on that keeper's
-#: control socket (it keeps a copy of each), before `done`.
+#: control socket (it keeps a copy of each), before `done`. For requests that want a cgroup it keeps a spare keeper
+#: forked ahead that has already entered a fresh one (entering a cgroup waits out an RCU grace period, up to ~10 ms
+#: on a loaded machine), so that no agent waits for it; the spare reports the cgroup it is in.
 #:
 #: Public modules only: `ctypes` for prctl (PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE) and `signal`, where it used the
 #: `_ctypes` and `_signal` privates. They cost a new keeper interpreter about 10 ms more CPU (`bench/containment.py`,

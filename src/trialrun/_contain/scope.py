@@ -1,9 +1,10 @@
 """A trial's scope: what finds its processes when its keeper cannot (the third line of containment).
 
 Each keeper (an agent's, or a run_command's) gets a scope: a marker in the command's environment
-(`TRIALRUN_SCOPE=<random>`), and a cgroup v2 of its own where the machine lets this user make one (the keeper makes it
-and moves into it before the command starts, so everything the command starts is born in it and stays in it, whatever
-session, parent or environment it takes). The keeper (first line) and the keeper server, its warden (second line:
+(`TRIALRUN_SCOPE=<random>`), and, for an agent, a cgroup v2 of its own where the machine lets this user make one (its
+keeper is in it before the command starts, so everything the command starts is born in it and stays in it, whatever
+session, parent or environment it takes; the keeper says which cgroup that is: a spare keeper the server made ahead
+names its own). The keeper (first line) and the keeper server, its warden (second line:
 `keeper_source`), kill what a trial leaves. When neither answered (both stopped, or killed), trialrun takes over here:
 `sweep` kills, round after round until none is left, what the cgroup holds, what is below the keeper, what is in the
 keeper's session, what carries the marker, and what descends from any of those, each named with how it was found.
