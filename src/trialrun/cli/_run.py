@@ -245,7 +245,8 @@ def _save_and_report(report: Any, stopped: int | None, recorder: Any, store: Any
 @contextlib.contextmanager
 def _interrupt_held() -> Iterator[list[int]]:
     """Ctrl-C (SIGINT) held while the block runs (saving the run must not be cut short): the list says whether one
-    came. In the main thread, and only when SIGINT has a handler (a run in the background of a script ignores it)."""
+    came; a second one (a save that hangs) interrupts it after all. In the main thread, and only when SIGINT has a
+    handler (a run in the background of a script ignores it)."""
     import signal
     import threading
 
@@ -253,7 +254,13 @@ def _interrupt_held() -> Iterator[list[int]]:
     if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         yield came
         return
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: came.append(signum))
+
+    def held(signum: int, frame: Any) -> None:
+        came.append(signum)
+        if len(came) > 1:
+            raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, held)
     try:
         yield came
     finally:
