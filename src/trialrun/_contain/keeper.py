@@ -106,6 +106,10 @@ class _Server:
         with cls.lock:
             for _ in range(2):  # a server that died meanwhile: once more with a new one
                 server = cls.current
+                if server is not None and server.owner == os.getpid() and server.stopped():
+                    server.process.kill()  # stopped (by an agent, after its warden's work): no warden; a new one
+                    server.sock.close()
+                    server = cls.current = None
                 if server is None or server.owner != os.getpid() or server.process.poll() is not None:
                     python = _python()
                     if python is None:
@@ -125,6 +129,10 @@ class _Server:
             return False
 
 
+    def stopped(self) -> bool:
+        """Stopped (SIGSTOP, or held by a tracer): it would take no request (one read of /proc/PID/stat)."""
+        return state_of(self.process.pid) in ("T", "t")
+
     @classmethod
     def replace_if_stuck(cls) -> None:
         """A server that is stopped or dead is no warden: kill it, and the next request starts a new one (its keepers
@@ -133,7 +141,7 @@ class _Server:
             server = cls.current
             if server is None or server.owner != os.getpid():
                 return
-            if server.process.poll() is None and state_of(server.process.pid) not in ("T", "t"):
+            if server.process.poll() is None and not server.stopped():
                 return
             cls.current = None
         server.process.kill()
