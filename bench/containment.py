@@ -35,7 +35,21 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from trialrun._contain.keeper import SyncKeeper, keeper_argv, kill_session  # noqa: E402
+from trialrun._contain.keeper import SyncKeeper, keeper_argv, session_members  # noqa: E402
+
+
+def kill_session(sid: int, rounds: int = 20) -> None:
+    """What trialrun did before keepers: SIGKILL every process of the session until none is left."""
+    for _ in range(rounds):
+        members = session_members(sid)
+        if not members:
+            return
+        for pid in members:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        time.sleep(0.01)
 
 ESCAPES = """M="$1"
 ln -sf {sleep} "$2/$M"

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 import trialrun as tr
+from trialrun._contain.scope import MARKER
 from trialrun.agent import _commands, _confine
 
 TRIES = 1000  # per tool and per resolver; quoted in docs/sandbox.md
@@ -179,7 +180,7 @@ def test_run_command_gets_an_environment_allow_list(tmp_path: Path, monkeypatch:
     names = {line.split("=", 1)[0] for line in seen.splitlines()[1:] if "=" in line}
     assert "sk-parent-secret" not in seen and "OPENAI_API_KEY" not in names and "MY_TOOL_HOME" not in names
     assert {"PATH", "LC_ALL"} <= names
-    assert names - {"PWD", "SHLVL", "_", "OLDPWD"} <= set(_commands.COMMAND_ENV) | {"LC_ALL", "TRIALRUN_COMMAND"}
+    assert names - {"PWD", "SHLVL", "_", "OLDPWD"} <= set(_commands.COMMAND_ENV) | {"LC_ALL", MARKER}
     assert "MY_TOOL_HOME=/opt/mytool" in run_tool(named, command="env")
 
 

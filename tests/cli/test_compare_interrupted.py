@@ -27,8 +27,13 @@ def _interrupted_copy(project: Path, finished: list[str]) -> RunReport:
 
 def test_a_run_interrupted_before_any_test_finished(project: Path, cli) -> None:
     cli("run", "all")
+    first = load_report(project / RESULTS / "latest.json")
     after = _interrupted_copy(project, finished=[])
-    result = cli("compare")
+    default = cli("compare")  # the default pair passes over a run with nothing finished, and says so
+    assert default.exit_code == 2 and "compare needs two runs; found 1 usable result file(s)" in default.output
+    assert "(interrupted before any test finished (nothing to show or compare))" in default.output
+    pair = (first.run_id, after.run_id)
+    result = cli("compare", *pair)  # named, it is compared
     assert result.exit_code == 0
     lines = result.output.splitlines()
     assert "read-file:                 1.00 -> not finished  (interrupted)" in lines
@@ -36,11 +41,11 @@ def test_a_run_interrupted_before_any_test_finished(project: Path, cli) -> None:
     assert f"note: run {after.run_id} was interrupted; 5 tests did not finish" in lines
     assert "Pass rate: 3/5 -> 0/0  ▼ -3" in lines
 
-    gate = cli("compare", "--fail-on-regression")
+    gate = cli("compare", *pair, "--fail-on-regression")
     assert gate.exit_code == 1
     assert f"gate: fails: 5 tests did not finish in {after.run_id}" in gate.output
 
-    data = json.loads(cli("compare", "--json").output)
+    data = json.loads(cli("compare", *pair, "--json").output)
     assert data["removed"] == [] and len(data["not_finished"]) == 5
     assert data["status_after"] == "interrupted"
     assert {d["status"] for d in data["cases"]} == {"not_finished"}
@@ -120,9 +125,11 @@ def test_the_gate_does_not_pass_when_no_test_was_compared(project: Path, cli) ->
     # The earlier run was stopped before any test finished: nothing is shared, nothing was compared, so there is
     # no evidence of "no regression" and --fail-on-regression must not pass on it.
     cli("run", "all")
-    _interrupted_copy(project, finished=[])
+    empty = _interrupted_copy(project, finished=[])
     cli("run", "all")
-    assert cli("compare").exit_code == 0  # compare itself shows what it can
-    gate = cli("compare", "--fail-on-regression")
+    later = load_report(project / RESULTS / "latest.json")
+    pair = (str(empty.run_id), str(later.run_id))  # named: the default pair would pass over the empty run
+    assert cli("compare", *pair).exit_code == 0  # compare itself shows what it can
+    gate = cli("compare", *pair, "--fail-on-regression")
     assert gate.exit_code == 1
     assert "gate: fails: no test was graded by both runs, so nothing was compared" in gate.output

@@ -34,7 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._contain.keeper import SyncKeeper, kill_session
+from .._contain.keeper import SyncKeeper
+from .._contain.scope import Scope
 
 __all__ = ["CallScope", "CURRENT_CALL", "Finished", "run_shell", "stop_commands", "cut_note", "command_env", "COMMAND_ENV"]
 
@@ -96,12 +97,13 @@ _KEEPERS: dict[_Kept, Path] = {}
 class _Kept:
     """One command under its keeper, seen from here (or, where no keeper can run, in its own session)."""
 
-    __slots__ = ("keeper", "process", "pipes", "lock", "running")
+    __slots__ = ("keeper", "process", "pipes", "lock", "running", "scope")
 
     def __init__(self, keeper: SyncKeeper | None, process: subprocess.Popen[bytes] | None,
-                 pipes: tuple[int, int]) -> None:
+                 pipes: tuple[int, int], scope: Scope | None = None) -> None:
         self.keeper = keeper
         self.process = process  # only without a keeper
+        self.scope = scope  # only without a keeper: its marker, and the sweep that kills what it left
         self.pipes = pipes  # its stdout and stderr (read ends)
         self.running = True  # its output is being read (by the thread that holds `lock`)
         self.lock = threading.RLock()
@@ -112,24 +114,28 @@ class _Kept:
             self.keeper.stop()
         elif self.process is not None:
             _kill_group(self.process.pid)
-            kill_session(self.process.pid)
+            self._sweep()
+
+    def _sweep(self) -> list[str]:
+        """(without a keeper) Kill its session, what carries its marker, and what descends from those."""
+        assert self.process is not None and self.scope is not None
+        return self.scope.sweep(None, session=self.process.pid)
 
     def finish(self) -> list[str]:
         """Stop it and wait for the keeper's report: what was killed."""
         with self.lock:
-            self.stop()
-            if self.keeper is not None:
-                killed = self.keeper.finish()
-                if not self.keeper.reports.done and self.keeper.reports.keeper:  # it did not answer: its session
-                    killed += kill_session(self.keeper.reports.keeper)
-                return killed
+            if self.keeper is not None:  # (when it cannot answer, trialrun sweeps its scope: `SyncKeeper.finish`)
+                self.keeper.stop()
+                return self.keeper.finish()
             assert self.process is not None
+            _kill_group(self.process.pid)
+            killed = self._sweep()
             try:
                 self.process.wait(10)
             except subprocess.TimeoutExpired:
-                kill_session(self.process.pid)
+                killed += self._sweep()
                 self.process.wait()
-            return []
+            return killed
 
     def over(self) -> bool:
         """The command ended and nothing it started is left (its keeper ended; without one, its group is empty)."""
@@ -168,15 +174,25 @@ def stop_commands(root: str | os.PathLike[str] | None = None) -> int:
 
 
 def left_under(root: str | os.PathLike[str]) -> bool:
-    """Whether a command that shell tools started under `root` may still hold processes (asked without waiting)."""
+    """Whether a command that shell tools started under `root` may still hold processes, or lost its keeper (asked
+    without waiting)."""
     base = Path(root).resolve()
     with _LOCK:
-        return any(where == base or base in where.parents for where in _KEEPERS.values())
+        return any(where == base or base in where.parents for where in (*_KEEPERS.values(), *_LOST))
 
 
 def stop_listing(root: str | os.PathLike[str]) -> list[str]:
-    """`stop_commands(root)`, saying what was killed ("pid N: argv"): a trial's note of what its commands left."""
-    return [line for killed in _stop(root) for line in killed]
+    """`stop_commands(root)`, saying what was killed ("pid N: argv"): a trial's note of what its commands left, and
+    of what was killed when a command's keeper was lost (`_LOST`)."""
+    base = Path(root).resolve()
+    with _LOCK:
+        lost = [line for where in list(_LOST) if where == base or base in where.parents for line in _LOST.pop(where)]
+    return lost + [line for killed in _stop(root) for line in killed]
+
+
+#: What was killed, by workspace, when a command's keeper was killed or stopped (by the command itself): kept for
+#: the trial's note (TrialResult.killed) until `stop_listing` hands it over.
+_LOST: dict[Path, list[str]] = {}
 
 
 def _stop(root: str | os.PathLike[str] | None) -> list[list[str]]:
@@ -290,8 +306,9 @@ class Finished:
 
     returncode: int
     output: str
-    stopped: str | None = None  # "timeout" | "workspace removed"
+    stopped: str | None = None  # "timeout" | "workspace removed" | "keeper lost"
     killed: tuple[str, ...] = ()
+    lost: str | None = None  # how its keeper was lost ("killed by SIGKILL", "stopped by SIGSTOP"), when it was
 
 
 def run_shell(
@@ -323,10 +340,11 @@ def run_shell(
         else:  # no Python to run a keeper: a session of its own, killed by a /proc scan (setsid escapes it)
             keeper.close()
             keeper = None
+            marked = Scope(cgroup=False)
             process = subprocess.Popen(wrapped, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                       stderr=subprocess.PIPE, start_new_session=True, env=environment)
+                                       stderr=subprocess.PIPE, start_new_session=True, env=marked.env(environment))
             assert process.stdout is not None and process.stderr is not None
-            kept = _Kept(None, process, (process.stdout.fileno(), process.stderr.fileno()))
+            kept = _Kept(None, process, (process.stdout.fileno(), process.stderr.fileno()), marked)
         _register(kept, cwd)
         if scope is not None and not scope.hold(key, kept.stop):
             kept.stop()  # the call was abandoned while the command started
@@ -336,9 +354,16 @@ def run_shell(
                 stopped = _pump(kept, out, err, cwd, None if timeout_s is None else time.monotonic() + timeout_s)
             finally:
                 kept.running = False
+        lost = keeper.reports.lost if keeper is not None else None
+        if lost is not None:  # the command killed or stopped its keeper: its warden (or trialrun) killed the rest
+            stopped = "keeper lost"
         killed = tuple(kept.finish()) if stopped is not None else ()
+        lost = keeper.reports.lost if keeper is not None else None
+        if lost is not None:
+            with _LOCK:
+                _LOST.setdefault(cwd.resolve(), []).extend(killed)
         status = keeper.reports.status if keeper is not None else kept.process.returncode if kept.process else None
-        return Finished(status if status is not None else -9, _render(out, err, max_output), stopped, killed)
+        return Finished(status if status is not None else -9, _render(out, err, max_output), stopped, killed, lost)
     except BaseException:  # KeyboardInterrupt, or anything else that means nobody reads the result
         if kept is not None:
             kept.stop()

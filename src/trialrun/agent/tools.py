@@ -22,6 +22,7 @@ from typing import Any, get_type_hints, overload
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from .._util.workers import TOOL_WORKERS, call_with_limit
+from ..trajectory import killed_text
 from ..wire import ToolSpec
 from . import _confine
 from ._commands import CURRENT_CALL, CallScope, command_env, cut_note, run_shell, stop_commands
@@ -511,6 +512,9 @@ def _run_command_tool(
                 f"command timed out after {limit_s:g}s; it was stopped"
                 + (f"; partial output:\n{finished.output}" if finished.output else " (no output before that)")
             )
+        if finished.stopped == "keeper lost":
+            raise ToolError(f"command stopped: its keeper was {finished.lost} (by the command); everything it started "
+                            f"was killed ({killed_text(list(finished.killed)) or 'nothing was left'})")
         if finished.stopped is not None:
             raise ToolError(f"command stopped: its workspace {base} was removed")
         return f"exit code: {finished.returncode}\n{finished.output}"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import functools
 import hashlib
 import json
 import os
@@ -26,7 +27,8 @@ from typing import TYPE_CHECKING, Any, Protocol, Union
 
 from .._scrub import add_secret, is_secret_name
 from ..trajectory import Denial, Run, ToolCall, ToolResult, Trajectory, killed_text
-from .._contain.keeper import AsyncKeeper, keeper_argv, kill_session
+from .._contain.keeper import AsyncKeeper, keeper_argv
+from .._contain.scope import Scope
 from ._head import _Head
 from ._mcp import COMMAND_SUPPORT, given_mcp, servers_file
 
@@ -108,12 +110,13 @@ class _Tail:
 
 @dataclass
 class _Started:
-    """An agent's process once launched: when, its keeper (None without one), the direct child when there is no
-    keeper server to fork it, its stdout and stderr, and the sandbox's cleanup."""
+    """An agent's process once launched: when, its keeper (None without one), the sandbox's cleanup, its scope, the
+    direct child when there is no keeper server to fork it, its stdout and stderr."""
 
     began: float
     keeper: AsyncKeeper | None
     cleanup: Callable[[], None] | None
+    scope: Scope
     process: asyncio.subprocess.Process | None = None
     exited: asyncio.Future[None] | None = None
     streams: list[asyncio.StreamReader] = field(default_factory=list)
@@ -335,9 +338,9 @@ class ProcessAgent:
             return await self._execute(launch, env, ctx, endpoint, home)
         finally:  # off the event loop and the trial's time: an agent's caches in its HOME can be many files
             try:  # (codex: 60-70, 5-15 ms)
-                asyncio.get_running_loop().run_in_executor(None, _remove_tree, home)
+                asyncio.get_running_loop().run_in_executor(None, functools.partial(shutil.rmtree, home, True))
             except RuntimeError:  # the loop's executor is shutting down: here, then
-                _remove_tree(home)
+                shutil.rmtree(home, ignore_errors=True)
 
     async def _execute(self, launch: Launch, env: dict[str, str], ctx: TrialContext, endpoint: ModelEndpoint,
                        home: Path) -> Run:
@@ -354,10 +357,11 @@ class ProcessAgent:
         cleanup: Callable[[], None] | None = None
         if self.sandbox.active:  # the keeper around bwrap: it sees (in /proc) and kills what is inside too
             command, env, cleanup = self.sandbox.wrap(command, env, workdir=workdir, home=home, endpoint=endpoint)
-        kept = keeper_argv(command)
-        argv = command if kept is None else kept
-        child = _Started(time.monotonic(), AsyncKeeper() if kept is not None else None, cleanup)
-        keeper = child.keeper
+        keeper = AsyncKeeper() if keeper_argv(command) is not None else None  # None: no Python to run a keeper
+        scope = keeper.scope if keeper is not None else Scope(cgroup=False)
+        argv = command if keeper is None else keeper_argv(command, cgroup=scope.cgroup) or command
+        env = scope.env(env)  # (argv: only where no keeper server can run)
+        child = _Started(time.monotonic(), keeper, cleanup, scope)
         pipes = None
         if keeper is not None:  # the usual way: a fork of the keeper server
             pipes = keeper.launch(command, env=env, cwd=workdir)
@@ -383,9 +387,10 @@ class ProcessAgent:
                     err: _Tail) -> tuple[bool, list[str]]:
         """Read the agent's output until it ends or times out, then kill what it left: whether it timed out, and
         what was killed (noted in `ctx` even when the wait is cancelled)."""
-        keeper, process, cleanup = child.keeper, child.process, child.cleanup
+        keeper, process, cleanup, scope = child.keeper, child.process, child.cleanup, child.scope
         reading = asyncio.ensure_future(asyncio.gather(_read(child.streams[0], out.feed),
                                                        _read(child.streams[1], err.feed)))
+        reading.add_done_callback(_retrieved)  # cancelled when nobody reads any more: never an unretrieved error
         try:
             if keeper is not None:
                 timed_out = not await keeper.exited(self.timeout_s)
@@ -394,10 +399,10 @@ class ProcessAgent:
                 timed_out = not await _within(child.exited, self.timeout_s)
         except BaseException:  # cancelled (a case timeout, Ctrl-C): nobody reads any more; kill, note, go on
             reading.cancel()
-            ctx._note_killed(await _contain(keeper, process, cleanup))
+            ctx._note_killed(await _contain(keeper, process, cleanup, scope))
             raise
         # always: what the agent left running (`nohup server &`), and everything on a timeout
-        killed = await _contain(keeper, process, cleanup)
+        killed = await _contain(keeper, process, cleanup, scope)
         left = getattr(cleanup, "left", None)  # a sandbox's command that ended by itself (`Ending`)
         if left is not None:  # its PID namespace ended what it held, named by the shell inside: the keeper outside
             killed = left     # saw only those same processes dying, under other pids (nothing leaves the namespace)
@@ -428,7 +433,11 @@ class ProcessAgent:
         except OSError as exc:
             output_problem = f"{self.label}: cannot read its output {self.output}: {exc.strerror or exc}"
         self.interpret(run, stdout)
-        if timed_out:
+        lost = child.keeper.reports.lost if child.keeper is not None else None
+        if lost is not None:  # whatever the agent did, a trial whose containment was attacked is no pass
+            run.status, run.error = "error", (f"{self.label}: its keeper was {lost} before the agent ended (something "
+                                              f"it ran attacked its containment); {killed_text(killed) or 'none left'}")
+        elif timed_out:
             run.status, run.error = "error", (f"{self.label} timed out after {self.timeout_s:g}s; it and every "
                                               f"process it started were killed ({killed_text(killed) or 'none left'})"
                                               f"{self._tail_note(run)}")
@@ -513,26 +522,24 @@ async def _within(future: asyncio.Future[None], timeout_s: float | None) -> bool
 
 
 async def _contain(keeper: AsyncKeeper | None, process: asyncio.subprocess.Process | None,
-                   cleanup: Callable[[], None] | None) -> list[str]:
-    """Kill whatever of the agent is still alive and say what that was. The keeper does the killing in its own
-    process (instant here); without one, or when it does not answer, the agent's session is killed by a /proc scan
-    on a worker thread, never on the event loop. Runs to its end even when cancelled again meanwhile."""
+                   cleanup: Callable[[], None] | None, scope: Scope) -> list[str]:
+    """Kill whatever of the agent is still alive and say what that was: by its keeper (when neither it nor its
+    warden answers, trialrun takes over: `AsyncKeeper.finished`), or, without one, by its scope's sweep; blocking
+    work on a worker thread, never on the event loop. Runs to its end even when cancelled again meanwhile."""
     async def contain() -> list[str]:
-        killed: list[str] = []
         try:
             if keeper is not None:
                 keeper.stop()
-                if await keeper.finished():
-                    killed = keeper.reports.note()
-                    keeper.close()
-                    return killed
+                await keeper.finished()
                 killed = keeper.reports.note()
                 keeper.close()
-            session = process.pid if process is not None else keeper.reports.keeper if keeper is not None else None
-            if session is None:
+                if process is not None:  # a keeper of its own, not a server's fork: no warden removes its cgroup
+                    keeper.scope.remove()
                 return killed
-            loop = asyncio.get_running_loop()
-            return killed + await loop.run_in_executor(None, kill_session, session)
+            if process is None:
+                return []
+            return await asyncio.get_running_loop().run_in_executor(
+                None, functools.partial(scope.sweep, None, session=process.pid))
         finally:
             if cleanup is not None:
                 cleanup()
@@ -546,8 +553,10 @@ async def _contain(keeper: AsyncKeeper | None, process: asyncio.subprocess.Proce
                 raise
 
 
-def _remove_tree(folder: Path) -> None:
-    shutil.rmtree(folder, ignore_errors=True)
+def _retrieved(future: asyncio.Future[Any]) -> None:
+    """Take a future's outcome: a cancelled `gather` keeps a CancelledError, printed as "never retrieved" otherwise."""
+    if not future.cancelled():
+        future.exception()
 
 
 def _fill(arg: str, values: Mapping[str, str]) -> str:

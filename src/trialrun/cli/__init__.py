@@ -4,7 +4,8 @@ Exit codes everywhere: 0 every graded test passed; 1 a test failed (or, with --f
 2 a usage, configuration or file error (a message, no traceback); 130 interrupted (Ctrl-C), 143 stopped by
 SIGTERM, 129 by SIGHUP (128 + the signal, as a shell reports it).
 
-`trialrun.cli:main` is the console script: the group is here, each command in a module of its own (`_run`,
+`trialrun.cli:main` is the command (the console script calls it through `_trialrun_cli`, a module outside the package,
+so that a Ctrl-C while trialrun is being imported also exits 130): the group is here, each command in a module of its own (`_run`,
 `_report`, `_view`, `_compare`, `_recover`, `_grade`, `_regrade`, `_export`, `_init`, `_schema`, `_agents_command`,
 `_skill`), what they share in `_common`. May import anything: nothing in trialrun imports the CLI.
 """

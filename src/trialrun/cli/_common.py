@@ -10,7 +10,7 @@ import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import click
 
@@ -88,6 +88,12 @@ def _fail_cleanly(fn: F) -> F:
             sys.exit(EXIT_USAGE)
 
     return wrapper  # type: ignore[return-value]
+
+
+def _interrupted() -> NoReturn:
+    """Ctrl-C ended a command: one line, exit code 130."""
+    click.echo("interrupted", err=True)
+    sys.exit(EXIT_INTERRUPTED)
 
 
 def _say(message: str, *, err: bool = True) -> None:
@@ -344,7 +350,22 @@ def _logging_option(ctx: click.Context, param: click.Parameter, value: bool) -> 
 
 
 class _Group(click.Group):
-    """The `trialrun` group: every command also takes -v/--verbose and --debug after its name."""
+    """The `trialrun` group: every command also takes -v/--verbose and --debug after its name, and Ctrl-C anywhere in
+    a command (reading a big suite, importing an agent, saving) ends it with exit code 130 and one line, never click's
+    "Aborted!" and exit 1 (a run's own trials are stopped by the runner, which saves what finished)."""
+
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+                     **extra: Any) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except KeyboardInterrupt:
+            _interrupted()
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            _interrupted()
 
     def add_command(self, cmd: click.Command, name: str | None = None) -> None:
         names = {opt for param in cmd.params for opt in getattr(param, "opts", [])}

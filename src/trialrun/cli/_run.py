@@ -4,9 +4,11 @@ the garbage collector around it (paused while the modules load, what was loaded 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import sys
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -84,31 +86,37 @@ def run(test_ids: tuple[str, ...], trials: int | None, tags: tuple[str, ...], na
     from ..suite._build import config_snapshot
 
     label_map = _labels(labels)
-    config = _load_config(config_path, suite=Path(suite).resolve() if suite else None, model=model, agent=agent, api=api,
-                          judge=judge, results_dir=Path(results_dir).resolve() if results_dir else None, trials=trials,
-                          concurrency=concurrency, rubric=rubric, executor=executor,
-                          exchanges=False if no_exchanges else None)
-    if not as_json:
-        _say(_config_note(config))
-    _log_config(config)
-    if wants_arms(config, ab):
+    recorder = None
+    with _nothing_run_yet(lambda: recorder):  # Ctrl-C before the first trial starts: nothing was run, nothing is kept
+        config = _load_config(config_path, suite=Path(suite).resolve() if suite else None, model=model, agent=agent,
+                              api=api, judge=judge, results_dir=Path(results_dir).resolve() if results_dir else None,
+                              trials=trials, concurrency=concurrency, rubric=rubric, executor=executor,
+                              exchanges=False if no_exchanges else None)
+        if not as_json:
+            _say(_config_note(config))
+        _log_config(config)
+    if wants_arms(config, ab):  # an A/B run handles its own interrupts, from its start to its save
         if junit_path:
             raise click.UsageError("--junit writes one run; with arms, `trialrun report RUN --junit FILE` writes an arm's")
         from ._arms import run_arms
 
         run_arms(config, ab, ArmsArgs(test_ids, names, tags, include_live_canary, strict, label_map, as_json,
                                       markdown_path, not no_summary, trials is not None, _PARTS))
-    plan = _preflight(config, test_ids, names, tags, include_live_canary=include_live_canary, strict=strict)
-    console = _console(stderr=as_json, plain_ok=True)
-    store = _ready_to_save(config, junit_path, markdown_path)
-    snapshot = config_snapshot(config, plan.suite_file, label_map)
-    if config.model_spec.live and not as_json:
-        _print_styled(console, f"live model {clean(scrub_text(str(config.model_spec)))}: tests call the provider",
-                      "yellow")
-    recorder = _start_recorder(store, config, plan, snapshot)
+    with _nothing_run_yet(lambda: recorder):
+        plan = _preflight(config, test_ids, names, tags, include_live_canary=include_live_canary, strict=strict)
+        console = _console(stderr=as_json, plain_ok=True)
+        store = _ready_to_save(config, junit_path, markdown_path)
+        snapshot = config_snapshot(config, plan.suite_file, label_map)
+        if config.model_spec.live and not as_json:
+            _print_styled(console, f"live model {clean(scrub_text(str(config.model_spec)))}: tests call the provider",
+                          "yellow")
+        recorder = _start_recorder(store, config, plan, snapshot)
     report, stopped = _evaluate_with_progress(config, plan, snapshot, recorder, console, enabled=not as_json)
-    exit_code, where = _save_and_report(report, stopped, recorder, store, as_json=as_json, junit_path=junit_path,
-                                        markdown_path=markdown_path, summary=not no_summary)
+    with _interrupt_held() as held:  # Ctrl-C while the run is saved and printed: saved first, then 130
+        exit_code, where = _save_and_report(report, stopped, recorder, store, as_json=as_json, junit_path=junit_path,
+                                            markdown_path=markdown_path, summary=not no_summary)
+    if stopped is None and held:
+        stopped = exit_code = EXIT_INTERRUPTED
     if stopped is not None:
         _end_interrupted(report, exit_code, where)
     _leave_frozen_at_exit()
@@ -251,7 +259,15 @@ def _save_and_report(report: Any, stopped: int | None, recorder: Any, store: Any
                      junit_path: str | None, markdown_path: str | None, summary: bool) -> tuple[int, Any]:
     """Save the run (or say where it went instead), print it and write the report files: the exit code (the
     signal's when one stopped the run; else 1 when a test failed, 2 when the run could not be saved where asked)
-    and where the run was saved (None when nowhere)."""
+    and where the run was saved (None when nowhere). A run interrupted before any trial finished is not saved as a
+    result file (nor made latest): its journal is kept (`RunRecorder.keep`)."""
+    from ..report.store import has_finished
+
+    if stopped is not None and not has_finished(report):
+        kept = recorder.keep(report)
+        if as_json:
+            _emit_report(report, as_json=True, saved=None)
+        return stopped, kept
     saved, fallback = recorder.save(report)
     for warning in recorder.warnings:
         _say(f"warning: {warning}")
@@ -266,12 +282,56 @@ def _save_and_report(report: Any, stopped: int | None, recorder: Any, store: Any
     return exit_code, saved or fallback
 
 
+@contextlib.contextmanager
+def _nothing_run_yet(recorder: Callable[[], Any]) -> Iterator[None]:
+    """Ctrl-C in the block (before the first trial starts) is an exit 130 with one line: nothing was run, and nothing
+    is kept (the journal `recorder()` began, if any, is dropped)."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        begun = recorder()
+        if begun is not None:
+            begun.drop()
+        _say("interrupted before the run started: nothing was run or saved")
+        sys.exit(EXIT_INTERRUPTED)
+
+
+@contextlib.contextmanager
+def _interrupt_held() -> Iterator[list[int]]:
+    """Ctrl-C (SIGINT) held while the block runs (saving the run must not be cut short): the list says whether one
+    came; a second one (a save that hangs) interrupts it after all. In the main thread, and only when SIGINT has a
+    handler (a run in the background of a script ignores it)."""
+    import signal
+    import threading
+
+    came: list[int] = []
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        yield came
+        return
+
+    def held(signum: int, frame: Any) -> None:
+        came.append(signum)
+        if len(came) > 1:
+            raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, held)
+    try:
+        yield came
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def _end_interrupted(report: Any, exit_code: int, where: Any) -> NoReturn:
     """Say what of an interrupted run was saved, and end the process now."""
+    from ..report.store import has_finished
+
     partial = [c for c in report.cases if c.partial]
     whole = len(report.cases) - len(partial)
     what = f"the {whole} finished test(s)" + (f" and {len(partial)} partly run test(s)" if partial else "")
     said = f"saved {what} to {where}" if where else "the finished tests were not saved"
+    if not has_finished(report):
+        said = ("before any test finished: no result file was saved and latest.json was left as it was"
+                + (f"; the run's journal is kept as {where} (`trialrun recover` saves it)" if where else ""))
     _say(f"interrupted: {said}")
     # A synchronous agent still running in a worker thread cannot be stopped; do not wait for it at exit.
     sys.stdout.flush()

@@ -14,7 +14,8 @@ from html import escape
 from urllib.parse import quote
 
 from ..report._history import (History, LiveRun, RunEntry, config_line, diff_pair, flaky_pair, suite_trend,
-                                test_history)
+                               test_history)
+from ..report.store import has_finished
 from ._cells import result_word, run_k, shows_pass_pow_k
 from ._chrome import _head, _page, plural, site_nav, when, when_text
 from ._diff_page import diff_href, diff_page, trial_href
@@ -260,6 +261,10 @@ def _picker(history: History) -> str:
     if len(history.runs) < 2:
         return ""
     newest_first = list(reversed(history.runs))
+    # the pair picked first: the two newest runs that something finished in (one interrupted before any test
+    # finished has nothing to compare or diff), else the two newest
+    finished = [i for i, e in enumerate(newest_first) if has_finished(e.report)]
+    after, before = (finished + [i for i in range(len(newest_first)) if i not in finished])[:2]
 
     def options(selected: int) -> str:
         return "".join(f'<option value="{escape(e.stem)}"{" selected" if i == selected else ""}>{escape(_when(e))} '
@@ -267,13 +272,13 @@ def _picker(history: History) -> str:
 
     tests = "".join(f'<option value="{escape(n)}">{escape(n)}</option>' for n in history.test_names())
     return (f'<section class="panel"><h3>Compare two runs</h3><form class="pick" method="get" action="/compare" id="compare-form">'
-            f'<label>Before <select name="a" id="pick-a">{options(1)}</select></label>'
-            f'<label>After <select name="b" id="pick-b">{options(0)}</select></label>'
+            f'<label>Before <select name="a" id="pick-a">{options(before)}</select></label>'
+            f'<label>After <select name="b" id="pick-b">{options(after)}</select></label>'
             f'<button type="submit">Compare</button></form>'
             f'<form class="pick" method="get" action="/diff" id="diff-form">'
             f'<label>Trajectory diff of <select name="test">{tests}</select></label>'
-            f'<input type="hidden" name="a" value="{escape(newest_first[1].stem)}">'
-            f'<input type="hidden" name="b" value="{escape(newest_first[0].stem)}">'
+            f'<input type="hidden" name="a" value="{escape(newest_first[before].stem)}">'
+            f'<input type="hidden" name="b" value="{escape(newest_first[after].stem)}">'
             f'<button type="submit">Diff the last two runs</button></form></section>')
 
 

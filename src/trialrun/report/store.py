@@ -37,7 +37,8 @@ from .journal import SUFFIX as JOURNAL_SUFFIX
 from .journal import Journal, JournalError, is_live, read_journal
 from .results import SCHEMA_VERSION, CaseResult, RunReport
 
-__all__ = ["ResultsStore", "ResultFileError", "ResultWriteError", "StoreBusy", "LatestNotUpdated", "load_report"]
+__all__ = ["ResultsStore", "ResultFileError", "ResultWriteError", "StoreBusy", "LatestNotUpdated", "load_report",
+           "has_finished", "NOTHING_FINISHED"]
 
 _FILE = re.compile(r"^results_(\d{8}_\d{6})(?:_(\d+))?\.json(l?)$")
 LATEST = "latest.json"
@@ -88,6 +89,17 @@ def _assembled(report: RunReport, trial_texts: Mapping[int, tuple[Any, str, obje
     envelope = scrub_text(json.dumps(data, indent=2, ensure_ascii=False))
     slot = re.compile('"' + re.escape(json.dumps(mark)[1:-1]) + r'(\d+)"')
     return slot.sub(lambda match: texts[int(match.group(1))], envelope) + "\n"
+
+
+def has_finished(report: RunReport) -> bool:
+    """Whether the run has anything to show: False only for a run interrupted before any of its tests finished (no
+    case but skipped ones), which is never made `latest` nor picked as one of "the last two runs" (it stays in the
+    folder, and `recover` saves it). A completed run that graded nothing is a result (`compare`'s gate fails on it)."""
+    return report.status != "interrupted" or any(not case.skipped for case in report.cases)
+
+
+#: Why such a run is passed over (in `ResultsStore.skipped`, which the commands say).
+NOTHING_FINISHED = "interrupted before any test finished (nothing to show or compare)"
 
 
 class ResultFileError(ValueError):
@@ -266,10 +278,14 @@ class ResultsStore:
         self.skipped: dict[Path, str] = {}
 
     def _usable(self, path: Path) -> bool:
+        """`path` loads, and some trial of it finished (else it is in `skipped`, with why)."""
         try:
-            load_report(path)
+            report = load_report(path)
         except ResultFileError as exc:
             self.skipped[path] = exc.reason
+            return False
+        if not has_finished(report):
+            self.skipped[path] = NOTHING_FINISHED
             return False
         return True
 
@@ -382,8 +398,8 @@ class ResultsStore:
 
     def recover(self, journal: Path) -> Path:
         """Save the run a dead journal records as its result file (`"status": "interrupted"`), and remove the
-        journal. latest.json follows when no newer run exists. Under the write lock: two recovers at once save it
-        once."""
+        journal. latest.json follows when no newer run exists and some trial of it finished. Under the write lock:
+        two recovers at once save it once."""
         with self.write_lock():
             stem = journal.name.removesuffix(JOURNAL_SUFFIX)
             path = self.directory / f"{stem}.json"
@@ -394,7 +410,7 @@ class ResultsStore:
             with writing(path):
                 write_new(path, report.model_dump_json(indent=2) + "\n")
             journal.unlink()
-        if not newer:
+        if not newer and has_finished(report):
             try:
                 self._point_latest(path)
             except OSError as exc:

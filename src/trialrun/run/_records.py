@@ -16,9 +16,20 @@ from .._scrub import secrets_version
 from ..report._exchange_log import DEFAULT_MAX_TRIAL_BYTES, ExchangeLog, sidecar_path
 from ..report.journal import Journal, case_plan
 from ..report.results import RunReport, TrialResult
-from ..report.store import LatestNotUpdated, ResultsStore, report_text
+from ..report.store import LatestNotUpdated, ResultFileError, ResultsStore, has_finished, load_report, report_text
 
 __all__ = ["RunRecorder"]
+
+
+def _nothing_finished(journal: Path) -> bool:
+    """A dead journal of a run that was interrupted before any trial finished (read only when small: such a journal
+    is its start line and its end line)."""
+    try:
+        if journal.stat().st_size > 1 << 20:
+            return False
+        return not has_finished(load_report(journal))
+    except (OSError, ResultFileError):
+        return False
 
 
 def _problem(exc: OSError) -> str:
@@ -59,10 +70,13 @@ class RunRecorder:
         if removed:
             recorder.notes.append(f"removed {len(removed)} temp file(s) a killed run left in {store.directory}")
         unfinished = store.unfinished()
-        if unfinished:
-            names = ", ".join(p.name for p in unfinished[:3]) + (" ..." if len(unfinished) > 3 else "")
-            recorder.notes.append(f"{len(unfinished)} run(s) did not finish (killed?): {names}; "
-                                  "`trialrun recover` saves them as result files")
+        early = [path for path in unfinished if _nothing_finished(path)]
+        for paths, how in (([p for p in unfinished if p not in early], "did not finish (killed?)"),
+                           (early, "were interrupted before any test finished")):
+            if paths:
+                names = ", ".join(p.name for p in paths[:3]) + (" ..." if len(paths) > 3 else "")
+                recorder.notes.append(f"{len(paths)} run(s) {how}: {names}; `trialrun recover` saves them as result "
+                                      "files")
         _, skipped = select_cases(list(cases), include_live_canary=include_live_canary)
         reasons = {case.name: reason for case, reason in skipped}
         plans = [case_plan(case, trials, skip_reason=reasons.get(case.name)) for case in cases]
@@ -86,6 +100,19 @@ class RunRecorder:
             return "this run was not saved"
         self.journal.close(None)
         return f"the journal {self.journal.path} keeps its {self.journal.trials} finished trial(s): `trialrun recover` saves them"
+
+    def keep(self, report: RunReport) -> Path | None:
+        """The run was interrupted before any trial finished: it gets no result file and latest.json is left as it
+        is (`store.has_finished`); its journal stays, ended as interrupted, for `trialrun recover` (the path, None
+        when there is none)."""
+        if self.exchanges is not None:
+            self.exchanges.close()
+            if not self.exchanges.trials:
+                self.exchanges.remove()
+        if self.journal is None:
+            return None
+        self.journal.close(report.status)
+        return self.journal.path
 
     def drop(self) -> None:
         """The run failed before it could be saved: a journal with trials stays (for `recover`), an empty one goes."""

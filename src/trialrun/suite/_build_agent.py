@@ -7,14 +7,17 @@ process must each get their own modules (`_forget_other_projects`).
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.machinery
 import inspect
 import os
 import shlex
 import shutil
+import signal
 import sys
-from collections.abc import Callable, Mapping
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -38,9 +41,13 @@ def _import(target: str, what: str, config: Config) -> Any:
             sys.path.insert(0, folder)
     _forget_other_projects(config.base_dir)
     before = set(sys.modules)
+    ctrl_c: list[int] = []
     try:
-        module = importlib.import_module(module_name)
+        with _telling_ctrl_c(ctrl_c):
+            module = importlib.import_module(module_name)
     except (Exception, SystemExit, KeyboardInterrupt) as exc:  # noqa: BLE001 - any import failure is a configuration error
+        if ctrl_c:  # the user pressed Ctrl-C while it was imported (a heavy framework takes seconds): an interrupt
+            raise KeyboardInterrupt from None
         # SystemExit(0) at import would otherwise end the run with exit 0 and nothing run: a false green.
         raise ConfigError(f"{where}: {what} {target!r}: cannot import {module_name}: {_raised(exc)}") from None
     finally:
@@ -114,6 +121,27 @@ def _forget_other_projects(base_dir: Path) -> None:
             sys.path.remove(folder)
         sys.path.insert(0, folder)
     importlib.invalidate_caches()
+
+
+@contextlib.contextmanager
+def _telling_ctrl_c(came: list[int]) -> Iterator[None]:
+    """While an agent's module is imported, a real Ctrl-C is noted in `came` (then raised as usual), so that it is told
+    from a KeyboardInterrupt the module raises itself (a configuration error). Only where Python's own handler is
+    in place, in the main thread."""
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+        yield
+        return
+
+    def noted(signum: int, frame: Any) -> None:
+        came.append(signum)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, noted)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _raised(exc: BaseException) -> str:
