@@ -4,11 +4,15 @@ langchain-mcp-adapters (0.3.2) requires the MCP SDK below 2, which trialrun's MC
 are made LangChain tools here with the SDK's own client, in a few lines.
 """
 
+import functools
 import warnings
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from langchain_core.tools import StructuredTool
 from langchain_openai import ChatOpenAI
 from mcp import Client, StdioServerParameters
+from pydantic import SecretStr
 
 import trialrun as tr
 from trialrun import expect
@@ -17,7 +21,7 @@ with warnings.catch_warnings():  # newer langgraph moves create_react_agent and 
     warnings.simplefilter("ignore")
     from langgraph.prebuilt import create_react_agent
 
-received: list[dict] = []  # the server's own record of what it was sent
+received: list[dict[str, Any]] = []  # the server's own record of what it was sent
 
 
 def search(call: tr.mcp.ToolCallIn) -> str:
@@ -40,7 +44,7 @@ async def langchain_tools(server: tr.McpEndpoint) -> list[StructuredTool]:
     async with connect(server) as client:
         listed = (await client.list_tools()).tools
 
-    def make(name: str):  # noqa: ANN202
+    def make(name: str) -> Callable[..., Awaitable[str]]:
         async def call(**arguments: object) -> str:
             async with connect(server) as client:
                 result = await client.call_tool(name, arguments)
@@ -54,7 +58,7 @@ async def langchain_tools(server: tr.McpEndpoint) -> list[StructuredTool]:
 async def invoke(ctx: tr.TrialContext, transport: str) -> str:
     server = ctx.mcp(notes, transport=transport)
     model = ctx.scripted([tr.tool_call("search_notes", query="dentist"), tr.reply("Tuesday at 10:00.")])
-    llm = ChatOpenAI(model="gpt-4.1-mini", api_key="test", max_retries=0,
+    llm = ChatOpenAI(model="gpt-4.1-mini", api_key=SecretStr("test"), max_retries=0,
                      http_async_client=ctx.async_http_client(model, httpx2=True))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -63,7 +67,7 @@ async def invoke(ctx: tr.TrialContext, transport: str) -> str:
     return str(state["messages"][-1].content)
 
 
-cases = [tr.Case(name=f"langgraph over {transport}", invoke=lambda ctx, t=transport: invoke(ctx, t),
+cases = [tr.Case(name=f"langgraph over {transport}", invoke=functools.partial(invoke, transport=transport),
                  expect_outcome=[expect.contains("Tuesday")],
                  expect_trajectory=[expect.mcp_called("notes", "search_notes", {"query": "dentist"}),
                                     expect.mcp_as_asked()])

@@ -1,5 +1,7 @@
 """The OpenAI Agents SDK given a scripted MCP server (docs/mcp.md; tests/frameworks/test_mcp_frameworks.py runs it)."""
 
+import functools
+from typing import Any
 import openai
 from agents import Agent, OpenAIChatCompletionsModel, Runner, set_tracing_disabled
 from agents.mcp import MCPServerStdio, MCPServerStreamableHttp
@@ -8,7 +10,7 @@ import trialrun as tr
 from trialrun import expect
 
 set_tracing_disabled(True)  # the SDK's tracing exporter would post to the network
-received: list[dict] = []  # the server's own record of what it was sent
+received: list[dict[str, Any]] = []  # the server's own record of what it was sent
 
 
 def search(call: tr.mcp.ToolCallIn) -> str:
@@ -34,7 +36,7 @@ async def invoke(ctx: tr.TrialContext, transport: str) -> str:
     return str(result.final_output)
 
 
-cases = [tr.Case(name=f"agents-sdk over {transport}", invoke=lambda ctx, t=transport: invoke(ctx, t),
+cases = [tr.Case(name=f"agents-sdk over {transport}", invoke=functools.partial(invoke, transport=transport),
                  expect_outcome=[expect.contains("Tuesday")],
                  expect_trajectory=[expect.mcp_called("notes", "search_notes", {"query": "dentist"}),
                                     expect.mcp_as_asked()])

@@ -1,5 +1,7 @@
 """pydantic-ai given a scripted MCP server (docs/mcp.md; tests/frameworks/test_mcp_frameworks.py runs it)."""
 
+import functools
+from typing import Any
 from fastmcp.client.transports import StdioTransport
 from pydantic_ai import Agent
 from pydantic_ai.mcp import MCPToolset
@@ -9,7 +11,7 @@ from pydantic_ai.providers.openai import OpenAIProvider
 import trialrun as tr
 from trialrun import expect
 
-received: list[dict] = []  # the server's own record of what it was sent
+received: list[dict[str, Any]] = []  # the server's own record of what it was sent
 
 
 def search(call: tr.mcp.ToolCallIn) -> str:
@@ -33,7 +35,7 @@ async def invoke(ctx: tr.TrialContext, transport: str) -> str:
         return (await agent.run("When is my dentist appointment?")).output
 
 
-cases = [tr.Case(name=f"pydantic-ai over {transport}", invoke=lambda ctx, t=transport: invoke(ctx, t),
+cases = [tr.Case(name=f"pydantic-ai over {transport}", invoke=functools.partial(invoke, transport=transport),
                  expect_outcome=[expect.contains("Tuesday")],
                  expect_trajectory=[expect.mcp_called("notes", "search_notes", {"query": "dentist"}),
                                     expect.mcp_as_asked()])

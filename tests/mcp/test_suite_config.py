@@ -43,7 +43,7 @@ def test_the_example_runs_and_keeps_what_the_servers_received(project: Path, cli
                                                f'answer: "Dentist: Tuesday 10:00, Dr. Ortiz (token {SECRET})"'))
     result = cli("run", "all")
     assert result.exit_code == 0, result.output
-    (saved,) = project.glob("results_*.json")
+    (saved,) = project.glob("state/eval/results_*.json")
     report = json.loads(saved.read_text())
     dentist = next(c for c in report["cases"] if c["name"] == "dentist")["trials"][0]
     [call] = dentist["trajectory"]["mcp_calls"]
@@ -85,7 +85,7 @@ def test_a_wrong_table_is_exit_2_naming_file_and_key(project: Path, cli: Callabl
     result = cli("run", "all")
     assert result.exit_code == 2, result.output
     assert "error:" in result.output and message in result.output and "Traceback" not in result.output
-    assert not list(project.glob("results_*.json"))
+    assert not list(project.glob("state/eval/results_*.json"))
 
 
 def test_an_agent_that_cannot_take_mcp_servers_is_refused_at_config_time(project: Path,
@@ -126,7 +126,7 @@ def test_the_trial_page_and_the_exports_show_what_the_servers_received(project: 
     from trialrun.view import create_app
 
     assert cli("run", "all").exit_code == 0
-    (saved,) = project.glob("results_*.json")
+    (saved,) = project.glob("state/eval/results_*.json")
     page = TestClient(create_app(project), base_url="http://127.0.0.1").get(
         f"/trial/{saved.stem}", params={"test": "dentist", "trial": 1})
     assert page.status_code == 200

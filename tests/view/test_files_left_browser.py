@@ -85,7 +85,7 @@ def test_the_diff_page_puts_the_files_left_side_by_side(context: Any, base: str,
     _, stems = runs
     same = _open(context, f"{base}/diff?test=fix-add&a={stems['write']}&ta=1&b={stems['sed']}&tb=1")
     # two paths (write_file, a sed through run_command): the trajectories differ, the files left do not
-    assert same.locator("#diff-summary").inner_text().startswith("First divergence at turn 1")
+    assert same.locator("#diff-summary").inner_text().startswith("First divergence at step 1")
     assert same.locator("#files-summary").inner_text() == "Both trials left the same files: 1 file(s) changed alike."
     row = same.locator('#files-diff tr.file-row[data-path="app.py"]')
     assert row.get_attribute("class") == "file-row same"

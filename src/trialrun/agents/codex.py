@@ -178,10 +178,10 @@ class Codex(Preset):
         for server in servers:
             lines += [f"[mcp_servers.{_toml(server.name)}]", "startup_timeout_sec = 30", "required = true",
                       "default_tools_approval_mode = \"approve\""]
-            if server.url is not None:
+            if server.transport == "http":
                 lines.append(f"url = {_toml(server.url)}")
             else:
-                lines += [f"command = {_toml(server.command[0] if server.command else '')}",
+                lines += [f"command = {_toml(server.command[0])}",
                           f"args = {_toml(server.args)}"]
         with (home / ".codex" / "config.toml").open("a", encoding="utf-8") as config:
             config.write("\n".join(lines) + "\n")

@@ -127,8 +127,8 @@ class ContinueCli(Preset):
     def with_mcp(self, launch: Launch, servers: Sequence[McpEndpoint], home: Path) -> Launch:
         path = home / ".continue" / "config.yaml"
         config = json.loads(path.read_text(encoding="utf-8"))  # (written as JSON, which is YAML)
-        config["mcpServers"] = [{"name": s.name, "type": "streamable-http", "url": s.url} if s.url is not None
-                                else {"name": s.name, "command": s.command[0] if s.command else "", "args": s.args}
+        config["mcpServers"] = [{"name": s.name, "type": "streamable-http", "url": s.url} if s.transport == "http"
+                                else {"name": s.name, "command": s.command[0], "args": s.args}
                                 for s in servers]
         path.write_text(json.dumps(config, indent=2))
         return launch

@@ -209,8 +209,8 @@ class CopilotCli(Preset):
     def with_mcp(self, launch: Launch, servers: Sequence[McpEndpoint], home: Path) -> Launch:
         path = home / ".copilot" / "trialrun-mcp.json"
         path.write_text(json.dumps({"mcpServers": {
-            s.name: ({"type": "http", "url": s.url} if s.url is not None else
-                     {"type": "local", "command": s.command[0] if s.command else "", "args": s.args}) | {"tools": ["*"]}
+            s.name: ({"type": "http", "url": s.url} if s.transport == "http" else
+                     {"type": "local", "command": s.command[0], "args": s.args}) | {"tools": ["*"]}
             for s in servers}}, indent=2))
         launch.argv[1:1] = [f"--additional-mcp-config=@{path}", "--disable-builtin-mcps"]
         return launch

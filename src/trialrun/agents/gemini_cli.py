@@ -148,7 +148,7 @@ class GeminiCli(Preset):
         path = home / ".gemini" / "settings.json"
         settings = json.loads(path.read_text(encoding="utf-8"))
         settings["mcpServers"] = {
-            s.name: ({"httpUrl": s.url} if s.url is not None else {"command": s.command[0] if s.command else "",
+            s.name: ({"httpUrl": s.url} if s.transport == "http" else {"command": s.command[0],
                                                                   "args": s.args}) | {"trust": True, "timeout": 60000}
             for s in servers}
         path.write_text(json.dumps(settings, indent=2))

@@ -148,8 +148,8 @@ class KimiCli(Preset):
     def with_mcp(self, launch: Launch, servers: Sequence[McpEndpoint], home: Path) -> Launch:
         path = home / ".kimi" / "trialrun-mcp.json"
         path.write_text(json.dumps({"mcpServers": {
-            s.name: {"url": s.url, "transport": "http"} if s.url is not None else
-            {"command": s.command[0] if s.command else "", "args": s.args} for s in servers}}, indent=2))
+            s.name: {"url": s.url, "transport": "http"} if s.transport == "http" else
+            {"command": s.command[0], "args": s.args} for s in servers}}, indent=2))
         launch.argv[1:1] = ["--mcp-config-file", str(path)]
         return launch
 

@@ -215,8 +215,8 @@ class Opencode(Preset):
     def with_mcp(self, launch: Launch, servers: Sequence[McpEndpoint], home: Path) -> Launch:
         path = home / "opencode.json"
         config = json.loads(path.read_text(encoding="utf-8"))
-        config["mcp"] = {s.name: {"type": "remote", "url": s.url, "enabled": True} if s.url is not None
-                         else {"type": "local", "command": list(s.command or ()), "enabled": True} for s in servers}
+        config["mcp"] = {s.name: {"type": "remote", "url": s.url, "enabled": True} if s.transport == "http"
+                         else {"type": "local", "command": s.command, "enabled": True} for s in servers}
         path.write_text(json.dumps(config, indent=2))
         return launch
 

@@ -201,7 +201,7 @@ class QwenCode(Preset):
         path = home / ".qwen" / "settings.json"
         settings = json.loads(path.read_text(encoding="utf-8"))
         settings["mcpServers"] = {
-            s.name: ({"httpUrl": s.url} if s.url is not None else {"command": s.command[0] if s.command else "",
+            s.name: ({"httpUrl": s.url} if s.transport == "http" else {"command": s.command[0],
                                                                   "args": s.args})
             | {"trust": True, "timeout": 60000, "alwaysLoadTools": True}  # declared up front, not behind tool_search
             for s in servers}

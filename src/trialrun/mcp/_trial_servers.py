@@ -32,17 +32,33 @@ class McpEndpoint:
         self.transport = transport
         self.kind = kind
         self.token = token
-        self.command = command
-        self.url = url
+        self._command = command
+        self._url = url
         self.state = state
 
     def __repr__(self) -> str:
-        where = self.url if self.transport == "http" else "stdio"
+        where = self._url if self.transport == "http" else "stdio"
         return f"McpEndpoint({self.name!r}, {self.kind}, {where})"
 
     @property
+    def url(self) -> str:
+        """The server's streamable HTTP URL; a server served over stdio has none (ValueError saying so)."""
+        if self._url is None:
+            raise ValueError(f"{self!r} is served over stdio: start it with .command and .args (or serve it with "
+                             "transport='http' for a URL)")
+        return self._url
+
+    @property
+    def command(self) -> list[str]:
+        """The argv that starts the server over stdio (`command[0]` and `args`); an HTTP server has none."""
+        if self._command is None:
+            raise ValueError(f"{self!r} is served over streamable HTTP: reach it at .url (or serve it with "
+                             "transport='stdio' for a command)")
+        return list(self._command)
+
+    @property
     def args(self) -> list[str]:
-        return list(self.command[1:]) if self.command else []
+        return self.command[1:]
 
     def through(self, endpoint: Any) -> McpEndpoint:
         """This server as an agent in a sandbox reaches it, through the model endpoint (its one way out, which is
@@ -66,7 +82,6 @@ class McpEndpoint:
         read; a preset writes its own agent's form)."""
         if self.transport == "http":
             return {"type": "http", "url": self.url}
-        assert self.command is not None
         return {"command": self.command[0], "args": self.args}
 
 
