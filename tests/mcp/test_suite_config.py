@@ -127,7 +127,7 @@ def test_the_trial_page_and_the_exports_show_what_the_servers_received(project: 
 
     assert cli("run", "all").exit_code == 0
     (saved,) = project.glob("state/eval/results_*.json")
-    page = TestClient(create_app(project), base_url="http://127.0.0.1").get(
+    page = TestClient(create_app(saved.parent), base_url="http://127.0.0.1").get(
         f"/trial/{saved.stem}", params={"test": "dentist", "trial": 1})
     assert page.status_code == 200
     html = page.text

@@ -42,9 +42,9 @@ class McpEndpoint:
 
     @property
     def url(self) -> str:
-        """The server's streamable HTTP URL; a server served over stdio has none (ValueError saying so)."""
+        """The server's streamable HTTP URL; a server served over stdio has none (AttributeError saying so)."""
         if self._url is None:
-            raise ValueError(f"{self!r} is served over stdio: start it with .command and .args (or serve it with "
+            raise AttributeError(f"{self!r} is served over stdio: start it with .command and .args (or serve it with "
                              "transport='http' for a URL)")
         return self._url
 
@@ -52,7 +52,7 @@ class McpEndpoint:
     def command(self) -> list[str]:
         """The argv that starts the server over stdio (`command[0]` and `args`); an HTTP server has none."""
         if self._command is None:
-            raise ValueError(f"{self!r} is served over streamable HTTP: reach it at .url (or serve it with "
+            raise AttributeError(f"{self!r} is served over streamable HTTP: reach it at .url (or serve it with "
                              "transport='stdio' for a command)")
         return list(self._command)
 
