@@ -19,7 +19,7 @@ from trialrun import expect
 
 with warnings.catch_warnings():  # newer langgraph moves create_react_agent and warns about the old import
     warnings.simplefilter("ignore")
-    from langgraph.prebuilt import create_react_agent
+    from langgraph.prebuilt import create_react_agent  # pyright: ignore[reportDeprecated, reportUnknownVariableType]
 
 received: list[dict[str, Any]] = []  # the server's own record of what it was sent
 
@@ -62,8 +62,9 @@ async def invoke(ctx: tr.TrialContext, transport: str) -> str:
                      http_async_client=ctx.async_http_client(model, httpx2=True))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        graph = create_react_agent(llm, await langchain_tools(server))
-    state = await graph.ainvoke({"messages": [("user", "When is my dentist appointment?")]})
+        graph = create_react_agent(llm, await langchain_tools(server))  # pyright: ignore[reportDeprecated, reportUnknownVariableType]
+    state: dict[str, Any] = await graph.ainvoke(  # pyright: ignore[reportUnknownMemberType]
+        {"messages": [("user", "When is my dentist appointment?")]})
     return str(state["messages"][-1].content)
 
 
