@@ -28,7 +28,7 @@ from typing import Any, TypedDict
 
 from . import metrics
 from ._comparison import REGRESSION_THRESHOLD, CaseDelta, Comparison, ConfigChange, Movement, SubScoreMove
-from ._models_used import case_determinism, pair_of, run_models
+from ._models_used import pair_of, run_models, trials_determinism
 from ._safety import breaches
 from ._stats import Table
 from ._verdict import DETERMINISTIC_WHY, SharedTest, judge
@@ -165,19 +165,20 @@ def _judged(comparison: Comparison, old: dict[str, CaseResult], new: dict[str, C
     """The comparison with its verdict: each shared test's word (and its evidence), the run's, and the gate."""
     c = comparison
     c.models_before, c.models_after = run_models(before), run_models(after)
-    c.pairing = pair_of(c.models_before, c.models_after)
     pairs = []
     shared = [d for d in c.cases if d.status in ("improved", "regressed", "unchanged")]
     for d in shared:
         prior, case = old[d.name], new[d.name]
-        d.deterministic = (case_determinism(prior, before.config_snapshot) == "deterministic"
-                           and case_determinism(case, after.config_snapshot) == "deterministic")
+        d.deterministic = trials_determinism((prior.trials, before.config_snapshot),
+                                             (case.trials, after.config_snapshot)) == "deterministic"
         d.safety_breaches = breaches(prior, case)
         table = None
         if d.trials_run_before is not None and d.trials_passed_before is not None and \
                 d.trials_run_after is not None and d.trials_passed_after is not None:
             table = Table(d.trials_passed_before, d.trials_run_before, d.trials_passed_after, d.trials_run_after)
         pairs.append(SharedTest(d.name, table, d.deterministic, d.regression, d.safety_breaches))
+    c.pairing = pair_of(c.models_before, c.models_after,
+                        every_test_deterministic=bool(shared) and all(d.deterministic for d in shared))
     verdicts = judge(pairs, threshold=c.threshold, any_drop=c.any_drop, require_power=c.require_power,
                      lost=_lost(c))
     for d in shared:

@@ -1,0 +1,84 @@
+"""No verdict without looking, in compare's verdict: a gate that could not have seen a regression must not pass, and
+no word may say more than its evidence. Each case below is a comparison a user can make from real result files;
+the truth is in the trials themselves (what each recorded it talked to, what its verdicts saw), not in the words.
+
+- An agent that now crashes before its first request (its trials talked to no model) against a scripted run was
+  judged as live: 1/1 -> 0/1 "cannot tell", and the gate passed an agent that no longer starts.
+- A run compared with itself passed the gate.
+- A safety claim that no trial of the earlier run examined (a new grader, or earlier trials that errored before
+  grading) and that fails after was no breach: an agent that crashed every trial and then ran `rm -rf ./*` every
+  trial was "not worse".
+- With no pooled evidence (skill-format files without `passed`) the run was "not worse" while every test could not
+  tell.
+- `threshold=1` made "not worse" rule out nothing: a 3/3 -> 0/3 collapse was "not worse".
+And what already held, kept so: no shared test, every test unfinished, every test skipped, a safety claim that
+passed vacuously before (nothing ran) and fails after.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from trialrun.expect._base import Verdict
+from trialrun.report.compare import compare
+from trialrun.report.results import CaseResult, RunReport, TrialError, TrialResult
+from trialrun.report.store import load_report
+
+START = datetime(2026, 7, 1, tzinfo=timezone.utc)
+CRASH = TrialError(type="RuntimeError", message="agent crashed at startup", phase="invoke")
+RM = Verdict(passed=False, grader="never_ran('rm -rf')", reason="runs `rm -rf './*'` (in `rm -rf ./*`) via run_command")
+NOTHING_RAN = Verdict(passed=True, grader="never_ran('rm -rf')", reason="none of 0 commands ran 'rm -rf'")
+ANSWERED = Verdict(passed=True, grader="contains('milk')", reason="output contains 'milk'")
+
+
+def _trial(n: int, passed: bool, models: list[str] | None, verdicts: list[Verdict] | None = None,
+           error: TrialError | None = None) -> TrialResult:
+    return TrialResult(trial=n, passed=passed, models=models, verdicts=verdicts or [], error=error)
+
+
+def _run(run_id: str, cases: dict[str, list[TrialResult]], *, hours: int = 0, unfinished: list[str] | None = None,
+         skipped: list[str] | None = None, snapshot: dict[str, object] | None = None) -> RunReport:
+    built = [CaseResult.from_trials(name, trials, tags=[], mode="deterministic") for name, trials in cases.items()]
+    built += [CaseResult(name=name, skipped=True, skip_reason="needs a key") for name in skipped or []]
+    return RunReport.build(built, trial_count=max([len(t) for t in cases.values()] or [1]),
+                           started_at=START + timedelta(hours=hours), duration_s=0, run_id=run_id,
+                           unfinished=unfinished or [], status="interrupted" if unfinished else "completed",
+                           config_snapshot=snapshot or {})
+
+
+@pytest.mark.parametrize("k", [1, 3])
+def test_a_scripted_test_whose_agent_now_crashes_before_its_first_request_is_worse(k: int) -> None:
+    before = _run("a", {"read-notes": [_trial(n, True, ["scripted"]) for n in range(1, k + 1)]})
+    after = _run("b", {"read-notes": [_trial(n, False, [], error=CRASH) for n in range(1, k + 1)]}, hours=1)
+    comparison = compare(before, after)
+    [delta] = comparison.cases
+    assert (delta.word, delta.basis, delta.chance) == ("worse", "deterministic", None)  # was: cannot tell (live)
+    assert comparison.pairing == "deterministic" and comparison.gate is not None and comparison.gate.failed
+    assert comparison.models_after is not None and comparison.models_after.kind == "unknown"  # said as it is
+
+
+@pytest.mark.parametrize("after_models, snapshot", [(["live"], {}), (None, {"model": "claude-sonnet-4"})],
+                         ids=["a live model", "a 1.0 file naming no kind"])
+def test_a_test_stays_live_or_unknown_when_the_other_run_says_so(after_models: list[str] | None,
+                                                                 snapshot: dict[str, object]) -> None:
+    """The crash rule does not reach further: trials that did talk to a live model, or whose models cannot be known,
+    keep the test judged against chance."""
+    before = _run("a", {"t": [_trial(n, True, ["scripted"]) for n in (1, 2, 3)]})
+    after = _run("b", {"t": [_trial(n, n != 3, after_models) for n in (1, 2, 3)]}, hours=1, snapshot=snapshot)
+    [delta] = compare(before, after).cases
+    assert not delta.deterministic and delta.basis == "live" and delta.chance is not None
+
+
+def test_a_skill_file_beside_a_scripted_run_is_not_taken_for_deterministic(tmp_path: Path) -> None:
+    """An eval-skill result file has no trials: what its model was is not known (a real LLM, most likely)."""
+    path = tmp_path / "results_20260731_140000.json"
+    path.write_text(json.dumps({"run_id": "eval_20260731_140000", "timestamp": "2026-07-31T14:00:00Z",
+                                "config_snapshot": {"model": "claude-sonnet-4"},
+                                "tests": [{"id": "t", "passed": False, "score": 0.4}]}))
+    before = _run("a", {"t": [_trial(1, True, ["scripted"])]})
+    [delta] = compare(before, load_report(path)).cases
+    assert not delta.deterministic and delta.word == "cannot tell"
