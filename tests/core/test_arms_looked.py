@@ -62,3 +62,18 @@ def test_one_scripted_test_beside_a_coin_without_a_model_does_not_make_the_arms_
                            until_decided=True, max_trials=12, seed=3)
     assert not run.deterministic and run.stopped != "deterministic" and run.rounds > 1  # was: 1 round, deterministic
     assert set(run.sequential) == {"B"}
+
+
+def test_an_until_decided_gate_fails_on_a_deterministic_drop_beside_live_tests() -> None:
+    """40 live tests alike in both arms, and a scripted test B fails every trial: the pooled change (-1/41 a round)
+    is inside the threshold, so the sequential test may say "not worse"; the scripted test is worse whatever it
+    says."""
+    run = tr.evaluate_arms({"A": _arm("A", scripted="hello", coin=0.7, coins=40, through_a_model=True),
+                            "B": _arm("B", scripted="bye", coin=0.7, coins=40, through_a_model=True)},
+                           until_decided=True, max_trials=30, seed=3)
+    assert not run.deterministic
+    comparison = compare(run.reports["A"], run.reports["B"])
+    [scripted] = [d for d in comparison.cases if d.name == "scripted"]
+    assert (scripted.word, scripted.basis) == ("worse", "deterministic")
+    problems = _gate_problems(run, "B", comparison)
+    assert any(p.startswith("scripted: worse (deterministic: ") for p in problems), (run.sequential, problems)
