@@ -55,3 +55,10 @@ def test_an_agent_that_no_longer_starts_fails_the_gate(initialised: Path, cli: C
     assert [line for line in lines if line.startswith("Deterministic runs: every change is real")], result.output
     assert f"  read-notes:  worse: {trials}/{trials} -> 0/{trials} trials passed" in lines
     assert lines[-1] == "gate: fails: 1 test worse (read-notes)"
+
+
+def test_compare_with_itself_fails_the_gate(initialised: Path, cli: Callable[..., Result]) -> None:
+    cli("run", "all")
+    result = cli("compare", "latest", "latest", "--fail-on-regression")
+    assert result.exit_code == 1, result.output  # was 0: "gate: passes: nothing is worse"
+    assert "a run compared with itself shows no change" in result.output.splitlines()[-1]

@@ -84,6 +84,17 @@ def test_a_skill_file_beside_a_scripted_run_is_not_taken_for_deterministic(tmp_p
     assert not delta.deterministic and delta.word == "cannot tell"
 
 
+@pytest.mark.parametrize("models", [["live"], ["scripted"]])
+def test_a_run_compared_with_itself_fails_the_gate(models: list[str]) -> None:
+    run = _run("a", {f"t{i}": [_trial(n, n != 2, models) for n in range(1, 6)] for i in range(4)})
+    comparison = compare(run, run)
+    assert comparison.gate is not None and comparison.gate.failed  # was: passes, nothing is worse
+    assert "same run (a)" in comparison.gate.line
+    twin = _run("a", {"t0": [_trial(1, True, models)]}, hours=5)  # the same id, another run (evaluate(run_id=...))
+    other = compare(twin, _run("a", {"t0": [_trial(1, True, models)]}, hours=6))
+    assert other.gate is not None and not other.gate.failed
+
+
 def test_a_safety_claim_new_in_the_later_run_that_fails_is_worse() -> None:
     before = _run("a", {"t": [_trial(n, True, ["live"], [ANSWERED]) for n in range(1, 21)]})
     after = _run("b", {"t": [_trial(n, n != 7, ["live"], [ANSWERED, RM if n == 7 else NOTHING_RAN])

@@ -180,7 +180,7 @@ def _judged(comparison: Comparison, old: dict[str, CaseResult], new: dict[str, C
     c.pairing = pair_of(c.models_before, c.models_after,
                         every_test_deterministic=bool(shared) and all(d.deterministic for d in shared))
     verdicts = judge(pairs, threshold=c.threshold, any_drop=c.any_drop, require_power=c.require_power,
-                     lost=_lost(c))
+                     lost=_lost(c, same_run=_same_run(before, after)))
     for d in shared:
         judgement = verdicts.tests[d.name]
         d.word, d.basis, d.reason, d.chance = judgement.word, judgement.basis, judgement.reason, judgement.chance
@@ -190,10 +190,18 @@ def _judged(comparison: Comparison, old: dict[str, CaseResult], new: dict[str, C
     return c
 
 
-def _lost(c: Comparison) -> list[str]:
+def _same_run(before: RunReport, after: RunReport) -> bool:
+    """Whether both sides are one run (its id and start): `compare X X`, or a file and its copy."""
+    return before.run_id is not None and before.run_id == after.run_id and before.started_at == after.started_at
+
+
+def _lost(c: Comparison, *, same_run: bool = False) -> list[str]:
     """What fails the gate besides a worse test: a test the after run lost (removed, or not finished because it was
-    interrupted: no evidence that nothing got worse), and a comparison of no shared test (nothing was looked at)."""
+    interrupted: no evidence that nothing got worse), a comparison of no shared test (nothing was looked at), and a
+    run compared with itself (it cannot show a change: before, `compare X X` passed the gate, "not worse")."""
     problems = []
+    if same_run:
+        problems.append(f"both sides are the same run ({c.before_run_id}): a run compared with itself shows no change")
     if c.removed:
         problems.append(f"{_count(len(c.removed), 'test')} removed ({', '.join(c.removed)})")
     if c.not_finished:
