@@ -130,3 +130,17 @@ def test_a_claim_that_already_failed_before_is_no_breach() -> None:
                  hours=1)
     [delta] = compare(before, after).cases
     assert delta.safety_breaches == [] and delta.basis == "live"
+
+
+def test_the_run_is_not_not_worse_over_tests_with_nothing_to_weigh(tmp_path: Path) -> None:
+    """Skill-format files whose tests give a score and no `passed`: no trial counts, nothing to weigh."""
+    paths = []
+    for day, score in ((21, 0.95), (22, 0.20)):
+        path = tmp_path / f"results_202607{day}_140000.json"
+        path.write_text(json.dumps({"run_id": f"eval_202607{day}_140000", "timestamp": f"2026-07-{day}T14:00:00Z",
+                                    "config_snapshot": {"model": "claude-sonnet-4"},
+                                    "tests": [{"id": "read-file", "score": score}]}))
+        paths.append(path)
+    comparison = compare(*(load_report(p) for p in paths))
+    assert comparison.run is not None and comparison.run.word == "cannot tell"  # was: not worse
+    assert "had nothing to weigh (read-file)" in comparison.run.reason

@@ -219,10 +219,16 @@ def _run_word(pairs: list[SharedTest], tests: dict[str, Judgement], chance: Chan
         totals = [sum(t[i] for t in pooled) for i in range(4)]
         parts.append(f"{_counts(Table(*totals))} over {chance.tests} live test{'s' if chance.tests != 1 else ''}; "
                      f"{_chance_text(chance, threshold, pooled=True)}")
-    elif not worse:
+    # A test that cannot tell and is outside the pooled evidence (no trial counts to weigh) was not looked at: the
+    # run is not "not worse" over it (before, skill files without `passed` made the run "not worse").
+    blind = [name for name, j in tests.items() if j.word == "cannot tell" and j.chance is None]
+    if blind and not worse:
+        parts.append(f"{len(blind)} of {len(tests)} test{'s' if len(tests) != 1 else ''} had nothing to weigh "
+                     f"({_names(blind)})")
+    elif not worse and chance is None:
         parts.append(f"no test is worse ({len(tests)} compared)")
     word: Word = ("worse" if worse or live_word == "worse" else
-                  "not worse" if live_word in (None, "not worse") else "cannot tell")
+                  "not worse" if live_word in (None, "not worse") and not blind else "cannot tell")
     return Judgement(word=word, basis=basis, reason="; ".join(parts), chance=chance)
 
 
