@@ -62,3 +62,14 @@ def test_compare_with_itself_fails_the_gate(initialised: Path, cli: Callable[...
     result = cli("compare", "latest", "latest", "--fail-on-regression")
     assert result.exit_code == 1, result.output  # was 0: "gate: passes: nothing is worse"
     assert "a run compared with itself shows no change" in result.output.splitlines()[-1]
+
+
+@pytest.mark.parametrize("value", ["1", "1.5", "nan", "inf"])
+def test_a_threshold_of_one_or_more_or_nan_is_refused(initialised: Path, cli: Callable[..., Result],
+                                                      value: str) -> None:
+    cli("run", "all")
+    cli("run", "all")
+    for command in (("compare",), ("run", "all", "--arms", "a,b")):
+        result = cli(*command, "--threshold", value)
+        assert result.exit_code == 2, (command, result.output)  # was: 0 ("not worse" ruled out nothing); nan: 1
+        assert "Invalid value for '--threshold'" in result.output and "0<x<1" in result.output, result.output

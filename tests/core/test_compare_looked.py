@@ -144,3 +144,27 @@ def test_the_run_is_not_not_worse_over_tests_with_nothing_to_weigh(tmp_path: Pat
     comparison = compare(*(load_report(p) for p in paths))
     assert comparison.run is not None and comparison.run.word == "cannot tell"  # was: not worse
     assert "had nothing to weigh (read-file)" in comparison.run.reason
+
+
+@pytest.mark.parametrize("threshold", [1.0, 1.5, float("inf"), float("nan"), 0.0, -0.1])
+def test_compare_refuses_a_threshold_outside_0_to_1(threshold: float) -> None:
+    before = _run("a", {"t": [_trial(n, True, ["live"]) for n in (1, 2, 3)]})
+    after = _run("b", {"t": [_trial(n, False, ["live"]) for n in (1, 2, 3)]}, hours=1)
+    with pytest.raises(ValueError, match="greater than 0 and less than 1"):
+        compare(before, after, threshold=threshold)  # at 1: 3/3 -> 0/3 was "not worse"
+    assert compare(before, after, threshold=0.999).cases[0].word == "cannot tell"
+
+
+def test_what_already_failed_the_gate_still_does() -> None:
+    """No shared test, every test of the later run unfinished, every test skipped: nothing was compared."""
+    before = _run("a", {"t": [_trial(1, True, ["scripted"])]})
+    cases = {
+        "no shared test": _run("b", {"u": [_trial(1, True, ["scripted"])]}, hours=1),
+        "every test unfinished": _run("b", {}, hours=1, unfinished=["t"]),
+        "every test skipped": _run("b", {}, hours=1, skipped=["t"]),
+    }
+    for name, after in cases.items():
+        comparison = compare(before, after)
+        assert comparison.gate is not None and comparison.gate.failed, name
+    both_skipped = compare(_run("a", {}, skipped=["t"]), _run("b", {}, hours=1, skipped=["t"]))
+    assert both_skipped.gate is not None and both_skipped.gate.failed

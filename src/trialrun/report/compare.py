@@ -122,10 +122,11 @@ def compare(before: RunReport, after: RunReport, *, threshold: float = REGRESSIO
             require_power: bool = False) -> Comparison:
     """Compare two reports case by case (by name), in the after run's order, removed cases last, and judge the
     change: a word for each test both finished and for the run, and the gate's decision (`_verdict.judge`).
-    `threshold` must be above 0: a drop of 0 or less would make unchanged (or improved) tests regressions.
+    `threshold` must be above 0 (a drop of 0 or less would make unchanged, or improved, tests regressions) and below
+    1 (a drop of 1 or more cannot happen, so "not worse" would rule out nothing: 3/3 -> 0/3 was "not worse").
     `any_drop`: every drop of a live test is worse, chance or not; `require_power`: "cannot tell" fails the gate."""
-    if not threshold > 0:
-        raise ValueError(f"threshold must be greater than 0, got {threshold:g}")
+    if not 0 < threshold < 1:
+        raise ValueError(f"threshold must be greater than 0 and less than 1, got {threshold:g}")
     old = {c.name: c for c in before.cases if not c.skipped}
     new = {c.name: c for c in after.cases if not c.skipped}
     deltas = _case_deltas(old, new, before, after, threshold)
