@@ -73,3 +73,10 @@ def test_a_threshold_of_one_or_more_or_nan_is_refused(initialised: Path, cli: Ca
         result = cli(*command, "--threshold", value)
         assert result.exit_code == 2, (command, result.output)  # was: 0 ("not worse" ruled out nothing); nan: 1
         assert "Invalid value for '--threshold'" in result.output and "0<x<1" in result.output, result.output
+
+
+def test_a_skill_file_whose_run_id_is_no_date_is_named(tmp_path: Path, cli: Callable[..., Result]) -> None:
+    path = tmp_path / "results_x.json"
+    path.write_text(json.dumps({"run_id": "eval_20260732_140000", "tests": [{"id": "read-file", "passed": True}]}))
+    result = cli("report", str(path))
+    assert result.exit_code == 2 and f"error: {path}: an eval skill result file needs a timestamp" in result.output
