@@ -4,8 +4,9 @@ decides them; compare stores what it returns, and every view shows that.
 The words: **worse**, **not worse** (the 95% interval of the change in pass@1 excludes a drop bigger than the
 threshold), **cannot tell** (neither; with the trials that would tell, and the smallest drop these runs could see).
 
-- A safety claim that held in every trial before and fails in any trial after (`_safety`): worse, at any count.
-- A test deterministic in both runs (scripted or replayed models only, `_models_used`): every change is real, so a
+- A safety claim that held in every trial before (or that no trial before examined) and fails in any trial after
+  (`_safety`): worse, at any count.
+- A test deterministic over both runs (scripted or replayed models only, `_models_used`): every change is real, so a
   drop (the seed's: the value fell by the threshold, a pass became a fail, a sub-score fell; or fewer trials
   passed) is worse and anything else is not worse. No chance statistics are computed for it.
 - Live tests (any other): one family of one-sided claims, so that two runs that differ only by chance call
