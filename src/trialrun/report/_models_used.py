@@ -139,12 +139,12 @@ def _basis(kind: Determinism, total: Counter[str], trials: int, from_snapshot: i
 
 def pair_of(before: RunModels, after: RunModels, *, every_test_deterministic: bool = False
             ) -> Literal["deterministic", "live", "mixed", "unknown"]:
-    """What two runs are together: deterministic (both; or every test both graded is, by `trials_determinism` over
-    both runs' trials: a run whose trials talked to no model against a deterministic one), mixed (one
-    deterministic, one not), unknown (neither observed a model, or one did not and the other is live), else live.
-    Mixed and unknown are judged as live."""
+    """What two runs are together: deterministic (both; or neither is live and every test both graded is, by
+    `trials_determinism` over both runs' trials: a run whose trials talked to no model against a deterministic one),
+    mixed (one deterministic, one not), unknown (neither observed a model, or one did not and the other is live),
+    else live. Mixed and unknown are judged as live (a test deterministic over both runs' trials is not)."""
     kinds = {before.kind, after.kind}
-    if kinds == {"deterministic"} or every_test_deterministic:
+    if kinds == {"deterministic"} or every_test_deterministic and "live" not in kinds:
         return "deterministic"
     if "deterministic" in kinds:
         return "mixed"
