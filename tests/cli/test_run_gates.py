@@ -31,7 +31,7 @@ def test_compare_refuses_a_threshold_that_is_not_above_zero(project: Path, cli, 
     cli("run", "all", "--model", "scripted:model_v2.yaml")
     result = cli("compare", "--threshold", value)
     assert result.exit_code == 2, result.output  # -1 would flag improvements, 0 unchanged tests
-    assert f"Invalid value for '--threshold': {float(value)} is not in the range x>0" in result.output
+    assert f"Invalid value for '--threshold': {float(value)} is not in the range 0<x<1" in result.output
 
 
 def test_compare_flags_only_drops_whatever_the_threshold(project: Path, cli) -> None:

@@ -13,7 +13,7 @@ from typing import Any, NoReturn
 
 import click
 
-from ._common import _check_output_file, _console, _say
+from ._common import THRESHOLD, _check_output_file, _console, _say
 
 __all__ = ["arm_options", "wants_arms", "run_arms", "ArmsArgs", "RunParts"]
 
@@ -31,7 +31,7 @@ _OPTIONS: list[Callable[[Any], Any]] = [
     click.option("--max-cost-usd", type=click.FloatRange(min=0, min_open=True),
                  help="Start no round that would take the run's cost past this (in US dollars)."),
     click.option("--seed", type=click.IntRange(min=0), help="Seed of each round's arm order (default: random, recorded)."),
-    click.option("--threshold", type=click.FloatRange(min=0, max=1, min_open=True, max_open=True),
+    click.option("--threshold", type=THRESHOLD,
                  help="A drop of this much or more is a regression, and what 'not worse' rules out (default 0.10)."),
     click.option("--fail-on-regression", is_flag=True,
                  help="With arms: exit 1 when an arm is worse than the baseline (the gate), else 0."),

@@ -156,8 +156,10 @@ def _relative(path: Path) -> str:
 def _gate_problems(run: Any, arm: str, comparison: Any) -> list[str]:
     """Why the gate fails for one arm. A fixed design (or deterministic arms) is judged as `trialrun compare
     --fail-on-regression` judges two runs; an --until-decided run of live arms by its sequential test (the fixed
-    design's statistics are not calibrated after a stop that looked at the data), by a safety claim it broke (a
-    breach is no statistic) and by the tests it lost."""
+    design's statistics are not calibrated after a stop that looked at the data), by a safety claim it broke and a
+    test deterministic in both arms that dropped (neither is a statistic: before, a scripted test that failed every
+    trial beside live ones passed the gate when the pooled sequential test said "not worse"), and by the tests it
+    lost."""
     if not run.until_decided or run.deterministic:
         return _compare_gate(comparison)
     problems = []
@@ -166,6 +168,8 @@ def _gate_problems(run: Any, arm: str, comparison: Any) -> list[str]:
         problems.append(f"worse than {run.baseline}: pass@1 change {verdict.change:+.2f}, between {verdict.low:+.2f} "
                         f"and {verdict.high:+.2f} (sequential test, alpha {verdict.alpha:g})")
     problems += [f"{d.name}: {breach.text()}" for d in comparison.cases for breach in d.safety_breaches]
+    problems += [f"{d.name}: worse (deterministic: {d.reason})" for d in comparison.cases
+                 if d.word == "worse" and d.basis == "deterministic"]
     if comparison.removed:
         problems.append(f"{len(comparison.removed)} test(s) missing ({', '.join(comparison.removed)})")
     if comparison.not_finished:

@@ -18,6 +18,21 @@ from .._util.display import clean
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+
+class _Threshold(click.FloatRange):
+    """`--threshold`: a drop strictly between 0 and 1. At 1 or more "not worse" (the interval excludes a bigger drop)
+    rules out nothing and a 3/3 -> 0/3 collapse was "not worse"; click's range lets NaN through (a traceback)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if number != number:  # NaN
+            self.fail(f"{value!r} is not a number in the range 0<x<1.", param, ctx)
+        return number
+
+
+#: The type of compare's and an A/B run's `--threshold`.
+THRESHOLD = _Threshold(min=0, max=1, min_open=True, max_open=True)
+
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 

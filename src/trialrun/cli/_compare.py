@@ -8,8 +8,8 @@ from pathlib import Path
 import click
 
 from .._util.display import markup
-from ._common import (EXIT_FAILED, EXIT_OK, _check_output_file, _console, _fail_cleanly, _note_journals, _say, _store,
-                      _warn_skipped, _write_outputs)
+from ._common import (EXIT_FAILED, EXIT_OK, THRESHOLD, _check_output_file, _console, _fail_cleanly, _note_journals, _say,
+                      _store, _warn_skipped, _write_outputs)
 
 
 @click.command()
@@ -17,8 +17,8 @@ from ._common import (EXIT_FAILED, EXIT_OK, _check_output_file, _console, _fail_
 @click.option("--results-dir", type=click.Path(file_okay=False), help="Where result files are (default: the suite's folder).")
 @click.option("--suite", type=click.Path(dir_okay=False), help="Suite file (its folder holds the results by default).")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Configuration file.")
-@click.option("--threshold", type=click.FloatRange(min=0, min_open=True), default=0.10, show_default=True,
-              help="A drop of this much or more (greater than 0) is a regression; \"not worse\" must rule out a "
+@click.option("--threshold", type=THRESHOLD, default=0.10, show_default=True,
+              help="A drop of this much or more (between 0 and 1) is a regression; \"not worse\" must rule out a "
                    "bigger drop.")
 @click.option("--fail-on-regression", is_flag=True,
               help="Exit 1 when anything is worse: a test whose every drop is real (deterministic runs), a broken "

@@ -155,8 +155,9 @@ def as_grader(obj: Any, kind: str) -> Grader:
 
 def safety(grader: Any) -> Grader:
     """The grader as a safety claim: `expect.safety(expect.not_contains("password"))`. Its verdicts say so, and
-    `trialrun compare` calls it a regression when it held in every trial of the earlier run and fails in any trial
-    of the later one, however many trials passed (one leaked password is one too many). never_ran, not_called and
+    `trialrun compare` calls it a regression when it held in every trial of the earlier run (or no trial of it
+    examined it) and fails in any trial of the later one, however many trials passed (one leaked password is one
+    too many). never_ran, not_called and
     no_denials are safety claims already; in a suite file write `{"safety": {"not_contains": "password"}}`, or tag
     the whole test `safety`."""
     built = as_grader(grader, getattr(grader, "kind", "outcome"))

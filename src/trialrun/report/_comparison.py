@@ -57,10 +57,11 @@ class CaseDelta(BaseModel):
     trials_run_after: int | None = None
     pass_at_1_interval_before: tuple[float, float] | None = None
     pass_at_1_interval_after: tuple[float, float] | None = None
-    deterministic: bool | None = Field(default=None, description="both runs' trials of it talked only to scripted or "
-                                       "replayed models: every change is real")
+    deterministic: bool | None = Field(default=None, description="both runs' trials of it that talked to a model "
+                                       "talked only to scripted or replayed ones: every change is real")
     safety_breaches: list[SafetyBreach] = Field(default_factory=list, description="safety claims that held in every "
-                                                "trial before and fail in a trial after")
+                                                "trial before that examined them (or none did) and fail in a trial "
+                                                "after")
     word: Word | None = Field(default=None, description="worse, not worse or cannot tell (a test both runs finished)")
     basis: str | None = Field(default=None, description="what the word rests on: deterministic, safety, live, any_drop")
     reason: str | None = Field(default=None, description="why the word, in one line")

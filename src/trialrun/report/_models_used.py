@@ -4,6 +4,11 @@ Each trial records the kinds of model it talked to (`TrialResult.models`: script
 transports know what they are, `models.kind_of`). A test is deterministic when every trial of it that talked to a
 model talked only to scripted or replayed ones (and no live judge scored it); live when any talked to a live model or
 to one trialrun cannot name; unknown when no trial talked to a model trialrun observed (treated as live, and said).
+Over two runs (compare's pair) or the arms of an A/B run, one test is judged on all their trials together: a trial
+that recorded talking to no model (`models == []`: an agent that crashed before its first request) flipped no
+model's coin, so a test scripted before and crashing at startup after is deterministic, and its drop real (judged as
+live, 1/1 -> 0/1 "could not tell", and the gate passed an agent that no longer starts). A trial whose models are not
+known at all (an eval-skill file has no trials; a 1.0 file whose configured model names no kind) keeps it unknown.
 A file from before trials recorded their models (schema 1.0) is read by its config snapshot: the configured
 model's spec (`scripted:`, `replay:` against `openai:`, `record:`, ...), said to come from there.
 """
@@ -19,9 +24,12 @@ from pydantic import BaseModel, Field
 from ..models._base import DETERMINISTIC_KINDS
 from .results import CaseResult, RunReport, TrialResult
 
-__all__ = ["Determinism", "RunModels", "case_determinism", "trials_determinism", "run_models", "pair_of", "SPEC_KINDS"]
+__all__ = ["Determinism", "RunModels", "case_determinism", "trials_determinism", "run_models", "pair_of", "SPEC_KINDS",
+           "Side"]
 
 Determinism = Literal["deterministic", "live", "unknown"]
+#: One run's trials of a test, with that run's config snapshot (what a 1.0 file's trials are read by).
+Side = tuple[Iterable[TrialResult], dict[str, Any]]
 
 #: What a model spec's prefix (config snapshot `model`, `judge`) says the model is; kept in step with
 #: `suite.config.MODEL_KINDS` by a test (the report cannot import the suite: data flows one way).
@@ -70,18 +78,28 @@ def _kinds(trials: Iterable[TrialResult], snapshot: dict[str, Any]) -> tuple[Cou
 
 def case_determinism(case: CaseResult, snapshot: dict[str, Any]) -> Determinism:
     """deterministic, live or unknown, for one test's trials in a run with this config snapshot."""
-    return trials_determinism(case.trials, snapshot)
+    return trials_determinism((case.trials, snapshot))
 
 
-def trials_determinism(trials: Iterable[TrialResult], snapshot: dict[str, Any]) -> Determinism:
-    """deterministic, live or unknown, for these trials (of one test, or of an A/B arm's first round) in a run with
-    this config snapshot: the one rule `case_determinism` and the A/B runner's "one round decides" both use."""
-    counts, _, _ = _kinds(trials, snapshot)
+def trials_determinism(*sides: Side) -> Determinism:
+    """deterministic, live or unknown, for one test's trials in one run or several (compare's two runs, an A/B run's
+    arms), each side with its run's config snapshot: the one rule `case_determinism`, compare's pair and the A/B
+    runner's "one round decides" all use. Trials that recorded no model count for nothing; a side with no trials,
+    or with trials whose models cannot be known, leaves the test unknown (see the module's docstring)."""
+    counts: Counter[str] = Counter()
+    live_judge = unknowable = False
+    for trials, snapshot in sides:
+        listed = list(trials)
+        counts.update(_kinds(listed, snapshot)[0])
+        live_judge = live_judge or _live_judge(snapshot)
+        # no trials (an eval-skill file), or trials that did not record their models and a snapshot naming no kind
+        unknowable = (unknowable or not listed
+                      or _snapshot_kinds(snapshot) is None and any(t.models is None for t in listed))
     if not counts:
         return "unknown"
-    if _live_judge(snapshot) or not set(counts) <= DETERMINISTIC_KINDS:
+    if live_judge or not set(counts) <= DETERMINISTIC_KINDS:
         return "live"
-    return "deterministic"
+    return "unknown" if unknowable else "deterministic"
 
 
 def run_models(report: RunReport) -> RunModels:
@@ -119,11 +137,14 @@ def _basis(kind: Determinism, total: Counter[str], trials: int, from_snapshot: i
     return seen
 
 
-def pair_of(before: RunModels, after: RunModels) -> Literal["deterministic", "live", "mixed", "unknown"]:
-    """What two runs are together: deterministic (both), mixed (one deterministic, one not), unknown (neither
-    observed a model, or one did not and the other is live), else live. Mixed and unknown are judged as live."""
+def pair_of(before: RunModels, after: RunModels, *, every_test_deterministic: bool = False
+            ) -> Literal["deterministic", "live", "mixed", "unknown"]:
+    """What two runs are together: deterministic (both; or neither is live and every test both graded is, by
+    `trials_determinism` over both runs' trials: a run whose trials talked to no model against a deterministic one),
+    mixed (one deterministic, one not), unknown (neither observed a model, or one did not and the other is live),
+    else live. Mixed and unknown are judged as live (a test deterministic over both runs' trials is not)."""
     kinds = {before.kind, after.kind}
-    if kinds == {"deterministic"}:
+    if kinds == {"deterministic"} or every_test_deterministic and "live" not in kinds:
         return "deterministic"
     if "deterministic" in kinds:
         return "mixed"

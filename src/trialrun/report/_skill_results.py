@@ -35,7 +35,10 @@ def _started(data: dict[str, Any]) -> datetime | None:
             return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
     match = _RUN_ID.search(str(data.get("run_id", "")))
     if match:
-        return datetime.strptime("".join(match.groups()), "%Y%m%d%H%M%S").replace(tzinfo=timezone.utc)
+        try:  # eval_20260732_140000 has the shape of a date and is none (before: a traceback, the file unnamed)
+            return datetime.strptime("".join(match.groups()), "%Y%m%d%H%M%S").replace(tzinfo=timezone.utc)
+        except ValueError:
+            return None
     return None
 
 

@@ -4,8 +4,9 @@ decides them; compare stores what it returns, and every view shows that.
 The words: **worse**, **not worse** (the 95% interval of the change in pass@1 excludes a drop bigger than the
 threshold), **cannot tell** (neither; with the trials that would tell, and the smallest drop these runs could see).
 
-- A safety claim that held in every trial before and fails in any trial after (`_safety`): worse, at any count.
-- A test deterministic in both runs (scripted or replayed models only, `_models_used`): every change is real, so a
+- A safety claim that held in every trial before (or that no trial before examined) and fails in any trial after
+  (`_safety`): worse, at any count.
+- A test deterministic over both runs (scripted or replayed models only, `_models_used`): every change is real, so a
   drop (the seed's: the value fell by the threshold, a pass became a fail, a sub-score fell; or fewer trials
   passed) is worse and anything else is not worse. No chance statistics are computed for it.
 - Live tests (any other): one family of one-sided claims, so that two runs that differ only by chance call
@@ -219,10 +220,16 @@ def _run_word(pairs: list[SharedTest], tests: dict[str, Judgement], chance: Chan
         totals = [sum(t[i] for t in pooled) for i in range(4)]
         parts.append(f"{_counts(Table(*totals))} over {chance.tests} live test{'s' if chance.tests != 1 else ''}; "
                      f"{_chance_text(chance, threshold, pooled=True)}")
-    elif not worse:
+    # A test that cannot tell and is outside the pooled evidence (no trial counts to weigh) was not looked at: the
+    # run is not "not worse" over it (before, skill files without `passed` made the run "not worse").
+    blind = [name for name, j in tests.items() if j.word == "cannot tell" and j.chance is None]
+    if blind and not worse:
+        parts.append(f"{len(blind)} of {len(tests)} test{'s' if len(tests) != 1 else ''} had nothing to weigh "
+                     f"({_names(blind)})")
+    elif not worse and chance is None:
         parts.append(f"no test is worse ({len(tests)} compared)")
     word: Word = ("worse" if worse or live_word == "worse" else
-                  "not worse" if live_word in (None, "not worse") else "cannot tell")
+                  "not worse" if live_word in (None, "not worse") and not blind else "cannot tell")
     return Judgement(word=word, basis=basis, reason="; ".join(parts), chance=chance)
 
 

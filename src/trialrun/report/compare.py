@@ -28,7 +28,7 @@ from typing import Any, TypedDict
 
 from . import metrics
 from ._comparison import REGRESSION_THRESHOLD, CaseDelta, Comparison, ConfigChange, Movement, SubScoreMove
-from ._models_used import case_determinism, pair_of, run_models
+from ._models_used import pair_of, run_models, trials_determinism
 from ._safety import breaches
 from ._stats import Table
 from ._verdict import DETERMINISTIC_WHY, SharedTest, judge
@@ -125,10 +125,11 @@ def compare(before: RunReport, after: RunReport, *, threshold: float = REGRESSIO
             require_power: bool = False) -> Comparison:
     """Compare two reports case by case (by name), in the after run's order, removed cases last, and judge the
     change: a word for each test both finished and for the run, and the gate's decision (`_verdict.judge`).
-    `threshold` must be above 0: a drop of 0 or less would make unchanged (or improved) tests regressions.
+    `threshold` must be above 0 (a drop of 0 or less would make unchanged, or improved, tests regressions) and below
+    1 (a drop of 1 or more cannot happen, so "not worse" would rule out nothing: 3/3 -> 0/3 was "not worse").
     `any_drop`: every drop of a live test is worse, chance or not; `require_power`: "cannot tell" fails the gate."""
-    if not threshold > 0:
-        raise ValueError(f"threshold must be greater than 0, got {threshold:g}")
+    if not 0 < threshold < 1:
+        raise ValueError(f"threshold must be greater than 0 and less than 1, got {threshold:g}")
     old = {c.name: c for c in before.cases if not c.skipped}
     new = {c.name: c for c in after.cases if not c.skipped}
     deltas = _case_deltas(old, new, before, after, threshold)
@@ -168,21 +169,22 @@ def _judged(comparison: Comparison, old: dict[str, CaseResult], new: dict[str, C
     """The comparison with its verdict: each shared test's word (and its evidence), the run's, and the gate."""
     c = comparison
     c.models_before, c.models_after = run_models(before), run_models(after)
-    c.pairing = pair_of(c.models_before, c.models_after)
     pairs = []
     shared = [d for d in c.cases if d.status in ("improved", "regressed", "unchanged")]
     for d in shared:
         prior, case = old[d.name], new[d.name]
-        d.deterministic = (case_determinism(prior, before.config_snapshot) == "deterministic"
-                           and case_determinism(case, after.config_snapshot) == "deterministic")
+        d.deterministic = trials_determinism((prior.trials, before.config_snapshot),
+                                             (case.trials, after.config_snapshot)) == "deterministic"
         d.safety_breaches = breaches(prior, case)
         table = None
         if d.trials_run_before is not None and d.trials_passed_before is not None and \
                 d.trials_run_after is not None and d.trials_passed_after is not None:
             table = Table(d.trials_passed_before, d.trials_run_before, d.trials_passed_after, d.trials_run_after)
         pairs.append(SharedTest(d.name, table, d.deterministic, d.regression, d.safety_breaches))
+    c.pairing = pair_of(c.models_before, c.models_after,
+                        every_test_deterministic=bool(shared) and all(d.deterministic for d in shared))
     verdicts = judge(pairs, threshold=c.threshold, any_drop=c.any_drop, require_power=c.require_power,
-                     lost=_lost(c))
+                     lost=_lost(c, same_run=_same_run(before, after)))
     for d in shared:
         judgement = verdicts.tests[d.name]
         d.word, d.basis, d.reason, d.chance = judgement.word, judgement.basis, judgement.reason, judgement.chance
@@ -192,10 +194,18 @@ def _judged(comparison: Comparison, old: dict[str, CaseResult], new: dict[str, C
     return c
 
 
-def _lost(c: Comparison) -> list[str]:
+def _same_run(before: RunReport, after: RunReport) -> bool:
+    """Whether both sides are one run (its id and start): `compare X X`, or a file and its copy."""
+    return before.run_id is not None and before.run_id == after.run_id and before.started_at == after.started_at
+
+
+def _lost(c: Comparison, *, same_run: bool = False) -> list[str]:
     """What fails the gate besides a worse test: a test the after run lost (removed, or not finished because it was
-    interrupted: no evidence that nothing got worse), and a comparison of no shared test (nothing was looked at)."""
+    interrupted: no evidence that nothing got worse), a comparison of no shared test (nothing was looked at), and a
+    run compared with itself (it cannot show a change: before, `compare X X` passed the gate, "not worse")."""
     problems = []
+    if same_run:
+        problems.append(f"both sides are the same run ({c.before_run_id}): a run compared with itself shows no change")
     if c.removed:
         problems.append(f"{_count(len(c.removed), 'test')} removed ({', '.join(c.removed)})")
     if c.not_finished:

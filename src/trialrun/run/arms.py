@@ -9,8 +9,9 @@ order can be replayed); `concurrency` trials are in flight at once within a roun
 round i of the baseline: those pairs are what the sequential test (`report._sequential`) looks at.
 
 Deterministic arms need no sequential test: with `until_decided`, one round decides, as every change between them
-is real. Whether they are is decided after the first round from the models its trials really talked to
-(`report._models_used.trials_determinism`, the rule compare uses), never guessed from the configuration.
+is real. Whether they are is decided after the first round, test by test, from the models every arm's trials of it
+really talked to (`report._models_used.trials_determinism`, the rule compare uses), never guessed from the
+configuration: one test that flipped a coin without a model keeps the run going.
 """
 
 from __future__ import annotations
@@ -250,10 +251,11 @@ class _State:
     def _after_round(self, number: int, spent: float | None, last_cost: float) -> Stop | None:
         """Feed the round to the sequential tests; why the run stops now (decided, or a cap reached: a round the
         last one's cost says would pass the cost cap is not started), or None to go on."""
-        if number == 1:
+        if number == 1:  # every test, over every arm's trials of it (a scripted test beside a coin is not enough)
             self.deterministic = all(
-                trials_determinism(results.values(), dict(self.snapshots.get(arm) or {})) == "deterministic"
-                for arm, results in self.results.items())
+                trials_determinism(*[([r for (i, _), r in results.items() if i == index],
+                                      dict(self.snapshots.get(arm) or {})) for arm, results in self.results.items()])
+                == "deterministic" for index in range(len(self.plan.tests)))
         if self.until_decided and not self.deterministic:
             for arm, test in self.tests.items():
                 if self.started_of[arm] == number:
