@@ -151,7 +151,7 @@ def _exact_coverage(nb: int, na: int, before: float, after: float) -> tuple[floa
             _, low, high = interval
             covered += pb[x] * pa[y] * (low - 1e-12 <= true <= high + 1e-12)
             above += pb[x] * pa[y] * (low > true + 1e-12)
-    return covered, above
+    return float(covered), float(above)  # (plain floats: xdist sends recorded properties between processes)
 
 
 EXACT_RATES = (0.0, 0.01, 0.1, 0.3, 0.5, 0.7, 0.9, 0.99, 1.0)
