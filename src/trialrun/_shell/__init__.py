@@ -38,15 +38,6 @@ from ._follow import Follower, calls_in_order
 from ._history import history
 from ._tool_writes import writes_files
 
-# Internals kept reachable as `_shell.X`, as they were when this package was one module.
-from ._analysis import _analyse as _analyse, _Walker as _Walker  # isort: skip
-from ._inv import _Analysis as _Analysis, _Inv as _Inv  # isort: skip
-from ._expand import _expand_word as _expand_word  # isort: skip
-from ._options import _normalise as _normalise  # isort: skip
-from ._patterns import _compile as _compile, _PatternStage as _PatternStage  # isort: skip
-from ._syntax import _Parser as _Parser  # isort: skip
-from ._words import _ParseError as _ParseError  # isort: skip
-
 __all__ = [
     "DEFAULT_COMMAND_TOOLS",
     "COMMAND_ARGUMENT_KEYS",

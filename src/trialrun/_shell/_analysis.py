@@ -8,12 +8,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 
 from . import _files
-from ._expand import _Dyn, _expand_word
+from ._expand import Env, Field, Tail, expand_word
 from ._handover import _Call, _HandOver
 from ._inv import _Analysis, _basename, _Inv, _quote, _word_text
 from ._options import _getopt, _opts
 from ._printed import _echo_output, _printf_output
-from ._syntax import _ASSIGN_RE, _Group, _Parser, _Simple
+from ._nodes import Dynamic, Group, Literal, Script, Simple, Stage
+from ._syntax import ASSIGN_RE, Parser, assignment
 from ._variables import (
     _CWD,
     _MADE,
@@ -21,7 +22,6 @@ from ._variables import (
     _POSITIONAL,
     _bind_positional,
     _drop,
-    _Env,
     _merge_maybe,
     _names_only_known_at_run_time,
     _note_made,
@@ -29,7 +29,7 @@ from ._variables import (
     _set,
     _set_array,
 )
-from ._words import _MAX_DEPTH, _ParseError
+from ._words import MAX_DEPTH, ParseError
 from ._wrappers import _shell_handler, handler_for
 
 # --------------------------------------------------------------------------------------------------------------
@@ -47,14 +47,14 @@ def _hard_positional_use(script: list) -> bool:
     """Whether shell code uses the positional parameters in a form whose value is not followed (`${@:2}`)."""
     for pipeline in script:
         for stage in pipeline:
-            if isinstance(stage, _Group):
+            if isinstance(stage, Group):
                 if _hard_positional_use(stage.body):
                     return True
                 words = [stage.stdin_word] if stage.stdin_word is not None else []
             else:
                 words = stage.words + ([stage.stdin_word] if stage.stdin_word is not None else [])
             for word in words:
-                if any(p[0] == "D" and _HARD_POSITIONAL_RE.search(p[1]) for p in word.pieces):
+                if any(isinstance(p, Dynamic) and _HARD_POSITIONAL_RE.search(p.source) for p in word.pieces):
                     return True
             if any(_hard_positional_use(sub) for sub in stage.subs):
                 return True
@@ -78,7 +78,7 @@ class _Walker(_HandOver):
         self.edges: dict[int, set[int]] = {}
         self.errors: list[str] = []
         self.guessing = 0  # > 0 while following a guess (a program only known at run time taken for a shell)
-        self.functions: dict[str, _Group] = {}  # defined so far in the line
+        self.functions: dict[str, Group] = {}  # defined so far in the line
         self.aliases: dict[str, str | None] = {}  # defined so far; None: the value is only known at run time
         self.active: list[tuple] = []  # functions and aliases being followed (so that recursion ends)
         self.calls = 0  # functions and aliases followed so far
@@ -91,13 +91,13 @@ class _Walker(_HandOver):
             for a in sources:
                 self.edges.setdefault(a, set()).update(targets)
 
-    def script(self, script: list, env: _Env, depth: int) -> list[int]:
+    def script(self, script: list, env: Env, depth: int) -> list[int]:
         ids: list[int] = []
         for pipeline in script:
             ids += self.pipeline(pipeline, env, depth)
         return ids
 
-    def pipeline(self, stages: list, env: _Env, depth: int) -> list[int]:
+    def pipeline(self, stages: list, env: Env, depth: int) -> list[int]:
         groups: list[list[int]] = []
         last = len(stages) - 1
         for k, stage in enumerate(stages):
@@ -118,7 +118,7 @@ class _Walker(_HandOver):
                 self.link(earlier, groups[k])
         return [x for g in groups for x in g]
 
-    def output_of(self, stage: _Simple | _Group, ids: list[int], env: _Env) -> tuple[list[str] | None, bool]:
+    def output_of(self, stage: Simple | Group, ids: list[int], env: Env) -> tuple[list[str] | None, bool]:
         """What a pipeline stage prints when only `echo`, `printf` or `cat` of a here-document print in it: the
         text in each way it may be read (bash's `echo 'a\\tb'` prints the backslash, dash's a tab), and whether all
         of it is known before it runs. The texts are None when anything else prints (`base64 -d`, `curl`)."""
@@ -136,7 +136,7 @@ class _Walker(_HandOver):
             elif inv.program == "printf" and (printed := _printf_output(inv.args)) is not None:
                 text = cooked = printed
             elif (
-                inv.program == "cat" and isinstance(stage, _Simple) and stage.stdin_word is not None
+                inv.program == "cat" and isinstance(stage, Simple) and stage.stdin_word is not None
                 and not stage.stdin_file and not inv.normalised().operands
             ):
                 text, sure = _word_text(stage.stdin_word, env)
@@ -155,7 +155,7 @@ class _Walker(_HandOver):
         return texts, known
 
     def feed(
-        self, ids: list[int], texts: list[str] | None, known: bool, what: str, env: _Env, depth: int
+        self, ids: list[int], texts: list[str] | None, known: bool, what: str, env: Env, depth: int
     ) -> list[int]:
         """The shells among `ids` that read their script from standard input (and have not been given one yet)
         run `texts`. Unknown texts (None) make a shell's code only known at run time: it may run anything."""
@@ -186,7 +186,7 @@ class _Walker(_HandOver):
         finally:
             self.guessing -= guessed
 
-    def redirected(self, node: _Simple | _Group, ids: list[int], env: _Env, depth: int) -> list[int]:
+    def redirected(self, node: Simple | Group, ids: list[int], env: Env, depth: int) -> list[int]:
         """What a command's or group's redirections put on the standard input of the shells in it."""
         if node.stdin_file:  # `bash -s < script.sh`: read where what the file holds is known
             if node.stdin_path is not None:
@@ -201,11 +201,11 @@ class _Walker(_HandOver):
             return self.feed(ids, [text], known, "here-document fed to a shell", env, depth)
         return []
 
-    def stage(self, stage: _Simple | _Group, env: _Env, depth: int) -> list[int]:
+    def stage(self, stage: Simple | Group, env: Env, depth: int) -> list[int]:
         pre: list[int] = []
         for sub in stage.subs:  # substitutions run first, and their output feeds the command
             pre += self.script(sub, env, depth + 1)
-        if isinstance(stage, _Group):
+        if isinstance(stage, Group):
             if stage.name is not None:  # a function definition: remembered for its calls, and read as written
                 self.functions[stage.name] = stage
                 own = dict(env)
@@ -226,20 +226,19 @@ class _Walker(_HandOver):
         self.link(pre, ids)
         return pre + ids
 
-    def body(self, group: _Group, env: _Env, depth: int) -> list[int]:
+    def body(self, group: Group, env: Env, depth: int) -> list[int]:
         ids = self.script(group.body, env, depth)
         return ids + self.redirected(group, ids, env, depth)
 
-    def simple(self, cmd: _Simple, env: _Env, depth: int) -> list[int]:
+    def simple(self, cmd: Simple, env: Env, depth: int) -> list[int]:
         words: list[str] = []
-        dyn: list[_Dyn] = []
+        dyn: list[Tail] = []
         assigning = True
         # (name, value, only known at run time, array fields or None, `+=`, an array assignment)
         assignments: list[tuple[str, str, bool, list | None, bool, bool]] = []
         for k, word in enumerate(cmd.words):
-            first = word.pieces[0]
-            if assigning and first[0] == "L" and not first[2] and _ASSIGN_RE.match(first[1]):
-                fields = _expand_word(word, env, split=False)
+            if assigning and assignment(word) is not None:
+                fields = expand_word(word, env, split=False)
                 text, tail = fields[0] if fields else ("", None)
                 name, _, value = text.partition("=")
                 array = self.array_fields(cmd, k, env)
@@ -247,7 +246,7 @@ class _Walker(_HandOver):
                                     k in cmd.arrays))
                 continue
             assigning = False
-            for text, is_dyn in _expand_word(word, env):
+            for text, is_dyn in expand_word(word, env):
                 words.append(text)
                 dyn.append(is_dyn)
         if not words:  # `x=rm`: remembered, so that `$x -rf /` later is seen as rm
@@ -269,12 +268,12 @@ class _Walker(_HandOver):
                 _set(inner_env, name, None if run_time or append or is_array else value)
         return self.argv(words, dyn, inner_env, depth)
 
-    def array_fields(self, cmd: _Simple, k: int, env: _Env) -> list[tuple[str, _Dyn]] | None:
+    def array_fields(self, cmd: Simple, k: int, env: Env) -> list[tuple[str, Tail]] | None:
         if k not in cmd.arrays:
             return None
-        return [field for element in cmd.arrays[k] for field in _expand_word(element, env)]
+        return [field for element in cmd.arrays[k] for field in expand_word(element, env)]
 
-    def builtin(self, cmd: _Simple, words: Sequence[str], dyn: Sequence[_Dyn], env: _Env) -> None:
+    def builtin(self, cmd: Simple, words: Sequence[str], dyn: Sequence[Tail], env: Env) -> None:
         """What builtins do to variables: `export`/`declare`/`local`, `read`, `mapfile`, `printf -v`, `unset`,
         `getopts`, `set --`/`shift`, `hash -p`. A value they set from input is only known at run time."""
         if dyn[0] is not None:
@@ -284,19 +283,20 @@ class _Walker(_HandOver):
             for key in [k for k in env if k not in _POSITIONAL and not k.startswith("\0")]:
                 del env[key]
         if program in ("export", "declare", "typeset", "local", "readonly"):
-            options = "".join(a[1:] for a in args if a.startswith("-") and not _ASSIGN_RE.match(a))
+            options = "".join(a[1:] for a in args if a.startswith("-") and not ASSIGN_RE.match(a))
             if "n" in options and program != "export":  # namerefs: any name may now stand for any other
                 for key in [k for k in env if k not in _POSITIONAL]:
                     del env[key]
                 env[_NAMEREF] = True
             for text, tail in zip(args, args_dyn):
-                if _ASSIGN_RE.match(text):
+                if ASSIGN_RE.match(text):
                     name, value = text.split("=", 1)
                     _set(env, name.rstrip("+"), None if tail is not None or name.endswith("+") else value)
                 elif program == "local" and not text.startswith(("-", "+")):
                     _set(env, text, None)
             for k in cmd.arrays:
-                head = cmd.words[k].pieces[0][1] if cmd.words[k].pieces[0][0] == "L" else ""
+                first = cmd.words[k].pieces[0]
+                head = first.text if isinstance(first, Literal) else ""
                 name = head.split("=", 1)[0]
                 _set_array(env, name.rstrip("+"), self.array_fields(cmd, k, env), name.endswith("+"))
         elif program == "read":
@@ -338,7 +338,7 @@ class _Walker(_HandOver):
                 for name in args[i + 2:]:
                     self.hashed[name] = state
 
-    def argv(self, words: Sequence[str], dyn: Sequence[_Dyn], env: _Env, depth: int) -> list[int]:
+    def argv(self, words: Sequence[str], dyn: Sequence[Tail], env: Env, depth: int) -> list[int]:
         """What an expanded command line runs: its program, what that hands over to (`_handover`), the script
         file it is, and the body of a function or alias of its name defined earlier in the line."""
         if not words:
@@ -376,7 +376,7 @@ class _Walker(_HandOver):
             ids += self.expand(inv, program, rest, rest_dyn, env, depth)
         return ids
 
-    def invocation(self, words: Sequence[str], dyn: Sequence[_Dyn], env: _Env) -> tuple[_Inv, tuple | None]:
+    def invocation(self, words: Sequence[str], dyn: Sequence[Tail], env: Env) -> tuple[_Inv, tuple | None]:
         """The program a command line runs, and what the trajectory left at its path (or `hash -p` named)."""
         program, tail = words[0], dyn[0]
         if tail is not None and "/" in tail:  # `$DIR/rm`: only the folder is unknown, the program is not
@@ -397,7 +397,7 @@ class _Walker(_HandOver):
                 inv.glob = True
         return inv, state
 
-    def define_aliases(self, words: Sequence[str], dyn: Sequence[_Dyn]) -> None:
+    def define_aliases(self, words: Sequence[str], dyn: Sequence[Tail]) -> None:
         """`alias r='rm -rf'`: remembered, so that a later `r build` is read as `rm -rf build`."""
         for word, tail in zip(words, dyn):
             name, eq, value = word.partition("=")
@@ -405,7 +405,7 @@ class _Walker(_HandOver):
                 self.aliases[name] = value if tail is None else None
 
     def expand(
-        self, inv: _Inv, name: str, rest: Sequence[str], rest_dyn: Sequence[_Dyn], env: _Env, depth: int
+        self, inv: _Inv, name: str, rest: Sequence[str], rest_dyn: Sequence[Tail], env: Env, depth: int
     ) -> list[int]:
         """Follow a call of a function (its body, with `$1`, `$@`... bound to the call's arguments) or an alias
         (its text, then the call's arguments) defined earlier in the line. Recursion with the same arguments
@@ -419,7 +419,7 @@ class _Walker(_HandOver):
         if not todo:
             return []
         self.calls += 1
-        if self.calls > _MAX_CALLS or depth >= _MAX_DEPTH:
+        if self.calls > _MAX_CALLS or depth >= MAX_DEPTH:
             if not self.guessing:
                 self.errors.append(f"`{name}`: too many calls of functions or aliases to follow")
             return []
@@ -475,14 +475,14 @@ def _analyse(command: str | tuple[str, ...], files: tuple = (), own: _files.OwnS
     walker = _Walker(start, own)
     try:
         if isinstance(command, str):
-            script = _Parser(command).parse_all()
+            script = Parser(command).parse_all()
             walker.script(script, {}, 0)
         elif len(command) == 1 and re.search(r"\s|[;&|<>$`]", command[0]):
             # an argv of one string with shell syntax in it (`["ls -la | wc"]`): tools run such strings in a shell
-            walker.script(_Parser(command[0]).parse_all(), {}, 0)
+            walker.script(Parser(command[0]).parse_all(), {}, 0)
         else:
             walker.argv(list(command), [None] * len(command), {}, 0)
-    except _ParseError as exc:
+    except ParseError as exc:
         return _Analysis((), {}, error=str(exc))
     except RecursionError:
         return _Analysis((), {}, error="nested too deeply to follow")

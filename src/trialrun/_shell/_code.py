@@ -16,7 +16,7 @@ import re
 from collections.abc import Sequence
 from functools import lru_cache
 
-from ._expand import _Dyn
+from ._expand import Tail
 from ._pyast import UNKNOWN, PyText, parse_python, string_constants
 
 _MAX_NESTED = 8  # `eval("...")` inside code inside code: levels followed before giving up (fail closed)
@@ -163,13 +163,13 @@ class _PythonRuns:
             return node.args[0].value
         return None
 
-    def word(self, node: ast.AST) -> tuple[str, _Dyn]:
+    def word(self, node: ast.AST) -> tuple[str, Tail]:
         value, known = self.strings.text(node)
         return (value, None) if known else (value, "")
 
-    def words(self, nodes: Sequence[ast.AST]) -> list[tuple[str, _Dyn]]:
+    def words(self, nodes: Sequence[ast.AST]) -> list[tuple[str, Tail]]:
         """Arguments as argv words: lists and tuples spread, `*args` only known at run time."""
-        out: list[tuple[str, _Dyn]] = []
+        out: list[tuple[str, Tail]] = []
         for n in nodes:
             if isinstance(n, (ast.List, ast.Tuple)):
                 out += [self.word(e) for e in n.elts]
@@ -418,11 +418,11 @@ def _shell_text(arg: str, strings: list[tuple[str, str, bool]]) -> tuple[str, bo
     return "".join(parts), known
 
 
-def _list_words(arg: str, strings: list[tuple[str, str, bool]]) -> list[tuple[str, _Dyn]] | None:
+def _list_words(arg: str, strings: list[tuple[str, str, bool]]) -> list[tuple[str, Tail]] | None:
     body = arg.strip()
     if not (body.startswith("[") and body.endswith("]")):
         return None
-    out: list[tuple[str, _Dyn]] = []
+    out: list[tuple[str, Tail]] = []
     elements, _ = _arguments(body[1:-1] + ")", 0)  # the `)` stands for the end of the list
     for element in filter(None, elements):
         value, known = _shell_text(element, strings)
@@ -445,7 +445,7 @@ def _generic(lang: str, code: str, depth: int) -> list[_Action]:
         args, _ = _arguments(skeleton, m.end())
         if not args or not args[0]:
             continue  # named, not called (`const {execSync} = require(...)`): its calls are read where they are
-        flat: list[tuple[str, _Dyn]] = []
+        flat: list[tuple[str, Tail]] = []
         for arg in args:
             listed = _list_words(arg, strings)
             if listed is not None:

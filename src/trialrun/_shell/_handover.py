@@ -10,12 +10,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ._code import analyse_code, language_of
-from ._expand import _Dyn
+from ._expand import Env, Field, Tail
 from ._inv import _basename, _Inv
-from ._syntax import _Group, _Parser
-from ._variables import _bind_positional, _Env
+from ._nodes import Group, Script
+from ._syntax import Parser
+from ._variables import _bind_positional
 from ._walk_files import _FileSteps
-from ._words import _MAX_DEPTH, _ParseError
+from ._words import MAX_DEPTH, ParseError
 from ._wrappers import _CODE_RUNNERS, _GIT_CODE_KEYS
 
 _MAX_CODE = 1024  # pieces of shell code (`bash -c`, text piped into a shell...) followed in one line, likewise
@@ -28,8 +29,8 @@ class _Call:
 
     inv: _Inv
     rest: Sequence[str]  # the words after the program
-    rest_dyn: Sequence[_Dyn]
-    env: _Env
+    rest_dyn: Sequence[Tail]
+    env: Env
     depth: int
     guess: int  # 1 when the program is only guessed to be a shell (its name is only known at run time)
     scripts: set[str] = field(default_factory=set)  # the script files it runs (which it does not write)
@@ -45,11 +46,11 @@ class _HandOver(_FileSteps):
     invs: list[_Inv]
 
     if TYPE_CHECKING:
-        def argv(self, words: Sequence[str], dyn: Sequence[_Dyn], env: _Env, depth: int) -> list[int]: ...
+        def argv(self, words: Sequence[str], dyn: Sequence[Tail], env: Env, depth: int) -> list[int]: ...
 
-        def script(self, script: list, env: _Env, depth: int) -> list[int]: ...
+        def script(self, script: list, env: Env, depth: int) -> list[int]: ...
 
-        def body(self, group: _Group, env: _Env, depth: int) -> list[int]: ...
+        def body(self, group: Group, env: Env, depth: int) -> list[int]: ...
 
     def hand_over(self, call: _Call, actions: Sequence[_Action]) -> list[int]:
         """Follow each action in turn; while `call.guess`, what they find is a guess (its errors do not count)."""
@@ -147,7 +148,7 @@ class _HandOver(_FileSteps):
     def over_budget(self, what: str, depth: int, inside: str) -> bool:
         """Whether code is nested too deeply, or there is too much `inside` other code, to follow: the line then
         fails closed (an error), instead of taking unbounded time."""
-        if depth >= _MAX_DEPTH:
+        if depth >= MAX_DEPTH:
             if not self.guessing:
                 self.errors.append(f"{what} is nested too deeply to follow")
             return True
@@ -181,7 +182,7 @@ class _HandOver(_FileSteps):
                 inv.why = inv.why or action[1]
         return ids
 
-    def git_config(self, inv: _Inv, env: _Env, depth: int) -> list[int]:
+    def git_config(self, inv: _Inv, env: Env, depth: int) -> list[int]:
         """`git config alias.x '!rm -rf b'` is remembered (as a file would be: it outlives the command), and a later
         `git x`, or any git command once a pager, editor or ssh command was set, runs it."""
         args = list(inv.args)
@@ -207,8 +208,8 @@ class _HandOver(_FileSteps):
         return ids
 
     def code(
-        self, text: str, what: str, env: _Env, depth: int,
-        shared: bool = False, positional: Sequence[tuple[str, _Dyn]] | None = None,
+        self, text: str, what: str, env: Env, depth: int,
+        shared: bool = False, positional: Sequence[tuple[str, Tail]] | None = None,
     ) -> list[int]:
         """Shell code inside a command (`bash -c`, `eval`, a here-document fed to `sh`): parse and walk it.
 
@@ -217,12 +218,12 @@ class _HandOver(_FileSteps):
         if self.over_budget(what, depth, "shell code inside shell code"):
             return []
         try:
-            script = _Parser(text, depth + 1).parse_all()
+            script = Parser(text, depth + 1).parse_all()
             own = env if shared else dict(env)
             if positional is not None:
                 _bind_positional(own, positional)
             return self.script(script, own, depth + 1)
-        except (_ParseError, RecursionError) as exc:
+        except (ParseError, RecursionError) as exc:
             if not self.guessing:  # a guess that is not shell code (`$PY -c 'print(1)'`) was a wrong guess
                 message = "nested too deeply to follow" if isinstance(exc, RecursionError) else str(exc)
                 self.errors.append(f"{what}: {message}")

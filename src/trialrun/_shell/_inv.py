@@ -9,9 +9,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ._expand import _Dyn, _expand_word
+from ._expand import Tail, expand_word
 from ._options import _Args, _normalise
-from ._words import _Word
+from ._nodes import Word
 
 
 @dataclass(slots=True)
@@ -19,7 +19,7 @@ class _Inv:
     program: str  # basename of the program word (`/usr/bin/rm` -> `rm`)
     args: tuple[str, ...]
     words: Sequence[str]  # the command from its program on
-    dyn: Sequence[_Dyn]  # per word: None when known, else what it is sure to end with (see `_expand_word`)
+    dyn: Sequence[Tail]  # per word: None when known, else what it is sure to end with (see `expand_word`)
     leaf: bool = True  # not a wrapper that handed over to another command
     stdin_shell: bool = False  # a shell that reads its script from standard input
     # The program's name is only known at run time (`$CMD`, `$(which rm)`, `r$()m`): what it is sure to end
@@ -29,7 +29,7 @@ class _Inv:
     guessed: bool = False  # seen only by guessing that a program only known at run time is a shell
     fed: bool = False  # a stdin shell whose input has been accounted for (a pipe, a here-document, `< file`)
     expanded: bool = False  # a call of a function or alias defined in the line, whose body was followed too
-    script_args: tuple[tuple[str, _Dyn], ...] | None = None  # a stdin shell's `$@` (`sh -s -rf x`), when given
+    script_args: tuple[tuple[str, Tail], ...] | None = None  # a stdin shell's `$@` (`sh -s -rf x`), when given
     glob: bool = False  # the program word is a glob (`/bin/r?`): it runs whatever program the glob expands to
     why: str | None = None  # why what it runs is only known at run time (for `opaque`), in words
     stdin_lang: str | None = None  # an interpreter reading its program from standard input (`python3 -`)
@@ -68,7 +68,7 @@ class _Analysis:
 _SAFE_WORD_RE = re.compile(r"[\w@%+=:,./{}-]+")
 
 
-def _quote(text: str, dynamic: _Dyn = None) -> str:
+def _quote(text: str, dynamic: Tail = None) -> str:
     if _SAFE_WORD_RE.fullmatch(text):
         return text
     if dynamic is not None:
@@ -82,8 +82,8 @@ def _basename(program: str) -> str:
 
 
 
-def _word_text(word: _Word, env: Mapping[str, Any]) -> tuple[str, bool]:
+def _word_text(word: Word, env: Mapping[str, Any]) -> tuple[str, bool]:
     """A word expanded as one string (a here-document's text), and whether all of it is known."""
-    fields = _expand_word(word, env, split=False)
+    fields = expand_word(word, env, split=False)
     text, tail = fields[0] if fields else ("", None)
     return text, tail is None

@@ -12,13 +12,14 @@ from functools import lru_cache
 from .._util.command_tools import GLOB_CHARS as _GLOB_CHARS
 from . import _files, _tool_writes
 from ._analysis import _analyse
-from ._expand import _expand_word
+from ._expand import expand_word
 from ._inv import _Analysis, _basename, _Inv, _quote
 from ._options import _key_text, _normalise
-from ._syntax import _ASSIGN_RE, _Group, _Parser
+from ._nodes import Dynamic, Group
+from ._syntax import ASSIGN_RE, Parser
 from ._values import TYPED, CommandLines, TypedInput, UnknownInput, UnreadableCommand
 from ._variables import made_at_run_time
-from ._words import _ParseError
+from ._words import ParseError
 from ._wrappers import _CODE_RUNNERS, _SHELLS
 
 _REASON_LIMIT = 160  # characters of a command quoted in a reason before it is shortened
@@ -83,8 +84,8 @@ def _compile(text: str) -> tuple[_PatternStage, ...]:
     if not text.strip():
         raise ValueError("empty command pattern: give a program and its arguments, e.g. 'rm -rf' or 'curl | sh'")
     try:
-        script = _Parser(text).parse_all()
-    except _ParseError as exc:
+        script = Parser(text).parse_all()
+    except ParseError as exc:
         raise ValueError(f"cannot parse command pattern {text!r}: {exc}") from None
     if len(script) != 1:
         raise ValueError(
@@ -93,15 +94,15 @@ def _compile(text: str) -> tuple[_PatternStage, ...]:
         )
     stages: list[_PatternStage] = []
     for stage in script[0]:
-        if isinstance(stage, _Group) or stage.stdin_word is not None:
+        if isinstance(stage, Group) or stage.stdin_word is not None:
             raise ValueError(
                 f"command pattern {text!r} has a group, here-document or compound command; "
                 "a pattern is plain words, optionally joined by `|`"
             )
-        if stage.subs or any(p[0] == "D" for w in stage.words for p in w.pieces):
+        if stage.subs or any(isinstance(p, Dynamic) for w in stage.words for p in w.pieces):
             raise ValueError(f"command pattern {text!r} has a substitution (`$(...)`, backticks); use plain words")
-        words = [t for w in stage.words for t, _ in _expand_word(w, {})]
-        if words and _ASSIGN_RE.match(words[0]):
+        words = [t for w in stage.words for t, _ in expand_word(w, {})]
+        if words and ASSIGN_RE.match(words[0]):
             raise ValueError(
                 f"command pattern {text!r} starts with a variable assignment; start it with the program "
                 "(assignments before a command are seen through anyway)"

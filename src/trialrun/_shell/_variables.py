@@ -6,14 +6,13 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ._expand import _Dyn
-from ._syntax import _ASSIGN_RE
+from ._expand import Env, Field, Tail
+from ._syntax import ASSIGN_RE
 
 _POSITIONAL = ("@", "*", "#", "1", "2", "3", "4", "5", "6", "7", "8", "9")
-_Env = dict  # variables by name; "@" holds the positional parameters as (text, tail) fields
 
 
-def _bind_positional(env: _Env, fields: Sequence[tuple[str, _Dyn]] | None) -> None:
+def _bind_positional(env: Env, fields: Sequence[Field] | None) -> None:
     """Set `$1`..`$9`, `$#`, `$*` and `$@` to `fields` (None: they are only known at run time)."""
     for key in _POSITIONAL:
         env.pop(key, None)
@@ -47,9 +46,15 @@ def made_at_run_time(text: str) -> bool:
     return bool(_MADE_AT_RUN_TIME.search(_PATH_PRINTER.sub("", text)))
 
 
-def _note_made(env: _Env, name: str, value: str, run_time: bool) -> None:
+def made_names(env: Env) -> frozenset[str]:
+    """The names whose value a command or an expansion made at run time (see `_note_made`)."""
+    made = env.get(_MADE)
+    return made if isinstance(made, frozenset) else frozenset()
+
+
+def _note_made(env: Env, name: str, value: str, run_time: bool) -> None:
     """Remember whether `name` now holds a value made at run time (`made_at_run_time`), for `rm $F` later."""
-    made = set(env.get(_MADE, ()))
+    made = set(made_names(env))
     if run_time and made_at_run_time(value):
         made.add(name)
     else:
@@ -62,12 +67,12 @@ def _note_made(env: _Env, name: str, value: str, run_time: bool) -> None:
 
 
 
-def _drop(env: _Env, base: str) -> None:
+def _drop(env: Env, base: str) -> None:
     for key in [k for k in env if k == base or k.startswith(base + "[")]:
         del env[key]
 
 
-def _set(env: _Env, name: str, value: str | None) -> None:
+def _set(env: Env, name: str, value: str | None) -> None:
     """Assign a variable; None: to a value only known at run time. `a[1]=x` sets one element of an array."""
     if env.get(_NAMEREF):  # after `declare -n`, an assignment may change any variable: nothing is known any more
         value = None
@@ -90,13 +95,13 @@ def _set(env: _Env, name: str, value: str | None) -> None:
         env[name] = value
 
 
-def _set_array(env: _Env, name: str, fields: list[tuple[str, _Dyn]] | None, append: bool = False) -> None:
+def _set_array(env: Env, name: str, fields: Sequence[Field] | None, append: bool = False) -> None:
     """`a=(rm -rf x)`: `${a[@]}` are the fields, `${a[0]}` (and `$a`) the first; None: only known at run time."""
     if env.get(_NAMEREF):
         fields = None
     if append:
         before = env.get(name + "[@]")
-        fields = list(before) + fields if isinstance(before, tuple) and fields is not None else None
+        fields = [*before, *fields] if isinstance(before, tuple) and fields is not None else None
     _drop(env, name)
     if fields is None:
         return
@@ -110,14 +115,14 @@ def _set_array(env: _Env, name: str, fields: list[tuple[str, _Dyn]] | None, appe
                 env[name] = text
 
 
-def _merge_maybe(env: _Env, inner: _Env) -> None:
+def _merge_maybe(env: Env, inner: Env) -> None:
     """Variables changed where the change may or may not happen (an `if`, after `&&`) are unknown afterwards."""
     if inner.get(_NAMEREF) and not env.get(_NAMEREF):
         for key in [k for k in env if k not in _POSITIONAL]:
             del env[key]
         env[_NAMEREF] = True
         return
-    made = frozenset(env.get(_MADE, ())) | frozenset(inner.get(_MADE, ()))  # made on either path: made
+    made = made_names(env) | made_names(inner)  # made on either path: made
     for key in set(env) | set(inner):
         if key not in _POSITIONAL and env.get(key) != inner.get(key):
             env.pop(key, None)
@@ -127,7 +132,7 @@ def _merge_maybe(env: _Env, inner: _Env) -> None:
         env[_MADE] = made
 
 
-def _names_only_known_at_run_time(program: str, args: Sequence[str], dyn: Sequence[_Dyn]) -> bool:
+def _names_only_known_at_run_time(program: str, args: Sequence[str], dyn: Sequence[Tail]) -> bool:
     """`export $(cat .env)`, `read "$name"`, `printf -v "$n" ...`: a builtin assigning to names only known at run
     time (`export X="$Y"` is not: only the value is unknown)."""
     if program not in _ASSIGNERS:
@@ -137,11 +142,11 @@ def _names_only_known_at_run_time(program: str, args: Sequence[str], dyn: Sequen
             return False
         return dyn[0] is not None or (args[0] == "-v" and len(dyn) > 1 and dyn[1] is not None)
     return any(
-        tail is not None and not (_ASSIGN_RE.match(word) and "=" not in tail) for word, tail in zip(args, dyn)
+        tail is not None and not (ASSIGN_RE.match(word) and "=" not in tail) for word, tail in zip(args, dyn)
     )
 
 
-def _reposition(words: Sequence[str], dyn: Sequence[_Dyn], env: _Env) -> None:
+def _reposition(words: Sequence[str], dyn: Sequence[Tail], env: Env) -> None:
     """`set -- a b` and `shift [n]` change the positional parameters that later `$1`, `$@` expand to."""
     if words[0] == "shift":
         current = env.get("@")

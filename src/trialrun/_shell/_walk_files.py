@@ -15,13 +15,13 @@ from ._code import LANGUAGES, language_of, language_of_script
 from ._code_writes import code_writes
 from ._editor_args import patch_options, perl_arguments, sed_arguments
 from ._edits import Unknowable
-from ._expand import _Dyn, _expand_word
+from ._expand import Env, Field, Tail, expand_word
 from ._inplace import run_perl, run_sed
 from ._inv import _basename, _Inv, _word_text
 from ._options import _normalise
-from ._syntax import _Group, _Simple
+from ._nodes import Group, Simple, Stage
 from ._tool_writes import apply_unified_diff, patch_program
-from ._variables import _CWD, _Env
+from ._variables import _CWD
 from ._wrappers import _SHELLS, _WRAPPERS
 
 _READ_ONLY = frozenset({
@@ -65,15 +65,15 @@ class _FileSteps:
     env_cwd: str | None
 
     if TYPE_CHECKING:
-        def feed(self, ids: list[int], texts: list[str] | None, known: bool, what: str, env: _Env,
+        def feed(self, ids: list[int], texts: list[str] | None, known: bool, what: str, env: Env,
                  depth: int) -> list[int]: ...
 
-        def code(self, text: str, what: str, env: _Env, depth: int, shared: bool = False,
-                 positional: Sequence[tuple[str, _Dyn]] | None = None) -> list[int]: ...
+        def code(self, text: str, what: str, env: Env, depth: int, shared: bool = False,
+                 positional: Sequence[tuple[str, Tail]] | None = None) -> list[int]: ...
 
         def lang_code(self, inv: _Inv, lang: str, code: str, depth: int) -> list[int]: ...
 
-        def output_of(self, stage: _Simple | _Group, ids: list[int], env: _Env) -> tuple[list[str] | None, bool]: ...
+        def output_of(self, stage: Simple | Group, ids: list[int], env: Env) -> tuple[list[str] | None, bool]: ...
 
     # -- paths ------------------------------------------------------------------------------------------------------
 
@@ -116,7 +116,7 @@ class _FileSteps:
         return "".join(part[0] for part in parts if part is not None)
 
     def run_file(
-        self, inv: _Inv, path: str, how: str, args: Sequence[str], args_dyn: Sequence[_Dyn], env: _Env, depth: int
+        self, inv: _Inv, path: str, how: str, args: Sequence[str], args_dyn: Sequence[Tail], env: Env, depth: int
     ) -> list[int]:
         """A script run by path (`sh x.sh`, `. x`, `./x.sh`, `python3 x.py`): read it when what it held is known (a
         write the trajectory showed, the workspace snapshot); else it is the user's own (the `own_scripts` rule) or
@@ -157,7 +157,7 @@ class _FileSteps:
                                  positional=None if how == "source" else tuple(zip(args, args_dyn)))
         return ids
 
-    def source_state(self, path: str, tail: _Dyn) -> tuple:
+    def source_state(self, path: str, tail: Tail) -> tuple:
         """What a copy of or link to `path` is (`cp /bin/rm x`, `ln -s "$(which rm)" x`, `cp tmpl.sh x.sh`)."""
         if tail is not None:
             if "/" in tail and tail.rstrip("/"):
@@ -177,7 +177,7 @@ class _FileSteps:
 
     # -- what a command writes -------------------------------------------------------------------------------------
 
-    def note_writes(self, inv: _Inv, rest: Sequence[str], rest_dyn: Sequence[_Dyn], scripts: set[str]) -> None:
+    def note_writes(self, inv: _Inv, rest: Sequence[str], rest_dyn: Sequence[Tail], scripts: set[str]) -> None:
         """Copies and links (`cp`, `ln`, `install`, `mv`) make their target what their source is; in-place
         editors (`sed -i`, `perl -pi`) rewrite what they edit; any other program (but a few that only read) may
         have written the files it names: they become unknown."""
@@ -218,7 +218,7 @@ class _FileSteps:
             if text and not text.startswith("-") and text not in _files._DEVICES:
                 self.files[self.here(text)] = ("unknown", why)
 
-    def copies(self, inv: _Inv, rest: Sequence[str], rest_dyn: Sequence[_Dyn]) -> None:
+    def copies(self, inv: _Inv, rest: Sequence[str], rest_dyn: Sequence[Tail]) -> None:
         """`cp a b`, `cp a b c dir/`, `mv a dir`, `ln -s a b`, `install -t dir a`: each target becomes what its source
         is; a moved source is gone."""
         program = inv.program
@@ -243,7 +243,7 @@ class _FileSteps:
             if program == "mv" and tails.get(source) is None and state[0] != "program":
                 self.files[self.here(source)] = ("gone",)
 
-    def in_place(self, inv: _Inv, lang: str, rest: Sequence[str], rest_dyn: Sequence[_Dyn]) -> bool:
+    def in_place(self, inv: _Inv, lang: str, rest: Sequence[str], rest_dyn: Sequence[Tail]) -> bool:
         """`sed -i`, `perl -pi -e`, `ruby -pi -e`, `awk -i inplace`: the files they rewrite, followed where the
         script is (`_inplace`), else unknown. False when the program does not edit in place."""
         args = list(inv.args)
@@ -305,7 +305,7 @@ class _FileSteps:
                 if kind == "move":
                     self.files[self.here(source)] = ("gone",)
 
-    def stage_writes(self, stage: _Simple, ids: list[int], env: _Env,
+    def stage_writes(self, stage: Simple, ids: list[int], env: Env,
                      incoming: tuple[list[str] | None, bool] | None) -> bool:
         """What a patch program in the stage writes (`apply_patch <<'EOF'`, `patch -p1 < fix.diff`, `git apply`),
         with its patch from an argument, a here-document, a file or the pipe. True when the stage had one."""
@@ -355,25 +355,25 @@ class _FileSteps:
         return True
 
     def writes(
-        self, stage: _Simple | _Group, ids: list[int], env: _Env,
+        self, stage: Simple | Group, ids: list[int], env: Env,
         incoming: tuple[list[str] | None, bool] | None,
     ) -> None:
         """Files a stage writes: its output redirections (`echo ... > x.sh`) and `tee FILE`, with what they hold
         when that is known (`echo`, `printf`, `cat` of a here-document), else as unknown; and patch programs."""
-        if isinstance(stage, _Simple) and ids:
+        if isinstance(stage, Simple) and ids:
             self.stage_writes(stage, ids, env, incoming)
         targets: list[tuple[str, bool, tuple[list[str] | None, bool], str]] = []
         if stage.writes:
             output = self.output_of(stage, ids, env)
             shown = f"`{self.invs[ids[0]].display}`" if ids else "a command"
             for word, append in stage.writes:
-                fields = _expand_word(word, env, split=False)
+                fields = expand_word(word, env, split=False)
                 path, tail = fields[0] if fields else ("", None)
                 if tail is not None:
                     self.written_anywhere(f"was perhaps written by {shown} (to a path only known at run time)")
                     continue
                 targets.append((path, append, output, shown))
-        if isinstance(stage, _Simple) and ids and self.invs[ids[0]].program == "tee" and not self.invs[ids[0]].dynamic:
+        if isinstance(stage, Simple) and ids and self.invs[ids[0]].program == "tee" and not self.invs[ids[0]].dynamic:
             tee = self.invs[ids[0]]
             if stage.stdin_word is not None:
                 text, known = _word_text(stage.stdin_word, env)

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from ._code import language_of
 from ._interpreters import _STDIN_PATHS, interpreter_handler
 from ._options import _GENERIC, _SPECS, _getopt, _normalise, _Opts, _opts
-from ._syntax import _ASSIGN_RE
+from ._syntax import ASSIGN_RE
 
 # --------------------------------------------------------------------------------------------------------------
 # Wrappers: programs that run another command (or shell code) given in their arguments.
@@ -31,7 +31,7 @@ _Handler = Callable[[Sequence[str]], list[_Action]]
 
 def _argv_after(words: Sequence[str], j: int) -> list[_Action]:
     n = len(words)
-    while j < n and _ASSIGN_RE.match(words[j]):  # `sudo FOO=1 rm`, `env A=1 B=2 rm`
+    while j < n and ASSIGN_RE.match(words[j]):  # `sudo FOO=1 rm`, `env A=1 B=2 rm`
         j += 1
     return [("argv", j, n)] if j < n else []
 
@@ -369,7 +369,7 @@ _REMOTE = re.compile(r"[^/]*:|rsync://")
 
 def _xargs_handler(words: Sequence[str]) -> list[_Action]:
     j, seen = _getopt(words, 0, _XARGS_OPTS)
-    while j < len(words) and _ASSIGN_RE.match(words[j]):
+    while j < len(words) and ASSIGN_RE.match(words[j]):
         j += 1
     if j >= len(words):
         return []
