@@ -5,10 +5,13 @@ on standard input or in a file, code in another language. A mixin of `_analysis.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ._actions import (
+    Action, FeedsShell, Opaque, ReadsCode, ReadsStdin, RunArgv, RunCode, RunEachItem, RunScript, RunText, RunWords,
+)
 from ._code import analyse_code, language_of
 from ._expand import Env, Field, Tail
 from ._inv import _basename, _Inv
@@ -20,7 +23,6 @@ from ._words import MAX_DEPTH, ParseError
 from ._wrappers import _CODE_RUNNERS, _GIT_CODE_KEYS
 
 _MAX_CODE = 1024  # pieces of shell code (`bash -c`, text piped into a shell...) followed in one line, likewise
-_Action = tuple  # a handler's action (see `_wrappers`)
 
 
 @dataclass(slots=True)
@@ -48,100 +50,95 @@ class _HandOver(_FileSteps):
     if TYPE_CHECKING:
         def argv(self, words: Sequence[str], dyn: Sequence[Tail], env: Env, depth: int) -> list[int]: ...
 
-        def script(self, script: list, env: Env, depth: int) -> list[int]: ...
+        def script(self, script: Script, env: Env, depth: int) -> list[int]: ...
 
         def body(self, group: Group, env: Env, depth: int) -> list[int]: ...
 
-    def hand_over(self, call: _Call, actions: Sequence[_Action]) -> list[int]:
+    def hand_over(self, call: _Call, actions: Sequence[Action]) -> list[int]:
         """Follow each action in turn; while `call.guess`, what they find is a guess (its errors do not count)."""
         ids: list[int] = []
         self.guessing += call.guess
         try:
             for action in actions:
-                step = _STEPS.get(action[0])
-                if step is not None:
-                    ids += step(self, call, action)
+                ids += self.step(call, action)
         finally:
             self.guessing -= call.guess
         return ids
 
-    def step_argv(self, call: _Call, action: _Action) -> list[int]:
-        """("argv", start, end): the words[start:end] are a command line it runs."""
-        return self.argv(call.rest[action[1]:action[2]], call.rest_dyn[action[1]:action[2]], call.env, call.depth)
+    def step(self, call: _Call, action: Action) -> list[int]:
+        """What one action of a program's handler (see `_actions`) runs."""
+        inv, rest, rest_dyn = call.inv, call.rest, call.rest_dyn
+        match action:
+            case RunArgv(start, end):
+                return self.argv(rest[start:end], rest_dyn[start:end], call.env, call.depth)
+            case RunEachItem(start, end, repl):
+                return self.each_item(call, start, end, repl)
+            case RunText(code, args_from):
+                return self.run_text(call, code, args_from)
+            case ReadsStdin(args_from):
+                inv.stdin_shell = True
+                if args_from is not None:
+                    inv.script_args = tuple(zip(rest[args_from:], rest_dyn[args_from:]))
+                return []
+            case RunCode(lang, at, code):
+                hidden = any(d is not None for d in rest_dyn) if at < 0 else (
+                    at < len(rest_dyn) and rest_dyn[at] is not None)
+                if not call.guess and hidden:
+                    inv.opaque = True
+                    inv.why = inv.why or f"the {lang} code it runs is only known at run time"
+                return self.lang_code(inv, lang, code, call.depth)
+            case ReadsCode(lang):
+                inv.stdin_shell, inv.stdin_lang = True, lang
+                return []
+            case RunScript(at, lang):
+                return self.run_script(call, at, lang)
+            case Opaque(why):
+                if not call.guess:
+                    inv.opaque = True
+                    inv.why = inv.why or why
+                return []
 
-    def step_xargv(self, call: _Call, action: _Action) -> list[int]:
-        """("xargv", start, end, repl): `xargs CMD`: CMD runs with input items as (more) arguments."""
-        sub, sub_dyn = list(call.rest[action[1]:action[2]]), list(call.rest_dyn[action[1]:action[2]])
-        repl = action[3]
+    def each_item(self, call: _Call, start: int, end: int, repl: str | None) -> list[int]:
+        """`xargs CMD`: CMD runs with input items as (more) arguments, or in place of `repl`."""
+        sub, sub_dyn = list(call.rest[start:end]), list(call.rest_dyn[start:end])
         if repl:
             sub_dyn = [("" if d is None and repl in w else d) for w, d in zip(sub, sub_dyn)]
         elif sub and (_basename(sub[0]) in _CODE_RUNNERS or language_of(_basename(sub[0]))):
             sub, sub_dyn = [*sub, "{}"], [*sub_dyn, ""]
         return self.argv(sub, sub_dyn, call.env, call.depth)
 
-    def step_text(self, call: _Call, action: _Action) -> list[int]:
-        """("text", code[, k]): it runs shell code (in a new shell whose `$@` are words[k:], given k)."""
+    def run_text(self, call: _Call, code: str, args_from: int | None) -> list[int]:
+        """It runs shell code (in a new shell whose `$@` are words[args_from:], when given)."""
         inv, rest, rest_dyn = call.inv, call.rest, call.rest_dyn
-        code = action[1]
         if not call.guess and any(d is not None and w in code for w, d in zip(rest, rest_dyn)):
             inv.opaque = True  # `eval "$(echo rm -rf /)"`: the code itself is only known at run time
         positional = None
-        if len(action) > 2:  # a new shell: `bash -c 'rm "$@"' _ -rf /` has its own `$@`
-            positional = tuple(zip(rest[action[2]:], rest_dyn[action[2]:]))
+        if args_from is not None:  # a new shell: `bash -c 'rm "$@"' _ -rf /` has its own `$@`
+            positional = tuple(zip(rest[args_from:], rest_dyn[args_from:]))
         # `eval` runs in this shell: what it assigns lasts
         return self.code(code, f"shell code given to `{inv.program}`", call.env, call.depth,
                          shared=inv.program == "eval", positional=positional)
 
-    def step_stdin(self, call: _Call, action: _Action) -> list[int]:
-        """("stdin", k): a shell reading its script from standard input, with words[k:] as `$@` (None: this shell's)."""
-        call.inv.stdin_shell = True
-        if action[1] is not None:
-            call.inv.script_args = tuple(zip(call.rest[action[1]:], call.rest_dyn[action[1]:]))
-        return []
-
-    def step_code(self, call: _Call, action: _Action) -> list[int]:
-        """("code", lang, k, text): `python3 -c CODE`, `perl -e CODE`, the code given as words[k] (k < 0: several)."""
-        inv, rest_dyn = call.inv, call.rest_dyn
-        lang, k, code = action[1], action[2], action[3]
-        hidden = any(d is not None for d in rest_dyn) if k < 0 else (k < len(rest_dyn) and rest_dyn[k] is not None)
-        if not call.guess and hidden:
-            inv.opaque = True
-            inv.why = inv.why or f"the {lang} code it runs is only known at run time"
-        return self.lang_code(inv, lang, code, call.depth)
-
-    def step_code_stdin(self, call: _Call, action: _Action) -> list[int]:
-        """("code-stdin", lang): an interpreter reading its program from standard input."""
-        call.inv.stdin_shell, call.inv.stdin_lang = True, action[1]
-        return []
-
-    def step_script(self, call: _Call, action: _Action) -> list[int]:
-        """("script", k) or ("script-file", lang, k): it runs the script file words[k] (or the path k, a string)."""
+    def run_script(self, call: _Call, at: int | str, lang: str) -> list[int]:
+        """It runs the script file words[at] (or the path `at`, a string) as `lang`."""
         inv, rest, rest_dyn = call.inv, call.rest, call.rest_dyn
-        lang, k = ("sh", action[1]) if action[0] == "script" else (action[1], action[2])
-        if isinstance(k, str):  # a path given in an option (`php -fx.php`, `at -f x.sh`)
+        if isinstance(at, str):  # a path given in an option (`php -fx.php`, `at -f x.sh`)
             if call.guess:
                 return []
-            call.scripts.add(k)
-            return self.run_file(inv, k, lang, (), (), call.env, call.depth)
-        if k < 0 or k >= len(rest):
+            call.scripts.add(at)
+            return self.run_file(inv, at, lang, (), (), call.env, call.depth)
+        if at < 0 or at >= len(rest):
             return []
-        if not call.guess and rest_dyn[k] is not None:
+        if not call.guess and rest_dyn[at] is not None:
             inv.opaque = True  # `bash <(base64 -d x)`, `sh "$F"`: a script only known at run time
-            if not rest[k].startswith(("<(", ">(")):  # (process substitution: shell code)
-                inv.why = inv.why or f"the script it runs (`{rest[k]}`) is only known at run time"
+            if not rest[at].startswith(("<(", ">(")):  # (process substitution: shell code)
+                inv.why = inv.why or f"the script it runs (`{rest[at]}`) is only known at run time"
             return []
         if call.guess:
             return []
-        call.scripts.add(rest[k])
+        call.scripts.add(rest[at])
         how = "source" if inv.program in ("source", ".") else lang
-        return self.run_file(inv, rest[k], how, rest[k + 1:], rest_dyn[k + 1:], call.env, call.depth)
-
-    def step_opaque(self, call: _Call, action: _Action) -> list[int]:
-        """("opaque", why): it runs something only known at run time."""
-        if not call.guess:
-            call.inv.opaque = True
-            call.inv.why = call.inv.why or action[1]
-        return []
+        return self.run_file(inv, rest[at], how, rest[at + 1:], rest_dyn[at + 1:], call.env, call.depth)
 
     # -- code in other languages, shell code, git's configuration -------------------------------------------------
 
@@ -168,18 +165,18 @@ class _HandOver(_FileSteps):
         if not self.guessing:
             self.code_wrote(lang, code, f"{lang} code run by `{inv.program}`")
         for action in analyse_code(lang, code):
-            kind = action[0]
-            if kind == "text":
-                ids += self.code(action[1], what, {}, depth, positional=())
-            elif kind == "argv":
-                ids += self.argv([w for w, _ in action[1]], [d for _, d in action[1]], {}, depth + 1)
-            elif kind == "fed":  # awk's `print ... | "sh"`: a command reading text only known at run time
-                fed = self.code(action[1], what, {}, depth, positional=())
-                self.feed(fed, None, False, "", {}, depth)
-                ids += fed
-            elif kind == "opaque" and not self.guessing:
-                inv.opaque = True
-                inv.why = inv.why or action[1]
+            match action:
+                case RunText(text):
+                    ids += self.code(text, what, {}, depth, positional=())
+                case RunWords(words):
+                    ids += self.argv([w for w, _ in words], [d for _, d in words], {}, depth + 1)
+                case FeedsShell(text):  # awk's `print ... | "sh"`: a command reading text only known at run time
+                    fed = self.code(text, what, {}, depth, positional=())
+                    self.feed(fed, None, False, "", {}, depth)
+                    ids += fed
+                case Opaque(why) if not self.guessing:
+                    inv.opaque = True
+                    inv.why = inv.why or why
         return ids
 
     def git_config(self, inv: _Inv, env: Env, depth: int) -> list[int]:
@@ -209,7 +206,7 @@ class _HandOver(_FileSteps):
 
     def code(
         self, text: str, what: str, env: Env, depth: int,
-        shared: bool = False, positional: Sequence[tuple[str, Tail]] | None = None,
+        shared: bool = False, positional: Sequence[Field] | None = None,
     ) -> list[int]:
         """Shell code inside a command (`bash -c`, `eval`, a here-document fed to `sh`): parse and walk it.
 
@@ -228,16 +225,3 @@ class _HandOver(_FileSteps):
                 message = "nested too deeply to follow" if isinstance(exc, RecursionError) else str(exc)
                 self.errors.append(f"{what}: {message}")
             return []
-
-
-_STEPS: dict[str, Callable[[_HandOver, _Call, _Action], list[int]]] = {
-    "argv": _HandOver.step_argv,
-    "xargv": _HandOver.step_xargv,
-    "text": _HandOver.step_text,
-    "stdin": _HandOver.step_stdin,
-    "code": _HandOver.step_code,
-    "code-stdin": _HandOver.step_code_stdin,
-    "script": _HandOver.step_script,
-    "script-file": _HandOver.step_script,
-    "opaque": _HandOver.step_opaque,
-}

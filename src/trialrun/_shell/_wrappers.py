@@ -7,37 +7,33 @@ import re
 import shlex
 from collections.abc import Callable, Sequence
 
+from ._actions import Action, Opaque, ReadsStdin, RunArgv, RunEachItem, RunScript, RunText
 from ._code import language_of
 from ._interpreters import _STDIN_PATHS, interpreter_handler
 from ._options import _GENERIC, _SPECS, _getopt, _normalise, _Opts, _opts
 from ._syntax import ASSIGN_RE
 
 # --------------------------------------------------------------------------------------------------------------
-# Wrappers: programs that run another command (or shell code) given in their arguments.
-# A handler gets the words after the wrapper's name and returns actions:
-#   ("argv", start, end)  the words[start:end] are a command line (argv) it runs
-#   ("text", code[, k])   it runs this text as shell code (in a new shell whose `$@` are words[k:], given k)
-#   ("stdin", k)          it is a shell reading its script from standard input (`$@`: words[k:]; None: this shell's)
-#   ("script", k)         it runs the script file words[k]
+# Wrappers: programs that run another command (or shell code) given in their arguments. A handler gets the words
+# after the wrapper's name and returns what it hands over to (`_actions`).
 # --------------------------------------------------------------------------------------------------------------
 
 _SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "yash", "posh", "rbash", "lksh", "fish"})
 _SHELL_CODE_RUNNERS = frozenset({"eval", "source", "."})  # run shell code they are fed, like a shell does
 _CODE_RUNNERS = _SHELLS | _SHELL_CODE_RUNNERS
 
-_Action = tuple
-_Handler = Callable[[Sequence[str]], list[_Action]]
+_Handler = Callable[[Sequence[str]], list[Action]]
 
 
-def _argv_after(words: Sequence[str], j: int) -> list[_Action]:
+def _argv_after(words: Sequence[str], j: int) -> list[Action]:
     n = len(words)
     while j < n and ASSIGN_RE.match(words[j]):  # `sudo FOO=1 rm`, `env A=1 B=2 rm`
         j += 1
-    return [("argv", j, n)] if j < n else []
+    return [RunArgv(j, n)] if j < n else []
 
 
 def _simple_wrapper(opts: _Opts, skip_operands: int = 0, stop_on: str = "") -> _Handler:
-    def handle(words: Sequence[str]) -> list[_Action]:
+    def handle(words: Sequence[str]) -> list[Action]:
         j, seen = _getopt(words, 0, opts)
         if stop_on and any(k in seen for k in stop_on):
             return []
@@ -46,81 +42,81 @@ def _simple_wrapper(opts: _Opts, skip_operands: int = 0, stop_on: str = "") -> _
     return handle
 
 
-def _shell_handler(words: Sequence[str]) -> list[_Action]:
+def _shell_handler(words: Sequence[str]) -> list[Action]:
     j, seen = _getopt(words, 0, _SHELL_OPTS)
     if "c" in seen:  # `bash -c CODE NAME ARGS...`: ARGS are the code's `$1`, `$@`...
-        return [("text", words[j], j + 2)] if j < len(words) else []
+        return [RunText(words[j], j + 2)] if j < len(words) else []
     if "s" in seen:  # `sh -s ARGS...`: reads its script from standard input, ARGS are its `$@`
-        return [("stdin", j)]
+        return [ReadsStdin(j)]
     if j >= len(words) or words[j] in _STDIN_PATHS:
-        return [("stdin", j + 1)]
-    return [("script", j)]  # runs a script file
+        return [ReadsStdin(j + 1)]
+    return [RunScript(j)]  # runs a script file
 
 
-def _source_handler(words: Sequence[str]) -> list[_Action]:
+def _source_handler(words: Sequence[str]) -> list[Action]:
     """`source FILE` / `. FILE`: runs the file's code in this shell; `/dev/stdin` is the shell's input."""
     start = 1 if words and words[0] == "--" else 0
     if start >= len(words):
         return []
-    return [("stdin", None)] if words[start] in _STDIN_PATHS else [("script", start)]
+    return [ReadsStdin(None)] if words[start] in _STDIN_PATHS else [RunScript(start)]
 
 
-def _eval_handler(words: Sequence[str]) -> list[_Action]:
+def _eval_handler(words: Sequence[str]) -> list[Action]:
     start = 1 if words and words[0] == "--" else 0
-    return [("text", " ".join(words[start:]))] if len(words) > start else []
+    return [RunText(" ".join(words[start:]))] if len(words) > start else []
 
 
-def _trap_handler(words: Sequence[str]) -> list[_Action]:
+def _trap_handler(words: Sequence[str]) -> list[Action]:
     if not words or words[0].startswith("-"):
         return []
-    return [("text", words[0])]
+    return [RunText(words[0])]
 
 
-def _env_handler(words: Sequence[str]) -> list[_Action]:
+def _env_handler(words: Sequence[str]) -> list[Action]:
     j, seen = _getopt(words, 0, _ENV_OPTS)
     split = seen.get("S")
     if split:
         rest = " ".join(shlex.quote(w) for w in words[j:])
-        return [("text", split + (" " + rest if rest else ""))]
+        return [RunText(split + (" " + rest if rest else ""))]
     return _argv_after(words, j)
 
 
-def _su_handler(words: Sequence[str]) -> list[_Action]:
+def _su_handler(words: Sequence[str]) -> list[Action]:
     parsed = _normalise("su", tuple(words))
     code = [v for k, v in parsed.values if k == "c"]
     if code:
-        return [("text", code[0])]
+        return [RunText(code[0])]
     if "u" in parsed.flags and "--" in words:  # runuser -u USER -- COMMAND...
         return _argv_after(words, list(words).index("--") + 1)
     return []
 
 
-def _find_handler(words: Sequence[str]) -> list[_Action]:
-    actions: list[_Action] = []
+def _find_handler(words: Sequence[str]) -> list[Action]:
+    actions: list[Action] = []
     i, n = 0, len(words)
     while i < n:
         if words[i] in ("-exec", "-execdir", "-ok", "-okdir"):
             end = i + 1
             while end < n and words[end] not in (";", "+"):
                 end += 1
-            actions.append(("xargv", i + 1, end, "{}"))  # `{}` is each file found: only known at run time
+            actions.append(RunEachItem(i + 1, end, "{}"))  # `{}` is each file found: only known at run time
             i = end
         i += 1
     return actions
 
 
-def _watch_handler(words: Sequence[str]) -> list[_Action]:
+def _watch_handler(words: Sequence[str]) -> list[Action]:
     j, seen = _getopt(words, 0, _WATCH_OPTS)
     if j >= len(words):
         return []
     if "x" in seen:
-        return [("argv", j, len(words))]
-    return [("text", " ".join(words[j:]))]
+        return [RunArgv(j, len(words))]
+    return [RunText(" ".join(words[j:]))]
 
 
-def _ssh_handler(words: Sequence[str]) -> list[_Action]:
+def _ssh_handler(words: Sequence[str]) -> list[Action]:
     j, _ = _getopt(words, 0, _SSH_OPTS)
-    return [("text", " ".join(words[j + 1:]))] if j + 1 < len(words) else []
+    return [RunText(" ".join(words[j + 1:]))] if j + 1 < len(words) else []
 
 
 _SHELL_OPTS = _opts(values="oO", plus=True, longs={"login": "l"}, long_values=("rcfile", "init-file"))
@@ -188,47 +184,42 @@ _WRAPPERS["source"] = _WRAPPERS["."] = _source_handler
 
 # --------------------------------------------------------------------------------------------------------------
 # More wrappers (issue 11): locks, tracers, terminals, schedulers, namespaces. Each hands over to a command.
-#   ("xargv", start, end, repl)  words[start:end] run once per input item; `repl` (`{}`) stands for an item
-#   ("opaque", why)              it runs something only known at run time
-#   ("code", lang, k, text)      it runs `text`, code in `lang` given as words[k] (k < 0: several words)
-#   ("code-stdin", lang)         it runs the code in `lang` on its standard input
-#   ("script-file", lang, k)     it runs the file words[k] (or the path k, when a string) as `lang`
 # --------------------------------------------------------------------------------------------------------------
 
 
-def _flock_handler(words: Sequence[str]) -> list[_Action]:
+def _flock_handler(words: Sequence[str]) -> list[Action]:
     """`flock [opts] FILE CMD...`, `flock [opts] FILE -c CODE`, `flock FD` (no command)."""
     opts = _opts(values="wEc", longs={"timeout": "w", "wait": "w", "conflict-exit-code": "E", "command": "c",
                                        "shared": "s", "exclusive": "x", "unlock": "u", "nonblock": "n",
                                        "close": "o", "no-fork": "F", "verbose": None})
     j, seen = _getopt(words, 0, opts)
-    if seen.get("c") is not None:
-        return [("text", seen["c"])]
+    if (code := seen.get("c")) is not None:
+        return [RunText(code)]
     if j + 1 >= len(words):
         return []
     k, seen = _getopt(words, j + 1, opts)
-    if seen.get("c") is not None:
-        return [("text", seen["c"])]
+    if (code := seen.get("c")) is not None:
+        return [RunText(code)]
     return _argv_after(words, k)
 
 
-def _script_handler(words: Sequence[str]) -> list[_Action]:
+def _script_handler(words: Sequence[str]) -> list[Action]:
     parsed = _normalise("script", tuple(words))
     code = [v for key, v in parsed.values if key == "c"]
-    return [("text", code[0])] if code else []
+    return [RunText(code[0])] if code else []
 
 
-def _parallel_handler(words: Sequence[str]) -> list[_Action]:
+def _parallel_handler(words: Sequence[str]) -> list[Action]:
     """GNU parallel: `parallel [opts] CMD ::: ARGS` runs CMD (through a shell) per argument; without CMD, each
     input line is a command."""
     j, _ = _getopt(words, 0, _PARALLEL_OPTS)
     end = next((k for k in range(j, len(words)) if words[k] in (":::", "::::", ":::+", "::::+")), len(words))
     if j >= end:
-        return [("stdin", None)]
-    return [("text", " ".join(words[j:end]).replace("{}", '"$__ITEM__"'))]
+        return [ReadsStdin(None)]
+    return [RunText(" ".join(words[j:end]).replace("{}", '"$__ITEM__"'))]
 
 
-def _tmux_handler(words: Sequence[str]) -> list[_Action]:
+def _tmux_handler(words: Sequence[str]) -> list[Action]:
     j, _ = _getopt(words, 0, _opts(values="LSfcT"))
     if j >= len(words):
         return []
@@ -238,36 +229,36 @@ def _tmux_handler(words: Sequence[str]) -> list[_Action]:
         k, _ = _getopt(words, rest, _opts(values="stcnxyFelpwT"))
         if k >= len(words):
             return []
-        return [("text", " ".join(words[k:]))] if k + 1 == len(words) else [("argv", k, len(words))]
+        return [RunText(" ".join(words[k:]))] if k + 1 == len(words) else [RunArgv(k, len(words))]
     if sub in ("send-keys", "send"):
         k, _ = _getopt(words, rest, _opts(values="tNc"))
         keys = ["\n" if w in ("Enter", "C-m", "KPEnter") else w for w in words[k:]]
-        return [("text", " ".join(keys))]
+        return [RunText(" ".join(keys))]
     return []
 
 
-def _screen_handler(words: Sequence[str]) -> list[_Action]:
+def _screen_handler(words: Sequence[str]) -> list[Action]:
     j, seen = _getopt(words, 0, _opts(values="ScephTtsX", longs={"Logfile": None}))
     if "X" in seen:  # `screen -X stuff 'text'` types text into the session's shell
         k = j
         command = [seen["X"] or "", *words[k:]]
         if command[0] == "stuff":
-            return [("text", " ".join(command[1:]))]
+            return [RunText(" ".join(command[1:]))]
         if command[0] == "exec" or command[0] == "screen":
-            return [("text", " ".join(command[1:]))]
+            return [RunText(" ".join(command[1:]))]
         return []
     return _argv_after(words, j) if j < len(words) else []
 
 
-def _at_handler(words: Sequence[str]) -> list[_Action]:
+def _at_handler(words: Sequence[str]) -> list[Action]:
     """`at TIME` / `batch` read the commands to run from standard input, or from `-f FILE`."""
     parsed = _normalise("at", tuple(words))
     files = [v for key, v in parsed.values if key == "f"]
     if files:
-        return [("script-file", "sh", files[0])]
+        return [RunScript(files[0])]
     if parsed.flags & {"l", "r", "d", "c"}:  # list, remove, cat: nothing runs
         return []
-    return [("stdin", None)]
+    return [ReadsStdin(None)]
 
 
 def _skip_operand_then_argv(opts: _Opts, stop_on: str = "") -> _Handler:
@@ -284,10 +275,10 @@ _GIT_CODE_KEYS = re.compile(
 )
 
 
-def _git_handler(words: Sequence[str]) -> list[_Action]:
+def _git_handler(words: Sequence[str]) -> list[Action]:
     """`git -c KEY=VALUE ...`: aliases starting with `!`, pagers, editors, ssh commands and filters are shell code;
     `core.hooksPath`, `include.path` and `--exec-path` run programs from places not shown here."""
-    actions: list[_Action] = []
+    actions: list[Action] = []
     configs: list[tuple[str, str]] = []
     i, n = 0, len(words)
     while i < n:
@@ -298,9 +289,9 @@ def _git_handler(words: Sequence[str]) -> list[_Action]:
             i += 2
             continue
         if w.startswith("--config-env"):
-            actions.append(("opaque", "`--config-env` sets git configuration from the environment"))
+            actions.append(Opaque("`--config-env` sets git configuration from the environment"))
         elif w.startswith("--exec-path="):
-            actions.append(("opaque", "`--exec-path` runs git's commands from another folder"))
+            actions.append(Opaque("`--exec-path` runs git's commands from another folder"))
         if w in ("-C", "--git-dir", "--work-tree", "--namespace", "--config-env", "--super-prefix"):
             i += 2
             continue
@@ -312,28 +303,28 @@ def _git_handler(words: Sequence[str]) -> list[_Action]:
     for key, value in configs:
         if key.startswith("alias.") and key[6:] == sub.lower():
             if value.startswith("!"):
-                actions.append(("text", value[1:] + (" " + rest if rest else "")))
+                actions.append(RunText(value[1:] + (" " + rest if rest else "")))
             elif value:
-                actions.append(("text", "git " + value + (" " + rest if rest else "")))
+                actions.append(RunText("git " + value + (" " + rest if rest else "")))
         elif _GIT_CODE_KEYS.fullmatch(key) and value:
-            actions.append(("text", value.removeprefix("!")))
+            actions.append(RunText(value.removeprefix("!")))
         elif key in ("core.hookspath", "include.path") or key.startswith("includeif."):
-            actions.append(("opaque", f"`{key}` makes git run programs from files not shown here"))
+            actions.append(Opaque(f"`{key}` makes git run programs from files not shown here"))
     return actions
 
 
-def _tar_handler(words: Sequence[str]) -> list[_Action]:
+def _tar_handler(words: Sequence[str]) -> list[Action]:
     """tar's `--checkpoint-action=exec=CMD`, `--to-command=CMD`, `-I CMD` (`--use-compress-program`) and
     `-F`/`--info-script`/`--new-volume-script`/`--rsh-command` run commands through a shell. Its options are read
     with its table (`--to-com=CMD`, `-cI CMD`), and a first word without a dash as its old-style letters (`tar cIf CMD
     a.tar`: each letter that takes a value takes the next word)."""
     parsed = _normalise("tar", tuple(_tar_old_style(words)))
-    actions: list[_Action] = []
+    actions: list[Action] = []
     for key, value in sorted(parsed.values):
         if key == "--checkpoint-action" and value.startswith("exec="):
-            actions.append(("text", value[5:]))
+            actions.append(RunText(value[5:]))
         elif key in _TAR_COMMANDS and value:
-            actions.append(("text", value))
+            actions.append(RunText(value))
     return actions
 
 
@@ -355,26 +346,26 @@ def _tar_old_style(words: Sequence[str]) -> list[str]:
     return out + rest
 
 
-def _rsync_handler(words: Sequence[str]) -> list[_Action]:
+def _rsync_handler(words: Sequence[str]) -> list[Action]:
     """rsync to or from a host runs its `-e`/`--rsh` command (`-e 'sh -c "rm -rf x"'` deletes x here, tried), and its
     `--rsync-path` there, as ssh runs a remote command (its handler reads that too)."""
     parsed = _normalise("rsync", tuple(words))
     if not any(_REMOTE.match(operand) for operand in parsed.operands):
         return []
-    return [("text", value) for key, value in sorted(parsed.values) if key in ("e", "--rsync-path") and value]
+    return [RunText(value) for key, value in sorted(parsed.values) if key in ("e", "--rsync-path") and value]
 
 
 _REMOTE = re.compile(r"[^/]*:|rsync://")
 
 
-def _xargs_handler(words: Sequence[str]) -> list[_Action]:
+def _xargs_handler(words: Sequence[str]) -> list[Action]:
     j, seen = _getopt(words, 0, _XARGS_OPTS)
     while j < len(words) and ASSIGN_RE.match(words[j]):
         j += 1
     if j >= len(words):
         return []
     repl = seen.get("I") or seen.get("i") or ("{}" if "i" in seen else None)
-    return [("xargv", j, len(words), repl)]
+    return [RunEachItem(j, len(words), repl)]
 
 
 _XARGS_OPTS = _opts(
