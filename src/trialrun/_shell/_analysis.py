@@ -5,19 +5,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 
 from . import _files
-from ._expand import Env, Field, Tail, expand_word
+from ._expand import Env, Field, Tail, expand_word, text_of
 from ._handover import _Call, _HandOver
 from ._inv import _Analysis, _basename, _Inv, _quote, _word_text
 from ._options import _getopt, _opts
 from ._printed import _echo_output, _printf_output
-from ._nodes import Dynamic, Group, Literal, Script, Simple, Stage
+from ._nodes import Dynamic, Group, Literal, Pipeline, Script, Simple, Stage
 from ._syntax import ASSIGN_RE, Parser, assignment
 from ._variables import (
     _CWD,
-    _MADE,
     _NAMEREF,
     _POSITIONAL,
     _bind_positional,
@@ -28,6 +28,8 @@ from ._variables import (
     _reposition,
     _set,
     _set_array,
+    cwd_of,
+    made_names,
 )
 from ._words import MAX_DEPTH, ParseError
 from ._wrappers import _shell_handler, handler_for
@@ -43,7 +45,7 @@ _SILENT = frozenset({"true", "false", ":"})  # print nothing, so they do not cha
 _HARD_POSITIONAL_RE = re.compile(r"\$\{[#!]?(?:[@*]|\d)")
 
 
-def _hard_positional_use(script: list) -> bool:
+def _hard_positional_use(script: Script) -> bool:
     """Whether shell code uses the positional parameters in a form whose value is not followed (`${@:2}`)."""
     for pipeline in script:
         for stage in pipeline:
@@ -65,22 +67,38 @@ _PROGRAM_GLOB_RE = re.compile(r"[*?]|\[[^\]]+\]")
 _READ_OPTS = _opts(values="adinNptu")
 _MAPFILE_OPTS = _opts(values="dnOsuCc")
 # Programs that do not write the files named in their arguments (so that `chmod +x x.sh` leaves x.sh as it was).
+@dataclass(frozen=True, slots=True)
+class _Assignment:
+    """An assignment in front of a command (`X=1 cmd`) or alone (`x=rm`, `a=(...)`, `a+=x`)."""
+
+    name: str
+    value: str
+    run_time: bool  # its value is only known at run time
+    array: list[Field] | None  # an array assignment's fields (None: not one, or only known at run time)
+    append: bool  # `+=`
+    is_array: bool  # `a=(...)`
+
+
+#: A call of an alias, or of a function with these arguments, being followed (so that recursion ends).
+_CallKey = tuple[str, str] | tuple[str, str, tuple[Field, ...]]
+
+
 class _Walker(_HandOver):
     """Turns a syntax tree into invocations, unwrapping wrappers and recording what feeds what.
 
     `files` are what the trajectory wrote before this line (see `_files`); `own` the `own_scripts` rule."""
 
-    def __init__(self, files: dict | None = None, own: _files.OwnScripts = "workspace") -> None:
-        self.files: dict = dict(files or {})
+    def __init__(self, files: Mapping[str, _files.Entry] | None = None, own: _files.OwnScripts = "workspace") -> None:
+        self.files: _files.Table = dict(files or {})
         self.own = own
-        self.hashed: dict[str, tuple] = {}  # `hash -p /bin/rm x`: names that run another program
+        self.hashed: dict[str, _files.State] = {}  # `hash -p /bin/rm x`: names that run another program
         self.invs: list[_Inv] = []
         self.edges: dict[int, set[int]] = {}
         self.errors: list[str] = []
         self.guessing = 0  # > 0 while following a guess (a program only known at run time taken for a shell)
         self.functions: dict[str, Group] = {}  # defined so far in the line
         self.aliases: dict[str, str | None] = {}  # defined so far; None: the value is only known at run time
-        self.active: list[tuple] = []  # functions and aliases being followed (so that recursion ends)
+        self.active: list[_CallKey] = []  # functions and aliases being followed (so that recursion ends)
         self.calls = 0  # functions and aliases followed so far
         self.codes = 0  # pieces of shell code followed so far
 
@@ -91,13 +109,13 @@ class _Walker(_HandOver):
             for a in sources:
                 self.edges.setdefault(a, set()).update(targets)
 
-    def script(self, script: list, env: Env, depth: int) -> list[int]:
+    def script(self, script: Script, env: Env, depth: int) -> list[int]:
         ids: list[int] = []
         for pipeline in script:
             ids += self.pipeline(pipeline, env, depth)
         return ids
 
-    def pipeline(self, stages: list, env: Env, depth: int) -> list[int]:
+    def pipeline(self, stages: Pipeline, env: Env, depth: int) -> list[int]:
         groups: list[list[int]] = []
         last = len(stages) - 1
         for k, stage in enumerate(stages):
@@ -191,7 +209,7 @@ class _Walker(_HandOver):
         if node.stdin_file:  # `bash -s < script.sh`: read where what the file holds is known
             if node.stdin_path is not None:
                 path, sure = _word_text(node.stdin_path, env)
-                self.env_cwd = env.get(_CWD, "")
+                self.env_cwd = cwd_of(env)
                 texts = self.stdin_text(path, sure)
                 if texts is not None:
                     return self.feed(ids, texts, True, f"`{path}` fed to a shell", env, depth)
@@ -234,38 +252,37 @@ class _Walker(_HandOver):
         words: list[str] = []
         dyn: list[Tail] = []
         assigning = True
-        # (name, value, only known at run time, array fields or None, `+=`, an array assignment)
-        assignments: list[tuple[str, str, bool, list | None, bool, bool]] = []
+        assignments: list[_Assignment] = []
         for k, word in enumerate(cmd.words):
             if assigning and assignment(word) is not None:
                 fields = expand_word(word, env, split=False)
                 text, tail = fields[0] if fields else ("", None)
                 name, _, value = text.partition("=")
                 array = self.array_fields(cmd, k, env)
-                assignments.append((name.rstrip("+"), value, tail is not None, array, name.endswith("+"),
-                                    k in cmd.arrays))
+                assignments.append(_Assignment(name.rstrip("+"), value, tail is not None, array, name.endswith("+"),
+                                               k in cmd.arrays))
                 continue
             assigning = False
             for text, is_dyn in expand_word(word, env):
                 words.append(text)
                 dyn.append(is_dyn)
         if not words:  # `x=rm`: remembered, so that `$x -rf /` later is seen as rm
-            for name, value, run_time, array, append, is_array in assignments:
-                if is_array:
-                    _set_array(env, name, array, append)
-                elif append:
-                    before = env.get(name)
-                    _set(env, name, None if run_time or before is None else before + value)
+            for a in assignments:
+                if a.is_array:
+                    _set_array(env, a.name, a.array, a.append)
+                elif a.append:
+                    before = text_of(env, a.name)
+                    _set(env, a.name, None if a.run_time or before is None else before + a.value)
                 else:
-                    _set(env, name, None if run_time else value)
-                _note_made(env, name, value, run_time)
+                    _set(env, a.name, None if a.run_time else a.value)
+                _note_made(env, a.name, a.value, a.run_time)
             return []
         self.builtin(cmd, words, dyn, env)
         inner_env = env
         if assignments:  # `X=rm bash -c '$X -rf /'`: the prefix is in the command's environment
             inner_env = dict(env)
-            for name, value, run_time, _, append, is_array in assignments:
-                _set(inner_env, name, None if run_time or append or is_array else value)
+            for a in assignments:
+                _set(inner_env, a.name, None if a.run_time or a.append or a.is_array else a.value)
         return self.argv(words, dyn, inner_env, depth)
 
     def array_fields(self, cmd: Simple, k: int, env: Env) -> list[tuple[str, Tail]] | None:
@@ -326,7 +343,7 @@ class _Walker(_HandOver):
         elif program in ("cd", "pushd"):
             target = next((a for a in args if not a.startswith("-") or a == "-"), None)
             k = args.index(target) if target is not None else -1
-            cwd = env.get(_CWD, "")
+            cwd = cwd_of(env)
             if target is None or target in ("-", "~") or args_dyn[k] is not None or cwd is None:
                 env[_CWD] = None  # somewhere only known at run time
             else:
@@ -360,7 +377,7 @@ class _Walker(_HandOver):
         ids += self.hand_over(call, actions)
         if (
             tail is None and "/" in program and not actions and not self.guessing
-            and (state is None or state[0] != "program")
+            and not isinstance(state, _files.Program)
         ):
             ids += self.run_file(inv, program, "exec", rest, rest_dyn, env, depth)  # `./x.sh`
         if not inv.dynamic and not self.guessing:
@@ -376,23 +393,23 @@ class _Walker(_HandOver):
             ids += self.expand(inv, program, rest, rest_dyn, env, depth)
         return ids
 
-    def invocation(self, words: Sequence[str], dyn: Sequence[Tail], env: Env) -> tuple[_Inv, tuple | None]:
+    def invocation(self, words: Sequence[str], dyn: Sequence[Tail], env: Env) -> tuple[_Inv, _files.State | None]:
         """The program a command line runs, and what the trajectory left at its path (or `hash -p` named)."""
         program, tail = words[0], dyn[0]
         if tail is not None and "/" in tail:  # `$DIR/rm`: only the folder is unknown, the program is not
             inv = _Inv(_basename(tail), tuple(words[1:]), words, dyn, guessed=self.guessing > 0)
         else:
             inv = _Inv(_basename(program), tuple(words[1:]), words, dyn, unknown=tail, guessed=self.guessing > 0)
-        inv.made = env.get(_MADE, frozenset())
-        self.env_cwd = env.get(_CWD, "")
+        inv.made = made_names(env)
+        self.env_cwd = cwd_of(env)
         state = None
         if tail is None:
             if "/" in program:  # `./x`, `/tmp/r`: what the trajectory wrote there, if it did
                 state = self.lookup(program)
             elif program in self.hashed:  # `hash -p /bin/rm x; x`
                 state = self.hashed[program]
-            if state is not None and state[0] == "program":
-                inv.renamed, inv.program = program, state[1]
+            if isinstance(state, _files.Program):
+                inv.renamed, inv.program = program, state.name
             elif _PROGRAM_GLOB_RE.search(inv.program):
                 inv.glob = True
         return inv, state
@@ -467,7 +484,10 @@ def _closure(edges: Mapping[int, set[int]]) -> dict[int, frozenset[int]]:
 
 
 @lru_cache(maxsize=4096)
-def _analyse(command: str | tuple[str, ...], files: tuple = (), own: _files.OwnScripts = "workspace") -> _Analysis:
+def _analyse(
+    command: str | tuple[str, ...], files: tuple[tuple[str, _files.Entry], ...] = (),
+    own: _files.OwnScripts = "workspace",
+) -> _Analysis:
     """Cached: the same command is examined against every rule of a policy and every `never_ran` of a case.
 
     `files`: what the trajectory wrote before this command (see `_files`); `own`: the `own_scripts` rule."""

@@ -8,6 +8,7 @@ from typing import Any
 
 from ._analysis import _Walker
 from ._patterns import _command_text, _shorten
+from ._expand import Env
 from ._nodes import Simple
 from ._syntax import ASSIGN_RE, Parser, assignment
 from ._words import ParseError
@@ -99,7 +100,7 @@ def commands_for_allow_list(
     assigned: list[str] = []
 
     class Recorder(_Walker):
-        def simple(self, cmd: Simple, env: dict[str, str], depth: int) -> list[int]:
+        def simple(self, cmd: Simple, env: Env, depth: int) -> list[int]:
             names: list[str] = []
             for word in cmd.words:  # the same test `_Walker.simple` uses for an assignment in front of a command
                 match = assignment(word)

@@ -14,6 +14,7 @@ from ._actions import (
 )
 from ._code import analyse_code, language_of
 from ._expand import Env, Field, Tail
+from . import _files
 from ._inv import _basename, _Inv
 from ._nodes import Group, Script
 from ._syntax import Parser
@@ -44,7 +45,7 @@ class _HandOver(_FileSteps):
     guessing: int
     errors: list[str]
     codes: int
-    files: dict
+    files: _files.Table
     invs: list[_Inv]
 
     if TYPE_CHECKING:
@@ -188,17 +189,17 @@ class _HandOver(_FileSteps):
             if len(rest) >= 2:
                 key = rest[0].lower()
                 if key.startswith("alias.") or _GIT_CODE_KEYS.fullmatch(key):
-                    self.files["\0git " + key] = ("text", (" ".join(rest[1:]),))
+                    self.files["\0git " + key] = _files.Text((" ".join(rest[1:]),))
             return []
         sub = next((a for a in args if not a.startswith("-")), "")
         ids: list[int] = []
         for key, state in list(self.files.items()):
-            if not key.startswith("\0git ") or state[0] != "text":
+            if not key.startswith("\0git ") or not isinstance(state, _files.Text):
                 continue
             name = key[5:]
             if name.startswith("alias.") and name[6:] != sub.lower():
                 continue
-            value = state[1][0]
+            value = state.texts[0]
             if name.startswith("alias.") and not value.startswith("!"):
                 value = "git " + value
             ids += self.code(value.lstrip("!"), f"git configuration `{name}`", env, depth)

@@ -7,9 +7,9 @@ import re
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from ._expand import Tail, expand_word
+from ._expand import Tail, Value, expand_word
+from ._files import Entry
 from ._options import _Args, _normalise
 from ._nodes import Word
 
@@ -62,7 +62,7 @@ class _Analysis:
     error: str | None = None  # the command line itself could not be parsed
     nested_errors: tuple[str, ...] = ()  # shell code inside it (`bash -c '...'`) could not be parsed
     uncertain: bool = False  # some invocation is only known at run time (see `_Inv.uncertain`)
-    files: tuple = ()  # the files the trajectory wrote, after this line ran (see `_files`)
+    files: tuple[tuple[str, Entry], ...] = ()  # the files the trajectory wrote, after this line ran (`_files`)
 
 
 _SAFE_WORD_RE = re.compile(r"[\w@%+=:,./{}-]+")
@@ -82,7 +82,7 @@ def _basename(program: str) -> str:
 
 
 
-def _word_text(word: Word, env: Mapping[str, Any]) -> tuple[str, bool]:
+def _word_text(word: Word, env: Mapping[str, Value]) -> tuple[str, bool]:
     """A word expanded as one string (a here-document's text), and whether all of it is known."""
     fields = expand_word(word, env, split=False)
     text, tail = fields[0] if fields else ("", None)

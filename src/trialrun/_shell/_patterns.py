@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from functools import lru_cache
+from typing import TypeGuard
 
 from .._util.command_tools import GLOB_CHARS as _GLOB_CHARS
 from . import _files, _tool_writes
@@ -225,18 +226,24 @@ def files_before(earlier: Earlier, own_scripts: _files.OwnScripts = "workspace",
     return files
 
 
-_NODES: dict[tuple, tuple] = {}
+#: The file table after each prefix of a history: (parent node, the last item's key, own_scripts) -> (this node's
+#: number, its table, the item, kept alive so that the `id()` in its key stays its own).
+_NODES: dict[tuple[object, tuple[object, ...], _files.OwnScripts], tuple[int, _files.Files, object]] = {}
 _NODE_LIMIT = 20000
 _NODE_COUNT = [0]
 
 
-def _is_tool_item(item: object) -> bool:
+#: A tool call in a history: (tool name, arguments) or (tool name, arguments, outcome) (see `Earlier`).
+_ToolItem = tuple[object, Mapping[str, object]] | tuple[object, Mapping[str, object], object]
+
+
+def _is_tool_item(item: object) -> TypeGuard[_ToolItem]:
     return isinstance(item, tuple) and len(item) in (2, 3) and isinstance(item[1], Mapping)
 
 
-def _item_key(item: object) -> tuple:
+def _item_key(item: object) -> tuple[object, ...]:
     if _is_tool_item(item):
-        return ("tool", item[0], id(item[1]), item[2] if len(item) == 3 else None)  # type: ignore[index, arg-type]
+        return ("tool", item[0], id(item[1]), item[2] if len(item) == 3 else None)
     if isinstance(item, str):
         return ("command", type(item).__name__, item)
     return ("argv", id(item))
@@ -255,8 +262,8 @@ def fold(files: _files.Files, item: object, own_scripts: _files.OwnScripts) -> _
         files = _files.table(files)
     if _is_tool_item(item):
         state = dict(files)
-        outcome = item[2] if len(item) == 3 else None  # type: ignore[index, arg-type]
-        _tool_writes.tool_write(item[1], state, str(item[0]), failed=outcome is True,  # type: ignore[index]
+        outcome = item[2] if len(item) == 3 else None
+        _tool_writes.tool_write(item[1], state, str(item[0]), failed=outcome is True,
                                 reported=outcome if isinstance(outcome, str) else None)
         return files if state == dict(files) else _files.table(state.items())
     parts = item.parts if isinstance(item, CommandLines) else (item,)

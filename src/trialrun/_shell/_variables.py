@@ -46,6 +46,12 @@ def made_at_run_time(text: str) -> bool:
     return bool(_MADE_AT_RUN_TIME.search(_PATH_PRINTER.sub("", text)))
 
 
+def cwd_of(env: Env) -> str | None:
+    """The folder the line is in, relative to where it started ("": there), or None when only known at run time."""
+    cwd = env.get(_CWD, "")
+    return cwd if isinstance(cwd, str) else None
+
+
 def made_names(env: Env) -> frozenset[str]:
     """The names whose value a command or an expansion made at run time (see `_note_made`)."""
     made = env.get(_MADE)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import _files
 from ._code import LANGUAGES, language_of, language_of_script
-from ._code_writes import code_writes
+from ._code_writes import CopyFile, WriteFile, WritesAnywhere, code_writes
 from ._editor_args import patch_options, perl_arguments, sed_arguments
 from ._edits import Unknowable
 from ._expand import Env, Field, Tail, expand_word
@@ -21,7 +21,7 @@ from ._inv import _basename, _Inv, _word_text
 from ._options import _normalise
 from ._nodes import Group, Simple, Stage
 from ._tool_writes import apply_unified_diff, patch_program
-from ._variables import _CWD
+from ._variables import cwd_of
 from ._wrappers import _SHELLS, _WRAPPERS
 
 _READ_ONLY = frozenset({
@@ -59,7 +59,7 @@ def _git_apply(args: Sequence[str]) -> bool:
 class _FileSteps:
     """What a command line does to files, and reading the scripts it runs."""
 
-    files: dict[str, Any]
+    files: _files.Table
     own: _files.OwnScripts
     invs: list[_Inv]
     env_cwd: str | None
@@ -77,7 +77,7 @@ class _FileSteps:
 
     # -- paths ------------------------------------------------------------------------------------------------------
 
-    def lookup(self, path: str) -> tuple | None:
+    def lookup(self, path: str) -> _files.State | None:
         return _files.lookup(self.files, self.here(path))
 
     def here(self, path: str) -> str:
@@ -88,7 +88,7 @@ class _FileSteps:
         return _files.key(self.files, path)
 
     def written_anywhere(self, why: str) -> None:
-        self.files[_files.ANYWHERE] = ("unknown", why)
+        self.files[_files.ANYWHERE] = _files.Unknown(why)
 
     def is_folder(self, path: str) -> bool:
         """Whether `path` was a folder of the workdir at the start (`mv x.sh bin` moves it into bin/)."""
@@ -125,25 +125,25 @@ class _FileSteps:
         if state is None:
             if how == "exec" and path.startswith("/"):
                 return []  # a program installed somewhere, judged by its name
-            anywhere = self.files.get(_files.ANYWHERE)
+            anywhere = _files.anywhere_why(self.files)
             if _files.own_script(path, self.own) and anywhere is None:
                 return []
             inv.opaque = True
             inv.why = inv.why or (
-                f"it runs `{path}`, which {anywhere[1]}" if anywhere is not None and _files.own_script(path, self.own)
+                f"it runs `{path}`, which {anywhere}" if anywhere is not None and _files.own_script(path, self.own)
                 else f"it runs `{path}`, which this trajectory never showed being written and is not one of the "
                 "user's own scripts (own_scripts)"
             )
             return []
-        kind = state[0]
-        if kind == "left-out" and _files.own_script(path, self.own):
-            return []  # the user's own script, too large (or not text) to read: trusted, as without a snapshot
-        if kind in ("unknown", "left-out", "absent"):
-            if kind == "absent" and how == "exec" and path.startswith("/"):
+        match state:
+            case _files.LeftOut() if _files.own_script(path, self.own):
+                return []  # the user's own script, too large (or not text) to read: trusted, as without a snapshot
+            case _files.Absent() if how == "exec" and path.startswith("/"):
                 return []
-            inv.opaque = True
-            inv.why = inv.why or f"it runs `{path}`, which {state[1]}"
-            return []
+            case _files.Unknown(why) | _files.LeftOut(why) | _files.Absent(why):
+                inv.opaque = True
+                inv.why = inv.why or f"it runs `{path}`, which {why}"
+                return []
         known = _files.texts(state)
         if known is None:  # a program (judged by its name), a copy of an unseen own file, or a file that is gone
             return []
@@ -157,23 +157,28 @@ class _FileSteps:
                                  positional=None if how == "source" else tuple(zip(args, args_dyn)))
         return ids
 
-    def source_state(self, path: str, tail: Tail) -> tuple:
+    def source_state(self, path: str, tail: Tail) -> _files.State:
         """What a copy of or link to `path` is (`cp /bin/rm x`, `ln -s "$(which rm)" x`, `cp tmpl.sh x.sh`)."""
         if tail is not None:
             if "/" in tail and tail.rstrip("/"):
-                return ("program", _basename(tail))
-            return ("unknown", f"is a copy of `{path}`, a path only known at run time")
+                return _files.Program(_basename(tail))
+            return _files.Unknown(f"is a copy of `{path}`, a path only known at run time")
         program = _files.system_program(path)
         if program is not None:
-            return ("program", program)
+            return _files.Program(program)
         state = self.lookup(path)
-        if state is not None:
-            if state[0] in ("absent", "gone"):
-                return ("unknown", f"is a copy of `{path}`, which {state[1] if state[0] == 'absent' else 'was removed'}")
-            return state
+        match state:
+            case _files.Absent(why):
+                return _files.Unknown(f"is a copy of `{path}`, which {why}")
+            case _files.Gone():
+                return _files.Unknown(f"is a copy of `{path}`, which was removed")
+            case None:
+                pass
+            case _:
+                return state
         if _files.own_script(path, self.own):
-            return ("own",)
-        return ("unknown", f"is a copy of `{path}`, which this trajectory never showed")
+            return _files.Own()
+        return _files.Unknown(f"is a copy of `{path}`, which this trajectory never showed")
 
     # -- what a command writes -------------------------------------------------------------------------------------
 
@@ -216,7 +221,7 @@ class _FileSteps:
             if text.startswith("-") or (program == "dd" and "=" in text):
                 text = text.split("=", 1)[1] if "=" in text else ""
             if text and not text.startswith("-") and text not in _files._DEVICES:
-                self.files[self.here(text)] = ("unknown", why)
+                self.files[self.here(text)] = _files.Unknown(why)
 
     def copies(self, inv: _Inv, rest: Sequence[str], rest_dyn: Sequence[Tail]) -> None:
         """`cp a b`, `cp a b c dir/`, `mv a dir`, `ln -s a b`, `install -t dir a`: each target becomes what its source
@@ -240,8 +245,8 @@ class _FileSteps:
                 dest = operands[-1]
             state = self.source_state(source, tails.get(source))
             self.files[self.here(dest)] = state
-            if program == "mv" and tails.get(source) is None and state[0] != "program":
-                self.files[self.here(source)] = ("gone",)
+            if program == "mv" and tails.get(source) is None and not isinstance(state, _files.Program):
+                self.files[self.here(source)] = _files.Gone()
 
     def in_place(self, inv: _Inv, lang: str, rest: Sequence[str], rest_dyn: Sequence[Tail]) -> bool:
         """`sed -i`, `perl -pi -e`, `ruby -pi -e`, `awk -i inplace`: the files they rewrite, followed where the
@@ -269,41 +274,39 @@ class _FileSteps:
             known = _files.texts(state)
             if suffix:
                 self.files[self.here(target + suffix)] = (
-                    state if state is not None else ("unknown", f"is a backup made by {shown}"))
+                    state if state is not None else _files.Unknown(f"is a backup made by {shown}"))
             if problem is not None or dynamic:
-                self.files[key] = ("unknown", f"was edited in place by {shown}: {problem or 'part of it is only known at run time'}")
+                self.files[key] = _files.Unknown(f"was edited in place by {shown}: {problem or 'part of it is only known at run time'}")
                 continue
             if known is None:
-                self.files[key] = ("unknown", _files.unknown_why(state, target, f"edited in place by {shown}", self.files))
+                self.files[key] = _files.Unknown(_files.unknown_why(state, target, f"edited in place by {shown}", self.files))
                 continue
             try:
                 results = tuple(dict.fromkeys(_edit_in_place(lang, scripts, text) for text in known))
             except Unknowable as exc:
-                self.files[key] = ("unknown", f"was edited in place by {shown}, which is not followed here ({exc})")
+                self.files[key] = _files.Unknown(f"was edited in place by {shown}, which is not followed here ({exc})")
                 continue
-            self.files[key] = ("text", results)
+            self.files[key] = _files.Text(results)
         return True
 
     def code_wrote(self, lang: str, code: str, shown: str) -> None:
         """The files code in another language writes, where it shows them (`_code_writes`)."""
         for write in code_writes(lang, code):
-            kind = write[0]
-            if kind == "anywhere":
-                self.written_anywhere(write[1])
-            elif kind == "write":
-                _, path, content, append = write
-                key = self.here(path)
-                if content is None:
-                    self.files[key] = ("unknown", f"was written by {shown}")
-                    continue
-                before = _files.before_append(_files.lookup(self.files, key)) if append else ("",)
-                self.files[key] = ("unknown", f"was appended to by {shown}") if before is None else (
-                    "text", tuple(dict.fromkeys(b + content for b in before)))
-            else:
-                _, source, target = write
-                self.files[self.here(target)] = self.source_state(source, None)
-                if kind == "move":
-                    self.files[self.here(source)] = ("gone",)
+            match write:
+                case WritesAnywhere(why):
+                    self.written_anywhere(why)
+                case WriteFile(path, content, append):
+                    key = self.here(path)
+                    if content is None:
+                        self.files[key] = _files.Unknown(f"was written by {shown}")
+                        continue
+                    before = _files.before_append(_files.lookup(self.files, key)) if append else ("",)
+                    self.files[key] = _files.Unknown(f"was appended to by {shown}") if before is None else (
+                        _files.Text(tuple(dict.fromkeys(b + content for b in before))))
+                case CopyFile(source, target, move):
+                    self.files[self.here(target)] = self.source_state(source, None)
+                    if move:
+                        self.files[self.here(source)] = _files.Gone()
 
     def stage_writes(self, stage: Simple, ids: list[int], env: Env,
                      incoming: tuple[list[str] | None, bool] | None) -> bool:
@@ -313,7 +316,7 @@ class _FileSteps:
         if first is None or first.dynamic or not (first.program in _PATCHERS or (
                 first.program == "git" and _git_apply(first.args))):
             return False
-        cwd = env.get(_CWD, "") or ""
+        cwd = cwd_of(env) or ""
         shown = f"`{first.display[:60]}`"
         stdin: tuple[list[str] | None, bool] | None = incoming
         if stage.stdin_word is not None:
@@ -347,7 +350,7 @@ class _FileSteps:
         texts, known = stdin or (None, False)
         if texts is None or not known or len(texts) != 1:
             if target is not None:
-                self.files[self.here(target)] = ("unknown", f"was patched by {shown} with a diff not known here")
+                self.files[self.here(target)] = _files.Unknown(f"was patched by {shown} with a diff not known here")
             else:
                 self.written_anywhere(f"may have been written by {shown} (a diff not known before it ran)")
             return True
@@ -386,16 +389,16 @@ class _FileSteps:
                 continue
             key = self.here(path)
             if texts is None or not known:
-                self.files[key] = ("unknown", f"was written by {shown}")
+                self.files[key] = _files.Unknown(f"was written by {shown}")
                 continue
             if append:
                 before = _files.before_append(_files.lookup(self.files, key))
                 if before is None:
-                    self.files[key] = ("unknown", _files.unknown_why(_files.lookup(self.files, key), path,
+                    self.files[key] = _files.Unknown(_files.unknown_why(_files.lookup(self.files, key), path,
                                                                       f"appended to by {shown}", self.files))
                     continue
                 texts = [b + t for b in before for t in texts]
-            self.files[key] = ("text", tuple(dict.fromkeys(texts)))
+            self.files[key] = _files.Text(tuple(dict.fromkeys(texts)))
 
 
 def _edit_in_place(lang: str, scripts: Any, text: str) -> str:
