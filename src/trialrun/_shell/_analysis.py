@@ -485,13 +485,13 @@ def _closure(edges: Mapping[int, set[int]]) -> dict[int, frozenset[int]]:
 
 @lru_cache(maxsize=4096)
 def _analyse(
-    command: str | tuple[str, ...], files: tuple[tuple[str, _files.Entry], ...] = (),
+    command: str | tuple[str, ...], files: _files.Files = _files.NO_FILES,
     own: _files.OwnScripts = "workspace",
 ) -> _Analysis:
     """Cached: the same command is examined against every rule of a policy and every `never_ran` of a case.
 
     `files`: what the trajectory wrote before this command (see `_files`); `own`: the `own_scripts` rule."""
-    start = dict(files)
+    start = files.as_dict()
     walker = _Walker(start, own)
     try:
         if isinstance(command, str):
@@ -511,5 +511,5 @@ def _analyse(
     return _Analysis(
         tuple(walker.invs), _closure(walker.edges), nested_errors=tuple(walker.errors),
         uncertain=any(inv.uncertain for inv in walker.invs),
-        files=files if walker.files == start else _files.table(walker.files.items()),  # unchanged: the same table
+        files=files if walker.files == start else _files.table(walker.files),  # unchanged: the same table
     )

@@ -7,7 +7,7 @@ import itertools
 import re
 from collections.abc import Mapping
 
-from ._nodes import Dynamic, Literal, Param, Word
+from ._nodes import Dynamic, Literal, Param, Word, all_literal
 from ._words import ParseError
 
 # --------------------------------------------------------------------------------------------------------------
@@ -51,19 +51,17 @@ def expand_word(word: Word, env: Mapping[str, Value], split: bool = True) -> lis
     sure about the value is that it ends with it.
     """
     pieces = word.pieces
-    if len(pieces) == 1:
-        match pieces[0]:
-            case Literal(text, quoted) if quoted or "{" not in text:
-                return [(text, None)]
-    literals = [p for p in pieces if isinstance(p, Literal)]
-    if len(literals) == len(pieces):
-        if split and any(not p.quoted and "{" in p.text for p in literals):
+    first = pieces[0] if len(pieces) == 1 else None
+    if isinstance(first, Literal) and (first.quoted or "{" not in first.text):
+        return [(first.text, None)]
+    if all_literal(pieces):
+        if split and any(not p.quoted and "{" in p.text for p in pieces):
             marked = "".join(
                 p.text if p.quoted else p.text.replace("{", _LB).replace(",", _COMMA).replace("}", _RB)
-                for p in literals
+                for p in pieces
             )
             return [(_unmark(t), None) for t in _brace(marked, [_BRACE_LIMIT])]
-        return [("".join(p.text for p in literals), None)]
+        return [("".join(p.text for p in pieces), None)]
     fields = _Fields()
     ifs = text_of(env, "IFS")
     ifs = _IFS_DEFAULT if ifs is None else ifs

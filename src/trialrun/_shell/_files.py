@@ -14,7 +14,7 @@ unchanged since the start of the trial (`Base`), a copy of a program (`Program`)
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
@@ -83,19 +83,60 @@ Entry = State | WorkspaceToken
 Table = dict[str, Entry]
 
 
-class Files(tuple[tuple[str, Entry], ...]):
-    """A file table as the analysis cache keys it: ((path, Entry), ...), whose hash is computed once (a long
-    trajectory's table is hashed for every command analysed against it)."""
+class Files(Mapping[str, Entry]):
+    """A file table as the analysis cache keys it: an immutable mapping, hashed once (a long trajectory's table is
+    hashed for every command analysed against it) and by its paths only (equal tables have equal paths; tables
+    with the same paths are told apart by comparing them). Its entries are kept in one dict, not in (path, state)
+    pairs: `never_ran` keeps a table per call of a trajectory, and a million pairs holding dataclasses would all
+    stay tracked by the garbage collector (a 1600-call trajectory took a third longer to grade that way)."""
+
+    __slots__ = ("_entries", "_hash")
+
+    def __init__(self, entries: Mapping[str, Entry] | Iterable[tuple[str, Entry]] = ()) -> None:
+        self._entries: dict[str, Entry] = dict(entries)
+        self._hash: int | None = None
+
+    def as_dict(self) -> Table:
+        """A new dict of its entries (a table to write to)."""
+        return dict(self._entries)
+
+    def __getitem__(self, path: str) -> Entry:
+        return self._entries[path]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, path: object) -> bool:
+        return path in self._entries
+
+    def get(self, path: str, default: Any = None) -> Any:
+        return self._entries.get(path, default)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Files):
+            return self._entries == other._entries
+        return self._entries == other if isinstance(other, dict) else NotImplemented
 
     def __hash__(self) -> int:
-        found: int | None = self.__dict__.get("hash")
-        if found is None:
-            found = self.__dict__["hash"] = tuple.__hash__(self)
-        return found
+        if self._hash is None:
+            self._hash = hash(frozenset(self._entries))
+        return self._hash
+
+    def __repr__(self) -> str:
+        return f"Files({self._entries!r})"
 
 
-def table(items: Iterable[tuple[str, Entry]]) -> Files:
-    return Files(items)
+def table(entries: Mapping[str, Entry] | Iterable[tuple[str, Entry]]) -> Files:
+    return Files(entries)
+
+
+#: The table of a command examined on its own (no trajectory before it, no workspace model).
+NO_FILES = Files()
+
+
 #: How scripts the trajectory never showed are judged: "workspace", "none" or globs (see `own_script`).
 OwnScripts = str | tuple[str, ...]
 

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ._expand import Tail, Value, expand_word
-from ._files import Entry
+from ._files import NO_FILES, Files
 from ._options import _Args, _normalise
 from ._nodes import Word
 
@@ -62,7 +62,7 @@ class _Analysis:
     error: str | None = None  # the command line itself could not be parsed
     nested_errors: tuple[str, ...] = ()  # shell code inside it (`bash -c '...'`) could not be parsed
     uncertain: bool = False  # some invocation is only known at run time (see `_Inv.uncertain`)
-    files: tuple[tuple[str, Entry], ...] = ()  # the files the trajectory wrote, after this line ran (`_files`)
+    files: Files = NO_FILES  # the files the trajectory wrote, after this line ran (see `_files`)
 
 
 _SAFE_WORD_RE = re.compile(r"[\w@%+=:,./{}-]+")

@@ -47,6 +47,14 @@ class Word:
     pieces: tuple[Piece, ...]
 
 
+def all_literal(pieces: tuple[Piece, ...]) -> typing.TypeGuard[tuple[Literal, ...]]:
+    """Whether every piece is literal text (a word with nothing to expand but braces)."""
+    for piece in pieces:
+        if not isinstance(piece, Literal):
+            return False
+    return True
+
+
 def literal_text(word: Word) -> str:
     """A word as written, quotes removed, expansions left as their source text (`$x`, `$(cmd)`)."""
     return "".join(p.text if isinstance(p, Literal) else p.source for p in word.pieces)

@@ -212,7 +212,7 @@ def files_before(earlier: Earlier, own_scripts: _files.OwnScripts = "workspace",
     Graders and policies ask this for every call of a trajectory in turn: each prefix of the history is a node of
     a tree (its parent's node and its last item), and each node's files are folded once, from its parent's."""
     files = start_files(workspace)
-    node: object = ("workspace", files[0][1]) if files else 0
+    node: object = ("workspace", files[_files.WORKSPACE]) if files else 0
     for item in earlier:
         key = (node, _item_key(item), own_scripts)
         known = _NODES.get(key)
@@ -258,14 +258,12 @@ def _argv_key(argv: object) -> tuple[str, ...]:
 
 def fold(files: _files.Files, item: object, own_scripts: _files.OwnScripts) -> _files.Files:
     """The file table after one more item of a trajectory (see `Earlier`) ran."""
-    if not isinstance(files, _files.Files):
-        files = _files.table(files)
     if _is_tool_item(item):
-        state = dict(files)
+        state = files.as_dict()
         outcome = item[2] if len(item) == 3 else None
         _tool_writes.tool_write(item[1], state, str(item[0]), failed=outcome is True,
                                 reported=outcome if isinstance(outcome, str) else None)
-        return files if state == dict(files) else _files.table(state.items())
+        return files if files == state else _files.table(state)
     parts = item.parts if isinstance(item, CommandLines) else (item,)
     for part in parts:
         if isinstance(part, UnreadableCommand):
@@ -273,7 +271,7 @@ def fold(files: _files.Files, item: object, own_scripts: _files.OwnScripts) -> _
         key = part if isinstance(part, str) else _argv_key(part)
         analysis = _analyse(key, files, own_scripts)
         if analysis.error is None:
-            files = analysis.files if isinstance(analysis.files, _files.Files) else _files.table(analysis.files)
+            files = analysis.files
     return files
 
 
@@ -529,7 +527,7 @@ def unknown_at_run_time(
         return None
     own = _own(own_scripts)
     key: str | tuple[str, ...] = command if isinstance(command, str) else tuple(str(w) for w in command)
-    files = files_before(earlier, own, workspace) if earlier or workspace is not None else ()
+    files = files_before(earlier, own, workspace) if earlier or workspace is not None else _files.table(())
     analysis = _analyse(key, files, own)
     for inv in analysis.invs:
         if inv.guessed:
