@@ -10,29 +10,29 @@ from functools import lru_cache
 
 from . import _files
 from ._expand import Env, Field, Tail, expand_word, text_of
-from ._handover import _Call, _HandOver
-from ._inv import _Analysis, _basename, _Inv, _quote, _word_text
-from ._options import _getopt, _opts
-from ._printed import _echo_output, _printf_output
-from ._nodes import Dynamic, Group, Literal, Pipeline, Script, Simple, Stage
+from ._handover import Call, HandOver
+from ._inv import Analysis, Inv, basename, quote_word, word_text
+from ._nodes import Dynamic, Group, Literal, Pipeline, Script, Simple
+from ._options import getopt, option_table
+from ._printed import echo_output, printf_output
 from ._syntax import ASSIGN_RE, Parser, assignment
 from ._variables import (
-    _CWD,
-    _NAMEREF,
-    _POSITIONAL,
-    _bind_positional,
-    _drop,
-    _merge_maybe,
-    _names_only_known_at_run_time,
-    _note_made,
-    _reposition,
-    _set,
-    _set_array,
+    CWD,
+    NAMEREF,
+    POSITIONAL,
+    bind_positional,
     cwd_of,
+    drop,
     made_names,
+    merge_maybe,
+    names_only_known_at_run_time,
+    note_made,
+    reposition,
+    set_array,
+    set_variable,
 )
 from ._words import MAX_DEPTH, ParseError
-from ._wrappers import _shell_handler, handler_for
+from ._wrappers import handler_for, shell_handler
 
 # --------------------------------------------------------------------------------------------------------------
 # Analysis: every program a command line runs (an "invocation"), and which feeds which.
@@ -64,8 +64,8 @@ def _hard_positional_use(script: Script) -> bool:
 
 
 _PROGRAM_GLOB_RE = re.compile(r"[*?]|\[[^\]]+\]")
-_READ_OPTS = _opts(values="adinNptu")
-_MAPFILE_OPTS = _opts(values="dnOsuCc")
+_READ_OPTS = option_table(values="adinNptu")
+_MAPFILE_OPTS = option_table(values="dnOsuCc")
 # Programs that do not write the files named in their arguments (so that `chmod +x x.sh` leaves x.sh as it was).
 @dataclass(frozen=True, slots=True)
 class _Assignment:
@@ -83,7 +83,7 @@ class _Assignment:
 _CallKey = tuple[str, str] | tuple[str, str, tuple[Field, ...]]
 
 
-class _Walker(_HandOver):
+class Walker(HandOver):
     """Turns a syntax tree into invocations, unwrapping wrappers and recording what feeds what.
 
     `files` are what the trajectory wrote before this line (see `_files`); `own` the `own_scripts` rule."""
@@ -92,7 +92,7 @@ class _Walker(_HandOver):
         self.files: _files.Table = dict(files or {})
         self.own = own
         self.hashed: dict[str, _files.State] = {}  # `hash -p /bin/rm x`: names that run another program
-        self.invs: list[_Inv] = []
+        self.invs: list[Inv] = []
         self.edges: dict[int, set[int]] = {}
         self.errors: list[str] = []
         self.guessing = 0  # > 0 while following a guess (a program only known at run time taken for a shell)
@@ -129,7 +129,7 @@ class _Walker(_HandOver):
                 ids += self.feed(ids, texts, known, "text piped into a shell", local, depth)
             self.writes(stage, ids, local, incoming)
             if last and k == last:
-                _merge_maybe(env, local)
+                merge_maybe(env, local)
             groups.append(ids)
         for k in range(1, len(groups)):
             for earlier in groups[:k]:
@@ -150,14 +150,14 @@ class _Walker(_HandOver):
             if inv.uncertain:
                 return None, False
             if inv.program == "echo":
-                text, cooked = _echo_output(inv.args)
-            elif inv.program == "printf" and (printed := _printf_output(inv.args)) is not None:
+                text, cooked = echo_output(inv.args)
+            elif inv.program == "printf" and (printed := printf_output(inv.args)) is not None:
                 text = cooked = printed
             elif (
                 inv.program == "cat" and isinstance(stage, Simple) and stage.stdin_word is not None
                 and not stage.stdin_file and not inv.normalised().operands
             ):
-                text, sure = _word_text(stage.stdin_word, env)
+                text, sure = word_text(stage.stdin_word, env)
                 cooked = text
                 known = known and sure
             elif inv.program == "cat" and (read := self.cat_files(inv)) is not None:  # `cat x.sh | sh`
@@ -208,14 +208,14 @@ class _Walker(_HandOver):
         """What a command's or group's redirections put on the standard input of the shells in it."""
         if node.stdin_file:  # `bash -s < script.sh`: read where what the file holds is known
             if node.stdin_path is not None:
-                path, sure = _word_text(node.stdin_path, env)
+                path, sure = word_text(node.stdin_path, env)
                 self.env_cwd = cwd_of(env)
                 texts = self.stdin_text(path, sure)
                 if texts is not None:
                     return self.feed(ids, texts, True, f"`{path}` fed to a shell", env, depth)
             return self.feed(ids, None, False, "", env, depth)
         if node.stdin_word is not None:
-            text, known = _word_text(node.stdin_word, env)
+            text, known = word_text(node.stdin_word, env)
             return self.feed(ids, [text], known, "here-document fed to a shell", env, depth)
         return []
 
@@ -227,15 +227,15 @@ class _Walker(_HandOver):
             if stage.name is not None:  # a function definition: remembered for its calls, and read as written
                 self.functions[stage.name] = stage
                 own = dict(env)
-                _bind_positional(own, None)
+                bind_positional(own, None)
                 ids = self.body(stage, own, depth)
             elif stage.scope or stage.assigns:
                 inner = dict(env)
                 for name in stage.assigns:  # a `for` loop's variable: set to each word in turn
-                    _set(inner, name, None)
+                    set_variable(inner, name, None)
                 ids = self.body(stage, inner, depth)
                 if stage.scope != "sub":
-                    _merge_maybe(env, inner)
+                    merge_maybe(env, inner)
             else:
                 ids = self.body(stage, env, depth)
         else:
@@ -269,20 +269,20 @@ class _Walker(_HandOver):
         if not words:  # `x=rm`: remembered, so that `$x -rf /` later is seen as rm
             for a in assignments:
                 if a.is_array:
-                    _set_array(env, a.name, a.array, a.append)
+                    set_array(env, a.name, a.array, a.append)
                 elif a.append:
                     before = text_of(env, a.name)
-                    _set(env, a.name, None if a.run_time or before is None else before + a.value)
+                    set_variable(env, a.name, None if a.run_time or before is None else before + a.value)
                 else:
-                    _set(env, a.name, None if a.run_time else a.value)
-                _note_made(env, a.name, a.value, a.run_time)
+                    set_variable(env, a.name, None if a.run_time else a.value)
+                note_made(env, a.name, a.value, a.run_time)
             return []
         self.builtin(cmd, words, dyn, env)
         inner_env = env
         if assignments:  # `X=rm bash -c '$X -rf /'`: the prefix is in the command's environment
             inner_env = dict(env)
             for a in assignments:
-                _set(inner_env, a.name, None if a.run_time or a.append or a.is_array else a.value)
+                set_variable(inner_env, a.name, None if a.run_time or a.append or a.is_array else a.value)
         return self.argv(words, dyn, inner_env, depth)
 
     def array_fields(self, cmd: Simple, k: int, env: Env) -> list[tuple[str, Tail]] | None:
@@ -296,58 +296,58 @@ class _Walker(_HandOver):
         if dyn[0] is not None:
             return
         program, args, args_dyn = words[0], list(words[1:]), list(dyn[1:])
-        if _names_only_known_at_run_time(program, args, args_dyn):  # any variable may now hold anything
-            for key in [k for k in env if k not in _POSITIONAL and not k.startswith("\0")]:
+        if names_only_known_at_run_time(program, args, args_dyn):  # any variable may now hold anything
+            for key in [k for k in env if k not in POSITIONAL and not k.startswith("\0")]:
                 del env[key]
         if program in ("export", "declare", "typeset", "local", "readonly"):
             options = "".join(a[1:] for a in args if a.startswith("-") and not ASSIGN_RE.match(a))
             if "n" in options and program != "export":  # namerefs: any name may now stand for any other
-                for key in [k for k in env if k not in _POSITIONAL]:
+                for key in [k for k in env if k not in POSITIONAL]:
                     del env[key]
-                env[_NAMEREF] = True
+                env[NAMEREF] = True
             for text, tail in zip(args, args_dyn):
                 if ASSIGN_RE.match(text):
                     name, value = text.split("=", 1)
-                    _set(env, name.rstrip("+"), None if tail is not None or name.endswith("+") else value)
+                    set_variable(env, name.rstrip("+"), None if tail is not None or name.endswith("+") else value)
                 elif program == "local" and not text.startswith(("-", "+")):
-                    _set(env, text, None)
+                    set_variable(env, text, None)
             for k in cmd.arrays:
                 first = cmd.words[k].pieces[0]
                 head = first.text if isinstance(first, Literal) else ""
                 name = head.split("=", 1)[0]
-                _set_array(env, name.rstrip("+"), self.array_fields(cmd, k, env), name.endswith("+"))
+                set_array(env, name.rstrip("+"), self.array_fields(cmd, k, env), name.endswith("+"))
         elif program == "read":
-            j, seen = _getopt(args, 0, _READ_OPTS)
+            j, seen = getopt(args, 0, _READ_OPTS)
             array_name = seen.get("a")
             if array_name:
-                _set_array(env, array_name, None)
+                set_array(env, array_name, None)
             for name in args[j:] or ([] if array_name else ["REPLY"]):
-                _set(env, name, None)
+                set_variable(env, name, None)
         elif program in ("mapfile", "readarray"):
-            j, _ = _getopt(args, 0, _MAPFILE_OPTS)
-            _set_array(env, args[j] if j < len(args) else "MAPFILE", None)
+            j, _ = getopt(args, 0, _MAPFILE_OPTS)
+            set_array(env, args[j] if j < len(args) else "MAPFILE", None)
         elif program == "getopts" and len(args) >= 2:
-            _set(env, args[1], None)
+            set_variable(env, args[1], None)
         elif program == "printf" and args and args[0].startswith("-v"):
             name = args[0][2:] or (args[1] if len(args) > 1 else "")
             rest, rest_dyn = (args[1:], args_dyn[1:]) if args[0][2:] else (args[2:], args_dyn[2:])
-            printed = _printf_output(rest) if all(d is None for d in rest_dyn) else None
+            printed = printf_output(rest) if all(d is None for d in rest_dyn) else None
             if name:
-                _set(env, name, printed)
+                set_variable(env, name, printed)
         elif program == "unset":
             for name in args:
                 if not name.startswith("-"):
-                    _drop(env, name)
+                    drop(env, name)
         elif program in ("set", "shift"):
-            _reposition(words, dyn, env)
+            reposition(words, dyn, env)
         elif program in ("cd", "pushd"):
             target = next((a for a in args if not a.startswith("-") or a == "-"), None)
             k = args.index(target) if target is not None else -1
             cwd = cwd_of(env)
             if target is None or target in ("-", "~") or args_dyn[k] is not None or cwd is None:
-                env[_CWD] = None  # somewhere only known at run time
+                env[CWD] = None  # somewhere only known at run time
             else:
-                env[_CWD] = target if target.startswith("/") else _files.normalise((cwd + "/" if cwd else "") + target)
+                env[CWD] = target if target.startswith("/") else _files.normalise((cwd + "/" if cwd else "") + target)
         elif program == "hash" and "-p" in args:
             i = args.index("-p")
             if i + 1 < len(args):
@@ -367,13 +367,13 @@ class _Walker(_HandOver):
         if inv.dynamic:
             # The program could be anything, a shell among others: follow what it would run as one (`$SHELL -c
             # 'rm -rf /'`, `echo 'rm -rf /' | $SHELL`), as a guess whose parse errors do not count.
-            actions, guess = _shell_handler(rest), 1
+            actions, guess = shell_handler(rest), 1
         else:
             if inv.program == "alias":
                 self.define_aliases(rest, rest_dyn)
             handler = handler_for(inv.program)
             actions, guess = (handler(rest) if handler else []), 0
-        call = _Call(inv, rest, rest_dyn, env, depth, guess)
+        call = Call(inv, rest, rest_dyn, env, depth, guess)
         ids += self.hand_over(call, actions)
         if (
             tail is None and "/" in program and not actions and not self.guessing
@@ -393,13 +393,13 @@ class _Walker(_HandOver):
             ids += self.expand(inv, program, rest, rest_dyn, env, depth)
         return ids
 
-    def invocation(self, words: Sequence[str], dyn: Sequence[Tail], env: Env) -> tuple[_Inv, _files.State | None]:
+    def invocation(self, words: Sequence[str], dyn: Sequence[Tail], env: Env) -> tuple[Inv, _files.State | None]:
         """The program a command line runs, and what the trajectory left at its path (or `hash -p` named)."""
         program, tail = words[0], dyn[0]
         if tail is not None and "/" in tail:  # `$DIR/rm`: only the folder is unknown, the program is not
-            inv = _Inv(_basename(tail), tuple(words[1:]), words, dyn, guessed=self.guessing > 0)
+            inv = Inv(basename(tail), tuple(words[1:]), words, dyn, guessed=self.guessing > 0)
         else:
-            inv = _Inv(_basename(program), tuple(words[1:]), words, dyn, unknown=tail, guessed=self.guessing > 0)
+            inv = Inv(basename(program), tuple(words[1:]), words, dyn, unknown=tail, guessed=self.guessing > 0)
         inv.made = made_names(env)
         self.env_cwd = cwd_of(env)
         state = None
@@ -422,7 +422,7 @@ class _Walker(_HandOver):
                 self.aliases[name] = value if tail is None else None
 
     def expand(
-        self, inv: _Inv, name: str, rest: Sequence[str], rest_dyn: Sequence[Tail], env: Env, depth: int
+        self, inv: Inv, name: str, rest: Sequence[str], rest_dyn: Sequence[Tail], env: Env, depth: int
     ) -> list[int]:
         """Follow a call of a function (its body, with `$1`, `$@`... bound to the call's arguments) or an alias
         (its text, then the call's arguments) defined earlier in the line. Recursion with the same arguments
@@ -449,18 +449,18 @@ class _Walker(_HandOver):
                     if value is None:  # `alias r="$X"`: what `r` runs is only known at run time
                         inv.opaque = True
                         continue
-                    text = " ".join([value, *(_quote(w, d) for w, d in fields)])
+                    text = " ".join([value, *(quote_word(w, d) for w, d in fields)])
                     ids += self.code(text, f"alias `{name}`", env, depth, shared=True)
                 else:
                     group = self.functions[name]
                     if _hard_positional_use(group.body):  # `${@:2}`, `${1:-x}`: arguments not followed
                         inv.opaque = True
-                    saved = {k: env[k] for k in _POSITIONAL if k in env}
-                    _bind_positional(env, fields)
+                    saved = {k: env[k] for k in POSITIONAL if k in env}
+                    bind_positional(env, fields)
                     try:
                         ids += self.body(group, env, depth + 1)
                     finally:
-                        _bind_positional(env, None)
+                        bind_positional(env, None)
                         env.update(saved)
                 inv.expanded = True
             finally:
@@ -484,15 +484,15 @@ def _closure(edges: Mapping[int, set[int]]) -> dict[int, frozenset[int]]:
 
 
 @lru_cache(maxsize=4096)
-def _analyse(
+def analyse(
     command: str | tuple[str, ...], files: _files.Files = _files.NO_FILES,
     own: _files.OwnScripts = "workspace",
-) -> _Analysis:
+) -> Analysis:
     """Cached: the same command is examined against every rule of a policy and every `never_ran` of a case.
 
     `files`: what the trajectory wrote before this command (see `_files`); `own`: the `own_scripts` rule."""
     start = files.as_dict()
-    walker = _Walker(start, own)
+    walker = Walker(start, own)
     try:
         if isinstance(command, str):
             script = Parser(command).parse_all()
@@ -503,12 +503,12 @@ def _analyse(
         else:
             walker.argv(list(command), [None] * len(command), {}, 0)
     except ParseError as exc:
-        return _Analysis((), {}, error=str(exc))
+        return Analysis((), {}, error=str(exc))
     except RecursionError:
-        return _Analysis((), {}, error="nested too deeply to follow")
+        return Analysis((), {}, error="nested too deeply to follow")
     except (IndexError, KeyError, ValueError, TypeError, AttributeError) as exc:  # a guard never crashes: it fails closed
-        return _Analysis((), {}, error=f"could not be followed ({type(exc).__name__}: {exc})")
-    return _Analysis(
+        return Analysis((), {}, error=f"could not be followed ({type(exc).__name__}: {exc})")
+    return Analysis(
         tuple(walker.invs), _closure(walker.edges), nested_errors=tuple(walker.errors),
         uncertain=any(inv.uncertain for inv in walker.invs),
         files=files if walker.files == start else _files.table(walker.files),  # unchanged: the same table

@@ -6,16 +6,15 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ._analysis import _Walker
-from ._patterns import _command_text, _shorten
-from ._expand import Env
-from ._nodes import Simple
-from ._syntax import ASSIGN_RE, Parser, assignment
-from ._words import ParseError
-from ._values import CommandLines, UnreadableCommand
-
 from .._util.command_tools import KNOWN_COMMAND_TOOLS
 from .._util.command_tools import is_command_tool as _is_command_tool
+from ._analysis import Walker
+from ._expand import Env
+from ._nodes import Simple
+from ._patterns import shorten, shown_command
+from ._syntax import ASSIGN_RE, Parser, assignment
+from ._values import CommandLines, UnreadableCommand
+from ._words import ParseError
 
 DEFAULT_COMMAND_TOOLS: tuple[str, ...] = KNOWN_COMMAND_TOOLS
 COMMAND_ARGUMENT_KEYS: tuple[str, ...] = ("command", "cmd")
@@ -99,10 +98,10 @@ def commands_for_allow_list(
     prefixes: dict[int, list[str]] = {}
     assigned: list[str] = []
 
-    class Recorder(_Walker):
+    class Recorder(Walker):
         def simple(self, cmd: Simple, env: Env, depth: int) -> list[int]:
             names: list[str] = []
-            for word in cmd.words:  # the same test `_Walker.simple` uses for an assignment in front of a command
+            for word in cmd.words:  # the same test `Walker.simple` uses for an assignment in front of a command
                 match = assignment(word)
                 if match is None:
                     break
@@ -122,7 +121,7 @@ def commands_for_allow_list(
         else:
             walker.argv([str(w) for w in command], [None] * len(command), {}, 0)
     except (ParseError, RecursionError) as exc:
-        raise ValueError(f"cannot parse command {_shorten(_command_text(command))!r}: {exc}") from None
+        raise ValueError(f"cannot parse command {shorten(shown_command(command))!r}: {exc}") from None
     found = []
     for x, inv in enumerate(walker.invs):
         if inv.guessed:  # seen only by guessing; the program only known at run time is judged (and refused) itself

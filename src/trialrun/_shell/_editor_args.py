@@ -10,7 +10,7 @@ from typing import Any
 
 from ._edits import Unknowable
 from ._inplace import perl_program, sed_script
-from ._inv import _Inv
+from ._inv import Inv
 
 __all__ = ["patch_options", "perl_arguments", "sed_arguments"]
 
@@ -180,7 +180,7 @@ def perl_arguments(args: list[str]) -> tuple[Any, list[str] | None, str, str | N
     return _in_place(in_place, files, suffix, problem, lambda: (perl_program("\n".join(code)), slurp))
 
 
-def patch_options(inv: _Inv) -> tuple[int | None, str | None, str | None, bool] | None:
+def patch_options(inv: Inv) -> tuple[int | None, str | None, str | None, bool] | None:
     """`patch` or `git apply`'s options: (strip, the file patched, the diff file, a dry run), or None when an option
     changes what it does in a way not followed (reversing, fuzz, another output)."""
     args = list(inv.args)

@@ -142,7 +142,7 @@ OwnScripts = str | tuple[str, ...]
 
 _SYSTEM_DIRS = ("/bin/", "/sbin/", "/usr/bin/", "/usr/sbin/", "/usr/local/bin/", "/usr/local/sbin/",
                 "/usr/libexec/", "/opt/homebrew/bin/", "/snap/bin/")
-_DEVICES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/fd/1", "/dev/fd/2"})
+DEVICES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/fd/1", "/dev/fd/2"})
 
 #: A key in the file table: set once something wrote files nobody can name (`git clone`, `tar x`, `unzip`,
 #: `> "$F"`). From then on no unseen script is taken for one of the user's own, and no file of the workspace

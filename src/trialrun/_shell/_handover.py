@@ -9,28 +9,38 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from . import _files
 from ._actions import (
-    Action, FeedsShell, Opaque, ReadsCode, ReadsStdin, RunArgv, RunCode, RunEachItem, RunScript, RunText, RunWords,
+    Action,
+    FeedsShell,
+    Opaque,
+    ReadsCode,
+    ReadsStdin,
+    RunArgv,
+    RunCode,
+    RunEachItem,
+    RunScript,
+    RunText,
+    RunWords,
 )
 from ._code import analyse_code, language_of
 from ._expand import Env, Field, Tail
-from . import _files
-from ._inv import _basename, _Inv
+from ._inv import Inv, basename
 from ._nodes import Group, Script
 from ._syntax import Parser
-from ._variables import _bind_positional
-from ._walk_files import _FileSteps
+from ._variables import bind_positional
+from ._walk_files import FileSteps
 from ._words import MAX_DEPTH, ParseError
-from ._wrappers import _CODE_RUNNERS, _GIT_CODE_KEYS
+from ._wrappers import CODE_RUNNERS, GIT_CODE_KEYS
 
 _MAX_CODE = 1024  # pieces of shell code (`bash -c`, text piped into a shell...) followed in one line, likewise
 
 
 @dataclass(slots=True)
-class _Call:
+class Call:
     """One program being followed: its invocation, its arguments, where it runs, and what its steps found."""
 
-    inv: _Inv
+    inv: Inv
     rest: Sequence[str]  # the words after the program
     rest_dyn: Sequence[Tail]
     env: Env
@@ -39,14 +49,14 @@ class _Call:
     scripts: set[str] = field(default_factory=set)  # the script files it runs (which it does not write)
 
 
-class _HandOver(_FileSteps):
+class HandOver(FileSteps):
     """Following the actions of a program's handler, and the shell or other code it runs."""
 
     guessing: int
     errors: list[str]
     codes: int
     files: _files.Table
-    invs: list[_Inv]
+    invs: list[Inv]
 
     if TYPE_CHECKING:
         def argv(self, words: Sequence[str], dyn: Sequence[Tail], env: Env, depth: int) -> list[int]: ...
@@ -55,7 +65,7 @@ class _HandOver(_FileSteps):
 
         def body(self, group: Group, env: Env, depth: int) -> list[int]: ...
 
-    def hand_over(self, call: _Call, actions: Sequence[Action]) -> list[int]:
+    def hand_over(self, call: Call, actions: Sequence[Action]) -> list[int]:
         """Follow each action in turn; while `call.guess`, what they find is a guess (its errors do not count)."""
         ids: list[int] = []
         self.guessing += call.guess
@@ -66,7 +76,7 @@ class _HandOver(_FileSteps):
             self.guessing -= call.guess
         return ids
 
-    def step(self, call: _Call, action: Action) -> list[int]:
+    def step(self, call: Call, action: Action) -> list[int]:
         """What one action of a program's handler (see `_actions`) runs."""
         inv, rest, rest_dyn = call.inv, call.rest, call.rest_dyn
         match action:
@@ -99,16 +109,16 @@ class _HandOver(_FileSteps):
                     inv.why = inv.why or why
                 return []
 
-    def each_item(self, call: _Call, start: int, end: int, repl: str | None) -> list[int]:
+    def each_item(self, call: Call, start: int, end: int, repl: str | None) -> list[int]:
         """`xargs CMD`: CMD runs with input items as (more) arguments, or in place of `repl`."""
         sub, sub_dyn = list(call.rest[start:end]), list(call.rest_dyn[start:end])
         if repl:
             sub_dyn = [("" if d is None and repl in w else d) for w, d in zip(sub, sub_dyn)]
-        elif sub and (_basename(sub[0]) in _CODE_RUNNERS or language_of(_basename(sub[0]))):
+        elif sub and (basename(sub[0]) in CODE_RUNNERS or language_of(basename(sub[0]))):
             sub, sub_dyn = [*sub, "{}"], [*sub_dyn, ""]
         return self.argv(sub, sub_dyn, call.env, call.depth)
 
-    def run_text(self, call: _Call, code: str, args_from: int | None) -> list[int]:
+    def run_text(self, call: Call, code: str, args_from: int | None) -> list[int]:
         """It runs shell code (in a new shell whose `$@` are words[args_from:], when given)."""
         inv, rest, rest_dyn = call.inv, call.rest, call.rest_dyn
         if not call.guess and any(d is not None and w in code for w, d in zip(rest, rest_dyn)):
@@ -120,7 +130,7 @@ class _HandOver(_FileSteps):
         return self.code(code, f"shell code given to `{inv.program}`", call.env, call.depth,
                          shared=inv.program == "eval", positional=positional)
 
-    def run_script(self, call: _Call, at: int | str, lang: str) -> list[int]:
+    def run_script(self, call: Call, at: int | str, lang: str) -> list[int]:
         """It runs the script file words[at] (or the path `at`, a string) as `lang`."""
         inv, rest, rest_dyn = call.inv, call.rest, call.rest_dyn
         if isinstance(at, str):  # a path given in an option (`php -fx.php`, `at -f x.sh`)
@@ -157,7 +167,7 @@ class _HandOver(_FileSteps):
             return True
         return False
 
-    def lang_code(self, inv: _Inv, lang: str, code: str, depth: int) -> list[int]:
+    def lang_code(self, inv: Inv, lang: str, code: str, depth: int) -> list[int]:
         """What code handed to an interpreter runs (see `_code`); what it hides makes `inv` only known at run time."""
         if self.over_budget(f"{lang} code", depth, "code inside code"):
             return []
@@ -180,7 +190,7 @@ class _HandOver(_FileSteps):
                     inv.why = inv.why or why
         return ids
 
-    def git_config(self, inv: _Inv, env: Env, depth: int) -> list[int]:
+    def git_config(self, inv: Inv, env: Env, depth: int) -> list[int]:
         """`git config alias.x '!rm -rf b'` is remembered (as a file would be: it outlives the command), and a later
         `git x`, or any git command once a pager, editor or ssh command was set, runs it."""
         args = list(inv.args)
@@ -188,7 +198,7 @@ class _HandOver(_FileSteps):
             rest = [a for a in args[args.index("config") + 1:] if not a.startswith("-")]
             if len(rest) >= 2:
                 key = rest[0].lower()
-                if key.startswith("alias.") or _GIT_CODE_KEYS.fullmatch(key):
+                if key.startswith("alias.") or GIT_CODE_KEYS.fullmatch(key):
                     self.files["\0git " + key] = _files.Text((" ".join(rest[1:]),))
             return []
         sub = next((a for a in args if not a.startswith("-")), "")
@@ -219,7 +229,7 @@ class _HandOver(_FileSteps):
             script = Parser(text, depth + 1).parse_all()
             own = env if shared else dict(env)
             if positional is not None:
-                _bind_positional(own, positional)
+                bind_positional(own, positional)
             return self.script(script, own, depth + 1)
         except (ParseError, RecursionError) as exc:
             if not self.guessing:  # a guess that is not shell code (`$PY -c 'print(1)'`) was a wrong guess

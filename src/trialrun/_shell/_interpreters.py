@@ -7,12 +7,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from ._actions import Action, ReadsCode, RunCode, RunScript
-from ._options import _getopt, _opts
+from ._options import getopt, option_table
 
 _Reader = Callable[[Sequence[str], str], list[Action]]
 
 # Script paths that are the program's own standard input (`curl x | bash /dev/stdin`).
-_STDIN_PATHS = frozenset({"-", "/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"})
+STDIN_PATHS = frozenset({"-", "/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"})
 
 
 def interpreter_handler(lang: str) -> Callable[[Sequence[str]], list[Action]]:
@@ -47,7 +47,7 @@ def _python_args(words: Sequence[str], lang: str) -> list[Action]:
 
 
 def _script_or_stdin(words: Sequence[str], i: int, lang: str) -> list[Action]:
-    if i >= len(words) or words[i] in _STDIN_PATHS:
+    if i >= len(words) or words[i] in STDIN_PATHS:
         return [ReadsCode(lang)]
     return [RunScript(i, lang)]
 
@@ -119,7 +119,7 @@ def _node_args(words: Sequence[str], lang: str) -> list[Action]:
 
 
 def _php_args(words: Sequence[str], lang: str) -> list[Action]:
-    parsed_to, seen = _getopt(words, 0, _opts(values="rfBREFdcSt"))
+    parsed_to, seen = getopt(words, 0, option_table(values="rfBREFdcSt"))
     codes = [code for k in "rBRE" if (code := seen.get(k))]
     if codes:
         return [RunCode(lang, -1, "\n".join(codes))]
@@ -132,7 +132,7 @@ def _php_args(words: Sequence[str], lang: str) -> list[Action]:
 
 
 def _awk_args(words: Sequence[str], lang: str) -> list[Action]:
-    opts = _opts(values="fvFeEil", longs={"file": "f", "assign": "v", "field-separator": "F", "source": "e",
+    opts = option_table(values="fvFeEil", longs={"file": "f", "assign": "v", "field-separator": "F", "source": "e",
                                           "exec": "E", "include": "i", "load": "l"})
     i, n = 0, len(words)
     codes: list[str] = []

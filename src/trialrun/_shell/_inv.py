@@ -1,4 +1,4 @@
-"""The analysis's data: one program a command line runs (`_Inv`) and the result of analysing a line (`_Analysis`),
+"""The analysis's data: one program a command line runs (`Inv`) and the result of analysing a line (`Analysis`),
 with the small helpers that display them. Apart from the walker so that its file steps (`_walk_files`) use them too."""
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ from dataclasses import dataclass
 
 from ._expand import Tail, Value, expand_word
 from ._files import NO_FILES, Files
-from ._options import _Args, _normalise
 from ._nodes import Word
+from ._options import Args, normalise_args
 
 
 @dataclass(slots=True)
-class _Inv:
+class Inv:
     program: str  # basename of the program word (`/usr/bin/rm` -> `rm`)
     args: tuple[str, ...]
     words: Sequence[str]  # the command from its program on
@@ -49,26 +49,26 @@ class _Inv:
     @property
     def display(self) -> str:
         """The command from its program on, normalised, for messages (computed only when a message needs it)."""
-        return " ".join(_quote(w, d) for w, d in zip(self.words, self.dyn))
+        return " ".join(quote_word(w, d) for w, d in zip(self.words, self.dyn))
 
-    def normalised(self) -> _Args:
-        return _normalise(self.program, self.args)
+    def normalised(self) -> Args:
+        return normalise_args(self.program, self.args)
 
 
 @dataclass(frozen=True, slots=True)
-class _Analysis:
-    invs: tuple[_Inv, ...]
+class Analysis:
+    invs: tuple[Inv, ...]
     feeds: Mapping[int, frozenset[int]]  # invocation index -> indexes it feeds, directly or not
     error: str | None = None  # the command line itself could not be parsed
     nested_errors: tuple[str, ...] = ()  # shell code inside it (`bash -c '...'`) could not be parsed
-    uncertain: bool = False  # some invocation is only known at run time (see `_Inv.uncertain`)
+    uncertain: bool = False  # some invocation is only known at run time (see `Inv.uncertain`)
     files: Files = NO_FILES  # the files the trajectory wrote, after this line ran (see `_files`)
 
 
 _SAFE_WORD_RE = re.compile(r"[\w@%+=:,./{}-]+")
 
 
-def _quote(text: str, dynamic: Tail = None) -> str:
+def quote_word(text: str, dynamic: Tail = None) -> str:
     if _SAFE_WORD_RE.fullmatch(text):
         return text
     if dynamic is not None:
@@ -76,13 +76,13 @@ def _quote(text: str, dynamic: Tail = None) -> str:
     return shlex.quote(text)
 
 
-def _basename(program: str) -> str:
+def basename(program: str) -> str:
     base = program.rstrip("/").rsplit("/", 1)[-1]
     return base or program
 
 
 
-def _word_text(word: Word, env: Mapping[str, Value]) -> tuple[str, bool]:
+def word_text(word: Word, env: Mapping[str, Value]) -> tuple[str, bool]:
     """A word expanded as one string (a here-document's text), and whether all of it is known."""
     fields = expand_word(word, env, split=False)
     text, tail = fields[0] if fields else ("", None)

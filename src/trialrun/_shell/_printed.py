@@ -46,7 +46,7 @@ def _escapes(text: str, echo: bool) -> tuple[str, bool]:
     return "".join(out), False
 
 
-def _echo_output(args: Sequence[str]) -> tuple[str, str]:
+def echo_output(args: Sequence[str]) -> tuple[str, str]:
     """What `echo ARGS` prints: as bash's echo does (backslashes as written) and as an echo that reads escapes
     does (`echo -e`, dash's echo). A shell fed either may run something different, so both are read."""
     words = list(args)
@@ -75,7 +75,7 @@ def _printf_number(arg: str, conversion: str) -> int | float | None:
         return None
 
 
-def _printf_output(args: Sequence[str]) -> str | None:
+def printf_output(args: Sequence[str]) -> str | None:
     """What `printf FORMAT ARGS` prints (the format is reused while arguments remain), or None when it uses
     a conversion not followed here (the text it prints is then unknown)."""
     words = list(args)

@@ -18,7 +18,12 @@ from typing import Any
 from . import _files
 from ._edits import Refused, Unknowable, original_edits, sequential_edits, string_edit
 from ._patches import (
-    PatchError, apply_codex_update, apply_unified, is_codex_patch, looks_like_unified_diff, parse_codex_patch,
+    PatchError,
+    apply_codex_update,
+    apply_unified,
+    is_codex_patch,
+    looks_like_unified_diff,
+    parse_codex_patch,
     parse_unified_diff,
 )
 

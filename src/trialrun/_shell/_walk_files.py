@@ -15,14 +15,14 @@ from ._code import LANGUAGES, language_of, language_of_script
 from ._code_writes import CopyFile, WriteFile, WritesAnywhere, code_writes
 from ._editor_args import patch_options, perl_arguments, sed_arguments
 from ._edits import Unknowable
-from ._expand import Env, Field, Tail, expand_word
+from ._expand import Env, Tail, expand_word
 from ._inplace import run_perl, run_sed
-from ._inv import _basename, _Inv, _word_text
-from ._options import _normalise
-from ._nodes import Group, Simple, Stage
+from ._inv import Inv, basename, word_text
+from ._nodes import Group, Simple
+from ._options import normalise_args
 from ._tool_writes import apply_unified_diff, patch_program
 from ._variables import cwd_of
-from ._wrappers import _SHELLS, _WRAPPERS
+from ._wrappers import SHELLS, WRAPPERS
 
 _READ_ONLY = frozenset({
     "cat", "ls", "echo", "printf", "grep", "egrep", "fgrep", "rg", "ag", "head", "tail", "wc", "less", "more", "stat",
@@ -56,12 +56,12 @@ def _git_apply(args: Sequence[str]) -> bool:
     return "apply" in args and next((a for a in args if not a.startswith("-")), "") == "apply"
 
 
-class _FileSteps:
+class FileSteps:
     """What a command line does to files, and reading the scripts it runs."""
 
     files: _files.Table
     own: _files.OwnScripts
-    invs: list[_Inv]
+    invs: list[Inv]
     env_cwd: str | None
 
     if TYPE_CHECKING:
@@ -71,7 +71,7 @@ class _FileSteps:
         def code(self, text: str, what: str, env: Env, depth: int, shared: bool = False,
                  positional: Sequence[tuple[str, Tail]] | None = None) -> list[int]: ...
 
-        def lang_code(self, inv: _Inv, lang: str, code: str, depth: int) -> list[int]: ...
+        def lang_code(self, inv: Inv, lang: str, code: str, depth: int) -> list[int]: ...
 
         def output_of(self, stage: Simple | Group, ids: list[int], env: Env) -> tuple[list[str] | None, bool]: ...
 
@@ -105,7 +105,7 @@ class _FileSteps:
         known = _files.texts(self.lookup(path)) if sure else None
         return list(known) if known is not None else None
 
-    def cat_files(self, inv: _Inv) -> str | None:
+    def cat_files(self, inv: Inv) -> str | None:
         """What `cat FILE...` prints, when every file's one reading is known (else None)."""
         parsed = inv.normalised()
         if parsed.flags or parsed.values or not parsed.operands or any(d is not None for d in inv.dyn[1:]):
@@ -116,7 +116,7 @@ class _FileSteps:
         return "".join(part[0] for part in parts if part is not None)
 
     def run_file(
-        self, inv: _Inv, path: str, how: str, args: Sequence[str], args_dyn: Sequence[Tail], env: Env, depth: int
+        self, inv: Inv, path: str, how: str, args: Sequence[str], args_dyn: Sequence[Tail], env: Env, depth: int
     ) -> list[int]:
         """A script run by path (`sh x.sh`, `. x`, `./x.sh`, `python3 x.py`): read it when what it held is known (a
         write the trajectory showed, the workspace snapshot); else it is the user's own (the `own_scripts` rule) or
@@ -161,7 +161,7 @@ class _FileSteps:
         """What a copy of or link to `path` is (`cp /bin/rm x`, `ln -s "$(which rm)" x`, `cp tmpl.sh x.sh`)."""
         if tail is not None:
             if "/" in tail and tail.rstrip("/"):
-                return _files.Program(_basename(tail))
+                return _files.Program(basename(tail))
             return _files.Unknown(f"is a copy of `{path}`, a path only known at run time")
         program = _files.system_program(path)
         if program is not None:
@@ -182,7 +182,7 @@ class _FileSteps:
 
     # -- what a command writes -------------------------------------------------------------------------------------
 
-    def note_writes(self, inv: _Inv, rest: Sequence[str], rest_dyn: Sequence[Tail], scripts: set[str]) -> None:
+    def note_writes(self, inv: Inv, rest: Sequence[str], rest_dyn: Sequence[Tail], scripts: set[str]) -> None:
         """Copies and links (`cp`, `ln`, `install`, `mv`) make their target what their source is; in-place
         editors (`sed -i`, `perl -pi`) rewrite what they edit; any other program (but a few that only read) may
         have written the files it names: they become unknown."""
@@ -209,8 +209,8 @@ class _FileSteps:
         if unpacks:
             self.written_anywhere(f"may have been written by `{inv.display}`")
         if (
-            program in _READ_ONLY or program in _SHELLS or lang or inv.glob
-            or (program in _WRAPPERS and program not in ("git", "tar"))
+            program in _READ_ONLY or program in SHELLS or lang or inv.glob
+            or (program in WRAPPERS and program not in ("git", "tar"))
             or (program == "git" and not any(a in _GIT_WRITES for a in inv.args))
         ):
             return
@@ -220,14 +220,14 @@ class _FileSteps:
                 continue
             if text.startswith("-") or (program == "dd" and "=" in text):
                 text = text.split("=", 1)[1] if "=" in text else ""
-            if text and not text.startswith("-") and text not in _files._DEVICES:
+            if text and not text.startswith("-") and text not in _files.DEVICES:
                 self.files[self.here(text)] = _files.Unknown(why)
 
-    def copies(self, inv: _Inv, rest: Sequence[str], rest_dyn: Sequence[Tail]) -> None:
+    def copies(self, inv: Inv, rest: Sequence[str], rest_dyn: Sequence[Tail]) -> None:
         """`cp a b`, `cp a b c dir/`, `mv a dir`, `ln -s a b`, `install -t dir a`: each target becomes what its source
         is; a moved source is gone."""
         program = inv.program
-        parsed = _normalise(program, inv.args)
+        parsed = normalise_args(program, inv.args)
         tails = dict(zip(rest, rest_dyn))
         operands = list(parsed.operands)
         target_dir = next((v for k, v in parsed.values if k == "t"), None)
@@ -240,7 +240,7 @@ class _FileSteps:
         sources = operands if target_dir is not None else operands[:-1]
         for source in sources:
             if target_dir is not None or len(sources) > 1:
-                dest = f"{(target_dir or operands[-1]).rstrip('/')}/{_basename(source)}"
+                dest = f"{(target_dir or operands[-1]).rstrip('/')}/{basename(source)}"
             else:
                 dest = operands[-1]
             state = self.source_state(source, tails.get(source))
@@ -248,7 +248,7 @@ class _FileSteps:
             if program == "mv" and tails.get(source) is None and not isinstance(state, _files.Program):
                 self.files[self.here(source)] = _files.Gone()
 
-    def in_place(self, inv: _Inv, lang: str, rest: Sequence[str], rest_dyn: Sequence[Tail]) -> bool:
+    def in_place(self, inv: Inv, lang: str, rest: Sequence[str], rest_dyn: Sequence[Tail]) -> bool:
         """`sed -i`, `perl -pi -e`, `ruby -pi -e`, `awk -i inplace`: the files they rewrite, followed where the
         script is (`_inplace`), else unknown. False when the program does not edit in place."""
         args = list(inv.args)
@@ -320,10 +320,10 @@ class _FileSteps:
         shown = f"`{first.display[:60]}`"
         stdin: tuple[list[str] | None, bool] | None = incoming
         if stage.stdin_word is not None:
-            text, known = _word_text(stage.stdin_word, env)
+            text, known = word_text(stage.stdin_word, env)
             stdin = ([text], known)
         elif stage.stdin_file and stage.stdin_path is not None:
-            path, sure = _word_text(stage.stdin_path, env)
+            path, sure = word_text(stage.stdin_path, env)
             state = self.lookup(path) if sure else None
             known_texts = _files.texts(state)
             stdin = (list(known_texts), True) if known_texts is not None else (None, False)
@@ -379,13 +379,13 @@ class _FileSteps:
         if isinstance(stage, Simple) and ids and self.invs[ids[0]].program == "tee" and not self.invs[ids[0]].dynamic:
             tee = self.invs[ids[0]]
             if stage.stdin_word is not None:
-                text, known = _word_text(stage.stdin_word, env)
+                text, known = word_text(stage.stdin_word, env)
                 incoming = ([text], known)
             parsed = tee.normalised()
             for path in parsed.operands:
                 targets.append((path, "a" in parsed.flags, incoming or (None, False), "the command before `tee`"))
         for path, append, (texts, known), shown in targets:
-            if path in _files._DEVICES or not path:
+            if path in _files.DEVICES or not path:
                 continue
             key = self.here(path)
             if texts is None or not known:

@@ -4,6 +4,7 @@ what is only known at run time. The tokenizer under `_syntax`'s parser, which su
 from __future__ import annotations
 
 import re
+
 from ._nodes import Dynamic, Literal, Param, Piece, Script, Word
 
 MAX_DEPTH = 40  # nested substitutions / `bash -c` / `eval` levels before we give up (and fail closed)
