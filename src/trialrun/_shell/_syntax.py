@@ -24,6 +24,7 @@ class _Heredoc:
 _RESERVED_RE = re.compile(r"(\{|\}|!|\[\[|[a-z]+)(?=[\s;&|()<>]|$)")
 _REDIR_RE = re.compile(r"&>>|&>|\d*(?:<<<|<<-|<<|<>|<&|>>|>&|>\||<|>)")
 _COPROC_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*[ \t]+(?=[{(])")  # `coproc NAME { ...; }`
+_SUBSCRIPTED_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\[")
 ASSIGN_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=")
 
 
@@ -45,10 +46,11 @@ class Parser(WordReader):
     It parses far enough to know every simple command and what feeds it; it does not evaluate anything.
     """
 
-    __slots__ = ("heredocs",)
+    __slots__ = ("heredocs", "in_substitution")
 
-    def __init__(self, text: str, depth: int = 0, start: int = 0) -> None:
+    def __init__(self, text: str, depth: int = 0, start: int = 0, in_substitution: bool = False) -> None:
         super().__init__(text, depth, start)
+        self.in_substitution = in_substitution  # reading the script of `$(...)` (or `<(...)`, `>(...)`)
         self.heredocs: list[_Heredoc] = []  # here-documents whose bodies come after the end of the line
 
     # -- entry points --------------------------------------------------------------------------------------------
@@ -66,9 +68,12 @@ class Parser(WordReader):
         pipelines: Script = []
         s = self.s
         while True:
-            connector = self.skip_separators()
+            connector = self.skip_separators(after_command=bool(pipelines), strict=True)
             if "&" in connector and pipelines:  # `x=1 &`: a background job runs in a subshell
                 pipelines[-1] = [Group(body=[pipelines[-1]], scope="sub")]
+            if connector.endswith("?") and (self.i >= self.n or s[self.i] in ");" or (
+                    closers and (m := _RESERVED_RE.match(s, self.i)) and m.group(1) in closers)):
+                raise ParseError("`&&` or `||` with no command after it")
             if self.i >= self.n:
                 if paren:
                     raise ParseError(f"unclosed `{opener}`")
@@ -96,10 +101,15 @@ class Parser(WordReader):
                 pipeline = [Group(body=[pipeline], scope="maybe")]
             pipelines.append(pipeline)
 
-    def skip_separators(self) -> str:
-        """Skip separators; returns what was skipped: "?" for `&&`/`||`, "&" for a background `&`."""
+    def skip_separators(self, after_command: bool = True, strict: bool = False) -> str:
+        """Skip separators; returns what was skipped: "?" for `&&`/`||`, "&" for a background `&`.
+
+        `strict` (between the commands of a list): as bash has it, `;`, `&`, `&&` and `||` must each follow a
+        command (`; ls`, `ls; ; ls`, `ls && ; ls` and a `;` at the start of a line are errors), and only newlines
+        may come between `&&`/`||` and the command after it. `after_command`: a command comes just before."""
         s, n = self.s, self.n
         seen = ""
+        can_separate = after_command
         while True:
             self.skip_blanks()
             if self.i >= n:
@@ -108,24 +118,23 @@ class Parser(WordReader):
             if c == "\n":
                 self.i += 1
                 self.read_heredoc_bodies()
-            elif c == ";":
-                if s.startswith(";;", self.i) or s.startswith(";&", self.i):
-                    return seen
-                self.i += 1
-            elif c == "&":
-                if s.startswith("&>", self.i):
-                    return seen
-                both = s.startswith("&&", self.i)
-                seen += "?" if both else "&"
-                self.i += 2 if both else 1
-            elif c == "|":
-                if s.startswith("||", self.i):
-                    self.i += 2
-                    seen += "?"
-                else:
-                    raise ParseError("`|` with no command before it")
-            else:
+                can_separate = False
+                continue
+            if c not in ";&|" or (c == ";" and s.startswith((";;", ";&"), self.i)) or s.startswith("&>", self.i):
                 return seen
+            if c == "|" and not s.startswith("||", self.i):
+                raise ParseError("`|` with no command before it")
+            if strict and (not can_separate or seen.endswith("?")):
+                raise ParseError(f"unexpected `{s[self.i:self.i + 2].strip()}`")
+            can_separate = False
+            if c == ";":
+                self.i += 1
+            elif s.startswith(("&&", "||"), self.i):
+                seen += "?"
+                self.i += 2
+            else:
+                seen += "&"
+                self.i += 1
 
     def parse_pipeline(self) -> Pipeline:
         stages: Pipeline = [self.parse_stage()]
@@ -142,7 +151,8 @@ class Parser(WordReader):
                     else:
                         break
                 stage = self.parse_stage()
-                if isinstance(stage, Simple) and not stage.words and not stage.subs and stage.stdin_word is None:
+                if (isinstance(stage, Simple) and not stage.words and not stage.subs and stage.stdin_word is None
+                        and not stage.redirections):  # (`ls | >out` is a stage: one that runs nothing)
                     raise ParseError("`|` with no command after it")
                 stages.append(stage)
             else:
@@ -392,7 +402,12 @@ class Parser(WordReader):
                 raise ParseError("unexpected `(`")
             if self.read_redirection(cmd):
                 continue
-            word = self.read_word(cmd.subs)
+            if _SUBSCRIPTED_RE.match(s, self.i) and all(assignment(w) for w in cmd.words):
+                # `x[ ]=1 rm -rf b`: where a word may be an assignment, bash reads `NAME[` to its `]` as one word,
+                # blanks and `;` included (not a valid name, it still runs `rm -rf b`)
+                word = self.read_subscripted(cmd.subs)
+            else:
+                word = self.read_word(cmd.subs)
             if word is None:
                 raise ParseError(f"unexpected `{c}`")
             cmd.words.append(word)
@@ -456,9 +471,16 @@ class Parser(WordReader):
                 end = s.find("\n", self.i)
                 end = self.n if end < 0 else end
                 line = s[self.i:end]
-                self.i = min(end + 1, self.n)
-                if (line.lstrip("\t") if heredoc.strip_tabs else line) == heredoc.delimiter:
+                text = line.lstrip("\t") if heredoc.strip_tabs else line
+                if text == heredoc.delimiter:
+                    self.i = min(end + 1, self.n)
                     break
+                if self.in_substitution and text.startswith(heredoc.delimiter + ")"):
+                    # `$(cat <<EOF ... EOF)`: bash ends the body at a delimiter followed by the `)` that closes the
+                    # substitution (with a warning; dash rejects it), which then closes it
+                    self.i += len(line) - len(text) + len(heredoc.delimiter)
+                    break
+                self.i = min(end + 1, self.n)
                 lines.append(line)
             body = "\n".join(lines) + ("\n" if lines else "")
             word = Word((Literal(body, True),))
@@ -471,7 +493,7 @@ class Parser(WordReader):
 
     def sub_script(self, start: int) -> Script:
         """Parse `...)` from `start` (just after `$(`, `<(` or `>(`) as a script; leaves the cursor after the `)`."""
-        sub = Parser(self.s, self.depth + 1, start)
+        sub = Parser(self.s, self.depth + 1, start, in_substitution=True)
         body, _ = sub.parse_list(frozenset(), paren=True, opener=self.s[start - 2:start])
         if sub.heredocs:
             sub.read_heredoc_bodies()

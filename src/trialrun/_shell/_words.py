@@ -111,6 +111,43 @@ class WordReader:
         return Word(tuple(pieces))
 
 
+    def read_subscripted(self, subs: list[Script]) -> Word | None:
+        """A word that starts `NAME[` where an assignment may stand: bash reads its subscript to the matching `]`,
+        blanks, newlines and operators included (`x[ ]=1 rm -rf b` assigns, badly, then runs `rm -rf b`). The
+        subscript's substitutions are recorded (they run); the word's first piece is `NAME[...]` as written (inner
+        `]` left out, so that it reads as an assignment), joined to the plain text after it (`=value`)."""
+        s, n = self.s, self.n
+        start = self.i
+        i = s.index("[", start) + 1
+        depth = 1
+        while depth:
+            if i >= n:
+                raise ParseError("unclosed `[` in an array subscript")
+            c = s[i]
+            if c == "'":
+                end = s.find("'", i + 1)
+                if end < 0:
+                    raise ParseError("unbalanced single quote")
+                i = end + 1
+            elif c == '"':
+                i = self.read_dquote(i + 1, [], subs)
+            elif c == "$":
+                i = self.read_dollar(i, [], subs, quoted=True)
+            elif c == "`":
+                i = self.read_backtick(i, [], subs, quoted=True)
+            elif c == "\\":
+                i += 2
+            else:
+                depth += (c == "[") - (c == "]")
+                i += 1
+        name = s[start:i - 1].replace("]", "") + "]"
+        self.i = i
+        rest = self.read_word(subs)
+        pieces = rest.pieces if rest is not None else ()
+        if pieces and isinstance(pieces[0], Literal) and not pieces[0].quoted:
+            return Word((Literal(name + pieces[0].text, False), *pieces[1:]))
+        return Word((Literal(name, False), *pieces))
+
     def read_dquote(self, i: int, pieces: list[Piece], subs: list[Script], end_char: str | None = '"') -> int:
         """Inside "...": only `$`, backticks and backslash are special. Returns the index after the closing quote."""
         s, n = self.s, self.n
