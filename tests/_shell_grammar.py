@@ -146,21 +146,26 @@ def _wrap(rnd: random.Random, how: str, text: str, simple: bool, delimiter: str)
     """`text` wrapped `how`, and whether the result is a simple command. Compound forms put their closing word on a
     line of its own, so that a here-document inside ends where it should."""
     quoted = shlex.quote(text)
-    if how == "prefix":
-        return f"{rnd.choice(PREFIXES)} {text if simple else 'sh -c ' + quoted}", True
+    # `sh` is dash on Debian, where `$'...'` is no quoting and `<<<` no redirection: code with it goes to bash (the analyser reads code given
+    # to any shell as bash's, which sees more than dash runs: see docs/matcher.md)
+    sh = "bash" if "$'" in text or "<<<" in text else "sh"
+    if how == "prefix":  # (a prefix program runs programs, not builtins: `nohup eval ...` runs nothing)
+        prefix = rnd.choice(PREFIXES)
+        direct = simple and (prefix.endswith("command") or not text.startswith("eval "))
+        return f"{prefix} {text if direct else sh + ' -c ' + quoted}", True
     if how in ("sh-c", "bash-c"):
-        return f"{how[:-2]} -c {quoted}", True
+        return f"{sh if how == 'sh-c' else 'bash'} -c {quoted}", True
     if how == "eval":
         return f"eval {quoted}", True
     if how == "pipe":
         # (printf, not echo: dash's echo reads backslash escapes, so `echo '\\c...' | sh` differs between shells)
-        return f"printf '%s\\n' {quoted} | {rnd.choice(('sh', 'bash', 'sh -s'))}", False
+        return f"printf '%s\\n' {quoted} | {rnd.choice((sh, 'bash', sh + ' -s'))}", False
     if how == "herestring":
         return f"bash <<< {quoted}", True
     if how == "heredoc":
-        return f"sh <<'{delimiter}'\n{text}\n{delimiter}", True
+        return f"{sh} <<'{delimiter}'\n{text}\n{delimiter}", True
     if how == "xargs":
-        return f"printf '' | xargs sh -c {quoted}", False
+        return f"printf '' | xargs {sh} -c {quoted}", False
     if how == "variable":
         return f"c={quoted}; eval \"$c\"", False
     inner = f"\n{text}\n"

@@ -101,7 +101,9 @@ def test_what_cannot_be_parsed_fails_closed(command: str) -> None:
         return
     for pattern in PATTERNS:
         found = match_command(pattern, command)
-        assert found.matched and found.unparsable, (pattern, command, found.reason)
+        # (fail closed as "cannot parse", or as "runs what is only known at run time" where the part it cannot parse
+        # is text only known at run time anyway: `cat <<EOF | sh` of a body with `${...}` in it)
+        assert found.matched and (found.unparsable or found.uncertain), (pattern, command, found.reason)
         decision = tr.ToolPolicy(deny_commands=[pattern]).decide("bash", {"command": command})
         assert decision.action == "deny", (pattern, command, decision)
     allowed = tr.ToolPolicy(allow_commands=["ls", "rm", "curl", "git", "chmod", "cat", "echo"])
