@@ -143,7 +143,7 @@ def _pattern(argv: list[str]) -> str:
     """A `never_ran` pattern of a program and the options it ran with (operands left out: a loop's variable)."""
     program, args = argv[0], argv[1:]
     if program == "git":
-        sub = next((a for a in args if not a.startswith("-")), None)
+        sub = next((a for a in args if a.isalpha()), None)
         if sub is None:
             return "git"
         program, args = f"git {sub}", args[args.index(sub) + 1:]

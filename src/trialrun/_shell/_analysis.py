@@ -10,7 +10,7 @@ from functools import lru_cache
 
 from . import _files
 from ._expand import Env, Field, Tail, expand_word, text_of
-from ._handover import Call, HandOver
+from ._handover import SH_SHELLS, Call, HandOver
 from ._inv import Analysis, Inv, basename, quote_word, word_text
 from ._nodes import Dynamic, Group, Literal, Pipeline, Script, Simple
 from ._options import getopt, option_table
@@ -95,6 +95,7 @@ class Walker(HandOver):
         self.invs: list[Inv] = []
         self.edges: dict[int, set[int]] = {}
         self.errors: list[str] = []
+        self.in_sh = 0  # > 0 while walking POSIX sh's reading of some code (see `_handover.code`)
         self.guessing = 0  # > 0 while following a guess (a program only known at run time taken for a shell)
         self.functions: dict[str, Group] = {}  # defined so far in the line
         self.aliases: dict[str, str | None] = {}  # defined so far; None: the value is only known at run time
@@ -197,9 +198,10 @@ class Walker(HandOver):
                     for text in texts:
                         ran += self.lang_code(self.invs[x], self.invs[x].stdin_lang or "", text, depth)
             shells = [x for x in shells if not self.invs[x].stdin_lang]
+            sh = any(self.invs[x].program in SH_SHELLS for x in shells)
             for positional in dict.fromkeys(self.invs[x].script_args for x in shells):
                 for text in texts:
-                    ran += self.code(text, what, env, depth, positional=positional)
+                    ran += self.code(text, what, env, depth, positional=positional, sh=sh)
             return ran
         finally:
             self.guessing -= guessed

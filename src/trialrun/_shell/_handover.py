@@ -5,6 +5,7 @@ on standard input or in a file, code in another language. A mixin of `_analysis.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -33,6 +34,10 @@ from ._walk_files import FileSteps
 from ._words import MAX_DEPTH, ParseError
 from ._wrappers import CODE_RUNNERS, GIT_CODE_KEYS
 
+#: Where bash and POSIX sh (dash) read shell code apart: `$'...'`, `$"..."`, `[[`, `((`.
+_READ_APART = re.compile(r"\$['\"]|\[\[|\(\(")
+#: The shells that may be a POSIX sh other than bash (Debian's and Ubuntu's `sh` is dash).
+SH_SHELLS = frozenset({"sh", "dash", "ash", "posh"})
 _MAX_CODE = 1024  # pieces of shell code (`bash -c`, text piped into a shell...) followed in one line, likewise
 
 
@@ -53,6 +58,7 @@ class HandOver(FileSteps):
     """Following the actions of a program's handler, and the shell or other code it runs."""
 
     guessing: int
+    in_sh: int  # > 0 while walking POSIX sh's reading of some code (an `eval` in it is read that way too)
     errors: list[str]
     codes: int
     files: _files.Table
@@ -128,7 +134,7 @@ class HandOver(FileSteps):
             positional = tuple(zip(rest[args_from:], rest_dyn[args_from:]))
         # `eval` runs in this shell: what it assigns lasts
         return self.code(code, f"shell code given to `{inv.program}`", call.env, call.depth,
-                         shared=inv.program == "eval", positional=positional)
+                         shared=inv.program == "eval", positional=positional, sh=inv.program in SH_SHELLS)
 
     def run_script(self, call: Call, at: int | str, lang: str) -> list[int]:
         """It runs the script file words[at] (or the path `at`, a string) as `lang`."""
@@ -217,12 +223,15 @@ class HandOver(FileSteps):
 
     def code(
         self, text: str, what: str, env: Env, depth: int,
-        shared: bool = False, positional: Sequence[Field] | None = None,
+        shared: bool = False, positional: Sequence[Field] | None = None, sh: bool = False,
     ) -> list[int]:
         """Shell code inside a command (`bash -c`, `eval`, a here-document fed to `sh`): parse and walk it.
 
         `shared`: it runs in this shell (an alias), so its assignments last; `positional`: it runs in a new
-        shell with these arguments as `$@`."""
+        shell with these arguments as `$@`; `sh`: a POSIX sh runs it (`sh -c`, `| dash`), which may be bash or
+        dash: where the two read it differently (`$'...'`, `[[ ]]`, `(( ))`), what dash's reading runs is followed
+        too (`sh -c "[[ x || rm -rf y ]]"` runs rm in dash, nothing in bash). A reading dash cannot parse is no
+        error: bash's reading decides that."""
         if self.over_budget(what, depth, "shell code inside shell code"):
             return []
         try:
@@ -230,9 +239,26 @@ class HandOver(FileSteps):
             own = env if shared else dict(env)
             if positional is not None:
                 bind_positional(own, positional)
-            return self.script(script, own, depth + 1)
+            ids = self.script(script, own, depth + 1)
         except (ParseError, RecursionError) as exc:
             if not self.guessing:  # a guess that is not shell code (`$PY -c 'print(1)'`) was a wrong guess
                 message = "nested too deeply to follow" if isinstance(exc, RecursionError) else str(exc)
                 self.errors.append(f"{what}: {message}")
+            ids = []
+        if (sh or self.in_sh) and _READ_APART.search(text):
+            ids += self.sh_reading(text, env if shared else dict(env), depth, positional)
+        return ids
+
+    def sh_reading(self, text: str, env: Env, depth: int, positional: Sequence[Field] | None) -> list[int]:
+        """What POSIX sh's (dash's) reading of shell code runs (see `code`)."""
+        try:
+            script = Parser(text, depth + 1, posix=True).parse_all()
+        except (ParseError, RecursionError):
             return []
+        if positional is not None:
+            bind_positional(env, positional)
+        self.in_sh += 1
+        try:
+            return self.script(script, env, depth + 1)
+        finally:
+            self.in_sh -= 1

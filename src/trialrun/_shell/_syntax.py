@@ -48,8 +48,10 @@ class Parser(WordReader):
 
     __slots__ = ("heredocs", "in_substitution")
 
-    def __init__(self, text: str, depth: int = 0, start: int = 0, in_substitution: bool = False) -> None:
-        super().__init__(text, depth, start)
+    def __init__(
+        self, text: str, depth: int = 0, start: int = 0, in_substitution: bool = False, posix: bool = False
+    ) -> None:
+        super().__init__(text, depth, start, posix)
         self.in_substitution = in_substitution  # reading the script of `$(...)` (or `<(...)`, `>(...)`)
         self.heredocs: list[_Heredoc] = []  # here-documents whose bodies come after the end of the line
 
@@ -162,7 +164,7 @@ class Parser(WordReader):
         self.skip_blanks()
         s, i = self.s, self.i
         if i < self.n and s[i] == "(":
-            if s.startswith("((", i):
+            if s.startswith("((", i) and not self.posix:  # (sh reads `((` as two subshells)
                 self.i = self.skip_arithmetic(i + 2)
                 return self.finish_compound([])
             self.i = i + 1
@@ -174,6 +176,8 @@ class Parser(WordReader):
         if m is None:
             return self.parse_simple()
         word = m.group(1)
+        if word == "[[" and self.posix:  # a program named `[[` to sh: `&&`, `||` and `;` inside separate commands
+            return self.parse_simple()
         if word == "!":
             self.i = m.end()
             return self.parse_stage()
@@ -448,6 +452,8 @@ class Parser(WordReader):
         target = self.read_word(cmd.subs)
         if target is None:
             raise ParseError(f"`{m.group(0)}` without a target")
+        if op == "<<<" and self.posix:
+            raise ParseError("`<<<` is not sh syntax")
         if op in ("<<", "<<-"):
             delimiter = literal_text(target)
             quoted = any(p.quoted for p in target.pieces)
@@ -485,7 +491,7 @@ class Parser(WordReader):
             body = "\n".join(lines) + ("\n" if lines else "")
             word = Word((Literal(body, True),))
             if not heredoc.quoted:  # an unquoted delimiter means `$(...)`, backticks and `$x` in the body expand
-                scanner = Parser(body, self.depth + 1)
+                scanner = Parser(body, self.depth + 1, posix=self.posix)
                 word = scanner.scan_expansions(heredoc.target.subs)
             if heredoc.on_stdin:
                 heredoc.target.stdin_word = word
@@ -493,7 +499,7 @@ class Parser(WordReader):
 
     def sub_script(self, start: int) -> Script:
         """Parse `...)` from `start` (just after `$(`, `<(` or `>(`) as a script; leaves the cursor after the `)`."""
-        sub = Parser(self.s, self.depth + 1, start, in_substitution=True)
+        sub = Parser(self.s, self.depth + 1, start, in_substitution=True, posix=self.posix)
         body, _ = sub.parse_list(frozenset(), paren=True, opener=self.s[start - 2:start])
         if sub.heredocs:
             sub.read_heredoc_bodies()
@@ -501,4 +507,4 @@ class Parser(WordReader):
         return body
 
     def text_script(self, text: str) -> Script:
-        return Parser(text, self.depth + 1).parse_all()
+        return Parser(text, self.depth + 1, posix=self.posix).parse_all()

@@ -7,6 +7,7 @@ A base of `_handover._HandOver` (which supplies `code` and `lang_code`) under `_
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -69,7 +70,7 @@ class FileSteps:
                  depth: int) -> list[int]: ...
 
         def code(self, text: str, what: str, env: Env, depth: int, shared: bool = False,
-                 positional: Sequence[tuple[str, Tail]] | None = None) -> list[int]: ...
+                 positional: Sequence[tuple[str, Tail]] | None = None, sh: bool = False) -> list[int]: ...
 
         def lang_code(self, inv: Inv, lang: str, code: str, depth: int) -> list[int]: ...
 
@@ -154,7 +155,8 @@ class FileSteps:
                 ids += self.lang_code(inv, lang, text, depth)
             else:
                 ids += self.code(text, f"`{path}`", env, depth, shared=how == "source",
-                                 positional=None if how == "source" else tuple(zip(args, args_dyn)))
+                                 positional=None if how == "source" else tuple(zip(args, args_dyn)),
+                                 sh=_runs_in_sh(inv, text, how))
         return ids
 
     def source_state(self, path: str, tail: Tail) -> _files.State:
@@ -399,6 +401,14 @@ class FileSteps:
                     continue
                 texts = [b + t for b in before for t in texts]
             self.files[key] = _files.Text(tuple(dict.fromkeys(texts)))
+
+
+def _runs_in_sh(inv: Inv, text: str, how: str) -> bool:
+    """Whether a POSIX sh may run a script: `sh x.sh`, or its `#!` line names sh or dash."""
+    if how == "exec":
+        first = text.split("\n", 1)[0]
+        return first.startswith("#!") and bool(re.match(r"#!\s*(?:/usr)?/bin/(?:env\s+)?(?:sh|dash|ash)\b", first))
+    return inv.program in ("sh", "dash", "ash", "posh")
 
 
 def _edit_in_place(lang: str, scripts: Any, text: str) -> str:

@@ -29,15 +29,18 @@ class WordReader:
     """Reads words at a cursor over shell text; the parser (`_syntax._Parser`) subclasses it for the grammar and
     supplies the scripts of command substitutions, which are whole command lists."""
 
-    __slots__ = ("depth", "i", "n", "s")
+    __slots__ = ("depth", "i", "n", "posix", "s")
 
-    def __init__(self, text: str, depth: int = 0, start: int = 0) -> None:
+    def __init__(self, text: str, depth: int = 0, start: int = 0, posix: bool = False) -> None:
         if depth > MAX_DEPTH:
             raise ParseError("nested too deeply to follow")
         self.s = text
         self.n = len(text)
         self.i = start
         self.depth = depth
+        # POSIX sh's reading (dash's), for code a `sh` runs: no `$'...'`, `$"..."`, `[[ ]]`, `(( ))` or `<<<`, so
+        # `sh -c "[[ x || rm -rf y ]]"` runs rm there (see `_syntax.Parser` and `_handover.code`)
+        self.posix = posix
 
     def sub_script(self, start: int) -> Script:
         """The script of `$(...)`, `<(...)` or `>(...)` from `start`, leaving the cursor after its `)` (the parser's)."""
@@ -55,6 +58,8 @@ class WordReader:
                 i += 1
             elif c == "\\" and i + 1 < n and s[i + 1] == "\n":
                 i += 2
+            elif c == "\\" and i + 1 == n:  # a backslash ending the text continues a line that never comes
+                i += 1
             elif c == "#":
                 end = s.find("\n", i)
                 i = n if end < 0 else end
@@ -86,8 +91,7 @@ class WordReader:
             elif c == '"':
                 i = self.read_dquote(i + 1, pieces, subs)
             elif c == "\\":
-                if i + 1 >= n:
-                    pieces.append(Literal("\\", False))
+                if i + 1 >= n:  # (a line continuation at the very end: nothing)
                     i += 1
                 elif s[i + 1] == "\n":
                     i += 2
@@ -106,6 +110,8 @@ class WordReader:
             else:  # blank, newline or operator: the word ends
                 break
         self.i = i
+        if not pieces:  # (only line continuations)
+            return None
         if i == start:
             return None
         return Word(tuple(pieces))
@@ -212,11 +218,11 @@ class WordReader:
             else:
                 pieces.append(Dynamic(s[i:end], quoted))
             return end
-        if nxt == "'" and not quoted:
+        if nxt == "'" and not quoted and not self.posix:
             text, end = _ansi_c(s, i + 2)
             pieces.append(Literal(text, True))
             return end
-        if nxt == '"' and not quoted:
+        if nxt == '"' and not quoted and not self.posix:
             return self.read_dquote(i + 2, pieces, subs)
         m = _NAME_RE.match(s, i + 1)
         if m:
