@@ -219,3 +219,51 @@ def test_programs_tree_sitter_names_are_ones_the_analyser_says_run(command: str)
     said = {inv.program for inv in analysis.invs}
     for name in _command_names(tree.root_node):
         assert name in said or name in ("f",), f"tree-sitter-bash finds `{name}` in {command!r}; the analyser: {said}"
+
+
+# -- what the fuzzing found (each was wrong before; bash, or dash as `sh`, shows the truth) -------------------------
+
+#: (command line, the program and options it runs for real, the shell that shows it: "bash" or "dash")
+FOUND = [
+    # a subscript where an assignment may stand is read to its `]`, blanks and all: bash runs the rm
+    ("x[ ]=1 rm -rf a", ["rm", "-rf", "a"], "bash"),
+    ("y[a b]=1 rm -rf a", ["rm", "-rf", "a"], "bash"),
+    ("X=1 x[a;b]=2 rm -rf a", ["rm", "-rf", "a"], "bash"),
+    # dash (Debian's sh) reads `[[`, `((` and `$'...'` as bash does not
+    ("sh -c '[[ x || rm -rf a ]]'", ["rm", "-rf", "a", "]]"], "dash"),
+    ("sh -c '(( rm -rf a ))'", ["rm", "-rf", "a"], "dash"),
+    ("echo '(( rm -rf a ))' | sh", ["rm", "-rf", "a"], "dash"),
+    ("sh -c \"echo \\$'x\\\\' ; rm -rf a ; #'\"", ["rm", "-rf", "a"], "dash"),
+]
+
+
+@pytest.mark.parametrize(("command", "ran", "shell"), FOUND)
+def test_what_the_fuzzing_found(sandbox: Path, command: str, ran: list[str], shell: str) -> None:
+    found = match_command(_pattern(ran), command)
+    assert found.matched and not found.uncertain, found.reason
+    if shell == "dash" and os.path.basename(os.path.realpath(shutil.which("sh") or "")) != "dash":
+        return  # (this machine's sh is not dash: the analyser still reads the line both ways)
+    assert ran in run_for_real(sandbox, command)
+
+
+@pytest.mark.parametrize("command", [
+    "bash -c '[[ x || rm -rf a ]]'",  # bash: a condition, no command
+    "bash -c \"echo \\$'x\\\\' ; rm -rf a ; #'\"",  # bash: one quoted word
+])
+def test_and_what_bash_does_not_run(sandbox: Path, command: str) -> None:
+    assert not match_command("rm -rf", command).matched
+    assert run_for_real(sandbox, command) == []
+
+
+@pytest.mark.parametrize(("command", "bash_ok"), [
+    ('echo "$(cat <<EOF\nrm -rf a\nEOF)"', True),  # bash ends the body at `EOF)` (with a warning)
+    ("ls | >out", True),  # a stage of only a redirection
+    ("; ls", False), ("ls ; ; ls", False), ("ls &&", False), ("{ ls && }", False), ("ls\n; ls", False),
+    ("0|\\", False),  # the backslash continues a line that never comes
+    ("d[", False),  # a subscript never closed
+    ("for v in a; } do :; done", False), ("for ((i=0; i<1; i++)) do :; done", True),
+])
+def test_parse_differences_the_fuzzing_found(command: str, bash_ok: bool) -> None:
+    _required("bash", BASH is not None)
+    assert bash_accepts(command) is bash_ok
+    assert (analyse(command).error is None) is bash_ok, analyse(command).error

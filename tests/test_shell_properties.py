@@ -102,8 +102,9 @@ def test_what_cannot_be_parsed_fails_closed(command: str) -> None:
     for pattern in PATTERNS:
         found = match_command(pattern, command)
         # (fail closed as "cannot parse", or as "runs what is only known at run time" where the part it cannot parse
-        # is text only known at run time anyway: `cat <<EOF | sh` of a body with `${...}` in it)
-        assert found.matched and (found.unparsable or found.uncertain), (pattern, command, found.reason)
+        # is text only known at run time anyway: `cat <<EOF | sh` of a body with `${...}` in it; or a match of what
+        # the part it can read runs)
+        assert found.matched and (found.unparsable or found.uncertain or found.segment), (pattern, command, found)
         decision = tr.ToolPolicy(deny_commands=[pattern]).decide("bash", {"command": command})
         assert decision.action == "deny", (pattern, command, decision)
     allowed = tr.ToolPolicy(allow_commands=["ls", "rm", "curl", "git", "chmod", "cat", "echo"])

@@ -257,7 +257,7 @@ class Parser(WordReader):
         s = self.s
         subs: list[Script] = []
         count = 0
-        separated = False
+        separated = semicolon = False
         names: list[str] = []
         while True:
             self.skip_blanks()
@@ -265,25 +265,33 @@ class Parser(WordReader):
                 raise ParseError("`for` without `do`")
             c = s[self.i]
             if c in ";\n":
+                if c == ";" and semicolon:
+                    raise ParseError("unexpected `;` in a `for` header")
                 self.i += 1
                 if c == "\n":
                     self.read_heredoc_bodies()
+                semicolon = semicolon or c == ";"
                 separated = True
                 continue
             if s.startswith("((", self.i):
                 self.i = self.skip_arithmetic(self.i + 2)
                 count += 2
+                separated = True  # (`for ((...)) do` needs no `;`)
                 continue
             m = _RESERVED_RE.match(s, self.i)
             if m and m.group(1) == "do" and (separated or count == 1):
                 self.i = m.end()
                 break
+            if separated and (semicolon or count > 1 or not (m and m.group(1) == "in")):
+                # after `;` (or the words, or a name and a newline) only `do` may come: `for v in a; } do` is wrong
+                raise ParseError(f"`for` without `do` (found `{s[self.i:self.i + 10].split()[0]}`)")
             word = self.read_word(subs)
             if word is None:
                 raise ParseError(f"unexpected `{c}` in a `for` header")
             if count == 0:
                 names.append(literal_text(word))
             count += 1
+            separated = False
         body, _ = self.parse_list(frozenset({"done"}), paren=False)
         group = self.finish_compound(body, subs)
         group.assigns = tuple(names)
