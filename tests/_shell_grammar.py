@@ -151,7 +151,7 @@ def _wrap(rnd: random.Random, how: str, text: str, simple: bool, delimiter: str)
     sh = "bash" if "$'" in text or "<<<" in text else "sh"
     if how == "prefix":  # (a prefix program runs programs, not builtins: `nohup eval ...` runs nothing)
         prefix = rnd.choice(PREFIXES)
-        direct = simple and (prefix.endswith("command") or not text.startswith("eval "))
+        direct = simple and (prefix.endswith("command") or not text.startswith(("eval ", "command ", "builtin ")))
         return f"{prefix} {text if direct else sh + ' -c ' + quoted}", True
     if how in ("sh-c", "bash-c"):
         return f"{sh if how == 'sh-c' else 'bash'} -c {quoted}", True

@@ -97,7 +97,8 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     root = tmp_path_factory.mktemp("oracle")
     fakes = root / "bin"
     fakes.mkdir()
-    log = 'printf "%s\\0" "${0##*/}" "$@" >> "$ORACLE_LOG"; printf "\\036" >> "$ORACLE_LOG"\n'
+    # one file per process (`$$`): programs run at once (`a & b`) would interleave their records in one file
+    log = 'printf "%s\\0" "${0##*/}" "$@" "" >> "$ORACLE_LOG.$$"\n'
     for name in PROGRAMS:
         (fakes / name).write_text("#!/bin/sh\n" + log)
     for name in PASSTHROUGH:
@@ -127,7 +128,6 @@ def run_for_real(sandbox: Path, command: str) -> list[list[str]]:
     for name in ("a", "x.txt", "c.sh"):
         (case / name).write_text("ls\n")
     log = case / ".log"
-    log.write_bytes(b"")
     bwrap = [
         BWRAP, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
         "--bind", str(sandbox), str(sandbox), "--unshare-all", "--die-with-parent", "--new-session",
@@ -136,7 +136,10 @@ def run_for_real(sandbox: Path, command: str) -> list[list[str]]:
         "timeout", "-s", "KILL", "5", BASH, "-c", command,
     ]
     subprocess.run(bwrap, stdin=subprocess.DEVNULL, capture_output=True, timeout=30)
-    return [record.split("\0")[:-1] for record in log.read_text(errors="replace").split("\036") if record]
+    records = []
+    for part in sorted(case.glob(".log.*"), key=lambda p: p.stat().st_mtime_ns):
+        records.append(part.read_text(errors="replace").split("\0")[:-2])
+    return records
 
 
 def _pattern(argv: list[str]) -> str:

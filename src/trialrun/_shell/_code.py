@@ -122,12 +122,15 @@ def _imported_names(tree: ast.AST) -> dict[str, str]:
     return aliases
 
 
-def _binds_name(node: ast.AST) -> bool:
-    """`run = subprocess.run`, `s = os`: a name bound to another name (a module or a function)."""
-    return (
+def _bound_name(node: ast.AST) -> tuple[str, ast.expr] | None:
+    """`run = subprocess.run`, `s = os`: (the name, the name or attribute bound to it), or None."""
+    if (
         isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
         and isinstance(node.value, (ast.Name, ast.Attribute))
-    )
+    ):
+        return node.targets[0].id, node.value
+    return None
+
 
 
 class _PythonRuns:
@@ -142,10 +145,10 @@ class _PythonRuns:
         self.called: set[int] = set()  # the `func` nodes of calls read so far
         for _ in range(2):  # `s = os; s.system(...)`, `run = subprocess.run`: names bound to modules or functions
             for node in ast.walk(tree):
-                if _binds_name(node):
-                    bound = self.name_of(node.value)  # type: ignore[attr-defined]
-                    if bound is not None and bound != node.targets[0].id:  # type: ignore[attr-defined]
-                        self.aliases[node.targets[0].id] = bound  # type: ignore[attr-defined]
+                if (found := _bound_name(node)) is not None:
+                    bound = self.name_of(found[1])
+                    if bound is not None and bound != found[0]:
+                        self.aliases[found[0]] = bound
 
     def name_of(self, node: ast.AST) -> str | None:
         """The dotted name an expression stands for (`sp.run` -> subprocess.run), or None."""
@@ -240,7 +243,7 @@ class _PythonRuns:
         tree = self.tree
         inner = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
         # `run = subprocess.run`: an alias, whose calls are read as calls of what it names
-        inner |= {id(node.value) for node in ast.walk(tree) if _binds_name(node)}  # type: ignore[attr-defined]
+        inner |= {id(found[1]) for node in ast.walk(tree) if (found := _bound_name(node)) is not None}
         actions: list[CodeAction] = []
         for node in ast.walk(tree):
             if (

@@ -411,10 +411,11 @@ def _run(commands: list[_Command], line: str, number: int, is_last: bool, before
                 new, made = command.regex.subn(command.expand, line, count=command.count)
             else:
                 seen = [0]
+                expand, count = command.expand, command.count
 
-                def nth(match: re.Match[str], command: _Command = command, seen: list[int] = seen) -> str:
+                def nth(match: re.Match[str]) -> str:
                     seen[0] += 1
-                    return command.expand(match) if seen[0] == command.count else match.group(0)  # type: ignore[misc]
+                    return expand(match) if seen[0] == count else match.group(0)
 
                 new = command.regex.sub(nth, line)
                 made = int(seen[0] >= command.count)

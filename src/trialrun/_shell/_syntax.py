@@ -23,6 +23,7 @@ class _Heredoc:
 
 _RESERVED_RE = re.compile(r"(\{|\}|!|\[\[|[a-z]+)(?=[\s;&|()<>]|$)")
 _REDIR_RE = re.compile(r"&>>|&>|\d*(?:<<<|<<-|<<|<>|<&|>>|>&|>\||<|>)")
+_IO_NUMBER_RE = re.compile(r"\d+[<>]")
 _COPROC_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*[ \t]+(?=[{(])")  # `coproc NAME { ...; }`
 _SUBSCRIPTED_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\[")
 ASSIGN_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=")
@@ -457,7 +458,8 @@ class Parser(WordReader):
         self.i = m.end()
         cmd.redirections += 1
         self.skip_blanks()
-        target = self.read_word(cmd.subs)
+        # (`cat << 2>&1`: digits before `<` or `>` are the next redirection's descriptor, not this one's target)
+        target = None if _IO_NUMBER_RE.match(s, self.i) else self.read_word(cmd.subs)
         if target is None:
             raise ParseError(f"`{m.group(0)}` without a target")
         if op == "<<<" and self.posix:

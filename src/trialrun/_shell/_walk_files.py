@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from . import _files
 from ._code import LANGUAGES, language_of, language_of_script
 from ._code_writes import CopyFile, WriteFile, WritesAnywhere, code_writes
-from ._editor_args import patch_options, perl_arguments, sed_arguments
+from ._editor_args import InPlace, PerlEdit, patch_options, perl_arguments, sed_arguments
 from ._edits import Unknowable
 from ._expand import Env, Tail, expand_word
-from ._inplace import run_perl, run_sed
+from ._inplace import Sed, run_perl, run_sed
 from ._inv import Inv, basename, word_text
 from ._nodes import Group, Simple
 from ._options import normalise_args
@@ -263,9 +263,9 @@ class FileSteps:
                 lang == "awk" and "inplace" in args)
             if not edits:
                 return False
-            parsed = ([], [a for a in args if not a.startswith("-") and a != "inplace"][1:], "",
-                      f"{lang} edits in place in a way not followed here")
-        scripts, targets, suffix, problem = parsed
+            parsed = InPlace(None, [a for a in args if not a.startswith("-") and a != "inplace"][1:], "",
+                             f"{lang} edits in place in a way not followed here")
+        program, targets, suffix, problem = parsed.program, parsed.files, parsed.suffix, parsed.problem
         if targets is None:
             return False  # not in place
         dynamic = any(d is not None for d in rest_dyn)
@@ -284,7 +284,7 @@ class FileSteps:
                 self.files[key] = _files.Unknown(_files.unknown_why(state, target, f"edited in place by {shown}", self.files))
                 continue
             try:
-                results = tuple(dict.fromkeys(_edit_in_place(lang, scripts, text) for text in known))
+                results = tuple(dict.fromkeys(_edit_in_place(program, text) for text in known))
             except Unknowable as exc:
                 self.files[key] = _files.Unknown(f"was edited in place by {shown}, which is not followed here ({exc})")
                 continue
@@ -411,9 +411,10 @@ def _runs_in_sh(inv: Inv, text: str, how: str) -> bool:
     return inv.program in ("sh", "dash", "ash", "posh")
 
 
-def _edit_in_place(lang: str, scripts: Any, text: str) -> str:
-    if lang == "sed":
-        sed, = scripts
-        return run_sed(sed, text)
-    statements, slurp = scripts
-    return run_perl(statements, text, slurp)
+def _edit_in_place(program: Sed | PerlEdit | None, text: str) -> str:
+    match program:
+        case Sed():
+            return run_sed(program, text)
+        case PerlEdit(statements, slurp):
+            return run_perl(statements, text, slurp)
+    raise Unknowable("the edit's program was not read")
