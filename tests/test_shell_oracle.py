@@ -265,6 +265,7 @@ def test_and_what_bash_does_not_run(sandbox: Path, command: str) -> None:
     ("0|\\", False),  # the backslash continues a line that never comes
     ("d[", False),  # a subscript never closed
     ("for v in a; } do :; done", False), ("for ((i=0; i<1; i++)) do :; done", True),
+    ("cat << 2>&1", False),  # `2>` is the next redirection: `<<` has no delimiter
 ])
 def test_parse_differences_the_fuzzing_found(command: str, bash_ok: bool) -> None:
     _required("bash", BASH is not None)

@@ -87,7 +87,8 @@ def test_never_raises_on_generated_command_lines(command: str) -> None:
 def test_never_raises_on_argv_lists(argv: list[str]) -> None:
     for pattern in PATTERNS:
         match_command(pattern, argv)
-    assert analyse(tuple(argv)).error is None or not analyse(tuple(argv)).error.startswith(CRASHED)  # type: ignore[union-attr]
+    error = analyse(tuple(argv)).error
+    assert error is None or not error.startswith(CRASHED), (argv, error)
 
 
 # -- what cannot be parsed fails closed --------------------------------------------------------------------------
