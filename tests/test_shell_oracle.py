@@ -138,7 +138,7 @@ def run_for_real(sandbox: Path, command: str) -> list[list[str]]:
     subprocess.run(bwrap, stdin=subprocess.DEVNULL, capture_output=True, timeout=30)
     records = []
     for part in sorted(case.glob(".log.*"), key=lambda p: p.stat().st_mtime_ns):
-        records.append(part.read_text(errors="replace").split("\0")[:-2])
+        records.append(part.read_bytes().decode(errors="replace").split("\0")[:-2])  # (bytes: `\r` stays)
     return records
 
 
@@ -266,6 +266,7 @@ def test_and_what_bash_does_not_run(sandbox: Path, command: str) -> None:
     ("d[", False),  # a subscript never closed
     ("for v in a; } do :; done", False), ("for ((i=0; i<1; i++)) do :; done", True),
     ("cat << 2>&1", False),  # `2>` is the next redirection: `<<` has no delimiter
+    ("for v inx a; do :; done", False), ("for v a; do :; done", False),  # only `in` or `do` after the name
 ])
 def test_parse_differences_the_fuzzing_found(command: str, bash_ok: bool) -> None:
     _required("bash", BASH is not None)

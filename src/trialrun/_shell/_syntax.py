@@ -289,6 +289,8 @@ class Parser(WordReader):
             word = self.read_word(subs)
             if word is None:
                 raise ParseError(f"unexpected `{c}` in a `for` header")
+            if count == 1 and word.pieces != (Literal("in", False),):  # `for v inx a; do`, `for v a; do`
+                raise ParseError(f"`for {names[0]}` without `in` or `do`")
             if count == 0:
                 names.append(literal_text(word))
             count += 1
