@@ -146,9 +146,9 @@ def _wrap(rnd: random.Random, how: str, text: str, simple: bool, delimiter: str)
     """`text` wrapped `how`, and whether the result is a simple command. Compound forms put their closing word on a
     line of its own, so that a here-document inside ends where it should."""
     quoted = shlex.quote(text)
-    # `sh` is dash on Debian, where `$'...'` is no quoting and `<<<` no redirection: code with it goes to bash (the analyser reads code given
+    # `sh` is dash on Debian, where `$'...'` is no quoting, `<<<` no redirection and `builtin` no builtin: code with it goes to bash (the analyser reads code given
     # to any shell as bash's, which sees more than dash runs: see docs/matcher.md)
-    sh = "bash" if "$'" in text or "<<<" in text else "sh"
+    sh = "bash" if "$'" in text or "<<<" in text or "builtin " in text else "sh"
     if how == "prefix":  # (a prefix program runs programs, not builtins: `nohup eval ...` runs nothing)
         prefix = rnd.choice(PREFIXES)
         direct = simple and (prefix.endswith("command") or not text.startswith(("eval ", "command ", "builtin ")))

@@ -143,7 +143,10 @@ def run_for_real(sandbox: Path, command: str) -> list[list[str]]:
 
 
 def _pattern(argv: list[str]) -> str:
-    """A `never_ran` pattern of a program and the options it ran with (operands left out: a loop's variable)."""
+    """A `never_ran` pattern of a program and the options it ran with (operands left out: a loop's variable). A
+    carriage return separates words for the matcher (for commands sent with Windows line ends), not for bash: the
+    words are split there too (docs/matcher.md)."""
+    argv = [part for word in argv for part in word.split("\r") if part] or argv
     program, args = argv[0], argv[1:]
     if program == "git":
         sub = next((a for a in args if a.isalpha()), None)
@@ -237,6 +240,8 @@ FOUND = [
     ("sh -c '(( rm -rf a ))'", ["rm", "-rf", "a"], "dash"),
     ("echo '(( rm -rf a ))' | sh", ["rm", "-rf", "a"], "dash"),
     ("sh -c \"echo \\$'x\\\\' ; rm -rf a ; #'\"", ["rm", "-rf", "a"], "dash"),
+    # `${` ends at the first `}`: a `{` inside opens nothing
+    ("echo ${x:-{}; rm -rf a; echo }", ["rm", "-rf", "a"], "bash"),
 ]
 
 

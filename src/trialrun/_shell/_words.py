@@ -235,20 +235,15 @@ class WordReader:
         return i + 1
 
     def skip_braced(self, i: int, subs: list[Script]) -> int:
-        """The end of `${...}` (index after `}`), recording substitutions inside (`${x:-$(cmd)}`)."""
+        """The end of `${...}` (index after `}`), recording substitutions inside (`${x:-$(cmd)}`). It ends at the
+        first `}` not quoted or inside another expansion, as bash and dash end it: a `{` inside opens nothing
+        (`echo ${x:-{}; rm -rf b; echo }` runs rm)."""
         s, n = self.s, self.n
-        depth = 1
         while i < n:
             c = s[i]
             if c == "}":
-                depth -= 1
-                if depth == 0:
-                    return i + 1
-                i += 1
-            elif c == "{":
-                depth += 1
-                i += 1
-            elif c == "\\":
+                return i + 1
+            if c == "\\":
                 i += 2
             elif c == "'":
                 end = s.find("'", i + 1)
