@@ -242,6 +242,13 @@ FOUND = [
     ("sh -c \"echo \\$'x\\\\' ; rm -rf a ; #'\"", ["rm", "-rf", "a"], "dash"),
     # `${` ends at the first `}`: a `{` inside opens nothing
     ("echo ${x:-{}; rm -rf a; echo }", ["rm", "-rf", "a"], "bash"),
+    # the substitutions inside arithmetic run (`$((`, `((`, `for ((`); `$((cmd) )` is a subshell, not arithmetic
+    ("echo $(( $(rm -rf a) + 1 ))", ["rm", "-rf", "a"], "bash"),
+    ('echo "$(( echo "$(rm -rf a)" ))"', ["rm", "-rf", "a"], "bash"),
+    ("(( $(rm -rf a) ))", ["rm", "-rf", "a"], "bash"),
+    ("for ((i=$(rm -rf a); i<1; i++)); do :; done", ["rm", "-rf", "a"], "bash"),
+    ("echo $((rm -rf a) )", ["rm", "-rf", "a"], "bash"),
+    ("((rm -rf a) )", ["rm", "-rf", "a"], "bash"),
 ]
 
 
@@ -272,6 +279,7 @@ def test_and_what_bash_does_not_run(sandbox: Path, command: str) -> None:
     ("for v in a; } do :; done", False), ("for ((i=0; i<1; i++)) do :; done", True),
     ("cat << 2>&1", False),  # `2>` is the next redirection: `<<` has no delimiter
     ("for v inx a; do :; done", False), ("for v a; do :; done", False),  # only `in` or `do` after the name
+    ("case x in x) ls;;; esac", False), ("case x in x) ls;;& y) ls;; esac", True),
 ])
 def test_parse_differences_the_fuzzing_found(command: str, bash_ok: bool) -> None:
     _required("bash", BASH is not None)

@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 
 from ._nodes import Group, Literal, Pipeline, Script, Simple, Stage, Word, literal_text
-from ._words import ParseError, WordReader
+from ._words import NotArithmetic, ParseError, WordReader
 
 
 @dataclass(slots=True)
@@ -166,8 +166,13 @@ class Parser(WordReader):
         s, i = self.s, self.i
         if i < self.n and s[i] == "(":
             if s.startswith("((", i) and not self.posix:  # (sh reads `((` as two subshells)
-                self.i = self.skip_arithmetic(i + 2)
-                return self.finish_compound([])
+                subs: list[Script] = []
+                try:
+                    self.i = self.skip_arithmetic(i + 2, subs)
+                except NotArithmetic:  # `((cmd) )`: subshells
+                    pass
+                else:
+                    return self.finish_compound([], subs)
             self.i = i + 1
             body, _ = self.parse_list(frozenset(), paren=True)
             group = self.finish_compound(body)
@@ -275,7 +280,10 @@ class Parser(WordReader):
                 separated = True
                 continue
             if s.startswith("((", self.i):
-                self.i = self.skip_arithmetic(self.i + 2)
+                try:
+                    self.i = self.skip_arithmetic(self.i + 2, subs)
+                except NotArithmetic:
+                    raise ParseError("`for ((` not closed by `))`") from None
                 count += 2
                 separated = True  # (`for ((...)) do` needs no `;`)
                 continue
@@ -313,7 +321,7 @@ class Parser(WordReader):
         self.i = m.end()
         body: Script = []
         while True:
-            self.skip_separators()
+            self.skip_separators(after_command=False, strict=True)  # (`;;;` is an error: only newlines here)
             m = _RESERVED_RE.match(s, self.i)
             if m and m.group(1) == "esac":
                 self.i = m.end()

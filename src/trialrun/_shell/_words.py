@@ -14,6 +14,10 @@ class ParseError(Exception):
     """The command is not valid shell (or too deeply nested to follow); the message says why."""
 
 
+class NotArithmetic(Exception):
+    """`$((` or `((` that bash reads as a subshell, not arithmetic (see `WordReader.skip_arithmetic`)."""
+
+
 _PLAIN_RE = re.compile(r"[^ \t\r\n;&|()<>'\"\\$`{]+")
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ELEMENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\[(?:@|\*|\d+)\]")  # `${a[@]}`, `${a[*]}`, `${a[0]}`
@@ -204,9 +208,13 @@ class WordReader:
         nxt = s[i + 1] if i + 1 < n else ""
         if nxt == "(":
             if s.startswith("((", i + 1):
-                end = self.skip_arithmetic(i + 3)
-                pieces.append(Dynamic(s[i:end], quoted))
-                return end
+                try:
+                    end = self.skip_arithmetic(i + 3, subs)
+                except NotArithmetic:  # `$((cmd) )`: a command substitution of a subshell
+                    pass
+                else:
+                    pieces.append(Dynamic(s[i:end], quoted))
+                    return end
             subs.append(self.sub_script(i + 2))
             pieces.append(Dynamic(s[i:self.i], quoted))
             return self.i
@@ -260,19 +268,36 @@ class WordReader:
                 i += 1
         raise ParseError("unclosed `${`")
 
-    def skip_arithmetic(self, i: int) -> int:
-        """The index after the `))` that closes `$((` or `((` (content is arithmetic, not commands)."""
+    def skip_arithmetic(self, i: int, subs: list[Script]) -> int:
+        """The index after the `))` that closes `$((` or `((`. The content is arithmetic, not commands, but the
+        substitutions in it run first (`$(( $(rm -rf b) + 1 ))` runs rm): they are added to `subs`.
+        `NotArithmetic` when the first `(` closes on its own (`$((cmd) )`, `((cmd) )`): bash reads a subshell."""
         s, n = self.s, self.n
         depth = 2
+        found: list[Script] = []
         while i < n:
             c = s[i]
             if c == "(":
                 depth += 1
+                i += 1
             elif c == ")":
                 depth -= 1
                 if depth == 0:
+                    subs.extend(found)
                     return i + 1
-            i += 1
+                if depth == 1 and not s.startswith(")", i + 1):
+                    raise NotArithmetic
+                i += 1
+            elif c == "$":
+                i = self.read_dollar(i, [], found, quoted=True)
+            elif c == "`":
+                i = self.read_backtick(i, [], found, quoted=True)
+            elif c == '"':
+                i = self.read_dquote(i + 1, [], found)
+            elif c == "\\":
+                i += 2
+            else:
+                i += 1
         raise ParseError("unclosed `((`")
 
     def read_backtick(self, i: int, pieces: list[Piece], subs: list[Script], quoted: bool) -> int:
