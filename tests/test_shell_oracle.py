@@ -249,6 +249,8 @@ FOUND = [
     ("for ((i=$(rm -rf a); i<1; i++)); do :; done", ["rm", "-rf", "a"], "bash"),
     ("echo $((rm -rf a) )", ["rm", "-rf", "a"], "bash"),
     ("((rm -rf a) )", ["rm", "-rf", "a"], "bash"),
+    # a here-document begun in a substitution takes its body from the lines after the substitution's line
+    ("x=$(cat <<EOF); rm -rf a\nls\nEOF", ["rm", "-rf", "a"], "bash"),
 ]
 
 
@@ -280,6 +282,7 @@ def test_and_what_bash_does_not_run(sandbox: Path, command: str) -> None:
     ("cat << 2>&1", False),  # `2>` is the next redirection: `<<` has no delimiter
     ("for v inx a; do :; done", False), ("for v a; do :; done", False),  # only `in` or `do` after the name
     ("case x in x) ls;;; esac", False), ("case x in x) ls;;& y) ls;; esac", True),
+    ('echo "$(cat <<EOF)"; ls', True),  # its body would come on the next line (there is none: empty, as in bash)
 ])
 def test_parse_differences_the_fuzzing_found(command: str, bash_ok: bool) -> None:
     _required("bash", BASH is not None)

@@ -521,8 +521,9 @@ class Parser(WordReader):
         """Parse `...)` from `start` (just after `$(`, `<(` or `>(`) as a script; leaves the cursor after the `)`."""
         sub = Parser(self.s, self.depth + 1, start, in_substitution=True, posix=self.posix)
         body, _ = sub.parse_list(frozenset(), paren=True, opener=self.s[start - 2:start])
-        if sub.heredocs:
-            sub.read_heredoc_bodies()
+        # a here-document begun inside and not ended there (`x=$(cat <<EOF); ls` NEWLINE body): its body comes after
+        # the end of the line the substitution is in, as bash reads it
+        self.heredocs.extend(sub.heredocs)
         self.i = sub.i
         return body
 
