@@ -133,12 +133,14 @@ def run_for_real(sandbox: Path, command: str) -> list[list[str]]:
         "--bind", str(sandbox), str(sandbox), "--unshare-all", "--die-with-parent", "--new-session",
         "--clearenv", "--setenv", "PATH", str(sandbox / "bin"), "--setenv", "HOME", str(sandbox / "home"),
         "--setenv", "ORACLE_LOG", str(log), "--chdir", str(case),
-        "timeout", "-s", "KILL", "5", BASH, "-c", command,
+        "timeout", "-s", "KILL", "5", BASH, "-c", command + "\nwait",  # (background jobs too)
     ]
     subprocess.run(bwrap, stdin=subprocess.DEVNULL, capture_output=True, timeout=30)
     records = []
     for part in sorted(case.glob(".log.*"), key=lambda p: p.stat().st_mtime_ns):
-        records.append(part.read_bytes().decode(errors="replace").split("\0")[:-2])  # (bytes: `\r` stays)
+        record = part.read_bytes().decode(errors="replace").split("\0")[:-2]  # (bytes: `\r` stays)
+        if record:
+            records.append(record)
     return records
 
 
@@ -201,10 +203,14 @@ def _tree_sitter() -> object | None:
 
 
 def _command_names(node: object) -> Iterator[str]:
-    """The literal program names of the commands tree-sitter-bash finds (ones made of plain words only)."""
+    """The literal program names of the commands tree-sitter-bash finds (ones made of plain words only). Not inside
+    `$((...))` or `((...))`: where that is no arithmetic expression tree-sitter-bash reads subshells, bash reads
+    arithmetic (an error when it runs: no command runs)."""
     stack = [node]
     while stack:
         current = stack.pop()
+        if current.text.startswith((b"$((", b"((")):  # type: ignore[attr-defined]
+            continue
         if current.type == "command_name":  # type: ignore[attr-defined]
             text = current.text.decode()  # type: ignore[attr-defined]
             if re.fullmatch(r"[\w./-]+", text):
@@ -282,7 +288,8 @@ def test_and_what_bash_does_not_run(sandbox: Path, command: str) -> None:
     ("cat << 2>&1", False),  # `2>` is the next redirection: `<<` has no delimiter
     ("for v inx a; do :; done", False), ("for v a; do :; done", False),  # only `in` or `do` after the name
     ("case x in x) ls;;; esac", False), ("case x in x) ls;;& y) ls;; esac", True),
-    ('echo "$(cat <<EOF)"; ls', True),  # its body would come on the next line (there is none: empty, as in bash)
+    ('echo "$(cat <<EOF)"; ls', True),
+    ("case x; in x) ls;; esac", False), ("case x\nin x) ls;; esac", True),  # its body would come on the next line (there is none: empty, as in bash)
 ])
 def test_parse_differences_the_fuzzing_found(command: str, bash_ok: bool) -> None:
     _required("bash", BASH is not None)

@@ -314,7 +314,7 @@ class Parser(WordReader):
         self.skip_blanks()
         if self.read_word(subs) is None:
             raise ParseError("`case` without a word")
-        self.skip_separators()
+        self.skip_separators(after_command=False, strict=True)  # (newlines, never `;`, before `in`)
         m = _RESERVED_RE.match(s, self.i)
         if not m or m.group(1) != "in":
             raise ParseError("`case` without `in`")
