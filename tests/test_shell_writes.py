@@ -9,6 +9,7 @@ replace_all, a deleted line takes its newline), opencode's edit (exact, or loose
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
 from pathlib import Path
 from typing import Any
@@ -34,12 +35,17 @@ def _ws(files: dict[str, str] | None = None, **kwargs: Any) -> Workspace:
     return Workspace(ROOT, START if files is None else files, folders=["bin"], **kwargs)
 
 
-def _state(earlier: list[Any], path: str, workspace: Workspace | None = None) -> tuple:
+def _state(earlier: list[Any], path: str, workspace: Workspace | None = None) -> tuple[object, ...]:
     """What `path` holds after `earlier` (the file table refers to its workspace weakly: it is kept alive here, as
-    the trial's context keeps it during grading)."""
+    the trial's context keeps it during grading), as (kind, its fields...): ("text", texts), ("base", content,
+    origin), ("gone",), ("unknown", why)..."""
     workspace = workspace if workspace is not None else _ws()
     table = dict(files_before(earlier, "workspace", workspace))
-    return _files.lookup(table, _files.key(table, path)) or ()
+    state = _files.lookup(table, _files.key(table, path))
+    if state is None:
+        return ()
+    kind = {_files.LeftOut: "left-out"}.get(type(state), type(state).__name__.lower())
+    return (kind, *dataclasses.astuple(state))
 
 
 def _runs(command: str, earlier: list[Any], workspace: Workspace | None = None, **kw: Any) -> tr._shell.CommandMatch:

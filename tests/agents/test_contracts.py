@@ -100,10 +100,10 @@ def _after(tool: FileTool, before: str | None, **values: str) -> str | None:
     """What the workspace model says `tool`'s call leaves in clean.sh (held `before`; None: absent)."""
     root = "/tmp/trial"
     path = f"{root}/clean.sh" if tool.absolute else "clean.sh"
-    files: dict[str, tuple[object, ...]] = {}
-    files[_files.key(files, path)] = ("text", (before,)) if before is not None else ("absent",)
+    files: _files.Table = {}
+    files[_files.key(files, path)] = _files.Text((before,)) if before is not None else _files.Absent("")
     tool_write(tool.call("clean.sh", root, **values), files, tool=tool.name)
-    texts = _files.texts(files[_files.key(files, path)])
+    texts = _files.texts(_files.lookup(files, _files.key(files, path)))
     return texts[0] if texts and len(texts) == 1 else None
 
 
@@ -147,17 +147,17 @@ def test_an_edit_its_semantics_refuse_that_the_tool_reports_done(name: str) -> N
     assert tool is not None and name in NEAR_MISS_REPORTS
     arguments = tool.call("clean.sh", "/w", old="echo  rm", new="rm")
 
-    def after(**outcome: object) -> tuple[str, ...]:
-        files = {_files.key({}, "/w/clean.sh"): ("text", ("echo rm -rf sentinel\n",))}
+    def after(**outcome: object) -> _files.Entry:
+        files: _files.Table = {_files.key({}, "/w/clean.sh"): _files.Text(("echo rm -rf sentinel\n",))}
         tool_write(arguments, files, tool.name, **outcome)  # type: ignore[arg-type]
         return files[_files.key({}, "/w/clean.sh")]
 
     done = after(reported=NEAR_MISS_REPORTS[name])
     if "Diff:" in NEAR_MISS_REPORTS[name]:
-        assert done == ("text", ("rm -rf sentinel\n",))
+        assert done == _files.Text(("rm -rf sentinel\n",))
     else:
-        assert done[0] == "unknown" and "the tool reported it done" in done[1], done
-    assert after(failed=True) == after() == ("text", ("echo rm -rf sentinel\n",))
+        assert isinstance(done, _files.Unknown) and "the tool reported it done" in done.why, done
+    assert after(failed=True) == after() == _files.Text(("echo rm -rf sentinel\n",))
 
 
 def test_a_contract_names_a_semantics_the_workspace_model_has() -> None:

@@ -20,32 +20,26 @@ stand on it, and it knows neither.
 
 from __future__ import annotations
 
-# The package's modules, in layers (each imports only from those above it): _words and _syntax (parsing), _expand
-# (word expansion) and _options (getopt per program), _pyast (Python read with ast), _code (code in other languages)
-# and _code_writes (the files it writes), _files (the file table: what a trajectory wrote, on the workspace model's
-# base), _edits, _patches, _posix_regex and _inplace (the exact text semantics of edit tools, patches, `sed -i`,
-# `perl -pi`), _tool_writes (what a tool call wrote), _printed (what echo/printf print), _variables (shell
-# variables), _interpreters (where code is in an interpreter's arguments), _wrappers (programs that run other
-# commands), _inv (the analysis's data), _walk_files (the walker's file steps), _handover (what a program hands over
-# to), _analysis (every program a line runs), _values (CommandLines, UnreadableCommand), _patterns (matching),
-# _calls (tool calls), _sessions (text typed into a running shell), _follow (a trajectory's calls in order, for
-# never_ran), _history (earlier calls, as the matcher reads them).
+# The package's modules, in layers (each imports only from those above it): _nodes (the syntax tree as typed data:
+# words of Literal | Param | Dynamic pieces, Simple and Group commands), _words and _syntax (parsing into it), _expand
+# (word expansion, and the variable table's types) and _options (getopt per program), _actions (what a program hands
+# over to, as typed data), _pyast (Python read with ast), _code (code in other languages) and _code_writes (the files
+# it writes), _files (the file table and a file's states: what a trajectory wrote, on the workspace model's base),
+# _edits, _patches, _posix_regex and _inplace (the exact text semantics of edit tools, patches, `sed -i`, `perl -pi`),
+# _tool_writes (what a tool call wrote), _printed (what echo/printf print), _variables (shell variables),
+# _interpreters (where code is in an interpreter's arguments), _wrappers (programs that run other commands), _inv
+# (the analysis's data), _walk_files (the walker's file steps), _handover (what a program hands over to), _analysis
+# (every program a line runs), _values (CommandLines, UnreadableCommand), _patterns (matching), _calls (tool calls),
+# _sessions (text typed into a running shell), _follow (a trajectory's calls in order, for never_ran), _history
+# (earlier calls, as the matcher reads them). Names without a leading underscore are used across these modules; the
+# package's API is `__all__`.
 from ._calls import COMMAND_ARGUMENT_KEYS, DEFAULT_COMMAND_TOOLS, command_of_call, commands_for_allow_list
-from ._patterns import CommandMatch, CommandPattern, cannot_read, commands_in, match_command, unknown_at_run_time
-from ._values import CommandLines, UnreadableCommand
 from ._files import check_own_scripts
 from ._follow import Follower, calls_in_order
 from ._history import history
+from ._patterns import CommandMatch, CommandPattern, cannot_read, commands_in, match_command, unknown_at_run_time
 from ._tool_writes import writes_files
-
-# Internals kept reachable as `_shell.X`, as they were when this package was one module.
-from ._analysis import _analyse as _analyse, _Walker as _Walker  # isort: skip
-from ._inv import _Analysis as _Analysis, _Inv as _Inv  # isort: skip
-from ._expand import _expand_word as _expand_word  # isort: skip
-from ._options import _normalise as _normalise  # isort: skip
-from ._patterns import _compile as _compile, _PatternStage as _PatternStage  # isort: skip
-from ._syntax import _Parser as _Parser  # isort: skip
-from ._words import _ParseError as _ParseError  # isort: skip
+from ._values import CommandLines, UnreadableCommand
 
 __all__ = [
     "DEFAULT_COMMAND_TOOLS",

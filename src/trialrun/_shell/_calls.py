@@ -6,14 +6,15 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ._analysis import _Walker
-from ._patterns import _command_text, _shorten
-from ._syntax import _ASSIGN_RE, _Parser, _Simple
-from ._words import _ParseError
-from ._values import CommandLines, UnreadableCommand
-
 from .._util.command_tools import KNOWN_COMMAND_TOOLS
 from .._util.command_tools import is_command_tool as _is_command_tool
+from ._analysis import Walker
+from ._expand import Env
+from ._nodes import Simple
+from ._patterns import shorten, shown_command
+from ._syntax import ASSIGN_RE, Parser, assignment
+from ._values import CommandLines, UnreadableCommand
+from ._words import ParseError
 
 DEFAULT_COMMAND_TOOLS: tuple[str, ...] = KNOWN_COMMAND_TOOLS
 COMMAND_ARGUMENT_KEYS: tuple[str, ...] = ("command", "cmd")
@@ -97,12 +98,11 @@ def commands_for_allow_list(
     prefixes: dict[int, list[str]] = {}
     assigned: list[str] = []
 
-    class Recorder(_Walker):
-        def simple(self, cmd: _Simple, env: dict[str, str], depth: int) -> list[int]:
+    class Recorder(Walker):
+        def simple(self, cmd: Simple, env: Env, depth: int) -> list[int]:
             names: list[str] = []
-            for word in cmd.words:  # the same test `_Walker.simple` uses for an assignment in front of a command
-                first = word.pieces[0]
-                match = _ASSIGN_RE.match(first[1]) if first[0] == "L" and not first[2] else None
+            for word in cmd.words:  # the same test `Walker.simple` uses for an assignment in front of a command
+                match = assignment(word)
                 if match is None:
                     break
                 names.append(match.group(0).split("[", 1)[0].rstrip("+="))
@@ -115,19 +115,19 @@ def commands_for_allow_list(
     walker = Recorder()
     try:
         if isinstance(command, str):
-            walker.script(_Parser(command).parse_all(), {}, 0)
+            walker.script(Parser(command).parse_all(), {}, 0)
         elif len(command) == 1 and re.search(r"\s|[;&|<>$`]", command[0]):
-            walker.script(_Parser(command[0]).parse_all(), {}, 0)
+            walker.script(Parser(command[0]).parse_all(), {}, 0)
         else:
             walker.argv([str(w) for w in command], [None] * len(command), {}, 0)
-    except (_ParseError, RecursionError) as exc:
-        raise ValueError(f"cannot parse command {_shorten(_command_text(command))!r}: {exc}") from None
+    except (ParseError, RecursionError) as exc:
+        raise ValueError(f"cannot parse command {shorten(shown_command(command))!r}: {exc}") from None
     found = []
     for x, inv in enumerate(walker.invs):
         if inv.guessed:  # seen only by guessing; the program only known at run time is judged (and refused) itself
             continue
         if inv.program in ("env", "sudo", "doas", "export", "declare", "typeset", "local", "readonly"):
-            assigned += [a.split("=", 1)[0].split("[", 1)[0].rstrip("+") for a in inv.args if _ASSIGN_RE.match(a)]
+            assigned += [a.split("=", 1)[0].split("[", 1)[0].rstrip("+") for a in inv.args if ASSIGN_RE.match(a)]
         dynamic = tuple(d is not None for d in inv.dyn)
         found.append((tuple(inv.words), dynamic, inv.display, inv.uncertain, tuple(prefixes.get(x, ()))))
     return found, assigned

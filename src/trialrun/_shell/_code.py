@@ -16,14 +16,12 @@ import re
 from collections.abc import Sequence
 from functools import lru_cache
 
-from ._expand import _Dyn
+from ._actions import CodeAction, FeedsShell, Opaque, RunText, RunWords
+from ._expand import Field
 from ._pyast import UNKNOWN, PyText, parse_python, string_constants
 
 _MAX_NESTED = 8  # `eval("...")` inside code inside code: levels followed before giving up (fail closed)
 
-# An action is ("text", shell code) | ("argv", [(word, tail)]) | ("opaque", why) | ("fed", shell code): a command
-# whose standard input is text only known at run time (awk's `print ... | "sh"`).
-_Action = tuple
 
 LANGUAGES = ("python", "perl", "ruby", "node", "php", "awk", "sed")
 
@@ -68,10 +66,10 @@ def language_of_script(text: str, path: str) -> str:
     return "sh"
 
 
-def analyse_code(lang: str, code: str, depth: int = 0) -> list[_Action]:
+def analyse_code(lang: str, code: str, depth: int = 0) -> list[CodeAction]:
     """The commands `code` in `lang` starts (see the module docstring)."""
     if depth > _MAX_NESTED:
-        return [("opaque", f"the {lang} code nests code too deeply to follow")]
+        return [Opaque(f"the {lang} code nests code too deeply to follow")]
     if lang == "python":
         return _python(code, depth)
     if lang == "sed":
@@ -93,7 +91,7 @@ _PY_DYNAMIC = {"getattr", "importlib.import_module", "importlib.__import__", "gl
                "builtins.exec", "builtins.eval", "pickle.loads", "marshal.loads"}
 
 
-def _python(code: str, depth: int) -> list[_Action]:
+def _python(code: str, depth: int) -> list[CodeAction]:
     tree = parse_python(code)
     if tree is None:
         return _generic("python", code, depth)  # not Python this version reads: skim it instead
@@ -124,12 +122,15 @@ def _imported_names(tree: ast.AST) -> dict[str, str]:
     return aliases
 
 
-def _binds_name(node: ast.AST) -> bool:
-    """`run = subprocess.run`, `s = os`: a name bound to another name (a module or a function)."""
-    return (
+def _bound_name(node: ast.AST) -> tuple[str, ast.expr] | None:
+    """`run = subprocess.run`, `s = os`: (the name, the name or attribute bound to it), or None."""
+    if (
         isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
         and isinstance(node.value, (ast.Name, ast.Attribute))
-    )
+    ):
+        return node.targets[0].id, node.value
+    return None
+
 
 
 class _PythonRuns:
@@ -144,10 +145,10 @@ class _PythonRuns:
         self.called: set[int] = set()  # the `func` nodes of calls read so far
         for _ in range(2):  # `s = os; s.system(...)`, `run = subprocess.run`: names bound to modules or functions
             for node in ast.walk(tree):
-                if _binds_name(node):
-                    bound = self.name_of(node.value)  # type: ignore[attr-defined]
-                    if bound is not None and bound != node.targets[0].id:  # type: ignore[attr-defined]
-                        self.aliases[node.targets[0].id] = bound  # type: ignore[attr-defined]
+                if (found := _bound_name(node)) is not None:
+                    bound = self.name_of(found[1])
+                    if bound is not None and bound != found[0]:
+                        self.aliases[found[0]] = bound
 
     def name_of(self, node: ast.AST) -> str | None:
         """The dotted name an expression stands for (`sp.run` -> subprocess.run), or None."""
@@ -163,13 +164,13 @@ class _PythonRuns:
             return node.args[0].value
         return None
 
-    def word(self, node: ast.AST) -> tuple[str, _Dyn]:
+    def word(self, node: ast.AST) -> Field:
         value, known = self.strings.text(node)
         return (value, None) if known else (value, "")
 
-    def words(self, nodes: Sequence[ast.AST]) -> list[tuple[str, _Dyn]]:
+    def words(self, nodes: Sequence[ast.AST]) -> list[Field]:
         """Arguments as argv words: lists and tuples spread, `*args` only known at run time."""
-        out: list[tuple[str, _Dyn]] = []
+        out: list[Field] = []
         for n in nodes:
             if isinstance(n, (ast.List, ast.Tuple)):
                 out += [self.word(e) for e in n.elts]
@@ -179,7 +180,7 @@ class _PythonRuns:
                 out.append(self.word(n))
         return out
 
-    def call(self, node: ast.Call) -> list[_Action]:
+    def call(self, node: ast.Call) -> list[CodeAction]:
         """What one call starts, by what it calls."""
         name = self.name_of(node.func)
         self.called.add(id(node.func))
@@ -191,16 +192,16 @@ class _PythonRuns:
         )):
             return self.exec_call(name, args)
         if name in _PY_DELETE and args:
-            return [("argv", [(w, None) for w in _PY_DELETE[name]] + [self.word(args[0])])]
+            return [RunWords((*((w, None) for w in _PY_DELETE[name]), self.word(args[0])))]
         if name in ("eval", "exec", "builtins.eval", "builtins.exec"):
             if args and isinstance(args[0], ast.Constant) and isinstance(args[0].value, str):
                 return analyse_code("python", args[0].value, self.depth + 1)
-            return [("opaque", f"it runs Python code only known at run time (`{name}`)")]
+            return [Opaque(f"it runs Python code only known at run time (`{name}`)")]
         if name in _PY_DYNAMIC or (name == "__import__" and self.name_of(node) is None):
-            return [("opaque", f"it calls `{name}`, so what it runs is only known at run time")]
+            return [Opaque(f"it calls `{name}`, so what it runs is only known at run time")]
         return []
 
-    def exec_call(self, name: str, args: list[ast.expr]) -> list[_Action]:
+    def exec_call(self, name: str, args: list[ast.expr]) -> list[CodeAction]:
         """`os.execvp(file, [argv0, ...])`, `os.execl(path, argv0, ...)`, `os.spawnv(mode, path, argv)`,
         `os.posix_spawn(path, argv, env)`: the program is the file or path, its arguments the argv after argv[0]
         (which names nothing that runs: `os.execv("/bin/sh", ["sh", "-c", c])` runs `/bin/sh -c c`); the `e`
@@ -221,29 +222,29 @@ class _PythonRuns:
             rest = given[1:] if isinstance(vector, (ast.List, ast.Tuple)) else given
         else:
             rest = self.words(args[2:len(args) - ("e" in form)])
-        return [("argv", [self.word(args[0]), *rest])]
+        return [RunWords((self.word(args[0]), *rest))]
 
-    def started(self, node: ast.Call, args: list[ast.expr]) -> list[_Action]:
+    def started(self, node: ast.Call, args: list[ast.expr]) -> list[CodeAction]:
         """`os.system(text)`, `subprocess.run([argv])` and their `executable=`."""
-        actions: list[_Action] = []
+        actions: list[CodeAction] = []
         if args:
             first = args[0]
             if isinstance(first, (ast.List, ast.Tuple)):
-                actions.append(("argv", self.words([first])))
+                actions.append(RunWords(tuple(self.words([first]))))
             else:
-                actions.append(("text", self.strings.text(first)[0]))
+                actions.append(RunText(self.strings.text(first)[0]))
         executable = next((k.value for k in node.keywords if k.arg == "executable"), None)
         if executable is not None:
-            actions.append(("argv", [self.word(executable), *self.words(args[:1])[1:]]))
+            actions.append(RunWords((self.word(executable), *self.words(args[:1])[1:])))
         return actions
 
-    def other_uses(self) -> list[_Action]:
+    def other_uses(self) -> list[CodeAction]:
         """`f = os.system; f(x)`: a program starter used other than by a plain call (after the calls are read)."""
         tree = self.tree
         inner = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
         # `run = subprocess.run`: an alias, whose calls are read as calls of what it names
-        inner |= {id(node.value) for node in ast.walk(tree) if _binds_name(node)}  # type: ignore[attr-defined]
-        actions: list[_Action] = []
+        inner |= {id(found[1]) for node in ast.walk(tree) if (found := _bound_name(node)) is not None}
+        actions: list[CodeAction] = []
         for node in ast.walk(tree):
             if (
                 isinstance(node, (ast.Attribute, ast.Name)) and id(node) not in self.called and id(node) not in inner
@@ -251,7 +252,7 @@ class _PythonRuns:
             ):
                 name = self.name_of(node)
                 if name in _PY_SHELL or name in _PY_RUN or (name is not None and name.startswith(_PY_EXEC_PREFIXES)):
-                    actions.append(("opaque", f"it uses `{name}` other than by calling it"))
+                    actions.append(Opaque(f"it uses `{name}` other than by calling it"))
         return actions
 
 
@@ -418,11 +419,11 @@ def _shell_text(arg: str, strings: list[tuple[str, str, bool]]) -> tuple[str, bo
     return "".join(parts), known
 
 
-def _list_words(arg: str, strings: list[tuple[str, str, bool]]) -> list[tuple[str, _Dyn]] | None:
+def _list_words(arg: str, strings: list[tuple[str, str, bool]]) -> list[Field] | None:
     body = arg.strip()
     if not (body.startswith("[") and body.endswith("]")):
         return None
-    out: list[tuple[str, _Dyn]] = []
+    out: list[Field] = []
     elements, _ = _arguments(body[1:-1] + ")", 0)  # the `)` stands for the end of the list
     for element in filter(None, elements):
         value, known = _shell_text(element, strings)
@@ -430,14 +431,14 @@ def _list_words(arg: str, strings: list[tuple[str, str, bool]]) -> list[tuple[st
     return out
 
 
-def _generic(lang: str, code: str, depth: int) -> list[_Action]:
+def _generic(lang: str, code: str, depth: int) -> list[CodeAction]:
     """Perl, Ruby, JavaScript, PHP and awk (and Python this interpreter cannot parse), skimmed: the calls that start
     programs with their arguments as shell text (and argv when there are several), deleters, and what hides code."""
     skeleton, strings = _tokens(lang, code)
-    actions: list[_Action] = []
+    actions: list[CodeAction] = []
     for kind, body, known in strings:
         if kind == "run":
-            actions.append(("text", body))
+            actions.append(RunText(body))
     starters = re.compile(r"(?<![\w$>:])(?:\w+(?:\.|->|::))*(" + _STARTERS.get(lang, r"(?!)") + r")\b")
     if lang == "node" and not re.search(r"child_process|\bBun\b|\bDeno\b", code):
         starters = re.compile(r"(?!)")  # `re.exec(s)` is a regular expression, not a process
@@ -445,7 +446,7 @@ def _generic(lang: str, code: str, depth: int) -> list[_Action]:
         args, _ = _arguments(skeleton, m.end())
         if not args or not args[0]:
             continue  # named, not called (`const {execSync} = require(...)`): its calls are read where they are
-        flat: list[tuple[str, _Dyn]] = []
+        flat: list[Field] = []
         for arg in args:
             listed = _list_words(arg, strings)
             if listed is not None:
@@ -455,9 +456,9 @@ def _generic(lang: str, code: str, depth: int) -> list[_Action]:
                 flat.append((value, None if known else ""))
         if not flat:
             continue
-        actions.append(("text", flat[0][0]))  # `system("rm -rf x")`: shell code
+        actions.append(RunText(flat[0][0]))  # `system("rm -rf x")`: shell code
         if len(flat) > 1 and lang != "awk":
-            actions.append(("argv", flat))  # `system("rm", "-rf", "x")`, `spawnSync("rm", ["-rf", "x"])`: an argv
+            actions.append(RunWords(tuple(flat)))  # `system("rm", "-rf", "x")`, `spawnSync("rm", ["-rf", "x"])`: an argv
     for name, argv in _DELETERS.get(lang, {}).items():
         for m in re.finditer(r"(?<![\w$])" + re.escape(name).replace(r"\.", r"\s*(?:\.|::)\s*") + r"(?!\w)\s*\(?", skeleton):
             args, _ = _arguments(skeleton, m.end() - (1 if skeleton[m.end() - 1] == "(" else 0))
@@ -465,7 +466,7 @@ def _generic(lang: str, code: str, depth: int) -> list[_Action]:
                 value, known = _shell_text(args[0], strings)
                 if lang == "node" and argv == ["rm", "-rf"] and not re.search(r"recursive", " ".join(args[1:])):
                     continue  # `fs.rmSync(file)` without recursive: deletes one file
-                actions.append(("argv", [(w, None) for w in argv] + [(value, None if known else "")]))
+                actions.append(RunWords((*((w, None) for w in argv), (value, None if known else ""))))
     for dynamic in re.finditer(r"(?<![\w$.])(?:" + _DYNAMIC.get(lang, r"(?!)") + r")", skeleton):
         call = dynamic.group(0).strip()
         args, _ = _arguments(skeleton, dynamic.end())
@@ -474,22 +475,22 @@ def _generic(lang: str, code: str, depth: int) -> list[_Action]:
         if call.startswith("eval") and placeholder:
             actions += analyse_code(lang, strings[int(placeholder.group(1))][1], depth + 1)
         else:
-            actions.append(("opaque", f"it uses `{call.rstrip('( ')}`, so what it runs is only known at run time"))
+            actions.append(Opaque(f"it uses `{call.rstrip('( ')}`, so what it runs is only known at run time"))
     if lang == "awk":
         for m in re.finditer(r"(\x00\d+\x01|[\w$]+)\s*\|\s*getline", skeleton):
             value, known = _shell_text(m.group(1), strings)
-            actions.append(("text", value))
+            actions.append(RunText(value))
         for m in re.finditer(r"\b(?:print|printf)\b[^;\n}]*?\|&?\s*(\x00\d+\x01|[\w$]+)", skeleton):
             value, known = _shell_text(m.group(1), strings)
-            actions.append(("fed", value))
+            actions.append(FeedsShell(value))
     return actions
 
 
 # -- sed: the `e` command and the `e` flag of `s` run commands ----------------------------------------------------
 
 
-def _sed(script: str) -> list[_Action]:
-    actions: list[_Action] = []
+def _sed(script: str) -> list[CodeAction]:
+    actions: list[CodeAction] = []
     i, n = 0, len(script)
     while i < n:
         c = script[i]
@@ -512,7 +513,7 @@ def _sed(script: str) -> list[_Action]:
             end = script.find("\n", i)
             end = n if end < 0 else end
             command = script[i + 1:end].strip()
-            actions.append(("text", command) if command else ("opaque", "sed's `e` runs its input lines as commands"))
+            actions.append(RunText(command) if command else Opaque("sed's `e` runs its input lines as commands"))
             i = end
             continue
         if c in "sy" and i + 1 < n:
@@ -527,7 +528,7 @@ def _sed(script: str) -> list[_Action]:
                 j += 1
             flags = _SED_FLAGS_RE.match(script, j)
             if c == "s" and flags and "e" in flags.group(0).split("w")[0]:
-                actions.append(("opaque", "sed's `s///e` runs what it substitutes as a command"))
+                actions.append(Opaque("sed's `s///e` runs what it substitutes as a command"))
             i = max(flags.end() if flags else j, i + 1)
             continue
         i += 1

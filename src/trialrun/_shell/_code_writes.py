@@ -12,14 +12,41 @@ from __future__ import annotations
 
 import ast
 import re
+from dataclasses import dataclass
 from functools import lru_cache
 
 from ._pyast import PyText, parse_python, string_constants
 
-__all__ = ["code_writes"]
+__all__ = ["CopyFile", "Write", "WriteFile", "WritesAnywhere", "code_writes"]
 
-#: ("write", path, text or None, append) | ("copy", source, target) | ("move", source, target) | ("anywhere", why)
-Write = tuple
+
+
+@dataclass(frozen=True, slots=True)
+class WriteFile:
+    """`path` written with `content` (None: not written out), or appended to."""
+
+    path: str
+    content: str | None
+    append: bool
+
+
+@dataclass(frozen=True, slots=True)
+class CopyFile:
+    """`target` made a copy of `source`; `move`: and `source` removed."""
+
+    source: str
+    target: str
+    move: bool
+
+
+@dataclass(frozen=True, slots=True)
+class WritesAnywhere:
+    """Files nobody can name may have been written (a path not written out), as "it {why}"."""
+
+    why: str
+
+
+Write = WriteFile | CopyFile | WritesAnywhere
 
 
 @lru_cache(maxsize=512)
@@ -37,7 +64,7 @@ def _python(code: str) -> list[Write]:
         return []
     tree = parse_python(code)
     if tree is None:
-        return [("anywhere", "python code that could not be read may write files")] if re.search(
+        return [WritesAnywhere("python code that could not be read may write files")] if re.search(
             r"\bopen\s*\(|write_text|write_bytes", code) else []
     return _PythonWrites(tree).writes()
 
@@ -90,9 +117,9 @@ class _PythonWrites:
 
     def add_write(self, path: str | None, content: str | None, append: bool, how: str) -> None:
         if path is None:
-            self.found.append(("anywhere", f"may have been written by python code ({how} to a path not written out)"))
+            self.found.append(WritesAnywhere(f"may have been written by python code ({how} to a path not written out)"))
         else:
-            self.found.append(("write", path, content, append))
+            self.found.append(WriteFile(path, content, append))
 
     def with_block(self, node: ast.With | ast.AsyncWith) -> None:
         """`with open(p, "w") as f:` and the `f.write(...)` statements in order; any other use of `f`: not known."""
@@ -143,11 +170,11 @@ class _PythonWrites:
             origin = text(node.args[0]) if node.args else None
             copy = text(node.args[1]) if len(node.args) > 1 else None
             if origin is None or copy is None:
-                self.found.append(("anywhere", f"may have been written by python code (`{name}` of paths not written out)"))
+                self.found.append(WritesAnywhere(f"may have been written by python code (`{name}` of paths not written out)"))
             else:
-                self.found.append(("move" if name.startswith(("shutil.move", "os.")) else "copy", origin, copy))
+                self.found.append(CopyFile(origin, copy, move=name.startswith(("shutil.move", "os."))))
         elif name in ("shutil.copytree", "shutil.unpack_archive", "os.write", "os.open"):
-            self.found.append(("anywhere", f"may have been written by python code (`{name}`)"))
+            self.found.append(WritesAnywhere(f"may have been written by python code (`{name}`)"))
 
     def stray_opens(self) -> None:
         """An `open` that writes, other than in the forms above (`f = open(p, "w")`): what it writes is not known."""
@@ -158,9 +185,9 @@ class _PythonWrites:
                     path, _ = found
                     if path is None:
                         self.found.append(
-                            ("anywhere", "may have been written by python code (`open` of a path not written out)"))
+                            WritesAnywhere("may have been written by python code (`open` of a path not written out)"))
                     else:
-                        self.found.append(("write", path, None, False))
+                        self.found.append(WriteFile(path, None, False))
 
 
 _JS_STRING = r"""(?:'((?:\\.|[^'\\])*)'|"((?:\\.|[^"\\])*)"|`((?:\\.|[^`\\$])*)`)"""
@@ -181,20 +208,20 @@ def _node(code: str) -> list[Write]:
     for match in _JS_WRITE_RE.finditer(code):
         path = _js_literal(match, 2)
         if path is None:
-            writes.append(("anywhere", f"may have been written by node code (`{match.group(1)}` of a path not written out)"))
+            writes.append(WritesAnywhere(f"may have been written by node code (`{match.group(1)}` of a path not written out)"))
             continue
         rest = code[match.end():]
         content_match = re.match(r"\s*,\s*" + _JS_STRING + r"\s*[,)]", rest)
         content = _js_literal(content_match, 1) if content_match else None
-        writes.append(("write", path, content, match.group(1).startswith("append")))
+        writes.append(WriteFile(path, content, match.group(1).startswith("append")))
     for match in _JS_TWO_RE.finditer(code):
         source, target = _js_literal(match, 2), _js_literal(match, 5)
         if source is None or target is None:
-            writes.append(("anywhere", f"may have been written by node code (`{match.group(1)}`)"))
+            writes.append(WritesAnywhere(f"may have been written by node code (`{match.group(1)}`)"))
         else:
-            writes.append(("move" if match.group(1).startswith("rename") else "copy", source, target))
+            writes.append(CopyFile(source, target, move=match.group(1).startswith("rename")))
     if re.search(r"\bcreateWriteStream\b|\bfs\.open(?:Sync)?\s*\(", code):
-        writes.append(("anywhere", "may have been written by node code (a write stream or file handle)"))
+        writes.append(WritesAnywhere("may have been written by node code (a write stream or file handle)"))
     return writes
 
 
@@ -211,5 +238,5 @@ _OTHER_WRITES = {
 def _other(lang: str, code: str) -> list[Write]:
     pattern = _OTHER_WRITES.get(lang)
     if pattern and re.search(pattern, code):
-        return [("anywhere", f"may have been written by {lang} code (a file write not followed here)")]
+        return [WritesAnywhere(f"may have been written by {lang} code (a file write not followed here)")]
     return []

@@ -4,18 +4,36 @@ followed, so the files the command edits become unknown rather than guessed."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from ._edits import Unknowable
-from ._inplace import perl_program, sed_script
-from ._inv import _Inv
+from ._inplace import Sed, perl_program, sed_script
+from ._inv import Inv
 
-__all__ = ["patch_options", "perl_arguments", "sed_arguments"]
+__all__ = ["InPlace", "PerlEdit", "patch_options", "perl_arguments", "sed_arguments"]
 
 
-def sed_arguments(args: list[str]) -> tuple[Any, list[str] | None, str, str | None]:
+@dataclass(frozen=True, slots=True)
+class PerlEdit:
+    """`perl -pi -e 's/.../.../'`'s program, and whether it reads the file whole (`-0777`)."""
+
+    statements: list[tuple[re.Pattern[str], Callable[[re.Match[str]], str], int]]
+    slurp: bool
+
+
+@dataclass(frozen=True, slots=True)
+class InPlace:
+    """What an editor's command line says of an in-place edit."""
+
+    program: Sed | PerlEdit | None  # its program, read when nothing else is left unfollowed
+    files: list[str] | None  # the files it edits; None: it does not edit in place
+    suffix: str  # the backup suffix (`-i.bak`)
+    problem: str | None  # what is not followed, or None
+
+
+def sed_arguments(args: list[str]) -> InPlace:
     """GNU sed's command line, for `-i`: (the parsed script, the files edited or None when not in place, the
     backup suffix, what is not followed or None)."""
     line = _SedLine()
@@ -37,7 +55,7 @@ def sed_arguments(args: list[str]) -> tuple[Any, list[str] | None, str, str | No
     if line.script_file:
         line.problem = line.problem or "a script read from a file (-f) is not followed"
     return _in_place(line.in_place, line.files, line.suffix, line.problem,
-                     lambda: (sed_script(line.scripts, line.extended, line.quiet),))
+                     lambda: sed_script(line.scripts, line.extended, line.quiet))
 
 
 @dataclass
@@ -112,11 +130,11 @@ def _option_value(a: str, j: int, args: list[str], i: int) -> tuple[str, int]:
 
 
 def _in_place(
-    in_place: bool, files: list[str], suffix: str, problem: str | None, parse: Callable[[], Any]
-) -> tuple[Any, list[str] | None, str, str | None]:
-    """An editor's answer (see `sed_arguments`): `parse` reads its program when nothing else is left unfollowed."""
+    in_place: bool, files: list[str], suffix: str, problem: str | None, parse: Callable[[], Sed | PerlEdit]
+) -> InPlace:
+    """An editor's answer (see `InPlace`): `parse` reads its program when nothing else is left unfollowed."""
     if not in_place:
-        return None, None, "", None
+        return InPlace(None, None, "", None)
     if "*" in suffix or "/" in suffix:
         problem = problem or "a backup name with `*` or `/` is not followed"
     parsed = None
@@ -125,10 +143,10 @@ def _in_place(
             parsed = parse()
         except Unknowable as exc:
             problem = str(exc)
-    return parsed, files, suffix, problem
+    return InPlace(parsed, files, suffix, problem)
 
 
-def perl_arguments(args: list[str]) -> tuple[Any, list[str] | None, str, str | None]:
+def perl_arguments(args: list[str]) -> InPlace:
     """perl's command line, for `-i`: as `sed_arguments`."""
     code: list[str] = []
     files: list[str] = []
@@ -177,10 +195,10 @@ def perl_arguments(args: list[str]) -> tuple[Any, list[str] | None, str, str | N
         i += 1
     if not prints:
         problem = problem or "-i without -p is not followed"
-    return _in_place(in_place, files, suffix, problem, lambda: (perl_program("\n".join(code)), slurp))
+    return _in_place(in_place, files, suffix, problem, lambda: PerlEdit(perl_program("\n".join(code)), slurp))
 
 
-def patch_options(inv: _Inv) -> tuple[int | None, str | None, str | None, bool] | None:
+def patch_options(inv: Inv) -> tuple[int | None, str | None, str | None, bool] | None:
     """`patch` or `git apply`'s options: (strip, the file patched, the diff file, a dry run), or None when an option
     changes what it does in a way not followed (reversing, fuzz, another output)."""
     args = list(inv.args)

@@ -6,24 +6,44 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Mapping
-from typing import Any
 
-from ._words import _ParseError, _Word
+from ._nodes import Dynamic, Literal, Param, Word, all_literal
+from ._words import ParseError
 
 # --------------------------------------------------------------------------------------------------------------
 # Word expansion (the static part of it): brace expansion, known variables, `$IFS` splitting, quote removal.
 # --------------------------------------------------------------------------------------------------------------
 
 _LB, _COMMA, _RB = "\ue000", "\ue001", "\ue002"
-# What is known of a word: None when all of it is; else the text it is sure to end with (see `_expand_word`).
-_Dyn = str | None
+#: What is known of a field: None when all of it is; else the text it is sure to end with (see `expand_word`).
+Tail = str | None
+#: A field a word expands to: its text (unknown parts as their source text) and its tail.
+Field = tuple[str, Tail]
+#: A value in a variable table: a variable's text; the fields of "$@" (key "@") or of an array (key "a[@]"); or,
+#: under the keys `_variables` keeps beside the variables (they start with "\0"), the current folder (a path, or
+#: None: unknown), the names holding values made at run time, and whether a nameref was declared.
+Value = str | tuple[Field, ...] | frozenset[str] | bool | None
+#: The variables known at a point of the walk, by name (see `Value`).
+Env = dict[str, Value]
 _IFS_DEFAULT = " \t\n"
 _BRACE_LIMIT = 2000
 # `$(which rm)`, `$(command -v rm)`, `` `type -P rm` ``: a path only known at run time, but one that ends in /rm
 _WHICH_RE = re.compile(r"(?:\$\(|`)\s*(?:which|command\s+-v|type\s+-[Pp])\s+([\w.+-]+)\s*(?:\)|`)")
 
 
-def _expand_word(word: _Word, env: Mapping[str, Any], split: bool = True) -> list[tuple[str, _Dyn]]:
+def text_of(env: Mapping[str, Value], name: str) -> str | None:
+    """The text a variable holds, or None when it is not known (or is an array's fields)."""
+    value = env.get(name)
+    return value if isinstance(value, str) else None
+
+
+def fields_of(env: Mapping[str, Value], name: str) -> tuple[Field, ...] | None:
+    """The fields of "$@" or of an array (`name` "@" or "a[@]"), or None when they are not known."""
+    value = env.get(name)
+    return value if isinstance(value, tuple) else None
+
+
+def expand_word(word: Word, env: Mapping[str, Value], split: bool = True) -> list[Field]:
     """The fields a word becomes, each as (text, tail). Unknown expansions stay as their source text.
 
     `tail` is None for a field known when the command is parsed; for a field only known at run time it is the
@@ -31,34 +51,40 @@ def _expand_word(word: _Word, env: Mapping[str, Any], split: bool = True) -> lis
     sure about the value is that it ends with it.
     """
     pieces = word.pieces
-    if len(pieces) == 1 and pieces[0][0] == "L":
-        p = pieces[0]
-        if p[2] or "{" not in p[1]:
-            return [(p[1], None)]
-    if all(p[0] == "L" for p in pieces):
-        if split and any(not p[2] and "{" in p[1] for p in pieces):
+    first = pieces[0] if len(pieces) == 1 else None
+    if isinstance(first, Literal) and (first.quoted or "{" not in first.text):
+        return [(first.text, None)]
+    if all_literal(pieces):
+        if split and any(not p.quoted and "{" in p.text for p in pieces):
             marked = "".join(
-                p[1] if p[2] else p[1].replace("{", _LB).replace(",", _COMMA).replace("}", _RB) for p in pieces
+                p.text if p.quoted else p.text.replace("{", _LB).replace(",", _COMMA).replace("}", _RB)
+                for p in pieces
             )
             return [(_unmark(t), None) for t in _brace(marked, [_BRACE_LIMIT])]
-        return [("".join(p[1] for p in pieces), None)]
+        return [("".join(p.text for p in pieces), None)]
     fields = _Fields()
-    ifs = env.get("IFS", _IFS_DEFAULT)
-    for p in pieces:
-        kind = p[0]
-        if kind == "L":
-            fields.add(p[1])
-        elif kind == "P" and (p[1] == "@" or p[1].endswith("[@]")) and isinstance(env.get(p[1]), tuple):
-            _each_parameter(fields, p, env[p[1]], split, ifs)
-        elif kind == "P" and (p[1] in env or p[1] == "IFS"):
-            value = env.get(p[1], _IFS_DEFAULT)
-            if p[2] or not split:
-                fields.add(value)
-            else:
-                fields.spread(_split_ifs(value, ifs), keep_empty=False)
-        else:  # unknown at this point: keep the source text
-            which = _WHICH_RE.fullmatch(p[1]) if kind == "D" else None
-            fields.unknown(p[-1] if kind == "P" else p[1], ["/" + which.group(1)] if which else [])
+    ifs = text_of(env, "IFS")
+    ifs = _IFS_DEFAULT if ifs is None else ifs
+    for piece in pieces:
+        match piece:
+            case Literal(text):
+                fields.add(text)
+            case Param(name, quoted, source):
+                args = fields_of(env, name) if name == "@" or name.endswith("[@]") else None
+                value = text_of(env, name)
+                if args is not None:
+                    _each_parameter(fields, quoted, source, args, split, ifs)
+                elif value is not None or name == "IFS":
+                    value = _IFS_DEFAULT if value is None else value
+                    if quoted or not split:
+                        fields.add(value)
+                    else:
+                        fields.spread(_split_ifs(value, ifs), keep_empty=False)
+                else:  # unknown at this point: keep the source text
+                    fields.unknown(source, [])
+            case Dynamic(source):
+                which = _WHICH_RE.fullmatch(source)
+                fields.unknown(source, ["/" + which.group(1)] if which else [])
     return fields.finish()
 
 
@@ -69,7 +95,7 @@ class _Fields:
     __slots__ = ("cur", "done", "started", "tail")
 
     def __init__(self) -> None:
-        self.done: list[tuple[str, _Dyn]] = []
+        self.done: list[Field] = []
         self.cur: list[str] = []
         self.started = False
         self.tail: list[str] | None = None  # known text since the field's last unknown part (None: nothing unknown yet)
@@ -101,22 +127,21 @@ class _Fields:
             if part or keep_empty:
                 self.add(part)
 
-    def finish(self) -> list[tuple[str, _Dyn]]:
+    def finish(self) -> list[Field]:
         self.next_field()
         return self.done
 
 
 def _each_parameter(
-    fields: _Fields, piece: tuple, args: tuple[tuple[str, _Dyn], ...], split: bool, ifs: str
+    fields: _Fields, quoted: bool, source: str, args: tuple[Field, ...], split: bool, ifs: str
 ) -> None:
     """"$@" (or "${a[@]}"): one field per parameter (split further when unquoted), known ones by value; where
     words are not split (assignments, here-documents) the parameters joined by spaces."""
-    quoted = piece[2]
     if not split:
         if all(t is None for _, t in args):
             fields.add(" ".join(text for text, _ in args))
         else:
-            fields.unknown(piece[-1], [])
+            fields.unknown(source, [])
         return
     for k, (text, arg_tail) in enumerate(args):
         if k:
@@ -140,7 +165,7 @@ def _brace(text: str, budget: list[int]) -> list[str]:
     """
     budget[0] -= 1
     if budget[0] < 0:
-        raise _ParseError("brace expansion too large to follow")
+        raise ParseError("brace expansion too large to follow")
     start = text.find(_LB)
     while start >= 0:
         depth, commas, j = 0, [], start

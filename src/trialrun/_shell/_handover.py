@@ -5,149 +5,164 @@ on standard input or in a file, code in another language. A mixin of `_analysis.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from . import _files
+from ._actions import (
+    Action,
+    FeedsShell,
+    Opaque,
+    ReadsCode,
+    ReadsStdin,
+    RunArgv,
+    RunCode,
+    RunEachItem,
+    RunScript,
+    RunText,
+    RunWords,
+)
 from ._code import analyse_code, language_of
-from ._expand import _Dyn
-from ._inv import _basename, _Inv
-from ._syntax import _Group, _Parser
-from ._variables import _bind_positional, _Env
-from ._walk_files import _FileSteps
-from ._words import _MAX_DEPTH, _ParseError
-from ._wrappers import _CODE_RUNNERS, _GIT_CODE_KEYS
+from ._expand import Env, Field, Tail
+from ._inv import Inv, basename
+from ._nodes import Group, Script
+from ._syntax import Parser
+from ._variables import bind_positional
+from ._walk_files import FileSteps
+from ._words import MAX_DEPTH, ParseError
+from ._wrappers import CODE_RUNNERS, GIT_CODE_KEYS
 
+#: Where bash and POSIX sh (dash) read shell code apart: `$'...'`, `$"..."`, `[[`, `((`.
+_READ_APART = re.compile(r"\$['\"]|\[\[|\(\(")
+#: The shells that may be a POSIX sh other than bash (Debian's and Ubuntu's `sh` is dash).
+SH_SHELLS = frozenset({"sh", "dash", "ash", "posh"})
 _MAX_CODE = 1024  # pieces of shell code (`bash -c`, text piped into a shell...) followed in one line, likewise
-_Action = tuple  # a handler's action (see `_wrappers`)
 
 
 @dataclass(slots=True)
-class _Call:
+class Call:
     """One program being followed: its invocation, its arguments, where it runs, and what its steps found."""
 
-    inv: _Inv
+    inv: Inv
     rest: Sequence[str]  # the words after the program
-    rest_dyn: Sequence[_Dyn]
-    env: _Env
+    rest_dyn: Sequence[Tail]
+    env: Env
     depth: int
     guess: int  # 1 when the program is only guessed to be a shell (its name is only known at run time)
     scripts: set[str] = field(default_factory=set)  # the script files it runs (which it does not write)
 
 
-class _HandOver(_FileSteps):
+class HandOver(FileSteps):
     """Following the actions of a program's handler, and the shell or other code it runs."""
 
     guessing: int
+    in_sh: int  # > 0 while walking POSIX sh's reading of some code (an `eval` in it is read that way too)
     errors: list[str]
     codes: int
-    files: dict
-    invs: list[_Inv]
+    files: _files.Table
+    invs: list[Inv]
 
     if TYPE_CHECKING:
-        def argv(self, words: Sequence[str], dyn: Sequence[_Dyn], env: _Env, depth: int) -> list[int]: ...
+        def argv(self, words: Sequence[str], dyn: Sequence[Tail], env: Env, depth: int) -> list[int]: ...
 
-        def script(self, script: list, env: _Env, depth: int) -> list[int]: ...
+        def script(self, script: Script, env: Env, depth: int) -> list[int]: ...
 
-        def body(self, group: _Group, env: _Env, depth: int) -> list[int]: ...
+        def body(self, group: Group, env: Env, depth: int) -> list[int]: ...
 
-    def hand_over(self, call: _Call, actions: Sequence[_Action]) -> list[int]:
+    def hand_over(self, call: Call, actions: Sequence[Action]) -> list[int]:
         """Follow each action in turn; while `call.guess`, what they find is a guess (its errors do not count)."""
         ids: list[int] = []
         self.guessing += call.guess
         try:
             for action in actions:
-                step = _STEPS.get(action[0])
-                if step is not None:
-                    ids += step(self, call, action)
+                ids += self.step(call, action)
         finally:
             self.guessing -= call.guess
         return ids
 
-    def step_argv(self, call: _Call, action: _Action) -> list[int]:
-        """("argv", start, end): the words[start:end] are a command line it runs."""
-        return self.argv(call.rest[action[1]:action[2]], call.rest_dyn[action[1]:action[2]], call.env, call.depth)
+    def step(self, call: Call, action: Action) -> list[int]:
+        """What one action of a program's handler (see `_actions`) runs."""
+        inv, rest, rest_dyn = call.inv, call.rest, call.rest_dyn
+        match action:
+            case RunArgv(start, end):
+                return self.argv(rest[start:end], rest_dyn[start:end], call.env, call.depth)
+            case RunEachItem(start, end, repl):
+                return self.each_item(call, start, end, repl)
+            case RunText(code, args_from):
+                return self.run_text(call, code, args_from)
+            case ReadsStdin(args_from):
+                inv.stdin_shell = True
+                if args_from is not None:
+                    inv.script_args = tuple(zip(rest[args_from:], rest_dyn[args_from:]))
+                return []
+            case RunCode(lang, at, code):
+                hidden = any(d is not None for d in rest_dyn) if at < 0 else (
+                    at < len(rest_dyn) and rest_dyn[at] is not None)
+                if not call.guess and hidden:
+                    inv.opaque = True
+                    inv.why = inv.why or f"the {lang} code it runs is only known at run time"
+                return self.lang_code(inv, lang, code, call.depth)
+            case ReadsCode(lang):
+                inv.stdin_shell, inv.stdin_lang = True, lang
+                return []
+            case RunScript(at, lang):
+                return self.run_script(call, at, lang)
+            case Opaque(why):
+                if not call.guess:
+                    inv.opaque = True
+                    inv.why = inv.why or why
+                return []
 
-    def step_xargv(self, call: _Call, action: _Action) -> list[int]:
-        """("xargv", start, end, repl): `xargs CMD`: CMD runs with input items as (more) arguments."""
-        sub, sub_dyn = list(call.rest[action[1]:action[2]]), list(call.rest_dyn[action[1]:action[2]])
-        repl = action[3]
+    def each_item(self, call: Call, start: int, end: int, repl: str | None) -> list[int]:
+        """`xargs CMD`: CMD runs with input items as (more) arguments, or in place of `repl`."""
+        sub, sub_dyn = list(call.rest[start:end]), list(call.rest_dyn[start:end])
         if repl:
             sub_dyn = [("" if d is None and repl in w else d) for w, d in zip(sub, sub_dyn)]
-        elif sub and (_basename(sub[0]) in _CODE_RUNNERS or language_of(_basename(sub[0]))):
+        elif sub and (basename(sub[0]) in CODE_RUNNERS or language_of(basename(sub[0]))):
             sub, sub_dyn = [*sub, "{}"], [*sub_dyn, ""]
         return self.argv(sub, sub_dyn, call.env, call.depth)
 
-    def step_text(self, call: _Call, action: _Action) -> list[int]:
-        """("text", code[, k]): it runs shell code (in a new shell whose `$@` are words[k:], given k)."""
+    def run_text(self, call: Call, code: str, args_from: int | None) -> list[int]:
+        """It runs shell code (in a new shell whose `$@` are words[args_from:], when given)."""
         inv, rest, rest_dyn = call.inv, call.rest, call.rest_dyn
-        code = action[1]
         if not call.guess and any(d is not None and w in code for w, d in zip(rest, rest_dyn)):
             inv.opaque = True  # `eval "$(echo rm -rf /)"`: the code itself is only known at run time
         positional = None
-        if len(action) > 2:  # a new shell: `bash -c 'rm "$@"' _ -rf /` has its own `$@`
-            positional = tuple(zip(rest[action[2]:], rest_dyn[action[2]:]))
+        if args_from is not None:  # a new shell: `bash -c 'rm "$@"' _ -rf /` has its own `$@`
+            positional = tuple(zip(rest[args_from:], rest_dyn[args_from:]))
         # `eval` runs in this shell: what it assigns lasts
         return self.code(code, f"shell code given to `{inv.program}`", call.env, call.depth,
-                         shared=inv.program == "eval", positional=positional)
+                         shared=inv.program == "eval", positional=positional, sh=inv.program in SH_SHELLS)
 
-    def step_stdin(self, call: _Call, action: _Action) -> list[int]:
-        """("stdin", k): a shell reading its script from standard input, with words[k:] as `$@` (None: this shell's)."""
-        call.inv.stdin_shell = True
-        if action[1] is not None:
-            call.inv.script_args = tuple(zip(call.rest[action[1]:], call.rest_dyn[action[1]:]))
-        return []
-
-    def step_code(self, call: _Call, action: _Action) -> list[int]:
-        """("code", lang, k, text): `python3 -c CODE`, `perl -e CODE`, the code given as words[k] (k < 0: several)."""
-        inv, rest_dyn = call.inv, call.rest_dyn
-        lang, k, code = action[1], action[2], action[3]
-        hidden = any(d is not None for d in rest_dyn) if k < 0 else (k < len(rest_dyn) and rest_dyn[k] is not None)
-        if not call.guess and hidden:
-            inv.opaque = True
-            inv.why = inv.why or f"the {lang} code it runs is only known at run time"
-        return self.lang_code(inv, lang, code, call.depth)
-
-    def step_code_stdin(self, call: _Call, action: _Action) -> list[int]:
-        """("code-stdin", lang): an interpreter reading its program from standard input."""
-        call.inv.stdin_shell, call.inv.stdin_lang = True, action[1]
-        return []
-
-    def step_script(self, call: _Call, action: _Action) -> list[int]:
-        """("script", k) or ("script-file", lang, k): it runs the script file words[k] (or the path k, a string)."""
+    def run_script(self, call: Call, at: int | str, lang: str) -> list[int]:
+        """It runs the script file words[at] (or the path `at`, a string) as `lang`."""
         inv, rest, rest_dyn = call.inv, call.rest, call.rest_dyn
-        lang, k = ("sh", action[1]) if action[0] == "script" else (action[1], action[2])
-        if isinstance(k, str):  # a path given in an option (`php -fx.php`, `at -f x.sh`)
+        if isinstance(at, str):  # a path given in an option (`php -fx.php`, `at -f x.sh`)
             if call.guess:
                 return []
-            call.scripts.add(k)
-            return self.run_file(inv, k, lang, (), (), call.env, call.depth)
-        if k < 0 or k >= len(rest):
+            call.scripts.add(at)
+            return self.run_file(inv, at, lang, (), (), call.env, call.depth)
+        if at < 0 or at >= len(rest):
             return []
-        if not call.guess and rest_dyn[k] is not None:
+        if not call.guess and rest_dyn[at] is not None:
             inv.opaque = True  # `bash <(base64 -d x)`, `sh "$F"`: a script only known at run time
-            if not rest[k].startswith(("<(", ">(")):  # (process substitution: shell code)
-                inv.why = inv.why or f"the script it runs (`{rest[k]}`) is only known at run time"
+            if not rest[at].startswith(("<(", ">(")):  # (process substitution: shell code)
+                inv.why = inv.why or f"the script it runs (`{rest[at]}`) is only known at run time"
             return []
         if call.guess:
             return []
-        call.scripts.add(rest[k])
+        call.scripts.add(rest[at])
         how = "source" if inv.program in ("source", ".") else lang
-        return self.run_file(inv, rest[k], how, rest[k + 1:], rest_dyn[k + 1:], call.env, call.depth)
-
-    def step_opaque(self, call: _Call, action: _Action) -> list[int]:
-        """("opaque", why): it runs something only known at run time."""
-        if not call.guess:
-            call.inv.opaque = True
-            call.inv.why = call.inv.why or action[1]
-        return []
+        return self.run_file(inv, rest[at], how, rest[at + 1:], rest_dyn[at + 1:], call.env, call.depth)
 
     # -- code in other languages, shell code, git's configuration -------------------------------------------------
 
     def over_budget(self, what: str, depth: int, inside: str) -> bool:
         """Whether code is nested too deeply, or there is too much `inside` other code, to follow: the line then
         fails closed (an error), instead of taking unbounded time."""
-        if depth >= _MAX_DEPTH:
+        if depth >= MAX_DEPTH:
             if not self.guessing:
                 self.errors.append(f"{what} is nested too deeply to follow")
             return True
@@ -158,7 +173,7 @@ class _HandOver(_FileSteps):
             return True
         return False
 
-    def lang_code(self, inv: _Inv, lang: str, code: str, depth: int) -> list[int]:
+    def lang_code(self, inv: Inv, lang: str, code: str, depth: int) -> list[int]:
         """What code handed to an interpreter runs (see `_code`); what it hides makes `inv` only known at run time."""
         if self.over_budget(f"{lang} code", depth, "code inside code"):
             return []
@@ -167,21 +182,21 @@ class _HandOver(_FileSteps):
         if not self.guessing:
             self.code_wrote(lang, code, f"{lang} code run by `{inv.program}`")
         for action in analyse_code(lang, code):
-            kind = action[0]
-            if kind == "text":
-                ids += self.code(action[1], what, {}, depth, positional=())
-            elif kind == "argv":
-                ids += self.argv([w for w, _ in action[1]], [d for _, d in action[1]], {}, depth + 1)
-            elif kind == "fed":  # awk's `print ... | "sh"`: a command reading text only known at run time
-                fed = self.code(action[1], what, {}, depth, positional=())
-                self.feed(fed, None, False, "", {}, depth)
-                ids += fed
-            elif kind == "opaque" and not self.guessing:
-                inv.opaque = True
-                inv.why = inv.why or action[1]
+            match action:
+                case RunText(text):
+                    ids += self.code(text, what, {}, depth, positional=())
+                case RunWords(words):
+                    ids += self.argv([w for w, _ in words], [d for _, d in words], {}, depth + 1)
+                case FeedsShell(text):  # awk's `print ... | "sh"`: a command reading text only known at run time
+                    fed = self.code(text, what, {}, depth, positional=())
+                    self.feed(fed, None, False, "", {}, depth)
+                    ids += fed
+                case Opaque(why) if not self.guessing:
+                    inv.opaque = True
+                    inv.why = inv.why or why
         return ids
 
-    def git_config(self, inv: _Inv, env: _Env, depth: int) -> list[int]:
+    def git_config(self, inv: Inv, env: Env, depth: int) -> list[int]:
         """`git config alias.x '!rm -rf b'` is remembered (as a file would be: it outlives the command), and a later
         `git x`, or any git command once a pager, editor or ssh command was set, runs it."""
         args = list(inv.args)
@@ -189,54 +204,61 @@ class _HandOver(_FileSteps):
             rest = [a for a in args[args.index("config") + 1:] if not a.startswith("-")]
             if len(rest) >= 2:
                 key = rest[0].lower()
-                if key.startswith("alias.") or _GIT_CODE_KEYS.fullmatch(key):
-                    self.files["\0git " + key] = ("text", (" ".join(rest[1:]),))
+                if key.startswith("alias.") or GIT_CODE_KEYS.fullmatch(key):
+                    self.files["\0git " + key] = _files.Text((" ".join(rest[1:]),))
             return []
         sub = next((a for a in args if not a.startswith("-")), "")
         ids: list[int] = []
         for key, state in list(self.files.items()):
-            if not key.startswith("\0git ") or state[0] != "text":
+            if not key.startswith("\0git ") or not isinstance(state, _files.Text):
                 continue
             name = key[5:]
             if name.startswith("alias.") and name[6:] != sub.lower():
                 continue
-            value = state[1][0]
+            value = state.texts[0]
             if name.startswith("alias.") and not value.startswith("!"):
                 value = "git " + value
             ids += self.code(value.lstrip("!"), f"git configuration `{name}`", env, depth)
         return ids
 
     def code(
-        self, text: str, what: str, env: _Env, depth: int,
-        shared: bool = False, positional: Sequence[tuple[str, _Dyn]] | None = None,
+        self, text: str, what: str, env: Env, depth: int,
+        shared: bool = False, positional: Sequence[Field] | None = None, sh: bool = False,
     ) -> list[int]:
         """Shell code inside a command (`bash -c`, `eval`, a here-document fed to `sh`): parse and walk it.
 
         `shared`: it runs in this shell (an alias), so its assignments last; `positional`: it runs in a new
-        shell with these arguments as `$@`."""
+        shell with these arguments as `$@`; `sh`: a POSIX sh runs it (`sh -c`, `| dash`), which may be bash or
+        dash: where the two read it differently (`$'...'`, `[[ ]]`, `(( ))`), what dash's reading runs is followed
+        too (`sh -c "[[ x || rm -rf y ]]"` runs rm in dash, nothing in bash). A reading dash cannot parse is no
+        error: bash's reading decides that."""
         if self.over_budget(what, depth, "shell code inside shell code"):
             return []
         try:
-            script = _Parser(text, depth + 1).parse_all()
+            script = Parser(text, depth + 1).parse_all()
             own = env if shared else dict(env)
             if positional is not None:
-                _bind_positional(own, positional)
-            return self.script(script, own, depth + 1)
-        except (_ParseError, RecursionError) as exc:
+                bind_positional(own, positional)
+            ids = self.script(script, own, depth + 1)
+        except (ParseError, RecursionError) as exc:
             if not self.guessing:  # a guess that is not shell code (`$PY -c 'print(1)'`) was a wrong guess
                 message = "nested too deeply to follow" if isinstance(exc, RecursionError) else str(exc)
                 self.errors.append(f"{what}: {message}")
+            ids = []
+        if (sh or self.in_sh) and _READ_APART.search(text):
+            ids += self.sh_reading(text, env if shared else dict(env), depth, positional)
+        return ids
+
+    def sh_reading(self, text: str, env: Env, depth: int, positional: Sequence[Field] | None) -> list[int]:
+        """What POSIX sh's (dash's) reading of shell code runs (see `code`)."""
+        try:
+            script = Parser(text, depth + 1, posix=True).parse_all()
+        except (ParseError, RecursionError):
             return []
-
-
-_STEPS: dict[str, Callable[[_HandOver, _Call, _Action], list[int]]] = {
-    "argv": _HandOver.step_argv,
-    "xargv": _HandOver.step_xargv,
-    "text": _HandOver.step_text,
-    "stdin": _HandOver.step_stdin,
-    "code": _HandOver.step_code,
-    "code-stdin": _HandOver.step_code_stdin,
-    "script": _HandOver.step_script,
-    "script-file": _HandOver.step_script,
-    "opaque": _HandOver.step_opaque,
-}
+        if positional is not None:
+            bind_positional(env, positional)
+        self.in_sh += 1
+        try:
+            return self.script(script, env, depth + 1)
+        finally:
+            self.in_sh -= 1

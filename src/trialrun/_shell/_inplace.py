@@ -59,11 +59,41 @@ def _expand(parts: Sequence[str | int]) -> Callable[[re.Match[str]], str]:
     return expand
 
 
+@dataclass(frozen=True, slots=True)
+class _Line:
+    """Address: line `number`."""
+
+    number: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Step:
+    """Address `first~step` (GNU): every `step`th line from `first`."""
+
+    first: int
+    step: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Last:
+    """Address `$`: the last line."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Matching:
+    """Address `/regex/`: the lines it matches."""
+
+    regex: re.Pattern[str]
+
+
+_Address = _Line | _Step | _Last | _Matching
+
+
 @dataclass
 class _Command:
     name: str
-    first: tuple | None = None
-    last: tuple | None = None
+    first: _Address | None = None
+    last: _Address | None = None
     negate: bool = False
     regex: re.Pattern[str] | None = None
     expand: Callable[[re.Match[str]], str] | None = None
@@ -102,15 +132,15 @@ def _delimited(script: str, i: int, delimiter: str) -> tuple[str, int]:
     raise Unknowable("an unterminated sed command")
 
 
-def _address(script: str, i: int, extended: bool) -> tuple[tuple | None, int]:
+def _address(script: str, i: int, extended: bool) -> tuple[_Address | None, int]:
     m = re.match(r"(\d+)~(\d+)", script[i:])
     if m:
-        return ("step", int(m.group(1)), int(m.group(2))), i + m.end()
+        return _Step(int(m.group(1)), int(m.group(2))), i + m.end()
     m = re.match(r"\d+", script[i:])
     if m:
-        return ("line", int(m.group(0))), i + m.end()
+        return _Line(int(m.group(0))), i + m.end()
     if i < len(script) and script[i] == "$":
-        return ("last",), i + 1
+        return _Last(), i + 1
     if i < len(script) and script[i] in "/\\":
         delimiter = "/"
         if script[i] == "\\":
@@ -125,7 +155,7 @@ def _address(script: str, i: int, extended: bool) -> tuple[tuple | None, int]:
             i += 1
         if not body:
             raise Unknowable("an empty regular expression (the last one used) is not followed")
-        return ("regex", re.compile(posix_regex(body, extended, delimiter), flags)), i
+        return _Matching(re.compile(posix_regex(body, extended, delimiter), flags)), i
     return None, i
 
 
@@ -176,7 +206,7 @@ def _skip_blanks(script: str, i: int) -> int:
     return i
 
 
-def _addresses(script: str, i: int, extended: bool) -> tuple[tuple | None, tuple | None, bool, int]:
+def _addresses(script: str, i: int, extended: bool) -> tuple[_Address | None, _Address | None, bool, int]:
     """A command's address or range and its `!`: (first, last, negated, the index of the command's name)."""
     n = len(script)
     first, i = _address(script, i, extended)
@@ -189,7 +219,7 @@ def _addresses(script: str, i: int, extended: bool) -> tuple[tuple | None, tuple
         last, i = _address(script, i, extended)
         if last is None:
             raise Unknowable("a range without an end")
-        if first == ("line", 0):
+        if first == _Line(0):
             raise Unknowable("GNU's `0,/re/` is not followed")
     i = _skip_blanks(script, i)
     negate = False
@@ -283,16 +313,16 @@ _COMMAND_READERS: dict[str, Callable[[str, int, bool, _Command], int]] = {
 }
 
 
-def _matches(address: tuple, number: int, line: str, is_last: bool) -> bool:
-    kind = address[0]
-    if kind == "line":
-        return bool(number == address[1])
-    if kind == "last":
-        return is_last
-    if kind == "step":
-        first, step = int(address[1]), int(address[2])
-        return number == first if step <= 0 else number >= first and (number - first) % step == 0
-    return address[1].search(line) is not None
+def _matches(address: _Address, number: int, line: str, is_last: bool) -> bool:
+    match address:
+        case _Line(wanted):
+            return number == wanted
+        case _Last():
+            return is_last
+        case _Step(first, step):
+            return number == first if step <= 0 else number >= first and (number - first) % step == 0
+        case _Matching(regex):
+            return regex.search(line) is not None
 
 
 def _selects(command: _Command, number: int, line: str, is_last: bool) -> bool:
@@ -302,9 +332,9 @@ def _selects(command: _Command, number: int, line: str, is_last: bool) -> bool:
         hit = _matches(command.first, number, line, is_last)
     elif command.active:
         last = command.last
-        if last[0] == "line":
+        if isinstance(last, _Line):
             hit = True
-            if number >= last[1]:
+            if number >= last.number:
                 command.active = False
         else:
             hit = True
@@ -313,8 +343,8 @@ def _selects(command: _Command, number: int, line: str, is_last: bool) -> bool:
     elif _matches(command.first, number, line, is_last):
         hit = True
         last = command.last
-        if last[0] == "line":
-            command.active = number < last[1]
+        if isinstance(last, _Line):
+            command.active = number < last.number
         else:
             command.active = not is_last
     else:
@@ -381,10 +411,11 @@ def _run(commands: list[_Command], line: str, number: int, is_last: bool, before
                 new, made = command.regex.subn(command.expand, line, count=command.count)
             else:
                 seen = [0]
+                expand, count = command.expand, command.count
 
-                def nth(match: re.Match[str], command: _Command = command, seen: list[int] = seen) -> str:
+                def nth(match: re.Match[str]) -> str:
                     seen[0] += 1
-                    return command.expand(match) if seen[0] == command.count else match.group(0)  # type: ignore[misc]
+                    return expand(match) if seen[0] == count else match.group(0)
 
                 new = command.regex.sub(nth, line)
                 made = int(seen[0] >= command.count)

@@ -6,26 +6,24 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from ._options import _getopt, _opts
+from ._actions import Action, ReadsCode, RunCode, RunScript
+from ._options import getopt, option_table
 
-# ("code", lang, k, text): it runs `text`, code in `lang` given as words[k] (k < 0: several words);
-# ("code-stdin", lang): the code on its standard input; ("script-file", lang, k): the file words[k] (or the path k).
-_Action = tuple
-_Reader = Callable[[Sequence[str], str], list[_Action]]
+_Reader = Callable[[Sequence[str], str], list[Action]]
 
 # Script paths that are the program's own standard input (`curl x | bash /dev/stdin`).
-_STDIN_PATHS = frozenset({"-", "/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"})
+STDIN_PATHS = frozenset({"-", "/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"})
 
 
-def interpreter_handler(lang: str) -> Callable[[Sequence[str]], list[_Action]]:
+def interpreter_handler(lang: str) -> Callable[[Sequence[str]], list[Action]]:
     """The handler of an interpreter of `lang`: where the code it runs is in its arguments."""
-    def handle(words: Sequence[str]) -> list[_Action]:
+    def handle(words: Sequence[str]) -> list[Action]:
         return _INTERPRETERS[lang](words, lang)
 
     return handle
 
 
-def _python_args(words: Sequence[str], lang: str) -> list[_Action]:
+def _python_args(words: Sequence[str], lang: str) -> list[Action]:
     i, n = 0, len(words)
     while i < n:
         w = words[i]
@@ -37,8 +35,8 @@ def _python_args(words: Sequence[str], lang: str) -> list[_Action]:
         for k, c in enumerate(w[1:], 1):
             if c == "c":
                 if w[k + 1:]:
-                    return [("code", lang, i, w[k + 1:])]
-                return [("code", lang, i + 1, words[i + 1])] if i + 1 < n else []
+                    return [RunCode(lang, i, w[k + 1:])]
+                return [RunCode(lang, i + 1, words[i + 1])] if i + 1 < n else []
             if c == "m":
                 return []  # a module: code installed on the machine, not given here
             if c in "WXQ":
@@ -48,17 +46,17 @@ def _python_args(words: Sequence[str], lang: str) -> list[_Action]:
     return _script_or_stdin(words, i, lang)
 
 
-def _script_or_stdin(words: Sequence[str], i: int, lang: str) -> list[_Action]:
-    if i >= len(words) or words[i] in _STDIN_PATHS:
-        return [("code-stdin", lang)]
-    return [("script-file", lang, i)]
+def _script_or_stdin(words: Sequence[str], i: int, lang: str) -> list[Action]:
+    if i >= len(words) or words[i] in STDIN_PATHS:
+        return [ReadsCode(lang)]
+    return [RunScript(i, lang)]
 
 
 def _cluster_args(code_letters: str, valued: str, digits: str) -> _Reader:
     """Interpreters with perl-like options: `-e CODE` (several), letters taking the rest of the word (`-MFoo`,
     `-rlib`) or the next word, and letters taking only digits (`-l`, `-0`)."""
 
-    def parse(words: Sequence[str], lang: str) -> list[_Action]:
+    def parse(words: Sequence[str], lang: str) -> list[Action]:
         i, n = 0, len(words)
         codes: list[tuple[int, str]] = []
         while i < n:
@@ -91,24 +89,24 @@ def _cluster_args(code_letters: str, valued: str, digits: str) -> _Reader:
                         k += 1
             i += 1
         if codes:
-            return [("code", lang, codes[0][0] if len(codes) == 1 else -1, "\n".join(text for _, text in codes))]
+            return [RunCode(lang, codes[0][0] if len(codes) == 1 else -1, "\n".join(text for _, text in codes))]
         return _script_or_stdin(words, i, lang)
 
     return parse
 
 
-def _node_args(words: Sequence[str], lang: str) -> list[_Action]:
+def _node_args(words: Sequence[str], lang: str) -> list[Action]:
     i, n = 0, len(words)
     if words and words[0] in ("eval",):  # `deno eval CODE`, `bun eval CODE`
-        return [("code", lang, 1, words[1])] if n > 1 else []
+        return [RunCode(lang, 1, words[1])] if n > 1 else []
     if words and words[0] in ("run", "x", "exec"):
         i = 1
     while i < n:
         w = words[i]
         if w in ("-e", "--eval", "-p", "--print", "-pe", "-ep"):
-            return [("code", lang, i + 1, words[i + 1])] if i + 1 < n else []
+            return [RunCode(lang, i + 1, words[i + 1])] if i + 1 < n else []
         if w.startswith(("--eval=", "--print=")):
-            return [("code", lang, i, w.split("=", 1)[1])]
+            return [RunCode(lang, i, w.split("=", 1)[1])]
         if w in ("-r", "--require", "--import", "--loader", "--experimental-loader", "-C", "--conditions"):
             i += 2
             continue
@@ -120,20 +118,21 @@ def _node_args(words: Sequence[str], lang: str) -> list[_Action]:
     return _script_or_stdin(words, i, lang)
 
 
-def _php_args(words: Sequence[str], lang: str) -> list[_Action]:
-    parsed_to, seen = _getopt(words, 0, _opts(values="rfBREFdcSt"))
-    codes = [seen[k] for k in "rBRE" if seen.get(k)]
+def _php_args(words: Sequence[str], lang: str) -> list[Action]:
+    parsed_to, seen = getopt(words, 0, option_table(values="rfBREFdcSt"))
+    codes = [code for k in "rBRE" if (code := seen.get(k))]
     if codes:
-        return [("code", lang, -1, "\n".join(c for c in codes if c))]
-    if seen.get("f"):
-        return [("script-file", lang, seen["f"])]
+        return [RunCode(lang, -1, "\n".join(codes))]
+    script = seen.get("f")
+    if script:
+        return [RunScript(script, lang)]
     if "a" in seen or "S" in seen or "l" in seen:
         return []
     return _script_or_stdin(words, parsed_to, lang)
 
 
-def _awk_args(words: Sequence[str], lang: str) -> list[_Action]:
-    opts = _opts(values="fvFeEil", longs={"file": "f", "assign": "v", "field-separator": "F", "source": "e",
+def _awk_args(words: Sequence[str], lang: str) -> list[Action]:
+    opts = option_table(values="fvFeEil", longs={"file": "f", "assign": "v", "field-separator": "F", "source": "e",
                                           "exec": "E", "include": "i", "load": "l"})
     i, n = 0, len(words)
     codes: list[str] = []
@@ -163,17 +162,17 @@ def _awk_args(words: Sequence[str], lang: str) -> list[_Action]:
 
 def _program(
     words: Sequence[str], i: int, lang: str, files: list[int], codes: list[str], code_index: int
-) -> list[_Action]:
+) -> list[Action]:
     """awk's and sed's program: the script files given (`-f FILE`, at words[k]), else the code given in options
     (`-e CODE`, at words[code_index]; -1: several words), else the first operand, words[i]."""
     if files:
-        return [("script-file", lang, k) for k in files if k < len(words)]  # (a `-f` with no file runs nothing)
+        return [RunScript(k, lang) for k in files if k < len(words)]  # (a `-f` with no file runs nothing)
     if codes:
-        return [("code", lang, code_index, "\n".join(codes))]
-    return [("code", lang, i, words[i])] if i < len(words) else []
+        return [RunCode(lang, code_index, "\n".join(codes))]
+    return [RunCode(lang, i, words[i])] if i < len(words) else []
 
 
-def _sed_args(words: Sequence[str], lang: str) -> list[_Action]:
+def _sed_args(words: Sequence[str], lang: str) -> list[Action]:
     if "--sandbox" in words:
         return []  # GNU sed refuses `e`, `r` and `w` in sandbox mode
     i, n = 0, len(words)

@@ -1,4 +1,4 @@
-"""The analysis's data: one program a command line runs (`_Inv`) and the result of analysing a line (`_Analysis`),
+"""The analysis's data: one program a command line runs (`Inv`) and the result of analysing a line (`Analysis`),
 with the small helpers that display them. Apart from the walker so that its file steps (`_walk_files`) use them too."""
 
 from __future__ import annotations
@@ -7,19 +7,19 @@ import re
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from ._expand import _Dyn, _expand_word
-from ._options import _Args, _normalise
-from ._words import _Word
+from ._expand import Tail, Value, expand_word
+from ._files import NO_FILES, Files
+from ._nodes import Word
+from ._options import Args, normalise_args
 
 
 @dataclass(slots=True)
-class _Inv:
+class Inv:
     program: str  # basename of the program word (`/usr/bin/rm` -> `rm`)
     args: tuple[str, ...]
     words: Sequence[str]  # the command from its program on
-    dyn: Sequence[_Dyn]  # per word: None when known, else what it is sure to end with (see `_expand_word`)
+    dyn: Sequence[Tail]  # per word: None when known, else what it is sure to end with (see `expand_word`)
     leaf: bool = True  # not a wrapper that handed over to another command
     stdin_shell: bool = False  # a shell that reads its script from standard input
     # The program's name is only known at run time (`$CMD`, `$(which rm)`, `r$()m`): what it is sure to end
@@ -29,7 +29,7 @@ class _Inv:
     guessed: bool = False  # seen only by guessing that a program only known at run time is a shell
     fed: bool = False  # a stdin shell whose input has been accounted for (a pipe, a here-document, `< file`)
     expanded: bool = False  # a call of a function or alias defined in the line, whose body was followed too
-    script_args: tuple[tuple[str, _Dyn], ...] | None = None  # a stdin shell's `$@` (`sh -s -rf x`), when given
+    script_args: tuple[tuple[str, Tail], ...] | None = None  # a stdin shell's `$@` (`sh -s -rf x`), when given
     glob: bool = False  # the program word is a glob (`/bin/r?`): it runs whatever program the glob expands to
     why: str | None = None  # why what it runs is only known at run time (for `opaque`), in words
     stdin_lang: str | None = None  # an interpreter reading its program from standard input (`python3 -`)
@@ -49,26 +49,26 @@ class _Inv:
     @property
     def display(self) -> str:
         """The command from its program on, normalised, for messages (computed only when a message needs it)."""
-        return " ".join(_quote(w, d) for w, d in zip(self.words, self.dyn))
+        return " ".join(quote_word(w, d) for w, d in zip(self.words, self.dyn))
 
-    def normalised(self) -> _Args:
-        return _normalise(self.program, self.args)
+    def normalised(self) -> Args:
+        return normalise_args(self.program, self.args)
 
 
 @dataclass(frozen=True, slots=True)
-class _Analysis:
-    invs: tuple[_Inv, ...]
+class Analysis:
+    invs: tuple[Inv, ...]
     feeds: Mapping[int, frozenset[int]]  # invocation index -> indexes it feeds, directly or not
     error: str | None = None  # the command line itself could not be parsed
     nested_errors: tuple[str, ...] = ()  # shell code inside it (`bash -c '...'`) could not be parsed
-    uncertain: bool = False  # some invocation is only known at run time (see `_Inv.uncertain`)
-    files: tuple = ()  # the files the trajectory wrote, after this line ran (see `_files`)
+    uncertain: bool = False  # some invocation is only known at run time (see `Inv.uncertain`)
+    files: Files = NO_FILES  # the files the trajectory wrote, after this line ran (see `_files`)
 
 
 _SAFE_WORD_RE = re.compile(r"[\w@%+=:,./{}-]+")
 
 
-def _quote(text: str, dynamic: _Dyn = None) -> str:
+def quote_word(text: str, dynamic: Tail = None) -> str:
     if _SAFE_WORD_RE.fullmatch(text):
         return text
     if dynamic is not None:
@@ -76,14 +76,14 @@ def _quote(text: str, dynamic: _Dyn = None) -> str:
     return shlex.quote(text)
 
 
-def _basename(program: str) -> str:
+def basename(program: str) -> str:
     base = program.rstrip("/").rsplit("/", 1)[-1]
     return base or program
 
 
 
-def _word_text(word: _Word, env: Mapping[str, Any]) -> tuple[str, bool]:
+def word_text(word: Word, env: Mapping[str, Value]) -> tuple[str, bool]:
     """A word expanded as one string (a here-document's text), and whether all of it is known."""
-    fields = _expand_word(word, env, split=False)
+    fields = expand_word(word, env, split=False)
     text, tail = fields[0] if fields else ("", None)
     return text, tail is None

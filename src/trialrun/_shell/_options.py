@@ -15,7 +15,7 @@ from ._option_tables import TABLES
 
 
 @dataclass(frozen=True)
-class _Opts:
+class Opts:
     values: frozenset[str] = frozenset()  # canonical keys whose option takes a value (next word or attached)
     optional: frozenset[str] = frozenset()  # keys whose value may only be attached (`-i{}`, `--replace=X`)
     aliases: Mapping[str, str] = field(default_factory=dict)  # short char or long name -> canonical key
@@ -26,7 +26,7 @@ class _Opts:
     abbreviate: bool = True  # the parser takes an unambiguous prefix of a long option (getopt_long; not popt)
     implies: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # key -> the keys it sets as well
     same_as: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # key -> the keys it is (`-D`: -d -f)
-    subcommands: Mapping[str, _Opts] = field(default_factory=dict)  # git: each subcommand's table ("*": others)
+    subcommands: Mapping[str, Opts] = field(default_factory=dict)  # git: each subcommand's table ("*": others)
 
     def canonical_long(self, name: str) -> str:
         if name in self.aliases:
@@ -53,14 +53,14 @@ class _Opts:
         return found
 
 
-def _opts(
+def option_table(
     values: str = "",
     optional: str = "",
     longs: Mapping[str, str | None] | None = None,
     long_values: Iterable[str] = (),
     short: Mapping[str, str] | None = None,
     **flags: bool,
-) -> _Opts:
+) -> Opts:
     """Build an option table. `longs` maps long names to the short letter they mean (None: no short form)."""
     longs = dict(longs or {})
     aliases: dict[str, str] = dict(short or {})
@@ -70,13 +70,13 @@ def _opts(
     for name in long_values:
         longs.setdefault(name, None)
         aliases.setdefault(name, "--" + name)
-    return _Opts(frozenset(value_keys), frozenset(optional), aliases, tuple(longs),
+    return Opts(frozenset(value_keys), frozenset(optional), aliases, tuple(longs),
                  single_dash=flags.get("single_dash", False), plus=flags.get("plus", False),
                  dash_is_option=flags.get("dash_is_option", False))
 
 
-def _table(spec: Mapping[str, str]) -> _Opts:
-    """An `_Opts` from a table of `_option_tables` (its module docstring says how a table is written)."""
+def _table(spec: Mapping[str, str]) -> Opts:
+    """An `Opts` from a table of `_option_tables` (its module docstring says how a table is written)."""
     values, optional = set(spec.get("values", "")), set(spec.get("optional", ""))
     aliases: dict[str, str] = {}
     for pair in spec.get("short", "").split():
@@ -102,15 +102,15 @@ def _table(spec: Mapping[str, str]) -> _Opts:
         else:
             key, _, more = entry.partition("=")
             same_as[key] = tuple(more.split(","))
-    return _Opts(frozenset(values), frozenset(optional), aliases, tuple(longs),
+    return Opts(frozenset(values), frozenset(optional), aliases, tuple(longs),
                  single_dash=spec.get("single_dash") == "yes", abbreviate=spec.get("abbreviate") != "no",
                  implies=implies, same_as=same_as)
 
 
-_GENERIC = _Opts()
+GENERIC = Opts()
 
 
-def _option_word(words: Sequence[str], i: int, opts: _Opts) -> tuple[int, list[tuple[str, str | None]]] | None:
+def _option_word(words: Sequence[str], i: int, opts: Opts) -> tuple[int, list[tuple[str, str | None]]] | None:
     """Read the option word at `i` -> (next index, [(key, value)]), or None when it is not an option."""
     w = words[i]
     if len(w) < 2 or w[0] not in ("-+" if opts.plus else "-"):
@@ -151,7 +151,7 @@ def _option_word(words: Sequence[str], i: int, opts: _Opts) -> tuple[int, list[t
     return i + 1, found
 
 
-def _getopt(words: Sequence[str], i: int, opts: _Opts) -> tuple[int, dict[str, str | None]]:
+def getopt(words: Sequence[str], i: int, opts: Opts) -> tuple[int, dict[str, str | None]]:
     """Options up to the first operand (POSIX order, as wrappers parse them) -> (operand index, options)."""
     seen: dict[str, str | None] = {}
     n = len(words)
@@ -167,7 +167,7 @@ def _getopt(words: Sequence[str], i: int, opts: _Opts) -> tuple[int, dict[str, s
 
 
 @dataclass(frozen=True, slots=True)
-class _Args:
+class Args:
     """A command's (or a pattern's) arguments, normalised: option keys, option values, operands."""
 
     flags: frozenset[str]
@@ -176,24 +176,24 @@ class _Args:
 
 
 @lru_cache(maxsize=8192)
-def _normalise(program: str, args: tuple[str, ...]) -> _Args:
+def normalise_args(program: str, args: tuple[str, ...]) -> Args:
     """GNU-style: options may follow operands, until `--`. A program with subcommands (git) reads its own options
     up to the first operand, and the rest with that subcommand's table; what an option implies is set too."""
-    opts = _SPECS.get(program, _GENERIC)
+    opts = SPECS.get(program, GENERIC)
     flags: set[str] = set()
     values: set[tuple[str, str]] = set()
     operands: list[str] = []
     i, n = 0, len(args)
     if opts.subcommands:  # its own options are its own keys (`git -C DIR` is not `git branch -C`)
-        i, seen = _getopt(args, 0, opts)
+        i, seen = getopt(args, 0, opts)
         for key, value in seen.items():
-            mine = f"{program} {_key_text(key)}"
+            mine = f"{program} {key_text(key)}"
             flags.add(mine)
             if value is not None:
                 values.add((mine, value))
         if i < n:
             operands.append(args[i])
-            opts = opts.subcommands.get(args[i]) or opts.subcommands.get("*", _GENERIC)
+            opts = opts.subcommands.get(args[i]) or opts.subcommands.get("*", GENERIC)
             i += 1
     while i < n:
         if args[i] == "--":
@@ -211,15 +211,15 @@ def _normalise(program: str, args: tuple[str, ...]) -> _Args:
                 values.add((key, value))
     if opts.implies or opts.same_as:
         flags = {key for key in flags if " " in key} | opts.implied(key for key in flags if " " not in key)
-    return _Args(frozenset(flags), frozenset(values), tuple(operands))
+    return Args(frozenset(flags), frozenset(values), tuple(operands))
 
 
-def _key_text(key: str, value: str | None = None) -> str:
+def key_text(key: str, value: str | None = None) -> str:
     text = key if key.startswith("-") or " " in key else "-" + key
     return text if value is None else f"{text} {value}"
 
 
-def _tables() -> dict[str, _Opts]:
+def _tables() -> dict[str, Opts]:
     """Every program's table from `_option_tables`, a subcommand's beside its program's (`git clean`)."""
     built = {name: _table(spec) for name, spec in TABLES.items() if " " not in name}
     for name, spec in TABLES.items():
@@ -231,4 +231,4 @@ def _tables() -> dict[str, _Opts]:
 
 
 # Per-program option tables: long forms and case variants that mean the same short option.
-_SPECS: dict[str, _Opts] = _tables()
+SPECS: dict[str, Opts] = _tables()

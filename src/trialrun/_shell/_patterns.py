@@ -8,18 +8,20 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from functools import lru_cache
+from typing import TypeGuard
 
 from .._util.command_tools import GLOB_CHARS as _GLOB_CHARS
 from . import _files, _tool_writes
-from ._analysis import _analyse
-from ._expand import _expand_word
-from ._inv import _Analysis, _basename, _Inv, _quote
-from ._options import _key_text, _normalise
-from ._syntax import _ASSIGN_RE, _Group, _Parser
+from ._analysis import analyse
+from ._expand import expand_word
+from ._inv import Analysis, Inv, basename, quote_word
+from ._nodes import Dynamic, Group
+from ._options import key_text, normalise_args
+from ._syntax import ASSIGN_RE, Parser
 from ._values import TYPED, CommandLines, TypedInput, UnknownInput, UnreadableCommand
 from ._variables import made_at_run_time
-from ._words import _ParseError
-from ._wrappers import _CODE_RUNNERS, _SHELLS
+from ._words import ParseError
+from ._wrappers import CODE_RUNNERS, SHELLS
 
 _REASON_LIMIT = 160  # characters of a command quoted in a reason before it is shortened
 
@@ -37,7 +39,7 @@ class _PatternStage:
     args: tuple[str, ...]
     display: str
 
-    def matches_program(self, inv: _Inv) -> bool:
+    def matches_program(self, inv: Inv) -> bool:
         """The invocation runs this program, or may: a name only known at run time may be any name that ends
         with what is known of it (`$(echo rm)`, `r$()m`, `${X:-rm}`; "could not tell" reads as "may have")."""
         if inv.unknown is not None:
@@ -46,24 +48,24 @@ class _PatternStage:
             return self.glob or fnmatchcase(self.program, inv.program)
         return fnmatchcase(inv.program, self.program) if self.glob else inv.program == self.program
 
-    def runs_code(self, inv: _Inv) -> bool:
+    def runs_code(self, inv: Inv) -> bool:
         """The invocation is (or may be) a shell or `eval`: it runs the text it is fed."""
         if inv.unknown is not None:
-            return any(name.endswith(inv.unknown) for name in _CODE_RUNNERS)
+            return any(name.endswith(inv.unknown) for name in CODE_RUNNERS)
         if inv.glob:
-            return any(fnmatchcase(name, inv.program) for name in _CODE_RUNNERS)
-        return inv.program in _CODE_RUNNERS
+            return any(fnmatchcase(name, inv.program) for name in CODE_RUNNERS)
+        return inv.program in CODE_RUNNERS
 
-    def missing(self, inv: _Inv) -> list[str]:
+    def missing(self, inv: Inv) -> list[str]:
         """What the invocation lacks of this stage's arguments (empty: it matches)."""
         if not self.args:
             return []
-        need = _normalise(inv.program if self.glob else self.program, self.args)
+        need = normalise_args(inv.program if self.glob else self.program, self.args)
         # A program only known at run time is taken for this one: its options are read the way this one's are.
-        have = _normalise(self.program, inv.args) if (inv.dynamic or inv.glob) and not self.glob else inv.normalised()
+        have = normalise_args(self.program, inv.args) if (inv.dynamic or inv.glob) and not self.glob else inv.normalised()
         with_value = {key for key, _ in need.values}  # `-o FILE` is checked with its value below
-        lacking = [_key_text(key) for key in sorted(need.flags - with_value) if key not in have.flags]
-        lacking += [_key_text(key, value) for key, value in sorted(need.values) if (key, value) not in have.values]
+        lacking = [key_text(key) for key in sorted(need.flags - with_value) if key not in have.flags]
+        lacking += [key_text(key, value) for key, value in sorted(need.values) if (key, value) not in have.values]
         lacking += [
             operand for operand in need.operands
             if operand not in have.operands and not any(operand == v for _, v in have.values)
@@ -73,7 +75,7 @@ class _PatternStage:
     def shellish(self) -> bool:
         """A bare shell on the right of a pattern pipe means "into a shell": `curl | sh` also catches `curl x | bash`
         and `eval "$(curl x)"`, which run the downloaded text just the same."""
-        return not self.args and any(fnmatchcase(s, self.program) for s in _SHELLS)
+        return not self.args and any(fnmatchcase(s, self.program) for s in SHELLS)
 
 
 @lru_cache(maxsize=1024)
@@ -83,8 +85,8 @@ def _compile(text: str) -> tuple[_PatternStage, ...]:
     if not text.strip():
         raise ValueError("empty command pattern: give a program and its arguments, e.g. 'rm -rf' or 'curl | sh'")
     try:
-        script = _Parser(text).parse_all()
-    except _ParseError as exc:
+        script = Parser(text).parse_all()
+    except ParseError as exc:
         raise ValueError(f"cannot parse command pattern {text!r}: {exc}") from None
     if len(script) != 1:
         raise ValueError(
@@ -93,15 +95,15 @@ def _compile(text: str) -> tuple[_PatternStage, ...]:
         )
     stages: list[_PatternStage] = []
     for stage in script[0]:
-        if isinstance(stage, _Group) or stage.stdin_word is not None:
+        if isinstance(stage, Group) or stage.stdin_word is not None:
             raise ValueError(
                 f"command pattern {text!r} has a group, here-document or compound command; "
                 "a pattern is plain words, optionally joined by `|`"
             )
-        if stage.subs or any(p[0] == "D" for w in stage.words for p in w.pieces):
+        if stage.subs or any(isinstance(p, Dynamic) for w in stage.words for p in w.pieces):
             raise ValueError(f"command pattern {text!r} has a substitution (`$(...)`, backticks); use plain words")
-        words = [t for w in stage.words for t, _ in _expand_word(w, {})]
-        if words and _ASSIGN_RE.match(words[0]):
+        words = [t for w in stage.words for t, _ in expand_word(w, {})]
+        if words and ASSIGN_RE.match(words[0]):
             raise ValueError(
                 f"command pattern {text!r} starts with a variable assignment; start it with the program "
                 "(assignments before a command are seen through anyway)"
@@ -110,9 +112,9 @@ def _compile(text: str) -> tuple[_PatternStage, ...]:
             raise ValueError(f"command pattern {text!r} has an empty stage (or only a redirection)")
         if stage.redirections:
             raise ValueError(f"command pattern {text!r} has a redirection; a pattern is words joined by `|`")
-        program = _basename(words[0])
+        program = basename(words[0])
         stages.append(
-            _PatternStage(program, bool(_GLOB_CHARS.search(program)), tuple(words[1:]), " ".join(map(_quote, words)))
+            _PatternStage(program, bool(_GLOB_CHARS.search(program)), tuple(words[1:]), " ".join(map(quote_word, words)))
         )
     return tuple(stages)
 
@@ -172,12 +174,12 @@ class CommandMatch:
     uncertain: bool = False
 
 
-def _shorten(text: str) -> str:
+def shorten(text: str) -> str:
     text = " ".join(text.split())
     return text if len(text) <= _REASON_LIMIT else text[: _REASON_LIMIT - 1] + "…"
 
 
-def _command_text(command: str | Sequence[str]) -> str:
+def shown_command(command: str | Sequence[str]) -> str:
     if isinstance(command, TypedInput):
         return command.shown
     return command if isinstance(command, str) else shlex.join(str(w) for w in command)
@@ -187,7 +189,7 @@ def _in_clause(segment: str, command_text: str) -> str:
     if command_text.startswith(TYPED):  # text typed into a session (`TypedInput.shown`)
         return f" ({command_text})"
     whole = " ".join(command_text.split())
-    return "" if segment == whole else f" (in `{_shorten(command_text)}`)"
+    return "" if segment == whole else f" (in `{shorten(command_text)}`)"
 
 
 #: What came before a command in its trajectory: commands that ran (strings or argv lists) and tool calls as
@@ -210,7 +212,7 @@ def files_before(earlier: Earlier, own_scripts: _files.OwnScripts = "workspace",
     Graders and policies ask this for every call of a trajectory in turn: each prefix of the history is a node of
     a tree (its parent's node and its last item), and each node's files are folded once, from its parent's."""
     files = start_files(workspace)
-    node: object = ("workspace", files[0][1]) if files else 0
+    node: object = ("workspace", files[_files.WORKSPACE]) if files else 0
     for item in earlier:
         key = (node, _item_key(item), own_scripts)
         known = _NODES.get(key)
@@ -224,25 +226,31 @@ def files_before(earlier: Earlier, own_scripts: _files.OwnScripts = "workspace",
     return files
 
 
-_NODES: dict[tuple, tuple] = {}
+#: The file table after each prefix of a history: (parent node, the last item's key, own_scripts) -> (this node's
+#: number, its table, the item, kept alive so that the `id()` in its key stays its own).
+_NODES: dict[tuple[object, tuple[object, ...], _files.OwnScripts], tuple[int, _files.Files, object]] = {}
 _NODE_LIMIT = 20000
 _NODE_COUNT = [0]
 
 
-def _is_tool_item(item: object) -> bool:
+#: A tool call in a history: (tool name, arguments) or (tool name, arguments, outcome) (see `Earlier`).
+_ToolItem = tuple[object, Mapping[str, object]] | tuple[object, Mapping[str, object], object]
+
+
+def _is_tool_item(item: object) -> TypeGuard[_ToolItem]:
     return isinstance(item, tuple) and len(item) in (2, 3) and isinstance(item[1], Mapping)
 
 
-def _item_key(item: object) -> tuple:
+def _item_key(item: object) -> tuple[object, ...]:
     if _is_tool_item(item):
-        return ("tool", item[0], id(item[1]), item[2] if len(item) == 3 else None)  # type: ignore[index, arg-type]
+        return ("tool", item[0], id(item[1]), item[2] if len(item) == 3 else None)
     if isinstance(item, str):
         return ("command", type(item).__name__, item)
     return ("argv", id(item))
 
 
 def _argv_key(argv: object) -> tuple[str, ...]:
-    """An argv list (or tuple) as the key `_analyse` takes; anything else is not a command."""
+    """An argv list (or tuple) as the key `analyse` takes; anything else is not a command."""
     if not isinstance(argv, Iterable):
         raise TypeError(f"not a command (a string or a list of words): {argv!r}")
     return tuple(str(w) for w in argv)
@@ -250,22 +258,20 @@ def _argv_key(argv: object) -> tuple[str, ...]:
 
 def fold(files: _files.Files, item: object, own_scripts: _files.OwnScripts) -> _files.Files:
     """The file table after one more item of a trajectory (see `Earlier`) ran."""
-    if not isinstance(files, _files.Files):
-        files = _files.table(files)
     if _is_tool_item(item):
-        state = dict(files)
-        outcome = item[2] if len(item) == 3 else None  # type: ignore[index, arg-type]
-        _tool_writes.tool_write(item[1], state, str(item[0]), failed=outcome is True,  # type: ignore[index]
+        state = files.as_dict()
+        outcome = item[2] if len(item) == 3 else None
+        _tool_writes.tool_write(item[1], state, str(item[0]), failed=outcome is True,
                                 reported=outcome if isinstance(outcome, str) else None)
-        return files if state == dict(files) else _files.table(state.items())
+        return files if files == state else _files.table(state)
     parts = item.parts if isinstance(item, CommandLines) else (item,)
     for part in parts:
         if isinstance(part, UnreadableCommand):
             continue
         key = part if isinstance(part, str) else _argv_key(part)
-        analysis = _analyse(key, files, own_scripts)
+        analysis = analyse(key, files, own_scripts)
         if analysis.error is None:
-            files = analysis.files if isinstance(analysis.files, _files.Files) else _files.table(analysis.files)
+            files = analysis.files
     return files
 
 
@@ -291,7 +297,7 @@ def match_command(
     """
     text = pattern.text if isinstance(pattern, CommandPattern) else pattern
     stages = pattern._stages if isinstance(pattern, CommandPattern) else _compile(pattern)
-    command_text = _command_text(command)
+    command_text = shown_command(command)
     own = _own(own_scripts)
     if files is None:
         files = files_before(earlier, own, workspace) if earlier or workspace is not None else _files.table(())
@@ -307,23 +313,23 @@ def _match(
     files: _files.Files, own: _files.OwnScripts,
 ) -> CommandMatch:
     if isinstance(command, CommandLines):
-        results = [_match(text, stages, part, _command_text(part), files, own) for part in command.parts]
+        results = [_match(text, stages, part, shown_command(part), files, own) for part in command.parts]
         hit = next((result for result in results if result.matched), None)
         if hit is not None:
             return hit
-        reasons = "; ".join(f"`{_shorten(r.command)}` {r.reason}" for r in results)
+        reasons = "; ".join(f"`{shorten(r.command)}` {r.reason}" for r in results)
         return CommandMatch(False, text, command_text, f"of its {len(results)} commands: {reasons}")
     if isinstance(command, UnknownInput):
         return CommandMatch(True, text, command_text, f"{command}; counted as a match (fail closed)", unparsable=True)
     if isinstance(command, UnreadableCommand):
         return CommandMatch(
             True, text, command_text,
-            f"could not be read (the command tool was given `{_shorten(command)}`, not a command string or an argv "
+            f"could not be read (the command tool was given `{shorten(command)}`, not a command string or an argv "
             "list); counted as a match (fail closed)",
             unparsable=True,
         )
     key: str | tuple[str, ...] = command if isinstance(command, str) else tuple(str(w) for w in command)
-    analysis = _analyse(key, files, own)
+    analysis = analyse(key, files, own)
     if analysis.error is not None:
         return CommandMatch(
             True, text, command_text,
@@ -334,7 +340,7 @@ def _match(
     if found is not None:
         invs = [analysis.invs[x] for x in found]
         segment = " | ".join(inv.display for inv in invs)
-        ran = " feeding ".join(f"`{_shorten(inv.display)}`" for inv in invs)
+        ran = " feeding ".join(f"`{shorten(inv.display)}`" for inv in invs)
         where = _in_clause(segment, command_text)
         unknown = next((inv for inv in invs if inv.dynamic), None)
         if kind == "arguments":
@@ -368,7 +374,7 @@ def _match(
 RUN_TIME = "runs a command known only at run time"
 
 
-def _how(inv: _Inv) -> str:
+def _how(inv: Inv) -> str:
     """What a certain match needed to see: a program word that is a glob, a renamed program."""
     if inv.renamed:
         return f" (`{inv.renamed}` is a copy of or link to `{inv.program}`)"
@@ -377,7 +383,7 @@ def _how(inv: _Inv) -> str:
     return ""
 
 
-def _find(stages: tuple[_PatternStage, ...], analysis: _Analysis) -> tuple[list[int] | None, str]:
+def _find(stages: tuple[_PatternStage, ...], analysis: Analysis) -> tuple[list[int] | None, str]:
     """Indexes of invocations that match the pattern's stages in order, each feeding the next (or None), and
     what stands in for the pattern: "" (the invocations match it), "opaque" (code or a script only known at run
     time) or "unknown" (a command word only known at run time: any program at all).
@@ -407,7 +413,7 @@ def _find(stages: tuple[_PatternStage, ...], analysis: _Analysis) -> tuple[list[
 _VARIABLE = re.compile(r"\$\{?(\w+)\}?")
 
 
-def _open_word(inv: _Inv) -> str | None:
+def _open_word(inv: Inv) -> str | None:
     """The first argument word made at run time that may hold options (before a `--`), as written; None. A plain
     variable (`rm "$f"`, a loop's file name) is taken for the file name it is by idiom, unless the line gave it a
     value made at run time (`F=$(echo -rf); rm $F`)."""
@@ -420,14 +426,14 @@ def _open_word(inv: _Inv) -> str | None:
     return None
 
 
-def _supplied(stage: _PatternStage, inv: _Inv) -> bool:
+def _supplied(stage: _PatternStage, inv: Inv) -> bool:
     """The options the invocation lacks of the stage's could be in an argument only known at run time
     (`rm -r $(echo -f) build`, `rm ${OPTS:--rf} build`, `F=$(cat f); rm $F`)."""
     lacking = stage.missing(inv)
     return all(item.startswith("-") for item in lacking) and _open_word(inv) is not None
 
 
-def _chain(stages: tuple[_PatternStage, ...], analysis: _Analysis, certain: bool,
+def _chain(stages: tuple[_PatternStage, ...], analysis: Analysis, certain: bool,
            open_args: bool = False) -> list[int] | None:
     invs = analysis.invs
     hits: list[list[int]] = []
@@ -466,11 +472,11 @@ def _chain(stages: tuple[_PatternStage, ...], analysis: _Analysis, certain: bool
     return None
 
 
-def _miss_reason(stages: tuple[_PatternStage, ...], analysis: _Analysis) -> str:
+def _miss_reason(stages: tuple[_PatternStage, ...], analysis: Analysis) -> str:
     leaves = [inv for inv in analysis.invs if inv.leaf]
     if not analysis.invs:
         return "runs no command"
-    ran = ", ".join(f"`{_shorten(inv.display)}`" for inv in leaves[:5])
+    ran = ", ".join(f"`{shorten(inv.display)}`" for inv in leaves[:5])
     if len(leaves) > 5:
         ran += f" and {len(leaves) - 5} more"
     if len(stages) == 1:
@@ -478,7 +484,7 @@ def _miss_reason(stages: tuple[_PatternStage, ...], analysis: _Analysis) -> str:
         for inv in analysis.invs:
             if stage.matches_program(inv):
                 lacking = stage.missing(inv)
-                return f"runs `{_shorten(inv.display)}`, which lacks {' '.join(lacking)}"
+                return f"runs `{shorten(inv.display)}`, which lacks {' '.join(lacking)}"
         return f"runs only {ran}"
     names = " to a later ".join(f"`{s.display}`" for s in stages)
     return f"nothing pipes {names}; runs {ran}"
@@ -496,9 +502,9 @@ def commands_in(command: str | Sequence[str]) -> list[str]:
     if isinstance(command, CommandLines):
         return [found for part in command.parts for found in commands_in(part)]
     key: str | tuple[str, ...] = command if isinstance(command, str) else tuple(str(w) for w in command)
-    analysis = _analyse(key)
+    analysis = analyse(key)
     if analysis.error is not None:
-        raise ValueError(f"cannot parse command {_shorten(_command_text(command))!r}: {analysis.error}")
+        raise ValueError(f"cannot parse command {shorten(shown_command(command))!r}: {analysis.error}")
     return [inv.display for inv in analysis.invs if inv.leaf and not inv.guessed]
 
 
@@ -521,15 +527,15 @@ def unknown_at_run_time(
         return None
     own = _own(own_scripts)
     key: str | tuple[str, ...] = command if isinstance(command, str) else tuple(str(w) for w in command)
-    files = files_before(earlier, own, workspace) if earlier or workspace is not None else ()
-    analysis = _analyse(key, files, own)
+    files = files_before(earlier, own, workspace) if earlier or workspace is not None else _files.table(())
+    analysis = analyse(key, files, own)
     for inv in analysis.invs:
         if inv.guessed:
             continue
         if inv.opaque:
-            return f"{RUN_TIME} ({inv.why or 'the shell code it runs is only known at run time'}): `{_shorten(inv.display)}`"
+            return f"{RUN_TIME} ({inv.why or 'the shell code it runs is only known at run time'}): `{shorten(inv.display)}`"
         if inv.unknown == "":  # wholly unknown (`$CMD`); `r$()m` is judged by what is known of it
-            return f"{RUN_TIME} (its program is only known at run time): `{_shorten(inv.display)}`"
+            return f"{RUN_TIME} (its program is only known at run time): `{shorten(inv.display)}`"
     return None
 
 
@@ -545,9 +551,9 @@ def cannot_read(command: str | Sequence[str]) -> str | None:
     if isinstance(command, CommandLines):
         return next((why for why in map(cannot_read, command.parts) if why is not None), None)
     if isinstance(command, UnreadableCommand):
-        return f"could not be read (the command argument is {_shorten(command)}, not a string or an argv list)"
+        return f"could not be read (the command argument is {shorten(command)}, not a string or an argv list)"
     key: str | tuple[str, ...] = command if isinstance(command, str) else tuple(str(w) for w in command)
-    analysis = _analyse(key)
+    analysis = analyse(key)
     if analysis.error is not None:
         return f"could not be parsed ({analysis.error})"
     if analysis.nested_errors:

@@ -6,7 +6,7 @@ import re
 import shlex
 from collections.abc import Sequence
 
-from ._words import _ANSI_ESCAPES, _HEX_RES, _OCTAL_RE
+from ._words import ANSI_ESCAPES, HEX_RES, OCTAL_RE
 
 _ECHO_OPTIONS_RE = re.compile(r"-[neE]+")
 _PRINTF_WIDTH_LIMIT = 4096
@@ -28,17 +28,17 @@ def _escapes(text: str, echo: bool) -> tuple[str, bool]:
             continue
         e = text[i + 1]
         i += 2
-        if e in _ANSI_ESCAPES:  # (the escapes of `$'...'`)
-            out.append(_ANSI_ESCAPES[e])
+        if e in ANSI_ESCAPES:  # (the escapes of `$'...'`)
+            out.append(ANSI_ESCAPES[e])
         elif e == "c":
             return "".join(out), True
         elif e in "01234567" and (e == "0" or not echo):
-            digits = (_OCTAL3_RE if echo else _OCTAL_RE).match(text, i)
+            digits = (_OCTAL3_RE if echo else OCTAL_RE).match(text, i)
             assert digits is not None  # the patterns also match the empty string
             value = (digits.group(0) or "0") if echo else e + digits.group(0)
             out.append(chr(int(value, 8) & 0xFF))
             i = digits.end()
-        elif e in "xuU" and (m := _HEX_RES[e].match(text, i)):
+        elif e in "xuU" and (m := HEX_RES[e].match(text, i)):
             out.append(chr(min(int(m.group(0), 16), 0x10FFFF)))
             i = m.end()
         else:
@@ -46,7 +46,7 @@ def _escapes(text: str, echo: bool) -> tuple[str, bool]:
     return "".join(out), False
 
 
-def _echo_output(args: Sequence[str]) -> tuple[str, str]:
+def echo_output(args: Sequence[str]) -> tuple[str, str]:
     """What `echo ARGS` prints: as bash's echo does (backslashes as written) and as an echo that reads escapes
     does (`echo -e`, dash's echo). A shell fed either may run something different, so both are read."""
     words = list(args)
@@ -75,7 +75,7 @@ def _printf_number(arg: str, conversion: str) -> int | float | None:
         return None
 
 
-def _printf_output(args: Sequence[str]) -> str | None:
+def printf_output(args: Sequence[str]) -> str | None:
     """What `printf FORMAT ARGS` prints (the format is reused while arguments remain), or None when it uses
     a conversion not followed here (the text it prints is then unknown)."""
     words = list(args)

@@ -60,9 +60,9 @@ _DATA_READERS = frozenset({"cat", "tee", "head", "tail", "wc", "sort", "uniq", "
 def _reader(command: str) -> str | None:
     """Why what is typed into a session running `command` cannot be examined, or None: it goes to a shell or an
     interpreter reading its program (examined as code) or to programs that take it as data."""
-    from ._analysis import _analyse
+    from ._analysis import analyse
 
-    analysis = _analyse(command)
+    analysis = analyse(command)
     if analysis.error is not None:
         return f"its command could not be parsed ({analysis.error})"
     leaves = [inv for inv in analysis.invs if inv.leaf and not inv.guessed]

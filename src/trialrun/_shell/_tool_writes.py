@@ -4,7 +4,7 @@ Anthropic's text editor, Kimi CLI's StrReplaceFile), a Codex-style patch, a unif
 (`apply_patch` run in a shell, `patch`, `git apply`).
 
 Where what the file holds afterwards cannot be known (an edit of a file trialrun never saw whole, an old string that
-is not there, a patch that does not apply cleanly here) the file becomes ("unknown", why): a script run from it
+is not there, a patch that does not apply cleanly here) the file becomes `Unknown`, saying why: a script run from it
 later fails closed, saying why.
 """
 
@@ -18,14 +18,19 @@ from typing import Any
 from . import _files
 from ._edits import Refused, Unknowable, original_edits, sequential_edits, string_edit
 from ._patches import (
-    PatchError, apply_codex_update, apply_unified, is_codex_patch, looks_like_unified_diff, parse_codex_patch,
+    PatchError,
+    apply_codex_update,
+    apply_unified,
+    is_codex_patch,
+    looks_like_unified_diff,
+    parse_codex_patch,
     parse_unified_diff,
 )
 
 __all__ = ["apply_codex_patch", "apply_unified_diff", "join", "patch_program", "tool_write", "writes_files"]
 
-State = tuple
-Table = dict
+State = _files.State
+Table = _files.Table
 
 _PATH_KEYS = ("path", "file_path", "filePath", "filepath", "filename", "file", "target_file", "target", "dest",
               "destination", "notebook_path")
@@ -71,10 +76,10 @@ def _edit(files: Table, path: str, what: str, change: Callable[[str], str], crea
     state = _files.lookup(files, key)
     known = _files.texts(state)
     if known is None:
-        if creates is not None and state is not None and state[0] in ("absent", "gone"):
-            files[key] = ("text", (creates,))
+        if creates is not None and isinstance(state, (_files.Absent, _files.Gone)):
+            files[key] = _files.Text((creates,))
         else:
-            files[key] = ("unknown", _files.unknown_why(state, path, what, files))
+            files[key] = _files.Unknown(_files.unknown_why(state, path, what, files))
         return
     results: list[str] = []
     refused: list[str] = []
@@ -84,18 +89,18 @@ def _edit(files: Table, path: str, what: str, change: Callable[[str], str], crea
         except Refused as exc:
             refused.append(str(exc))
         except Unknowable as exc:
-            files[key] = ("unknown", f"was {what}, but {exc}")
+            files[key] = _files.Unknown(f"was {what}, but {exc}")
             return
     if refused and results:  # refused in one reading of the file, applied in another
-        files[key] = ("unknown", f"was {what}, which applies to one reading of it and not another ({refused[0]})")
+        files[key] = _files.Unknown(f"was {what}, which applies to one reading of it and not another ({refused[0]})")
     elif results:
-        files[key] = ("text", tuple(dict.fromkeys(results)))
+        files[key] = _files.Text(tuple(dict.fromkeys(results)))
     elif reported is not None:  # refused here, done there: the tool's own report wins
         shown = _reported_change(reported, known)
         if shown is not None:  # it says what it did, as a diff of the file (Continue's Edit)
-            files[key] = ("text", shown)
+            files[key] = _files.Text(shown)
         else:
-            files[key] = ("unknown", f"was {what}, which an exact match refuses ({refused[0]}), but the tool reported "
+            files[key] = _files.Unknown(f"was {what}, which an exact match refuses ({refused[0]}), but the tool reported "
                                      f"it done (`{_clip(reported)}`): what it changed is not known")
     # refused in every reading, and the tool said so (or said nothing): the file stays as it was
 
@@ -169,7 +174,7 @@ def tool_write(arguments: Any, files: Table, tool: str = "write_file", failed: b
         return  # (a failed one changed nothing: Kimi CLI writes only when every edit applied)
     edits = arguments.get("edits")
     if "notebook_path" in arguments or "new_source" in arguments:
-        files[_files.key(files, path)] = ("unknown", f"was edited by {shown} (a notebook cell edit, not followed)")
+        files[_files.key(files, path)] = _files.Unknown(f"was edited by {shown} (a notebook cell edit, not followed)")
         return
     if edits is not None:
         _edits_list(files, path, edits, shown, reported)
@@ -182,14 +187,14 @@ def tool_write(arguments: Any, files: Table, tool: str = "write_file", failed: b
         if isinstance(line, int) and not isinstance(line, bool) and isinstance(inserted, str):
             _edit(files, path, f"edited by {shown}", lambda text: _insert(text, line, inserted), reported=reported)
         else:
-            files[_files.key(files, path)] = ("unknown", f"was edited by {shown} in a way not followed here")
+            files[_files.key(files, path)] = _files.Unknown(f"was edited by {shown} in a way not followed here")
         return
     if command == "undo_edit":
-        files[_files.key(files, path)] = ("unknown", f"had an edit undone by {shown}")
+        files[_files.key(files, path)] = _files.Unknown(f"had an edit undone by {shown}")
         return
     if old is not None or new is not None:
         if old is None or new is None:
-            files[_files.key(files, path)] = ("unknown", f"was edited by {shown} in a way not followed here")
+            files[_files.key(files, path)] = _files.Unknown(f"was edited by {shown} in a way not followed here")
             return
         style = _style(arguments)
         replace_all = bool(arguments.get("replace_all") or arguments.get("replaceAll"))
@@ -205,7 +210,7 @@ def tool_write(arguments: Any, files: Table, tool: str = "write_file", failed: b
     keys = _CONTENT_KEYS if _WRITER_NAME_RE.search(tool) else _CONTENT_KEYS[:4]
     content = _first(arguments, keys)
     if content is not None and not any(k in arguments for k in _EDIT_KEYS):
-        files[_files.key(files, path)] = ("text", (content,))
+        files[_files.key(files, path)] = _files.Text((content,))
 
 
 def _kimi_style(edit: Any) -> bool:
@@ -251,7 +256,7 @@ def _edits_list(files: Table, path: str, edits: Any, shown: str, reported: str |
         except ValueError:
             edits = None
     if not isinstance(edits, list) or not edits or not all(isinstance(e, Mapping) for e in edits):
-        files[_files.key(files, path)] = ("unknown", f"was {what} with edits not followed here")
+        files[_files.key(files, path)] = _files.Unknown(f"was {what} with edits not followed here")
         return
     if all(isinstance(e.get("oldText"), str) and isinstance(e.get("newText"), str) for e in edits):
         pairs = [(e["oldText"], e["newText"]) for e in edits]
@@ -262,7 +267,7 @@ def _edits_list(files: Table, path: str, edits: Any, shown: str, reported: str |
     for e in edits:
         old, new = _first(e, _OLD_KEYS), _first(e, _NEW_KEYS)
         if old is None or new is None:
-            files[_files.key(files, path)] = ("unknown", f"was {what} with edits not followed here")
+            files[_files.key(files, path)] = _files.Unknown(f"was {what} with edits not followed here")
             return
         style = _style(e)
         steps.append((old, new, bool(e.get("replace_all") or e.get("replaceAll"))))
@@ -281,7 +286,7 @@ def apply_codex_patch(patch: str, files: Table, cwd: str = "", failed: bool = Fa
 
     def unknown(why: str) -> None:
         for path in named:
-            files[_files.key(files, path)] = ("unknown", why)
+            files[_files.key(files, path)] = _files.Unknown(why)
 
     if failed:
         unknown(f"was patched by {shown}, whose result was an error (what it changed before failing is not known)")
@@ -296,15 +301,15 @@ def apply_codex_patch(patch: str, files: Table, cwd: str = "", failed: bool = Fa
         path = join(cwd, hunk.path)
         k = _files.key(files, path)
         if hunk.kind == "add":
-            staged[k] = ("text", (hunk.contents,))
+            staged[k] = _files.Text((hunk.contents,))
             continue
         state = state_of(path)
         known = _files.texts(state)
         if hunk.kind == "delete":
-            if state is not None and state[0] in ("absent", "gone"):
+            if isinstance(state, (_files.Absent, _files.Gone)):
                 return unknown(f"was patched by {shown}, which deletes `{hunk.path}`, a file that is not there (the "
                                "patch fails)")
-            staged[k] = ("gone",)
+            staged[k] = _files.Gone()
             continue
         if known is None:
             return unknown(_files.unknown_why(state, hunk.path, f"patched by {shown}", files))
@@ -314,10 +319,10 @@ def apply_codex_patch(patch: str, files: Table, cwd: str = "", failed: bool = Fa
             return unknown(f"was patched by {shown}, but the patch does not apply cleanly to what trialrun knows "
                            f"of `{hunk.path}` ({exc})")
         if hunk.move_to:
-            staged[k] = ("gone",)
-            staged[_files.key(files, join(cwd, hunk.move_to))] = ("text", results)
+            staged[k] = _files.Gone()
+            staged[_files.key(files, join(cwd, hunk.move_to))] = _files.Text(results)
         else:
-            staged[k] = ("text", results)
+            staged[k] = _files.Text(results)
     files.update(staged)
 
 
@@ -333,7 +338,7 @@ def patch_program(patch: str, files: Table, cwd: str = "", shown: str = "`apply_
     for hunk in hunks:
         for path in (hunk.path, hunk.move_to):
             if path:
-                files[_files.key(files, join(cwd, path))] = ("unknown", why)
+                files[_files.key(files, join(cwd, path))] = _files.Unknown(why)
 
 
 _STRIP_RE = re.compile(r"^(?:a|b)/")
@@ -348,9 +353,9 @@ def apply_unified_diff(diff: str, files: Table, cwd: str = "", strip: int | None
         parsed = parse_unified_diff(diff)
     except PatchError as exc:
         if target is not None:
-            files[_files.key(files, join(cwd, target))] = ("unknown", f"was patched by {shown} not read here ({exc})")
+            files[_files.key(files, join(cwd, target))] = _files.Unknown(f"was patched by {shown} not read here ({exc})")
         else:
-            files[_files.ANYWHERE] = ("unknown", f"was patched by {shown} not read here ({exc})")
+            files[_files.ANYWHERE] = _files.Unknown(f"was patched by {shown} not read here ({exc})")
         return
 
     def path_of(name: str) -> str:
@@ -366,22 +371,22 @@ def apply_unified_diff(diff: str, files: Table, cwd: str = "", strip: int | None
         entries.append((join(cwd, name), part))
     if failed:
         for path, _ in entries:
-            files[_files.key(files, path)] = ("unknown", f"was patched by {shown}, whose result was an error")
+            files[_files.key(files, path)] = _files.Unknown(f"was patched by {shown}, whose result was an error")
         return
     staged: dict[str, State] = {}
     for path, part in entries:
         k = _files.key(files, path)
         if part.new_path == "/dev/null":
-            staged[k] = ("gone",)
+            staged[k] = _files.Gone()
             continue
-        state = ("absent", "") if part.old_path == "/dev/null" else staged.get(k) or _files.lookup(files, k)
+        state = _files.Absent("") if part.old_path == "/dev/null" else staged.get(k) or _files.lookup(files, k)
         known = ("",) if part.old_path == "/dev/null" else _files.texts(state)
         if known is None:
-            staged[k] = ("unknown", _files.unknown_why(state, path, f"patched by {shown}", files))
+            staged[k] = _files.Unknown(_files.unknown_why(state, path, f"patched by {shown}", files))
             continue
         try:
-            staged[k] = ("text", tuple(dict.fromkeys(apply_unified(text, part) for text in known)))
+            staged[k] = _files.Text(tuple(dict.fromkeys(apply_unified(text, part) for text in known)))
         except (PatchError, Unknowable) as exc:
-            staged[k] = ("unknown", (f"was patched by {shown}, but the diff does not apply cleanly to what "
+            staged[k] = _files.Unknown((f"was patched by {shown}, but the diff does not apply cleanly to what "
                                      f"trialrun knows of it ({exc})"))
     files.update(staged)

@@ -6,16 +6,15 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ._expand import _Dyn
-from ._syntax import _ASSIGN_RE
+from ._expand import Env, Field, Tail
+from ._syntax import ASSIGN_RE
 
-_POSITIONAL = ("@", "*", "#", "1", "2", "3", "4", "5", "6", "7", "8", "9")
-_Env = dict  # variables by name; "@" holds the positional parameters as (text, tail) fields
+POSITIONAL = ("@", "*", "#", "1", "2", "3", "4", "5", "6", "7", "8", "9")
 
 
-def _bind_positional(env: _Env, fields: Sequence[tuple[str, _Dyn]] | None) -> None:
+def bind_positional(env: Env, fields: Sequence[Field] | None) -> None:
     """Set `$1`..`$9`, `$#`, `$*` and `$@` to `fields` (None: they are only known at run time)."""
-    for key in _POSITIONAL:
+    for key in POSITIONAL:
         env.pop(key, None)
     if fields is None:
         return
@@ -32,9 +31,9 @@ def _bind_positional(env: _Env, fields: Sequence[tuple[str, _Dyn]] | None) -> No
 
 
 _ASSIGNERS = frozenset({"export", "declare", "typeset", "local", "readonly", "read", "mapfile", "readarray", "printf"})
-_NAMEREF = "\0nameref"  # set in a variable table once `declare -n` made any name a reference to any other
-_CWD = "\0cwd"  # the folder the line is in, relative to where it started (None: unknown), kept with the variables
-_MADE = "\0made"  # the names whose value a command or an expansion made at run time (`F=$(echo -rf)`)
+NAMEREF = "\0nameref"  # set in a variable table once `declare -n` made any name a reference to any other
+CWD = "\0cwd"  # the folder the line is in, relative to where it started (None: unknown), kept with the variables
+MADE = "\0made"  # the names whose value a command or an expansion made at run time (`F=$(echo -rf)`)
 _MADE_AT_RUN_TIME = re.compile(r"\$\(|`|\$\{[^}]*?[:]?[-=+?]")
 #: Substitutions whose output is a path, never an option: `$(mktemp)`, `$(pwd)`, `$(realpath x)`
 _PATH_PRINTER = re.compile(r"\$\((?:mktemp|pwd|realpath)\b[^()`$;|&]*\)|`(?:mktemp|pwd|realpath)\b[^()`$;|&]*`")
@@ -47,35 +46,47 @@ def made_at_run_time(text: str) -> bool:
     return bool(_MADE_AT_RUN_TIME.search(_PATH_PRINTER.sub("", text)))
 
 
-def _note_made(env: _Env, name: str, value: str, run_time: bool) -> None:
+def cwd_of(env: Env) -> str | None:
+    """The folder the line is in, relative to where it started ("": there), or None when only known at run time."""
+    cwd = env.get(CWD, "")
+    return cwd if isinstance(cwd, str) else None
+
+
+def made_names(env: Env) -> frozenset[str]:
+    """The names whose value a command or an expansion made at run time (see `note_made`)."""
+    made = env.get(MADE)
+    return made if isinstance(made, frozenset) else frozenset()
+
+
+def note_made(env: Env, name: str, value: str, run_time: bool) -> None:
     """Remember whether `name` now holds a value made at run time (`made_at_run_time`), for `rm $F` later."""
-    made = set(env.get(_MADE, ()))
+    made = set(made_names(env))
     if run_time and made_at_run_time(value):
         made.add(name)
     else:
         made.discard(name)
     if made:
-        env[_MADE] = frozenset(made)
+        env[MADE] = frozenset(made)
     else:
-        env.pop(_MADE, None)
+        env.pop(MADE, None)
 
 
 
 
-def _drop(env: _Env, base: str) -> None:
+def drop(env: Env, base: str) -> None:
     for key in [k for k in env if k == base or k.startswith(base + "[")]:
         del env[key]
 
 
-def _set(env: _Env, name: str, value: str | None) -> None:
+def set_variable(env: Env, name: str, value: str | None) -> None:
     """Assign a variable; None: to a value only known at run time. `a[1]=x` sets one element of an array."""
-    if env.get(_NAMEREF):  # after `declare -n`, an assignment may change any variable: nothing is known any more
+    if env.get(NAMEREF):  # after `declare -n`, an assignment may change any variable: nothing is known any more
         value = None
     base, bracket, index = name.partition("[")
     if bracket:
         index = index.rstrip("]")
         known = {k: v for k, v in env.items() if k.startswith(base + "[") and k[len(base) + 1:-1].isdigit()}
-        _drop(env, base)
+        drop(env, base)
         if index.isdigit():
             env.update(known)
             if value is not None:
@@ -85,19 +96,19 @@ def _set(env: _Env, name: str, value: str | None) -> None:
             else:
                 env.pop(f"{base}[{index}]", None)
         return
-    _drop(env, base)  # `a=x` on an array sets `a[0]` only: the rest is not followed
+    drop(env, base)  # `a=x` on an array sets `a[0]` only: the rest is not followed
     if value is not None:
         env[name] = value
 
 
-def _set_array(env: _Env, name: str, fields: list[tuple[str, _Dyn]] | None, append: bool = False) -> None:
+def set_array(env: Env, name: str, fields: Sequence[Field] | None, append: bool = False) -> None:
     """`a=(rm -rf x)`: `${a[@]}` are the fields, `${a[0]}` (and `$a`) the first; None: only known at run time."""
-    if env.get(_NAMEREF):
+    if env.get(NAMEREF):
         fields = None
     if append:
         before = env.get(name + "[@]")
-        fields = list(before) + fields if isinstance(before, tuple) and fields is not None else None
-    _drop(env, name)
+        fields = [*before, *fields] if isinstance(before, tuple) and fields is not None else None
+    drop(env, name)
     if fields is None:
         return
     env[name + "[@]"] = tuple(fields)
@@ -110,24 +121,24 @@ def _set_array(env: _Env, name: str, fields: list[tuple[str, _Dyn]] | None, appe
                 env[name] = text
 
 
-def _merge_maybe(env: _Env, inner: _Env) -> None:
+def merge_maybe(env: Env, inner: Env) -> None:
     """Variables changed where the change may or may not happen (an `if`, after `&&`) are unknown afterwards."""
-    if inner.get(_NAMEREF) and not env.get(_NAMEREF):
-        for key in [k for k in env if k not in _POSITIONAL]:
+    if inner.get(NAMEREF) and not env.get(NAMEREF):
+        for key in [k for k in env if k not in POSITIONAL]:
             del env[key]
-        env[_NAMEREF] = True
+        env[NAMEREF] = True
         return
-    made = frozenset(env.get(_MADE, ())) | frozenset(inner.get(_MADE, ()))  # made on either path: made
+    made = made_names(env) | made_names(inner)  # made on either path: made
     for key in set(env) | set(inner):
-        if key not in _POSITIONAL and env.get(key) != inner.get(key):
+        if key not in POSITIONAL and env.get(key) != inner.get(key):
             env.pop(key, None)
-            if key == _CWD:
-                env[_CWD] = None  # `if ...; then cd x; fi`: somewhere only known at run time
+            if key == CWD:
+                env[CWD] = None  # `if ...; then cd x; fi`: somewhere only known at run time
     if made:
-        env[_MADE] = made
+        env[MADE] = made
 
 
-def _names_only_known_at_run_time(program: str, args: Sequence[str], dyn: Sequence[_Dyn]) -> bool:
+def names_only_known_at_run_time(program: str, args: Sequence[str], dyn: Sequence[Tail]) -> bool:
     """`export $(cat .env)`, `read "$name"`, `printf -v "$n" ...`: a builtin assigning to names only known at run
     time (`export X="$Y"` is not: only the value is unknown)."""
     if program not in _ASSIGNERS:
@@ -137,11 +148,11 @@ def _names_only_known_at_run_time(program: str, args: Sequence[str], dyn: Sequen
             return False
         return dyn[0] is not None or (args[0] == "-v" and len(dyn) > 1 and dyn[1] is not None)
     return any(
-        tail is not None and not (_ASSIGN_RE.match(word) and "=" not in tail) for word, tail in zip(args, dyn)
+        tail is not None and not (ASSIGN_RE.match(word) and "=" not in tail) for word, tail in zip(args, dyn)
     )
 
 
-def _reposition(words: Sequence[str], dyn: Sequence[_Dyn], env: _Env) -> None:
+def reposition(words: Sequence[str], dyn: Sequence[Tail], env: Env) -> None:
     """`set -- a b` and `shift [n]` change the positional parameters that later `$1`, `$@` expand to."""
     if words[0] == "shift":
         current = env.get("@")
@@ -149,9 +160,9 @@ def _reposition(words: Sequence[str], dyn: Sequence[_Dyn], env: _Env) -> None:
             return  # not known before: not known after
         count = words[1] if len(words) > 1 else "1"
         if len(words) > 1 and (dyn[1] is not None or not count.isdigit()):
-            _bind_positional(env, None)  # `shift $n`: what is left is only known at run time
+            bind_positional(env, None)  # `shift $n`: what is left is only known at run time
         elif int(count) <= len(current):
-            _bind_positional(env, current[int(count):])
+            bind_positional(env, current[int(count):])
         return
     i = 1
     while i < len(words):
@@ -165,4 +176,4 @@ def _reposition(words: Sequence[str], dyn: Sequence[_Dyn], env: _Env) -> None:
         break
     else:
         return  # options only (`set -e`): the positional parameters stay
-    _bind_positional(env, tuple(zip(words[i:], dyn[i:])))
+    bind_positional(env, tuple(zip(words[i:], dyn[i:])))

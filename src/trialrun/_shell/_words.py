@@ -4,25 +4,18 @@ what is only known at run time. The tokenizer under `_syntax`'s parser, which su
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
-_MAX_DEPTH = 40  # nested substitutions / `bash -c` / `eval` levels before we give up (and fail closed)
+from ._nodes import Dynamic, Literal, Param, Piece, Script, Word
+
+MAX_DEPTH = 40  # nested substitutions / `bash -c` / `eval` levels before we give up (and fail closed)
 
 
-class _ParseError(Exception):
+class ParseError(Exception):
     """The command is not valid shell (or too deeply nested to follow); the message says why."""
 
 
-# A piece is ("L", text, quoted) for literal text, ("P", name, quoted, source) for `$name`/`${name}`, or
-# ("D", source, quoted) for an expansion whose value is only known at run time (`$(...)`, `${x:-y}`, `$((1+2))`).
-_Piece = tuple
-
-
-@dataclass(slots=True)
-class _Word:
-    """A word keeps its pieces so that variables can be resolved later (`x=rm; $x -rf /`)."""
-
-    pieces: tuple[_Piece, ...]
+class NotArithmetic(Exception):
+    """`$((` or `((` that bash reads as a subshell, not arithmetic (see `WordReader.skip_arithmetic`)."""
 
 
 _PLAIN_RE = re.compile(r"[^ \t\r\n;&|()<>'\"\\$`{]+")
@@ -30,31 +23,34 @@ _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ELEMENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\[(?:@|\*|\d+)\]")  # `${a[@]}`, `${a[*]}`, `${a[0]}`
 _SPECIAL_PARAMS = set("@*#?$!-0123456789")
 _BLANKS = " \t\r"
-_ANSI_ESCAPES = {
+ANSI_ESCAPES = {
     "a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v",
     "\\": "\\", "'": "'", '"': '"', "?": "?",
 }
 
 
-class _WordReader:
+class WordReader:
     """Reads words at a cursor over shell text; the parser (`_syntax._Parser`) subclasses it for the grammar and
     supplies the scripts of command substitutions, which are whole command lists."""
 
-    __slots__ = ("depth", "i", "n", "s")
+    __slots__ = ("depth", "i", "n", "posix", "s")
 
-    def __init__(self, text: str, depth: int = 0, start: int = 0) -> None:
-        if depth > _MAX_DEPTH:
-            raise _ParseError("nested too deeply to follow")
+    def __init__(self, text: str, depth: int = 0, start: int = 0, posix: bool = False) -> None:
+        if depth > MAX_DEPTH:
+            raise ParseError("nested too deeply to follow")
         self.s = text
         self.n = len(text)
         self.i = start
         self.depth = depth
+        # POSIX sh's reading (dash's), for code a `sh` runs: no `$'...'`, `$"..."`, `[[ ]]`, `(( ))` or `<<<`, so
+        # `sh -c "[[ x || rm -rf y ]]"` runs rm there (see `_syntax.Parser` and `_handover.code`)
+        self.posix = posix
 
-    def sub_script(self, start: int) -> list:
+    def sub_script(self, start: int) -> Script:
         """The script of `$(...)`, `<(...)` or `>(...)` from `start`, leaving the cursor after its `)` (the parser's)."""
         raise NotImplementedError
 
-    def text_script(self, text: str) -> list:
+    def text_script(self, text: str) -> Script:
         """Shell code found inside a word (a backtick substitution's) as a script (the parser's)."""
         raise NotImplementedError
 
@@ -66,6 +62,8 @@ class _WordReader:
                 i += 1
             elif c == "\\" and i + 1 < n and s[i + 1] == "\n":
                 i += 2
+            elif c == "\\" and i + 1 == n:  # a backslash ending the text continues a line that never comes
+                i += 1
             elif c == "#":
                 end = s.find("\n", i)
                 i = n if end < 0 else end
@@ -73,37 +71,36 @@ class _WordReader:
                 break
         self.i = i
 
-    def read_word(self, subs: list) -> _Word | None:
+    def read_word(self, subs: list[Script]) -> Word | None:
         """One word starting at the cursor, or None when the cursor is at an operator."""
         s, n = self.s, self.n
         i = start = self.i
-        pieces: list[_Piece] = []
+        pieces: list[Piece] = []
         while i < n:
             c = s[i]
             m = _PLAIN_RE.match(s, i)
             if m:
-                pieces.append(("L", m.group(0), False))
+                pieces.append(Literal(m.group(0), False))
                 i = m.end()
                 continue
             if c == "{":
-                pieces.append(("L", "{", False))
+                pieces.append(Literal("{", False))
                 i += 1
             elif c == "'":
                 end = s.find("'", i + 1)
                 if end < 0:
-                    raise _ParseError("unbalanced single quote")
-                pieces.append(("L", s[i + 1:end], True))
+                    raise ParseError("unbalanced single quote")
+                pieces.append(Literal(s[i + 1:end], True))
                 i = end + 1
             elif c == '"':
                 i = self.read_dquote(i + 1, pieces, subs)
             elif c == "\\":
-                if i + 1 >= n:
-                    pieces.append(("L", "\\", False))
+                if i + 1 >= n:  # (a line continuation at the very end: nothing)
                     i += 1
                 elif s[i + 1] == "\n":
                     i += 2
                 else:
-                    pieces.append(("L", s[i + 1], True))
+                    pieces.append(Literal(s[i + 1], True))
                     i += 2
             elif c == "$":
                 i = self.read_dollar(i, pieces, subs, quoted=False)
@@ -112,17 +109,56 @@ class _WordReader:
             elif c in "<>" and i == start and i + 1 < n and s[i + 1] == "(":
                 self.i = i + 2
                 subs.append(self.sub_script(i + 2))
-                pieces.append(("D", s[i:self.i], False))
+                pieces.append(Dynamic(s[i:self.i], False))
                 i = self.i
             else:  # blank, newline or operator: the word ends
                 break
         self.i = i
+        if not pieces:  # (only line continuations)
+            return None
         if i == start:
             return None
-        return _Word(tuple(pieces))
+        return Word(tuple(pieces))
 
 
-    def read_dquote(self, i: int, pieces: list, subs: list, end_char: str | None = '"') -> int:
+    def read_subscripted(self, subs: list[Script]) -> Word | None:
+        """A word that starts `NAME[` where an assignment may stand: bash reads its subscript to the matching `]`,
+        blanks, newlines and operators included (`x[ ]=1 rm -rf b` assigns, badly, then runs `rm -rf b`). The
+        subscript's substitutions are recorded (they run); the word's first piece is `NAME[...]` as written (inner
+        `]` left out, so that it reads as an assignment), joined to the plain text after it (`=value`)."""
+        s, n = self.s, self.n
+        start = self.i
+        i = s.index("[", start) + 1
+        depth = 1
+        while depth:
+            if i >= n:
+                raise ParseError("unclosed `[` in an array subscript")
+            c = s[i]
+            if c == "'":
+                end = s.find("'", i + 1)
+                if end < 0:
+                    raise ParseError("unbalanced single quote")
+                i = end + 1
+            elif c == '"':
+                i = self.read_dquote(i + 1, [], subs)
+            elif c == "$":
+                i = self.read_dollar(i, [], subs, quoted=True)
+            elif c == "`":
+                i = self.read_backtick(i, [], subs, quoted=True)
+            elif c == "\\":
+                i += 2
+            else:
+                depth += (c == "[") - (c == "]")
+                i += 1
+        name = s[start:i - 1].replace("]", "") + "]"
+        self.i = i
+        rest = self.read_word(subs)
+        pieces = rest.pieces if rest is not None else ()
+        if pieces and isinstance(pieces[0], Literal) and not pieces[0].quoted:
+            return Word((Literal(name + pieces[0].text, False), *pieces[1:]))
+        return Word((Literal(name, False), *pieces))
+
+    def read_dquote(self, i: int, pieces: list[Piece], subs: list[Script], end_char: str | None = '"') -> int:
         """Inside "...": only `$`, backticks and backslash are special. Returns the index after the closing quote."""
         s, n = self.s, self.n
         buf: list[str] = []
@@ -130,7 +166,7 @@ class _WordReader:
             if i >= n:
                 if end_char is None:
                     break
-                raise _ParseError("unbalanced double quote")
+                raise ParseError("unbalanced double quote")
             c = s[i]
             if c == end_char:
                 i += 1
@@ -148,7 +184,7 @@ class _WordReader:
                 i += 1
             elif c == "$" or c == "`":
                 if buf:
-                    pieces.append(("L", "".join(buf), True))
+                    pieces.append(Literal("".join(buf), True))
                     buf = []
                 if c == "$":
                     i = self.read_dollar(i, pieces, subs, quoted=True)
@@ -158,70 +194,69 @@ class _WordReader:
                 buf.append(c)
                 i += 1
         if buf or not pieces or end_char is not None:
-            pieces.append(("L", "".join(buf), True))
+            pieces.append(Literal("".join(buf), True))
         return i
 
-    def scan_expansions(self, subs: list) -> _Word:
+    def scan_expansions(self, subs: list[Script]) -> Word:
         """Here-document text (which behaves like a double-quoted string) as a word, recording substitutions."""
-        pieces: list[_Piece] = []
+        pieces: list[Piece] = []
         self.read_dquote(0, pieces, subs, end_char=None)
-        return _Word(tuple(pieces))
+        return Word(tuple(pieces))
 
-    def read_dollar(self, i: int, pieces: list, subs: list, quoted: bool) -> int:
+    def read_dollar(self, i: int, pieces: list[Piece], subs: list[Script], quoted: bool) -> int:
         s, n = self.s, self.n
         nxt = s[i + 1] if i + 1 < n else ""
         if nxt == "(":
             if s.startswith("((", i + 1):
-                end = self.skip_arithmetic(i + 3)
-                pieces.append(("D", s[i:end], quoted))
-                return end
+                try:
+                    end = self.skip_arithmetic(i + 3, subs)
+                except NotArithmetic:  # `$((cmd) )`: a command substitution of a subshell
+                    pass
+                else:
+                    pieces.append(Dynamic(s[i:end], quoted))
+                    return end
             subs.append(self.sub_script(i + 2))
-            pieces.append(("D", s[i:self.i], quoted))
+            pieces.append(Dynamic(s[i:self.i], quoted))
             return self.i
         if nxt == "{":
             end = self.skip_braced(i + 2, subs)
             inner = s[i + 2:end - 1]
             if _NAME_RE.fullmatch(inner) or (len(inner) == 1 and inner in _SPECIAL_PARAMS) or _ELEMENT_RE.fullmatch(inner):
-                pieces.append(("P", inner, quoted, s[i:end]))
+                pieces.append(Param(inner, quoted, s[i:end]))
             else:
-                pieces.append(("D", s[i:end], quoted))
+                pieces.append(Dynamic(s[i:end], quoted))
             return end
-        if nxt == "'" and not quoted:
+        if nxt == "'" and not quoted and not self.posix:
             text, end = _ansi_c(s, i + 2)
-            pieces.append(("L", text, True))
+            pieces.append(Literal(text, True))
             return end
-        if nxt == '"' and not quoted:
+        if nxt == '"' and not quoted and not self.posix:
             return self.read_dquote(i + 2, pieces, subs)
         m = _NAME_RE.match(s, i + 1)
         if m:
-            pieces.append(("P", m.group(0), quoted, s[i:m.end()]))
+            pieces.append(Param(m.group(0), quoted, s[i:m.end()]))
             return m.end()
         if nxt and nxt in _SPECIAL_PARAMS:
-            pieces.append(("P", nxt, quoted, s[i:i + 2]))
+            pieces.append(Param(nxt, quoted, s[i:i + 2]))
             return i + 2
-        pieces.append(("L", "$", quoted))
+        pieces.append(Literal("$", quoted))
         return i + 1
 
-    def skip_braced(self, i: int, subs: list) -> int:
-        """The end of `${...}` (index after `}`), recording substitutions inside (`${x:-$(cmd)}`)."""
+    def skip_braced(self, i: int, subs: list[Script]) -> int:
+        """The end of `${...}` (index after `}`), recording substitutions inside (`${x:-$(cmd)}`). It ends at the
+        first `}` not quoted or inside another expansion, as bash and dash end it: a `{` inside opens nothing
+        (`echo ${x:-{}; rm -rf b; echo }` runs rm)."""
         s, n = self.s, self.n
-        depth = 1
         while i < n:
             c = s[i]
             if c == "}":
-                depth -= 1
-                if depth == 0:
-                    return i + 1
-                i += 1
-            elif c == "{":
-                depth += 1
-                i += 1
-            elif c == "\\":
+                return i + 1
+            if c == "\\":
                 i += 2
             elif c == "'":
                 end = s.find("'", i + 1)
                 if end < 0:
-                    raise _ParseError("unbalanced single quote")
+                    raise ParseError("unbalanced single quote")
                 i = end + 1
             elif c == '"':
                 i = self.read_dquote(i + 1, [], subs)
@@ -231,30 +266,47 @@ class _WordReader:
                 i = self.read_backtick(i, [], subs, quoted=True)
             else:
                 i += 1
-        raise _ParseError("unclosed `${`")
+        raise ParseError("unclosed `${`")
 
-    def skip_arithmetic(self, i: int) -> int:
-        """The index after the `))` that closes `$((` or `((` (content is arithmetic, not commands)."""
+    def skip_arithmetic(self, i: int, subs: list[Script]) -> int:
+        """The index after the `))` that closes `$((` or `((`. The content is arithmetic, not commands, but the
+        substitutions in it run first (`$(( $(rm -rf b) + 1 ))` runs rm): they are added to `subs`.
+        `NotArithmetic` when the first `(` closes on its own (`$((cmd) )`, `((cmd) )`): bash reads a subshell."""
         s, n = self.s, self.n
         depth = 2
+        found: list[Script] = []
         while i < n:
             c = s[i]
             if c == "(":
                 depth += 1
+                i += 1
             elif c == ")":
                 depth -= 1
                 if depth == 0:
+                    subs.extend(found)
                     return i + 1
-            i += 1
-        raise _ParseError("unclosed `((`")
+                if depth == 1 and not s.startswith(")", i + 1):
+                    raise NotArithmetic
+                i += 1
+            elif c == "$":
+                i = self.read_dollar(i, [], found, quoted=True)
+            elif c == "`":
+                i = self.read_backtick(i, [], found, quoted=True)
+            elif c == '"':
+                i = self.read_dquote(i + 1, [], found)
+            elif c == "\\":
+                i += 2
+            else:
+                i += 1
+        raise ParseError("unclosed `((`")
 
-    def read_backtick(self, i: int, pieces: list, subs: list, quoted: bool) -> int:
+    def read_backtick(self, i: int, pieces: list[Piece], subs: list[Script], quoted: bool) -> int:
         s, n = self.s, self.n
         j = i + 1
         buf: list[str] = []
         while True:
             if j >= n:
-                raise _ParseError("unclosed backtick")
+                raise ParseError("unclosed backtick")
             c = s[j]
             if c == "`":
                 break
@@ -265,12 +317,12 @@ class _WordReader:
             buf.append(c)
             j += 1
         subs.append(self.text_script("".join(buf)))
-        pieces.append(("D", s[i:j + 1], quoted))
+        pieces.append(Dynamic(s[i:j + 1], quoted))
         return j + 1
 
 
-_HEX_RES = {e: re.compile(f"[0-9A-Fa-f]{{1,{w}}}") for e, w in (("x", 2), ("u", 4), ("U", 8))}
-_OCTAL_RE = re.compile("[0-7]{0,2}")
+HEX_RES = {e: re.compile(f"[0-9A-Fa-f]{{1,{w}}}") for e, w in (("x", 2), ("u", 4), ("U", 8))}
+OCTAL_RE = re.compile("[0-7]{0,2}")
 
 
 def _ansi_c(s: str, i: int) -> tuple[str, int]:
@@ -287,17 +339,17 @@ def _ansi_c(s: str, i: int) -> tuple[str, int]:
             continue
         e = s[i + 1]
         i += 2
-        if e in _ANSI_ESCAPES:
-            out.append(_ANSI_ESCAPES[e])
+        if e in ANSI_ESCAPES:
+            out.append(ANSI_ESCAPES[e])
         elif e in "xuU":
-            m = _HEX_RES[e].match(s, i)
+            m = HEX_RES[e].match(s, i)
             if m:
                 out.append(chr(min(int(m.group(0), 16), 0x10FFFF)))
                 i = m.end()
             else:
                 out.append("\\" + e)
         elif e in "01234567":
-            m = _OCTAL_RE.match(s, i)
+            m = OCTAL_RE.match(s, i)
             assert m is not None  # the pattern also matches the empty string
             out.append(chr(int(e + m.group(0), 8) & 0xFF))
             i = m.end()
@@ -306,9 +358,4 @@ def _ansi_c(s: str, i: int) -> tuple[str, int]:
             i += 1
         else:
             out.append("\\" + e)
-    raise _ParseError("unbalanced `$'` quote")
-
-
-def _literal_text(word: _Word) -> str:
-    """A word as written, quotes removed, expansions left as their source text (`$x`, `$(cmd)`)."""
-    return "".join(p[3] if p[0] == "P" else p[1] for p in word.pieces)
+    raise ParseError("unbalanced `$'` quote")

@@ -7,38 +7,34 @@ import re
 import shlex
 from collections.abc import Callable, Sequence
 
+from ._actions import Action, Opaque, ReadsStdin, RunArgv, RunEachItem, RunScript, RunText
 from ._code import language_of
-from ._interpreters import _STDIN_PATHS, interpreter_handler
-from ._options import _GENERIC, _SPECS, _getopt, _normalise, _Opts, _opts
-from ._syntax import _ASSIGN_RE
+from ._interpreters import STDIN_PATHS, interpreter_handler
+from ._options import GENERIC, SPECS, Opts, getopt, normalise_args, option_table
+from ._syntax import ASSIGN_RE
 
 # --------------------------------------------------------------------------------------------------------------
-# Wrappers: programs that run another command (or shell code) given in their arguments.
-# A handler gets the words after the wrapper's name and returns actions:
-#   ("argv", start, end)  the words[start:end] are a command line (argv) it runs
-#   ("text", code[, k])   it runs this text as shell code (in a new shell whose `$@` are words[k:], given k)
-#   ("stdin", k)          it is a shell reading its script from standard input (`$@`: words[k:]; None: this shell's)
-#   ("script", k)         it runs the script file words[k]
+# Wrappers: programs that run another command (or shell code) given in their arguments. A handler gets the words
+# after the wrapper's name and returns what it hands over to (`_actions`).
 # --------------------------------------------------------------------------------------------------------------
 
-_SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "yash", "posh", "rbash", "lksh", "fish"})
+SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "yash", "posh", "rbash", "lksh", "fish"})
 _SHELL_CODE_RUNNERS = frozenset({"eval", "source", "."})  # run shell code they are fed, like a shell does
-_CODE_RUNNERS = _SHELLS | _SHELL_CODE_RUNNERS
+CODE_RUNNERS = SHELLS | _SHELL_CODE_RUNNERS
 
-_Action = tuple
-_Handler = Callable[[Sequence[str]], list[_Action]]
+_Handler = Callable[[Sequence[str]], list[Action]]
 
 
-def _argv_after(words: Sequence[str], j: int) -> list[_Action]:
+def _argv_after(words: Sequence[str], j: int) -> list[Action]:
     n = len(words)
-    while j < n and _ASSIGN_RE.match(words[j]):  # `sudo FOO=1 rm`, `env A=1 B=2 rm`
+    while j < n and ASSIGN_RE.match(words[j]):  # `sudo FOO=1 rm`, `env A=1 B=2 rm`
         j += 1
-    return [("argv", j, n)] if j < n else []
+    return [RunArgv(j, n)] if j < n else []
 
 
-def _simple_wrapper(opts: _Opts, skip_operands: int = 0, stop_on: str = "") -> _Handler:
-    def handle(words: Sequence[str]) -> list[_Action]:
-        j, seen = _getopt(words, 0, opts)
+def _simple_wrapper(opts: Opts, skip_operands: int = 0, stop_on: str = "") -> _Handler:
+    def handle(words: Sequence[str]) -> list[Action]:
+        j, seen = getopt(words, 0, opts)
         if stop_on and any(k in seen for k in stop_on):
             return []
         return _argv_after(words, j + skip_operands) if j + skip_operands < len(words) else []
@@ -46,100 +42,100 @@ def _simple_wrapper(opts: _Opts, skip_operands: int = 0, stop_on: str = "") -> _
     return handle
 
 
-def _shell_handler(words: Sequence[str]) -> list[_Action]:
-    j, seen = _getopt(words, 0, _SHELL_OPTS)
+def shell_handler(words: Sequence[str]) -> list[Action]:
+    j, seen = getopt(words, 0, _SHELL_OPTS)
     if "c" in seen:  # `bash -c CODE NAME ARGS...`: ARGS are the code's `$1`, `$@`...
-        return [("text", words[j], j + 2)] if j < len(words) else []
+        return [RunText(words[j], j + 2)] if j < len(words) else []
     if "s" in seen:  # `sh -s ARGS...`: reads its script from standard input, ARGS are its `$@`
-        return [("stdin", j)]
-    if j >= len(words) or words[j] in _STDIN_PATHS:
-        return [("stdin", j + 1)]
-    return [("script", j)]  # runs a script file
+        return [ReadsStdin(j)]
+    if j >= len(words) or words[j] in STDIN_PATHS:
+        return [ReadsStdin(j + 1)]
+    return [RunScript(j)]  # runs a script file
 
 
-def _source_handler(words: Sequence[str]) -> list[_Action]:
+def _source_handler(words: Sequence[str]) -> list[Action]:
     """`source FILE` / `. FILE`: runs the file's code in this shell; `/dev/stdin` is the shell's input."""
     start = 1 if words and words[0] == "--" else 0
     if start >= len(words):
         return []
-    return [("stdin", None)] if words[start] in _STDIN_PATHS else [("script", start)]
+    return [ReadsStdin(None)] if words[start] in STDIN_PATHS else [RunScript(start)]
 
 
-def _eval_handler(words: Sequence[str]) -> list[_Action]:
+def _eval_handler(words: Sequence[str]) -> list[Action]:
     start = 1 if words and words[0] == "--" else 0
-    return [("text", " ".join(words[start:]))] if len(words) > start else []
+    return [RunText(" ".join(words[start:]))] if len(words) > start else []
 
 
-def _trap_handler(words: Sequence[str]) -> list[_Action]:
+def _trap_handler(words: Sequence[str]) -> list[Action]:
     if not words or words[0].startswith("-"):
         return []
-    return [("text", words[0])]
+    return [RunText(words[0])]
 
 
-def _env_handler(words: Sequence[str]) -> list[_Action]:
-    j, seen = _getopt(words, 0, _ENV_OPTS)
+def _env_handler(words: Sequence[str]) -> list[Action]:
+    j, seen = getopt(words, 0, _ENV_OPTS)
     split = seen.get("S")
     if split:
         rest = " ".join(shlex.quote(w) for w in words[j:])
-        return [("text", split + (" " + rest if rest else ""))]
+        return [RunText(split + (" " + rest if rest else ""))]
     return _argv_after(words, j)
 
 
-def _su_handler(words: Sequence[str]) -> list[_Action]:
-    parsed = _normalise("su", tuple(words))
+def _su_handler(words: Sequence[str]) -> list[Action]:
+    parsed = normalise_args("su", tuple(words))
     code = [v for k, v in parsed.values if k == "c"]
     if code:
-        return [("text", code[0])]
+        return [RunText(code[0])]
     if "u" in parsed.flags and "--" in words:  # runuser -u USER -- COMMAND...
         return _argv_after(words, list(words).index("--") + 1)
     return []
 
 
-def _find_handler(words: Sequence[str]) -> list[_Action]:
-    actions: list[_Action] = []
+def _find_handler(words: Sequence[str]) -> list[Action]:
+    actions: list[Action] = []
     i, n = 0, len(words)
     while i < n:
         if words[i] in ("-exec", "-execdir", "-ok", "-okdir"):
             end = i + 1
             while end < n and words[end] not in (";", "+"):
                 end += 1
-            actions.append(("xargv", i + 1, end, "{}"))  # `{}` is each file found: only known at run time
+            actions.append(RunEachItem(i + 1, end, "{}"))  # `{}` is each file found: only known at run time
             i = end
         i += 1
     return actions
 
 
-def _watch_handler(words: Sequence[str]) -> list[_Action]:
-    j, seen = _getopt(words, 0, _WATCH_OPTS)
+def _watch_handler(words: Sequence[str]) -> list[Action]:
+    j, seen = getopt(words, 0, _WATCH_OPTS)
     if j >= len(words):
         return []
     if "x" in seen:
-        return [("argv", j, len(words))]
-    return [("text", " ".join(words[j:]))]
+        return [RunArgv(j, len(words))]
+    return [RunText(" ".join(words[j:]))]
 
 
-def _ssh_handler(words: Sequence[str]) -> list[_Action]:
-    j, _ = _getopt(words, 0, _SSH_OPTS)
-    return [("text", " ".join(words[j + 1:]))] if j + 1 < len(words) else []
+def _ssh_handler(words: Sequence[str]) -> list[Action]:
+    j, _ = getopt(words, 0, _SSH_OPTS)
+    return [RunText(" ".join(words[j + 1:]))] if j + 1 < len(words) else []
 
 
-_SHELL_OPTS = _opts(values="oO", plus=True, longs={"login": "l"}, long_values=("rcfile", "init-file"))
-_ENV_OPTS = _opts(
+_SHELL_OPTS = option_table(values="oO", plus=True, longs={"login": "l"}, long_values=("rcfile", "init-file"))
+_ENV_OPTS = option_table(
     values="uCSP",
     longs={"unset": "u", "chdir": "C", "split-string": "S", "ignore-environment": "i", "null": "0", "debug": "v"},
     dash_is_option=True,
 )
-_WATCH_OPTS = _opts(values="nq", longs={"interval": "n", "exec": "x", "differences": None, "no-title": "t"})
-_SSH_OPTS = _opts(values="BbcDEeFIiJLlmOopQRSWw")
-_SPECS["su"] = _opts(
+_WATCH_OPTS = option_table(values="nq", longs={"interval": "n", "exec": "x", "differences": None, "no-title": "t"})
+_SSH_OPTS = option_table(values="BbcDEeFIiJLlmOopQRSWw")
+SPECS["su"] = option_table(
     values="cgGswu",
     longs={"command": "c", "session-command": "c", "shell": "s", "group": "g", "supp-group": "G", "login": "l",
            "preserve-environment": "m", "whitelist-environment": "w", "pty": "P", "user": "u"},
 )
 
-_WRAPPERS: dict[str, _Handler] = {
+WRAPPERS: dict[str, _Handler] = {
     "sudo": _simple_wrapper(
-        _opts(
+        option_table(
             values="ugChDprtTUR",
             longs={"user": "u", "group": "g", "host": "h", "close-from": "C", "chdir": "D", "prompt": "p",
                    "role": "r", "type": "t", "command-timeout": "T", "other-user": "U", "chroot": "R",
@@ -150,29 +146,29 @@ _WRAPPERS: dict[str, _Handler] = {
         ),
         stop_on="elVK",
     ),
-    "doas": _simple_wrapper(_opts(values="uC")),
-    "pkexec": _simple_wrapper(_opts(long_values=("user",))),
+    "doas": _simple_wrapper(option_table(values="uC")),
+    "pkexec": _simple_wrapper(option_table(long_values=("user",))),
     "env": _env_handler,
-    "nohup": _simple_wrapper(_GENERIC),
+    "nohup": _simple_wrapper(GENERIC),
     "timeout": _simple_wrapper(
-        _opts(values="sk", longs={"signal": "s", "kill-after": "k", "verbose": "v", "preserve-status": None,
+        option_table(values="sk", longs={"signal": "s", "kill-after": "k", "verbose": "v", "preserve-status": None,
                                   "foreground": None}),
         skip_operands=1,
     ),
-    "nice": _simple_wrapper(_opts(values="n", longs={"adjustment": "n"})),
-    "ionice": _simple_wrapper(_opts(values="cnpPu", longs={"class": "c", "classdata": "n"}), stop_on="pPu"),
-    "stdbuf": _simple_wrapper(_opts(values="ioe", longs={"input": "i", "output": "o", "error": "e"})),
+    "nice": _simple_wrapper(option_table(values="n", longs={"adjustment": "n"})),
+    "ionice": _simple_wrapper(option_table(values="cnpPu", longs={"class": "c", "classdata": "n"}), stop_on="pPu"),
+    "stdbuf": _simple_wrapper(option_table(values="ioe", longs={"input": "i", "output": "o", "error": "e"})),
     "time": _simple_wrapper(
-        _opts(values="fo", longs={"format": "f", "output": "o", "append": "a", "verbose": "v", "portability": "p"})
+        option_table(values="fo", longs={"format": "f", "output": "o", "append": "a", "verbose": "v", "portability": "p"})
     ),
-    "command": _simple_wrapper(_GENERIC, stop_on="vV"),
-    "builtin": _simple_wrapper(_GENERIC),
-    "exec": _simple_wrapper(_opts(values="a")),
-    "setsid": _simple_wrapper(_opts(longs={"ctty": "c", "fork": "f", "wait": "w"})),
-    "unbuffer": _simple_wrapper(_GENERIC),
-    "chroot": _simple_wrapper(_opts(long_values=("userspec", "groups")), skip_operands=1),
-    "busybox": _simple_wrapper(_GENERIC),
-    "toybox": _simple_wrapper(_GENERIC),
+    "command": _simple_wrapper(GENERIC, stop_on="vV"),
+    "builtin": _simple_wrapper(GENERIC),
+    "exec": _simple_wrapper(option_table(values="a")),
+    "setsid": _simple_wrapper(option_table(longs={"ctty": "c", "fork": "f", "wait": "w"})),
+    "unbuffer": _simple_wrapper(GENERIC),
+    "chroot": _simple_wrapper(option_table(long_values=("userspec", "groups")), skip_operands=1),
+    "busybox": _simple_wrapper(GENERIC),
+    "toybox": _simple_wrapper(GENERIC),
     "eval": _eval_handler,
     "trap": _trap_handler,
     "su": _su_handler,
@@ -181,102 +177,97 @@ _WRAPPERS: dict[str, _Handler] = {
     "watch": _watch_handler,
     "ssh": _ssh_handler,
 }
-for _name in _SHELLS:
-    _WRAPPERS[_name] = _shell_handler
-_WRAPPERS["source"] = _WRAPPERS["."] = _source_handler
+for _name in SHELLS:
+    WRAPPERS[_name] = shell_handler
+WRAPPERS["source"] = WRAPPERS["."] = _source_handler
 
 
 # --------------------------------------------------------------------------------------------------------------
 # More wrappers (issue 11): locks, tracers, terminals, schedulers, namespaces. Each hands over to a command.
-#   ("xargv", start, end, repl)  words[start:end] run once per input item; `repl` (`{}`) stands for an item
-#   ("opaque", why)              it runs something only known at run time
-#   ("code", lang, k, text)      it runs `text`, code in `lang` given as words[k] (k < 0: several words)
-#   ("code-stdin", lang)         it runs the code in `lang` on its standard input
-#   ("script-file", lang, k)     it runs the file words[k] (or the path k, when a string) as `lang`
 # --------------------------------------------------------------------------------------------------------------
 
 
-def _flock_handler(words: Sequence[str]) -> list[_Action]:
+def _flock_handler(words: Sequence[str]) -> list[Action]:
     """`flock [opts] FILE CMD...`, `flock [opts] FILE -c CODE`, `flock FD` (no command)."""
-    opts = _opts(values="wEc", longs={"timeout": "w", "wait": "w", "conflict-exit-code": "E", "command": "c",
+    opts = option_table(values="wEc", longs={"timeout": "w", "wait": "w", "conflict-exit-code": "E", "command": "c",
                                        "shared": "s", "exclusive": "x", "unlock": "u", "nonblock": "n",
                                        "close": "o", "no-fork": "F", "verbose": None})
-    j, seen = _getopt(words, 0, opts)
-    if seen.get("c") is not None:
-        return [("text", seen["c"])]
+    j, seen = getopt(words, 0, opts)
+    if (code := seen.get("c")) is not None:
+        return [RunText(code)]
     if j + 1 >= len(words):
         return []
-    k, seen = _getopt(words, j + 1, opts)
-    if seen.get("c") is not None:
-        return [("text", seen["c"])]
+    k, seen = getopt(words, j + 1, opts)
+    if (code := seen.get("c")) is not None:
+        return [RunText(code)]
     return _argv_after(words, k)
 
 
-def _script_handler(words: Sequence[str]) -> list[_Action]:
-    parsed = _normalise("script", tuple(words))
+def _script_handler(words: Sequence[str]) -> list[Action]:
+    parsed = normalise_args("script", tuple(words))
     code = [v for key, v in parsed.values if key == "c"]
-    return [("text", code[0])] if code else []
+    return [RunText(code[0])] if code else []
 
 
-def _parallel_handler(words: Sequence[str]) -> list[_Action]:
+def _parallel_handler(words: Sequence[str]) -> list[Action]:
     """GNU parallel: `parallel [opts] CMD ::: ARGS` runs CMD (through a shell) per argument; without CMD, each
     input line is a command."""
-    j, _ = _getopt(words, 0, _PARALLEL_OPTS)
+    j, _ = getopt(words, 0, _PARALLEL_OPTS)
     end = next((k for k in range(j, len(words)) if words[k] in (":::", "::::", ":::+", "::::+")), len(words))
     if j >= end:
-        return [("stdin", None)]
-    return [("text", " ".join(words[j:end]).replace("{}", '"$__ITEM__"'))]
+        return [ReadsStdin(None)]
+    return [RunText(" ".join(words[j:end]).replace("{}", '"$__ITEM__"'))]
 
 
-def _tmux_handler(words: Sequence[str]) -> list[_Action]:
-    j, _ = _getopt(words, 0, _opts(values="LSfcT"))
+def _tmux_handler(words: Sequence[str]) -> list[Action]:
+    j, _ = getopt(words, 0, option_table(values="LSfcT"))
     if j >= len(words):
         return []
     sub, rest = words[j], j + 1
     if sub in ("new", "new-session", "new-window", "neww", "split-window", "splitw", "respawn-pane", "respawnp",
                "respawn-window", "respawnw", "display-popup", "popup", "run-shell", "run", "if-shell", "if"):
-        k, _ = _getopt(words, rest, _opts(values="stcnxyFelpwT"))
+        k, _ = getopt(words, rest, option_table(values="stcnxyFelpwT"))
         if k >= len(words):
             return []
-        return [("text", " ".join(words[k:]))] if k + 1 == len(words) else [("argv", k, len(words))]
+        return [RunText(" ".join(words[k:]))] if k + 1 == len(words) else [RunArgv(k, len(words))]
     if sub in ("send-keys", "send"):
-        k, _ = _getopt(words, rest, _opts(values="tNc"))
+        k, _ = getopt(words, rest, option_table(values="tNc"))
         keys = ["\n" if w in ("Enter", "C-m", "KPEnter") else w for w in words[k:]]
-        return [("text", " ".join(keys))]
+        return [RunText(" ".join(keys))]
     return []
 
 
-def _screen_handler(words: Sequence[str]) -> list[_Action]:
-    j, seen = _getopt(words, 0, _opts(values="ScephTtsX", longs={"Logfile": None}))
+def _screen_handler(words: Sequence[str]) -> list[Action]:
+    j, seen = getopt(words, 0, option_table(values="ScephTtsX", longs={"Logfile": None}))
     if "X" in seen:  # `screen -X stuff 'text'` types text into the session's shell
         k = j
         command = [seen["X"] or "", *words[k:]]
         if command[0] == "stuff":
-            return [("text", " ".join(command[1:]))]
+            return [RunText(" ".join(command[1:]))]
         if command[0] == "exec" or command[0] == "screen":
-            return [("text", " ".join(command[1:]))]
+            return [RunText(" ".join(command[1:]))]
         return []
     return _argv_after(words, j) if j < len(words) else []
 
 
-def _at_handler(words: Sequence[str]) -> list[_Action]:
+def _at_handler(words: Sequence[str]) -> list[Action]:
     """`at TIME` / `batch` read the commands to run from standard input, or from `-f FILE`."""
-    parsed = _normalise("at", tuple(words))
+    parsed = normalise_args("at", tuple(words))
     files = [v for key, v in parsed.values if key == "f"]
     if files:
-        return [("script-file", "sh", files[0])]
+        return [RunScript(files[0])]
     if parsed.flags & {"l", "r", "d", "c"}:  # list, remove, cat: nothing runs
         return []
-    return [("stdin", None)]
+    return [ReadsStdin(None)]
 
 
-def _skip_operand_then_argv(opts: _Opts, stop_on: str = "") -> _Handler:
+def _skip_operand_then_argv(opts: Opts, stop_on: str = "") -> _Handler:
     return _simple_wrapper(opts, skip_operands=1, stop_on=stop_on)
 
 
 
 
-_GIT_CODE_KEYS = re.compile(
+GIT_CODE_KEYS = re.compile(
     r"core\.(?:pager|sshcommand|editor|fsmonitor|askpass|gitproxy)|diff\.external|diff\.[^.]+\.(?:textconv|command)"
     r"|filter\.[^.]+\.(?:clean|smudge|process)|credential\.(?:[^.]+\.)?helper|gpg\.(?:[^.]+\.)?program"
     r"|sequence\.editor|merge\.[^.]+\.driver|(?:merge|diff)tool\.[^.]+\.cmd|pager\.[^.]+"
@@ -284,10 +275,10 @@ _GIT_CODE_KEYS = re.compile(
 )
 
 
-def _git_handler(words: Sequence[str]) -> list[_Action]:
+def _git_handler(words: Sequence[str]) -> list[Action]:
     """`git -c KEY=VALUE ...`: aliases starting with `!`, pagers, editors, ssh commands and filters are shell code;
     `core.hooksPath`, `include.path` and `--exec-path` run programs from places not shown here."""
-    actions: list[_Action] = []
+    actions: list[Action] = []
     configs: list[tuple[str, str]] = []
     i, n = 0, len(words)
     while i < n:
@@ -298,9 +289,9 @@ def _git_handler(words: Sequence[str]) -> list[_Action]:
             i += 2
             continue
         if w.startswith("--config-env"):
-            actions.append(("opaque", "`--config-env` sets git configuration from the environment"))
+            actions.append(Opaque("`--config-env` sets git configuration from the environment"))
         elif w.startswith("--exec-path="):
-            actions.append(("opaque", "`--exec-path` runs git's commands from another folder"))
+            actions.append(Opaque("`--exec-path` runs git's commands from another folder"))
         if w in ("-C", "--git-dir", "--work-tree", "--namespace", "--config-env", "--super-prefix"):
             i += 2
             continue
@@ -312,28 +303,28 @@ def _git_handler(words: Sequence[str]) -> list[_Action]:
     for key, value in configs:
         if key.startswith("alias.") and key[6:] == sub.lower():
             if value.startswith("!"):
-                actions.append(("text", value[1:] + (" " + rest if rest else "")))
+                actions.append(RunText(value[1:] + (" " + rest if rest else "")))
             elif value:
-                actions.append(("text", "git " + value + (" " + rest if rest else "")))
-        elif _GIT_CODE_KEYS.fullmatch(key) and value:
-            actions.append(("text", value.removeprefix("!")))
+                actions.append(RunText("git " + value + (" " + rest if rest else "")))
+        elif GIT_CODE_KEYS.fullmatch(key) and value:
+            actions.append(RunText(value.removeprefix("!")))
         elif key in ("core.hookspath", "include.path") or key.startswith("includeif."):
-            actions.append(("opaque", f"`{key}` makes git run programs from files not shown here"))
+            actions.append(Opaque(f"`{key}` makes git run programs from files not shown here"))
     return actions
 
 
-def _tar_handler(words: Sequence[str]) -> list[_Action]:
+def _tar_handler(words: Sequence[str]) -> list[Action]:
     """tar's `--checkpoint-action=exec=CMD`, `--to-command=CMD`, `-I CMD` (`--use-compress-program`) and
     `-F`/`--info-script`/`--new-volume-script`/`--rsh-command` run commands through a shell. Its options are read
     with its table (`--to-com=CMD`, `-cI CMD`), and a first word without a dash as its old-style letters (`tar cIf CMD
     a.tar`: each letter that takes a value takes the next word)."""
-    parsed = _normalise("tar", tuple(_tar_old_style(words)))
-    actions: list[_Action] = []
+    parsed = normalise_args("tar", tuple(_tar_old_style(words)))
+    actions: list[Action] = []
     for key, value in sorted(parsed.values):
         if key == "--checkpoint-action" and value.startswith("exec="):
-            actions.append(("text", value[5:]))
+            actions.append(RunText(value[5:]))
         elif key in _TAR_COMMANDS and value:
-            actions.append(("text", value))
+            actions.append(RunText(value))
     return actions
 
 
@@ -345,7 +336,7 @@ def _tar_old_style(words: Sequence[str]) -> list[str]:
     """`tar cIf CMD a.tar` as `tar -c -I CMD -f a.tar ...`: GNU tar's traditional first word."""
     if not words or words[0].startswith("-"):
         return list(words)
-    takes = _SPECS["tar"].values
+    takes = SPECS["tar"].values
     out: list[str] = []
     rest = list(words[1:])
     for letter in words[0]:
@@ -355,29 +346,29 @@ def _tar_old_style(words: Sequence[str]) -> list[str]:
     return out + rest
 
 
-def _rsync_handler(words: Sequence[str]) -> list[_Action]:
+def _rsync_handler(words: Sequence[str]) -> list[Action]:
     """rsync to or from a host runs its `-e`/`--rsh` command (`-e 'sh -c "rm -rf x"'` deletes x here, tried), and its
     `--rsync-path` there, as ssh runs a remote command (its handler reads that too)."""
-    parsed = _normalise("rsync", tuple(words))
+    parsed = normalise_args("rsync", tuple(words))
     if not any(_REMOTE.match(operand) for operand in parsed.operands):
         return []
-    return [("text", value) for key, value in sorted(parsed.values) if key in ("e", "--rsync-path") and value]
+    return [RunText(value) for key, value in sorted(parsed.values) if key in ("e", "--rsync-path") and value]
 
 
 _REMOTE = re.compile(r"[^/]*:|rsync://")
 
 
-def _xargs_handler(words: Sequence[str]) -> list[_Action]:
-    j, seen = _getopt(words, 0, _XARGS_OPTS)
-    while j < len(words) and _ASSIGN_RE.match(words[j]):
+def _xargs_handler(words: Sequence[str]) -> list[Action]:
+    j, seen = getopt(words, 0, _XARGS_OPTS)
+    while j < len(words) and ASSIGN_RE.match(words[j]):
         j += 1
     if j >= len(words):
         return []
     repl = seen.get("I") or seen.get("i") or ("{}" if "i" in seen else None)
-    return [("xargv", j, len(words), repl)]
+    return [RunEachItem(j, len(words), repl)]
 
 
-_XARGS_OPTS = _opts(
+_XARGS_OPTS = option_table(
     values="adEILnPsJRS",
     optional="eil",
     longs={"arg-file": "a", "delimiter": "d", "eof": "e", "replace": "i", "max-lines": "l",
@@ -385,7 +376,7 @@ _XARGS_OPTS = _opts(
            "verbose": "t", "interactive": "p", "exit": "x", "open-tty": "o", "show-limits": None},
     long_values=("process-slot-var",),
 )
-_PARALLEL_OPTS = _opts(
+_PARALLEL_OPTS = option_table(
     values="jSaIdnNCXEL",
     longs={"jobs": "j", "sshlogin": "S", "arg-file": "a", "delimiter": "d", "max-args": "n", "colsep": "C",
            "keep-order": "k", "quote": "q", "verbose": "v", "null": "0", "halt": None, "joblog": None,
@@ -393,25 +384,25 @@ _PARALLEL_OPTS = _opts(
            "pipe": None, "line-buffer": None, "ungroup": "u"},
     long_values=("halt", "joblog", "results", "timeout", "retries", "delay", "tmpdir", "workdir", "shuf"),
 )
-_SPECS["script"] = _opts(
+SPECS["script"] = option_table(
     values="cTIOBEmo", optional="t",
     longs={"command": "c", "append": "a", "quiet": "q", "flush": "f", "return": "e", "timing": "t",
            "log-io": "B", "log-in": "I", "log-out": "O", "echo": "E", "logging-format": "m", "output-limit": "o",
            "force": None},
 )
-_SPECS["at"] = _opts(values="fqtb", longs={})
+SPECS["at"] = option_table(values="fqtb", longs={})
 
-_WRAPPERS.update({
+WRAPPERS.update({
     "flock": _flock_handler,
-    "strace": _simple_wrapper(_opts(values="oepsuaEPIXbS", longs={"output": "o", "follow-forks": "f"})),
-    "ltrace": _simple_wrapper(_opts(values="oepsuanXFbSA", longs={"output": "o"})),
+    "strace": _simple_wrapper(option_table(values="oepsuaEPIXbS", longs={"output": "o", "follow-forks": "f"})),
+    "ltrace": _simple_wrapper(option_table(values="oepsuanXFbSA", longs={"output": "o"})),
     "script": _script_handler,
     "parallel": _parallel_handler,
     "tmux": _tmux_handler,
     "screen": _screen_handler,
     "at": _at_handler,
     "batch": _at_handler,
-    "systemd-run": _simple_wrapper(_opts(
+    "systemd-run": _simple_wrapper(option_table(
         values="puEMH",
         longs={"property": "p", "unit": "u", "setenv": "E", "machine": "M", "host": "H", "user": None,
                "scope": None, "pty": "t", "pipe": "P", "quiet": "q", "wait": None, "collect": "G",
@@ -421,37 +412,37 @@ _WRAPPERS.update({
                      "on-boot", "on-startup", "on-unit-active", "on-unit-inactive", "on-calendar",
                      "timer-property", "path-property", "socket-property", "service-type"),
     ), stop_on="S"),
-    "unshare": _simple_wrapper(_opts(values="SGRwl", longs={"map-root-user": "r", "fork": "f", "mount": "m",
+    "unshare": _simple_wrapper(option_table(values="SGRwl", longs={"map-root-user": "r", "fork": "f", "mount": "m",
                                                             "uts": "u", "ipc": "i", "net": "n", "pid": "p",
                                                             "user": "U", "cgroup": "C", "time": "T",
                                                             "root": "R", "wd": "w", "setuid": "S",
                                                             "setgid": "G"})),
-    "taskset": _simple_wrapper(_opts(longs={"all-tasks": "a", "cpu-list": "c", "pid": "p"}), skip_operands=1,
+    "taskset": _simple_wrapper(option_table(longs={"all-tasks": "a", "cpu-list": "c", "pid": "p"}), skip_operands=1,
                                stop_on="p"),
-    "nsenter": _simple_wrapper(_opts(values="tSGrw", longs={"target": "t", "setuid": "S", "setgid": "G",
+    "nsenter": _simple_wrapper(option_table(values="tSGrw", longs={"target": "t", "setuid": "S", "setgid": "G",
                                                             "mount": "m", "uts": "u", "ipc": "i", "net": "n",
                                                             "pid": "p", "user": "U", "cgroup": "C",
                                                             "time": "T", "all": "a", "root": "r", "wd": "w",
                                                             "preserve-credentials": None, "no-fork": "F"})),
-    "chrt": _simple_wrapper(_opts(longs={"fifo": "f", "rr": "r", "other": "o", "batch": "b", "idle": "i",
+    "chrt": _simple_wrapper(option_table(longs={"fifo": "f", "rr": "r", "other": "o", "batch": "b", "idle": "i",
                                          "deadline": "d", "all-tasks": "a", "reset-on-fork": "R"},
                                   long_values=("sched-runtime", "sched-deadline", "sched-period")),
                             skip_operands=1, stop_on="pm"),
-    "fakeroot": _simple_wrapper(_opts(values="lsi", long_values=("lib", "faked"))),
-    "setpriv": _simple_wrapper(_opts(long_values=("reuid", "regid", "groups", "inh-caps", "ambient-caps",
+    "fakeroot": _simple_wrapper(option_table(values="lsi", long_values=("lib", "faked"))),
+    "setpriv": _simple_wrapper(option_table(long_values=("reuid", "regid", "groups", "inh-caps", "ambient-caps",
                                                   "bounding-set", "securebits", "selinux-label",
                                                   "apparmor-profile", "pdeathsig", "rlimit"))),
-    "firejail": _simple_wrapper(_GENERIC),
-    "eatmydata": _simple_wrapper(_GENERIC),
-    "xvfb-run": _simple_wrapper(_opts(values="nsfe", longs={"auto-servernum": "a"})),
-    "dbus-run-session": _simple_wrapper(_opts(long_values=("config-file", "dbus-daemon"))),
-    "runcon": _simple_wrapper(_opts(values="utrl")),
-    "prlimit": _simple_wrapper(_opts(values="p", longs={"pid": "p"})),
-    "catchsegv": _simple_wrapper(_GENERIC),
-    "faketime": _simple_wrapper(_GENERIC, skip_operands=1),
-    "torsocks": _simple_wrapper(_GENERIC),
-    "proxychains": _simple_wrapper(_opts(values="f")),
-    "proxychains4": _simple_wrapper(_opts(values="f")),
+    "firejail": _simple_wrapper(GENERIC),
+    "eatmydata": _simple_wrapper(GENERIC),
+    "xvfb-run": _simple_wrapper(option_table(values="nsfe", longs={"auto-servernum": "a"})),
+    "dbus-run-session": _simple_wrapper(option_table(long_values=("config-file", "dbus-daemon"))),
+    "runcon": _simple_wrapper(option_table(values="utrl")),
+    "prlimit": _simple_wrapper(option_table(values="p", longs={"pid": "p"})),
+    "catchsegv": _simple_wrapper(GENERIC),
+    "faketime": _simple_wrapper(GENERIC, skip_operands=1),
+    "torsocks": _simple_wrapper(GENERIC),
+    "proxychains": _simple_wrapper(option_table(values="f")),
+    "proxychains4": _simple_wrapper(option_table(values="f")),
     "git": _git_handler,
     "tar": _tar_handler,
     "rsync": _rsync_handler,
@@ -462,7 +453,7 @@ _WRAPPERS.update({
 
 def handler_for(program: str) -> _Handler | None:
     """What a program hands over to: a wrapper's handler, or an interpreter's (`python3.12`, `gawk`)."""
-    handler = _WRAPPERS.get(program)
+    handler = WRAPPERS.get(program)
     if handler is not None:
         return handler
     lang = language_of(program)
