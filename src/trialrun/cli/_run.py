@@ -1,10 +1,8 @@
 """`trialrun run`: the checks before anything runs (the tests chosen, their cases, the folders and files the run
-will write), the run with its progress bar and journal, the result file saved, the report printed and written; and
-the garbage collector around it (paused while the modules load, what was loaded frozen during the run)."""
+will write), the run with its progress bar and journal, the result file saved, the report printed and written."""
 
 from __future__ import annotations
 
-import functools
 import os
 import sys
 from dataclasses import dataclass
@@ -51,8 +49,6 @@ def run(test_ids: tuple[str, ...], trials: int | None, tags: tuple[str, ...], na
         concurrency: int | None, executor: str | None, labels: tuple[str, ...], no_exchanges: bool, as_json: bool,
         junit_path: str | None, markdown_path: str | None, no_summary: bool) -> None:
     """Run the suite, or the tests named (TEST_ID ...; `all` or nothing runs every test)."""
-    _pause_gc()
-    _import_httpx_without_its_cli()
     from .._scrub import scrub_text
     from ..suite._build import config_snapshot
 
@@ -77,7 +73,6 @@ def run(test_ids: tuple[str, ...], trials: int | None, tags: tuple[str, ...], na
                                         markdown_path=markdown_path, summary=not no_summary)
     if stopped is not None:
         _end_interrupted(report, exit_code, where)
-    _leave_frozen_at_exit()
     sys.exit(exit_code)
 
 
@@ -180,7 +175,6 @@ def _evaluate_with_progress(config: Any, plan: _Plan, snapshot: Any, recorder: A
         recorder.trial(case, result)
         progress.advance(result.passed, case.name)
 
-    _freeze_what_was_imported()
     with progress:
         try:
             report = runner.evaluate(
@@ -235,37 +229,6 @@ def _end_interrupted(report: Any, exit_code: int, where: Any) -> NoReturn:
     os._exit(exit_code)
 
 
-def _import_httpx_without_its_cli() -> None:
-    """Import httpx, but not the command line client its `__init__` imports to offer `httpx.main` (`httpx._main`:
-    click, rich and pygments when they are installed: rich and pygments are 0.03-0.05 s of every run; trialrun never
-    calls it).
-
-    Safe because nothing else changes: it is done only when httpx is not imported yet, the stand-in module exists
-    only while httpx's own `__init__` runs (its `from ._main import main`), and afterwards `httpx.main` still runs
-    httpx's client (imported when called) and `import httpx._main` imports the real module, as if httpx had never
-    bound it."""
-    if "httpx" in sys.modules or "httpx._main" in sys.modules:
-        return
-    import types
-
-    def main(*args: Any, **kwargs: Any) -> Any:
-        from httpx._main import main as real_main
-
-        return real_main(*args, **kwargs)
-
-    stand_in = types.ModuleType("httpx._main", "stands in while httpx is imported (trialrun.cli)")
-    stand_in.main = main  # type: ignore[attr-defined]
-    sys.modules["httpx._main"] = stand_in
-    try:
-        import httpx  # noqa: F401
-    finally:
-        if sys.modules.get("httpx._main") is stand_in:
-            del sys.modules["httpx._main"]
-        package = sys.modules.get("httpx")
-        if package is not None and package.__dict__.get("_main") is stand_in:
-            del package.__dict__["_main"]
-
-
 def _labels(values: tuple[str, ...]) -> dict[str, str]:
     labels = {}
     for item in values:
@@ -274,72 +237,6 @@ def _labels(values: tuple[str, ...]) -> dict[str, str]:
             raise click.BadParameter(f"{item!r} is not KEY=VALUE", param_hint="--label")
         labels[key.strip()] = value
     return labels
-
-
-_GC_PAUSED = "trialrun.gc_paused"
-
-
-def _pause_gc() -> None:
-    """No garbage collection while the modules are imported and the cases built: that makes long-lived objects
-    only, which a collection would walk for nothing (passes over a growing heap, about 0.02 s); collection is back
-    when the run starts (`_freeze_what_was_imported`), or when the command ends before."""
-    import gc
-
-    if gc.isenabled():  # a caller who disabled collection keeps it so
-        gc.disable()
-        context = click.get_current_context()
-        context.meta[_GC_PAUSED] = True
-        context.call_on_close(gc.enable)
-
-
-def _freeze_what_was_imported() -> None:
-    """Leave what is alive before the run (modules, classes, schemas: most of the process's objects) out of the
-    garbage collector's passes until the command is done: a run makes many small objects, and each full pass
-    would walk all of those again (with the pause above, 0.03-0.04 s of collection in a 1,000-trial run instead of
-    0.08-0.09 s). Nothing is kept alive by this: the objects are still freed when their last reference goes; only
-    cycles among them wait for `gc.unfreeze` (at the end of the command; see `_leave_frozen_at_exit` for when the
-    process ends right after it)."""
-    import gc
-
-    context = click.get_current_context()
-    if _whole_process():
-        from ._gc import finalizers
-
-        context.meta[_FINALIZERS] = finalizers()
-    gc.freeze()
-    context.call_on_close(functools.partial(_unfreeze, context))
-    if context.meta.pop(_GC_PAUSED, False):
-        gc.enable()
-
-
-_FINALIZERS, _LEAVE_FROZEN = "trialrun.finalizers", "trialrun.leave_frozen"
-
-
-def _whole_process() -> bool:
-    """Whether this command is the process (`trialrun ...`, `python -m trialrun ...`), not a call of `main` from a
-    caller's code (tests, a notebook) whose interpreter goes on."""
-    from . import main
-
-    return getattr(sys.modules.get("__main__"), "main", None) is main
-
-
-def _leave_frozen_at_exit() -> None:
-    """The run is saved and every file trialrun wrote is closed, and the process ends now: leave the objects frozen
-    before the run out of the interpreter's last collection (0.1-0.3 s of walking every module's objects), when
-    nothing alive has a finalizer left to run (`_collector`: a user's open file, in a cycle, would lose its
-    buffered writes). Otherwise, and when `main` was called in-process, they are unfrozen as usual."""
-    from ._gc import nothing_to_finalize
-
-    context = click.get_current_context()
-    if _FINALIZERS in context.meta and _whole_process() and nothing_to_finalize(context.meta[_FINALIZERS]):
-        context.meta[_LEAVE_FROZEN] = True
-
-
-def _unfreeze(context: click.Context) -> None:
-    import gc
-
-    if not context.meta.get(_LEAVE_FROZEN):
-        gc.unfreeze()
 
 
 def _remove_stale_temps_of(*paths: str | None) -> None:

@@ -83,25 +83,19 @@ def is_blocking() -> bool:
     return (scope if scope is not None else _global).block
 
 
-@contextlib.contextmanager
-def no_network(label: str = "code") -> Iterator[list[str]]:
-    """Block non-loopback connections in this context; yields the list that collects each blocked attempt's message.
+class no_network:  # noqa: N801 - used as a function: `with no_network(label=...) as attempts:`
+    """Block non-loopback connections in this context; entered, it gives the list that collects each blocked
+    attempt's message. A plain context manager (not a generator's): the runner enters one around every
+    deterministic trial and teardown.
 
     `label` says who tried, e.g. "case 'read_notes'": it appears as "... from deterministic case 'read_notes'"
-    (a label that already starts with "deterministic " is used as is).
+    (a label that already starts with "deterministic " is used as is). The patches are made sure of each time
+    (something may have called `uninstall` since the last trial).
     """
-    with _NoNetwork(label) as attempts:
-        yield attempts
-
-
-class _NoNetwork:
-    """`no_network` as a plain context manager, for the runner, which enters one around every deterministic trial
-    and teardown: a third of the generator-based manager's cost. Makes sure the patches are in place each time
-    (something may have called `uninstall` since the last trial)."""
 
     __slots__ = ("_label", "_token")
 
-    def __init__(self, label: str) -> None:
+    def __init__(self, label: str = "code") -> None:
         self._label = label
 
     def __enter__(self) -> list[str]:
