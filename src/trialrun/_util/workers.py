@@ -56,18 +56,25 @@ class DaemonThreads(concurrent.futures.Executor):
     def _serve(self, inbox: SimpleQueue[_Call]) -> None:
         while True:
             context, future, fn, args, kwargs = inbox.get()
+            outcome: tuple[bool, Any] | None = None
             if future.set_running_or_notify_cancel():
                 try:
-                    result = context.run(fn, *args, **kwargs)
+                    outcome = (True, context.run(fn, *args, **kwargs))
                 except BaseException as exc:  # noqa: BLE001 - handed to whoever waits (SystemExit included)
-                    future.set_exception(exc)
+                    outcome = (False, exc)
+            del context, fn, args, kwargs  # nothing of the call outlives it here
+            with self._lock:  # idle again BEFORE the caller learns the outcome: its next call finds this thread
+                stay = len(self._idle) < self._keep
+                if stay:
+                    self._idle.append(inbox)
+            if outcome is not None:
+                if outcome[0]:
+                    future.set_result(outcome[1])
                 else:
-                    future.set_result(result)
-            del context, future, fn, args, kwargs  # nothing of the call outlives it here
-            with self._lock:
-                if len(self._idle) >= self._keep:
-                    return
-                self._idle.append(inbox)
+                    future.set_exception(outcome[1])
+            del future, outcome
+            if not stay:
+                return
 
     def _forget_idle(self) -> None:
         self._idle = []

@@ -74,6 +74,14 @@ class _Runner:
         self.limits = _load_optional("models._limiter")  # what a trial waited on rate limits (a timeout says)
         self.pricing = _load_optional("agent.pricing")
 
+    def guarded(self, cases: Sequence[Case]) -> contextlib.AbstractContextManager[None]:
+        """The no-network guard's patches held for a whole run with a deterministic case (its trials enter and leave
+        the guard often; the patches are put in place once): when the run ends, the patched functions are the
+        originals again."""
+        if self.guard is None or not any(case.mode == "deterministic" for case in cases):
+            return contextlib.nullcontext()
+        return self.guard.patched()  # type: ignore[no-any-return]
+
     def _network_guard(self, case: Case) -> contextlib.AbstractContextManager[list[str]]:
         """Deterministic cases run with the network blocked (loopback allowed); live canaries may reach providers."""
         if case.mode != "deterministic" or self.guard is None:

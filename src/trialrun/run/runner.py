@@ -115,12 +115,13 @@ async def aevaluate(
     clock = time.perf_counter()
     runner = _Runner(concurrency, run_id, on_trial, on_exchanges)
     run_trial = remote.run_trial if remote is not None else runner.run_trial
-    try:
-        results, interrupted = await _run_trials(selected, trials, runner.concurrency, run_trial, on_trial)
-    finally:
-        await runner.finish()
-        if remote is not None:
-            remote.close()
+    with runner.guarded(selected if remote is None else []):  # (on Ray each worker's trials hold it there)
+        try:
+            results, interrupted = await _run_trials(selected, trials, runner.concurrency, run_trial, on_trial)
+        finally:
+            await runner.finish()
+            if remote is not None:
+                remote.close()
     case_results, unfinished = _case_results(case_list, selected, skipped, results, trials)
     report = RunReport.build(
         case_results,
