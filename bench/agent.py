@@ -236,7 +236,7 @@ def main() -> None:
     if args.w2:
         ideal = 2 * args.cases * args.trials * 0.05
         slow = make_cases(args.cases, 0.05)
-        for concurrency in (tr.runner.DEFAULT_CONCURRENCY, 50):
+        for concurrency in (tr.run.runner.DEFAULT_CONCURRENCY, 50):
             runs = [run("", slow, args.trials, quiet=True, concurrency=concurrency) for _ in range(max(1, args.repeat // 2))]
             times = [wall for wall, _ in runs]
             elapsed = statistics.median(times)

@@ -107,8 +107,8 @@ import sys
 from pathlib import Path
 import trialrun as tr
 from trialrun.suite._build import load_suite
-from trialrun.config import load_config
-from trialrun.store import ResultsStore
+from trialrun.suite.config import load_config
+from trialrun.report.store import ResultsStore
 config = load_config(Path.cwd())
 report = tr.evaluate(load_suite(Path.cwd() / "tests.json", config), trials=int(sys.argv[1]))
 ResultsStore(config.results_path()).save(report)

@@ -32,7 +32,7 @@ BY_VERSION: dict[str, tuple[str, tuple[str, ...]]] = {
     "run/_trial.py": ("a trial on the event loop and worker threads: timeouts, cancellation, teardowns",
                       ("core/test_runner.py", "core/test_workdir_removal.py")),
     "models/guard.py": ("patches socket, threading, concurrent.futures and asyncio's resolver",
-                        ("models/test_model_guard.py",)),
+                        ("models/test_model_guard.py", "models/test_guard_scope.py")),
     "_contain/": ("the keeper: prctl and signals through ctypes, process groups, fork handlers",
                   ("agents/test_containment.py", "agents/test_process_agent.py")),
     "_util/workers.py": ("daemon worker threads, fork handlers", ("test_threads.py",)),

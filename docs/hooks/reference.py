@@ -155,7 +155,7 @@ def config_page() -> str:
     lines = [
         "# Configuration reference",
         "",
-        "<!-- generated at build time by docs/hooks/reference.py from trialrun.config.Config -->",
+        "<!-- generated at build time by docs/hooks/reference.py from trialrun.suite.config.Config -->",
         "",
         f"`{module.CONFIG_FILE}` (or a `[tool.trialrun]` section in `pyproject.toml`), found by walking up from the "
         "current folder. Every key is optional; paths are relative to the file that names them; command-line flags "

@@ -5,7 +5,6 @@ type checkers only (suite files -> cases -> run -> report -> render, with the he
 from __future__ import annotations
 
 import ast
-import importlib
 import re
 import sys
 from pathlib import Path
@@ -178,17 +177,6 @@ def test_every_package_says_its_job_and_what_it_may_import() -> None:
         doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
         assert len(doc.split()) >= 20, f"{path.parent.name}/__init__.py: no docstring saying its job"
         assert "May import" in doc, f"{path.parent.name}/__init__.py does not say what it may import"
-
-
-@pytest.mark.parametrize("old, new", sorted(trialrun._MOVED.items()))  # noqa: SLF001 - the package's own table
-def test_the_first_layouts_module_paths_still_import(old: str, new: str) -> None:
-    """`import trialrun.results` and `from trialrun.runner import evaluate` (the first layout's public modules) give
-    the module at its new place, the same object, with its own spec (pickling and Ray's workers go by it)."""
-    moved = importlib.import_module(f"trialrun.{old}")
-    assert moved is importlib.import_module(f"trialrun.{new}")
-    assert moved.__spec__ is not None and moved.__spec__.name == f"trialrun.{new}"
-    assert getattr(trialrun, old) is moved
-    assert _stage(f"trialrun.{new}") in FLOOR
 
 
 def test_the_layout_page_shows_every_floor_in_order() -> None:

@@ -82,7 +82,7 @@ def served(results: Path) -> Iterator[str]:
 
 
 # -- a journal, written as docs/journal.md says a run writes it ----------------------------------------------
-#: The journals "being written" here: a live run holds its journal's lock (trialrun.journal.is_live), so these
+#: The journals "being written" here: a live run holds its journal's lock (trialrun.report.journal.is_live), so these
 #: hold it too until `end_journal`.
 _WRITING: dict[Path, int] = {}
 
