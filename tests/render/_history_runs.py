@@ -116,7 +116,7 @@ def append_trial(path: Path, case: str, trial: int, *, passed: bool, elapsed_s: 
 
 def end_journal(path: Path, status: str = "completed") -> None:
     with path.open("a", encoding="utf-8") as journal:
-        journal.write('{"event": "end", "status": "%s"}\n' % status)
+        journal.write(f'{{"event": "end", "status": "{status}"}}\n')
     fd = _WRITING.pop(path, None)
     if fd is not None:
         os.close(fd)  # the writer is done: its lock goes with it

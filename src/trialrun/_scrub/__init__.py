@@ -41,11 +41,8 @@ import warnings
 from collections.abc import Collection, Iterable, Iterator
 from typing import Any
 import weakref
-from urllib.parse import quote, quote_plus
 
 from .forms import base64_forms, hex_forms, is_base64_char, url_forms
-from .shapes import ALL_HINTS as _ALL_HINTS
-from .shapes import ANY_HINT as _ANY_HINT
 from .shapes import SECRET_QUERY as _SECRET_QUERY
 from .shapes import shape_spans, trie_pattern
 
