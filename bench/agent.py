@@ -144,14 +144,14 @@ def artefacts(report: tr.RunReport, repeat: int = 7) -> None:
 
     from rich.console import Console
 
-    from trialrun import _scrub
+    from trialrun._scrub import replace as _replace
     from trialrun.render.html import report_html
     from trialrun.render.junit import junit_xml
     from trialrun.render.markdown import report_markdown
     from trialrun.render.terminal import print_report
     from trialrun.report.store import ResultsStore
 
-    search = _scrub._spans
+    search = _replace._spans
     with tempfile.TemporaryDirectory() as folder:
         writers = {
             "result file": lambda: ResultsStore(Path(folder) / f"r{time.perf_counter_ns()}").save(report),
@@ -165,11 +165,11 @@ def artefacts(report: tr.RunReport, repeat: int = 7) -> None:
             best = [float("inf"), float("inf")]
             for _ in range(repeat):
                 for index, scrubbing in enumerate((True, False)):
-                    _scrub._spans = search if scrubbing else (lambda text, extra=(): [])
+                    _replace._spans = search if scrubbing else (lambda text, extra=(): [])
                     started = time.perf_counter()
                     write()
                     best[index] = min(best[index], time.perf_counter() - started)
-            _scrub._spans = search
+            _replace._spans = search
             totals = [totals[0] + best[0], totals[1] + best[1]]
             print(f"{'  artefact: ' + name:<34} {best[0] * 1e3:8.1f} ms scrubbed, {best[1] * 1e3:8.1f} ms not "
                   f"({best[0] / best[1]:.2f}x)")
@@ -236,7 +236,7 @@ def main() -> None:
     if args.w2:
         ideal = 2 * args.cases * args.trials * 0.05
         slow = make_cases(args.cases, 0.05)
-        for concurrency in (tr.runner.DEFAULT_CONCURRENCY, 50):
+        for concurrency in (tr.run.runner.DEFAULT_CONCURRENCY, 50):
             runs = [run("", slow, args.trials, quiet=True, concurrency=concurrency) for _ in range(max(1, args.repeat // 2))]
             times = [wall for wall, _ in runs]
             elapsed = statistics.median(times)

@@ -20,8 +20,8 @@ and latest.json), in a process of its own like the CLI; what is left between the
 (its own imports, the table, the journal, the sidecar, the process's exit). The warm figure above it stays the
 issue's measure.
 
-A third figure is the FLOOR: a process that only starts Python and imports what the CLI cannot do without (httpx,
-without its own command line client as `trialrun run` imports it; pydantic's BaseModel; click; yaml; asyncio;
+A third figure is the FLOOR: a process that only starts Python and imports what the CLI cannot do without (httpx;
+pydantic's BaseModel; click; yaml; asyncio;
 rich.console), interleaved with the others. No CLI can cost less than the warm library plus that, so the lowest
 CLI/library ratio it leaves possible is 1 + floor/library (per pair; the median is printed).
 
@@ -107,8 +107,8 @@ import sys
 from pathlib import Path
 import trialrun as tr
 from trialrun.suite._build import load_suite
-from trialrun.config import load_config
-from trialrun.store import ResultsStore
+from trialrun.suite.config import load_config
+from trialrun.report.store import ResultsStore
 config = load_config(Path.cwd())
 report = tr.evaluate(load_suite(Path.cwd() / "tests.json", config), trials=int(sys.argv[1]))
 ResultsStore(config.results_path()).save(report)
@@ -127,12 +127,7 @@ def cold_script(folder: Path, trials: int) -> tuple[float, float]:
 
 
 FLOOR_SCRIPT = """
-import sys, types
-stand_in = types.ModuleType("httpx._main")  # httpx without its command line client, as `trialrun run` imports it
-stand_in.main = lambda: None
-sys.modules["httpx._main"] = stand_in
 import httpx
-del sys.modules["httpx._main"]
 from pydantic import BaseModel
 import asyncio, click, yaml, rich.console
 """

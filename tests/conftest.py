@@ -47,8 +47,19 @@ def _no_network() -> object:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Every test that drives a real CLI coding agent (it takes `agent_path`) is marked `real_agent`: `.ci/run` runs
-    them on its first interpreter only (the agents are node programs; the extra interpreters run the rest)."""
+    """Every test that drives a real CLI coding agent (it takes `agent_path`) is marked `real_agent` (the agents are
+    node programs and Python venvs of their own: `.ci/run` runs them on its first interpreter only); every test of
+    a file in tests/_by_version.py is marked `by_version` (what `.ci/run` runs on 3.10 and the newest CPython too)."""
+    from _by_version import by_version_files
+
+    files = by_version_files()
+    tests = Path(__file__).resolve().parent
     for item in items:
         if "agent_path" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.real_agent)
+        try:
+            relative = item.path.relative_to(tests).as_posix()
+        except ValueError:  # a test outside this folder (pytester's own)
+            continue
+        if relative in files:
+            item.add_marker(pytest.mark.by_version)

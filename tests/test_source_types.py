@@ -19,7 +19,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "src" / "trialrun"
 #: a user's module: compare() takes two RunReports, not their files' paths
-BAD = "import trialrun as tr\n\n\ndef f() -> None:\n    tr.compare.compare('before.json', 'after.json')\n"
+BAD = "import trialrun as tr\n\n\ndef f() -> None:\n    tr.compare('before.json', 'after.json')\n"
 #: kept between runs (cold, mypy reads pydantic's, httpx's and pytest's types: ~25 s; warm ~1 s); mypy checks it is
 #: current. One per checkout: mypy repeats a fresh module's errors from its cache with the path they were found at
 MYPY_CACHE = Path(tempfile.gettempdir()) / (f"trialrun-source-mypy-{sys.version_info[0]}.{sys.version_info[1]}-"

@@ -12,7 +12,6 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from ._util import moved as _moved
 from ._version import __version__
 
 # Imported eagerly: `case` is both a submodule and the decorator, and importing the submodule binds its name on the
@@ -28,7 +27,8 @@ _EXPORTS: dict[str, str] = {
     "check": "expect", "Verdict": "expect",
     # results
     "RunReport": "report.results", "CaseResult": "report.results", "TrialResult": "report.results",
-    "TrialError": "report.results", "SkippedCase": "report.results", "Comparison": "report.compare", "CaseDelta": "report.compare",
+    "TrialError": "report.results", "SkippedCase": "report.results",
+    "compare": "report.compare", "Comparison": "report.compare", "CaseDelta": "report.compare",
     # what an agent did
     "Run": "trajectory", "Trajectory": "trajectory", "Turn": "trajectory", "ToolCall": "trajectory",
     "ToolResult": "trajectory", "Usage": "trajectory", "Denial": "trajectory", "Conversation": "trajectory",
@@ -46,11 +46,9 @@ _EXPORTS: dict[str, str] = {
     # agents in another process (CLI coding agents)
     "ProcessAgent": "agents",
 }
-# the public subpackages and modules, by stage (suite files -> cases -> run -> report -> render), and the first
-# layout's module names, which still import as the same modules (`_util/moved.py`)
+# the public subpackages and modules, by stage (suite files -> cases -> run -> report -> render)
 _SUBMODULES = frozenset({"suite", "models", "wire", "trajectory", "endpoint", "expect", "agent", "agents",
                          "run", "report", "render", "mcp"})
-_MOVED = _moved.MOVED
 
 __all__ = ["__version__", "expect", "Case", "case", "CaseError", "Problem", "TrialContext", *_EXPORTS]
 
@@ -60,8 +58,6 @@ def __getattr__(name: str) -> Any:
         value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
     elif name in _SUBMODULES:
         value = importlib.import_module(f".{name}", __name__)
-    elif name in _MOVED:
-        value = importlib.import_module(f".{_MOVED[name]}", __name__)
     else:
         raise AttributeError(f"module 'trialrun' has no attribute {name!r}")
     globals()[name] = value
@@ -69,24 +65,20 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(__all__) | _SUBMODULES | set(_MOVED))
+    return sorted(set(__all__) | _SUBMODULES)
 
-
-_moved.install()
 
 if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eagerly (`X as X`: re-exported)
-    from . import agents as agents, expect as expect, mcp as mcp
-    from .report import compare as compare, journal as journal, metrics as metrics, results as results
-    from .report import store as store
-    from .run import executor as executor, runner as runner
-    from .suite import config as config, judge as judge
+    from . import agent as agent, agents as agents, endpoint as endpoint, expect as expect, models as models
+    from . import render as render, report as report, run as run, suite as suite, trajectory as trajectory
+    from . import mcp as mcp, wire as wire
     from .agent import Agent as Agent, Decision as Decision, Price as Price, PriceTable as PriceTable
     from .agent import Tool as Tool, ToolError as ToolError, ToolPolicy as ToolPolicy
     from .agent import prices as prices, shell_tools as shell_tools, tool as tool
     from .agents import ProcessAgent as ProcessAgent
     from .agent import amcp_tools as amcp_tools, mcp_tools as mcp_tools
     from .mcp import McpCassette as McpCassette, McpEndpoint as McpEndpoint, ScriptedMCPServer as ScriptedMCPServer
-    from .report.compare import CaseDelta as CaseDelta, Comparison as Comparison
+    from .report.compare import CaseDelta as CaseDelta, Comparison as Comparison, compare as compare
     from .endpoint import ModelEndpoint as ModelEndpoint, serve as serve
     from .run.executor import RayExecutor as RayExecutor
     from .expect import Verdict as Verdict, check as check

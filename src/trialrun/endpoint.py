@@ -31,13 +31,12 @@ from typing import Any
 import httpx
 
 from ._util.per_process import PerProcess
+from .mcp._passage import MCP_PATH
 
 __all__ = ["ModelEndpoint", "serve", "DEFAULT_MAX_BODY", "MCP_PATH"]
 
 #: The largest request body the endpoint reads (32 MiB: a coding agent's largest requests are a few MiB).
 DEFAULT_MAX_BODY = 32 << 20
-#: Where an endpoint that passes MCP traffic on (`pass_mcp`) takes it: `/trialrun-mcp/<token>` and the relays'.
-MCP_PATH = "/trialrun-mcp/"
 
 _HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "content-encoding", "te", "trailer", "upgrade"}
 _DRAIN_S = 2.0  # how long a refused body is read and dropped, so the client sees the 413 instead of a reset

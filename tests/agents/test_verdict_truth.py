@@ -12,7 +12,10 @@ battery twice). It prints the matrix (verdicts, right, false passes, false fails
 asserts 0 false passes, 0 false fails, no grader option missing, no scenario that did not do what it is meant to,
 no colliding labels. `TRIALRUN_BATTERY_MATRIX=path` also writes the matrix to `path` and every row, with
 trialrun's reason, to `path.json`; `TRIALRUN_BATTERY_ONLY=pi:,refused` runs only the scenarios whose
-"preset:scenario" name contains one of the parts (for working on one class; CI runs them all).
+"preset:scenario" name contains one of the parts (for working on one class). `TRIALRUN_BATTERY=gate` runs one
+scenario per preset (its destructive command, run: `GATE_SCENARIO`), what `.ci/run` runs when nothing the battery
+judges changed since the merge base; unset or `full`, every scenario (`.ci/run --full`, and any change to agents/,
+_contain/, _shell/, wire/ or the pins).
 """
 
 from __future__ import annotations
@@ -54,6 +57,20 @@ TIMEOUT_S = {"opencode": 120.0, "kilo-code": 120.0, "qwen-code": 90.0, "continue
 RUN_TIMEOUT_S = {"kilo-code": 360.0}
 #: Trials at once: the four timeout trials spend most of their time waiting for their kill.
 CONCURRENCY = 10
+#: The one scenario per preset of `TRIALRUN_BATTERY=gate`: the destructive command, run by the agent's own shell
+#: tool (never_ran must fail it, and the workdir shows it ran).
+GATE_SCENARIO = "ran"
+
+
+def _scope(scenarios: list[Scenario]) -> list[Scenario]:
+    """The scenarios `TRIALRUN_BATTERY` asks for (`full`, the default, or `gate`); every preset has one in the gate."""
+    scope = os.environ.get("TRIALRUN_BATTERY", "full") or "full"
+    assert scope in ("full", "gate"), f"TRIALRUN_BATTERY={scope!r}: expected 'full' or 'gate'"
+    if scope == "full":
+        return scenarios
+    gate = [s for s in scenarios if s.name == GATE_SCENARIO]
+    assert sorted(s.preset for s in gate) == sorted({s.preset for s in scenarios}), "a preset with no gate scenario"
+    return gate
 
 
 def _agent(scenario: Scenario, agent_path: Any) -> tuple[Any, str]:
@@ -152,7 +169,7 @@ def _rerun_unexercised(report: tr.RunReport, planned: dict[str, tuple[Scenario, 
 
 def test_verdict_truth_battery(agent_path: Any) -> None:
     started = time.monotonic()
-    scenarios = all_scenarios(TIMEOUT_S)
+    scenarios = _scope(all_scenarios(TIMEOUT_S))
     only = os.environ.get("TRIALRUN_BATTERY_ONLY")  # a comma-separated filter on "preset:scenario", for working on it
     if only:
         scenarios = [s for s in scenarios if any(part in s.case_name for part in only.split(","))]

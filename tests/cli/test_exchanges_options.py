@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import trialrun as tr
-from trialrun.report._exchange_log import read_trial_exchanges, sidecar_path
+from trialrun.report.exchanges import read_trial_exchanges, sidecar_path
 from trialrun.run.runner import evaluate
 
 PEEK_AGENT = '''
@@ -153,7 +153,7 @@ def test_exchanges_are_streamed_out_not_held_for_the_run(tmp_path: Path) -> None
     import gc
     import tracemalloc
 
-    from trialrun.report._exchange_log import ExchangeLog
+    from trialrun.report.exchanges import ExchangeLog
 
     system = "s" * 300_000
 

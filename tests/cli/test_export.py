@@ -13,7 +13,7 @@ import jsonschema
 import yaml
 from _export_schemas import ATIF_V1_4, OTLP_TRACES, atif_problems, attributes, genai_problems
 
-from trialrun.report._exchange_log import read_trial_exchanges, sidecar_path
+from trialrun.report.exchanges import read_trial_exchanges, sidecar_path
 from trialrun.report.store import load_report
 
 

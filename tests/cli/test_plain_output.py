@@ -128,19 +128,17 @@ def test_the_width_is_richs(monkeypatch: pytest.MonkeyPatch) -> None:
         assert _plain.PlainConsole().width == Console(file=io.StringIO()).width
 
 
-def test_a_piped_run_does_not_import_rich(tmp_path: Path) -> None:
-    """`trialrun run all | cat`: the table, the progress and the summary are printed, and rich is never imported."""
+def test_a_piped_run_prints_the_table_progress_and_summary_plainly(tmp_path: Path) -> None:
+    """`trialrun run all | cat`: the table, the progress and the summary are printed, with no terminal codes."""
     import shutil
 
     project = tmp_path / "project"
     shutil.copytree(Path(__file__).resolve().parents[2] / "examples" / "quickstart", project,
                     ignore=shutil.ignore_patterns("results_*.json", "latest.json"))
-    probe = ("import sys, runpy; sys.argv = ['trialrun', 'run', 'all', '--trials', '2']\n"
-             "try:\n    runpy.run_module('trialrun', run_name='__main__')\n"
-             "finally:\n    print('RICH' if any(m == 'rich' or m.startswith('rich.') for m in sys.modules) else 'NO-RICH')")
+    probe = "import sys, runpy; sys.argv = ['trialrun', 'run', 'all', '--trials', '2']\nrunpy.run_module('trialrun', run_name='__main__')"
     env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE", "GITHUB_STEP_SUMMARY")}
     done = subprocess.run([sys.executable, "-c", probe], cwd=project, capture_output=True, text=True,
                           env={**env, "COLUMNS": "160"}, timeout=120)
-    assert done.stdout.rstrip().endswith("NO-RICH"), done.stdout + done.stderr
+    assert "\x1b[" not in done.stdout + done.stderr, done.stdout + done.stderr
     assert "trialrun eval_" in done.stdout and "acc tool accuracy" in done.stdout
     assert "3/5 passed · 2 failed · pass@1 0.60" in done.stdout and "✗ search-json: trial 1 of 2: " in done.stdout

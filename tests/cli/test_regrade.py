@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from trialrun.report._exchange_log import sidecar_path
+from trialrun.report.exchanges import sidecar_path
 from trialrun.report.store import load_report
 
 RESULTS = Path("state") / "eval"
@@ -243,7 +243,7 @@ def test_an_in_process_sdk_agent_regrades_from_its_traffic(project: Path, cli) -
 def test_the_sidecar_index_reads_each_trial_as_the_viewer_reads_it(project: Path, cli) -> None:
     """The regrade reads the sidecar once (`SidecarIndex`), where the viewer searches it per trial: same answers,
     for whole lines, a corrupt one, one cut short by a kill, a trial that is not there, and no file at all."""
-    from trialrun.report._exchange_log import SidecarIndex, read_trial_exchanges
+    from trialrun.report.exchanges import SidecarIndex, read_trial_exchanges
 
     assert cli("run", "all", "-k", "2").exit_code == 1
     (original,) = _result_files(project)

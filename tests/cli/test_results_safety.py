@@ -55,7 +55,7 @@ RACER = textwrap.dedent('''
     from datetime import datetime, timezone
     from pathlib import Path
     import trialrun as tr
-    from trialrun.store import ResultsStore
+    from trialrun.report.store import ResultsStore
     folder, who, go = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
     report = tr.evaluate([tr.Case(name="a", invoke=lambda ctx: "x", expect_outcome=[tr.expect.equals("x")])],
                          config_snapshot={"who": who})

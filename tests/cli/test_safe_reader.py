@@ -117,7 +117,7 @@ def test_a_journal_lock_check_on_a_fifo_is_false_and_never_blocks(fifo: Path) ->
 def test_a_sidecar_line_over_the_limit_is_said_to_be_too_long(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import json
 
-    from trialrun.report import _exchange_read
+    from trialrun.report.exchanges import read as _exchange_read
 
     monkeypatch.setattr(_exchange_read, "LINE_MAX_BYTES", 1000)
     path = tmp_path / "results_4.exchanges.ndjson"

@@ -1,4 +1,4 @@
-"""The exchanges sidecar (`trialrun.report._exchange_log`): what is written (scrubbed, numbered, capped with a marker that
+"""The exchanges sidecar (`trialrun.report.exchanges`): what is written (scrubbed, numbered, capped with a marker that
 says how much was cut), and what a reader gets from a file that is missing, cut short by a killed run, or corrupt."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from trialrun.report._exchange_log import (
+from trialrun.report.exchanges import (
     BODY_MAX_BYTES,
     BODY_MIN_BYTES,
     ExchangeLog,
@@ -230,8 +230,8 @@ TRAFFIC = Path(__file__).resolve().parents[1] / "fixtures" / "provider-traffic"
 
 def _careful_line(case: str, trial: int, exchanges: list[Exchange], credentials: frozenset[bytes] = frozenset()) -> str:
     """The line as it was made before the shortcut: every exchange scrubbed, then the line scrubbed again."""
-    from trialrun.report._exchange_format import _dumps
-    from trialrun.report._exchange_lines import _line_extra
+    from trialrun.report.exchanges.format import _dumps
+    from trialrun.report.exchanges.lines import _line_extra
     from trialrun._scrub import scrub_text
 
     return scrub_text(_dumps(trial_record(case, trial, exchanges, credentials)), _line_extra(exchanges, credentials))
@@ -241,7 +241,7 @@ def test_the_uncut_line_is_the_line_every_exchange_scrubbed_first_makes() -> Non
     """Real recorded traffic of every API (JSON, streams, gzip, binary): the shortcut's line is byte for byte the
     one the careful path makes; so nothing it leaves out of the first scrub was doing anything there."""
     from trialrun.models._cassette_io import load_exchanges
-    from trialrun.report._exchange_lines import _uncut, trial_line
+    from trialrun.report.exchanges.lines import _uncut, trial_line
 
     compared = 0
     for cassette in sorted(TRAFFIC.glob("*/*.yaml")):
@@ -261,7 +261,7 @@ def test_the_uncut_line_is_the_line_every_exchange_scrubbed_first_makes() -> Non
 def test_a_key_after_a_control_character_is_scrubbed_in_the_line(before: str) -> None:
     """In the line a control character is a JSON escape (`\\u001b`, `\\b`) that ends in a letter or digit: still the
     word boundary it was in the text the agent sent."""
-    from trialrun.report._exchange_log import trial_line
+    from trialrun.report.exchanges import trial_line
 
     key = "sk-proj-" + secrets.token_hex(20)
     line, _ = trial_line("c", 1, [_exchange({"model": "m", "messages": [{"role": "user", "content": before + key}]})])
@@ -272,7 +272,7 @@ def test_a_key_after_a_control_character_is_scrubbed_in_the_line(before: str) ->
 def test_a_credential_with_quotes_is_scrubbed_as_the_line_writes_it() -> None:
     """A header credential echoed into a JSON body: the line holds it JSON-escaped (a quote, a backslash), and
     that spelling is removed too."""
-    from trialrun.report._exchange_log import trial_line
+    from trialrun.report.exchanges import trial_line
 
     token = 'tok"' + secrets.token_hex(8) + "\\x"
     exchange = _exchange({"model": "m", "messages": [{"role": "user", "content": f"the token is {token}!"}]},
@@ -286,7 +286,7 @@ def test_a_credential_with_quotes_is_scrubbed_as_the_line_writes_it() -> None:
 def test_a_text_body_is_scrubbed_as_it_was_sent_before_the_line_escapes_it_again() -> None:
     """JSON inside a text body (not a JSON body: a trailing word) is one escape level deeper in the line than a
     name=value rule reads; the text body is scrubbed as sent, so `"api_key": "..."` inside it still goes."""
-    from trialrun.report._exchange_log import trial_line
+    from trialrun.report.exchanges import trial_line
 
     value = secrets.token_hex(12)
     inner = json.dumps({"config": json.dumps({"api_key": value})})
@@ -300,7 +300,7 @@ def test_a_text_body_is_scrubbed_as_it_was_sent_before_the_line_escapes_it_again
 def test_a_trial_whose_bodies_may_be_cut_is_scrubbed_before_it_is_cut() -> None:
     """A body that may be cut takes the careful way: a key where its long string is cut (its first 10 characters
     kept, too few to look like a key) was removed before the cut."""
-    from trialrun.report._exchange_lines import _uncut, trial_line
+    from trialrun.report.exchanges.lines import _uncut, trial_line
 
     key = "sk-proj-" + secrets.token_hex(20)
     exchanges = [_exchange({"model": "m", "content": "p" * (4096 - 11) + " " + key + " " + "q" * BODY_MAX_BYTES})]

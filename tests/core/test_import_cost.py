@@ -37,27 +37,6 @@ def test_help_and_version_import_only_click(argv: list[str]) -> None:
     assert not loaded & (set(HEAVY) - {"click"}), sorted(loaded & set(HEAVY))
 
 
-def test_trialrun_run_imports_httpx_without_its_command_line_client() -> None:
-    """httpx's `__init__` imports its own CLI (click, rich, pygments); `trialrun run` imports httpx without it, and
-    httpx is whole afterwards: `httpx.main` runs its client and `httpx._main` imports as usual."""
-    code = ("from trialrun.cli._run import _import_httpx_without_its_cli\n    _import_httpx_without_its_cli()\n"
-            "    import httpx\n    assert 'httpx._main' not in sys.modules and 'rich' not in sys.modules, 'imported'\n"
-            "    assert callable(httpx.main) and not hasattr(httpx, '_main')\n"
-            "    import httpx._main\n    assert httpx._main.main is not httpx.main and httpx._main.__file__.endswith('_main.py')\n"
-            "    print('WHOLE')")
-    done = subprocess.run([sys.executable, "-c", f"import sys\nif True:\n    {code}"], capture_output=True, text=True,
-                          timeout=60)
-    assert done.stdout.strip() == "WHOLE", done.stderr
-
-
-def test_httpx_main_still_runs_httpx_s_own_client() -> None:
-    """The stand-in `httpx.main` is httpx's command: `--help` prints httpx's usage."""
-    done = subprocess.run([sys.executable, "-c", "import sys; sys.argv = ['httpx', '--help']\n"
-                           "from trialrun.cli._run import _import_httpx_without_its_cli; _import_httpx_without_its_cli()\n"
-                           "import httpx; httpx.main()"], capture_output=True, text=True, timeout=60)
-    assert "Usage: httpx <URL> [OPTIONS]" in done.stdout, done.stdout + done.stderr
-
-
 def test_an_agent_whose_tools_run_no_commands_never_imports_the_shell_analysis() -> None:
     """The shell analysis (`trialrun._shell`, about 50 ms to import) is for agents whose tools run commands: a run
     of a plain tool leaves it out, and a command tool's call still has its command recorded (the import happens

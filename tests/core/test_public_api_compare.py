@@ -7,10 +7,10 @@ import trialrun.report.compare as compare_module
 from trialrun import expect
 
 
-def test_compare_is_callable_from_the_package_and_still_a_module() -> None:
+def test_compare_is_the_function_from_the_package() -> None:
     case = tr.Case(name="a", invoke=lambda ctx: "x", expect_outcome=[expect.contains("x")])
     before, after = tr.evaluate([case]), tr.evaluate([case])
     comparison = tr.compare(before, after)
     assert isinstance(comparison, tr.Comparison) and comparison.regressions == []
-    assert tr.compare is compare_module and compare_module.compare(before, after, threshold=0.2).threshold == 0.2
+    assert tr.compare is compare_module.compare and tr.compare(before, after, threshold=0.2).threshold == 0.2
     assert isinstance(comparison.cases[0], tr.CaseDelta)

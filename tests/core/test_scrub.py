@@ -154,9 +154,9 @@ def test_the_one_search_for_any_hint_answers_as_a_test_per_hint_would() -> None:
     short, run together and overlapping included, and a text holding a hint must still be scrubbed."""
     import random
 
-    from trialrun import _scrub
+    from trialrun._scrub.shapes import ALL_HINTS, ANY_HINT
 
-    hints = _scrub._ALL_HINTS
+    hints = ALL_HINTS
     rng = random.Random(15)
     letters = "".join(sorted(set("".join(hints)))) + " ."
     for _ in range(20_000):
@@ -164,9 +164,9 @@ def test_the_one_search_for_any_hint_answers_as_a_test_per_hint_would() -> None:
         for _ in range(rng.randint(0, 2)):
             hint, at = rng.choice(hints), rng.randint(0, len(text))
             text = text[:at] + hint[:rng.randint(1, len(hint))] + text[at:]
-        assert (_scrub._ANY_HINT.search(text) is not None) == any(h in text for h in hints), text
+        assert (ANY_HINT.search(text) is not None) == any(h in text for h in hints), text
     for hint in hints:
-        assert _scrub._ANY_HINT.search(f"x{hint}y") and not _scrub._ANY_HINT.search(f"x{hint[:-1]} {hint[-1]}y")
+        assert ANY_HINT.search(f"x{hint}y") and not ANY_HINT.search(f"x{hint[:-1]} {hint[-1]}y")
     assert scrub_text('{"output": "the key is sk-proj-abcdefghijklmnopqrstuvwx"}') == '{"output": "the key is REDACTED"}'
 
 

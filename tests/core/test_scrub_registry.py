@@ -16,6 +16,7 @@ import pytest
 import trialrun as tr
 from trialrun import _scrub
 from trialrun._scrub import MIN_REGISTERED, REDACTED, add_header_credentials, add_secret, scrub_bytes, scrub_text
+from trialrun._scrub.registry import _current
 
 
 def test_registering_is_process_wide_and_scrubs_exactly_that_value() -> None:
@@ -30,9 +31,9 @@ def test_registering_is_process_wide_and_scrubs_exactly_that_value() -> None:
                  "registry-value-01 and alpha-"):
         assert scrub_text(text) is text  # not a copy either: nothing was found
     assert add_secret("alpha-registry-value-01") is True  # a second time: no change, no rebuild
-    state = _scrub._current()
+    state = _current()
     add_secret("alpha-registry-value-01")
-    assert _scrub._current() is state
+    assert _current() is state
 
 
 def test_a_short_value_is_not_registered_and_says_so_once_per_source() -> None:
@@ -106,7 +107,7 @@ def test_many_registered_values_are_found_in_one_pass_overlapping_ones_too() -> 
         add_secret(value, source="a test")
     add_secret("xxab-overlap-one", source="a test")
     add_secret("overlap-one-yyzz", source="a test")
-    state = _scrub._current()
+    state = _current()
     assert state.matcher is not None  # past _FIND_AT_MOST variants: the trie regex
     text = " | ".join(values) + " xxab-overlap-one-yyzz bulk-credential-999-end"
     scrubbed = scrub_text(text)

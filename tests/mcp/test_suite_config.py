@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from trialrun.cli import main
-from trialrun.report._exchange_log import read_trial_exchanges, sidecar_path
+from trialrun.report.exchanges import read_trial_exchanges, sidecar_path
 from trialrun.suite._tests_file import suite_json_schema
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "mcp"

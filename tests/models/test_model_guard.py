@@ -17,7 +17,7 @@ import openai
 import pytest
 
 import trialrun as tr
-from trialrun._util.workers import Workers
+from trialrun._util.workers import DAEMON_THREADS
 from trialrun.models import NetworkBlockedError, guard
 
 ADVICE = ("Deterministic cases must not reach the network: use a ScriptedModel or a Cassette, or mark the case "
@@ -175,11 +175,11 @@ def test_install_after_uninstall_patches_again() -> None:
 
 
 def test_the_runners_guard_blocks_collects_and_restores_the_context_it_found() -> None:
-    """The runner's plain-class form of `no_network` (`_NoNetwork`), nested in an allowing scope and around a
-    blocking one: the same attempts, messages and scope restoration as the generator-based `no_network`."""
+    """`no_network` as the runner enters it (positionally, a case's label), nested in an allowing scope and
+    around a blocking one: the attempts, the messages and the scope it found restored."""
     guard.block_globally(False)
     with guard.allow_network():
-        with guard._NoNetwork("deterministic case 'fast'") as attempts:
+        with guard.no_network("deterministic case 'fast'") as attempts:
             assert guard.is_blocking()
             with pytest.raises(NetworkBlockedError) as info:
                 socket.getaddrinfo("pypi.org", 443)
@@ -329,18 +329,10 @@ def test_a_pool_keeps_no_guard_state_of_the_code_that_started_its_threads(real_h
         with guard.no_network(label="case 'later'"):
             assert pool.submit(_fetch, real_host).result() == "blocked"
 
-    tools = Workers("test-guard")  # trialrun's tool workers run each job in the context the caller copied
-    done = threading.Event()
-    outcome: list[str] = []
-    with guard.no_network(label="case 'starts a tool worker'"):
-        context = contextvars.copy_context()
-        tools.submit(lambda: (outcome.append(context.run(_fetch, real_host)), done.set()))
-        assert done.wait(5)
-    done.clear()
-    context = contextvars.copy_context()
-    tools.submit(lambda: (outcome.append(context.run(_fetch, real_host)), done.set()))
-    assert done.wait(5)
-    assert outcome == ["blocked", "reached"]
+    # trialrun's own threads (trials, timed tools) run each call in the context of the code that submitted it
+    with guard.no_network(label="case 'starts a tool thread'"):
+        assert DAEMON_THREADS.submit(_fetch, real_host).result(5) == "blocked"
+    assert DAEMON_THREADS.submit(_fetch, real_host).result(5) == "reached"
 
 
 # -- proxies: a loopback proxy reaches real hosts --------------------------------------------------------------

@@ -63,7 +63,7 @@ def test_the_suite_on_ray_reports_what_it_reports_locally(ray_cluster: str, proj
             numbers = {e["n"] for e in kept[case["name"], trial["trial"]]}
             assert {turn["exchange"] for turn in trial["trajectory"]["turns"]} <= numbers and numbers
     # ... and `trialrun view`'s trial page shows them under the turns.
-    from trialrun.report._exchange_log import read_trial_exchanges
+    from trialrun.report.exchanges import read_trial_exchanges
     from trialrun.report._history import load_history
     from trialrun.render.exchanges import trial_page
 
@@ -102,7 +102,7 @@ def test_without_ray_the_error_names_the_extra_and_import_trialrun_never_loads_r
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert "ERROR executor 'ray' needs Ray" in out.stdout and "pip install 'trialrun[ray]'" in out.stdout, out.stderr
-    fresh = subprocess.run([sys.executable, "-c", "import sys, trialrun, trialrun.executor, trialrun.runner; "
+    fresh = subprocess.run([sys.executable, "-c", "import sys, trialrun, trialrun.run.executor, trialrun.run.runner; "
                             "print('ray' in sys.modules)"], capture_output=True, text=True, timeout=60)
     assert fresh.stdout.strip() == "False", fresh.stderr
     cli = subprocess.run([sys.executable, "-c", "import sys; sys.modules['ray'] = None; from trialrun.cli import main; "

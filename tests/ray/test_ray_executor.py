@@ -106,7 +106,7 @@ def _with_careless() -> list[tr.Case]:
 def _kept(cases: list[tr.Case], path: Path, sidecar_trials: Any, **options: Any) -> tuple[Any, dict]:
     """A run of `cases` with its exchanges kept in the sidecar `path` (as `trialrun run` keeps them), and that
     sidecar's trials: the exchanges are scrubbed (neither planted secret is anywhere in the file)."""
-    from trialrun.report._exchange_log import ExchangeLog
+    from trialrun.report.exchanges import ExchangeLog
 
     log = ExchangeLog.open(path, run_id="eval_x")
     try:

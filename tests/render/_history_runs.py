@@ -82,7 +82,7 @@ def served(results: Path) -> Iterator[str]:
 
 
 # -- a journal, written as docs/journal.md says a run writes it ----------------------------------------------
-#: The journals "being written" here: a live run holds its journal's lock (trialrun.journal.is_live), so these
+#: The journals "being written" here: a live run holds its journal's lock (trialrun.report.journal.is_live), so these
 #: hold it too until `end_journal`.
 _WRITING: dict[Path, int] = {}
 
@@ -116,7 +116,7 @@ def append_trial(path: Path, case: str, trial: int, *, passed: bool, elapsed_s: 
 
 def end_journal(path: Path, status: str = "completed") -> None:
     with path.open("a", encoding="utf-8") as journal:
-        journal.write('{"event": "end", "status": "%s"}\n' % status)
+        journal.write(f'{{"event": "end", "status": "{status}"}}\n')
     fd = _WRITING.pop(path, None)
     if fd is not None:
         os.close(fd)  # the writer is done: its lock goes with it

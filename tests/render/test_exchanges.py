@@ -160,7 +160,7 @@ def test_real_streamed_traffic_is_shown_as_its_message_and_its_events(folder: st
     """Recorded provider streams, through the sidecar and onto the page: each streamed turn's exchange shows the
     message the stream adds up to (the same text the trajectory read from it) and its raw events."""
     from trialrun.models._cassette_io import load_exchanges
-    from trialrun.report._exchange_log import trial_record
+    from trialrun.report.exchanges import trial_record
     from trialrun.render.exchanges import exchange_details
     from trialrun.wire import decode_trajectory
 

@@ -145,7 +145,7 @@ def test_a_live_journal_field_of_the_wrong_type_is_a_note_on_its_page(runs: Path
     journal = results / f"{LIVE}.jsonl"
     journal.write_text("".join(json.dumps(item) + "\n" for item in lines))
     fd = os.open(journal, os.O_RDONLY)
-    fcntl.flock(fd, fcntl.LOCK_EX)  # a run is writing it (trialrun.journal.is_live)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # a run is writing it (trialrun.report.journal.is_live)
     _WRITING[journal] = fd
     try:
         client = _client(results)

@@ -21,8 +21,8 @@ from typing import Any, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
-from .._util.workers import TOOL_WORKERS, call_with_limit
 from ..trajectory import killed_text
+from .._util.workers import DAEMON_THREADS, call_with_limit
 from ..wire import ToolSpec
 from . import _confine
 from ._commands import CURRENT_CALL, CallScope, command_env, cut_note, run_shell, stop_commands
@@ -89,7 +89,6 @@ class Tool:
         self.description = description if description is not None else doc
         self.timeout_s = _check_timeout(timeout_s, f"timeout_s of tool {self.name}")
         self.is_async = inspect.iscoroutinefunction(fn)
-        self._quick = True  # its last call on a worker was quick: `run` waits for the next one on the loop
         self._model = self._arguments_model(fn, param_docs)
         schema = self._model.model_json_schema()
         schema.pop("title", None)
@@ -132,9 +131,9 @@ class Tool:
     async def run(self, arguments: dict[str, Any], *, timeout_s: float | None = None) -> str:
         """Validate, call (a sync tool in a thread), time-limit, and render the result as text.
 
-        A sync tool with a time limit runs on a worker that starts it at once, so its clock starts when it starts:
-        a shared fixed-size pool would count the time it waited for a free worker, and time out busy tools that
-        were never slow. A call that is given up on (its time limit, or the awaiting task cancelled) is abandoned:
+        A sync tool with a time limit runs on a daemon thread of its own that starts it at once, so its clock starts
+        when it starts: a shared fixed-size pool would count the time it waited for a free worker, and time out busy
+        tools that were never slow. A call that is given up on (its time limit, or the awaiting task cancelled) is abandoned:
         the commands it started are killed (see `_commands`), as a thread cannot be.
         """
         values = self.validate(arguments)
@@ -146,20 +145,7 @@ class Tool:
             if self.is_async:
                 result = await (asyncio.wait_for(self.fn(**values), limit) if limit is not None else self.fn(**values))
             elif limit is not None:
-                # A quick tool is waited for right here, the loop blocked for at most _HANDOFF_S: the worker takes
-                # the GIL at once instead of queueing behind the loop's other work (up to the 5 ms switch interval)
-                # and its result needs no trip through the loop's self-pipe; its worker is woken on the loop's core
-                # and hands back from it (`start_here`: no idle core to wake). A tool that overran that once goes
-                # straight to the future (and back here when a later call of it is quick again).
-                quick = self._quick
-                job = (_WORKERS.start_here if quick else _WORKERS.start)(self.fn, **values)
-                if quick and job.wait(_HANDOFF_S):
-                    result = job.result()
-                else:
-                    try:
-                        result = await asyncio.wait_for(job.future(), max(limit - (time.monotonic() - started), 0.0))
-                    finally:
-                        self._quick = job.duration is not None and job.duration < _HANDOFF_S
+                result = await asyncio.wait_for(asyncio.wrap_future(DAEMON_THREADS.submit(self.fn, **values)), limit)
             else:
                 result = await asyncio.to_thread(self.fn, **values)  # to_thread copies contextvars
         except asyncio.TimeoutError:
@@ -176,8 +162,8 @@ class Tool:
 
     def run_sync(self, arguments: dict[str, Any], *, timeout_s: float | None = None) -> str:
         """The same, without an event loop. A time limit runs the tool on a daemon thread that starts it at once
-        (this thread's companion, `_threads.call_with_limit`), and abandons it when late: a thread cannot be
-        killed, but the commands it started are, and it no longer holds anyone up."""
+        (`_util.workers.call_with_limit`), and abandons it when late: a thread cannot be killed, but the commands
+        it started are, and it no longer holds anyone up."""
         values = self.validate(arguments)
         limit = self._limit(timeout_s)
         scope = CallScope()
@@ -215,11 +201,6 @@ class Tool:
 
     def __repr__(self) -> str:
         return f"Tool({self.name!r})"
-
-
-_WORKERS = TOOL_WORKERS
-#: How long the event loop waits, blocked, for a quick sync tool before it awaits the call instead (see `Tool.run`)
-_HANDOFF_S = 0.0003  # a woken worker takes 20-50 µs on a calm machine; under load, longer waits cost the loop more
 
 
 @overload

@@ -14,8 +14,9 @@ from typing import Any, NoReturn
 import click
 
 from ._common import THRESHOLD, _check_output_file, _console, _say
+from ._plan import Plan, chosen, ready_to_save
 
-__all__ = ["arm_options", "wants_arms", "run_arms", "ArmsArgs", "RunParts"]
+__all__ = ["arm_options", "wants_arms", "run_arms", "ArmsArgs"]
 
 _OPTIONS: list[Callable[[Any], Any]] = [
     click.option("--arms", "arms", metavar="A,B[,...]",
@@ -64,23 +65,9 @@ def wants_arms(config: Any, options: dict[str, Any]) -> bool:
     return wanted
 
 
-@dataclass(frozen=True)
-class RunParts:
-    """What an A/B run shares with a plain `trialrun run`, handed over by `_run` (which this module cannot import:
-    `_run` imports it): the tests chosen, a run's plan, the results store made ready, the garbage collector's freeze
-    around the run and its end, and the exit code of a signal."""
-
-    chosen: Callable[..., list[str]]
-    plan: Callable[..., Any]
-    ready_to_save: Callable[..., Any]
-    freeze: Callable[[], None]
-    leave_frozen: Callable[[], None]
-    signal_exit: Callable[[int | None], int]
-
-
 @dataclass
 class ArmsArgs:
-    """What `run` was asked, besides the arms, and the parts of `run` an A/B run uses."""
+    """What `run` was asked, besides the arms."""
 
     test_ids: tuple[str, ...]
     names: tuple[str, ...]
@@ -92,7 +79,6 @@ class ArmsArgs:
     markdown_path: str | None
     summary: bool
     trials_given: bool
-    parts: RunParts
 
 
 def run_arms(config: Any, options: dict[str, Any], a: ArmsArgs) -> NoReturn:
@@ -117,7 +103,7 @@ def run_arms(config: Any, options: dict[str, Any], a: ArmsArgs) -> NoReturn:
     max_trials = (options.get("max_trials") or DEFAULT_MAX_TRIALS) if until else None
     plans, suite_file = _preflight(config, arms, a)
     _check_prices(arms, options.get("max_cost_usd"))
-    store = a.parts.ready_to_save(config, None, a.markdown_path)
+    store = ready_to_save(config, None, a.markdown_path)
     seed = options["seed"] if options.get("seed") is not None else random.SystemRandom().randrange(2**32)
     snapshots = _snapshots(arms, suite_file, a.labels, baseline=baseline, seed=seed, until=until)
     console = _console(stderr=a.as_json, plain_ok=True)
@@ -129,8 +115,8 @@ def run_arms(config: Any, options: dict[str, Any], a: ArmsArgs) -> NoReturn:
     run, stopped = evaluate_with_progress(
         arms, plans, recorders, console, baseline=baseline, seed=seed, until=until, max_trials=max_trials,
         max_cost=options.get("max_cost_usd"), threshold=threshold, snapshots=snapshots, enabled=not a.as_json,
-        include_live_canary=next(iter(plans.values())).include_live_canary, parts=a.parts)
-    finish(run, stopped, arms, recorders, store, parts=a.parts, threshold=threshold, gate=bool(options.get("fail_on_regression")),
+        include_live_canary=next(iter(plans.values())).include_live_canary)
+    finish(run, stopped, arms, recorders, store, threshold=threshold, gate=bool(options.get("fail_on_regression")),
            as_json=a.as_json, markdown_path=a.markdown_path, summary=a.summary)
     raise AssertionError("unreachable")  # pragma: no cover  # finish ends the process
 
@@ -141,20 +127,20 @@ def _preflight(config: Any, arms: list[Any], a: ArmsArgs) -> tuple[dict[str, Any
     from ..suite._build import build_cases, check_api_keys, ignored_by_custom_agent, suite_warnings
     from ..suite._tests_file import SuiteError, read_suite
     suite_file = read_suite(config.suite_path())
-    chosen = a.parts.chosen(suite_file, config, a.test_ids, a.names, a.tags)
+    selected = chosen(suite_file, config, a.test_ids, a.names, a.tags)
     # One selection for every arm: when one arm's model is live, every arm runs the live canaries too (paired tests)
     include = a.include_live_canary or any(arm.config.model_spec.live for arm in arms)
     plans = {}
     for arm in arms:
-        cases = build_cases(suite_file, arm.config, only=chosen, include_live_canary=include)
+        cases = build_cases(suite_file, arm.config, only=selected, include_live_canary=include)
         check_api_keys(arm.config)
-        plans[arm.name] = a.parts.plan(suite_file, chosen, cases, include,
+        plans[arm.name] = Plan(suite_file, selected, cases, include,
                                 [(c.name, c.trials or arm.config.trials) for c in cases
                                  if c.mode == "deterministic" or include])
     if not plans[arms[0].name].count:
-        raise click.UsageError(f"the selected test(s) {', '.join(map(repr, chosen))} are live canaries, skipped "
+        raise click.UsageError(f"the selected test(s) {', '.join(map(repr, selected))} are live canaries, skipped "
                                "without --include-live-canary; add it to run them (nothing was run)")
-    warnings = suite_warnings(suite_file, config, only=chosen)
+    warnings = suite_warnings(suite_file, config, only=selected)
     if a.strict and warnings:
         raise SuiteError([f"{w} (an error with --strict)" for w in warnings])
     for warning in warnings:

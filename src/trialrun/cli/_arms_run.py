@@ -12,6 +12,7 @@ from typing import Any, NoReturn
 
 import click
 
+from ._plan import signal_exit
 from ._common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, _console, _print_styled, _say, _write_outputs
 
 __all__ = ["evaluate_with_progress", "finish"]
@@ -20,7 +21,7 @@ __all__ = ["evaluate_with_progress", "finish"]
 def evaluate_with_progress(arms: list[Any], plans: dict[str, Any], recorders: dict[str, Any], console: Any, *,
                            baseline: str, seed: int, until: bool, max_trials: int | None, max_cost: float | None,
                            threshold: float, snapshots: dict[str, dict[str, Any]], enabled: bool,
-                           include_live_canary: bool, parts: Any) -> tuple[Any, int | None]:
+                           include_live_canary: bool) -> tuple[Any, int | None]:
     """Run the arms' rounds with a progress bar (each trial labelled by its arm, each round of an --until-decided
     run a line saying where the test stands), every trial journalled by its arm's recorder as it ends: the run, and
     the exit code of the signal that stopped it (None when it ran to its end)."""
@@ -41,7 +42,6 @@ def evaluate_with_progress(arms: list[Any], plans: dict[str, Any], recorders: di
             console.print(round_line(note, baseline), markup=False, highlight=False, emoji=False)
 
     stopped = None
-    parts.freeze()
     with progress:
         try:
             run = evaluate_arms(
@@ -54,13 +54,13 @@ def evaluate_with_progress(arms: list[Any], plans: dict[str, Any], recorders: di
                 on_round=on_round, executor=config.executor)
         except ArmsInterrupted as interrupted:
             run = interrupted.run
-            stopped = parts.signal_exit(interrupted.signal)
+            stopped = signal_exit(interrupted.signal)
         except KeyboardInterrupt as again:  # a second Ctrl-C while teardowns ran: give up on them
             progress.stop()
             kept = "; ".join(f"{name}: {r.abandon()}" for name, r in recorders.items())
             _say(f"interrupted again: stopped waiting for teardowns; {kept}")
             sys.stderr.flush()
-            os._exit(parts.signal_exit(getattr(again, "signal", None)))
+            os._exit(signal_exit(getattr(again, "signal", None)))
         except BaseException:
             for recorder in recorders.values():
                 recorder.drop()
@@ -68,7 +68,7 @@ def evaluate_with_progress(arms: list[Any], plans: dict[str, Any], recorders: di
     return run, stopped
 
 
-def finish(run: Any, stopped: int | None, arms: list[Any], recorders: dict[str, Any], store: Any, *, parts: Any,
+def finish(run: Any, stopped: int | None, arms: list[Any], recorders: dict[str, Any], store: Any, *,
            threshold: float, gate: bool, as_json: bool, markdown_path: str | None, summary: bool) -> NoReturn:
     """Save every arm's report, compare each arm with the baseline, say and save it all, and end the command."""
     from ..report.compare import compare
@@ -117,7 +117,6 @@ def finish(run: Any, stopped: int | None, arms: list[Any], recorders: dict[str, 
         code = EXIT_FAILED if failed else EXIT_OK
     else:
         code = EXIT_FAILED if any(r.failed_case_count for r in run.reports.values()) else EXIT_OK
-    parts.leave_frozen()
     sys.exit(code)
 
 

@@ -20,8 +20,8 @@ from ._common import _check_output_file, _fail_cleanly, _say, _store
 def export(run_ref: str, fmt: str, output: str | None, results_dir: str | None, config_path: str | None) -> None:
     """Write RUN's trajectories for other tools: OpenTelemetry GenAI spans as OTLP JSON (--format otel), or one
     ATIF trajectory per trial (--format atif)."""
-    from ..report._exchange_log import sidecar_path
     from ..report._export import export_text
+    from ..report.exchanges import sidecar_path
     from ..report.store import load_report
 
     _check_output_file(output, "--output")

@@ -37,7 +37,7 @@ def regrade(run_ref: str | None, suite: str | None, config_path: str | None, res
 def regrade_command(run_ref: str | None, suite: str | None, config_path: str | None, results_dir: str | None,
                     as_json: bool, *, say: Callable[..., None], make_latest: bool = False) -> int:
     """Regrade the run `run_ref` names and save it; the exit code (`run`'s: 1 when a test of it fails)."""
-    from ..report._exchange_log import copy_sidecar, sidecar_path
+    from ..report.exchanges import copy_sidecar, sidecar_path
     from ..suite._regrade import regrade_report
     from ..suite.config import load_config
     from ..report._grading import carry_forward

@@ -1,6 +1,5 @@
 """`trialrun run`: the checks before anything runs (the tests chosen, their cases, the folders and files the run
-will write), the run with its progress bar and journal, the result file saved, the report printed and written; and
-the garbage collector around it (paused while the modules load, what was loaded frozen during the run)."""
+will write), the run with its progress bar and journal, the result file saved, the report printed and written."""
 
 from __future__ import annotations
 
@@ -16,7 +15,8 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import click
 
 from .._util.display import clean
-from ._arms import ArmsArgs, RunParts, arm_options, wants_arms
+from ._arms import ArmsArgs, arm_options, wants_arms
+from ._plan import Plan, chosen, ready_to_save, signal_exit
 from ._common import (EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, _check_output_file, _check_results_dir,
                       _check_suite_exists, _config_note, _console, _emit_report, _fail_cleanly, _load_config, _log_config, _print_styled,
                       _report_files, _say)
@@ -80,8 +80,6 @@ def run(test_ids: tuple[str, ...], trials: int | None, tags: tuple[str, ...], na
         junit_path: str | None, markdown_path: str | None, no_summary: bool, **ab: Any) -> None:
     """Run the suite, or the tests named (TEST_ID ...; `all` or nothing runs every test). With arms (`--arms A,B`
     or [arms] tables in trialrun.toml), an A/B run of the same tests under each arm (`_arms`)."""
-    _pause_gc()
-    _import_httpx_without_its_cli()
     from .._scrub import scrub_text
     from ..suite._build import config_snapshot
 
@@ -101,11 +99,11 @@ def run(test_ids: tuple[str, ...], trials: int | None, tags: tuple[str, ...], na
         from ._arms import run_arms
 
         run_arms(config, ab, ArmsArgs(test_ids, names, tags, include_live_canary, strict, label_map, as_json,
-                                      markdown_path, not no_summary, trials is not None, _PARTS))
+                                      markdown_path, not no_summary, trials is not None))
     with _nothing_run_yet(lambda: recorder):
         plan = _preflight(config, test_ids, names, tags, include_live_canary=include_live_canary, strict=strict)
         console = _console(stderr=as_json, plain_ok=True)
-        store = _ready_to_save(config, junit_path, markdown_path)
+        store = ready_to_save(config, junit_path, markdown_path)
         snapshot = config_snapshot(config, plan.suite_file, label_map)
         if config.model_spec.live and not as_json:
             _print_styled(console, f"live model {clean(scrub_text(str(config.model_spec)))}: tests call the provider",
@@ -119,28 +117,11 @@ def run(test_ids: tuple[str, ...], trials: int | None, tags: tuple[str, ...], na
         stopped = exit_code = EXIT_INTERRUPTED
     if stopped is not None:
         _end_interrupted(report, exit_code, where)
-    _leave_frozen_at_exit()
     sys.exit(exit_code)
 
 
-@dataclass(frozen=True)
-class _Plan:
-    """What the run will do, checked before anything runs: the suite, the tests chosen and their cases, whether live
-    canaries run, and (case name, trials) of each case whose trials run (a live canary's only when they do)."""
-
-    suite_file: Any
-    chosen: list[str]
-    cases: list[Any]
-    include_live_canary: bool
-    trials: list[tuple[str, int]]
-
-    @property
-    def count(self) -> int:
-        return sum(n for _, n in self.trials)
-
-
 def _preflight(config: Any, test_ids: tuple[str, ...], names: tuple[str, ...], tags: tuple[str, ...], *,
-               include_live_canary: bool, strict: bool) -> _Plan:
+               include_live_canary: bool, strict: bool) -> Plan:
     """Read the suite, choose the tests, build their cases, check the API keys they need and say the suite's
     warnings (errors with --strict): a usage or suite error here means nothing was run."""
     from ..suite._build import build_cases, check_api_keys, ignored_by_custom_agent, suite_warnings
@@ -148,11 +129,11 @@ def _preflight(config: Any, test_ids: tuple[str, ...], names: tuple[str, ...], t
 
     _check_suite_exists(config)
     suite_file = read_suite(config.suite_path())
-    chosen = _chosen(suite_file, config, test_ids, names, tags)
+    chosen = chosen(suite_file, config, test_ids, names, tags)
     include = include_live_canary or config.model_spec.live
     cases = build_cases(suite_file, config, only=chosen, include_live_canary=include)
     check_api_keys(config)
-    plan = _Plan(suite_file, chosen, cases, include,
+    plan = Plan(suite_file, chosen, cases, include,
                  [(c.name, c.trials or config.trials) for c in cases if c.mode == "deterministic" or include])
     if not plan.count:  # every selected test is a live canary the gate would skip: nothing to grade, nothing to save
         raise click.UsageError(
@@ -166,47 +147,7 @@ def _preflight(config: Any, test_ids: tuple[str, ...], names: tuple[str, ...], t
     return plan
 
 
-def _chosen(suite_file: Any, config: Any, test_ids: tuple[str, ...], names: tuple[str, ...],
-            tags: tuple[str, ...]) -> list[str]:
-    """The ids of the suite's tests that the TEST_IDs, --name and --tag select, in the suite's order; a usage error
-    for an id the suite does not have, or a selection of none."""
-    wanted = [t for t in test_ids if t != "all"] + list(names)
-    known = [t.id for t in suite_file.tests]
-    known_ids = set(known)
-    unknown = [t for t in wanted if t not in known_ids]
-    if unknown:
-        shown = ", ".join(known[:20]) + (f", ... ({len(known) - 20:,} more)" if len(known) > 20 else "")
-        raise click.UsageError(f"no test {', '.join(map(repr, unknown[:20]))} in {config.suite_path()} (tests: {shown})")
-    known_tags = sorted({tag for test in suite_file.tests for tag in test.tags})
-    unknown_tags = [tag for tag in tags if tag not in known_tags]
-    if unknown_tags:
-        import difflib
-
-        close = [c for tag in unknown_tags for c in difflib.get_close_matches(tag, known_tags, n=1, cutoff=0.6)]
-        raise click.UsageError(f"no test in {config.suite_path()} has the tag {', '.join(map(repr, unknown_tags))}"
-                               + (f"; did you mean {', '.join(map(repr, close))}?" if close else "")
-                               + f" (tags: {', '.join(known_tags) or 'none'})")
-    wanted_ids = set(wanted)
-    chosen = [t.id for t in suite_file.tests if (not wanted or t.id in wanted_ids) and (not tags or set(tags) & set(t.tags))]
-    if not chosen:
-        raise click.UsageError(f"no test matches the selection ({_selection(test_ids, names, tags)})")
-    return chosen
-
-
-def _ready_to_save(config: Any, junit_path: str | None, markdown_path: str | None) -> Any:
-    """The results store, its folder made and writable, and the report files writable (the temp files a killed run
-    left beside them removed), before anything runs."""
-    from ..report.store import ResultsStore
-
-    store = ResultsStore(config.results_path())
-    _check_results_dir(store.directory)
-    _check_output_file(junit_path, "--junit")
-    _check_output_file(markdown_path, "--markdown")
-    _remove_stale_temps_of(junit_path, markdown_path)
-    return store
-
-
-def _start_recorder(store: Any, config: Any, plan: _Plan, snapshot: Any) -> Any:
+def _start_recorder(store: Any, config: Any, plan: Plan, snapshot: Any) -> Any:
     """The run's journal, begun in the results folder (each trial is kept as it ends)."""
     from ..run._records import RunRecorder
 
@@ -218,7 +159,7 @@ def _start_recorder(store: Any, config: Any, plan: _Plan, snapshot: Any) -> Any:
     return recorder
 
 
-def _evaluate_with_progress(config: Any, plan: _Plan, snapshot: Any, recorder: Any, console: Any, *,
+def _evaluate_with_progress(config: Any, plan: Plan, snapshot: Any, recorder: Any, console: Any, *,
                             enabled: bool) -> tuple[Any, int | None]:
     """Run the cases with a progress bar, each trial recorded as it ends: the report, and the exit code of the signal
     that stopped the run (None when it ran to the end). A second interrupt while teardowns run ends the process."""
@@ -232,7 +173,6 @@ def _evaluate_with_progress(config: Any, plan: _Plan, snapshot: Any, recorder: A
         recorder.trial(case, result)
         progress.advance(result.passed, case.name)
 
-    _freeze_what_was_imported()
     with progress:
         try:
             report = runner.evaluate(
@@ -243,12 +183,12 @@ def _evaluate_with_progress(config: Any, plan: _Plan, snapshot: Any, recorder: A
             )
         except runner.EvaluationInterrupted as interrupted:
             report = interrupted.report
-            stopped = _signal_exit(interrupted.signal)
+            stopped = signal_exit(interrupted.signal)
         except KeyboardInterrupt as again:  # a second Ctrl-C (or SIGTERM) while teardowns still ran: give up on them
             progress.stop()
             _say(f"interrupted again: stopped waiting for teardowns; {recorder.abandon()}")
             sys.stderr.flush()
-            os._exit(_signal_exit(getattr(again, "signal", None)))
+            os._exit(signal_exit(getattr(again, "signal", None)))
         except BaseException:
             recorder.drop()
             raise
@@ -339,37 +279,6 @@ def _end_interrupted(report: Any, exit_code: int, where: Any) -> NoReturn:
     os._exit(exit_code)
 
 
-def _import_httpx_without_its_cli() -> None:
-    """Import httpx, but not the command line client its `__init__` imports to offer `httpx.main` (`httpx._main`:
-    click, rich and pygments when they are installed: rich and pygments are 0.03-0.05 s of every run; trialrun never
-    calls it).
-
-    Safe because nothing else changes: it is done only when httpx is not imported yet, the stand-in module exists
-    only while httpx's own `__init__` runs (its `from ._main import main`), and afterwards `httpx.main` still runs
-    httpx's client (imported when called) and `import httpx._main` imports the real module, as if httpx had never
-    bound it."""
-    if "httpx" in sys.modules or "httpx._main" in sys.modules:
-        return
-    import types
-
-    def main(*args: Any, **kwargs: Any) -> Any:
-        from httpx._main import main as real_main
-
-        return real_main(*args, **kwargs)
-
-    stand_in = types.ModuleType("httpx._main", "stands in while httpx is imported (trialrun.cli)")
-    stand_in.main = main  # type: ignore[attr-defined]
-    sys.modules["httpx._main"] = stand_in
-    try:
-        import httpx  # noqa: F401
-    finally:
-        if sys.modules.get("httpx._main") is stand_in:
-            del sys.modules["httpx._main"]
-        package = sys.modules.get("httpx")
-        if package is not None and package.__dict__.get("_main") is stand_in:
-            del package.__dict__["_main"]
-
-
 def _labels(values: tuple[str, ...]) -> dict[str, str]:
     labels = {}
     for item in values:
@@ -378,96 +287,3 @@ def _labels(values: tuple[str, ...]) -> dict[str, str]:
             raise click.BadParameter(f"{item!r} is not KEY=VALUE", param_hint="--label")
         labels[key.strip()] = value
     return labels
-
-
-_GC_PAUSED = "trialrun.gc_paused"
-
-
-def _pause_gc() -> None:
-    """No garbage collection while the modules are imported and the cases built: that makes long-lived objects
-    only, which a collection would walk for nothing (passes over a growing heap, about 0.02 s); collection is back
-    when the run starts (`_freeze_what_was_imported`), or when the command ends before."""
-    import gc
-
-    if gc.isenabled():  # a caller who disabled collection keeps it so
-        gc.disable()
-        context = click.get_current_context()
-        context.meta[_GC_PAUSED] = True
-        context.call_on_close(gc.enable)
-
-
-def _freeze_what_was_imported() -> None:
-    """Leave what is alive before the run (modules, classes, schemas: most of the process's objects) out of the
-    garbage collector's passes until the command is done: a run makes many small objects, and each full pass
-    would walk all of those again (with the pause above, 0.03-0.04 s of collection in a 1,000-trial run instead of
-    0.08-0.09 s). Nothing is kept alive by this: the objects are still freed when their last reference goes; only
-    cycles among them wait for `gc.unfreeze` (at the end of the command; see `_leave_frozen_at_exit` for when the
-    process ends right after it)."""
-    import gc
-
-    context = click.get_current_context()
-    if _whole_process():
-        from ._gc import finalizers
-
-        context.meta[_FINALIZERS] = finalizers()
-    gc.freeze()
-    context.call_on_close(functools.partial(_unfreeze, context))
-    if context.meta.pop(_GC_PAUSED, False):
-        gc.enable()
-
-
-_FINALIZERS, _LEAVE_FROZEN = "trialrun.finalizers", "trialrun.leave_frozen"
-
-
-def _whole_process() -> bool:
-    """Whether this command is the process (`trialrun ...`, `python -m trialrun ...`), not a call of `main` from a
-    caller's code (tests, a notebook) whose interpreter goes on."""
-    from . import main
-
-    return getattr(sys.modules.get("__main__"), "main", None) is main
-
-
-def _leave_frozen_at_exit() -> None:
-    """The run is saved and every file trialrun wrote is closed, and the process ends now: leave the objects frozen
-    before the run out of the interpreter's last collection (0.1-0.3 s of walking every module's objects), when
-    nothing alive has a finalizer left to run (`_collector`: a user's open file, in a cycle, would lose its
-    buffered writes). Otherwise, and when `main` was called in-process, they are unfrozen as usual."""
-    from ._gc import nothing_to_finalize
-
-    context = click.get_current_context()
-    if _FINALIZERS in context.meta and _whole_process() and nothing_to_finalize(context.meta[_FINALIZERS]):
-        context.meta[_LEAVE_FROZEN] = True
-
-
-def _unfreeze(context: click.Context) -> None:
-    import gc
-
-    if not context.meta.get(_LEAVE_FROZEN):
-        gc.unfreeze()
-
-
-def _remove_stale_temps_of(*paths: str | None) -> None:
-    """The temp files a killed run left next to the report files it was writing (`.junit.xml.<hex>.tmp`)."""
-    from .._util.files import remove_stale_temps
-
-    for value in paths:
-        if value:
-            target = Path(os.path.realpath(value))
-            remove_stale_temps(target.parent, only_for=target.name)
-
-
-def _signal_exit(signum: int | None) -> int:
-    """The exit code of a run a signal stopped: 128 + the signal (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP)."""
-    return 128 + signum if signum else EXIT_INTERRUPTED
-
-
-def _selection(test_ids: tuple[str, ...], names: tuple[str, ...], tags: tuple[str, ...]) -> str:
-    """Every filter `run` was given, for a message about what it selected."""
-    ids = [t for t in test_ids if t != "all"]
-    parts = [f"{label}: {', '.join(values)}" for label, values in (("ids", ids), ("names", names), ("tags", tags)) if values]
-    return "; ".join(parts) or "all tests"
-
-
-#: What an A/B run (`_arms`) uses of this module.
-_PARTS = RunParts(chosen=_chosen, plan=_Plan, ready_to_save=_ready_to_save, freeze=_freeze_what_was_imported,
-                  leave_frozen=_leave_frozen_at_exit, signal_exit=_signal_exit)

@@ -18,7 +18,7 @@ and fails, the right tools within budget with a useless answer score 0.67 and fa
 over the turn budget scores 0.83 and passes.
 
 Output quality is judged, by default, by a documented deterministic heuristic (`heuristic_quality`); by an LLM
-judge when one is given (any callable returning 0, 0.25 or 0.5, see `trialrun.judge`); or later by hand
+judge when one is given (any callable returning 0, 0.25 or 0.5, see `trialrun.suite.judge`); or later by hand
 (`trialrun grade RUN TEST_ID 0.25`). An empty response, or a run that ended in an error, has no answer to judge:
 its output_quality is 0 whoever judges (the judge is not asked).
 

@@ -7,6 +7,7 @@ httpx only; nothing here is recorded: the MCP host records every message it serv
 
 from __future__ import annotations
 
+import functools
 import select
 import socket
 from collections.abc import Callable
@@ -14,12 +15,19 @@ from typing import Any
 
 import httpx
 
-__all__ = ["pass_on", "UPGRADE"]
+__all__ = ["pass_on", "UPGRADE", "MCP_PATH"]
 
+#: Where an endpoint that passes MCP traffic on (`pass_mcp`) takes it: `/trialrun-mcp/<token>` and the relays'.
+MCP_PATH = "/trialrun-mcp/"
 UPGRADE = "trialrun-mcp-relay"
 _HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "content-encoding", "te", "trailer",
         "upgrade", "host"}
-_CLIENT = httpx.Client(timeout=httpx.Timeout(30.0, read=None))  # one for every passage: loopback only
+
+
+@functools.cache
+def _client() -> httpx.Client:
+    """One client for every passage (loopback only), made at the first: the endpoint imports this module's path."""
+    return httpx.Client(timeout=httpx.Timeout(30.0, read=None))
 
 
 def pass_on(handler: Any, ports: Callable[[], tuple[int, int]]) -> None:
@@ -32,10 +40,10 @@ def pass_on(handler: Any, ports: Callable[[], tuple[int, int]]) -> None:
     length = int(handler.headers.get("content-length") or 0)
     body = handler.rfile.read(length) if length else b""
     headers = [(k, v) for k, v in handler.headers.items() if k.lower() not in _HOP]
-    request = _CLIENT.build_request(handler.command, f"http://127.0.0.1:{http_port}/mcp/{token}", headers=headers,
+    request = _client().build_request(handler.command, f"http://127.0.0.1:{http_port}/mcp/{token}", headers=headers,
                                     content=body)
     try:
-        response = _CLIENT.send(request, stream=True)
+        response = _client().send(request, stream=True)
     except httpx.HTTPError as exc:
         handler._plain(502, f"trialrun endpoint: the MCP host could not be reached ({type(exc).__name__})")
         return

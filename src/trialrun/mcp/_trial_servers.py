@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..endpoint import MCP_PATH
+from ._passage import MCP_PATH
 from ..trajectory import McpServerSeen, Trajectory
 from ..wire._types import Exchange
 from ._check import ScriptError

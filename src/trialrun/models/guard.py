@@ -1,6 +1,10 @@
 """The no-network guard: a deterministic run that tries to reach a real host fails loudly, never silently.
 
-`install()` patches the socket functions every HTTP stack ends in (name resolution and connect). Whether a call is
+The guard patches the socket functions every HTTP stack ends in (name resolution and connect), and puts them back
+when nothing needs them any more: `no_network()` and `patched()` hold the patches while they are entered (the runner
+holds them for a whole run, the pytest plugin for a test), `install()` holds them until `uninstall()` (the test
+suite's whole session); when the last holder lets go, every patched function is the original again, so code that
+runs after a trialrun run, or after a trialrun test in a user's pytest session, runs unpatched. Whether a call is
 blocked is decided per context: `no_network(label=...)` turns blocking on for the current thread or task and
 collects each blocked attempt, because SDKs often swallow the exception (the openai SDK turns it into "Connection
 error."); the runner fails the trial from the collected attempts. `block_globally(True)` sets the default for
@@ -9,7 +13,8 @@ contexts that never said (the test suite turns it on).
 Agents do not stay on one thread: they fan tool calls out to `threading.Thread`s, `ThreadPoolExecutor`s and
 `loop.run_in_executor`, and a new thread starts with an empty context. So `install()` also makes a thread inherit
 the guard state of the code that started it, and an executor job that of the code that submitted it (the job's
-state wins over its worker thread's, since pooled workers outlive the trial that started them).
+state wins over its worker thread's, since pooled workers outlive the trial that started them). A thread started
+while the patches were held keeps its state after they are gone (it is its own context's).
 
 Loopback hosts and unix sockets are allowed: the loopback model endpoint and local test servers use them. A proxy
 set in the environment (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY) is not, even on loopback: it reaches real hosts for
@@ -37,6 +42,7 @@ __all__ = [
     "NetworkBlockedError",
     "install",
     "uninstall",
+    "patched",
     "no_network",
     "allow_network",
     "block_globally",
@@ -71,10 +77,16 @@ class _Scope:
 _scope: ContextVar[_Scope | None] = ContextVar("trialrun_network_scope", default=None)
 _global = _Scope(block=False, label=_GLOBAL_LABEL)
 _install_lock = threading.Lock()
+#: The functions as they were before the guard patched them: kept after the patches are undone, so a call still
+#: inside a patched function on another thread finds its original.
 _originals: dict[str, Any] = {}
-#: Every patch is in place (set last by `install`, cleared first by `uninstall`): what `install` checks before
-#: taking the lock, since it runs at the start of every deterministic trial.
+#: Whether the patches are in place, who holds them: `install()` until `uninstall()`, and how many scoped holders
+#: (`no_network`, `patched`) are entered; all under `_install_lock`.
+_patches_on = False
 _installed = False
+_holds = 0
+#: Patched functions something else patched again over the guard's own (not restored: that would undo theirs).
+_left_in_place: set[str] = set()
 
 
 def is_blocking() -> bool:
@@ -83,35 +95,44 @@ def is_blocking() -> bool:
     return (scope if scope is not None else _global).block
 
 
-@contextlib.contextmanager
-def no_network(label: str = "code") -> Iterator[list[str]]:
-    """Block non-loopback connections in this context; yields the list that collects each blocked attempt's message.
+class no_network:  # noqa: N801 - used as a function: `with no_network(label=...) as attempts:`
+    """Block non-loopback connections in this context; entered, it gives the list that collects each blocked
+    attempt's message. A plain context manager (not a generator's): the runner enters one around every
+    deterministic trial and teardown.
 
     `label` says who tried, e.g. "case 'read_notes'": it appears as "... from deterministic case 'read_notes'"
-    (a label that already starts with "deterministic " is used as is).
+    (a label that already starts with "deterministic " is used as is). It holds the patches while entered (see
+    `patched`).
     """
-    with _NoNetwork(label) as attempts:
-        yield attempts
-
-
-class _NoNetwork:
-    """`no_network` as a plain context manager, for the runner, which enters one around every deterministic trial
-    and teardown: a third of the generator-based manager's cost. Makes sure the patches are in place each time
-    (something may have called `uninstall` since the last trial)."""
 
     __slots__ = ("_label", "_token")
 
-    def __init__(self, label: str) -> None:
+    def __init__(self, label: str = "code") -> None:
         self._label = label
 
     def __enter__(self) -> list[str]:
-        install()
+        _hold()
         scope = _Scope(True, self._label)
         self._token = _scope.set(scope)
         return scope.attempts
 
     def __exit__(self, *exc_info: object) -> None:
         _scope.reset(self._token)
+        _release()
+
+
+class patched:  # noqa: N801 - used as a function: `with patched():`
+    """Hold the guard's patches while entered (nothing is blocked by this alone): the first holder puts them in
+    place, the last one to leave takes them out, unless `install()` holds them. The runner holds them around a run,
+    so its trials' `no_network` find them in place."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        _hold()
+
+    def __exit__(self, *exc_info: object) -> None:
+        _release()
 
 
 @contextlib.contextmanager
@@ -308,45 +329,96 @@ def _executor_submit(self: concurrent.futures.ThreadPoolExecutor, fn: Callable[.
 
 
 def install() -> None:
-    """Patch the socket functions, `Thread.start`, `ThreadPoolExecutor.submit` and httpx's transports (once;
-    calling again does nothing), and httpx2's transports now if it is imported, else as soon as it is. Blocking
-    stays off until asked for. Once done, a call (the runner makes one per trial) returns at once, unless httpx2
-    was imported without being patched (a loader the import finder could not wrap): then it is patched now."""
+    """Patch the socket functions, `Thread.start`, `ThreadPoolExecutor.submit` and httpx's transports, and httpx2's
+    now if it is imported, else as soon as it is, and keep them patched until `uninstall()` (calling again does
+    nothing). Blocking stays off until asked for."""
     global _installed
-    if _installed and ("httpx2" in _patched or "httpx2" not in sys.modules):
-        return
     with _install_lock:
-        if not _originals:
-            _patch_functions()
-    if "httpx2" not in _patched:
-        _patch_when_imported("httpx2")  # outside the lock: it may wait for another thread's import of httpx2
-    _installed = True
+        _installed = True
+        patching = _put_in_place()
+    _httpx2(patching)
 
 
-def _patch_functions() -> None:
-    """The socket functions, `Thread.start`, `ThreadPoolExecutor.submit` and httpx's transports (under the lock)."""
+def uninstall() -> None:
+    """Undo `install()`: the original functions are back, unless a run or a `no_network` holds the patches (then
+    when the last of them ends)."""
+    global _installed
+    with _install_lock:
+        _installed = False
+        if not _holds:
+            _take_out()
+
+
+def _hold() -> None:
+    global _holds
+    with _install_lock:
+        _holds += 1
+        patching = _put_in_place()
+    _httpx2(patching)
+
+
+def _release() -> None:
+    global _holds
+    with _install_lock:
+        _holds -= 1
+        if not _holds and not _installed:
+            _take_out()
+
+
+def _httpx2(patching: bool) -> None:
+    """httpx2's transports patched now if it is imported, else when it is (outside the lock: it may wait for
+    another thread's import of httpx2)."""
+    if "httpx2" not in _patched and (patching or "httpx2" in sys.modules):
+        _patch_when_imported("httpx2")
+
+
+def _targets() -> list[tuple[str, Any, str, Any]]:
+    """(key in `_originals`, owner, attribute, the guard's function) of every function the guard patches."""
     import asyncio.base_events
 
-    _originals["loop_getaddrinfo"] = asyncio.base_events.BaseEventLoop.getaddrinfo
-    asyncio.base_events.BaseEventLoop.getaddrinfo = _loop_getaddrinfo  # type: ignore[method-assign]
-    _originals["getaddrinfo"] = socket.getaddrinfo
-    _originals["create_connection"] = socket.create_connection
-    _originals["connect"] = socket.socket.connect
-    _originals["connect_ex"] = socket.socket.connect_ex
-    _originals["thread_start"] = threading.Thread.start
-    _originals["executor_submit"] = concurrent.futures.ThreadPoolExecutor.submit
-    socket.getaddrinfo = _getaddrinfo
-    socket.create_connection = _create_connection
-    socket.socket.connect = _connect  # type: ignore[assignment]
-    socket.socket.connect_ex = _connect_ex  # type: ignore[assignment]
-    threading.Thread.start = _thread_start  # type: ignore[method-assign]
-    concurrent.futures.ThreadPoolExecutor.submit = _executor_submit  # type: ignore[assignment]
+    return [("loop_getaddrinfo", asyncio.base_events.BaseEventLoop, "getaddrinfo", _loop_getaddrinfo),
+            ("getaddrinfo", socket, "getaddrinfo", _getaddrinfo),
+            ("create_connection", socket, "create_connection", _create_connection),
+            ("connect", socket.socket, "connect", _connect), ("connect_ex", socket.socket, "connect_ex", _connect_ex),
+            ("thread_start", threading.Thread, "start", _thread_start),
+            ("executor_submit", concurrent.futures.ThreadPoolExecutor, "submit", _executor_submit)]
+
+
+def _put_in_place() -> bool:
+    """The socket functions, `Thread.start`, `ThreadPoolExecutor.submit` and httpx's transports patched, unless
+    they are (under the lock); True when this call patched them."""
+    global _patches_on
+    if _patches_on:
+        return False
+    for key, owner, name, ours in _targets():
+        if key in _left_in_place:  # still ours, under someone else's
+            _left_in_place.discard(key)
+            continue
+        _originals[key] = getattr(owner, name)
+        setattr(owner, name, ours)
+    _patches_on = True
     try:
         import httpx
     except ImportError:
         pass
     else:
         _patch_transports(httpx)
+    return True
+
+
+def _take_out() -> None:
+    """Every patched function back to its original (under the lock)."""
+    global _patches_on
+    if not _patches_on:
+        return
+    with _transports_lock:  # no transport is patched after this (see _patch_transports)
+        _patches_on = False
+    for key, owner, name, ours in _targets():
+        if getattr(owner, name) is ours:
+            setattr(owner, name, _originals[key])
+        else:
+            _left_in_place.add(key)
+    _unpatch_transports()
 
 
 # -- httpx's and httpx2's network transports ------------------------------------------------------------------------
@@ -356,7 +428,7 @@ def _patch_functions() -> None:
 # suite) does not pay its import (about 20 ms).
 
 _transports_lock = threading.Lock()  # never held while importing (an import may run on another thread meanwhile)
-_patched: dict[str, list[tuple[type, str]]] = {}  # package -> the (class, method) patched in it
+_patched: dict[str, list[tuple[type, str, Any]]] = {}  # package -> the (class, method, the guard's) patched in it
 
 
 def _patch_transports(module: Any) -> bool:
@@ -366,13 +438,14 @@ def _patch_transports(module: Any) -> bool:
     if sync is None or asynchronous is None:
         return False
     with _transports_lock:
-        if module.__name__ in _patched or not _originals:  # already done, or uninstalled meanwhile
+        if module.__name__ in _patched or not _patches_on:  # already done, or taken out meanwhile
             return True
-        done: list[tuple[type, str]] = []
+        done: list[tuple[type, str, Any]] = []
         for cls, name in ((sync, "handle_request"), (asynchronous, "handle_async_request")):
             _originals[f"{cls.__module__}.{cls.__qualname__}.{name}"] = original = getattr(cls, name)
-            setattr(cls, name, _checked_send(original, name))
-            done.append((cls, name))
+            ours = _checked_send(original, name)
+            setattr(cls, name, ours)
+            done.append((cls, name, ours))
         _patched[module.__name__] = done
         _remove_finders(module.__name__)
         return True
@@ -386,8 +459,9 @@ def _remove_finders(package: str | None) -> None:
 
 def _unpatch_transports() -> None:
     with _transports_lock:
-        for cls, name in (pair for pairs in _patched.values() for pair in pairs):
-            setattr(cls, name, _originals.pop(f"{cls.__module__}.{cls.__qualname__}.{name}"))
+        for cls, name, ours in (patch for patches in _patched.values() for patch in patches):
+            if cls.__dict__.get(name) is ours:  # (else something patched it again over the guard's: left)
+                setattr(cls, name, _originals[f"{cls.__module__}.{cls.__qualname__}.{name}"])
         _patched.clear()
         _remove_finders(None)
 
@@ -414,7 +488,7 @@ class _PatchOnImport:
             return None
         loader = spec.loader
         exec_module = getattr(loader, "exec_module", None)
-        if exec_module is None:  # a legacy loader: patched where install() looks again (see _patch_when_imported)
+        if exec_module is None:  # a legacy loader: patched where a holder looks again (see _httpx2)
             return spec
 
         def patched_exec_module(module: Any) -> None:
@@ -435,7 +509,7 @@ class _PatchOnImport:
 def _patch_when_imported(package: str) -> None:
     """Patch `package`'s transports now if it is imported (or being imported), else when it is."""
     with _transports_lock:
-        if package in _patched or not _originals:
+        if package in _patched or not _patches_on:
             return
         if not any(isinstance(f, _PatchOnImport) and f.package == package for f in sys.meta_path):
             sys.meta_path.insert(0, _PatchOnImport(package))  # first, then look: an import that starts now is seen
@@ -463,22 +537,3 @@ def _checked_send(original: Any, name: str) -> Any:
         return original(self, request)
 
     return handle_request
-
-
-def uninstall() -> None:
-    """Restore the original functions (for tools that must leave the process as they found it)."""
-    global _installed
-    import asyncio.base_events
-
-    with _install_lock:
-        _installed = False
-        if not _originals:
-            return
-        asyncio.base_events.BaseEventLoop.getaddrinfo = _originals.pop("loop_getaddrinfo")  # type: ignore[method-assign]
-        socket.getaddrinfo = _originals.pop("getaddrinfo")
-        socket.create_connection = _originals.pop("create_connection")
-        socket.socket.connect = _originals.pop("connect")  # type: ignore[method-assign]
-        socket.socket.connect_ex = _originals.pop("connect_ex")  # type: ignore[method-assign]
-        threading.Thread.start = _originals.pop("thread_start")  # type: ignore[method-assign]
-        concurrent.futures.ThreadPoolExecutor.submit = _originals.pop("executor_submit")  # type: ignore[method-assign]
-        _unpatch_transports()

@@ -11,7 +11,7 @@ import inspect
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Union
+from typing import Any
 
 from ..trajectory import ToolCall, Usage
 from ..wire import codec_for
@@ -29,9 +29,9 @@ DEFAULT_SIDE_REPLY = "OK"
 
 # What a script entry or a reactive function may give: a step, a provider error, a bare string (a final reply),
 # or None from a function (nothing left to say: the script is exhausted).
-StepLike = Union[Step, ProviderError, str]
-ScriptEntry = Union[StepLike, Callable[[ModelRequest], Union[StepLike, None]]]
-Script = Union[Sequence[ScriptEntry], Callable[[ModelRequest], Union[StepLike, None]]]
+StepLike = Step | ProviderError | str
+ScriptEntry = StepLike | Callable[[ModelRequest], StepLike | None]
+Script = Sequence[ScriptEntry] | Callable[[ModelRequest], StepLike | None]
 
 _NO_RETRY = {"x-should-retry": "false"}  # the SDKs obey it: a scripting mistake must not be retried into noise
 

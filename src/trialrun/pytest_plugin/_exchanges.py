@@ -2,10 +2,10 @@
 
 The plugin names its result file only when the session ends, and under pytest-xdist its trials run in several
 worker processes. So each process that runs trials (the session itself, or each worker) appends every finished
-trial's exchanges, scrubbed and capped (`_exchange_log.ExchangeLog`), to a part of its own, keyed by the item's
+trial's exchanges, scrubbed and capped (`report.exchanges.ExchangeLog`), to a part of its own, keyed by the item's
 position in the session (a worker knows no final case name: two modules' cases of one name are renamed by their
 node id only when the report is built). The session that saves the result file merges the parts into that file's
-sidecar (`_exchange_log.merge_parts`) and removes them; a session that saves none removes them. Parts are named as
+sidecar (`report.exchanges.merge_parts`) and removes them; a session that saves none removes them. Parts are named as
 `_files`' temp files (`.pytest-exchanges-<who>.<token>.tmp`) and locked while written: the plugin keeps no journal,
 so a killed session leaves no result file for them to belong to, and the next run in that folder removes them.
 """
@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..report._exchange_log import ExchangeLog, merge_parts, sidecar_path
+from ..report.exchanges import ExchangeLog, merge_parts, sidecar_path
 
 __all__ = ["SessionExchanges", "item_key"]
 

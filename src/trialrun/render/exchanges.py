@@ -1,5 +1,5 @@
 """The trial page of `trialrun view`: one trial's trajectory, every conversation's turns in order, and under each
-turn the raw request and response it was read from (collapsed), from the run's exchanges sidecar (`_exchange_log`);
+turn the raw request and response it was read from (collapsed), from the run's exchanges sidecar (`report.exchanges`);
 and the files the trial left in its workdir (`_files`).
 
 Server-rendered, no script: every text from the run is escaped here, and the page is scrubbed once more as a whole
@@ -16,7 +16,7 @@ from html import escape
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
-from ..report._exchange_log import TrialExchanges
+from ..report.exchanges import TrialExchanges
 from ..report._history import RunEntry
 from .._scrub import scrub_text
 from ..report.results import TrialResult

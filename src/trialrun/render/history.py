@@ -145,7 +145,7 @@ def trend_svg(labels: Sequence[str], series: Sequence[Series], *, config_changed
                          f'<text class="cfg-label" x="{x(i) + (-3 if near_right else 3):.1f}" y="{top + 10}" '
                          f'text-anchor="{"end" if near_right else "start"}">config</text>')
     step = max(1, n // 8)
-    for i, label in enumerate(labels):
+    for i in range(len(labels)):
         if i % step == 0 or i == n - 1:
             parts.append(f'<text class="axis" x="{x(i):.1f}" y="{height - bottom + 24}" text-anchor="middle">{i + 1}</text>')
     parts.append(f'<text class="axis" x="{left + plot_w / 2:.1f}" y="{height - 6}" text-anchor="middle">run (oldest first)</text>')

@@ -193,7 +193,7 @@ def junit_xml(report: RunReport, *, suite_name: str = "trialrun") -> str:
     """The report as a JUnit XML document (UTF-8 text with its XML declaration).
 
     >>> from datetime import datetime, timezone
-    >>> from trialrun.results import RunReport
+    >>> from trialrun.report.results import RunReport
     >>> empty = RunReport.build([], trial_count=1, started_at=datetime(2025, 1, 2, tzinfo=timezone.utc), duration_s=0)
     >>> '<testsuite name="trialrun" tests="0" failures="0" errors="0" skipped="0"' in junit_xml(empty)
     True

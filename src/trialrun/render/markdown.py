@@ -210,7 +210,7 @@ def report_markdown(report: RunReport, *, title: str | None = None) -> str:
     """The report as Markdown for a CI job summary or a pull-request comment.
 
     >>> from datetime import datetime, timezone
-    >>> from trialrun.results import RunReport
+    >>> from trialrun.report.results import RunReport
     >>> empty = RunReport.build([], trial_count=1, started_at=datetime(2025, 1, 2, tzinfo=timezone.utc), duration_s=0)
     >>> report_markdown(empty, title="Nightly").splitlines()[0]
     '## ⚪ Nightly — nothing graded'

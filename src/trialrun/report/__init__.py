@@ -1,5 +1,5 @@
 """What a run produced, kept and read back: the results model (`results`), the files that hold it (the run's
-`journal`, the results `store`, each trial's exchanges sidecar `_exchange_log`, the eval skill's result files
+`journal`, the results `store`, each trial's exchanges sidecar `exchanges`, the eval skill's result files
 `_skill_results`), and what is worked out from it (`metrics`, `_trajdiff`, `_history`, the hand grades and
 overrides `_grading` written by `_hand_grade`, the judges against them `_agreement`, the one wording of why a case
 failed `_why`, `_export` to other tools' formats), and the verdict on a change: `compare` (its data `_comparison`),

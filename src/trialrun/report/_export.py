@@ -118,7 +118,7 @@ def _requests(index: Any, case: str, trial: int) -> dict[int, tuple[str, str | N
 
 def otel_traces(report: RunReport, sidecar: Path | None = None) -> dict[str, Any]:
     """The run as an OTLP JSON ExportTraceServiceRequest: one trace per trial."""
-    from ._exchange_log import SidecarIndex
+    from .exchanges import SidecarIndex
     from .._version import __version__
 
     index = SidecarIndex.scan(sidecar) if sidecar is not None and sidecar.is_file() else None

@@ -7,13 +7,12 @@ in snake_case, plus what a person needs to see why a trial failed.
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 import os
 from datetime import datetime, timezone
 from collections.abc import Iterable, Sequence
-from typing import Any, NamedTuple, TypeVar, get_args
+from typing import Any, NamedTuple, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
@@ -28,8 +27,6 @@ __all__ = ["SCHEMA_VERSION", "TrialError", "TrialResult", "Judgement", "judge_tr
 #: 1.1: a trial records the kinds of model it talked to (`TrialResult.models`), a verdict whether it is a safety
 #: claim (`Verdict.safety`); files of 1.0 load, their trials' `models` is None.
 SCHEMA_VERSION = "1.1"
-
-_Model = TypeVar("_Model", bound=BaseModel)
 
 
 def jsonable(value: Any) -> Any:
@@ -167,31 +164,6 @@ class TrialResult(BaseModel):
         out, and the trial's error is its message."""
         return Run(self.output, self.trajectory, self.usage, self.cost_usd, _RUN_STATUSES.get(self.status or ""),
                    self.error.message if self.error is not None else None, killed=self.killed, files=self.files)
-
-
-@functools.cache
-def _settable(cls: type[BaseModel]) -> bool:
-    """Whether `_trusted` may build `cls` by setting what pydantic keeps per instance (no post-init hook, no extra
-    fields kept, no private attributes, not a root model): then it builds what `model_construct` would."""
-    return not (cls.__pydantic_post_init__ or cls.__pydantic_root_model__ or cls.__private_attributes__
-                or cls.model_config.get("extra") == "allow")
-
-
-_set = object.__setattr__
-
-
-def _trusted(cls: type[_Model], fields_set: set[str], values: dict[str, Any]) -> _Model:
-    """`cls.model_construct(fields_set, **values)` for `values` the caller built itself and checked by construction,
-    holding every field in declaration order: the same model, without model_construct's per-field alias and default
-    look-ups (the most of what building a trial's result cost, every trial)."""
-    if not _settable(cls):
-        return cls.model_construct(fields_set, **values)
-    model = cls.__new__(cls)
-    _set(model, "__dict__", values)
-    _set(model, "__pydantic_fields_set__", fields_set)
-    _set(model, "__pydantic_extra__", None)
-    _set(model, "__pydantic_private__", None)
-    return model
 
 
 class SkippedCase(BaseModel):

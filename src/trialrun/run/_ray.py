@@ -26,7 +26,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from ..report._exchange_log import ExchangeLog, TrialLine
+from ..report.exchanges import ExchangeLog, TrialLine
 from .._scrub import add_secret, registered_secrets
 from ..case import Case, CaseError, Problem
 from .executor import RayExecutor, require_ray

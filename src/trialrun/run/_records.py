@@ -1,6 +1,6 @@
 """A CLI run's records from start to end, so that no run is lost: its name reserved and its journal opened before
 the first trial, every finished trial journalled (and its raw exchanges appended to the run's exchanges sidecar,
-`_exchange_log`), the result file saved under the reserved name, and, when the results folder cannot take it (full,
+`report.exchanges`), the result file saved under the reserved name, and, when the results folder cannot take it (full,
 read-only), a fallback file in the temp folder that the message names."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .._scrub import secrets_version
-from ..report._exchange_log import DEFAULT_MAX_TRIAL_BYTES, ExchangeLog, sidecar_path
+from ..report.exchanges import DEFAULT_MAX_TRIAL_BYTES, ExchangeLog, sidecar_path
 from ..report.journal import Journal, case_plan
 from ..report.results import RunReport, TrialResult
 from ..report.store import LatestNotUpdated, ResultFileError, ResultsStore, has_finished, load_report, report_text

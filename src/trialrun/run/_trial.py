@@ -6,20 +6,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import functools
 import inspect
-import sys
-import threading
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from queue import SimpleQueue
 from typing import Any
 
+from .._util.workers import DAEMON_THREADS
 from ..case import Case, TrialContext, remove_workdir
 from ..expect._base import Grader, Verdict, agrade, grade, is_builtin
-from ..report.results import TrialError, TrialResult, _trusted, judge_trial, jsonable
+from ..report.results import TrialError, TrialResult, judge_trial, jsonable
 from ..trajectory import Run, Trajectory
 
 
@@ -63,76 +60,6 @@ def _load_optional(module: str) -> Any:
         return None
 
 
-def _settle(future: asyncio.Future[Any], ok: bool, value: Any) -> None:
-    if not future.cancelled():
-        if ok:
-            future.set_result(value)
-        else:
-            future.set_exception(value)
-
-
-class _Threads:
-    """Worker threads for synchronous setup/invoke/teardown: a queue and `call_soon_threadsafe`, about 2.5x cheaper a
-    hop than `run_in_executor` (whose concurrent.futures chaining dominates a trial that returns at once). Threads
-    start on demand up to `size`, carry the caller's contextvars (the no-network guard), and are daemons, so a
-    synchronous agent stuck past a timeout or Ctrl-C never holds the interpreter open."""
-
-    def __init__(self, loop: asyncio.AbstractEventLoop, size: int) -> None:
-        self._loop = loop
-        self._size = size
-        self._queue: SimpleQueue[Any] = SimpleQueue()
-        self._threads: list[threading.Thread] = []
-        self._busy = 0
-        self._lock = threading.Lock()
-        self._done: list[tuple[asyncio.Future[Any], bool, Any]] = []  # outcomes the loop has not settled yet
-
-    def run(self, fn: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
-        future = self._loop.create_future()
-        with self._lock:
-            self._busy += 1
-            if self._busy > len(self._threads) and len(self._threads) < self._size:
-                thread = threading.Thread(target=self._work, name=f"trialrun-{len(self._threads) + 1}", daemon=True)
-                thread.start()
-                self._threads.append(thread)
-        self._queue.put((future, contextvars.copy_context(), fn, args))
-        return future
-
-    def _work(self) -> None:
-        while (item := self._queue.get()) is not None:
-            future, context, fn, args = item
-            try:
-                outcome = (True, context.run(fn, *args))
-            except BaseException as exc:  # noqa: BLE001 - handed to the awaiting coroutine
-                outcome = (False, exc)
-            # One wake-up of the loop (a write to its self-pipe, which also hands the GIL around) for all the outcomes
-            # that finish before it gets to them: only the first of a batch schedules the drain.
-            with self._lock:
-                self._busy -= 1
-                self._done.append((future, *outcome))
-                first = len(self._done) == 1
-            if first:
-                try:
-                    self._loop.call_soon_threadsafe(self._drain)
-                except RuntimeError:  # the loop is closed: the run was interrupted and nobody waits any more
-                    pass
-
-    def _drain(self) -> None:
-        with self._lock:
-            done, self._done = self._done, []
-        for future, ok, value in done:
-            _settle(future, ok, value)
-
-    def abandon(self) -> None:
-        """A job timed out while its thread runs on (Python cannot stop it): allow one thread more, so the stuck
-        one never holds a slot that later trials wait for."""
-        with self._lock:
-            self._size += 1
-
-    def close(self) -> None:
-        for _ in self._threads:
-            self._queue.put(None)
-
-
 class _Runner:
     def __init__(self, concurrency: int, run_id: str | None, on_trial: OnTrial | None,
                  on_exchanges: OnExchanges | None = None) -> None:
@@ -140,22 +67,26 @@ class _Runner:
         self.run_id = run_id
         self.on_trial = on_trial
         self.on_exchanges = on_exchanges
-        self.threads = _Threads(asyncio.get_running_loop(), self.concurrency)
         #: Workdirs are removed by threads of their own, never on the event loop (a big tree's rmtree would stall
         #: every other trial) nor in the trial's time; the run waits for them before it returns.
-        self.remover = _Threads(asyncio.get_running_loop(), 2)
         self.removals: list[asyncio.Future[Any]] = []
         self.guard = _load_optional("models.guard")
         self.limits = _load_optional("models._limiter")  # what a trial waited on rate limits (a timeout says)
         self.pricing = _load_optional("agent.pricing")
 
+    def guarded(self, cases: Sequence[Case]) -> contextlib.AbstractContextManager[None]:
+        """The no-network guard's patches held for a whole run with a deterministic case (its trials enter and leave
+        the guard often; the patches are put in place once): when the run ends, the patched functions are the
+        originals again."""
+        if self.guard is None or not any(case.mode == "deterministic" for case in cases):
+            return contextlib.nullcontext()
+        return self.guard.patched()  # type: ignore[no-any-return]
+
     def _network_guard(self, case: Case) -> contextlib.AbstractContextManager[list[str]]:
         """Deterministic cases run with the network blocked (loopback allowed); live canaries may reach providers."""
         if case.mode != "deterministic" or self.guard is None:
             return contextlib.nullcontext([])
-        # `no_network`'s plain-class form: entered around every trial and teardown, where the generator-based
-        # manager's machinery was most of the guard's cost
-        return self.guard._NoNetwork(f"deterministic case {case.name!r}")  # type: ignore[no-any-return]
+        return self.guard.no_network(f"deterministic case {case.name!r}")  # type: ignore[no-any-return]
 
     def _observed_cost(self, run: Run) -> float | None:
         """Cost from the trajectory's usage and the price table, when the run did not report it."""
@@ -165,7 +96,10 @@ class _Runner:
         return cost
 
     async def _in_thread(self, fn: Callable[..., Any], *args: Any) -> Any:
-        return await self.threads.run(fn, *args)
+        """`fn(*args)` on a daemon thread of its own, in this task's contextvars (the no-network guard's state): a
+        synchronous agent stuck past its timeout or a Ctrl-C runs on there, abandoned, and never holds the
+        interpreter open."""
+        return await asyncio.get_running_loop().run_in_executor(DAEMON_THREADS, fn, *args)
 
     async def _call(self, fn: Callable[[TrialContext], Any], ctx: TrialContext) -> Any:
         if inspect.iscoroutinefunction(fn):
@@ -185,7 +119,7 @@ class _Runner:
             except _TRIAL_ERRORS as exc:  # noqa: BLE001
                 raise _PhaseFailure("invoke", exc) from exc
         if not invoke_async and not inspect.iscoroutinefunction(setup):
-            value = await self.threads.run(_sync_setup_invoke, setup, invoke, ctx)
+            value = await self._in_thread(_sync_setup_invoke, setup, invoke, ctx)
             if inspect.isawaitable(value):
                 try:
                     value = await value
@@ -280,16 +214,17 @@ class _Runner:
         workdir = ctx._release_workdir()
         if workdir is None:
             return
+        from ..agent import _commands
+
+        loop = asyncio.get_running_loop()
         try:
-            commands = sys.modules.get("trialrun.agent._commands")
-            if commands is not None and commands.left_under(workdir):
-                ctx._note_killed(await asyncio.get_running_loop().run_in_executor(None, commands.stop_listing, workdir))
+            if _commands.left_under(workdir):
+                ctx._note_killed(await loop.run_in_executor(DAEMON_THREADS, _commands.stop_listing, workdir))
         finally:
-            self.removals.append(self.remover.run(remove_workdir, workdir))
+            self.removals.append(loop.run_in_executor(DAEMON_THREADS, remove_workdir, workdir))
 
     async def finish(self) -> None:
-        """Wait for the workdirs still being removed (even while the run is being cancelled), stop the threads."""
-        self.threads.close()
+        """Wait for the workdirs still being removed (even while the run is being cancelled)."""
         pending = [f for f in self.removals if not f.done()]
         if pending:
             waiting = asyncio.ensure_future(asyncio.gather(*pending, return_exceptions=True))
@@ -298,7 +233,6 @@ class _Runner:
                     await asyncio.shield(waiting)
                 except asyncio.CancelledError:
                     continue
-        self.remover.close()
 
     async def run_trial(self, case: Case, trial: int) -> TrialResult:
         ctx = TrialContext(case, trial, run_id=self.run_id)
@@ -321,8 +255,6 @@ class _Runner:
                 except _PhaseFailure as failure:
                     error = _error(failure.phase, failure.exc)
                 except asyncio.TimeoutError:
-                    if not inspect.iscoroutinefunction(case.invoke):
-                        self.threads.abandon()  # its worker thread is still busy with the late invoke
                     message = f"trial timed out after {case.timeout_s:g}s"
                     if waits is not None and waits.limits:  # the limiter's waits count: say so
                         message += f", {waits.describe()}; raise timeout_s or the limit"
@@ -421,13 +353,9 @@ class _FinishedThenCancelled(asyncio.CancelledError):
 
 async def run_one_trial(case: Case, trial: int, run_id: str | None = None,
                         on_exchanges: OnExchanges | None = None) -> TrialResult:
-    """One trial on its own, by the same `run_trial` a local run uses: how a Ray worker runs its trial. Two worker
-    threads (the second starts only when needed): a cancelled trial's teardown never waits behind its stuck invoke."""
-    runner = _Runner(2, run_id, None, on_exchanges)
-    try:
-        return await runner.run_trial(case, trial)
-    finally:
-        runner.threads.close()
+    """One trial on its own, by the same `run_trial` a local run uses: how a Ray worker runs its trial (a cancelled
+    trial's teardown never waits behind its stuck invoke: each runs on a thread of its own)."""
+    return await _Runner(1, run_id, None, on_exchanges).run_trial(case, trial)
 
 
 def _reads_workspace(case: Case) -> bool:
@@ -494,7 +422,7 @@ def _as_run(value: Any, ctx: TrialContext) -> Run:
     return Run(output=value)
 
 
-#: Shared by every TrialResult: pydantic otherwise keeps a fresh set of field names per instance (~700 B a trial).
+#: Every field is given, so every field was set (built from what the trial itself checked: no validation).
 _FIELDS_SET = set(TrialResult.model_fields)
 
 
@@ -507,7 +435,7 @@ def _trial_result(
         if verdict.details:  # a user's grader may put anything there; the report must still save
             verdict.details = jsonable(verdict.details)
     passed, by_kind, score = judge_trial(verdicts, error, teardown_error)  # the one rule
-    return _trusted(TrialResult, _FIELDS_SET, {
+    return TrialResult.model_construct(_FIELDS_SET, **{
         "trial": trial,
         "passed": passed,
         "outcome_passed": by_kind.get("outcome"),

@@ -115,12 +115,13 @@ async def aevaluate(
     clock = time.perf_counter()
     runner = _Runner(concurrency, run_id, on_trial, on_exchanges)
     run_trial = remote.run_trial if remote is not None else runner.run_trial
-    try:
-        results, interrupted = await _run_trials(selected, trials, runner.concurrency, run_trial, on_trial)
-    finally:
-        await runner.finish()
-        if remote is not None:
-            remote.close()
+    with runner.guarded(selected if remote is None else []):  # (on Ray each worker's trials hold it there)
+        try:
+            results, interrupted = await _run_trials(selected, trials, runner.concurrency, run_trial, on_trial)
+        finally:
+            await runner.finish()
+            if remote is not None:
+                remote.close()
     case_results, unfinished = _case_results(case_list, selected, skipped, results, trials)
     report = RunReport.build(
         case_results,
@@ -348,9 +349,11 @@ def _value_or_raise(value: Any) -> RunReport:
 
 
 def _cancel_requested(task: asyncio.Task[Any]) -> bool:
-    """Has someone asked `task` to cancel (asyncio.run's Ctrl-C handler does) while it runs synchronous code?"""
-    cancelling = getattr(task, "cancelling", None)  # Python 3.11+
-    return bool(cancelling()) if cancelling is not None else bool(getattr(task, "_must_cancel", False))
+    """Has someone asked `task` to cancel (asyncio.run's Ctrl-C handler does, from Python 3.11) while it runs
+    synchronous code? Python 3.10's asyncio.run has no such handler: there Ctrl-C reaches the caller's wait as
+    KeyboardInterrupt, and `Task.cancelling` does not exist yet."""
+    cancelling = getattr(task, "cancelling", None)
+    return bool(cancelling()) if cancelling is not None else False
 
 
 #: Signals that stop a run as Ctrl-C does: SIGTERM is what CI cancellation, `docker stop`, Kubernetes and `timeout`

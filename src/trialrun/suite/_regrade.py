@@ -27,7 +27,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ..report._exchange_log import SidecarIndex, TrialExchanges, sidecar_path
+from ..report.exchanges import SidecarIndex, TrialExchanges, sidecar_path
 from ..expect._base import Grader, Verdict, grade
 from ..report.results import CaseResult, RunReport, TrialError, TrialResult
 from ..trajectory import Trajectory

@@ -345,7 +345,7 @@ class Config(BaseModel):
     @field_validator("exchanges_max_bytes")
     @classmethod
     def _exchanges_cap(cls, value: int) -> int:
-        from ..report._exchange_log import BODY_MIN_BYTES
+        from ..report.exchanges import BODY_MIN_BYTES
 
         if value < BODY_MIN_BYTES:
             raise ValueError(f"must be at least {BODY_MIN_BYTES} (to keep none, set exchanges = false)")

@@ -122,7 +122,7 @@ class Pages:
         return self.html(report_html(entry.report, trial_link=link, links={"hl": "/test/{test}", "fl": flaky}, nav=nav))
 
     def trial(self, request: Request) -> Response:
-        from ..report._exchange_log import read_trial_exchanges, sidecar_path
+        from ..report.exchanges import read_trial_exchanges, sidecar_path
         from ..render.exchanges import trial_page
 
         stem = request.path_params["stem"]

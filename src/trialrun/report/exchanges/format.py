@@ -1,6 +1,6 @@
-"""The exchanges sidecar's format, shared by what writes it (`_exchange_log`, `_exchange_lines`) and what reads it
-(`_exchange_read`): its name, its version, its caps, and how a trial's line starts. The layout itself is described in
-`_exchange_log`.
+"""The exchanges sidecar's format, shared by what writes it (`log`, `lines`) and what reads it
+(`read`): its name, its version, its caps, and how a trial's line starts. The layout itself is described in
+`log`.
 """
 
 from __future__ import annotations

@@ -1,37 +1,5 @@
-"""The exchanges sidecar: each trial's raw HTTP exchanges with the model, scrubbed and capped, beside its result file.
-
-A result file keeps the trajectory read from the traffic; `results_<stamp>.exchanges.ndjson` keeps the traffic
-itself, for `trialrun view` to show under each turn (`.ndjson`, not `.jsonl`: `results_*.jsonl` is a run's
-journal, and what looks for unfinished runs looks for those). JSON Lines (UTF-8), one object a line, each written in one
-`write` as its trial finishes, so a run killed outright keeps every finished trial's exchanges (as the journal
-keeps its results); nothing is held for the whole run:
-
-    {"event": "start", "exchanges_version": 1, "run_id": "eval_...", "max_trial_bytes": 4194304, "kept": true}
-    {"event": "trial", "case": "read-file", "trial": 1, "exchanges": [
-        {"n": 1, "request": {"method": "POST", "url": ..., "headers": {...}, "body": {...}},
-         "response": {"status": 200, "headers": {...}, "stream": "event: ...\\n\\n"},
-         "cut": {"request": "... bytes cut ..."}}]}
-
-Requests and responses use the cassette layout (`_cassette_io.exchange_to_dict`: `body` for JSON, `stream` for
-server-sent events, `body_text`, `body_base64`). `n` is the number `Turn.exchange` refers to. Every line is scrubbed
-whole as it is made, as the journal's are (a JSON body is stored as data, so a key its text wrote with escapes,
-`\\u0073k-...`, is plain only in the line), with credential headers REDACTED and response headers cut to an
-allow-list before. A trial with a body that may be cut has every exchange scrubbed first
-(`models.cassette.scrub_exchange`, a stream after reassembly) BEFORE anything is cut, so a cut never leaves half a
-key behind; one whose bodies all fit (the common case) has only its streams and text bodies scrubbed first (the line
-escapes them once more than they were sent), its JSON bodies by the line's scrub alone. The line is made where the
-trial ran (`trial_line`): a trial on a Ray worker sends back its line, never its raw exchanges.
-
-Caps (real coding agents send 100 KB+ requests, 50 times a trial): a body above `BODY_MAX_BYTES` is shortened,
-JSON by cutting its long strings (the model, the tool schemas and the message structure stay readable), anything
-else after its first bytes; once a trial's bodies reach `max_trial_bytes`, each further body keeps its first
-`BODY_MIN_BYTES`. Every cut says how much was cut and why (`cut`), never silently.
-"
-
-The code is split by job: the format's shared parts (`_exchange_format`), making a trial's line
-(`_exchange_lines`), writing the file (here: the run's log, a merge of a pytest session's parts, a copy for
-`trialrun regrade`) and reading it back (`_exchange_read`). Every public name is importable from here.
-"""
+"""Writing the exchanges sidecar (its format and the data flow: `report.exchanges`): the run's log, a merge of a
+pytest session's parts, a copy for `trialrun regrade`."""
 
 from __future__ import annotations
 
@@ -43,11 +11,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from .._scrub import scrub_text, secrets_version
-from .._util import safe_read as _safe_read
-from .._util.files import hold_lock
-from .._util.safe_read import UnreadableFile
-from ._exchange_format import (
+from ..._scrub import scrub_text, secrets_version
+from ..._util import safe_read as _safe_read
+from ..._util.files import hold_lock
+from ..._util.safe_read import UnreadableFile
+from .format import (
     BODY_MAX_BYTES,
     BODY_MIN_BYTES,
     DEFAULT_MAX_TRIAL_BYTES,
@@ -62,9 +30,9 @@ from ._exchange_format import (
     _start_record,
     sidecar_path,
 )
-from ._exchange_lines import TrialLine, trial_line, trial_record
-from ._exchange_read import SidecarIndex, TrialExchanges, read_trial_exchanges
-from ._line_log import LineAppender
+from .lines import TrialLine, trial_line, trial_record
+from .read import SidecarIndex, TrialExchanges, read_trial_exchanges
+from .._line_log import LineAppender
 
 __all__ = ["SUFFIX", "EXCHANGES_VERSION", "DEFAULT_MAX_TRIAL_BYTES", "BODY_MAX_BYTES", "BODY_MIN_BYTES",
            "ExchangeLog", "TrialLine", "TrialExchanges", "sidecar_path", "trial_record", "trial_line",

@@ -1,4 +1,4 @@
-"""Reading the exchanges sidecar (the format is described in `_exchange_log`): one trial's exchanges for a viewer
+"""Reading the exchanges sidecar (the format is described in `log`): one trial's exchanges for a viewer
 (`read_trial_exchanges`), or many of one file's trials after a single scan (`SidecarIndex`). The safe reader reads
 it a line at a time; nothing here raises on a file that is missing, cut short or corrupt.
 """
@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._util import safe_read as _safe_read
-from .._util.safe_read import UnreadableFile
-from ._exchange_format import EXCHANGES_VERSION, LINE_MAX_BYTES, MAX_BYTES, _TRIAL_HEAD, _head_of, _line_prefix
-from ._file_models import SidecarExchange, SidecarStart, SidecarTrial, validated
+from ..._util import safe_read as _safe_read
+from ..._util.safe_read import UnreadableFile
+from .format import EXCHANGES_VERSION, LINE_MAX_BYTES, MAX_BYTES, _TRIAL_HEAD, _head_of, _line_prefix
+from .._file_models import SidecarExchange, SidecarStart, SidecarTrial, validated
 
 __all__ = ["TrialExchanges", "read_trial_exchanges", "SidecarIndex"]
 

@@ -1,5 +1,5 @@
 """One trial's sidecar line: its exchanges scrubbed, numbered and capped (the format is described in
-`_exchange_log`). Made where the trial ran: by the run's `ExchangeLog`, or on a Ray worker (`TrialLine`), which sends
+`log`). Made where the trial ran: by the run's `ExchangeLog`, or on a Ray worker (`TrialLine`), which sends
 back the line and never the raw exchanges.
 """
 
@@ -10,8 +10,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from .._scrub import credential_values, scrub_body, scrub_headers, scrub_text, scrub_url
-from ._exchange_format import BODY_MAX_BYTES, BODY_MIN_BYTES, DEFAULT_MAX_TRIAL_BYTES, _dumps
+from ..._scrub import credential_values, scrub_body, scrub_headers, scrub_text, scrub_url
+from .format import BODY_MAX_BYTES, BODY_MIN_BYTES, DEFAULT_MAX_TRIAL_BYTES, _dumps
 
 __all__ = ["TrialLine", "trial_record", "trial_line"]
 
@@ -78,8 +78,8 @@ def trial_record(case: str, trial: int, exchanges: Sequence[Any], credentials: f
                  max_trial_bytes: int = DEFAULT_MAX_TRIAL_BYTES) -> dict[str, Any]:
     """One trial's sidecar line (as data): its exchanges scrubbed (`credentials`: values its requests carried in
     credential headers, removed wherever else they appear), numbered from 1, and capped."""
-    from ..models._cassette_io import exchange_to_dict
-    from ..models.cassette import scrub_exchange
+    from ...models._cassette_io import exchange_to_dict
+    from ...models.cassette import scrub_exchange
 
     records: list[dict[str, Any]] = []
     used = 0
@@ -156,7 +156,7 @@ def _light_record(case: str, trial: int, exchanges: Sequence[Any], credentials: 
     is done here (credential headers REDACTED, response headers cut to the allow-list, keys of URL queries), and a
     body is scrubbed here only when the line would hold it escaped once more than it was sent (a stream, which is
     also reassembled to find a key split across events; other text): a JSON body is data, written as it was sent."""
-    from ..models._cassette_io import _body_field
+    from ...models._cassette_io import _body_field
 
     def stored(exchange: Any, body: bytes, streamed: bool) -> dict[str, Any]:
         field = _body_field(body, streamed=streamed)
