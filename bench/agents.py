@@ -49,8 +49,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import trialrun as tr  # noqa: E402
-from trialrun.agents import _process  # noqa: E402
 from trialrun._contain.sandbox import ENV_ALLOW  # noqa: E402
+from trialrun.agents import _process  # noqa: E402
 from trialrun.wire import ModelRequest  # noqa: E402
 
 PRESETS = tuple(tr.agents.CONTRACTS)  # every ready-made agent, its program from its contract
@@ -303,9 +303,9 @@ def parallel(programs: dict[str, str], trials: int, repeat: int) -> None:
 
 
 def guards(repeat: int) -> None:
-    import agent as w1        # bench/agent.py
-    import overhead           # bench/overhead.py
-    import startup            # bench/startup.py
+    import agent as w1  # bench/agent.py
+    import overhead  # bench/overhead.py
+    import startup  # bench/startup.py
 
     print("\n4. Guards (the other benchmarks' functions):")
     cases, trials = 200, 5

@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 
 from trialrun.suite._build import build_cases
-from trialrun.suite.config import load_config
 from trialrun.suite._tests_file import SuiteError, read_suite
+from trialrun.suite.config import load_config
 
 
 def _test(i: int) -> dict[str, object]:

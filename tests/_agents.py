@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from trialrun.cli._agents import package_version
 from trialrun.agents._pins import Pin, agents_dir, cache_program, find_program, pins
+from trialrun.cli._agents import package_version
 
 __all__ = ["AGENTS", "Agent", "agents_bin_dir", "find_agent", "in_ci", "installed_version", "require_agent"]
 

@@ -20,8 +20,7 @@ import shlex
 from collections.abc import Callable
 from typing import TypeVar
 
-from hypothesis import HealthCheck, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, settings, strategies as st
 
 T = TypeVar("T")
 

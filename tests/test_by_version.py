@@ -7,8 +7,16 @@ from __future__ import annotations
 import ast
 
 import pytest
-from _by_version import BY_VERSION, NOT_MODULES, SRC, TESTS, by_version_files, listed, modules_with_version_signs, \
-    version_signs
+from _by_version import (
+    BY_VERSION,
+    NOT_MODULES,
+    SRC,
+    TESTS,
+    by_version_files,
+    listed,
+    modules_with_version_signs,
+    version_signs,
+)
 
 
 def test_every_module_that_shows_a_version_sign_has_tests_run_on_every_interpreter() -> None:

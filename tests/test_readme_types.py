@@ -15,7 +15,6 @@ import tempfile
 from pathlib import Path
 
 import pytest
-
 from test_readme import python_blocks_in
 
 FOUND = python_blocks_in()

@@ -14,8 +14,8 @@ from trialrun._shell import (
     DEFAULT_COMMAND_TOOLS,
     CommandMatch,
     CommandPattern,
-    command_of_call,
     UnreadableCommand,
+    command_of_call,
     commands_in,
     match_command,
 )

@@ -26,8 +26,7 @@ from pathlib import Path
 
 import pytest
 from _shell_grammar import PROGRAMS, SHELLISH, broken_lines, command_lines, disguised_pairs, examples
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from trialrun._shell import commands_in, match_command
 from trialrun._shell._analysis import analyse

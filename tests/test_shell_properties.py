@@ -19,8 +19,7 @@ import shlex
 
 import pytest
 from _shell_grammar import SHELLISH, broken_lines, command_lines, disguised_pairs, examples
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 import trialrun as tr
 from trialrun._shell import (

@@ -22,7 +22,12 @@ from trialrun._shell import _files, match_command
 from trialrun._shell._edits import Refused, Unknowable, original_edits, sequential_edits, string_edit
 from trialrun._shell._inplace import perl_program, run_perl, run_sed, sed_script
 from trialrun._shell._patches import (
-    PatchError, apply_codex_update, apply_unified, codex_intercepted, parse_codex_patch, parse_unified_diff,
+    PatchError,
+    apply_codex_update,
+    apply_unified,
+    codex_intercepted,
+    parse_codex_patch,
+    parse_unified_diff,
 )
 from trialrun._shell._patterns import files_before
 from trialrun._util.workspace import Workspace, snapshot

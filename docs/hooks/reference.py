@@ -162,8 +162,8 @@ def config_examples(doc: str) -> dict[str, list[str]]:
 
 
 def config_page() -> str:
-    from trialrun.suite import config as module
     from trialrun.expect.rubric import RUBRICS
+    from trialrun.suite import config as module
     from trialrun.wire import CODECS
 
     choices = {"api": tuple(CODECS), "sandbox": module.SANDBOXES, "rubric": tuple(RUBRICS),

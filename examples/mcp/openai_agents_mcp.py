@@ -2,6 +2,7 @@
 
 import functools
 from typing import Any
+
 import openai
 from agents import Agent, OpenAIChatCompletionsModel, Runner, set_tracing_disabled
 from agents.mcp import MCPServerStdio, MCPServerStreamableHttp

@@ -2,6 +2,7 @@
 
 import functools
 from typing import Any
+
 from fastmcp.client.transports import StdioTransport
 from pydantic_ai import Agent
 from pydantic_ai.mcp import MCPToolset

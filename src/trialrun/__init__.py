@@ -69,28 +69,75 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eagerly (`X as X`: re-exported)
-    from . import agent as agent, agents as agents, endpoint as endpoint, expect as expect, models as models
-    from . import render as render, report as report, run as run, suite as suite, trajectory as trajectory
-    from . import mcp as mcp, wire as wire
-    from .agent import Agent as Agent, Decision as Decision, Price as Price, PriceTable as PriceTable
-    from .agent import Tool as Tool, ToolError as ToolError, ToolPolicy as ToolPolicy
-    from .agent import prices as prices, shell_tools as shell_tools, tool as tool
+    from . import (
+        agent as agent,
+        agents as agents,
+        endpoint as endpoint,
+        expect as expect,
+        mcp as mcp,
+        models as models,
+        render as render,
+        report as report,
+        run as run,
+        suite as suite,
+        trajectory as trajectory,
+        wire as wire,
+    )
+    from .agent import (
+        Agent as Agent,
+        Decision as Decision,
+        Price as Price,
+        PriceTable as PriceTable,
+        Tool as Tool,
+        ToolError as ToolError,
+        ToolPolicy as ToolPolicy,
+        amcp_tools as amcp_tools,
+        mcp_tools as mcp_tools,
+        prices as prices,
+        shell_tools as shell_tools,
+        tool as tool,
+    )
     from .agents import ProcessAgent as ProcessAgent
-    from .agent import amcp_tools as amcp_tools, mcp_tools as mcp_tools
-    from .mcp import McpCassette as McpCassette, McpEndpoint as McpEndpoint, ScriptedMCPServer as ScriptedMCPServer
-    from .report.compare import CaseDelta as CaseDelta, Comparison as Comparison, compare as compare
     from .endpoint import ModelEndpoint as ModelEndpoint, serve as serve
-    from .run.executor import RayExecutor as RayExecutor
     from .expect import Verdict as Verdict, check as check
-    from .models import Cassette as Cassette, LiveModel as LiveModel, ModelTransport as ModelTransport
-    from .models import NetworkBlockedError as NetworkBlockedError, ObservedTransport as ObservedTransport
-    from .models import RateLimit as RateLimit
-    from .models import ScriptedModel as ScriptedModel, fail as fail, read_trajectory as read_trajectory
-    from .models import reply as reply, shell as shell, tool_call as tool_call, tool_calls as tool_calls
-    from .models import subagent as subagent, when as when
-    from .report.results import CaseResult as CaseResult, RunReport as RunReport, SkippedCase as SkippedCase
-    from .report.results import TrialError as TrialError, TrialResult as TrialResult
+    from .mcp import McpCassette as McpCassette, McpEndpoint as McpEndpoint, ScriptedMCPServer as ScriptedMCPServer
+    from .models import (
+        Cassette as Cassette,
+        LiveModel as LiveModel,
+        ModelTransport as ModelTransport,
+        NetworkBlockedError as NetworkBlockedError,
+        ObservedTransport as ObservedTransport,
+        RateLimit as RateLimit,
+        ScriptedModel as ScriptedModel,
+        fail as fail,
+        read_trajectory as read_trajectory,
+        reply as reply,
+        shell as shell,
+        subagent as subagent,
+        tool_call as tool_call,
+        tool_calls as tool_calls,
+        when as when,
+    )
+    from .report.compare import CaseDelta as CaseDelta, Comparison as Comparison, compare as compare
+    from .report.results import (
+        CaseResult as CaseResult,
+        RunReport as RunReport,
+        SkippedCase as SkippedCase,
+        TrialError as TrialError,
+        TrialResult as TrialResult,
+    )
+    from .run.executor import RayExecutor as RayExecutor
     from .run.runner import EvaluationInterrupted as EvaluationInterrupted, aevaluate as aevaluate, evaluate as evaluate
-    from .trajectory import Conversation as Conversation, Denial as Denial, Run as Run, ToolCall as ToolCall, ToolResult as ToolResult
-    from .trajectory import CallOutcome as CallOutcome, Trajectory as Trajectory, Turn as Turn, Usage as Usage
-    from .trajectory import McpCall as McpCall, McpServerSeen as McpServerSeen
+    from .trajectory import (
+        CallOutcome as CallOutcome,
+        Conversation as Conversation,
+        Denial as Denial,
+        McpCall as McpCall,
+        McpServerSeen as McpServerSeen,
+        Run as Run,
+        ToolCall as ToolCall,
+        ToolResult as ToolResult,
+        Trajectory as Trajectory,
+        Turn as Turn,
+        Usage as Usage,
+    )

@@ -17,7 +17,6 @@ whatever an agent sends, and the refusal is a note on the trajectory.
 
 from __future__ import annotations
 
-import os
 import selectors
 import socket
 import sys

@@ -13,8 +13,8 @@ import pytest
 from pydantic import TypeAdapter
 
 import trialrun as tr
-from trialrun.models._cassette_io import load_exchanges
 from trialrun.agent.pricing import Price
+from trialrun.models._cassette_io import load_exchanges
 from trialrun.wire import decode_trajectory
 
 

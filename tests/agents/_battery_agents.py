@@ -9,11 +9,11 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from _battery import Call, Final, Log, Step
+
 from trialrun.agents import CONTRACTS
 from trialrun.agents._contract import AgentContract, FileTool, Refusing
 from trialrun.wire import ModelRequest
-
-from _battery import Call, Final, Log, Step
 
 PRESETS = tuple(CONTRACTS)
 

@@ -16,13 +16,28 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from trialrun import expect
-from trialrun.expect.rubric import rubric as suite_rubric  # what a suite's expected_tools becomes
-from trialrun.agents import CONTRACTS
-
 from _battery import KEEP, SUB_MARK, Call, Check, Scenario, Step, Truth, namespaces_supported, tool_accuracy_full
-from _battery_agents import (PRESETS, cmd_args, contract, delete, edit_steps, file_call, read_call, refusing, runs,
-                             shell, shell_edit_steps, shell_name, tool_of, typing_into, waiter)
+from _battery_agents import (
+    PRESETS,
+    cmd_args,
+    contract,
+    delete,
+    edit_steps,
+    file_call,
+    read_call,
+    refusing,
+    runs,
+    shell,
+    shell_edit_steps,
+    shell_name,
+    tool_of,
+    typing_into,
+    waiter,
+)
+
+from trialrun import expect
+from trialrun.agents import CONTRACTS
+from trialrun.expect.rubric import rubric as suite_rubric  # what a suite's expected_tools becomes
 
 #: A licence and a note that quote refusal sentences: printed by a command that RAN.
 ISC = ("ISC License\n\nCopyright (c) 2026 Example\n\nPermission to use, copy, modify, and/or distribute this software "

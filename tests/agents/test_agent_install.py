@@ -14,8 +14,7 @@ import pytest
 from _agents import AGENTS, agents_bin_dir, find_agent, in_ci, installed_version, require_agent
 
 import trialrun as tr
-from trialrun.agents import _pins
-from trialrun.agents import CONTRACTS
+from trialrun.agents import CONTRACTS, _pins
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -14,9 +14,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from _coin_provider import CoinProvider
 from click.testing import CliRunner
 
-from _coin_provider import CoinProvider
 from trialrun.cli import main
 from trialrun.report.store import load_report
 

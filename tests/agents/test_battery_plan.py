@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import dataclasses
 
+import _battery_scenarios
 import pytest
 from _battery_scenarios import all_scenarios, scenarios_for
 
-import _battery_scenarios
 import trialrun as tr
 from trialrun.agents._contract import FileTool, SideRequests, SubAgents
 

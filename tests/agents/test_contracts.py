@@ -13,13 +13,13 @@ from types import SimpleNamespace
 import pytest
 
 import trialrun as tr
-from trialrun.agents import _pins
-from trialrun.suite import config
-from trialrun._util.command_tools import command_argument
 from trialrun._shell import _files
 from trialrun._shell._patches import CODEX_SHELL_TOOLS
 from trialrun._shell._tool_writes import _style, tool_write
+from trialrun._util.command_tools import command_argument
+from trialrun.agents import _pins
 from trialrun.agents._contract import WORKSPACE_SEMANTICS, AgentContract, FileTool, forms, matching
+from trialrun.suite import config
 from trialrun.trajectory import ToolCall, ToolResult
 
 CONTRACTS = tr.agents.CONTRACTS

@@ -18,8 +18,8 @@ import yaml
 from _export_schemas import ATIF_V1_4, OTLP_TRACES, atif_problems, genai_problems
 from click.testing import CliRunner, Result
 
-from trialrun.report.exchanges import read_trial_exchanges, sidecar_path
 from trialrun.cli import main
+from trialrun.report.exchanges import read_trial_exchanges, sidecar_path
 from trialrun.report.store import load_report
 
 SDK_AGENT = textwrap.dedent("""

@@ -23,9 +23,7 @@ from pathlib import Path
 import pytest
 
 import trialrun as tr
-from trialrun._contain import handoff as _handoff
-from trialrun._contain import sandbox as sandboxes
-
+from trialrun._contain import handoff as _handoff, sandbox as sandboxes
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -17,8 +17,8 @@ import pytest
 import trialrun as tr
 from trialrun.suite._build import config_snapshot
 from trialrun.suite._build_agent import process_agent
-from trialrun.suite.config import load_config
 from trialrun.suite._tests_file import read_suite
+from trialrun.suite.config import load_config
 
 ENDPOINT = SimpleNamespace(url="http://127.0.0.1:1", openai_base_url="http://127.0.0.1:1/v1",
                            anthropic_base_url="http://127.0.0.1:1")

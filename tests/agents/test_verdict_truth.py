@@ -28,8 +28,6 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import trialrun as tr
-
 from _battery import (
     KEEP,
     MISSING,
@@ -48,6 +46,8 @@ from _battery import (
     script_for,
 )
 from _battery_scenarios import all_scenarios
+
+import trialrun as tr
 
 #: How long each agent may run in the timeout scenario before trialrun kills it: long enough for the agent to start
 #: and run the command while the battery's other trials load the machine (opencode starts slowly; others: 60 s).

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from click.testing import Result
 
-from trialrun.cli import _agents as _agents_here
 from trialrun.agents import _pins
+from trialrun.cli import _agents as _agents_here
 
 PINS = _pins.pins()
 

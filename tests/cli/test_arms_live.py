@@ -15,9 +15,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from _coin_provider import CoinProvider
 from click.testing import CliRunner, Result
 
-from _coin_provider import CoinProvider
 from trialrun.cli import main
 from trialrun.report.store import load_report
 

@@ -121,8 +121,8 @@ def test_turns_of_two_transports_are_numbered_across_the_trial() -> None:
 def test_the_recorders_log_is_what_the_runner_writes_to_and_an_unused_one_goes(tmp_path: Path) -> None:
     """The recorder's ExchangeLog is the runner's `on_exchanges` itself (what a Ray run recognises, to have its workers
     send each trial's line back: tests/ray); a run that failed before any trial leaves no sidecar."""
-    from trialrun.run._records import RunRecorder
     from trialrun.report.store import ResultsStore
+    from trialrun.run._records import RunRecorder
 
     def invoke(ctx: tr.TrialContext) -> str:
         with ctx.http_client(ctx.scripted([tr.reply("x")])) as client:

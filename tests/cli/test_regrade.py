@@ -267,8 +267,8 @@ def test_the_sidecar_index_reads_each_trial_as_the_viewer_reads_it(project: Path
 def test_the_same_news_of_many_trials_is_one_line() -> None:
     from datetime import datetime, timezone
 
-    from trialrun.suite._regrade import Regrade
     from trialrun.report.results import RunReport
+    from trialrun.suite._regrade import Regrade
 
     done = Regrade(RunReport.build([], trial_count=1, started_at=datetime.now(timezone.utc), duration_s=0))
     done.notes += [("a", n, "kept") for n in (1, 2, 3, 5)] + [("a", 4, "changed"), ("b", None, "gone")]

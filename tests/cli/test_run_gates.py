@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from trialrun.suite._build import REFERENCE_AGENT_KEYS
 from trialrun.report.compare import compare
 from trialrun.report.results import RunReport
 from trialrun.report.store import load_report
+from trialrun.suite._build import REFERENCE_AGENT_KEYS
 
 RESULTS = Path("state") / "eval"
 

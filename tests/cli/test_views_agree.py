@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from trialrun.report.compare import compare, delta_lines
 from trialrun.render.junit import junit_xml
 from trialrun.render.markdown import comparison_markdown, report_markdown
 from trialrun.render.terminal import print_report
+from trialrun.report.compare import compare, delta_lines
 from trialrun.report.results import CaseResult, RunReport, TrialResult
 from trialrun.trajectory import Trajectory, Turn
 

@@ -230,9 +230,9 @@ TRAFFIC = Path(__file__).resolve().parents[1] / "fixtures" / "provider-traffic"
 
 def _careful_line(case: str, trial: int, exchanges: list[Exchange], credentials: frozenset[bytes] = frozenset()) -> str:
     """The line as it was made before the shortcut: every exchange scrubbed, then the line scrubbed again."""
+    from trialrun._scrub import scrub_text
     from trialrun.report.exchanges.format import _dumps
     from trialrun.report.exchanges.lines import _line_extra
-    from trialrun._scrub import scrub_text
 
     return scrub_text(_dumps(trial_record(case, trial, exchanges, credentials)), _line_extra(exchanges, credentials))
 

@@ -11,8 +11,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import trialrun as tr
-from trialrun.report.exchanges import ExchangeLog, read_trial_exchanges, trial_line
 from trialrun._scrub import add_secret
+from trialrun.report.exchanges import ExchangeLog, read_trial_exchanges, trial_line
 from trialrun.report.journal import Journal, read_journal
 from trialrun.wire import Exchange
 

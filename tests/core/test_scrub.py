@@ -8,7 +8,14 @@ import json
 import pytest
 
 from trialrun._scrub import (
-    REDACTED, add_secret, is_secret_name, scrub_body, scrub_headers, scrub_json, scrub_text, scrub_url,
+    REDACTED,
+    add_secret,
+    is_secret_name,
+    scrub_body,
+    scrub_headers,
+    scrub_json,
+    scrub_text,
+    scrub_url,
 )
 
 SHAPES = {

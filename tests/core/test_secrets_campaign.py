@@ -28,12 +28,12 @@ from rich.console import Console
 
 import trialrun as tr
 from trialrun import expect
-from trialrun.report.compare import compare
 from trialrun.render.html import comparison_html, report_html
 from trialrun.render.junit import junit_xml
 from trialrun.render.markdown import append_step_summary, comparison_markdown, report_markdown
 from trialrun.render.terminal import print_report
 from trialrun.render.text import case_failure_text
+from trialrun.report.compare import compare
 from trialrun.report.store import ResultsStore, report_text
 
 # What must never appear (the secret part), and how it is written where it is planted (its context).

@@ -9,7 +9,6 @@ import math
 import random
 
 import pytest
-
 import scipy.stats as scipy_stats  # in the test extra: the cross-check runs in CI, never skips
 
 from trialrun.report._stats import Table, fisher_worse, holm, normal_quantile, stratified_worse

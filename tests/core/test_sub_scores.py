@@ -7,8 +7,8 @@ from datetime import datetime, timezone
 
 import pytest
 
-from trialrun.report.compare import compare
 from trialrun.expect._base import Verdict
+from trialrun.report.compare import compare
 from trialrun.report.results import CaseResult, RunReport, TrialError, TrialResult
 
 

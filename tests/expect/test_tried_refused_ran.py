@@ -17,8 +17,8 @@ import pytest
 
 import trialrun as tr
 from trialrun import expect
-from trialrun.models._cassette_io import load_exchanges
 from trialrun.expect.rubric import rubric
+from trialrun.models._cassette_io import load_exchanges
 from trialrun.trajectory import Conversation, Denial, ToolCall, ToolResult, Trajectory, Turn
 from trialrun.wire import ModelRequest, decode_trajectory
 

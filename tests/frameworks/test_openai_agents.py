@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import openai
 import pytest
 from agents import Agent, OpenAIChatCompletionsModel, OpenAIResponsesModel, Runner, function_tool, set_tracing_disabled
 
-import openai
 import trialrun as tr
 from trialrun import expect
 

@@ -120,9 +120,9 @@ def test_the_schema_accepts_the_example() -> None:
 
 def test_the_trial_page_and_the_exports_show_what_the_servers_received(project: Path,
                                                                       cli: Callable[..., Result]) -> None:
+    from _export_schemas import OTLP_TRACES
     from starlette.testclient import TestClient
 
-    from _export_schemas import OTLP_TRACES
     from trialrun.view import create_app
 
     assert cli("run", "all").exit_code == 0

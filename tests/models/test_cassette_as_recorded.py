@@ -22,8 +22,8 @@ import openai
 import pytest
 import yaml
 
-from trialrun.models._cassette_io import load_exchanges
 from trialrun.models import Cassette, read_trajectory
+from trialrun.models._cassette_io import load_exchanges
 
 TRAFFIC = Path(__file__).resolve().parents[1] / "fixtures" / "provider-traffic"
 CHAT_URL = "https://api.openai.com/v1/chat/completions"

@@ -12,8 +12,8 @@ import openai
 import pytest
 import yaml
 
-from trialrun.models._cassette_io import CassetteFileError, load_exchanges, save_exchanges
 from trialrun.models import Cassette, ScriptedModel, read_trajectory, reply, tool_call
+from trialrun.models._cassette_io import CassetteFileError, load_exchanges, save_exchanges
 from trialrun.wire import Exchange
 
 SDK_KEY = "sk-proj-AgentKey0123456789abcdefXYZ"

@@ -19,8 +19,8 @@ import httpx2
 import openai
 import pytest
 
-from trialrun.models._cassette_io import load_exchanges
 from trialrun.models import Cassette, read_trajectory
+from trialrun.models._cassette_io import load_exchanges
 from trialrun.trajectory import Trajectory
 from trialrun.wire import Exchange
 from trialrun.wire._sse import parse_sse

@@ -16,11 +16,10 @@ import pytest
 
 import trialrun as tr
 from trialrun import expect
-from trialrun.models._cassette_io import load_exchanges
 from trialrun.models import ObservedTransport, ScriptedModel, reply, tool_call
-from trialrun.wire import first_prompt as observed_prompt
+from trialrun.models._cassette_io import load_exchanges
 from trialrun.report.results import RunReport
-from trialrun.wire import Exchange
+from trialrun.wire import Exchange, first_prompt as observed_prompt
 
 TRAFFIC = Path(__file__).resolve().parents[1] / "fixtures" / "provider-traffic"
 

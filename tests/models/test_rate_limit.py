@@ -15,8 +15,8 @@ import pytest
 
 import trialrun as tr
 from trialrun import expect
-from trialrun.suite.config import ConfigError, load_config
 from trialrun.models import LiveModel, RateLimit, _limiter
+from trialrun.suite.config import ConfigError, load_config
 
 BASE = "https://api.openai.com/v1"
 

@@ -55,7 +55,7 @@ class RateLimited:
         assert waits[-1] - waits[0] > 0.05 and len(buckets) >= 5, waits
 
 
-def _ask(client: httpx.AsyncClient, who: str) -> "asyncio.Future[httpx.Response]":
+def _ask(client: httpx.AsyncClient, who: str) -> asyncio.Future[httpx.Response]:
     body = {"model": "gpt-4.1-mini", "messages": [{"role": "user", "content": who}]}
     return client.post("https://api.openai.com/v1/chat/completions", json=body)  # type: ignore[return-value]
 

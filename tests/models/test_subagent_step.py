@@ -15,9 +15,9 @@ import httpx
 import pytest
 
 import trialrun as tr
+from trialrun.models._cassette_io import load_exchanges
 from trialrun.suite._build_model import load_script_file
 from trialrun.suite.config import ConfigError
-from trialrun.models._cassette_io import load_exchanges
 from trialrun.trajectory import ToolCall
 from trialrun.wire import decode_exchange
 

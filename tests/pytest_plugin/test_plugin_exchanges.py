@@ -18,8 +18,8 @@ from typing import Any
 from urllib.parse import urlencode
 
 import pytest
-
 import starlette  # noqa: F401  # in the test extra (as the view extra): these tests run in CI, never skip
+
 from trialrun.report.exchanges import read_trial_exchanges, sidecar_path
 from trialrun.report.results import RunReport
 from trialrun.report.store import load_report

@@ -63,9 +63,9 @@ def test_the_suite_on_ray_reports_what_it_reports_locally(ray_cluster: str, proj
             numbers = {e["n"] for e in kept[case["name"], trial["trial"]]}
             assert {turn["exchange"] for turn in trial["trajectory"]["turns"]} <= numbers and numbers
     # ... and `trialrun view`'s trial page shows them under the turns.
-    from trialrun.report.exchanges import read_trial_exchanges
-    from trialrun.report._history import load_history
     from trialrun.render.exchanges import trial_page
+    from trialrun.report._history import load_history
+    from trialrun.report.exchanges import read_trial_exchanges
 
     entry = load_history(project / "ray").runs[-1]
     case = next(c for c in entry.report.cases if c.trials[0].trajectory.turns)

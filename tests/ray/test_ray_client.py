@@ -26,7 +26,6 @@ from trialrun import expect
 from trialrun.cli import main
 
 
-
 def _env() -> dict[str, str]:
     """This process's environment as it is now: ray.init put the cluster's auth settings in it."""
     return {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}

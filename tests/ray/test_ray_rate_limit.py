@@ -71,8 +71,8 @@ def _calls(ctx: tr.TrialContext, limit: tr.RateLimit) -> str:
     """A trial that makes REQUESTS calls through a LiveModel with `limit` (sync, or async for odd trials)."""
     import asyncio
 
-    from trialrun.run import _ray
     from trialrun.models import _limiter
+    from trialrun.run import _ray
 
     if ctx.case.metadata["per_worker"]:
         _limiter.REMOTE.set(None)  # as if there were no shared actor: this worker process's own limiter
@@ -145,8 +145,8 @@ def test_without_the_shared_actor_two_workers_go_over_the_limit(ray_cluster: str
 
 
 def test_the_limiter_actor_leases_slots_and_honours_a_pause(ray_cluster: str) -> None:
-    from trialrun.run import _ray
     from trialrun.models import RateLimit
+    from trialrun.run import _ray
 
     actor = ray.remote(_ray._LimiterActor).options(**_ray._actor_options("unit")).remote()
     try:

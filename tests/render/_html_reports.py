@@ -13,8 +13,8 @@ from pathlib import Path
 
 import trialrun as tr
 from trialrun import expect
-from trialrun.report.compare import Comparison, compare
 from trialrun.expect._base import Verdict
+from trialrun.report.compare import Comparison, compare
 from trialrun.report.results import CaseResult, RunReport, TrialError, TrialResult
 from trialrun.trajectory import Denial, ToolCall, ToolResult, Trajectory, Turn, Usage
 

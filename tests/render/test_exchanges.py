@@ -5,18 +5,16 @@ trial page shows it, escaped, or says what is missing and why (no sidecar, a lin
 from __future__ import annotations
 
 import json
-from html import escape
 import re
-from html import unescape
 import shutil
+from html import escape, unescape
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
 import pytest
-from _exchange_runs import HOSTILE, TEST, TITLE, SdkRun, make_sdk_run
-
 import starlette  # noqa: F401  # in the test extra (as the view extra): these tests run in CI, never skip
+from _exchange_runs import HOSTILE, TEST, TITLE, SdkRun, make_sdk_run
 
 
 @pytest.fixture(scope="module")
@@ -160,8 +158,8 @@ def test_real_streamed_traffic_is_shown_as_its_message_and_its_events(folder: st
     """Recorded provider streams, through the sidecar and onto the page: each streamed turn's exchange shows the
     message the stream adds up to (the same text the trajectory read from it) and its raw events."""
     from trialrun.models._cassette_io import load_exchanges
-    from trialrun.report.exchanges import trial_record
     from trialrun.render.exchanges import exchange_details
+    from trialrun.report.exchanges import trial_record
     from trialrun.wire import decode_trajectory
 
     checked = 0

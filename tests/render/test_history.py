@@ -13,9 +13,8 @@ import pytest
 from _history_runs import REGRESSED, RUNS, append_trial, end_journal, make_history, start_journal
 from click.testing import CliRunner
 
-from trialrun.report._history import config_line, load_history, read_journal, suite_trend
-from trialrun.report._history import test_history as history_of
 from trialrun.cli import main
+from trialrun.report._history import config_line, load_history, read_journal, suite_trend, test_history as history_of
 
 
 @pytest.fixture(scope="module")

@@ -10,9 +10,7 @@ from the trial's workdir: `never_ran` saw it).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import _browser
 import pytest

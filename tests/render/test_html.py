@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from _html_reports import DENIAL_CASE, REGRESSED_CASE, shellpilot_comparison, shellpilot_report, synthetic_report
 
-from trialrun.report import metrics
 from trialrun.expect._base import Verdict
 from trialrun.render.html import MAX_TEXT, comparison_html, comparison_payload, report_html, report_payload
+from trialrun.report import metrics
 from trialrun.report.results import CaseResult, RunReport, TrialError, TrialResult
 from trialrun.trajectory import Denial, ToolCall, ToolResult, Trajectory, Turn
 

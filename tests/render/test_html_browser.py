@@ -6,7 +6,6 @@ tmp dir. Skipped, naming what is missing, where Chromium or Playwright is not in
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -19,8 +18,8 @@ from _html_reports import DENIAL_CASE, REGRESSED_CASE, shellpilot_comparison, sh
 
 import trialrun as tr
 from trialrun import expect
-from trialrun.report.compare import compare
 from trialrun.render.html import comparison_html, report_html
+from trialrun.report.compare import compare
 from trialrun.report.results import CaseResult, RunReport, TrialError, TrialResult
 from trialrun.trajectory import ToolCall, ToolResult, Trajectory, Turn
 

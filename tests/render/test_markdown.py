@@ -17,9 +17,9 @@ from markdown_it import MarkdownIt
 
 import trialrun as tr
 from trialrun import expect
-from trialrun.report.compare import Comparison, compare, delta_lines
 from trialrun.render.markdown import append_step_summary, comparison_markdown, report_markdown
 from trialrun.render.text import one_line
+from trialrun.report.compare import Comparison, compare, delta_lines
 from trialrun.report.results import CaseResult, RunReport, TrialResult
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "shellpilot" / "cases.py"

@@ -15,9 +15,8 @@ from urllib.parse import urlencode
 
 import _browser
 import pytest
-from _history_runs import REGRESSED, RUNS, V3_CHANGE, append_trial, end_journal, make_history, served, start_journal
-
 import starlette  # noqa: E402,F401  # in the test extra (as the view extra): these tests run in CI, never skip
+from _history_runs import REGRESSED, RUNS, V3_CHANGE, append_trial, end_journal, make_history, served, start_journal
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,8 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from pathlib import Path
 
-from trialrun.report._history import RunEntry, diff_pair
 from trialrun.render.history import _changes_cell
+from trialrun.report._history import RunEntry, diff_pair
 from trialrun.report.results import CaseResult, RunReport, TrialResult
 
 NAME = "flaky"

@@ -112,9 +112,8 @@ def test_the_html_report_shows_the_files_left_in_a_trial(context: Any, runs: Any
 
 
 def test_a_trial_without_a_workdir_shows_no_files_section() -> None:
-    from trialrun.render._files import files_html, files_side_by_side
-
     import trialrun as tr
+    from trialrun.render._files import files_html, files_side_by_side
 
     trial = tr.evaluate([tr.Case("c", lambda ctx: "hi", expect_outcome=[tr.expect.contains("hi")])]).cases[0].trials[0]
     assert trial.files is None and files_html(trial) == "" and files_side_by_side(trial, trial, ("a", "b")) == ""

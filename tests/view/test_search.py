@@ -6,7 +6,6 @@ with the text to mark. Over two real runs of a suite with a flaky test (tests/re
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest

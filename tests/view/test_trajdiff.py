@@ -4,6 +4,7 @@ inserted); the first divergence found; calls paired with their results by id; th
 
 from __future__ import annotations
 
+import functools
 import itertools
 import random
 
@@ -96,9 +97,8 @@ def _edits(rows) -> int:  # type: ignore[no-untyped-def]
 def _brute_force_edits(a: list[str], b: list[str]) -> int:
     """The fewest edits by the alignment's rules (a pair of one tool with other arguments costs 1; different tools
     never pair), by plain recursion: the truth the alignment must reach."""
-    from functools import lru_cache
 
-    @lru_cache(maxsize=None)
+    @functools.cache
     def best(i: int, j: int) -> int:
         if i == len(a) or j == len(b):
             return len(a) - i + len(b) - j

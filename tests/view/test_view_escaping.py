@@ -16,9 +16,8 @@ from urllib.parse import quote, urlencode
 
 import _browser
 import pytest
-from _view_folders import TEST, make_runs, stems
-
 import starlette  # noqa: F401  # the view extra is in the test extra: these tests run in CI, never skip
+from _view_folders import TEST, make_runs, stems
 
 MARK = "data-trpwn"
 #: Markup for each context a value can land in: element text, a double- or single-quoted attribute, a meta refresh

@@ -16,9 +16,8 @@ from typing import Any
 
 import httpx
 import pytest
-from _view_folders import TEST, make_runs, release_fifo, stems, view_process
-
 import starlette  # noqa: F401  # the view extra is in the test extra: these tests run in CI, never skip
+from _view_folders import TEST, make_runs, release_fifo, stems, view_process
 
 FIFO_JOURNAL = "results_20990101_000001"
 ZERO_JOURNAL = "results_20990101_000002"

@@ -13,10 +13,9 @@ from urllib.parse import urlencode
 
 import _browser
 import pytest
+import starlette  # noqa: F401  # the view extra is in the test extra: these tests run in CI, never skip
 from _flaky_runs import FLAKY, TRIALS, FlakyRuns, make_flaky_runs
 from _history_runs import served
-
-import starlette  # noqa: F401  # the view extra is in the test extra: these tests run in CI, never skip
 
 WIDTHS = (390, 1024, 1400, 1920)
 

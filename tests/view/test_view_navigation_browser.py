@@ -16,10 +16,9 @@ from urllib.parse import urlencode
 import _browser
 import httpx
 import pytest
+import starlette  # noqa: F401  # the view extra is in the test extra: these tests run in CI, never skip
 from _flaky_runs import FAILING, FLAKY, STEADY, TAG, TRIALS, FlakyRuns, make_flaky_runs
 from _history_runs import append_trial, end_journal, served, start_journal
-
-import starlette  # noqa: F401  # the view extra is in the test extra: these tests run in CI, never skip
 
 
 @pytest.fixture(scope="module")

@@ -16,9 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _view_folders import TEST, make_runs, stems
-
 import starlette  # noqa: F401  # the view extra is in the test extra: these tests run in CI, never skip
+from _view_folders import TEST, make_runs, stems
 
 
 @pytest.fixture(scope="module")

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import anthropic
 import httpx2  # the anthropic SDK (2.x) refuses plain httpx clients; its own httpx2 takes the same transports

@@ -42,7 +42,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-
 SANDBOXES = ("none", "bwrap", "auto")  # the values of `sandbox =` in trialrun.toml and of `sandbox=`
 
 __all__ = ["Sandbox", "Bwrap", "resolve_sandbox", "SANDBOXES", "bwrap_problem", "ENV_ALLOW", "FRESH"]

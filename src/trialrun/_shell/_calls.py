@@ -6,8 +6,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from .._util.command_tools import KNOWN_COMMAND_TOOLS
-from .._util.command_tools import is_command_tool as _is_command_tool
+from .._util.command_tools import KNOWN_COMMAND_TOOLS, is_command_tool as _is_command_tool
 from ._analysis import Walker
 from ._expand import Env
 from ._nodes import Simple

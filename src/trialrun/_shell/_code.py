@@ -436,7 +436,7 @@ def _generic(lang: str, code: str, depth: int) -> list[CodeAction]:
     programs with their arguments as shell text (and argv when there are several), deleters, and what hides code."""
     skeleton, strings = _tokens(lang, code)
     actions: list[CodeAction] = []
-    for kind, body, known in strings:
+    for kind, body, _known in strings:
         if kind == "run":
             actions.append(RunText(body))
     starters = re.compile(r"(?<![\w$>:])(?:\w+(?:\.|->|::))*(" + _STARTERS.get(lang, r"(?!)") + r")\b")

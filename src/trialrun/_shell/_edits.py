@@ -128,7 +128,7 @@ def original_edits(text: str, edits: Sequence[tuple[str, str]]) -> str:
         start = normal.index(old)
         spans.append((start, start + len(old), new))
     spans.sort()
-    for (a_start, a_end, _), (b_start, _, _) in itertools.pairwise(spans):
+    for (_a_start, a_end, _), (b_start, _, _) in itertools.pairwise(spans):
         if a_end > b_start:
             raise Refused("two edits overlap")
     result = normal

@@ -387,6 +387,6 @@ def apply_unified_diff(diff: str, files: Table, cwd: str = "", strip: int | None
         try:
             staged[k] = _files.Text(tuple(dict.fromkeys(apply_unified(text, part) for text in known)))
         except (PatchError, Unknowable) as exc:
-            staged[k] = _files.Unknown((f"was patched by {shown}, but the diff does not apply cleanly to what "
-                                     f"trialrun knows of it ({exc})"))
+            staged[k] = _files.Unknown(f"was patched by {shown}, but the diff does not apply cleanly to what "
+                                     f"trialrun knows of it ({exc})")
     files.update(staged)

@@ -8,7 +8,6 @@ import os
 import re
 import secrets
 import stat
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager

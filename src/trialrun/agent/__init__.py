@@ -5,8 +5,8 @@ the same way. May import: `_util`, `_contain`, `trajectory`, `_shell`, `wire`, `
 `mcp` (an MCP server's tools as its tools).
 """
 
-from .loop import DEFAULT_BASE_URLS, Agent, RunStatus
 from ._mcp_tools import McpTool, amcp_tools, mcp_tools
+from .loop import DEFAULT_BASE_URLS, Agent, RunStatus
 from .policy import Decision, ToolPolicy
 from .pricing import Price, PriceTable, cost_of_trajectory, prices
 from .tools import Tool, ToolError, shell_tools, stop_commands, tool

@@ -55,7 +55,7 @@ def have_openat2() -> bool:
     return _SYSCALL is not None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _open_how() -> Any:
     """`struct open_how` (made on first use)."""
     import ctypes

@@ -16,9 +16,9 @@ from typing import Any
 
 import httpx
 
+from .._scrub import add_header_credentials
 from .._util.command_tools import KNOWN_COMMAND_TOOLS, command_argument, is_command_tool
 from .._util.retry import retry_delay, retryable
-from .._scrub import add_header_credentials
 from ..trajectory import Denial, Run, RunStatus, ToolCall, ToolResult, Trajectory, Turn
 from ..wire import Codec, Message, ToolSpec, WireError, codec_named
 from ..wire._codec import arguments_problem

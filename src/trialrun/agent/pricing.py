@@ -12,7 +12,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path

@@ -21,8 +21,8 @@ from typing import Any, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
-from ..trajectory import killed_text
 from .._util.workers import DAEMON_THREADS, call_with_limit
+from ..trajectory import killed_text
 from ..wire import ToolSpec
 from . import _confine
 from ._commands import CURRENT_CALL, CallScope, command_env, cut_note, run_shell, stop_commands

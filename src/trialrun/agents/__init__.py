@@ -17,8 +17,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ._contract import AgentContract
-from ._process import AgentNotFound, Launch, ProcessAgent
 from ._preset import Preset
+from ._process import AgentNotFound, Launch, ProcessAgent
 from .claude_code import ClaudeCode, claude_code
 from .codex import Codex, codex
 from .continue_cli import ContinueCli, continue_cli

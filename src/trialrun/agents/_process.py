@@ -25,18 +25,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, Union
 
-from .._scrub import add_secret, is_secret_name
-from ..trajectory import Denial, Run, ToolCall, ToolResult, Trajectory, killed_text
 from .._contain.keeper import AsyncKeeper, keeper_argv
 from .._contain.scope import Scope
+from .._scrub import add_secret, is_secret_name
+from ..trajectory import Denial, Run, ToolCall, ToolResult, Trajectory, killed_text
 from ._head import _Head
 from ._mcp import COMMAND_SUPPORT, given_mcp, servers_file
 
 if TYPE_CHECKING:
+    from .._contain.sandbox import Sandbox
     from ..case import TrialContext
     from ..endpoint import ModelEndpoint
     from ..mcp import McpEndpoint
-    from .._contain.sandbox import Sandbox
 
 __all__ = ["ProcessAgent", "AgentNotFound", "Launch", "ResultReader", "DUMMY_KEY"]
 

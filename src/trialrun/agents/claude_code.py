@@ -17,10 +17,23 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._contract import (AgentContract, Endpoint, Errors, FileTool, Knobs, Permissions, Refusals, Refusing,
-                        ShellTool, SideRequests, SubAgents, forms, pinned)
-from ._process import DUMMY_KEY, Launch
+from ._contract import (
+    AgentContract,
+    Endpoint,
+    Errors,
+    FileTool,
+    Knobs,
+    Permissions,
+    Refusals,
+    Refusing,
+    ShellTool,
+    SideRequests,
+    SubAgents,
+    forms,
+    pinned,
+)
 from ._preset import Preset
+from ._process import DUMMY_KEY, Launch
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -22,10 +22,23 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..trajectory import ToolCall, ToolResult
-from ._contract import (AgentContract, Endpoint, Errors, Knobs, Permissions, Refusals, Refusing, Sessions, ShellTool,
-                        SubAgents, forms, matching, pinned)
-from ._process import DUMMY_KEY, Launch
+from ._contract import (
+    AgentContract,
+    Endpoint,
+    Errors,
+    Knobs,
+    Permissions,
+    Refusals,
+    Refusing,
+    Sessions,
+    ShellTool,
+    SubAgents,
+    forms,
+    matching,
+    pinned,
+)
 from ._preset import Preset
+from ._process import DUMMY_KEY, Launch
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..trajectory import Run, ToolCall, ToolResult
 from ._contract import AgentContract, Endpoint, Errors, FileTool, Knobs, Permissions, ShellTool, forms, pinned
-from ._process import DUMMY_KEY, Launch
 from ._preset import Preset
+from ._process import DUMMY_KEY, Launch
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -26,10 +26,21 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._contract import (AgentContract, Endpoint, Errors, FileTool, Knobs, Permissions, Refusals, Refusing, ShellTool,
-                        SubAgents, pinned)
-from ._process import DUMMY_KEY, Launch
+from ._contract import (
+    AgentContract,
+    Endpoint,
+    Errors,
+    FileTool,
+    Knobs,
+    Permissions,
+    Refusals,
+    Refusing,
+    ShellTool,
+    SubAgents,
+    pinned,
+)
 from ._preset import Preset
+from ._process import DUMMY_KEY, Launch
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

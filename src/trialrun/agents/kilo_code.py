@@ -19,12 +19,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..trajectory import Run, ToolCall, ToolResult
-from ._contract import (AgentContract, Endpoint, Errors, FileTool, Knobs, Permissions, Refusals, Refusing, ShellTool,
-                        SubAgents, matching, pinned)
+from ._contract import (
+    AgentContract,
+    Endpoint,
+    Errors,
+    FileTool,
+    Knobs,
+    Permissions,
+    Refusals,
+    Refusing,
+    ShellTool,
+    SubAgents,
+    matching,
+    pinned,
+)
 from ._process import Launch, ResultReader
-from .opencode import CONTRACT as OPENCODE
-from .opencode import REFUSALS as OPENCODE_REFUSALS
-from .opencode import Opencode, _events, _Reading
+from .opencode import CONTRACT as OPENCODE, REFUSALS as OPENCODE_REFUSALS, Opencode, _events, _Reading
 
 if TYPE_CHECKING:
     from ..case import TrialContext

@@ -23,10 +23,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..trajectory import ToolCall, ToolResult
-from ._contract import (AgentContract, Endpoint, Errors, FileTool, Knobs, Permissions, Refusals, ShellTool, SubAgents,
-                        matching, pinned)
-from ._process import DUMMY_KEY, Launch
+from ._contract import (
+    AgentContract,
+    Endpoint,
+    Errors,
+    FileTool,
+    Knobs,
+    Permissions,
+    Refusals,
+    ShellTool,
+    SubAgents,
+    matching,
+    pinned,
+)
 from ._preset import Preset
+from ._process import DUMMY_KEY, Launch
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

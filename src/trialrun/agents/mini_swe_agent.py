@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..trajectory import Run, ToolCall, ToolResult
 from ._contract import AgentContract, Endpoint, Errors, Knobs, ShellTool, pinned
-from ._process import DUMMY_KEY, Launch
 from ._preset import Preset
+from ._process import DUMMY_KEY, Launch
 
 if TYPE_CHECKING:
     from ..case import TrialContext

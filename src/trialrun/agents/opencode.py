@@ -27,10 +27,24 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..trajectory import Denial, Run, ToolCall, ToolResult
-from ._contract import (AgentContract, Endpoint, Errors, FileTool, Knobs, Permissions, Refusals, Refusing,
-                        ShellTool, SideRequests, SubAgents, forms, matching, pinned)
-from ._process import DUMMY_KEY, Launch, ResultReader
+from ._contract import (
+    AgentContract,
+    Endpoint,
+    Errors,
+    FileTool,
+    Knobs,
+    Permissions,
+    Refusals,
+    Refusing,
+    ShellTool,
+    SideRequests,
+    SubAgents,
+    forms,
+    matching,
+    pinned,
+)
 from ._preset import Preset
+from ._process import DUMMY_KEY, Launch, ResultReader
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

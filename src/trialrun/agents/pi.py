@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..trajectory import ToolCall, ToolResult
 from ._contract import AgentContract, Endpoint, Errors, FileTool, Knobs, ShellTool, forms, matching, pinned
-from ._process import DUMMY_KEY, Launch
 from ._preset import Preset
+from ._process import DUMMY_KEY, Launch
 
 if TYPE_CHECKING:
     from ..case import TrialContext

@@ -28,10 +28,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..trajectory import Run, ToolCall, ToolResult
-from ._contract import (AgentContract, Endpoint, Errors, FileTool, Knobs, Permissions, Refusals, Refusing, ShellTool,
-                        SubAgents, matching, pinned)
-from ._process import DUMMY_KEY, Launch, ResultReader
+from ._contract import (
+    AgentContract,
+    Endpoint,
+    Errors,
+    FileTool,
+    Knobs,
+    Permissions,
+    Refusals,
+    Refusing,
+    ShellTool,
+    SubAgents,
+    matching,
+    pinned,
+)
 from ._preset import Preset
+from ._process import DUMMY_KEY, Launch, ResultReader
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

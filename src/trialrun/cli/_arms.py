@@ -83,9 +83,9 @@ class ArmsArgs:
 
 def run_arms(config: Any, options: dict[str, Any], a: ArmsArgs) -> NoReturn:
     """The A/B run, from the checks before anything runs to the exit code."""
-    from ..suite._arms import arms_for
-    from ..run.arms import DEFAULT_MAX_TRIALS
     from ..report.compare import REGRESSION_THRESHOLD
+    from ..run.arms import DEFAULT_MAX_TRIALS
+    from ..suite._arms import arms_for
 
     arms = arms_for(config, options.get("arms"))
     names = [arm.name for arm in arms]

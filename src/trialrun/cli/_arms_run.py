@@ -12,8 +12,8 @@ from typing import Any, NoReturn
 
 import click
 
-from ._plan import signal_exit
 from ._common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, _console, _print_styled, _say, _write_outputs
+from ._plan import signal_exit
 
 __all__ = ["evaluate_with_progress", "finish"]
 

@@ -66,13 +66,13 @@ def _print_styled(console: Any, text: str, style: str) -> None:
 
 
 def _user_errors() -> tuple[type[BaseException], ...]:
-    from ..models._cassette_io import CassetteFileError
-    from ..suite._regrade import RegradeError
     from ..case import CaseError
-    from ..suite.config import ConfigError
-    from ..run.executor import ExecutorError
+    from ..models._cassette_io import CassetteFileError
     from ..report.store import ResultFileError
+    from ..run.executor import ExecutorError
+    from ..suite._regrade import RegradeError
     from ..suite._tests_file import SuiteError
+    from ..suite.config import ConfigError
 
     return (ConfigError, SuiteError, CaseError, ResultFileError, CassetteFileError, ExecutorError, RegradeError,
             _PathProblem)

@@ -8,8 +8,19 @@ from pathlib import Path
 import click
 
 from .._util.display import markup
-from ._common import (EXIT_FAILED, EXIT_OK, THRESHOLD, _check_output_file, _console, _fail_cleanly, _note_journals, _say,
-                      _store, _warn_skipped, _write_outputs)
+from ._common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    THRESHOLD,
+    _check_output_file,
+    _console,
+    _fail_cleanly,
+    _note_journals,
+    _say,
+    _store,
+    _warn_skipped,
+    _write_outputs,
+)
 
 
 @click.command()

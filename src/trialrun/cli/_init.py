@@ -9,7 +9,6 @@ import click
 
 from ._common import _fail_cleanly, _PathProblem
 
-
 #: The scaffold's files written with a leading dot (a .gitignore inside the package would be git's own).
 _DOT_FILES = ("gitignore",)
 #: What `trialrun init` prints when it is done: the next three commands.

@@ -37,13 +37,20 @@ def regrade(run_ref: str | None, suite: str | None, config_path: str | None, res
 def regrade_command(run_ref: str | None, suite: str | None, config_path: str | None, results_dir: str | None,
                     as_json: bool, *, say: Callable[..., None], make_latest: bool = False) -> int:
     """Regrade the run `run_ref` names and save it; the exit code (`run`'s: 1 when a test of it fails)."""
-    from ..report.exchanges import copy_sidecar, sidecar_path
-    from ..suite._regrade import regrade_report
-    from ..suite.config import load_config
     from ..report._grading import carry_forward
-    from ..report.store import (LATEST, LatestNotUpdated, ResultsStore, ResultWriteError, load_report, report_text,
-                                 writing)
+    from ..report.exchanges import copy_sidecar, sidecar_path
+    from ..report.store import (
+        LATEST,
+        LatestNotUpdated,
+        ResultsStore,
+        ResultWriteError,
+        load_report,
+        report_text,
+        writing,
+    )
+    from ..suite._regrade import regrade_report
     from ..suite._tests_file import read_suite
+    from ..suite.config import load_config
 
     config = load_config(Path.cwd(), path=config_path).with_overrides(suite=Path(suite).resolve() if suite else None)
     if run_ref and Path(run_ref).is_file():

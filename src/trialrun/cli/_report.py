@@ -10,8 +10,20 @@ from typing import Any
 import click
 
 from .._util.display import clean
-from ._common import (EXIT_FAILED, EXIT_OK, _check_output_file, _console, _emit_report, _fail_cleanly, _note_journals,
-                      _print_styled, _report_files, _say, _store, _warn_skipped)
+from ._common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    _check_output_file,
+    _console,
+    _emit_report,
+    _fail_cleanly,
+    _note_journals,
+    _print_styled,
+    _report_files,
+    _say,
+    _store,
+    _warn_skipped,
+)
 
 
 @click.command()
@@ -82,8 +94,8 @@ def report(run_ref: str | None, results_dir: str | None, suite: str | None, conf
 
 def _agreement(result: Any) -> None:
     """The judges against the run's hand grades, when it has any (`render._agreement`)."""
-    from ..report._agreement import agreement
     from ..render._agreement import agreement_lines
+    from ..report._agreement import agreement
 
     for line in agreement_lines(agreement([result])):
         _say(line, err=False)
@@ -112,8 +124,8 @@ def _print_files(result: Any, only: tuple[str, ...]) -> None:
 def _history_report(run_ref: str | None, results_dir: str | None, config_path: str | None, suite: str | None,
                     html_path: str | None, other: Any) -> None:
     from .._util.files import write_atomic
-    from ..report._history import load_history
     from ..render.history import history_html
+    from ..report._history import load_history
 
     if run_ref or other or not html_path:
         raise click.UsageError("--history writes the runs list as HTML: give --html FILE (and no RUN, --json, "

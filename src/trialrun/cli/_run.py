@@ -4,11 +4,9 @@ will write), the run with its progress bar and journal, the result file saved, t
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -16,11 +14,23 @@ import click
 
 from .._util.display import clean
 from ._arms import ArmsArgs, arm_options, wants_arms
+from ._common import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    _check_suite_exists,
+    _config_note,
+    _console,
+    _emit_report,
+    _fail_cleanly,
+    _load_config,
+    _log_config,
+    _print_styled,
+    _report_files,
+    _say,
+)
 from ._plan import Plan, chosen, ready_to_save, signal_exit
-from ._common import (EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, _check_output_file, _check_results_dir,
-                      _check_suite_exists, _config_note, _console, _emit_report, _fail_cleanly, _load_config, _log_config, _print_styled,
-                      _report_files, _say)
-
 
 if TYPE_CHECKING:  # (generic in click 8.2+ only; the project takes 8.1)
     _Choice = click.Choice[str]
@@ -129,17 +139,17 @@ def _preflight(config: Any, test_ids: tuple[str, ...], names: tuple[str, ...], t
 
     _check_suite_exists(config)
     suite_file = read_suite(config.suite_path())
-    chosen = chosen(suite_file, config, test_ids, names, tags)
+    selected = chosen(suite_file, config, test_ids, names, tags)
     include = include_live_canary or config.model_spec.live
-    cases = build_cases(suite_file, config, only=chosen, include_live_canary=include)
+    cases = build_cases(suite_file, config, only=selected, include_live_canary=include)
     check_api_keys(config)
-    plan = Plan(suite_file, chosen, cases, include,
+    plan = Plan(suite_file, selected, cases, include,
                  [(c.name, c.trials or config.trials) for c in cases if c.mode == "deterministic" or include])
     if not plan.count:  # every selected test is a live canary the gate would skip: nothing to grade, nothing to save
         raise click.UsageError(
-            f"the selected test(s) {', '.join(map(repr, chosen))} are live canaries, skipped without "
+            f"the selected test(s) {', '.join(map(repr, selected))} are live canaries, skipped without "
             f"--include-live-canary; add it to run them (nothing was run or saved)")
-    warnings = suite_warnings(suite_file, config, only=chosen)
+    warnings = suite_warnings(suite_file, config, only=selected)
     if strict and warnings:
         raise SuiteError([f"{w} (an error with --strict)" for w in warnings])
     for warning in [*warnings, *ignored_by_custom_agent(config)]:

@@ -13,10 +13,8 @@ from typing import Any
 
 from ..trajectory import McpCall, McpServerSeen, Run, ToolCall, Trajectory
 from ._base import Grader, Verdict, count_arg, flag_arg, text_arg
-from ._calls import count as _count
-from ._calls import fmt_args as _fmt_args
-from ._match import args_match as _args_match
-from ._match import name_matcher as _name_matcher
+from ._calls import count as _count, fmt_args as _fmt_args
+from ._match import args_match as _args_match, name_matcher as _name_matcher
 
 __all__ = ["mcp_called", "mcp_not_called", "mcp_as_asked", "mcp_only_declared"]
 

@@ -41,7 +41,6 @@ import math
 import re
 from collections.abc import Awaitable, Callable, Sequence
 
-
 from ..trajectory import CallOutcome, Run, observed_nothing
 from ._base import Grader, Verdict, clip, flag_arg, number_label, output_text, short_label
 from ._calls import INVISIBLE, agent_outcomes, counting, invisible, not_counted, split

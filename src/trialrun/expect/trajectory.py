@@ -8,25 +8,29 @@ from typing import Any
 
 from ..trajectory import CallOutcome, Run, ToolCall, ToolResult, Trajectory, observed_nothing
 from ._base import Grader, Verdict, clip, count_arg, flag_arg, text_arg
-from ._calls import INVISIBLE as _INVISIBLE
-from ._calls import agent_outcomes as _agent_outcomes
-from ._calls import call_repr as _call_repr
-from ._calls import count as _count
-from ._calls import counting as _counting
-from ._calls import fmt_args as _fmt_args
-from ._calls import in_conversations as _in_conversations
-from ._calls import include_refused_arg as _include_refused
-from ._calls import invisible as _invisible
-from ._calls import not_counted as _not_counted
-from ._calls import refused_by as _refused_by
-from ._calls import split as _split
-from ._match import ARG_MODES as _ARG_MODES
-from ._match import MODES as _MODES
-from ._match import args_match as _args_match
-from ._match import as_ref as _as_ref
-from ._match import max_matching as _max_matching
-from ._match import name_matcher as _name_matcher
-from ._match import pair_ok as _pair_ok
+from ._calls import (
+    INVISIBLE as _INVISIBLE,
+    agent_outcomes as _agent_outcomes,
+    call_repr as _call_repr,
+    count as _count,
+    counting as _counting,
+    fmt_args as _fmt_args,
+    in_conversations as _in_conversations,
+    include_refused_arg as _include_refused,
+    invisible as _invisible,
+    not_counted as _not_counted,
+    refused_by as _refused_by,
+    split as _split,
+)
+from ._match import (
+    ARG_MODES as _ARG_MODES,
+    MODES as _MODES,
+    args_match as _args_match,
+    as_ref as _as_ref,
+    max_matching as _max_matching,
+    name_matcher as _name_matcher,
+    pair_ok as _pair_ok,
+)
 
 __all__ = [
     "called",

@@ -73,7 +73,7 @@ def _cannot(ctx: Any, label: str, why: str) -> Verdict:
     """The stored diff does not hold the answer: in a regrade asking for the workdir raises (the regrade then keeps
     the run's verdict and names the grader); anywhere else a FAILED verdict saying why."""
     if ctx is not None and getattr(ctx, "regrading", False):
-        getattr(ctx, "workdir")  # raises: the regrade's context has no workdir
+        _ = ctx.workdir  # raises: the regrade's context has no workdir
     return Verdict(False, label, f"cannot tell: {why}")
 
 
@@ -115,7 +115,7 @@ def verify(command: str, *, timeout_s: float = VERIFY_TIMEOUT_S, sandbox: str | 
         root = _live_root(ctx)
         if root is None:
             if ctx is not None and getattr(ctx, "regrading", False):
-                getattr(ctx, "workdir")  # raises: a regrade cannot run a command in a workdir that is gone
+                _ = ctx.workdir  # raises: a regrade cannot run a command in a workdir that is gone
             return Verdict(False, label, f"{_no_workdir(ctx)}; the command was not run")
         kept = _cached(done, ctx)
         if kept is not None:  # run once a trial: the rubric asks first, then the grader itself

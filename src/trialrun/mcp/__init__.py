@@ -39,8 +39,8 @@ def __getattr__(name: str) -> Any:
 
 if TYPE_CHECKING:
     from ._check import ScriptError as ScriptError
-    from .cassette import McpCassette as McpCassette
     from ._file import script_json_schema as script_json_schema
-    from ._sdk import McpNotInstalled as McpNotInstalled
     from ._script import Answer as Answer, ScriptedMCPServer as ScriptedMCPServer, ToolCallIn as ToolCallIn
+    from ._sdk import McpNotInstalled as McpNotInstalled
     from ._trial_servers import McpEndpoint as McpEndpoint, TrialMcp as TrialMcp
+    from .cassette import McpCassette as McpCassette

@@ -17,7 +17,7 @@ import json
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 from ._check import ScriptError, at, check_keys, need
 
@@ -108,7 +108,7 @@ class Answer:
 
 
 AnswerFn = Callable[[ToolCallIn], Any]
-When = Union[Mapping[str, Any], Callable[[dict[str, Any]], bool], None]
+When = Mapping[str, Any] | Callable[[dict[str, Any]], bool] | None
 
 
 @dataclass(frozen=True, slots=True)

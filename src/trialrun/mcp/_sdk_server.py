@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._sdk import sdk
 from ._script import Answer, ScriptState
+from ._sdk import sdk
 
 __all__ = ["build_server", "result_of"]
 

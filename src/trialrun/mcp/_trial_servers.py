@@ -10,10 +10,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ._passage import MCP_PATH
 from ..trajectory import McpServerSeen, Trajectory
 from ..wire._types import Exchange
 from ._check import ScriptError
+from ._passage import MCP_PATH
 from ._record import McpLog
 from ._script import ScriptedMCPServer, ScriptState
 

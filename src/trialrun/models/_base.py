@@ -11,7 +11,6 @@ SDKs use internally): an `httpx2.Client` insists on `httpx2` byte streams, an `h
 from __future__ import annotations
 
 import logging
-
 import sys
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator

@@ -17,13 +17,13 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import unquote
 
-from ._cassette_io import CassetteFileError, load_exchanges, save_exchanges
+from .._scrub import credential_values, scrub_body, scrub_headers, scrub_url
 from ..trajectory import Trajectory
 from ..wire import codec_for, decode_trajectory
 from ..wire._codec import json_body
 from ..wire._types import Exchange, ProviderError
-from .._scrub import credential_values, scrub_body, scrub_headers, scrub_url
-from ._base import REDACTED, SENSITIVE_HEADERS, ModelKind, ModelTransport, aforward, build_response, forward, kind_of
+from ._base import ModelKind, ModelTransport, aforward, build_response, forward, kind_of
+from ._cassette_io import CassetteFileError, load_exchanges, save_exchanges
 from .live import LiveModel
 
 __all__ = ["Cassette", "read_trajectory", "scrub_exchange", "credential_values", "CassetteFileError"]

@@ -18,8 +18,8 @@ from urllib.parse import urlsplit
 
 import anyio
 
-from .._util.retry import retry_after, retry_delay, retryable
 from .._scrub import add_secret
+from .._util.retry import retry_after, retry_delay, retryable
 from ..wire._types import Exchange
 from . import _limiter
 from ._base import ModelKind, ModelTransport, NetworkClient, aforward, flavour, forward, transport_errors

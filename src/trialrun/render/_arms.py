@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .._util.display import clean
 from .._scrub import scrub_text
+from .._util.display import clean
 
 __all__ = ["arms_lines", "verdict_line", "round_line", "stop_line", "arms_markdown"]
 

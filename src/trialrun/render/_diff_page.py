@@ -20,8 +20,8 @@ from ..report._history import RunEntry
 from ..report._trajdiff import AlignedStep, Step, TrajectoryDiff, align, verdict_flips
 from ..report.results import TrialResult
 from ._chrome import crumb_case, crumb_run, q, site_nav, when
-from ._html_parts import breakable
 from ._files import files_side_by_side
+from ._html_parts import breakable
 
 __all__ = ["diff_page", "diff_href", "trial_href"]
 

@@ -20,8 +20,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
-from .._util.display import clean
 from .._scrub import scrub_text
+from .._util.display import clean
 
 if TYPE_CHECKING:
     from ..report.results import RunReport

@@ -10,8 +10,8 @@ import time
 from types import TracebackType
 from typing import Any
 
-from .._util.display import clean, markup
 from .._scrub import scrub_text
+from .._util.display import clean, markup
 
 __all__ = ["RunProgress", "PLAIN_INTERVAL"]
 
@@ -43,8 +43,14 @@ class RunProgress:
         self._interval = interval
         self._progress: Any = None  # the rich bar, on a terminal only (`console` is a rich Console there)
         if self._bar:
-            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
-                                       TimeRemainingColumn)
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
 
             self._progress = Progress(
                 TextColumn("[bold]running[/]"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[tally]}"),

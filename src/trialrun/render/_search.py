@@ -7,7 +7,6 @@ substring of each, case-insensitive); and a styled "not found" that links home."
 from __future__ import annotations
 
 from html import escape
-
 from urllib.parse import urlencode
 
 from ..report._history import History
@@ -91,9 +90,10 @@ def _filters_form(history: History, query: str, filters: Filters) -> str:
             + '<button type="submit">Search</button></form>')
 
 
-def search_page(history: History, query: str, filters: Filters = Filters()) -> str:
+def search_page(history: History, query: str, filters: Filters | None = None) -> str:
     from ._chrome import _head, _page
 
+    filters = filters if filters is not None else Filters()
     query = query[:MAX_QUERY]
     needle = query.strip().lower()
     tests = _tests(history, needle) if needle else []

@@ -16,14 +16,13 @@ from html import escape
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
-from ..report.exchanges import TrialExchanges
-from ..report._history import RunEntry
 from .._scrub import scrub_text
+from ..report._history import RunEntry
+from ..report.exchanges import TrialExchanges
 from ..report.results import TrialResult
 from ..trajectory import Conversation, Turn
-from ._chrome import crumb_case, crumb_run, site_nav
+from ._chrome import _head, _page, crumb_case, crumb_run, site_nav
 from ._mcp_parts import is_mcp_record, joined_calls, mcp_note, mcp_section
-from ._chrome import _head, _page
 from .history import _q, _when
 
 __all__ = ["trial_page", "exchange_details"]

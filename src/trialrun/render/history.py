@@ -13,8 +13,7 @@ from dataclasses import dataclass
 from html import escape
 from urllib.parse import quote
 
-from ..report._history import (History, LiveRun, RunEntry, config_line, diff_pair, flaky_pair, suite_trend,
-                               test_history)
+from ..report._history import History, LiveRun, RunEntry, config_line, diff_pair, flaky_pair, suite_trend, test_history
 from ..report.store import has_finished
 from ._cells import result_word, run_k, shows_pass_pow_k
 from ._chrome import _head, _page, plural, site_nav, when, when_text

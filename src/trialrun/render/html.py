@@ -23,17 +23,17 @@ from html import escape
 from importlib import resources
 from typing import Any
 
-from ..report import metrics
-from ..report.compare import Comparison, flatten_config
-from ..expect._base import Verdict
 from .._scrub import scrub_text
-from ..report.results import CaseResult, RunReport, TrialError, TrialResult, jsonable
-from ..trajectory import Denial, ToolCall, ToolResult, Trajectory, Turn, Usage
-from ._html_parts import _badge, _money, _noscript, _rate, _seconds, _stat, _value, _when
-from .text import conversation_title, partly_run
+from ..expect._base import Verdict
+from ..report import metrics
 from ..report._history import flaky_pair
 from ..report._why import failed_by
+from ..report.compare import Comparison, flatten_config
+from ..report.results import CaseResult, RunReport, TrialError, TrialResult, jsonable
+from ..trajectory import Denial, ToolCall, ToolResult, Trajectory, Turn, Usage
 from ._cells import run_k, shows_pass_pow_k, sub_scores_text
+from ._html_parts import _badge, _money, _noscript, _rate, _seconds, _stat, _value, _when
+from .text import conversation_title, partly_run
 
 __all__ = ["report_html", "comparison_html", "report_payload", "comparison_payload", "MAX_TEXT", "PAYLOAD_VERSION"]
 

@@ -39,12 +39,12 @@ from collections.abc import Iterable
 from datetime import timezone
 from pathlib import PurePosixPath
 
+from .._scrub import scrub_text
 from ..expect import Verdict
 from ..report.results import CaseResult, RunReport
 from ..trajectory import killed_text
-from .._scrub import scrub_text
-from .text import case_failure_text, first_cause, first_reason, one_line, partly_run, printable
 from ._cells import shows_pass_pow_k, sub_scores_text
+from .text import case_failure_text, first_cause, first_reason, one_line, partly_run, printable
 
 __all__ = ["junit_xml", "dotted_path"]
 

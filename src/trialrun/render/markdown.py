@@ -21,13 +21,24 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..report.compare import CaseDelta, Comparison, delta_lines, dropped, format_value, movement, note_lines, regression_reason, runs_line, shown
-from ..report.results import CaseResult, RunReport, TrialResult
 from .._scrub import scrub_text
-from ..trajectory import killed_text
-from .text import failing_trials, first_reason, one_line, output_summary, printable, trajectory_summary
 from ..report._why import failed_by
+from ..report.compare import (
+    CaseDelta,
+    Comparison,
+    delta_lines,
+    dropped,
+    format_value,
+    movement,
+    note_lines,
+    regression_reason,
+    runs_line,
+    shown,
+)
+from ..report.results import CaseResult, RunReport, TrialResult
+from ..trajectory import killed_text
 from ._cells import run_k, shows_pass_pow_k
+from .text import failing_trials, first_reason, one_line, output_summary, printable, trajectory_summary
 
 __all__ = ["report_markdown", "comparison_markdown", "append_step_summary"]
 

@@ -16,8 +16,8 @@ from rich.segment import Segments
 from rich.table import Table
 from rich.text import Text
 
-from .._util.display import clean
 from .._scrub import scrub_text
+from .._util.display import clean
 from ..report.results import RunReport
 from ._plain import CAPTION, ending_notes, notes_under_table, summary_parts, table_layout
 from ._progress import PLAIN_INTERVAL, RunProgress

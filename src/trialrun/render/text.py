@@ -26,8 +26,8 @@ from typing import Any
 from .._scrub import scrub_json, scrub_text
 from ..report._why import failing_trials, first_cause, first_reason, why_failed
 from ..report.results import CaseResult, TrialError, TrialResult, kinds_passed
-from ._cells import shows_pass_pow_k
 from ..trajectory import Conversation, Denial, ToolCall, Trajectory, Turn, killed_text
+from ._cells import shows_pass_pow_k
 
 __all__ = [
     "trial_text", "case_failure_text", "error_text", "failing_trials", "first_cause", "first_reason", "why_failed",

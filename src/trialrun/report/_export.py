@@ -28,8 +28,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from .results import RunReport, TrialResult
 from ..trajectory import Conversation, ToolCall, ToolResult, Turn
+from .results import RunReport, TrialResult
 
 __all__ = ["export_text", "otel_traces", "atif_trajectories", "ATIF_VERSION", "PROVIDERS"]
 
@@ -118,8 +118,8 @@ def _requests(index: Any, case: str, trial: int) -> dict[int, tuple[str, str | N
 
 def otel_traces(report: RunReport, sidecar: Path | None = None) -> dict[str, Any]:
     """The run as an OTLP JSON ExportTraceServiceRequest: one trace per trial."""
-    from .exchanges import SidecarIndex
     from .._version import __version__
+    from .exchanges import SidecarIndex
 
     index = SidecarIndex.scan(sidecar) if sidecar is not None and sidecar.is_file() else None
     spans: list[dict[str, Any]] = []

@@ -15,7 +15,17 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, Strict, StrictBool, StrictInt, StrictStr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    Strict,
+    StrictBool,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+    field_validator,
+)
 
 __all__ = ["iso_time", "JournalCase", "JournalStart", "JournalTrial", "JournalEnd", "TrialOutcome", "SidecarStart",
            "SidecarTrial", "SidecarExchange", "problem", "validated"]

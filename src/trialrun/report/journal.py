@@ -29,11 +29,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .._util import safe_read as _safe_read
-from ._file_models import JournalEnd, JournalStart, JournalTrial, problem, validated
-from .._util.files import locked
-from ._line_log import LineAppender
 from .._scrub import scrub_text, secrets_version
+from .._util import safe_read as _safe_read
+from .._util.files import locked
+from ._file_models import JournalEnd, JournalStart, JournalTrial, problem, validated
+from ._line_log import LineAppender
 from .results import SCHEMA_VERSION, CaseResult, RunReport, TrialResult
 
 __all__ = ["Journal", "JournalError", "JournalLines", "JOURNAL_VERSION", "read_journal", "read_lines", "is_live",

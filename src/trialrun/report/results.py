@@ -10,16 +10,16 @@ from __future__ import annotations
 import json
 import math
 import os
-from datetime import datetime, timezone
 from collections.abc import Iterable, Sequence
+from datetime import datetime, timezone
 from typing import Any, NamedTuple, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
-from . import metrics
 from .._util.workspace_diff import WorkspaceDiff
 from ..expect._base import Verdict
 from ..trajectory import Run, RunStatus, Trajectory, Usage
+from . import metrics
 
 __all__ = ["SCHEMA_VERSION", "TrialError", "TrialResult", "Judgement", "judge_trial", "kinds_passed", "KIND_FIELDS", "CaseResult", "SeedTest", "SkippedCase", "RunReport", "jsonable"]
 

@@ -21,20 +21,18 @@ import json
 import os
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from collections.abc import Mapping
 from typing import Any
 
 from pydantic import ValidationError
 
+from .._scrub import scrub_text, secrets_version
 from .._util.files import TOO_DEEP, read_text, remove_stale_temps, unencodable_text, write_atomic, write_new
 from .._util.safe_read import UnreadableFile, opened, regular
-from .._scrub import scrub_text, secrets_version
-from .journal import SUFFIX as JOURNAL_SUFFIX
-from .journal import Journal, JournalError, is_live, read_journal
+from .journal import SUFFIX as JOURNAL_SUFFIX, Journal, JournalError, is_live, read_journal
 from .results import SCHEMA_VERSION, CaseResult, RunReport
 
 __all__ = ["ResultsStore", "ResultFileError", "ResultWriteError", "StoreBusy", "LatestNotUpdated", "load_report",

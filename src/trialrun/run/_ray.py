@@ -26,13 +26,13 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from ..report.exchanges import ExchangeLog, TrialLine
 from .._scrub import add_secret, registered_secrets
 from ..case import Case, CaseError, Problem
-from .executor import RayExecutor, require_ray
 from ..models import _limiter
 from ..models.ratelimit import _SHIPPING, RateLimit
+from ..report.exchanges import ExchangeLog, TrialLine
 from ..report.results import TrialError, TrialResult
+from .executor import RayExecutor, require_ray
 
 #: Case parts that hold user code, in the order a pickling problem is looked for.
 _PARTS = ("invoke", "setup", "teardown", "graders", "metadata")

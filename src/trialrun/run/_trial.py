@@ -16,9 +16,8 @@ from typing import Any
 from .._util.workers import DAEMON_THREADS
 from ..case import Case, TrialContext, remove_workdir
 from ..expect._base import Grader, Verdict, agrade, grade, is_builtin
-from ..report.results import TrialError, TrialResult, judge_trial, jsonable
+from ..report.results import TrialError, TrialResult, jsonable, judge_trial
 from ..trajectory import Run, Trajectory
-
 
 OnTrial = Callable[[Case, TrialResult], None]
 #: Called with each finished trial's recorded exchanges (`ctx.exchanges()`, numbered as its turns' `exchange`) and

@@ -30,8 +30,15 @@ from ..report._sequential import SequentialTest, SequentialVerdict
 from ..report._stats import ALPHA
 from ..report.results import CaseResult, RunReport, TrialResult
 from ._trial import OnExchanges, _FinishedThenCancelled, _Runner
-from .runner import DEFAULT_CONCURRENCY, EvaluationInterrupted, _cancel_all, _run_beside_loop, _run_with_interrupt
-from .runner import _selection, _trial_runner
+from .runner import (
+    DEFAULT_CONCURRENCY,
+    EvaluationInterrupted,
+    _cancel_all,
+    _run_beside_loop,
+    _run_with_interrupt,
+    _selection,
+    _trial_runner,
+)
 
 __all__ = ["evaluate_arms", "aevaluate_arms", "ArmsRun", "ArmsInterrupted", "RoundNote", "DEFAULT_MAX_TRIALS"]
 

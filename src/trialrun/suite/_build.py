@@ -29,11 +29,26 @@ from ..expect._base import Grader
 from ..expect.rubric import key_terms, rubric
 from ..expect.workspace import verify_of
 from ..report._text_diff import snapshot_text
-from ._build_agent import (_check_agent_signature, _import, _policy, _sandbox, _tools_factory, ignored_by_custom_agent,
-                           process_agent)
+from ._build_agent import (
+    _check_agent_signature,
+    _import,
+    _policy,
+    _sandbox,
+    _tools_factory,
+    ignored_by_custom_agent,
+    process_agent,
+)
+from ._build_model import (
+    FileScript,
+    _check_cassettes,
+    _judge_api,
+    _judge_transport,
+    check_api_keys,
+    judge_setup,
+    load_script_file,
+    model_transport,
+)
 from ._mcp_config import SuiteMcp
-from ._build_model import (FileScript, _check_cassettes, _judge_api, _judge_transport, check_api_keys, judge_setup,
-                           load_script_file, model_transport)
 from ._tests_file import SuiteError, SuiteFile, SuiteTest, read_suite
 from .config import Config, ConfigError, ModelSpec, load_config
 from .judge import llm_judge

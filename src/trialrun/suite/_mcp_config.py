@@ -129,7 +129,7 @@ class SuiteMcp:
     take MCP servers: a ConfigError before anything runs), then served to every trial."""
 
     def __init__(self, value: dict[str, Any], resolve: Callable[[str], Path], where: str) -> None:
-        from ..mcp import ScriptError, ScriptedMCPServer
+        from ..mcp import ScriptedMCPServer, ScriptError
 
         self.specs = specs(value)
         self.resolve = resolve

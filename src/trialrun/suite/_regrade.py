@@ -27,8 +27,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ..report.exchanges import SidecarIndex, TrialExchanges, sidecar_path
 from ..expect._base import Grader, Verdict, grade
+from ..report.exchanges import SidecarIndex, TrialExchanges, sidecar_path
 from ..report.results import CaseResult, RunReport, TrialError, TrialResult
 from ..trajectory import Trajectory
 
@@ -156,8 +156,8 @@ def _snapshot(original: RunReport, suite: Any, config: Any) -> dict[str, Any]:
 
 def _regrade_case(case: CaseResult, test: Any, suite: Any, config: Any, judge: Any, sidecar: SidecarIndex,
                   run_id: str | None, result: Regrade) -> CaseResult:
-    from ._build import test_graders, test_metadata
     from ..case import distinct_labels
+    from ._build import test_graders, test_metadata
 
     graders = list(distinct_labels(test_graders(test, suite, config, *judge)))  # labelled as the run's Case did
     trials = [_regrade_trial(case.name, trial, graders, sidecar, run_id, result) for trial in case.trials]

@@ -38,8 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, Validat
 
 from .. import expect
 from .._util.display import listing, shorten
-from .._util.files import TOO_DEEP, gc_paused, unencodable_text
-from .._util.files import read_text as _read_text
+from .._util.files import TOO_DEEP, gc_paused, read_text as _read_text, unencodable_text
 from .._util.yaml_read import YamlError, load_yaml
 from ..expect._base import Grader
 

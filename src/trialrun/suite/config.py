@@ -64,14 +64,23 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
-from pydantic import (BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, ValidationError,
-                      ValidationInfo, field_validator)
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
-from .._util.files import read_text
 from .._contain.sandbox import SANDBOXES
+from .._util.files import read_text
+from .._util.toml_read import TomlError, loads as toml_loads
 from ..agents._pins import PRESET_NAMES, preset_suggestion
-from .._util.toml_read import TomlError
-from .._util.toml_read import loads as toml_loads
 
 __all__ = ["Config", "ConfigError", "load_config", "DEFAULT_SUITE", "CONFIG_FILE", "ModelSpec", "parse_model_spec",
            "PRESET_NAMES", "COMMAND_PREFIX", "COMMAND_OPTIONS", "PRESET_OPTIONS", "preset_suggestion"]

@@ -122,8 +122,8 @@ class Pages:
         return self.html(report_html(entry.report, trial_link=link, links={"hl": "/test/{test}", "fl": flaky}, nav=nav))
 
     def trial(self, request: Request) -> Response:
-        from ..report.exchanges import read_trial_exchanges, sidecar_path
         from ..render.exchanges import trial_page
+        from ..report.exchanges import read_trial_exchanges, sidecar_path
 
         stem = request.path_params["stem"]
         h = self.history()
@@ -151,10 +151,10 @@ class Pages:
         return self.html(pages.test_page(h, name, token=self.token))
 
     def compare(self, request: Request) -> Response:
-        from ..report import compare as comparing
         from ..render._chrome import site_nav
         from ..render._compare_links import changed_tests
         from ..render.html import comparison_html
+        from ..report import compare as comparing
 
         h = self.history()
         pair = self.two(request, h)
@@ -235,8 +235,8 @@ class Pages:
 
     def _write(self, form: dict[str, str], override: bool) -> Response:
         """A hand grade (output quality) or an override, written by the code `trialrun grade` runs."""
-        from ..report._hand_grade import grade_by_hand, override_by_hand, who
         from ..expect.rubric import hand_quality
+        from ..report._hand_grade import grade_by_hand, override_by_hand, who
         from ..report.store import ResultFileError, ResultsStore
 
         h = self.history()

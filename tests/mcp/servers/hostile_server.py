@@ -41,7 +41,7 @@ for line in sys.stdin:
             sys.stdout.write("this is {not json-rpc\n")
             sys.stdout.flush()
         elif MODE == "huge":
-            sys.stdout.write('{"jsonrpc": "2.0", "id": %s, "result": {"content": [{"type": "text", "text": "' % json.dumps(ident))
+            sys.stdout.write(f'{{"jsonrpc": "2.0", "id": {json.dumps(ident)}, "result": {{"content": [{{"type": "text", "text": "')
             chunk = "y" * (1 << 20)
             while True:
                 sys.stdout.write(chunk)

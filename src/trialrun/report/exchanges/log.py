@@ -15,7 +15,9 @@ from ..._scrub import scrub_text, secrets_version
 from ..._util import safe_read as _safe_read
 from ..._util.files import hold_lock
 from ..._util.safe_read import UnreadableFile
+from .._line_log import LineAppender
 from .format import (
+    _TRIAL_HEAD,
     BODY_MAX_BYTES,
     BODY_MIN_BYTES,
     DEFAULT_MAX_TRIAL_BYTES,
@@ -23,7 +25,6 @@ from .format import (
     LINE_MAX_BYTES,
     MAX_BYTES,
     SUFFIX,
-    _TRIAL_HEAD,
     _dumps,
     _head_of,
     _line_prefix,
@@ -32,7 +33,6 @@ from .format import (
 )
 from .lines import TrialLine, trial_line, trial_record
 from .read import SidecarIndex, TrialExchanges, read_trial_exchanges
-from .._line_log import LineAppender
 
 __all__ = ["SUFFIX", "EXCHANGES_VERSION", "DEFAULT_MAX_TRIAL_BYTES", "BODY_MAX_BYTES", "BODY_MIN_BYTES",
            "ExchangeLog", "TrialLine", "TrialExchanges", "sidecar_path", "trial_record", "trial_line",

@@ -12,8 +12,8 @@ from typing import Any
 
 from ..._util import safe_read as _safe_read
 from ..._util.safe_read import UnreadableFile
-from .format import EXCHANGES_VERSION, LINE_MAX_BYTES, MAX_BYTES, _TRIAL_HEAD, _head_of, _line_prefix
 from .._file_models import SidecarExchange, SidecarStart, SidecarTrial, validated
+from .format import _TRIAL_HEAD, EXCHANGES_VERSION, LINE_MAX_BYTES, MAX_BYTES, _head_of, _line_prefix
 
 __all__ = ["TrialExchanges", "read_trial_exchanges", "SidecarIndex"]
 
