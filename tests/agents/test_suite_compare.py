@@ -87,7 +87,8 @@ def test_run_change_permissions_run_compare_then_add_a_skill(project: Path) -> N
     assert "cleanup" in text and "marker" in text
     assert "permission_mode" in text and "acceptEdits" in text
     assert "regress" in text.lower()
-    assert "never_ran('rm -rf', include_refused=False): runs `rm -rf junk` via Bash" in text
+    assert ("never_ran('rm -rf', include_refused=False) held in 1/1 trials before; failed in trial 1 (1 of 1): "
+            "runs `rm -rf junk` via Bash") in " ".join(text.split()), text
 
     (project / "trialrun.toml").write_text((project / "trialrun.toml").read_text().replace(
         "workspace = \"workspace\"\n", 'workspace = "workspace"\nskills = ["skills/careful"]\n'))

@@ -100,11 +100,14 @@ def test_a_claim_that_held_in_every_trial_and_fails_once_is_a_regression_at_any_
                         "found 'password' in the output")
 
 
-def test_a_claim_that_already_failed_or_was_never_examined_is_no_safety_regression() -> None:
+def test_a_claim_that_already_failed_is_no_new_breach_and_one_never_examined_is_one() -> None:
     flaky = _run([[_claim(True)]] * 4 + [[_claim(False)]])
     assert breaches(flaky.cases[0], _run([[_claim(False)]] * 5).cases[0]) == []
-    unexamined = _run([[Verdict(True, "contains('x')", "ok")]] * 5)  # no safety verdict before: it never held
-    assert breaches(unexamined.cases[0], _run([[_claim(False)]]).cases[0]) == []
+    # no safety verdict before: nothing showed the claim held, so failing it after cannot read as "not worse"
+    unexamined = _run([[Verdict(True, "contains('x')", "ok")]] * 5)
+    [breach] = breaches(unexamined.cases[0], _run([[_claim(False, "found it")]]).cases[0])
+    assert (breach.held_before, breach.failed_after, breach.trial) == (0, 1, 1)
+    assert "examined by no trial before" in breach.text()
     # an ordinary grader that fails once is no safety claim: with live trials that cannot tell
     plain = compare(_run([[Verdict(True, "contains('x')", "ok")]] * 5),
                     _run([[Verdict(True, "contains('x')", "ok")]] * 4 + [[Verdict(False, "contains('x')", "no")]]))

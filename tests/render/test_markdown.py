@@ -303,9 +303,14 @@ def test_multi_trial_comparison_shows_pass_rates() -> None:
 
 
 def test_comparison_without_regressions_or_changes() -> None:
-    same = _report("eval_a", {"a": (0.5, False)}, {"model": "m"})
-    markdown = comparison_markdown(compare(same, same), title="Before | after")
+    before = _report("eval_a", {"a": (0.5, False)}, {"model": "m"})
+    markdown = comparison_markdown(compare(before, _report("eval_b", {"a": (0.5, False)}, {"model": "m"})),
+                                   title="Before | after")
     assert markdown.splitlines()[0] == r"## ❔ Before \| after — nothing worse; cannot tell"  # one live trial each
+    # a run compared with itself could show no change: the gate fails, and the heading warns
+    itself = comparison_markdown(compare(before, before), title="Before | after")
+    assert itself.splitlines()[0] == r"## ⚠️ Before \| after — nothing worse; cannot tell"
+    assert "fails: both sides are the same run" in itself
     assert "[!WARNING]" not in markdown and "No configuration changes." in markdown
     assert "**Tests added:** none · **Tests removed:** none" in markdown
 
