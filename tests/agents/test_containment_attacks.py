@@ -6,7 +6,8 @@ the trial lists what was killed and how it was found.
 The truth is read from /proc after the run, outside trialrun: each daemon is `sleep 300.<unique digits>` (or a
 symlink to sleep named after the test), found by its argv. Without a sandbox and in bwrap (where the agent cannot see
 its keeper: the sandbox's PID namespace holds), through a small shell agent, through the reference agent's
-`run_command` (the issue's one-liner) and through a real agent's own shell tool (pi's bash)."""
+`run_command` (the issue's one-liner) and through real agents' own shell tools (pi's, Claude Code's and
+opencode's bash)."""
 
 from __future__ import annotations
 
@@ -143,6 +144,8 @@ def test_a_daemon_with_an_empty_environment_dies_when_the_agent_also_kills_or_st
         assert all(entry.endswith(")") and "(found " in entry for entry in listed), trial.killed
         if cgroups == "without cgroup":
             assert not any("cgroup" in entry for entry in trial.killed or []), trial.killed
+        elif _scope.cgroup_base() is not None:  # where the machine lets trialrun make one, the cgroup ended them
+            assert all(entry.endswith("(found in the trial's cgroup)") for entry in listed), trial.killed
 
 
 def test_a_keeper_server_that_was_stopped_is_replaced(tmp_path: Path, number: str) -> None:
@@ -204,11 +207,14 @@ def _script(agent: tr.agents.Preset, command: str) -> Callable[[ModelRequest], A
 
 @pytest.mark.real_agent
 @pytest.mark.parametrize("signal_name", ["KILL", "STOP"])
-@pytest.mark.parametrize("sandbox", ["none", "bwrap"])
-def test_pi_bash_tool_that_kills_or_stops_its_keeper_leaves_nothing(tmp_path: Path, number: str, signal_name: str,
-                                                                    sandbox: str,
-                                                                    agent_path: Callable[[str], str]) -> None:
-    agent = tr.agents.preset("pi", path=agent_path("pi"), sandbox=sandbox, timeout_s=90)
+@pytest.mark.parametrize("preset, sandbox", [("pi", "none"), ("pi", "bwrap"), ("claude-code", "none"),
+                                             ("opencode", "none")])  # (bwrap's PID namespace is the agent's own)
+def test_a_real_agents_shell_tool_that_kills_or_stops_its_keeper_leaves_nothing(
+        tmp_path: Path, number: str, signal_name: str, preset: str, sandbox: str,
+        agent_path: Callable[[str], str]) -> None:
+    permissions = tr.agents.CONTRACTS[preset].permissions
+    options = dict(permissions.runs_all) if permissions else {}  # Claude Code runs the command only when allowed
+    agent = tr.agents.preset(preset, path=agent_path(preset), sandbox=sandbox, timeout_s=90, **options)
     command = daemon(number) + "sleep 0.3\n" + FIND_KEEPER + f'[ -n "$p" ] && kill -{signal_name} $p\necho sent\n'
     began = time.monotonic()
     case = tr.Case(name="c", invoke=lambda ctx: agent("start the helpers", ctx, model=ctx.scripted(_script(agent, command))),

@@ -182,6 +182,8 @@ def _default_signals() -> None:
 
 #: Each agent through a real `trialrun run`, and pi in the sandbox too
 RUNS = [(label, "none") for label in AGENTS] + [("pi", "bwrap")]
+#: What a traceback, asyncio's complaints and click's abort look like after Ctrl-C (tests/cli/test_interrupt.py)
+NOISE = ("Traceback", "never retrieved", "Aborted!", "CancelledError", "RuntimeError")
 
 
 def test_ctrl_c_of_a_real_trialrun_run_leaves_no_process_of_the_agent(tmp_path: Path,
@@ -209,6 +211,7 @@ def test_ctrl_c_of_a_real_trialrun_run_leaves_no_process_of_the_agent(tmp_path: 
         for run, proc in runs.items():
             out, err = proc.communicate(timeout=60)
             assert proc.returncode == 130, (run, out, err)
+            assert not any(noise in err for noise in NOISE), (run, err)  # one line, as with any other agent kind
             assert still_alive(markers[run]) == [], (run, err)
     finally:
         for proc in runs.values():

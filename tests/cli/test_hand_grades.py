@@ -184,6 +184,15 @@ def test_a_grade_through_a_symlinked_result_file_is_refused(run: Path, tmp_path:
         code, out = _grade(ref, "read-file", "0.25")
         assert code == 2 and ("symbolic link" in out or "not in the results folder" in out), out
     assert outside.read_bytes() == before
+    # the viewer's form refuses it the same way (one check, `ResultsStore.writable`), and says why
+    client = TestClient(create_app(run.parent, token="t0ken"), base_url="http://127.0.0.1")
+    for form in ({"quality": "0.25", "trial": "all"}, {"trial": "1", "grader": "rubric", "verdict": "fail",
+                                                       "reason": "by a link"}):
+        posted = client.post("/grade" if "quality" in form else "/override", follow_redirects=False,
+                             data={"token": "t0ken", "run": linked.stem, "test": "read-file", "back": "/", **form})
+        said = "symbolic link" in posted.text or "not in the results folder" in posted.text
+        assert posted.status_code >= 400 and said, (posted.status_code, posted.text[:300])
+    assert outside.read_bytes() == before
     # latest.json, a link the store made to a result file of the folder, still grades that file in place
     code, out = _grade("latest", "read-file", "0.25")
     assert code == 0, out

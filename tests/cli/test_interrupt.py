@@ -154,6 +154,11 @@ def test_compare_and_report_pass_over_a_run_with_nothing_finished_and_recover_st
     saved = journal.with_suffix(".json")
     assert saved.exists() and json.loads(saved.read_text())["status"] == "interrupted"
     assert _latest(folder) == latest  # recovered, but nothing of it finished: not latest
+    again = subprocess.run([sys.executable, "-m", "trialrun", "compare", "--json"], cwd=folder, capture_output=True,
+                           text=True, env=_env(), timeout=120)
+    assert again.returncode == 0, again.stderr  # saved now, between the two runs, it is still passed over
+    pair = json.loads(again.stdout)
+    assert [pair["before_run_id"], pair["after_run_id"]] == [f"eval_{before[-1][8:-5]}", f"eval_{latest[8:-5]}"], pair
 
 
 def test_ctrl_c_while_an_agent_module_is_imported_is_an_interrupt_not_a_configuration_error(folder: Path) -> None:

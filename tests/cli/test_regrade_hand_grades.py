@@ -75,3 +75,36 @@ def test_a_regrade_with_a_judge_measures_the_judge_against_the_hand_grade(projec
     # and the agreement the report shows is the judge's against the person: 0.25 vs 0.4 (the level 0.5): disagreed
     shown = cli("report", regraded.stem, "--exit-zero").output
     assert "scripted:judge.yaml" in shown and "0/1 agreed" in shown, shown
+
+
+def test_a_grade_given_while_the_regrade_grades_is_carried_too(project: Path, cli, monkeypatch) -> None:
+    """The regrade grades with no lock held (a judge may take minutes), then reads the run again under the folder's
+    lock: a grade a person gives meanwhile, from another `trialrun grade` process, is on the regraded run too (a
+    regrade that carried only what it read at its start would drop it)."""
+    import os
+    import subprocess
+    import sys
+
+    import trialrun
+    import trialrun.suite._regrade as regrading
+
+    assert cli("run", "read-file").exit_code == 0
+    (original,) = sorted((project / RESULTS).glob("results_*.json"))
+    real = regrading.regrade_report
+    env = {**os.environ, "PYTHONPATH": str(Path(trialrun.__file__).resolve().parents[1])}
+
+    def grading_meanwhile(*args, **kwargs):  # type: ignore[no-untyped-def]
+        done = real(*args, **kwargs)
+        graded = subprocess.run([sys.executable, "-m", "trialrun", "grade", "latest", "read-file", "0.35", "--comment",
+                                 "given meanwhile"], cwd=project, env=env, capture_output=True, text=True, timeout=120)
+        assert graded.returncode == 0, graded.stdout + graded.stderr
+        return done
+
+    monkeypatch.setattr(regrading, "regrade_report", grading_meanwhile)
+    code, out = _cli("regrade")
+    assert code == 0, out
+    assert "read-file trial 1: output quality 0.35 by hand" in out, out
+    (regraded,) = [p for p in sorted((project / RESULTS).glob("results_*.json")) if p != original]
+    details = _score_verdict(_case(regraded, "read-file")["trials"][0])["details"]
+    assert details["sub_scores"]["output_quality"] == 0.35 and details["hand_grade"]["comment"] == "given meanwhile"
+    assert _score_verdict(_case(original, "read-file")["trials"][0])["details"]["sub_scores"]["output_quality"] == 0.35

@@ -23,7 +23,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from trialrun.report._power import level_for, trials_needed
+from trialrun.report._power import level_for, smallest_drop, trials_needed
 from trialrun.report._stats import Table
 from trialrun.report._verdict import SharedTest, Verdicts, judge
 from trialrun.report.compare import compare
@@ -161,3 +161,19 @@ def test_the_simulation_runs_what_compare_runs() -> None:
         assert {d.name: d.word for d in comparison.cases} == {n: j.word for n, j in expected.tests.items()}
         assert comparison.run is not None and comparison.run.word == expected.run.word
         assert comparison.gate is not None and comparison.gate.failed == expected.gate.failed
+
+
+@pytest.mark.parametrize("pooled", [True, False], ids=["the run", "one test"])
+def test_the_smallest_drop_cannot_tell_states_is_where_the_trials_needed_are_met(pooled: bool) -> None:
+    """"Cannot tell" says the smallest drop its trials would have seen (80% power): every drop from it up (in
+    hundredths) needs at most the trials run and every smaller one needs more, so the power the tests above show for
+    the trials needed holds for it; None exactly when not even a drop to 0 would be told."""
+    for rate in (0.3, 0.5, 0.8, 0.9, 1.0):
+        for trials in (1, 3, 5, 8, 20, 100):
+            for tests in (1, 3, 10, 50):
+                level, over = level_for(tests, pooled=pooled), tests if pooled else 1
+                said = smallest_drop(rate, trials, tests=over, level=level)
+                told = [d for d in range(1, 101) if trials_needed(rate, d / 100, tests=over, level=level) <= trials]
+                if told:  # the drops told are the ones from the smallest up: no gap a bisection could skip
+                    assert told == list(range(told[0], 101)), (rate, trials, tests, told)
+                assert said == (told[0] / 100 if told else None), (rate, trials, tests, said, told[:3])
