@@ -67,7 +67,8 @@ def test_a_trial_that_failed_only_in_its_teardown_stays_failed_after_a_hand_grad
     code, out = _grade(str(path), "cleanup", "0.5")
     assert code == 0 and "failed; run 0/1 passed" in out, out
     _assert_still_failed(path)
-    assert _rubric_verdict(_case(_data(path), "cleanup")["trials"][0])["details"]["quality_by"] == "hand"
+    graded = [_rubric_verdict(t)["details"] for t in _case(_data(path), "cleanup")["trials"]]
+    assert [(d["quality_by"], d["hand_grade"]["quality"]) for d in graded] == [("hand", 0.5)] * 2  # no --trial: every one
     # an override of its one verdict to pass does not pass it either: the teardown error still fails it
     code, out = _grade(str(path), "cleanup", "--trial", "1", "--pass", "rubric", "--reason", "the answer is right")
     assert code == 0, out

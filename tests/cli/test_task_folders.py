@@ -230,3 +230,44 @@ def test_a_link_that_leads_back_into_the_task_folder_is_refused(coding: Path, cl
     assert cli("run", "greet", "--config", REFERENCE).exit_code == 0
     (coding / "tasks" / "greet" / "settings.json").unlink()
     assert _hashes(coding / "tasks") == before
+
+
+def test_an_ab_run_of_a_coding_agent_compares_its_verify_pass_rates(coding: Path, cli, tmp_path: Path) -> None:
+    """Issue 34: a coding-agent A/B is judged by the same graders. Arm `wrong` writes `a * b`; the task's own test,
+    run here on what that arm writes, fails: so its verifier must fail in every trial where the other arm's passes,
+    and the A/B (and `trialrun compare` of the two arms' runs) must call fix-add worse for that, and gate on it."""
+    import subprocess
+    import sys
+
+    import yaml
+
+    script = yaml.safe_load((coding / "agents" / "reference.yaml").read_text())
+    fixes = {}
+    for arm, body in (("right", "a + b"), ("wrong", "a * b")):
+        steps = [s for s in script["fix-add"] if s.get("tool_call", {}).get("name") != "write_file"]
+        written = next(s for s in script["fix-add"] if s.get("tool_call", {}).get("name") == "write_file")
+        content = written["tool_call"]["arguments"]["content"].replace("a + b", body)
+        steps.insert(1, {"tool_call": {"name": "write_file", "arguments": {"path": "app.py", "content": content}}})
+        (coding / "agents" / f"{arm}.yaml").write_text(json.dumps({"fix-add": steps}))
+        judge = tmp_path / arm  # the truth: the task folder's own test on the app.py this arm writes
+        shutil.copytree(EXAMPLE / "tasks" / "fix-add", judge)
+        (judge / "app.py").write_text(content)
+        fixes[arm] = subprocess.run([sys.executable, "test_app.py"], cwd=judge, capture_output=True).returncode == 0
+    assert fixes == {"right": True, "wrong": False}
+    config = coding / REFERENCE
+    config.write_text(config.read_text() + '\n[arms.right]\nmodel = "scripted:right.yaml"\n'
+                      '[arms.wrong]\nmodel = "scripted:wrong.yaml"\n')
+    result = cli("run", "fix-add", "--config", REFERENCE, "-k", "2", "--fail-on-regression")
+    assert result.exit_code == 1 and "--fail-on-regression: wrong:" in result.output, result.output
+    (summary,) = (coding / "results").glob("ab_*.json")
+    data = json.loads(summary.read_text())
+    assert data["comparisons"]["wrong"]["regressions"] == ["fix-add"] and data["gate"]["failed"] is True
+    for arm in data["arms"]:
+        verdicts = [v for t in load_report(coding / arm["file"]).cases[0].trials for v in t.verdicts
+                    if v.grader == "verify('python3 test_app.py')"]
+        assert [v.passed for v in verdicts] == [fixes[arm["name"]]] * 2, (arm["name"], [v.reason for v in verdicts])
+    compared = json.loads(cli("compare", "--config", REFERENCE, "--json").output)
+    [case] = compared["cases"]
+    assert (case["name"], case["word"], case["trials_passed_before"], case["trials_passed_after"]) == (
+        "fix-add", "worse", 2, 0)
+    assert case["sub_score_regressions"] == ["output_quality"]  # the rubric's quality came from verify: 0.5 -> 0

@@ -35,9 +35,12 @@ def _alive(pattern: str) -> list[str]:
     return found
 
 
-def _case(mode: str) -> tr.Case:
+def _case(mode: str, url: str | None = None) -> tr.Case:
     async def invoke(ctx: tr.TrialContext) -> Any:
-        endpoint = ctx.mcp({"command": [sys.executable, str(SERVER), mode]}, name="hostile")
+        if url is None:
+            endpoint = ctx.mcp({"command": [sys.executable, str(SERVER), mode]}, name="hostile")
+        else:
+            endpoint = ctx.mcp({"url": url}, name="hostile", transport="http")
         agent = tr.Agent(ctx.scripted([tr.tool_call("fetch", {}), tr.reply("done")]),
                          tools=await tr.amcp_tools(endpoint, timeout_s=5), tool_timeout_s=5)
         return await agent.arun("fetch it")
@@ -85,3 +88,44 @@ def test_a_flood_keeps_at_most_the_records_cap() -> None:
     assert trial.error is not None and trial.error.phase == "mcp"
     assert seen and seen[0] <= DEFAULT_MAX_MESSAGES
     assert os.environ.get("TRIALRUN_MCP_LEAK") is None
+
+
+@pytest.fixture
+def hostile_http(request: pytest.FixtureRequest) -> Any:
+    """The hostile server on streamable HTTP in a process of its own (a user's remote server): its URL."""
+    import socket
+    import subprocess
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen([sys.executable, str(SERVER), request.param, str(port)], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            break
+        except OSError:
+            time.sleep(0.05)
+    yield request.param, f"http://127.0.0.1:{port}/mcp"
+    process.kill()
+    process.wait()
+
+
+@pytest.mark.parametrize(("hostile_http", "said"), [
+    ("flood", "flooded its connection: more than 2,000 notifications; the connection was closed"),
+    ("hang", "never answered tools/call"),
+    ("malformed", "sent a message that is not JSON-RPC 2.0: 'this is {not json-rpc'"),
+], indirect=["hostile_http"])
+def test_a_hostile_server_over_http_is_a_clear_bounded_trial_error(hostile_http: tuple[str, str], said: str) -> None:
+    """The same through the proxy to a URL: the trial's error says what the server did, within the call's limit."""
+    mode, url = hostile_http
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    started = time.monotonic()
+    trial = tr.evaluate([_case(mode, url)]).cases[0].trials[0]
+    took = time.monotonic() - started
+    assert not trial.passed and trial.error is not None and (trial.error.type, trial.error.phase) == ("McpError", "mcp")
+    assert said in trial.error.message and "MCP server 'hostile'" in trial.error.message, trial.error.message
+    assert took < 40, took
+    assert (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024 < 3 * (DEFAULT_MAX_BYTES >> 20)

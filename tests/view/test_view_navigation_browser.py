@@ -177,7 +177,10 @@ def test_a_grade_set_in_the_page_lands_in_the_result_file_and_in_trialrun_report
         assert f"was {float(current):.2f}" in note
         after = case()
         assert after["score"] != before["score"]
-        audit = next(v["details"]["hand_grade"] for v in after["trials"][0]["verdicts"] if v.get("kind") == "score")
+        audits = [next(v["details"]["hand_grade"] for v in t["verdicts"] if v.get("kind") == "score")
+                  for t in after["trials"]]
+        assert len(audits) == TRIALS and all(a["quality"] == float(chosen) for a in audits)  # "all": every trial
+        audit = audits[0]
         assert audit["previous"] == float(current) and audit["quality"] == float(chosen) and audit["via"] == "view"
         assert audit["by"] and audit["at"] and audit["comment"] == "reads the notes but lists one item only"
         shown = p.locator(".page-head .meta").inner_text()
