@@ -17,6 +17,7 @@ import pytest
 import trialrun as tr
 from trialrun._util.workspace import snapshot
 from trialrun._util.workspace_diff import FILE_CHARS, NO_NEWLINE, WorkspaceDiff, workspace_diff
+from trialrun.report import store
 
 
 def _write(root: Path, files: dict[str, str | bytes]) -> None:
@@ -166,7 +167,7 @@ def _run_case(tmp_path: Path, invoke: object) -> tuple[tr.TrialResult, Path]:
         _write(ctx.workdir, {"app.py": "def add(a, b):\n    return a - b\n"})
 
     report = tr.evaluate([tr.Case("c", invoke, setup=setup, expect_outcome=[tr.expect.changed_only(["app.py"])])])
-    return report.cases[0].trials[0], tr.store.ResultsStore(tmp_path / "results").save(report)
+    return report.cases[0].trials[0], store.ResultsStore(tmp_path / "results").save(report)
 
 
 def test_the_result_keeps_the_unified_diff_and_a_saved_run_reads_it_back(tmp_path: Path) -> None:
@@ -177,7 +178,7 @@ def test_the_result_keeps_the_unified_diff_and_a_saved_run_reads_it_back(tmp_pat
     trial, path = _run_case(tmp_path, invoke)
     saved = json.loads(path.read_text())["cases"][0]["trials"][0]["files"]
     assert saved["files"][0]["path"] == "app.py" and "+    return a + b" in saved["files"][0]["diff"]
-    loaded = tr.store.load_report(path).cases[0].trials[0]
+    loaded = store.load_report(path).cases[0].trials[0]
     assert loaded.files == trial.files and loaded.as_run().files == trial.files
 
 
