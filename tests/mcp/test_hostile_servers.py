@@ -117,9 +117,13 @@ def hostile_http(request: pytest.FixtureRequest) -> Any:
     ("flood", "flooded its connection: more than 2,000 notifications; the connection was closed"),
     ("hang", "never answered tools/call"),
     ("malformed", "sent a message that is not JSON-RPC 2.0: 'this is {not json-rpc'"),
+    ("huge", f"the server sent a message longer than {MAX_MESSAGE_BYTES:,} bytes; the connection was closed"),
 ], indirect=["hostile_http"])
-def test_a_hostile_server_over_http_is_a_clear_bounded_trial_error(hostile_http: tuple[str, str], said: str) -> None:
-    """The same through the proxy to a URL: the trial's error says what the server did, within the call's limit."""
+def test_a_hostile_server_over_http_is_a_clear_bounded_trial_error(hostile_http: tuple[str, str], said: str,
+                                                                  capfd: pytest.CaptureFixture[str],
+                                                                  caplog: pytest.LogCaptureFixture) -> None:
+    """The same through the proxy to a URL: the trial's error says what the server did, within the call's limit, and
+    only there (no traceback of the proxy's web server or of the SDK's client on stderr)."""
     mode, url = hostile_http
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     started = time.monotonic()
@@ -129,3 +133,5 @@ def test_a_hostile_server_over_http_is_a_clear_bounded_trial_error(hostile_http:
     assert said in trial.error.message and "MCP server 'hostile'" in trial.error.message, trial.error.message
     assert took < 40, took
     assert (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024 < 3 * (DEFAULT_MAX_BYTES >> 20)
+    out, err = capfd.readouterr()  # (a traceback logged goes to stderr, Python's last resort; pytest captures it)
+    assert "Traceback" not in err + out + caplog.text, (err + caplog.text)[-3000:]

@@ -5,12 +5,20 @@ isError result, or a JSON-RPC error, as the tool's error result the model reads)
 
 `server` is what `ctx.mcp(...)` returned (a stdio or HTTP server of the trial), a streamable HTTP URL, or
 `{"command": ..., "args": [...]}` for a server the agent starts itself.
+
+While it talks to a server, the SDK client's logged tracebacks are held back (`_quiet`): a message it cannot read
+(a hostile server's) is one each on stderr, yet the SDK answers the call with the same error, which the model
+reads, and the trial's own MCP record says what the server did.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+import contextlib
+import contextvars
+import functools
+import logging
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from .tools import Tool, ToolError
@@ -38,6 +46,36 @@ def _client(server: Any) -> Any:
                          f"got {server!r}")
     params = mcp.StdioServerParameters(command=command[0], args=list(command[1:]))
     return mcp.Client(mcp.stdio_client(params, errlog=_stderr()), mode="legacy")
+
+
+_QUIET: contextvars.ContextVar[bool] = contextvars.ContextVar("trialrun_mcp_quiet", default=False)
+_SDK_LOGGERS = ("mcp.client.streamable_http", "mcp.client.stdio", "mcp.client.sse")
+
+
+class _NoTraceback(logging.Filter):
+    """Drops the SDK client's records that carry a traceback, in the reference agent's calls only (`_QUIET`: the
+    SDK's reading tasks inherit it); the SDK's other users in the process keep theirs."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.exc_info and _QUIET.get())
+
+
+@functools.cache
+def _filtered() -> None:
+    for name in _SDK_LOGGERS:
+        logging.getLogger(name).addFilter(_NoTraceback())
+
+
+@contextlib.asynccontextmanager
+async def _connected(server: Any) -> AsyncIterator[Any]:
+    """`_client(server)`, entered, with the SDK's tracebacks held back (see the module)."""
+    _filtered()
+    token = _QUIET.set(True)
+    try:
+        async with _client(server) as client:
+            yield client
+    finally:
+        _QUIET.reset(token)
 
 
 def _stderr() -> Any:
@@ -81,7 +119,7 @@ class McpTool(Tool):
         from mcp import MCPError
 
         try:
-            async with _client(self.server) as client:
+            async with _connected(self.server) as client:
                 result = await client.call_tool(self.name, arguments)
         except MCPError as exc:
             raise ToolError(f"{self.name}: the MCP server answered with an error: {exc}") from None
@@ -97,7 +135,7 @@ class McpTool(Tool):
 
 async def amcp_tools(server: Any, *, timeout_s: float | None = None) -> list[McpTool]:
     """The tools `server` offers (see the module), as the reference agent's tools."""
-    async with _client(server) as client:
+    async with _connected(server) as client:
         listed = await client.list_tools()
     return [McpTool(server, tool.name, tool.description or "", dict(tool.input_schema), timeout_s=timeout_s)
             for tool in listed.tools]

@@ -161,6 +161,7 @@ class HttpProxy:
         self.headers = headers
         self.log = log
         self._client: Any = None
+        self._stopping = False
         self._recorded = Recorded(self._forward, log, name)
 
     async def start(self) -> None:
@@ -169,6 +170,7 @@ class HttpProxy:
         self._client = httpx.AsyncClient(timeout=httpx.Timeout(30.0, read=None))
 
     async def stop(self) -> None:
+        self._stopping = True  # (an answer still streaming breaks off: its trial has ended, nothing to say)
         if self._client is not None:
             await self._client.aclose()
 
@@ -203,8 +205,13 @@ class HttpProxy:
             out = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in response.headers.items()
                    if k.encode("latin-1").lower() not in _HOP and k.lower() != "content-encoding"]
             await send({"type": "http.response.start", "status": response.status_code, "headers": out})
-            async for chunk in response.aiter_bytes():
-                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            try:
+                async for chunk in response.aiter_bytes():
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            except httpx.HTTPError as exc:  # the answer broke off: said here, once, never a web server's traceback
+                if not self._stopping:
+                    self.log.problem(f"MCP server {self.name!r} ({self.url}): its answer broke off: "
+                                     f"{type(exc).__name__}: {exc}".rstrip(": "))
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
             await response.aclose()

@@ -13,10 +13,17 @@ from typing import Any
 
 from ._record import Connection
 
-__all__ = ["MAX_MESSAGE_BYTES", "read_message", "serve_sdk", "pump"]
+__all__ = ["MAX_MESSAGE_BYTES", "too_long", "read_message", "serve_sdk", "pump"]
 
 #: The longest message (one line) read from either side; a stream's buffer never holds more.
 MAX_MESSAGE_BYTES = 8 << 20
+
+
+def too_long(conn: Connection, who: str) -> None:
+    """Say that `who` (the client, the server) sent a message over the limit: the one rule for stdio and HTTP alike,
+    whose caller closes the connection (an HTTP answer is cut off there)."""
+    conn.log.problem(f"MCP server {conn.server!r}: the {who} sent a message longer than {MAX_MESSAGE_BYTES:,} bytes; "
+                     "the connection was closed")
 
 
 async def read_message(reader: asyncio.StreamReader, conn: Connection, who: str) -> bytes | None:
@@ -30,8 +37,7 @@ async def read_message(reader: asyncio.StreamReader, conn: Connection, who: str)
             if not line.strip():
                 return None
         except asyncio.LimitOverrunError:
-            conn.log.problem(f"MCP server {conn.server!r}: the {who} sent a message longer than "
-                             f"{MAX_MESSAGE_BYTES:,} bytes; the connection was closed")
+            too_long(conn, who)
             return None
         if line.strip():
             return line.rstrip(b"\r\n")
