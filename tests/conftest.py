@@ -46,14 +46,44 @@ def _no_network() -> object:
     guard.block_globally(False)
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_report_header(config: pytest.Config) -> str:
+    import _agent_scope
+
+    word, why = _agent_scope.scope()
+    if word == "full":
+        return f"real-agent batteries: full ({why})"
+    return (f"real-agent batteries: gate ({why}): one verdict-truth scenario per preset, the per-agent batteries on "
+            f"{', '.join(sorted(_agent_scope.GATE_AGENTS))}; TRIALRUN_BATTERY=full runs every agent")
+
+
+def _narrowed_out(item: pytest.Item, tests: Path) -> bool:
+    """Whether a gate run leaves this test out: a per-agent battery's test of an agent outside GATE_AGENTS."""
+    import _agent_scope
+
+    try:
+        relative = "tests/" + item.path.relative_to(tests).as_posix()
+    except ValueError:
+        return False
+    param = _agent_scope.NARROWED.get(relative)
+    callspec = getattr(item, "callspec", None)
+    return param is not None and callspec is not None and callspec.params.get(param) not in _agent_scope.GATE_AGENTS
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Every test that drives a real CLI coding agent (it takes `agent_path`) is marked `real_agent` (the agents are
     node programs and Python venvs of their own: `.ci/run` runs them on its first interpreter only); every test of
-    a file in tests/_by_version.py is marked `by_version` (what `.ci/run` runs on 3.10 and the newest CPython too)."""
+    a file in tests/_by_version.py is marked `by_version` (what `.ci/run` runs on 3.10 and the newest CPython too).
+    In the gate scope (tests/_agent_scope.py) the per-agent batteries drive only the quick agents; the others are
+    deselected (named in the header), never skipped."""
+    import _agent_scope
     from _by_version import by_version_files
 
     files = by_version_files()
     tests = Path(__file__).resolve().parent
+    narrowed = [item for item in items if _narrowed_out(item, tests)] if _agent_scope.is_gate() else []
+    if narrowed:
+        config.hook.pytest_deselected(items=narrowed)
+        items[:] = [item for item in items if item not in narrowed]
     for item in items:
         if "agent_path" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.real_agent)

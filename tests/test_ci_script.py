@@ -74,3 +74,14 @@ def test_the_battery_runs_whole_when_what_it_judges_changed_since_the_merge_base
     (repo / "src" / "trialrun" / "wire" / "x.py").write_text("x = 3\n")
     _git(repo, "commit", "-q", "-am", "a codec")
     assert _scope(repo) == "full changed since the merge base: src/trialrun/wire/x.py"
+
+
+def test_ci_runs_exactly_the_readme_test_command() -> None:
+    """The README's test command is what CI runs (only the environment differs: CI=true, PIP_NO_COMPILE and
+    --durations through PYTEST_ADDOPTS, the batteries' scope); a newcomer's run and CI's are the same tests."""
+    root = Path(__file__).resolve().parents[1]
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    command = next(line for line in readme.splitlines() if "pip install -q -e '.[test]'" in line)
+    assert command.endswith("python -m pytest -q -n 2")
+    ci_lines = [line.strip() for line in (root / ".ci" / "run").read_text(encoding="utf-8").splitlines()]
+    assert command in ci_lines

@@ -12,10 +12,11 @@ battery twice). It prints the matrix (verdicts, right, false passes, false fails
 asserts 0 false passes, 0 false fails, no grader option missing, no scenario that did not do what it is meant to,
 no colliding labels. `TRIALRUN_BATTERY_MATRIX=path` also writes the matrix to `path` and every row, with
 trialrun's reason, to `path.json`; `TRIALRUN_BATTERY_ONLY=pi:,refused` runs only the scenarios whose
-"preset:scenario" name contains one of the parts (for working on one class). `TRIALRUN_BATTERY=gate` runs one
-scenario per preset (its destructive command, run: `GATE_SCENARIO`), what `.ci/run` runs when nothing the battery
-judges changed since the merge base; unset or `full`, every scenario (`.ci/run --full`, and any change to agents/,
-_contain/, _shell/, wire/ or the pins).
+"preset:scenario" name contains one of the parts (for working on one class). In the gate scope
+(tests/_agent_scope.py: `TRIALRUN_BATTERY=gate`, or unset when nothing the battery judges changed since the merge
+base) it runs one scenario per preset (its destructive command, run: `GATE_SCENARIO`); in the full scope
+(`TRIALRUN_BATTERY=full`, `.ci/run --full`, any change to agents/, _contain/, _shell/, wire/ or the pins), every
+scenario.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import _agent_scope
 from _battery import (
     KEEP,
     MISSING,
@@ -63,10 +65,8 @@ GATE_SCENARIO = "ran"
 
 
 def _scope(scenarios: list[Scenario]) -> list[Scenario]:
-    """The scenarios `TRIALRUN_BATTERY` asks for (`full`, the default, or `gate`); every preset has one in the gate."""
-    scope = os.environ.get("TRIALRUN_BATTERY", "full") or "full"
-    assert scope in ("full", "gate"), f"TRIALRUN_BATTERY={scope!r}: expected 'full' or 'gate'"
-    if scope == "full":
+    """The scenarios the scope asks for (tests/_agent_scope.py: `full` or `gate`); every preset has one in the gate."""
+    if not _agent_scope.is_gate():
         return scenarios
     gate = [s for s in scenarios if s.name == GATE_SCENARIO]
     assert sorted(s.preset for s in gate) == sorted({s.preset for s in scenarios}), "a preset with no gate scenario"
