@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _procs import wait_for_port
 
 import trialrun as tr
 from trialrun import expect
@@ -101,13 +102,7 @@ def hostile_http(request: pytest.FixtureRequest) -> Any:
         port = probe.getsockname()[1]
     process = subprocess.Popen([sys.executable, str(SERVER), request.param, str(port)], stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            time.sleep(0.05)
+    wait_for_port(port)
     yield request.param, f"http://127.0.0.1:{port}/mcp"
     process.kill()
     process.wait()

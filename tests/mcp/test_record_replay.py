@@ -11,12 +11,12 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _procs import wait_for_port
 
 import trialrun as tr
 from trialrun import expect
@@ -39,13 +39,7 @@ def http_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     process = subprocess.Popen([sys.executable, str(SERVER), "http", str(port)], env={**os.environ, "TICKETS": str(tickets)},
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.05)
+        wait_for_port(port)
         yield f"http://127.0.0.1:{port}/mcp", tickets
     finally:
         process.kill()

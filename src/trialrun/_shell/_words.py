@@ -23,6 +23,8 @@ _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ELEMENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\[(?:@|\*|\d+)\]")  # `${a[@]}`, `${a[*]}`, `${a[0]}`
 _SPECIAL_PARAMS = set("@*#?$!-0123456789")
 _BLANKS = " \t\r"
+#: What starts a piece `WordReader.skip_quoted` steps over: an escape, a quote, an expansion.
+_QUOTED_STARTS = frozenset("\\'\"$`")
 ANSI_ESCAPES = {
     "a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v",
     "\\": "\\", "'": "'", '"': '"', "?": "?",
@@ -134,19 +136,8 @@ class WordReader:
             if i >= n:
                 raise ParseError("unclosed `[` in an array subscript")
             c = s[i]
-            if c == "'":
-                end = s.find("'", i + 1)
-                if end < 0:
-                    raise ParseError("unbalanced single quote")
-                i = end + 1
-            elif c == '"':
-                i = self.read_dquote(i + 1, [], subs)
-            elif c == "$":
-                i = self.read_dollar(i, [], subs, quoted=True)
-            elif c == "`":
-                i = self.read_backtick(i, [], subs, quoted=True)
-            elif c == "\\":
-                i += 2
+            if c in _QUOTED_STARTS:
+                i = self.skip_quoted(i, subs)
             else:
                 depth += (c == "[") - (c == "]")
                 i += 1
@@ -251,22 +242,27 @@ class WordReader:
             c = s[i]
             if c == "}":
                 return i + 1
-            if c == "\\":
-                i += 2
-            elif c == "'":
-                end = s.find("'", i + 1)
-                if end < 0:
-                    raise ParseError("unbalanced single quote")
-                i = end + 1
-            elif c == '"':
-                i = self.read_dquote(i + 1, [], subs)
-            elif c == "$":
-                i = self.read_dollar(i, [], subs, quoted=True)
-            elif c == "`":
-                i = self.read_backtick(i, [], subs, quoted=True)
-            else:
-                i += 1
+            i = self.skip_quoted(i, subs) if c in _QUOTED_STARTS else i + 1
         raise ParseError("unclosed `${`")
+
+    def skip_quoted(self, i: int, subs: list[Script]) -> int:
+        """The index after the quoted or expanded piece at `i` (one of `_QUOTED_STARTS`: a backslash and the character
+        it escapes, '...', "...", a `$` expansion, `...`), recording the substitutions inside it: how a subscript and
+        `${...}` step over what cannot end them."""
+        s = self.s
+        c = s[i]
+        if c == "\\":
+            return i + 2
+        if c == "'":
+            end = s.find("'", i + 1)
+            if end < 0:
+                raise ParseError("unbalanced single quote")
+            return end + 1
+        if c == '"':
+            return self.read_dquote(i + 1, [], subs)
+        if c == "$":
+            return self.read_dollar(i, [], subs, quoted=True)
+        return self.read_backtick(i, [], subs, quoted=True)
 
     def skip_arithmetic(self, i: int, subs: list[Script]) -> int:
         """The index after the `))` that closes `$((` or `((`. The content is arithmetic, not commands, but the
