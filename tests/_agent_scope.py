@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import os
 import subprocess
+from collections.abc import Iterable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -21,7 +22,10 @@ ROOT = Path(__file__).resolve().parents[1]
 #: opencode, Qwen Code, Gemini CLI, Kimi: 12-73 s a battery each) run in the full scope.
 GATE_AGENTS = frozenset({"reference", "pi", "claude-code", "codex", "copilot-cli", "continue-cli"})
 #: The per-agent batteries (file, the parameter naming the agent) a gate run narrows to GATE_AGENTS.
-NARROWED = {"tests/agents/test_workspace_truth.py": "preset", "tests/test_coding_agent_example.py": "preset"}
+NARROWED = {"tests/agents/test_workspace_truth.py": "preset", "tests/test_coding_agent_example.py": "preset",
+            "tests/agents/test_mcp_agents.py": "label"}
+#: Tests of one slow agent's own behaviour, which the gate leaves to the full scope (by node id).
+SLOW_AGENT_TESTS = frozenset({"tests/agents/test_preset_options.py::test_kilo_is_granted_folders_outside_the_workdir"})
 
 
 @functools.cache
@@ -43,3 +47,8 @@ def scope() -> tuple[str, str]:
 
 def is_gate() -> bool:
     return scope()[0] == "gate"
+
+
+def in_scope(labels: Iterable[str]) -> list[str]:
+    """The agents of `labels` this scope drives (a battery that runs its agents in one evaluate builds only these)."""
+    return [label for label in labels if not is_gate() or label in GATE_AGENTS]

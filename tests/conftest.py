@@ -64,6 +64,8 @@ def _narrowed_out(item: pytest.Item, tests: Path) -> bool:
         relative = "tests/" + item.path.relative_to(tests).as_posix()
     except ValueError:
         return False
+    if f"{relative}::{getattr(item, 'originalname', item.name)}" in _agent_scope.SLOW_AGENT_TESTS:
+        return True
     param = _agent_scope.NARROWED.get(relative)
     callspec = getattr(item, "callspec", None)
     return param is not None and callspec is not None and callspec.params.get(param) not in _agent_scope.GATE_AGENTS

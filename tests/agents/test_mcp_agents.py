@@ -16,6 +16,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+import _agent_scope
 import pytest
 
 import trialrun as tr
@@ -72,7 +73,7 @@ def _script(agent: tr.agents.Preset, truth: _Truth) -> Callable[[ModelRequest], 
 
 def _cases(agent_program: Callable[[str], str]) -> tuple[list[tr.Case], dict[str, tuple[_Truth, str]]]:
     cases, truths = [], {}
-    for label in AGENTS:
+    for label in _agent_scope.in_scope(AGENTS):  # the gate scope's agents only (tests/_agent_scope.py)
         for transport in TRANSPORTS:
             name, token = f"{label}-{transport}", f"ZEBRA{len(cases) + 1}"
             truth = _Truth()
@@ -134,12 +135,14 @@ def test_mcp_called_agrees_with_the_server_the_model_and_the_marker(results: dic
 
 
 def test_each_agent_names_the_mcp_tool_its_own_way(results: dict) -> None:
-    names = {label: results[f"{label}-stdio"][1].offered for label in AGENTS}
-    assert names == {"claude-code": [("mcp__notes__search_notes", None)], "codex": [("search_notes", "mcp__notes")],
-                     "gemini-cli": [("mcp_notes_search_notes", None)], "opencode": [("notes_search_notes", None)],
-                     "qwen-code": [("mcp__notes__search_notes", None)], "kilo-code": [("notes_search_notes", None)],
-                     "copilot-cli": [("notes-search_notes", None)], "continue-cli": [("search_notes", None)],
-                     "kimi-cli": [("search_notes", None)]}, json.dumps(names)
+    expected = {"claude-code": [("mcp__notes__search_notes", None)], "codex": [("search_notes", "mcp__notes")],
+                "gemini-cli": [("mcp_notes_search_notes", None)], "opencode": [("notes_search_notes", None)],
+                "qwen-code": [("mcp__notes__search_notes", None)], "kilo-code": [("notes_search_notes", None)],
+                "copilot-cli": [("notes-search_notes", None)], "continue-cli": [("search_notes", None)],
+                "kimi-cli": [("search_notes", None)]}
+    labels = _agent_scope.in_scope(AGENTS)  # every agent in the full scope (tests/_agent_scope.py)
+    names = {label: results[f"{label}-stdio"][1].offered for label in labels}
+    assert names == {label: expected[label] for label in labels}, json.dumps(names)
 
 
 def test_agents_that_cannot_take_mcp_servers_say_so(agent_path: Any) -> None:
