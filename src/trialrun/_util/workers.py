@@ -17,6 +17,7 @@ import concurrent.futures
 import contextvars
 import itertools
 import os
+import queue
 import threading
 import weakref
 from collections.abc import Callable
@@ -26,7 +27,9 @@ from typing import Any, TypeVar
 __all__ = ["DaemonThreads", "DAEMON_THREADS", "call_with_limit"]
 
 _T = TypeVar("_T")
-_Call = tuple[contextvars.Context, "concurrent.futures.Future[Any]", Callable[..., Any], tuple[Any, ...], dict[str, Any]]
+# Where a call's outcome goes: the Future `submit` returns, or the reply box of `call` (the caller waits on it).
+_Box = concurrent.futures.Future[Any] | SimpleQueue[tuple[bool, Any]]
+_Call = tuple[contextvars.Context, _Box, Callable[..., Any], tuple[Any, ...], dict[str, Any]]
 _EXECUTORS: weakref.WeakSet[DaemonThreads] = weakref.WeakSet()  # for a forked child to forget the idle threads
 
 
@@ -38,47 +41,67 @@ class DaemonThreads(concurrent.futures.Executor):
         self._name = name
         self._keep = keep
         self._numbers = itertools.count(1)
-        self._idle: list[SimpleQueue[_Call]] = []
-        self._lock = threading.Lock()
+        # Idle threads: a SimpleQueue (thread-safe without a lock of ours, also free-threaded); `keep` is a soft bound.
+        self._idle: SimpleQueue[SimpleQueue[_Call]] = SimpleQueue()  # their inboxes
         _EXECUTORS.add(self)
 
     def submit(self, fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> concurrent.futures.Future[_T]:
         future: concurrent.futures.Future[_T] = concurrent.futures.Future()
-        with self._lock:
-            inbox = self._idle.pop() if self._idle else None
-        if inbox is None:
-            inbox = SimpleQueue()
-            threading.Thread(target=self._serve, args=(inbox,), name=f"{self._name}-{next(self._numbers)}",
-                             daemon=True).start()
-        inbox.put((contextvars.copy_context(), future, fn, args, kwargs))
+        self._take().put((contextvars.copy_context(), future, fn, args, kwargs))
         return future
+
+    def call(self, fn: Callable[..., _T], kwargs: dict[str, Any], limit: float) -> tuple[bool, _T | None]:
+        """`fn(**kwargs)` on a thread, waited on for at most `limit` seconds: (True, what it returned), or raise what
+        it raised; (False, None) when late (it runs on, abandoned). The outcome comes back through a reply box (a
+        `SimpleQueue`: one lock in C, where a Future and `concurrent.futures.wait` take conditions and waiters in
+        Python): a timed sync tool makes this hop on every call."""
+        reply: SimpleQueue[tuple[bool, Any]] = SimpleQueue()
+        self._take().put((contextvars.copy_context(), reply, fn, (), kwargs))
+        try:
+            ok, value = reply.get(timeout=limit)
+        except queue.Empty:
+            return False, None
+        if ok:
+            return True, value
+        raise value
+
+    def _take(self) -> SimpleQueue[_Call]:
+        """The inbox of an idle thread, else of a new one."""
+        try:
+            return self._idle.get_nowait()
+        except queue.Empty:
+            pass
+        inbox: SimpleQueue[_Call] = SimpleQueue()
+        threading.Thread(target=self._serve, args=(inbox,), name=f"{self._name}-{next(self._numbers)}",
+                         daemon=True).start()
+        return inbox
 
     def _serve(self, inbox: SimpleQueue[_Call]) -> None:
         while True:
-            context, future, fn, args, kwargs = inbox.get()
+            context, box, fn, args, kwargs = inbox.get()
             outcome: tuple[bool, Any] | None = None
-            if future.set_running_or_notify_cancel():
+            if isinstance(box, SimpleQueue) or box.set_running_or_notify_cancel():
                 try:
                     outcome = (True, context.run(fn, *args, **kwargs))
                 except BaseException as exc:  # noqa: BLE001 - handed to whoever waits (SystemExit included)
                     outcome = (False, exc)
             del context, fn, args, kwargs  # nothing of the call outlives it here
-            with self._lock:  # idle again BEFORE the caller learns the outcome: its next call finds this thread
-                stay = len(self._idle) < self._keep
-                if stay:
-                    self._idle.append(inbox)
+            stay = self._idle.qsize() < self._keep
+            if stay:  # idle again BEFORE the caller learns the outcome: its next call finds this thread
+                self._idle.put(inbox)
             if outcome is not None:
-                if outcome[0]:
-                    future.set_result(outcome[1])
+                if isinstance(box, SimpleQueue):
+                    box.put(outcome)
+                elif outcome[0]:
+                    box.set_result(outcome[1])
                 else:
-                    future.set_exception(outcome[1])
-            del future, outcome
+                    box.set_exception(outcome[1])
+            del box, outcome
             if not stay:
                 return
 
     def _forget_idle(self) -> None:
-        self._idle = []
-        self._lock = threading.Lock()
+        self._idle = SimpleQueue()
 
 
 def _after_fork() -> None:
@@ -98,8 +121,4 @@ def call_with_limit(fn: Callable[..., Any], kwargs: dict[str, Any], limit: float
     """Run `fn(**kwargs)` on a daemon thread and wait at most `limit` seconds: (True, what it returned), or raise
     what it raised; (False, None) when it is late (it runs on, abandoned). An exception that interrupts the wait
     (Ctrl-C) leaves it running the same way."""
-    future = DAEMON_THREADS.submit(fn, **kwargs)
-    done, _ = concurrent.futures.wait([future], timeout=limit)
-    if not done:
-        return False, None
-    return True, future.result()
+    return DAEMON_THREADS.call(fn, kwargs, limit)
