@@ -2,8 +2,9 @@
 127.0.0.1) by `ray.init` in this process, which is faster here than a separate `ray start --head` (about 14 s
 either way on the CI box; `ray start` needs `ray stop` as well) and stops only what it started, at the end.
 
-ONE cluster for the whole run: every test here is in the xdist group "ray" (pyproject's `--dist loadgroup`), so
-one xdist worker runs them all, on the cluster it started once, while the others run the rest of the suite."""
+ONE cluster for the whole run: every test here is in the xdist group "ray" (tests/conftest.py, `_xdist_group`, with
+pyproject's `--dist loadgroup`), so one xdist worker runs them all, on the cluster it started once, while the
+others run the rest of the suite."""
 
 from __future__ import annotations
 
@@ -28,14 +29,6 @@ os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
 os.environ["GRPC_ENABLE_FORK_SUPPORT"] = "0"
 
 import ray  # noqa: E402  # in the test extra: these tests run in CI, never skip
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Every test of this folder in one xdist group: one worker, one cluster (see the module's text)."""
-    here = Path(__file__).parent
-    for item in items:
-        if here in item.path.parents:
-            item.add_marker(pytest.mark.xdist_group("ray"))
 
 
 @pytest.fixture(scope="session")

@@ -13,6 +13,7 @@ no-network guard's state among them):
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import contextvars
 import itertools
@@ -27,8 +28,9 @@ from typing import Any, TypeVar
 __all__ = ["DaemonThreads", "DAEMON_THREADS", "call_with_limit"]
 
 _T = TypeVar("_T")
-# Where a call's outcome goes: the Future `submit` returns, or the reply box of `call` (the caller waits on it).
-_Box = concurrent.futures.Future[Any] | SimpleQueue[tuple[bool, Any]]
+# Where a call's outcome goes: the Future `submit` returns, the reply box of `call` (the caller waits on it), or the
+# event loop's future of `start`.
+_Box = concurrent.futures.Future[Any] | SimpleQueue[tuple[bool, Any]] | asyncio.Future[Any]
 _Call = tuple[contextvars.Context, _Box, Callable[..., Any], tuple[Any, ...], dict[str, Any]]
 _EXECUTORS: weakref.WeakSet[DaemonThreads] = weakref.WeakSet()  # for a forked child to forget the idle threads
 
@@ -41,8 +43,8 @@ class DaemonThreads(concurrent.futures.Executor):
         self._name = name
         self._keep = keep
         self._numbers = itertools.count(1)
-        # Idle threads: a SimpleQueue (thread-safe without a lock of ours, also free-threaded); `keep` is a soft bound.
-        self._idle: SimpleQueue[SimpleQueue[_Call]] = SimpleQueue()  # their inboxes
+        self._idle: list[SimpleQueue[_Call]] = []  # their inboxes; the last to finish is the next to work (warm)
+        self._lock = threading.Lock()
         _EXECUTORS.add(self)
 
     def submit(self, fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> concurrent.futures.Future[_T]:
@@ -65,12 +67,19 @@ class DaemonThreads(concurrent.futures.Executor):
             return True, value
         raise value
 
+    def start(self, fn: Callable[..., _T], /, *args: Any) -> asyncio.Future[_T]:
+        """`fn(*args)` on a thread, for the running event loop to await (a trial's synchronous invoke, its graders):
+        the outcome is handed to the loop with one `call_soon_threadsafe`, without the concurrent Future (its
+        condition) and the chaining that `loop.run_in_executor` adds. Cancelling the future abandons the call."""
+        future: asyncio.Future[_T] = asyncio.get_running_loop().create_future()
+        self._take().put((contextvars.copy_context(), future, fn, args, {}))
+        return future
+
     def _take(self) -> SimpleQueue[_Call]:
         """The inbox of an idle thread, else of a new one."""
-        try:
-            return self._idle.get_nowait()
-        except queue.Empty:
-            pass
+        with self._lock:
+            if self._idle:
+                return self._idle.pop()
         inbox: SimpleQueue[_Call] = SimpleQueue()
         threading.Thread(target=self._serve, args=(inbox,), name=f"{self._name}-{next(self._numbers)}",
                          daemon=True).start()
@@ -80,18 +89,24 @@ class DaemonThreads(concurrent.futures.Executor):
         while True:
             context, box, fn, args, kwargs = inbox.get()
             outcome: tuple[bool, Any] | None = None
-            if isinstance(box, SimpleQueue) or box.set_running_or_notify_cancel():
+            if isinstance(box, (SimpleQueue, asyncio.Future)) or box.set_running_or_notify_cancel():
                 try:
                     outcome = (True, context.run(fn, *args, **kwargs))
                 except BaseException as exc:  # noqa: BLE001 - handed to whoever waits (SystemExit included)
                     outcome = (False, exc)
             del context, fn, args, kwargs  # nothing of the call outlives it here
-            stay = self._idle.qsize() < self._keep
-            if stay:  # idle again BEFORE the caller learns the outcome: its next call finds this thread
-                self._idle.put(inbox)
+            with self._lock:  # idle again BEFORE the caller learns the outcome: its next call finds this thread
+                stay = len(self._idle) < self._keep
+                if stay:
+                    self._idle.append(inbox)
             if outcome is not None:
                 if isinstance(box, SimpleQueue):
                     box.put(outcome)
+                elif isinstance(box, asyncio.Future):
+                    try:
+                        box.get_loop().call_soon_threadsafe(_settle, box, outcome)
+                    except RuntimeError:  # the loop closed meanwhile: nobody waits
+                        pass
                 elif outcome[0]:
                     box.set_result(outcome[1])
                 else:
@@ -101,7 +116,18 @@ class DaemonThreads(concurrent.futures.Executor):
                 return
 
     def _forget_idle(self) -> None:
-        self._idle = SimpleQueue()
+        self._idle = []
+        self._lock = threading.Lock()
+
+
+def _settle(future: asyncio.Future[Any], outcome: tuple[bool, Any]) -> None:
+    """On the loop: the outcome into the awaited future, unless it was cancelled meanwhile (a timeout, Ctrl-C)."""
+    if future.cancelled():
+        return
+    if outcome[0]:
+        future.set_result(outcome[1])
+    else:
+        future.set_exception(outcome[1])
 
 
 def _after_fork() -> None:

@@ -98,7 +98,7 @@ class _Runner:
         """`fn(*args)` on a daemon thread of its own, in this task's contextvars (the no-network guard's state): a
         synchronous agent stuck past its timeout or a Ctrl-C runs on there, abandoned, and never holds the
         interpreter open."""
-        return await asyncio.get_running_loop().run_in_executor(DAEMON_THREADS, fn, *args)
+        return await DAEMON_THREADS.start(fn, *args)
 
     async def _call(self, fn: Callable[[TrialContext], Any], ctx: TrialContext) -> Any:
         if inspect.iscoroutinefunction(fn):
