@@ -86,7 +86,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if narrowed:
         config.hook.pytest_deselected(items=narrowed)
         items[:] = [item for item in items if item not in narrowed]
-    shared: dict[Path, bool] = {}
     for item in items:
         if "agent_path" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.real_agent)
@@ -96,20 +95,3 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             continue
         if relative in files:
             item.add_marker(pytest.mark.by_version)
-        group = _xdist_group(item.path, relative, shared)
-        if group is not None:
-            item.add_marker(pytest.mark.xdist_group(group))
-
-
-def _xdist_group(path: Path, relative: str, shared: dict[Path, bool]) -> str | None:
-    """The xdist worker group of a test (pyproject's `--dist loadgroup`): the Ray tests are one group (one worker,
-    one cluster: tests/ray/conftest.py), and a module that defines a fixture shared beyond one test (module, class
-    or session scope: the real agents' runs, a browser, mypy over every example) is a group of its own, so that its
-    fixture runs once, not once on every worker that gets one of its tests (measured at -n 3 on a clean clone: the
-    real agents' `results` ran on three workers at once, 55-59 s each)."""
-    if relative.startswith("ray/"):
-        return "ray"
-    if path not in shared:
-        text = path.read_text(encoding="utf-8")
-        shared[path] = any(f'scope="{scope}"' in text for scope in ("module", "class", "session"))
-    return relative if shared[path] else None

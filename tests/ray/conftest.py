@@ -1,10 +1,6 @@
 """A real local Ray cluster for these tests: started once (two worker CPUs, no dashboard, no usage stats, bound to
 127.0.0.1) by `ray.init` in this process, which is faster here than a separate `ray start --head` (about 14 s
-either way on the CI box; `ray start` needs `ray stop` as well) and stops only what it started, at the end.
-
-ONE cluster for the whole run: every test here is in the xdist group "ray" (tests/conftest.py, `_xdist_group`, with
-pyproject's `--dist loadgroup`), so one xdist worker runs them all, on the cluster it started once, while the
-others run the rest of the suite."""
+either way on the CI box; `ray start` needs `ray stop` as well) and stops only what it started, at the end."""
 
 from __future__ import annotations
 
