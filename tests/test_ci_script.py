@@ -82,6 +82,6 @@ def test_ci_runs_exactly_the_readme_test_command() -> None:
     root = Path(__file__).resolve().parents[1]
     readme = (root / "README.md").read_text(encoding="utf-8")
     command = next(line for line in readme.splitlines() if "pip install -q -e '.[test]'" in line)
-    assert command.endswith("python -m pytest -q -n 2")
+    assert command.endswith("python -m pytest -q -n 3")
     ci_lines = [line.strip() for line in (root / ".ci" / "run").read_text(encoding="utf-8").splitlines()]
     assert command in ci_lines
