@@ -240,7 +240,10 @@ def _handoff_folders() -> set[Path]:
 
 @pytest.mark.parametrize("program", ["/nonexistent/agent-program", "bwrap-fails"])
 def test_a_program_that_cannot_start_fails_the_trial_at_once_and_leaves_nothing(handoff: str, program: str,
-                                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+                                                                                 monkeypatch: pytest.MonkeyPatch,
+                                                                                 tmp_path: Path) -> None:
+    # a temporary folder of this test's own: other xdist workers' trials make hand-off folders in /tmp meanwhile
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     if program == "bwrap-fails":  # bubblewrap itself stops before the shell that waits for the endpoint starts
         monkeypatch.setattr(sandboxes.Bwrap, "arguments", lambda self, *a: [self.program, "--bind", "/nonexistent-x", "/x"])
     before = _handoff_folders()
