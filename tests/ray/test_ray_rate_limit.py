@@ -153,9 +153,12 @@ def test_the_limiter_actor_leases_slots_and_honours_a_pause(ray_cluster: str) ->
         permits = _ray._RemotePermits(actor, "https://x#k", RateLimit(requests_per_minute=1200))  # 50 ms apart
         assert permits._lease == 5  # at most a quarter of a second's slots per call
         assert permits.take(0) == 0 and not permits._slots  # one call now and then: one slot at a time
-        delays = [permits.take(0) for _ in range(6)]  # a burst: the lease grows with what this worker takes
+        # a burst: the lease grows with what this worker takes. Each delay counts from its own call, so the slots
+        # are compared as points in time (on a loaded machine the calls themselves take a while)
+        slots = [time.monotonic() + permits.take(0) for _ in range(6)]
         assert len(permits._slots) > 0
-        assert all(a < b for a, b in zip(delays, delays[1:])) and 0.2 < delays[-1] < 0.4, delays
+        gaps = [b - a for a, b in zip(slots, slots[1:])]
+        assert all(gap > 0.04 for gap in gaps) and 0.2 < slots[-1] - slots[0] < 0.3, gaps  # 50 ms apart
         permits.pause(2.0)
         assert permits.paused_for() > 1.9 and not permits._slots
         other = _ray._RemotePermits(actor, "https://x#k", RateLimit(requests_per_minute=1200))
