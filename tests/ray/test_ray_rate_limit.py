@@ -154,11 +154,19 @@ def test_the_limiter_actor_leases_slots_and_honours_a_pause(ray_cluster: str) ->
         assert permits._lease == 5  # at most a quarter of a second's slots per call
         assert permits.take(0) == 0 and not permits._slots  # one call now and then: one slot at a time
         # a burst: the lease grows with what this worker takes. Each delay counts from its own call, so the slots
-        # are compared as points in time (on a loaded machine the calls themselves take a while)
-        slots = [time.monotonic() + permits.take(0) for _ in range(6)]
+        # are compared as points in time, each placed mid-call (on a loaded machine a call to the actor takes a while)
+        slots, spread = [], []
+        for _ in range(6):
+            before = time.monotonic()
+            delay = permits.take(0)
+            after = time.monotonic()
+            slots.append((before + after) / 2 + delay)
+            spread.append((after - before) / 2)
         assert len(permits._slots) > 0
         gaps = [b - a for a, b in zip(slots, slots[1:])]
-        assert all(gap > 0.04 for gap in gaps) and 0.2 < slots[-1] - slots[0] < 0.3, gaps  # 50 ms apart
+        slack = 2 * max(spread)
+        assert all(gap > 0.05 - slack for gap in gaps), (gaps, slack)  # 50 ms apart, but for when each call ran
+        assert 0.25 - slack < slots[-1] - slots[0] < 0.25 + slack + 0.05, (slots, slack)
         permits.pause(2.0)
         assert permits.paused_for() > 1.9 and not permits._slots
         other = _ray._RemotePermits(actor, "https://x#k", RateLimit(requests_per_minute=1200))
