@@ -46,6 +46,16 @@ def _no_network() -> object:
     guard.block_globally(False)
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """With `--dist loadfile` (pyproject's addopts), the Ray tests' files are one unit of work: tests/_scheduling.py."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    import _scheduling
+
+    return _scheduling.scheduler_class()(config, log)
+
+
 def pytest_report_header(config: pytest.Config) -> str:
     import _agent_scope
 

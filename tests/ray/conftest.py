@@ -27,9 +27,10 @@ os.environ["GRPC_ENABLE_FORK_SUPPORT"] = "0"
 import ray  # noqa: E402  # in the test extra: these tests run in CI, never skip
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def ray_cluster() -> Iterator[str]:
-    """The cluster's address (for a second driver in a subprocess)."""
+    """The cluster's address (for a second driver in a subprocess). One for this folder: under xdist its files are
+    one unit of work on one worker (tests/_scheduling.py), and the cluster stops when the folder is done."""
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
     ray.init(address="local", num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1",
              logging_level="warning", log_to_driver=False)
