@@ -77,8 +77,8 @@ def test_the_battery_runs_whole_when_what_it_judges_changed_since_the_merge_base
 
 
 def test_ci_runs_exactly_the_readme_test_command() -> None:
-    """The README's test command is what CI runs (only the environment differs: CI=true, PIP_NO_COMPILE and
-    --durations through PYTEST_ADDOPTS, the batteries' scope); a newcomer's run and CI's are the same tests."""
+    """The README's test command is what CI runs (only the environment differs: CI=true, bytecode caches
+    written, --durations through PYTEST_ADDOPTS, the batteries' scope); a newcomer's run and CI's are the same tests."""
     root = Path(__file__).resolve().parents[1]
     readme = (root / "README.md").read_text(encoding="utf-8")
     command = next(line for line in readme.splitlines() if "pip install -q -e '.[test]'" in line)
