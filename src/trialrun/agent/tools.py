@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import codecs
+import functools
 import inspect
 import json
 import os
@@ -145,7 +146,7 @@ class Tool:
             if self.is_async:
                 result = await (asyncio.wait_for(self.fn(**values), limit) if limit is not None else self.fn(**values))
             elif limit is not None:
-                result = await asyncio.wait_for(asyncio.wrap_future(DAEMON_THREADS.submit(self.fn, **values)), limit)
+                result = await asyncio.wait_for(DAEMON_THREADS.start(functools.partial(self.fn, **values)), limit)
             else:
                 result = await asyncio.to_thread(self.fn, **values)  # to_thread copies contextvars
         except asyncio.TimeoutError:
