@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, Union
+from typing import TYPE_CHECKING, Any, BinaryIO, Protocol, Union
 
 from .._contain.keeper import AsyncKeeper, keeper_argv
 from .._contain.scope import Scope
@@ -121,15 +121,20 @@ class _Started:
     exited: asyncio.Future[None] | None = None
     streams: list[asyncio.StreamReader] = field(default_factory=list)
 
-    def abandon(self, pipes: tuple[int, int] | None) -> None:
+    def abandon(self, pipes: tuple[int, int] | None, files: list[BinaryIO]) -> None:
         """Undo a launch that failed part way: the keeper (which kills all when its socket closes), the pipes not
-        yet handed to a stream, the sandbox."""
+        yet handed to a stream, the sandbox. A pipe is closed once, by whoever owns it: its stream (at the pipe's
+        end), else its file object, whose close a transport made for it meanwhile may repeat harmlessly (a
+        connection cancelled half made closes it too), else the bare descriptor."""
         if self.keeper is not None:
             self.keeper.close()
-        if pipes is not None and not self.streams:
-            os.close(pipes[0])
-        if pipes is not None and len(self.streams) < 2:
-            os.close(pipes[1])
+        for index, fd in enumerate(pipes or ()):
+            if index < len(self.streams):
+                continue
+            if index < len(files):
+                files[index].close()
+            else:
+                os.close(fd)
         if self.cleanup is not None:
             self.cleanup()
 
@@ -363,19 +368,21 @@ class ProcessAgent:
         env = scope.env(env)  # (argv: only where no keeper server can run)
         child = _Started(time.monotonic(), keeper, cleanup, scope)
         pipes = None
+        files: list[BinaryIO] = []  # the pipes' owners from the moment each is wrapped (never a bare fd closed twice)
         if keeper is not None:  # the usual way: a fork of the keeper server
             pipes = keeper.launch(command, env=env, cwd=workdir)
         try:
             if pipes is not None:
-                child.streams.append(await _pipe(pipes[0]))
-                child.streams.append(await _pipe(pipes[1]))
+                files.extend(os.fdopen(fd, "rb", 0) for fd in pipes)
+                for file in files:
+                    child.streams.append(await _pipe(file))
             else:  # no keeper server here: a keeper interpreter of its own, or no keeper at all
                 child.process, child.exited = await _spawn(
                     argv, cwd=workdir, env=env, stdin=keeper.theirs.fileno() if keeper is not None else None)
                 assert child.process.stdout is not None and child.process.stderr is not None
                 child.streams = [child.process.stdout, child.process.stderr]
         except BaseException as exc:
-            child.abandon(pipes)
+            child.abandon(pipes, files)
             if isinstance(exc, (FileNotFoundError, PermissionError)):
                 raise AgentNotFound(f"{self.label}: cannot run {argv[0]!r}: {exc.strerror or exc}") from None
             raise
@@ -504,11 +511,11 @@ async def _spawn(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str],
     return asyncio.subprocess.Process(transport, protocol[0], loop), protocol[0].exited
 
 
-async def _pipe(fd: int) -> asyncio.StreamReader:
-    """A stream reading the pipe `fd` from the event loop (it closes at the end of the pipe)."""
+async def _pipe(file: BinaryIO) -> asyncio.StreamReader:
+    """A stream reading the pipe `file` from the event loop (it closes at the end of the pipe)."""
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=1 << 16, loop=loop)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader, loop=loop), os.fdopen(fd, "rb", 0))
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader, loop=loop), file)
     return reader
 
 
